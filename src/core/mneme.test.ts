@@ -1,0 +1,209 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../config/create-mneme.js';
+import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
+import { createFixedClock } from '../testing.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import type { Mneme } from './mneme.js';
+import { MAX_CONTENT_CHARS } from './schemas.js';
+
+describe('the library API', () => {
+  let mneme: Mneme;
+  const clock = createFixedClock('2024-06-15T12:00:00.000Z');
+
+  beforeEach(async () => {
+    mneme = await createMneme({ path: ':memory:', clock, embedder: createFakeEmbeddingModel() });
+  });
+  afterEach(async () => {
+    await mneme.close();
+  });
+
+  async function expectRefused(action: Promise<unknown>, code: string, message: RegExp) {
+    const before = await mneme.list({ archived: 'include' });
+    const error = await action.then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(MnemeError);
+    expect(error).toMatchObject({ code, message: expect.stringMatching(message) });
+    expect(await mneme.list({ archived: 'include' })).toEqual(before);
+  }
+
+  it('remembers with offline defaults: global scope, general category, importance 0.5, source manual', async () => {
+    const memory = await mneme.remember({ content: '  The staging server is called kestrel  ' });
+    expect(memory).toMatchObject({
+      content: 'The staging server is called kestrel',
+      scope: 'global',
+      category: 'general',
+      sector: 'semantic',
+      importance: 0.5,
+      source: 'manual',
+      pinned: false,
+      createdAt: '2024-06-15T12:00:00.000Z',
+    });
+    expect(await mneme.get(memory.id)).toEqual(memory);
+  });
+
+  it('clamps importance to 0..1 on create and on update', async () => {
+    const high = await mneme.remember({ content: 'very important', importance: 7 });
+    const low = await mneme.remember({ content: 'not important', importance: -3 });
+    expect([high.importance, low.importance]).toEqual([1, 0]);
+    expect((await mneme.update({ id: low.id, importance: 1.5 })).importance).toBe(1);
+    expect((await mneme.update({ id: high.id, importance: -0.1 })).importance).toBe(0);
+  });
+
+  it('sets the sector from the category, and accepts any non-empty label', async () => {
+    expect((await mneme.remember({ content: 'launch was on Monday', category: 'event' })).sector).toBe('episodic');
+    expect((await mneme.remember({ content: 'uses vim', category: 'Tooling' })).category).toBe('tooling');
+  });
+
+  it('refuses bad input with a typed error and writes nothing', async () => {
+    await mneme.remember({ content: 'an existing memory' });
+    await expectRefused(mneme.remember({ content: '   ' }), ErrorCode.InvalidInput, /content must not be empty/);
+    await expectRefused(
+      mneme.remember({ content: 'x', scope: 'galaxy' as never }),
+      ErrorCode.InvalidInput,
+      /scope must be one of personal, room, project, session, global/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'Oz likes tea', scope: 'personal' }),
+      ErrorCode.InvalidInput,
+      /userId: scope personal needs userId/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'team fact', scope: 'room' }),
+      ErrorCode.InvalidInput,
+      /scope room needs channelId/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'project fact', scope: 'project' }),
+      ErrorCode.InvalidInput,
+      /scope project needs projectId/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'topic fact', scope: 'session', topicId: 'no-such-topic' }),
+      ErrorCode.InvalidInput,
+      /session memories come from conversation extraction/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'x', importance: 'high' as never }),
+      ErrorCode.InvalidInput,
+      /importance must be a number/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'x'.repeat(MAX_CONTENT_CHARS + 1) }),
+      ErrorCode.InvalidInput,
+      /content is longer than 10000 characters/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'x', colour: 'blue' } as never),
+      ErrorCode.InvalidInput,
+      /unknown field colour/,
+    );
+    await expectRefused(mneme.update({ id: 999 }), ErrorCode.InvalidInput, /nothing to update/);
+    await expectRefused(mneme.update({ id: 999, content: 'new' }), ErrorCode.NotFound, /memory 999 does not exist/);
+    await expectRefused(
+      mneme.update({ id: 'abc', content: 'new' }),
+      ErrorCode.InvalidInput,
+      /id must be a positive integer/,
+    );
+    await expectRefused(mneme.forget(12345), ErrorCode.NotFound, /memory 12345 does not exist/);
+    await expectRefused(mneme.get(777), ErrorCode.NotFound, /memory 777 does not exist/);
+    await expectRefused(mneme.list({ limit: 10_000 }), ErrorCode.InvalidInput, /limit must be at most 500/);
+    await expectRefused(mneme.history(0), ErrorCode.InvalidInput, /id must be a positive integer/);
+  });
+
+  it('keeps every version: edits, forget and restore, with the actor', async () => {
+    const memory = await mneme.remember({ content: 'Oz uses a Mac', actor: 'setup' });
+    clock.advance(60_000);
+    await mneme.update({ id: memory.id, content: 'Oz uses a ThinkPad', actor: 'oz', reason: 'new laptop' });
+    clock.advance(60_000);
+    const forgotten = await mneme.forget({ id: memory.id, actor: 'oz' });
+    expect(forgotten.archivedAt).toBe('2024-06-15T12:02:00.000Z');
+    expect((await mneme.list()).memories).toEqual([]);
+    await expect(mneme.update({ id: memory.id, importance: 1 })).rejects.toMatchObject({ code: ErrorCode.Conflict });
+    const restored = await mneme.restore(memory.id);
+    expect(restored.archivedAt).toBeNull();
+    expect(restored.embeddingModel).toBe('fake-64');
+    const history = await mneme.history(memory.id);
+    expect(history.map((version) => `${version.action}:${version.actor ?? '-'}`)).toEqual([
+      'create:setup',
+      'update:oz',
+      'archive:oz',
+      'restore:-',
+    ]);
+    expect(history[1]?.changes).toEqual({ content: { from: 'Oz uses a Mac', to: 'Oz uses a ThinkPad' } });
+  });
+
+  it('re-embeds on a content edit and keeps the vector on other edits', async () => {
+    const embedder = createFakeEmbeddingModel();
+    const engine = await createMneme({ path: ':memory:', clock, embedder });
+    const memory = await engine.remember({ content: 'first text' });
+    await engine.update({ id: memory.id, importance: 0.9 });
+    await engine.update({ id: memory.id, content: 'second text' });
+    expect(embedder.calls.map((call) => [call.texts, call.purpose])).toEqual([
+      [['first text'], 'document'],
+      [['second text'], 'document'],
+    ]);
+    expect((await engine.get(memory.id)).embeddingModel).toBe('fake-64');
+    await engine.close();
+  });
+
+  it('stores a memory without a vector when the model fails, and says so', async () => {
+    const warnings: string[] = [];
+    const engine = await createMneme({
+      path: ':memory:',
+      embedder: {
+        modelId: 'broken',
+        dimensions: 8,
+        embed: async () => {
+          throw new Error('connection refused');
+        },
+      },
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    const memory = await engine.remember({ content: 'kept anyway' });
+    expect(memory.embeddingModel).toBeNull();
+    expect(warnings).toEqual([expect.stringContaining('connection refused')]);
+    await engine.close();
+  });
+
+  it('hides memories a viewer may not see from get and list', async () => {
+    const annSecret = await mneme.remember({ content: 'Ann is allergic to nuts', scope: 'personal', userId: 'ann' });
+    const roomNote = await mneme.remember({ content: 'standup at 9', scope: 'room', channelId: 'alpha' });
+    const projectNote = await mneme.remember({ content: 'deploy with make', scope: 'project', projectId: 'apollo' });
+    await mneme.remember({ content: 'office closes at 6' });
+
+    const bob = { userId: 'bob', channelId: 'beta', projectId: 'zeus' };
+    for (const id of [annSecret.id, roomNote.id, projectNote.id]) {
+      await expect(mneme.get({ id, viewer: bob })).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    }
+    expect((await mneme.list({ viewer: bob })).memories.map((memory) => memory.content)).toEqual([
+      'office closes at 6',
+    ]);
+    const ann = { userId: 'ann', channelId: 'alpha', projectId: 'apollo' };
+    expect((await mneme.list({ viewer: ann })).total).toBe(4);
+    expect((await mneme.get({ id: annSecret.id, viewer: ann })).content).toBe('Ann is allergic to nuts');
+  });
+
+  it('purges one user and reports what went', async () => {
+    await mneme.remember({ content: 'Ann likes sailing', scope: 'personal', userId: 'ann' });
+    await mneme.remember({ content: 'Bob likes rowing', scope: 'personal', userId: 'bob' });
+    const report = await mneme.purgeUser('ann');
+    expect(report).toMatchObject({ userId: 'ann', memories: 1, vectors: 1, versions: 1 });
+    expect((await mneme.list({ archived: 'include' })).memories.map((memory) => memory.content)).toEqual([
+      'Bob likes rowing',
+    ]);
+    await expect(mneme.purgeUser('  ')).rejects.toMatchObject({ code: ErrorCode.InvalidInput });
+  });
+
+  it('counts what it holds', async () => {
+    await mneme.remember({ content: 'one', pinned: true });
+    await mneme.remember({ content: 'two', scope: 'personal', userId: 'oz', category: 'preference' });
+    const stats = await mneme.stats();
+    expect(stats).toMatchObject({ active: 2, pinned: 1, byScope: { global: 1, personal: 1 }, addedLast7Days: 2 });
+  });
+
+  it('refuses to open without a path', async () => {
+    await expect(createMneme({ path: '' })).rejects.toMatchObject({ code: ErrorCode.ConfigInvalid });
+  });
+});

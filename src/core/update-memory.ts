@@ -1,0 +1,53 @@
+import type { MemoryChanges } from '../storage/memory-store.js';
+import type { EngineContext } from './engine-context.js';
+import { embedDocument } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import { MemoryActionInputSchema, parseInput, UpdateInputSchema } from './schemas.js';
+import { sectorOf } from './scope.js';
+import type { Memory } from './types.js';
+
+/** Edits a memory; new content is re-embedded; a version row records the diff. */
+export async function updateMemory(context: EngineContext, input: unknown): Promise<Memory> {
+  const parsed = parseInput(UpdateInputSchema, input, 'update');
+  const changes: MemoryChanges = {};
+  if (parsed.content !== undefined) {
+    changes.content = parsed.content;
+    changes.embedding = await embedDocument(context, parsed.content);
+  }
+  if (parsed.category !== undefined) {
+    changes.category = parsed.category;
+    changes.sector = sectorOf(parsed.category);
+  }
+  if (parsed.importance !== undefined) changes.importance = parsed.importance;
+  if (parsed.pinned !== undefined) changes.pinned = parsed.pinned;
+  return context.storage.memories.update(parsed.id, changes, {
+    at: context.clock.now(),
+    actor: parsed.actor ?? null,
+    reason: parsed.reason ?? null,
+  });
+}
+
+/** Soft-deletes a memory: it leaves every search, its vector is removed, a version row says who and why. */
+export async function forgetMemory(context: EngineContext, input: unknown): Promise<Memory> {
+  const parsed = parseInput(MemoryActionInputSchema, input, 'forget');
+  const [memory] = await context.storage.memories.archive([parsed.id], {
+    at: context.clock.now(),
+    actor: parsed.actor ?? null,
+    reason: parsed.reason ?? null,
+  });
+  if (!memory) throw new MnemeError(ErrorCode.NotFound, `memory ${parsed.id} does not exist`);
+  return memory;
+}
+
+/** Brings an archived memory back, re-embedded. */
+export async function restoreMemory(context: EngineContext, input: unknown): Promise<Memory> {
+  const parsed = parseInput(MemoryActionInputSchema, input, 'restore');
+  const [existing] = await context.storage.memories.get([parsed.id]);
+  if (!existing) throw new MnemeError(ErrorCode.NotFound, `memory ${parsed.id} does not exist`);
+  const embedding = existing.archivedAt === null ? null : await embedDocument(context, existing.content);
+  return context.storage.memories.restore(parsed.id, embedding, {
+    at: context.clock.now(),
+    actor: parsed.actor ?? null,
+    reason: parsed.reason ?? null,
+  });
+}

@@ -1,0 +1,431 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ownerKey, visibleOwners } from '../core/scope.js';
+import type { Scope } from '../core/types.js';
+import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
+import type { NewMemory, Storage, StoredEmbedding } from './memory-store.js';
+
+const model = createFakeEmbeddingModel({ dimensions: 32 });
+const at = Date.parse('2024-06-15T12:00:00.000Z');
+const context = { at, actor: 'tester' };
+
+async function embed(text: string): Promise<StoredEmbedding> {
+  const [vector] = await model.embed([text], 'document');
+  if (!vector) throw new Error('no vector');
+  return { model: model.modelId, vector };
+}
+
+async function queryVector(text: string): Promise<Float32Array> {
+  const [vector] = await model.embed([text], 'query');
+  if (!vector) throw new Error('no vector');
+  return vector;
+}
+
+/** A valid NewMemory with an embedding; override what the test is about. */
+async function newMemory(
+  content: string,
+  overrides: Partial<NewMemory> & { scope?: Scope } = {},
+  withVector = true,
+): Promise<NewMemory> {
+  const scope = overrides.scope ?? 'global';
+  const ids = {
+    userId: overrides.userId ?? null,
+    channelId: overrides.channelId ?? null,
+    projectId: overrides.projectId ?? null,
+    topicId: overrides.topicId ?? null,
+  };
+  return {
+    content,
+    category: 'fact',
+    sector: 'semantic',
+    scope,
+    owner: ownerKey(scope, ids),
+    ...ids,
+    source: 'manual',
+    importance: 0.5,
+    pinned: false,
+    sourceMessageIds: [],
+    sourceIds: [],
+    embedding: withVector ? await embed(content) : null,
+    ...overrides,
+  };
+}
+
+/**
+ * The behaviour every storage backend must have. Call it from a backend's test file with a
+ * function that opens a fresh, empty storage.
+ */
+export function describeStorageContract(name: string, open: () => Promise<Storage>): void {
+  describe(`${name}: storage contract`, () => {
+    let storage: Storage;
+
+    beforeEach(async () => {
+      storage = await open();
+      await storage.configureVectors({ model: model.modelId, dimensions: model.dimensions });
+    });
+
+    afterEach(async () => {
+      await storage.close();
+    });
+
+    it('stores a memory and reads it back with every field', async () => {
+      const [stored] = await storage.memories.insert(
+        [
+          await newMemory('Oz prefers dark mode', {
+            scope: 'personal',
+            userId: 'oz',
+            channelId: 'general',
+            category: 'preference',
+            importance: 0.8,
+            pinned: true,
+            sourceMessageIds: [3, 4],
+          }),
+        ],
+        context,
+      );
+      const [read] = await storage.memories.get([stored?.id ?? 0]);
+      expect(read).toEqual(stored);
+      expect(read).toMatchObject({
+        content: 'Oz prefers dark mode',
+        category: 'preference',
+        sector: 'semantic',
+        scope: 'personal',
+        userId: 'oz',
+        channelId: 'general',
+        source: 'manual',
+        importance: 0.8,
+        strength: 1,
+        salience: 1,
+        accessCount: 0,
+        lastAccessedAt: null,
+        pinned: true,
+        sourceMessageIds: [3, 4],
+        sourceIds: [],
+        archivedAt: null,
+        createdAt: '2024-06-15T12:00:00.000Z',
+        updatedAt: '2024-06-15T12:00:00.000Z',
+        validFrom: '2024-06-15T12:00:00.000Z',
+        embeddingModel: model.modelId,
+      });
+    });
+
+    it('returns memories in the order their ids were asked for, skipping unknown ids', async () => {
+      const stored = await storage.memories.insert(
+        [await newMemory('first memory'), await newMemory('second memory')],
+        context,
+      );
+      const ids = stored.map((memory) => memory.id);
+      const read = await storage.memories.get([ids[1] ?? 0, 999_999, ids[0] ?? 0]);
+      expect(read.map((memory) => memory.content)).toEqual(['second memory', 'first memory']);
+    });
+
+    it('finds a stored memory by text and by vector', async () => {
+      const [stored] = await storage.memories.insert([await newMemory('The deploy runs on Kubernetes')], context);
+      const text = await storage.memories.searchText({ terms: ['kubernetes'], owners: ['global'], limit: 10 });
+      expect(text.map((hit) => hit.id)).toEqual([stored?.id]);
+      const vector = await storage.memories.searchVector({
+        vector: await queryVector('The deploy runs on Kubernetes'),
+        model: model.modelId,
+        owners: ['global'],
+        limit: 10,
+      });
+      expect(vector[0]?.id).toBe(stored?.id);
+      expect(vector[0]?.score).toBeCloseTo(1, 5);
+    });
+
+    it('writes nothing of a batch when one memory of it fails', async () => {
+      const batch = [
+        await newMemory('a memory that must not survive'),
+        await newMemory('session memory with a missing topic', { scope: 'session', topicId: 'no-such-topic' }),
+      ];
+      await expect(storage.memories.insert(batch, context)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect((await storage.memories.list(allActive())).total).toBe(0);
+      expect(await storage.memories.searchText({ terms: ['survive'], owners: null, limit: 10 })).toEqual([]);
+      const vectorHits = await storage.memories.searchVector({
+        vector: await queryVector('a memory that must not survive'),
+        model: model.modelId,
+        owners: null,
+        limit: 10,
+      });
+      expect(vectorHits).toEqual([]);
+    });
+
+    it('stores a session memory only for an existing topic', async () => {
+      await storage.directory.putTopic({ id: 'topic-1', projectId: null, title: 'planning' }, at);
+      const [stored] = await storage.memories.insert(
+        [await newMemory('we ship on Fridays', { scope: 'session', topicId: 'topic-1' })],
+        context,
+      );
+      expect(stored).toMatchObject({ scope: 'session', topicId: 'topic-1' });
+    });
+
+    it('keeps a version for create, update, archive and restore, with who, when and what changed', async () => {
+      const [stored] = await storage.memories.insert([await newMemory('Oz likes tea')], context);
+      const id = stored?.id ?? 0;
+      await storage.memories.update(
+        id,
+        { content: 'Oz likes green tea', importance: 0.9, embedding: await embed('Oz likes green tea') },
+        { at: at + 1000, actor: 'editor', reason: 'more precise' },
+      );
+      await storage.memories.archive([id], { at: at + 2000, actor: 'cleaner', reason: 'outdated' });
+      await storage.memories.restore(id, await embed('Oz likes green tea'), { at: at + 3000, actor: 'editor' });
+      const history = await storage.memories.history(id);
+      expect(history.map((version) => [version.version, version.action, version.actor])).toEqual([
+        [1, 'create', 'tester'],
+        [2, 'update', 'editor'],
+        [3, 'archive', 'cleaner'],
+        [4, 'restore', 'editor'],
+      ]);
+      expect(history[1]).toMatchObject({
+        reason: 'more precise',
+        createdAt: '2024-06-15T12:00:01.000Z',
+        changes: {
+          content: { from: 'Oz likes tea', to: 'Oz likes green tea' },
+          importance: { from: 0.5, to: 0.9 },
+        },
+        snapshot: { content: 'Oz likes green tea', importance: 0.9 },
+      });
+      expect(history[2]?.changes).toEqual({ archivedAt: { from: null, to: '2024-06-15T12:00:02.000Z' } });
+      expect(history[2]?.reason).toBe('outdated');
+    });
+
+    it('re-indexes text and vector when content changes', async () => {
+      const [stored] = await storage.memories.insert([await newMemory('the cat sleeps on the sofa')], context);
+      const id = stored?.id ?? 0;
+      await storage.memories.update(
+        id,
+        { content: 'the dog barks at the mailman', embedding: await embed('the dog barks at the mailman') },
+        context,
+      );
+      expect(await storage.memories.searchText({ terms: ['sofa'], owners: null, limit: 10 })).toEqual([]);
+      const hits = await storage.memories.searchText({ terms: ['mailman'], owners: null, limit: 10 });
+      expect(hits.map((hit) => hit.id)).toEqual([id]);
+      const nearest = await storage.memories.searchVector({
+        vector: await queryVector('the dog barks at the mailman'),
+        model: model.modelId,
+        owners: null,
+        limit: 1,
+      });
+      expect(nearest[0]?.score).toBeCloseTo(1, 5);
+    });
+
+    it('refuses to edit an archived memory and an unknown one', async () => {
+      const [stored] = await storage.memories.insert([await newMemory('temporary')], context);
+      const id = stored?.id ?? 0;
+      await storage.memories.archive([id], context);
+      await expect(storage.memories.update(id, { importance: 1 }, context)).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
+      });
+      await expect(storage.memories.update(424_242, { importance: 1 }, context)).rejects.toMatchObject({
+        code: ErrorCode.NotFound,
+      });
+      await expect(storage.memories.archive([id], context)).rejects.toMatchObject({ code: ErrorCode.Conflict });
+    });
+
+    it('removes the vector and hides the memory from searches when it is archived', async () => {
+      const [kept, forgotten] = await storage.memories.insert(
+        [await newMemory('the office coffee machine is broken'), await newMemory('the office printer is broken')],
+        context,
+      );
+      const [archived] = await storage.memories.archive([forgotten?.id ?? 0], context);
+      expect(archived?.archivedAt).toBe('2024-06-15T12:00:00.000Z');
+      expect(archived?.embeddingModel).toBeNull();
+      const text = await storage.memories.searchText({ terms: ['broken'], owners: null, limit: 10 });
+      expect(text.map((hit) => hit.id)).toEqual([kept?.id]);
+      const vector = await storage.memories.searchVector({
+        vector: await queryVector('the office printer is broken'),
+        model: model.modelId,
+        owners: null,
+        limit: 10,
+      });
+      expect(vector.map((hit) => hit.id)).toEqual([kept?.id]);
+
+      await storage.memories.restore(forgotten?.id ?? 0, await embed('the office printer is broken'), context);
+      const again = await storage.memories.searchVector({
+        vector: await queryVector('the office printer is broken'),
+        model: model.modelId,
+        owners: null,
+        limit: 1,
+      });
+      expect(again[0]?.id).toBe(forgotten?.id);
+    });
+
+    it('lists by scope, owner, category and archive state, newest first, a page at a time', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('global one'),
+          await newMemory('oz one', { scope: 'personal', userId: 'oz', category: 'preference' }),
+          await newMemory('oz two', { scope: 'personal', userId: 'oz' }),
+          await newMemory('room one', { scope: 'room', channelId: 'general' }),
+        ],
+        context,
+      );
+      await storage.memories.insert([await newMemory('oz three', { scope: 'personal', userId: 'oz' })], {
+        ...context,
+        at: at + 1,
+      });
+      const oz = await storage.memories.list({ ...allActive(), userId: 'oz' });
+      expect(oz.total).toBe(3);
+      expect(oz.memories[0]?.content).toBe('oz three');
+      const preferences = await storage.memories.list({ ...allActive(), category: 'preference' });
+      expect(preferences.memories.map((memory) => memory.content)).toEqual(['oz one']);
+      const rooms = await storage.memories.list({ ...allActive(), scope: 'room' });
+      expect(rooms.memories.map((memory) => memory.content)).toEqual(['room one']);
+      const page = await storage.memories.list({ ...allActive(), limit: 2, offset: 2 });
+      expect(page).toMatchObject({ total: 5, limit: 2, offset: 2 });
+      expect(page.memories).toHaveLength(2);
+
+      await storage.memories.archive([oz.memories[0]?.id ?? 0], context);
+      expect((await storage.memories.list({ ...allActive(), userId: 'oz' })).total).toBe(2);
+      expect((await storage.memories.list({ ...allActive(), archived: 'only' })).total).toBe(1);
+      expect((await storage.memories.list({ ...allActive(), archived: 'include' })).total).toBe(5);
+    });
+
+    it("never returns one user's personal memory, or a room memory, to a viewer outside that scope", async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('Ann keeps her passport in the blue drawer', { scope: 'personal', userId: 'ann' }),
+          await newMemory('the blue drawer in room alpha is locked', { scope: 'room', channelId: 'alpha' }),
+          await newMemory('the blue drawer is public knowledge'),
+        ],
+        context,
+      );
+      const ann = visibleOwners({ userId: 'ann', channelId: 'alpha' });
+      const bob = visibleOwners({ userId: 'bob', channelId: 'beta' });
+      const contentsOf = async (owners: string[]) => {
+        const text = await storage.memories.searchText({ terms: ['blue', 'drawer'], owners, limit: 10 });
+        const vector = await storage.memories.searchVector({
+          vector: await queryVector('blue drawer'),
+          model: model.modelId,
+          owners,
+          limit: 10,
+        });
+        const listed = await storage.memories.list({ ...allActive(), owners });
+        const ids = new Set([...text, ...vector].map((hit) => hit.id));
+        const found = await storage.memories.get([...ids]);
+        return {
+          searched: found.map((memory) => memory.content).sort(),
+          listed: listed.memories.map((memory) => memory.content).sort(),
+        };
+      };
+      const everything = [
+        'Ann keeps her passport in the blue drawer',
+        'the blue drawer in room alpha is locked',
+        'the blue drawer is public knowledge',
+      ];
+      expect(await contentsOf(ann)).toEqual({ searched: everything, listed: everything });
+      expect(await contentsOf(bob)).toEqual({
+        searched: ['the blue drawer is public knowledge'],
+        listed: ['the blue drawer is public knowledge'],
+      });
+    });
+
+    it('filters by scope inside the vector search, so closer memories of others do not crowd out the visible one', async () => {
+      const others = await Promise.all(
+        Array.from({ length: 30 }, (_, index) =>
+          newMemory(`garden tomato plan ${index}`, { scope: 'personal', userId: `user-${index}` }),
+        ),
+      );
+      await storage.memories.insert(others, context);
+      const [mine] = await storage.memories.insert(
+        [await newMemory('unrelated words entirely', { scope: 'personal', userId: 'me' })],
+        context,
+      );
+      const hits = await storage.memories.searchVector({
+        vector: await queryVector('garden tomato plan'),
+        model: model.modelId,
+        owners: visibleOwners({ userId: 'me' }),
+        limit: 3,
+      });
+      expect(hits.map((hit) => hit.id)).toEqual([mine?.id]);
+    });
+
+    it('never compares vectors of two models: a model change empties the index', async () => {
+      await storage.memories.insert([await newMemory('vectors of the first model')], context);
+      const reset = await storage.configureVectors({ model: 'other-model', dimensions: 16 });
+      expect(reset).toBe(true);
+      expect(await storage.vectorIndex()).toEqual({ model: 'other-model', dimensions: 16 });
+      const oldModelHits = await storage.memories.searchVector({
+        vector: await queryVector('vectors of the first model'),
+        model: model.modelId,
+        owners: null,
+        limit: 10,
+      });
+      expect(oldModelHits).toEqual([]);
+      const newModelHits = await storage.memories.searchVector({
+        vector: new Float32Array(16).fill(0.25),
+        model: 'other-model',
+        owners: null,
+        limit: 10,
+      });
+      expect(newModelHits).toEqual([]);
+      const listed = await storage.memories.list(allActive());
+      expect(listed.memories.map((memory) => memory.embeddingModel)).toEqual([null]);
+      expect(await storage.configureVectors({ model: 'other-model', dimensions: 16 })).toBe(false);
+    });
+
+    it('purges every memory, vector, version and link of one user and no one else', async () => {
+      const ann = await storage.memories.insert(
+        [
+          await newMemory('Ann likes sailing', { scope: 'personal', userId: 'ann' }),
+          await newMemory('Ann said the team meets Mondays', { scope: 'room', channelId: 'alpha', userId: 'ann' }),
+        ],
+        context,
+      );
+      const [bob] = await storage.memories.insert(
+        [await newMemory('Bob likes sailing too', { scope: 'personal', userId: 'bob' })],
+        context,
+      );
+      await storage.memories.update(ann[0]?.id ?? 0, { importance: 0.9 }, { at, actor: 'ann' });
+      await storage.memories.update(bob?.id ?? 0, { importance: 0.7 }, { at, actor: 'ann' });
+      await storage.directory.putUser({ id: 'ann', displayName: 'Ann' }, at);
+
+      const report = await storage.memories.purgeUser('ann');
+      expect(report).toMatchObject({ userId: 'ann', memories: 2, vectors: 2, versions: 3 });
+      expect(await storage.memories.get(ann.map((memory) => memory.id))).toEqual([]);
+      expect(await storage.directory.getUser('ann')).toBeNull();
+      await expect(storage.memories.history(ann[0]?.id ?? 0)).rejects.toBeInstanceOf(MnemeError);
+      const hits = await storage.memories.searchText({ terms: ['sailing'], owners: null, limit: 10 });
+      expect(hits.map((hit) => hit.id)).toEqual([bob?.id]);
+      const vectorHits = await storage.memories.searchVector({
+        vector: await queryVector('Ann likes sailing'),
+        model: model.modelId,
+        owners: null,
+        limit: 10,
+      });
+      expect(vectorHits.map((hit) => hit.id)).toEqual([bob?.id]);
+      const bobHistory = await storage.memories.history(bob?.id ?? 0);
+      expect(bobHistory.map((version) => version.actor)).toEqual(['tester', null]);
+    });
+
+    it('counts totals, scopes, categories, pinned, recent additions and expiring memories', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('pinned fact', { pinned: true }),
+          await newMemory('a preference', { category: 'preference', scope: 'personal', userId: 'oz' }),
+          await newMemory('nearly forgotten', { importance: 0 }),
+        ],
+        context,
+      );
+      await storage.memories.insert([await newMemory('old news')], { ...context, at: at - 30 * 86_400_000 });
+      const [gone] = await storage.memories.insert([await newMemory('archived one')], context);
+      await storage.memories.archive([gone?.id ?? 0], context);
+      const stats = await storage.memories.stats(at);
+      expect(stats).toMatchObject({
+        total: 5,
+        active: 4,
+        archived: 1,
+        pinned: 1,
+        addedLast7Days: 4,
+        expiring: 1,
+        byScope: { global: 3, personal: 1 },
+        byCategory: { fact: 3, preference: 1 },
+        mostAccessed: [],
+      });
+    });
+  });
+}
+
+function allActive() {
+  return { archived: 'exclude' as const, limit: 50, offset: 0, owners: null };
+}

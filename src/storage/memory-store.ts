@@ -1,0 +1,151 @@
+import type { ParsedListFilter } from '../core/schemas.js';
+import type {
+  Memory,
+  MemoryPage,
+  MemorySource,
+  MemoryStats,
+  MemoryVersion,
+  PurgeReport,
+  Scope,
+  Sector,
+} from '../core/types.js';
+
+/** A vector and the id of the model that produced it; vectors of two models are never compared. */
+export interface StoredEmbedding {
+  model: string;
+  vector: Float32Array;
+}
+
+/** A memory as core hands it to storage: validated, owner key computed, times in epoch milliseconds. */
+export interface NewMemory {
+  content: string;
+  category: string;
+  sector: Sector;
+  scope: Scope;
+  /** Owner key from `ownerKey()` in core/scope.ts; every search filters on it. */
+  owner: string;
+  userId: string | null;
+  channelId: string | null;
+  projectId: string | null;
+  topicId: string | null;
+  source: MemorySource;
+  importance: number;
+  pinned: boolean;
+  sourceMessageIds: readonly number[];
+  sourceIds: readonly number[];
+  embedding: StoredEmbedding | null;
+}
+
+/** Fields an update may change. `embedding: null` removes the vector; leaving it out keeps it. */
+export interface MemoryChanges {
+  content?: string;
+  category?: string;
+  sector?: Sector;
+  importance?: number;
+  pinned?: boolean;
+  embedding?: StoredEmbedding | null;
+}
+
+/** The filters of `list`, with the viewer already turned into the owner keys it may see (`null`: all). */
+export type MemoryListQuery = Omit<ParsedListFilter, 'viewer'> & { owners: readonly string[] | null };
+
+/** Who writes, when, and why; recorded in the version row of every write. */
+export interface WriteContext {
+  at: number;
+  actor: string | null;
+  reason?: string | null;
+}
+
+/** A search restricted to memories whose owner key is in `owners` (`null`: every owner, for admin tools). */
+interface ScopedSearch {
+  owners: readonly string[] | null;
+  limit: number;
+}
+
+/** Words to match, OR-ed; the adapter quotes them, so no user text reaches its query syntax. */
+export interface TextSearch extends ScopedSearch {
+  terms: readonly string[];
+}
+
+export interface VectorSearch extends ScopedSearch {
+  vector: Float32Array;
+  model: string;
+}
+
+/** One candidate of a search leg, best first; `score` is higher-is-better (negated BM25, or 1 - cosine distance). */
+export interface SearchHit {
+  id: number;
+  score: number;
+}
+
+/** Memories: the port every storage backend implements. All writes are transactional. */
+export interface MemoryStore {
+  /** Writes text, FTS and vector of each memory, and a `create` version, in one transaction. */
+  insert(memories: readonly NewMemory[], context: WriteContext): Promise<Memory[]>;
+  /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
+  update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;
+  /** Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version. */
+  archive(ids: readonly number[], context: WriteContext): Promise<Memory[]>;
+  /** Clears `archived_at`, stores the new vector if given, writes a `restore` version. */
+  restore(id: number, embedding: StoredEmbedding | null, context: WriteContext): Promise<Memory>;
+  /** The memories with these ids that exist, in the order asked. */
+  get(ids: readonly number[]): Promise<Memory[]>;
+  list(query: MemoryListQuery): Promise<MemoryPage>;
+  history(id: number): Promise<MemoryVersion[]>;
+  /** Full-text candidates among active memories, scope-filtered inside the query. */
+  searchText(search: TextSearch): Promise<SearchHit[]>;
+  /** Nearest active memories by cosine, scope-filtered inside the KNN query; [] when `model` is not the indexed one. */
+  searchVector(search: VectorSearch): Promise<SearchHit[]>;
+  stats(now: number): Promise<MemoryStats>;
+  /** Hard-deletes everything about one user, in one transaction. */
+  purgeUser(userId: string): Promise<PurgeReport>;
+}
+
+export interface Topic {
+  id: string;
+  projectId: string | null;
+  title: string | null;
+  createdAt: string;
+}
+
+export interface Project {
+  id: string;
+  name: string | null;
+  managed: boolean;
+  createdAt: string;
+}
+
+export interface User {
+  id: string;
+  displayName: string | null;
+}
+
+/** Users, topics and projects: the names and ids memories hang on. */
+export interface DirectoryStore {
+  putUser(user: User, at: number): Promise<User>;
+  getUser(id: string): Promise<User | null>;
+  putProject(project: { id: string; name: string | null; managed: boolean }, at: number): Promise<Project>;
+  getProject(id: string): Promise<Project | null>;
+  putTopic(topic: { id: string; projectId: string | null; title: string | null }, at: number): Promise<Topic>;
+  getTopic(id: string): Promise<Topic | null>;
+}
+
+/** The model and dimensions the vector index holds. */
+export interface VectorIndexInfo {
+  model: string;
+  dimensions: number;
+}
+
+/** One opened database. */
+export interface Storage {
+  readonly memories: MemoryStore;
+  readonly directory: DirectoryStore;
+  /** The model whose vectors the index holds, or null before any model was configured. */
+  vectorIndex(): Promise<VectorIndexInfo | null>;
+  /**
+   * Points the vector index at `model`. When it held another model's vectors they are dropped
+   * (and must be re-embedded), so two models' vectors are never compared. Returns true when it reset.
+   */
+  configureVectors(info: VectorIndexInfo): Promise<boolean>;
+  close(): Promise<void>;
+}

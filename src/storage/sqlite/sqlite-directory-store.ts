@@ -1,0 +1,86 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import type { DirectoryStore, Project, Topic } from '../memory-store.js';
+import { toMnemeError } from './sqlite-database.js';
+
+interface ProjectRow {
+  id: string;
+  name: string | null;
+  managed: 0 | 1;
+  created_at: number;
+}
+
+interface TopicRow {
+  id: string;
+  project_id: string | null;
+  title: string | null;
+  created_at: number;
+}
+
+/** The SQLite implementation of the DirectoryStore port. */
+export function createSqliteDirectoryStore(database: Database.Database): DirectoryStore {
+  const statements = {
+    putUser: database.prepare(`INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`),
+    getUser: database.prepare('SELECT id, display_name AS displayName FROM users WHERE id = ?'),
+    putProject: database.prepare(`INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`),
+    getProject: database.prepare('SELECT * FROM projects WHERE id = ?'),
+    putTopic: database.prepare(`INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`),
+    getTopic: database.prepare('SELECT * FROM topics WHERE id = ?'),
+  };
+
+  function run<T>(doing: string, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw toMnemeError(error, doing);
+    }
+  }
+
+  return {
+    async putUser(user, at) {
+      return run(`saving user ${user.id}`, () => {
+        statements.putUser.run(user.id, user.displayName, at, at);
+        return { ...user };
+      });
+    },
+    async getUser(id) {
+      return run(
+        `reading user ${id}`,
+        () => (statements.getUser.get(id) as { id: string; displayName: string | null }) ?? null,
+      );
+    },
+    async putProject(project, at) {
+      return run(`saving project ${project.id}`, () =>
+        toProject(statements.putProject.get(project.id, project.name, project.managed ? 1 : 0, at) as ProjectRow),
+      );
+    },
+    async getProject(id) {
+      return run(`reading project ${id}`, () => {
+        const row = statements.getProject.get(id) as ProjectRow | undefined;
+        return row ? toProject(row) : null;
+      });
+    },
+    async putTopic(topic, at) {
+      return run(`saving topic ${topic.id}`, () =>
+        toTopic(statements.putTopic.get(topic.id, topic.projectId, topic.title, at) as TopicRow),
+      );
+    },
+    async getTopic(id) {
+      return run(`reading topic ${id}`, () => {
+        const row = statements.getTopic.get(id) as TopicRow | undefined;
+        return row ? toTopic(row) : null;
+      });
+    },
+  };
+}
+
+function toProject(row: ProjectRow): Project {
+  return { id: row.id, name: row.name, managed: row.managed === 1, createdAt: toIso(row.created_at) };
+}
+
+function toTopic(row: TopicRow): Topic {
+  return { id: row.id, projectId: row.project_id, title: row.title, createdAt: toIso(row.created_at) };
+}

@@ -1,0 +1,181 @@
+import type Database from 'better-sqlite3';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+
+/** One step of the schema. Steps are append-only: a released step is never edited, a new one is added. */
+interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const sqliteMigrations: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'message log and memories',
+    sql: `
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        display_name TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        name TEXT,
+        managed INTEGER NOT NULL DEFAULT 0 CHECK (managed IN (0, 1)),
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE topics (
+        id TEXT PRIMARY KEY,
+        project_id TEXT REFERENCES projects(id) ON DELETE SET NULL,
+        title TEXT,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        channel_id TEXT NOT NULL,
+        sender_id TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+        content TEXT NOT NULL,
+        topic_id TEXT,
+        reply_to INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX messages_by_channel ON messages(channel_id, id);
+      CREATE INDEX messages_by_sender ON messages(sender_id);
+      CREATE INDEX messages_by_reply ON messages(reply_to) WHERE reply_to IS NOT NULL;
+      CREATE INDEX messages_by_topic ON messages(topic_id, id) WHERE topic_id IS NOT NULL;
+      CREATE TRIGGER messages_append_only BEFORE UPDATE ON messages
+        BEGIN SELECT RAISE(ABORT, 'messages are append-only'); END;
+      CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, content = 'messages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+        BEGIN INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
+      CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+        BEGIN INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
+
+      CREATE TABLE memories (
+        id INTEGER PRIMARY KEY,
+        content TEXT NOT NULL,
+        category TEXT NOT NULL,
+        sector TEXT NOT NULL CHECK (sector IN ('semantic', 'episodic')),
+        scope TEXT NOT NULL CHECK (scope IN ('personal', 'room', 'project', 'session', 'global')),
+        owner TEXT NOT NULL,
+        user_id TEXT,
+        channel_id TEXT,
+        project_id TEXT,
+        topic_id TEXT REFERENCES topics(id),
+        source TEXT NOT NULL,
+        importance REAL NOT NULL CHECK (importance BETWEEN 0 AND 1),
+        strength REAL NOT NULL DEFAULT 1,
+        salience REAL NOT NULL DEFAULT 1,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        last_accessed INTEGER,
+        pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+        source_message_ids TEXT NOT NULL DEFAULT '[]',
+        source_ids TEXT NOT NULL DEFAULT '[]',
+        valid_from INTEGER NOT NULL,
+        superseded_by INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+        archived_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        embedding_model TEXT
+      );
+      CREATE INDEX memories_by_owner ON memories(owner, archived_at);
+      CREATE INDEX memories_by_user ON memories(user_id) WHERE user_id IS NOT NULL;
+      CREATE INDEX memories_by_created ON memories(created_at);
+      CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, content = 'memories', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+        BEGIN INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content); END;
+      CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories
+        BEGIN INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
+      CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories
+        BEGIN
+          INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+          INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+    `,
+  },
+  {
+    version: 2,
+    name: 'links, versions, maintenance state and the vector index',
+    sql: `
+      CREATE TABLE memory_links (
+        id INTEGER PRIMARY KEY,
+        source_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        target_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        type TEXT NOT NULL CHECK (type IN ('co_extracted', 'consolidated', 'semantic', 'supersedes')),
+        strength REAL NOT NULL DEFAULT 1,
+        created_at INTEGER NOT NULL,
+        UNIQUE (source_id, target_id, type)
+      );
+      CREATE INDEX memory_links_by_target ON memory_links(target_id);
+
+      CREATE TABLE memory_versions (
+        id INTEGER PRIMARY KEY,
+        memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN ('create', 'update', 'archive', 'restore', 'merge')),
+        actor TEXT,
+        reason TEXT,
+        changes TEXT NOT NULL,
+        snapshot TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (memory_id, version)
+      );
+      CREATE INDEX memory_versions_by_actor ON memory_versions(actor) WHERE actor IS NOT NULL;
+
+      CREATE TABLE maintenance_state (
+        channel_id TEXT NOT NULL,
+        task TEXT NOT NULL,
+        watermark INTEGER,
+        last_run_at INTEGER,
+        details TEXT,
+        PRIMARY KEY (channel_id, task)
+      );
+
+      CREATE TABLE vector_index (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        model TEXT NOT NULL,
+        dimensions INTEGER NOT NULL CHECK (dimensions > 0)
+      );
+    `,
+  },
+];
+
+export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
+
+/**
+ * Brings the database up to `target` (the latest by default), one transaction per step.
+ * Refuses a database written by a newer mneme instead of guessing at its schema.
+ */
+export function migrateSqlite(database: Database.Database, target = latestSchemaVersion): number {
+  database.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
+  )`);
+  const row = database.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as {
+    version: number | null;
+  };
+  const current = row.version ?? 0;
+  if (current > latestSchemaVersion) {
+    throw new MnemeError(
+      ErrorCode.StoreIncompatible,
+      `this database has schema version ${current}, but this mneme knows only up to ${latestSchemaVersion}: upgrade mneme to open it`,
+    );
+  }
+  const record = database.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const migration of sqliteMigrations) {
+    if (migration.version <= current || migration.version > target) continue;
+    database
+      .transaction(() => {
+        database.exec(migration.sql);
+        record.run(migration.version, migration.name, Date.now());
+      })
+      .immediate();
+  }
+  return Math.max(current, Math.min(target, latestSchemaVersion));
+}

@@ -1,0 +1,222 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../core/errors.js';
+import { describeStorageContract } from '../memory-store.contract.js';
+import { openSqliteDatabase } from './sqlite-database.js';
+import { latestSchemaVersion } from './sqlite-migrations.js';
+import { createSqliteStorage } from './sqlite-storage.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-sqlite-'));
+let files = 0;
+const newFile = () => join(folder, `store-${files++}.db`);
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describeStorageContract('SQLite :memory:', async () => createSqliteStorage({ path: ':memory:' }));
+describeStorageContract('SQLite file', async () => createSqliteStorage({ path: newFile() }));
+
+const at = Date.parse('2024-06-15T12:00:00.000Z');
+
+describe('SQLite storage', () => {
+  it('creates the whole schema in an empty database', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    const tables = (
+      database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{
+        name: string;
+      }>
+    ).map((row) => row.name);
+    for (const table of [
+      'schema_migrations',
+      'messages',
+      'messages_fts',
+      'memories',
+      'memories_fts',
+      'memory_links',
+      'memory_versions',
+      'maintenance_state',
+      'users',
+      'topics',
+      'projects',
+      'vector_index',
+    ]) {
+      expect(tables).toContain(table);
+    }
+    const versions = database.prepare('SELECT version FROM schema_migrations ORDER BY version').all();
+    expect(versions.map((row) => (row as { version: number }).version)).toEqual([1, 2]);
+    database.close();
+  });
+
+  it('opens a file in WAL mode with foreign keys on and durable commits', () => {
+    const database = openSqliteDatabase({ path: newFile() });
+    expect(database.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(database.pragma('synchronous', { simple: true })).toBe(2);
+    expect(database.pragma('busy_timeout', { simple: true })).toBe(5000);
+    database.close();
+  });
+
+  it('migrates a database of the previous schema version and keeps its data', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: latestSchemaVersion - 1 });
+    old
+      .prepare(`INSERT INTO memories (content, category, sector, scope, owner, source, importance, valid_from, created_at, updated_at)
+        VALUES ('written by the previous version', 'fact', 'semantic', 'global', 'global', 'manual', 0.5, ?, ?, ?)`)
+      .run(at, at, at);
+    expect(old.prepare('SELECT MAX(version) AS version FROM schema_migrations').get()).toEqual({
+      version: latestSchemaVersion - 1,
+    });
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    const page = await storage.memories.list({ archived: 'exclude', limit: 10, offset: 0, owners: null });
+    expect(page.memories.map((memory) => memory.content)).toEqual(['written by the previous version']);
+    const hits = await storage.memories.searchText({ terms: ['previous'], owners: ['global'], limit: 5 });
+    expect(hits).toHaveLength(1);
+    await storage.memories.update(page.memories[0]?.id ?? 0, { importance: 0.9 }, { at, actor: null });
+    expect((await storage.memories.history(page.memories[0]?.id ?? 0)).map((version) => version.action)).toEqual([
+      'update',
+    ]);
+    await storage.close();
+  });
+
+  it('refuses a database written by a newer mneme, and leaves it untouched', () => {
+    const path = newFile();
+    openSqliteDatabase({ path }).close();
+    const raw = new Database(path);
+    raw.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 0)").run();
+    raw.close();
+    expect(() => createSqliteStorage({ path })).toThrowError(
+      expect.objectContaining({
+        code: ErrorCode.StoreIncompatible,
+        message: expect.stringContaining('upgrade mneme'),
+      }),
+    );
+    const check = new Database(path);
+    expect(check.prepare('SELECT MAX(version) AS version FROM schema_migrations').get()).toEqual({ version: 99 });
+    check.close();
+  });
+
+  it('refuses a file that is not a database with a clear error', () => {
+    const path = join(folder, 'not-a-database.db');
+    writeFileSync(path, 'this is plain text, not SQLite '.repeat(100));
+    expect(() => createSqliteStorage({ path })).toThrowError(
+      expect.objectContaining({
+        code: ErrorCode.StoreFailed,
+        message: expect.stringContaining('not a mneme database'),
+      }),
+    );
+  });
+
+  it('keeps memories across a close and a reopen of the file', async () => {
+    const path = newFile();
+    const first = createSqliteStorage({ path });
+    await first.configureVectors({ model: 'm', dimensions: 2 });
+    await first.memories.insert(
+      [
+        {
+          content: 'durable',
+          category: 'fact',
+          sector: 'semantic',
+          scope: 'global',
+          owner: 'global',
+          userId: null,
+          channelId: null,
+          projectId: null,
+          topicId: null,
+          source: 'manual',
+          importance: 0.5,
+          pinned: false,
+          sourceMessageIds: [],
+          sourceIds: [],
+          embedding: { model: 'm', vector: new Float32Array([1, 0]) },
+        },
+      ],
+      { at, actor: null },
+    );
+    await first.close();
+    const second = createSqliteStorage({ path });
+    expect(await second.vectorIndex()).toEqual({ model: 'm', dimensions: 2 });
+    const hits = await second.memories.searchVector({
+      vector: new Float32Array([1, 0]),
+      model: 'm',
+      owners: ['global'],
+      limit: 1,
+    });
+    expect(hits).toHaveLength(1);
+    await second.close();
+  });
+
+  it('leaves no row that names a purged user in any table', async () => {
+    const path = newFile();
+    const storage = createSqliteStorage({ path });
+    await storage.configureVectors({ model: 'm', dimensions: 2 });
+    await storage.directory.putUser({ id: 'ann-4711', displayName: 'Ann' }, at);
+    const base = {
+      category: 'fact',
+      sector: 'semantic' as const,
+      channelId: null,
+      projectId: null,
+      topicId: null,
+      source: 'manual' as const,
+      importance: 0.5,
+      pinned: false,
+      sourceMessageIds: [],
+      sourceIds: [],
+      embedding: { model: 'm', vector: new Float32Array([0, 1]) },
+    };
+    const [annMemory, other] = await storage.memories.insert(
+      [
+        { ...base, content: 'Ann likes sailing', scope: 'personal', owner: 'user:ann-4711', userId: 'ann-4711' },
+        { ...base, content: 'Bob likes rowing', scope: 'personal', owner: 'user:bob', userId: 'bob' },
+      ],
+      { at, actor: 'ann-4711' },
+    );
+    const raw = new Database(path);
+    const message = raw
+      .prepare(
+        "INSERT INTO messages (channel_id, sender_id, role, content, created_at) VALUES ('c', 'ann-4711', 'user', 'hi', ?)",
+      )
+      .run(at);
+    raw
+      .prepare(
+        "INSERT INTO messages (channel_id, sender_id, role, content, reply_to, created_at) VALUES ('c', 'assistant', 'assistant', 'hello Ann', ?, ?)",
+      )
+      .run(message.lastInsertRowid, at);
+    raw
+      .prepare("INSERT INTO memory_links (source_id, target_id, type, created_at) VALUES (?, ?, 'semantic', ?)")
+      .run(other?.id, annMemory?.id, at);
+    raw.close();
+
+    const report = await storage.memories.purgeUser('ann-4711');
+    expect(report).toMatchObject({ memories: 1, vectors: 1, messages: 2, links: 1, versions: 1 });
+    await storage.close();
+
+    const check = new Database(path);
+    sqliteVec.load(check);
+    const tables = (
+      check
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name != 'memory_vectors'",
+        )
+        .all() as Array<{ name: string }>
+    ).map((row) => row.name);
+    for (const table of tables) {
+      const columns = (check.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map(
+        (column) => column.name,
+      );
+      const mentions = columns.flatMap((column) =>
+        check.prepare(`SELECT rowid FROM "${table}" WHERE CAST("${column}" AS TEXT) LIKE '%ann-4711%'`).all(),
+      );
+      expect(mentions, `rows of ${table} naming the purged user`).toEqual([]);
+    }
+    const fts = check.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'sailing'").all();
+    expect(fts).toEqual([]);
+    const messageFts = check.prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'hello OR hi'").all();
+    expect(messageFts).toEqual([]);
+    expect(check.prepare('SELECT memory_id FROM memory_vectors').all()).toEqual([{ memory_id: other?.id }]);
+    check.close();
+  });
+});

@@ -1,0 +1,31 @@
+import type { Storage } from '../memory-store.js';
+import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
+import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
+import { createSqliteMemoryStore } from './sqlite-memory-store.js';
+import { createSqliteVectorIndex } from './sqlite-vector-index.js';
+
+/** Opens (or creates) a SQLite database with FTS5 and sqlite-vec and returns mneme's storage over it. */
+export function createSqliteStorage(options: OpenSqliteOptions): Storage {
+  const database = openSqliteDatabase(options);
+  const vectors = createSqliteVectorIndex(database);
+  let isOpen = true;
+  return {
+    memories: createSqliteMemoryStore(database, vectors),
+    directory: createSqliteDirectoryStore(database),
+    async vectorIndex() {
+      return vectors.info();
+    },
+    async configureVectors(info) {
+      try {
+        return vectors.configure(info);
+      } catch (error) {
+        throw toMnemeError(error, 'configuring the vector index');
+      }
+    },
+    async close() {
+      if (!isOpen) return;
+      isOpen = false;
+      database.close();
+    },
+  };
+}
