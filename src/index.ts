@@ -3,6 +3,7 @@ export type { Clock } from './core/clock.js';
 export type { Logger } from './core/engine-context.js';
 export { ErrorCode, type FieldIssue, isMnemeError, MnemeError } from './core/errors.js';
 export type { Mneme } from './core/mneme.js';
+export type { MnemePolicy, PolicyOptions } from './core/policy.js';
 export type { GetInput, ListFilter, MemoryActionInput, RememberInput, UpdateInput } from './core/schemas.js';
 export type {
   Memory,
@@ -17,4 +18,5 @@ export type {
   VersionAction,
   Viewer,
 } from './core/types.js';
+export type { ChatMessage, ChatModel, ChatRequest } from './models/chat-model.js';
 export type { EmbeddingModel, EmbeddingPurpose } from './models/embedding-model.js';

@@ -1,10 +1,9 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, isMnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { scopeOwnerField } from '../core/scope.js';
-import type { Memory, MemoryPage, MemoryStats, MemoryVersion } from '../core/types.js';
+import { registerMemoryCommands } from './memory-commands.js';
 
 /** Where the CLI writes; tests pass their own to run `main` in-process. */
 export interface CliIo {
@@ -26,6 +25,15 @@ const exitCodes: Record<ErrorCode, number> = {
   [ErrorCode.ConfigInvalid]: 9,
 };
 
+/**
+ * Wraps a command's work: `run` gets an open engine and the command's arguments, `print` turns
+ * its result into text (with --json the result is printed as JSON instead).
+ */
+export type WithEngine = <Arguments extends unknown[], Result>(
+  run: (mneme: Mneme, ...commandArguments: Arguments) => Promise<Result>,
+  print: (result: Result) => string,
+) => (...commandArguments: Arguments) => Promise<void>;
+
 interface GlobalOptions {
   db?: string;
   json?: boolean;
@@ -45,149 +53,21 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       outputError: (text, write) => write(text),
     });
 
-  /** Opens the engine for one command, runs it, prints its result, closes the engine. */
-  const withEngine =
-    <Arguments extends unknown[]>(
-      run: (mneme: Mneme, ...commandArguments: Arguments) => Promise<unknown>,
-      print: (result: never) => string,
-    ) =>
-    async (...commandArguments: Arguments) => {
+  /** Opens the engine for one command, runs it, prints its result (or JSON with --json), closes the engine. */
+  const withEngine: WithEngine =
+    (run, print) =>
+    async (...commandArguments) => {
       const globals = program.opts<GlobalOptions>();
       const mneme = await createMneme({ path: globals.db ?? config.databasePath });
       try {
         const result = await run(mneme, ...commandArguments);
-        io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result as never)}\n`);
+        io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
       } finally {
         await mneme.close();
       }
     };
 
-  program
-    .command('add')
-    .description('store a memory')
-    .argument('<text>', 'what to remember')
-    .addOption(new Option('--scope <scope>', 'personal | room | project | global (default global)'))
-    .option('--user <id>', 'user id (personal scope)')
-    .option('--channel <id>', 'channel id (room scope)')
-    .option('--project <id>', 'project id (project scope)')
-    .option('--topic <id>', 'topic id')
-    .option('--category <label>', 'fact | preference | event | episode | general, or your own label')
-    .option('--importance <0..1>', 'how much it matters (default 0.5; clamped to 0..1)')
-    .option('--pin', 'pin it: pinned memories never decay')
-    .action(
-      withEngine(
-        (mneme, text: string, options: Record<string, string | boolean | undefined>) =>
-          mneme.remember({
-            content: text,
-            ...defined({
-              scope: options.scope,
-              userId: options.user,
-              channelId: options.channel,
-              projectId: options.project,
-              topicId: options.topic,
-              category: options.category,
-              importance: numeric(options.importance),
-              pinned: options.pin,
-            }),
-            actor: 'cli',
-          } as Parameters<Mneme['remember']>[0]),
-        formatMemory,
-      ),
-    );
-
-  program
-    .command('get')
-    .description('show one memory')
-    .argument('<id>', 'memory id')
-    .action(withEngine((mneme, id: string) => mneme.get({ id }), formatMemory));
-
-  program
-    .command('update')
-    .description('edit a memory (a version is kept)')
-    .argument('<id>', 'memory id')
-    .option('--content <text>', 'new content')
-    .option('--category <label>', 'new category')
-    .option('--importance <0..1>', 'new importance')
-    .option('--pin', 'pin it')
-    .option('--unpin', 'unpin it')
-    .action(
-      withEngine(
-        (mneme, id: string, options: Record<string, string | boolean | undefined>) =>
-          mneme.update({
-            id,
-            ...defined({
-              content: options.content,
-              category: options.category,
-              importance: numeric(options.importance),
-              pinned: options.pin ? true : options.unpin ? false : undefined,
-            }),
-            actor: 'cli',
-          } as Parameters<Mneme['update']>[0]),
-        formatMemory,
-      ),
-    );
-
-  program
-    .command('list')
-    .description('list memories, newest first')
-    .option('--scope <scope>', 'only this scope')
-    .option('--user <id>', 'only this user id')
-    .option('--channel <id>', 'only this channel id')
-    .option('--project <id>', 'only this project id')
-    .option('--topic <id>', 'only this topic id')
-    .option('--category <label>', 'only this category')
-    .option('--archived <which>', 'exclude | include | only (default exclude)')
-    .option('--limit <n>', 'page size (default 50)')
-    .option('--offset <n>', 'skip this many')
-    .action(
-      withEngine(
-        (mneme, options: Record<string, string | undefined>) =>
-          mneme.list(
-            defined({
-              scope: options.scope,
-              userId: options.user,
-              channelId: options.channel,
-              projectId: options.project,
-              topicId: options.topic,
-              category: options.category,
-              archived: options.archived,
-              limit: options.limit,
-              offset: options.offset,
-            }) as Parameters<Mneme['list']>[0],
-          ),
-        formatPage,
-      ),
-    );
-
-  program
-    .command('forget')
-    .description('soft-delete a memory (it can be restored)')
-    .argument('<id>', 'memory id')
-    .option('--reason <text>', 'why, kept in the history')
-    .action(
-      withEngine(
-        (mneme, id: string, options: { reason?: string }) =>
-          mneme.forget({ id, actor: 'cli', ...defined({ reason: options.reason }) }),
-        (memory: Memory) => `forgot #${memory.id}`,
-      ),
-    );
-
-  program
-    .command('restore')
-    .description('bring back a forgotten memory')
-    .argument('<id>', 'memory id')
-    .action(withEngine((mneme, id: string) => mneme.restore({ id, actor: 'cli' }), formatMemory));
-
-  program
-    .command('history')
-    .description('every version of a memory')
-    .argument('<id>', 'memory id')
-    .action(withEngine((mneme, id: string) => mneme.history(id), formatHistory));
-
-  program
-    .command('stats')
-    .description('totals, by scope and category, most accessed')
-    .action(withEngine((mneme) => mneme.stats(), formatStats));
+  registerMemoryCommands(program, withEngine);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -201,75 +81,4 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr(`mneme: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
-}
-
-/** A number when the text is one; otherwise the text itself, so the shared schema refuses it with its own message. */
-function numeric(value: string | boolean | undefined): number | string | undefined {
-  if (typeof value !== 'string') return undefined;
-  const number = Number(value);
-  return value.trim() !== '' && Number.isFinite(number) ? number : value;
-}
-
-function defined<T extends Record<string, unknown>>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
-}
-
-function owner(memory: Memory): string {
-  const field = scopeOwnerField[memory.scope];
-  return field ? `${memory.scope}:${memory[field]}` : memory.scope;
-}
-
-function formatMemory(memory: Memory): string {
-  const flags = [
-    `importance ${memory.importance.toFixed(2)}`,
-    memory.pinned ? 'pinned' : null,
-    memory.archivedAt ? `archived ${memory.archivedAt}` : null,
-  ].filter(Boolean);
-  return `#${memory.id} [${owner(memory)}] ${memory.category} (${flags.join(', ')})\n  ${memory.content}`;
-}
-
-function formatPage(page: MemoryPage): string {
-  const lines = page.memories.map(
-    (memory) =>
-      `#${memory.id}\t${owner(memory)}\t${memory.category}\t${memory.importance.toFixed(2)}${memory.pinned ? '\tpinned' : ''}${memory.archivedAt ? '\tarchived' : ''}\t${memory.content}`,
-  );
-  const shown = page.memories.length;
-  const range = shown === 0 ? 'no memories' : `${page.offset + 1}-${page.offset + shown} of ${page.total}`;
-  return [...lines, range].join('\n');
-}
-
-function formatHistory(versions: MemoryVersion[]): string {
-  return versions
-    .map((version) => {
-      const changes = Object.entries(version.changes)
-        .map(([field, change]) => `${field}: ${JSON.stringify(change?.from)} -> ${JSON.stringify(change?.to)}`)
-        .join('; ');
-      const who = version.actor ? ` by ${version.actor}` : '';
-      const why = version.reason ? ` (${version.reason})` : '';
-      return `v${version.version} ${version.createdAt} ${version.action}${who}${why}${changes ? `\n  ${changes}` : ''}`;
-    })
-    .join('\n');
-}
-
-function formatStats(stats: MemoryStats): string {
-  const counts = (record: Record<string, number>) =>
-    Object.entries(record)
-      .map(([key, count]) => `${key} ${count}`)
-      .join(', ') || 'none';
-  return [
-    `memories: ${stats.active} active, ${stats.archived} archived, ${stats.pinned} pinned`,
-    `by scope: ${counts(stats.byScope)}`,
-    `by category: ${counts(stats.byCategory)}`,
-    `added in the last 7 days: ${stats.addedLast7Days}; expiring: ${stats.expiring}`,
-    `messages: ${stats.messages}; links: ${stats.links}`,
-    ...(stats.mostAccessed.length
-      ? [
-          'most accessed:',
-          ...stats.mostAccessed.map(
-            (memory) =>
-              `  #${memory.id} (${memory.accessCount}x, last ${memory.lastAccessedAt ?? 'never'}) ${memory.content}`,
-          ),
-        ]
-      : []),
-  ].join('\n');
 }

@@ -3,6 +3,7 @@ import { systemClock } from '../core/clock.js';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import { createEngine, type Mneme } from '../core/mneme.js';
+import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 
@@ -16,6 +17,8 @@ export interface MnemeOptions {
   clock?: Clock;
   /** Where warnings go; stderr by default. */
   logger?: Logger;
+  /** Decay, recall, context and ingest policies; every field has a default. */
+  policy?: PolicyOptions;
 }
 
 const stderrLogger: Logger = { warn: (message) => process.stderr.write(`mneme: ${message}\n`) };
@@ -32,6 +35,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   if (typeof options?.path !== 'string' || options.path.trim() === '') {
     throw new MnemeError(ErrorCode.ConfigInvalid, 'createMneme needs a path: a database file, or ":memory:"');
   }
+  const policy = resolvePolicy(options.policy);
   const storage = createSqliteStorage({ path: options.path });
   const embedder = options.embedder === undefined || options.embedder === 'none' ? null : options.embedder;
   try {
@@ -45,5 +49,6 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     embedder,
     clock: options.clock ?? systemClock,
     logger: options.logger ?? stderrLogger,
+    policy,
   });
 }

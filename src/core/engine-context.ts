@@ -1,18 +1,20 @@
 import type { EmbeddingModel } from '../models/embedding-model.js';
 import type { Storage, StoredEmbedding } from '../storage/memory-store.js';
 import type { Clock } from './clock.js';
+import type { MnemePolicy } from './policy.js';
 
 /** Where mneme reports what it could not do but survived (a model that failed, a skipped leg). */
 export interface Logger {
   warn(message: string): void;
 }
 
-/** What every use case works with: storage, the optional embedding model, the clock and a logger. */
+/** What every use case works with: storage, the optional embedding model, the clock, a logger and the policy. */
 export interface EngineContext {
   storage: Storage;
   embedder: EmbeddingModel | null;
   clock: Clock;
   logger: Logger;
+  policy: MnemePolicy;
 }
 
 /**

@@ -203,7 +203,11 @@ describe('the library API', () => {
     expect(stats).toMatchObject({ active: 2, pinned: 1, byScope: { global: 1, personal: 1 }, addedLast7Days: 2 });
   });
 
-  it('refuses to open without a path', async () => {
+  it('refuses to open without a path, or with an unknown policy', async () => {
     await expect(createMneme({ path: '' })).rejects.toMatchObject({ code: ErrorCode.ConfigInvalid });
+    await expect(createMneme({ path: ':memory:', policy: { decay: 'forever' as never } })).rejects.toMatchObject({
+      code: ErrorCode.InvalidInput,
+      message: expect.stringContaining('decay'),
+    });
   });
 });

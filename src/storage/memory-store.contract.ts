@@ -423,6 +423,70 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         mostAccessed: [],
       });
     });
+
+    it('links memories both ways, once per (source, target, type)', async () => {
+      const [a, b, c] = await storage.memories.insert(
+        [await newMemory('alpha'), await newMemory('beta'), await newMemory('gamma')],
+        context,
+      );
+      const ids = [a?.id ?? 0, b?.id ?? 0, c?.id ?? 0] as const;
+      expect(
+        await storage.links.add(
+          [
+            { sourceId: ids[0], targetId: ids[1], type: 'co_extracted' },
+            { sourceId: ids[2], targetId: ids[0], type: 'semantic', strength: 0.9 },
+            { sourceId: ids[0], targetId: ids[0], type: 'semantic' },
+          ],
+          at,
+        ),
+      ).toBe(2);
+      expect(
+        await storage.links.add([{ sourceId: ids[2], targetId: ids[0], type: 'semantic', strength: 0.95 }], at),
+      ).toBe(0);
+      const links = await storage.links.of(ids[0]);
+      expect(links.map((link) => [link.sourceId, link.targetId, link.type, link.strength])).toEqual([
+        [ids[0], ids[1], 'co_extracted', 1],
+        [ids[2], ids[0], 'semantic', 0.95],
+      ]);
+      expect(links[0]?.createdAt).toBe('2024-06-15T12:00:00.000Z');
+    });
+
+    it('finds one-hop neighbours in either direction, only among visible active memories', async () => {
+      const [seed, forward, backward, secret, gone] = await storage.memories.insert(
+        [
+          await newMemory('seed', { scope: 'personal', userId: 'ann' }),
+          await newMemory('forward', { scope: 'personal', userId: 'ann' }),
+          await newMemory('backward'),
+          await newMemory('secret of bob', { scope: 'personal', userId: 'bob' }),
+          await newMemory('archived neighbour'),
+        ],
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      await storage.links.add(
+        [
+          { sourceId: id(seed), targetId: id(forward), type: 'co_extracted', strength: 0.5 },
+          { sourceId: id(backward), targetId: id(seed), type: 'semantic', strength: 0.9 },
+          { sourceId: id(seed), targetId: id(secret), type: 'semantic', strength: 1 },
+          { sourceId: id(gone), targetId: id(seed), type: 'semantic', strength: 1 },
+        ],
+        at,
+      );
+      await storage.memories.archive([id(gone)], context);
+      const neighbours = await storage.links.neighbours([id(seed)], visibleOwners({ userId: 'ann' }), 10);
+      expect(neighbours).toEqual([
+        { id: id(backward), linkedTo: id(seed), type: 'semantic', strength: 0.9 },
+        { id: id(forward), linkedTo: id(seed), type: 'co_extracted', strength: 0.5 },
+      ]);
+      expect(await storage.links.neighbours([id(seed)], visibleOwners({ userId: 'ann' }), 1)).toHaveLength(1);
+      expect((await storage.links.neighbours([id(seed)], null, 10)).map((link) => link.id)).toContain(id(secret));
+      expect(await storage.links.neighbours([id(seed), id(forward), id(backward)], ['global', 'user:ann'], 10)).toEqual(
+        [],
+      );
+
+      expect(await storage.links.removeArchived()).toBe(1);
+      expect((await storage.links.of(id(gone))).length).toBe(0);
+    });
   });
 }
 

@@ -9,6 +9,7 @@ import type {
   Scope,
   Sector,
 } from '../core/types.js';
+import type { LinkStore } from './link-store.js';
 
 /** A vector and the id of the model that produced it; vectors of two models are never compared. */
 export interface StoredEmbedding {
@@ -139,6 +140,7 @@ export interface VectorIndexInfo {
 /** One opened database. */
 export interface Storage {
   readonly memories: MemoryStore;
+  readonly links: LinkStore;
   readonly directory: DirectoryStore;
   /** The model whose vectors the index holds, or null before any model was configured. */
   vectorIndex(): Promise<VectorIndexInfo | null>;

@@ -1,6 +1,7 @@
 import type { Storage } from '../memory-store.js';
 import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
+import { createSqliteLinkStore } from './sqlite-link-store.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -11,6 +12,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
   let isOpen = true;
   return {
     memories: createSqliteMemoryStore(database, vectors),
+    links: createSqliteLinkStore(database),
     directory: createSqliteDirectoryStore(database),
     async vectorIndex() {
       return vectors.info();

@@ -1,0 +1,91 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import type { LinkedMemory, LinkStore, LinkType } from '../link-store.js';
+import { toMnemeError } from './sqlite-database.js';
+
+interface LinkRow {
+  source_id: number;
+  target_id: number;
+  type: LinkType;
+  strength: number;
+  created_at: number;
+}
+
+/** The SQLite implementation of the LinkStore port. */
+export function createSqliteLinkStore(database: Database.Database): LinkStore {
+  const statements = {
+    exists: database.prepare('SELECT 1 FROM memory_links WHERE source_id = ? AND target_id = ? AND type = ?'),
+    upsert: database.prepare(`INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
+      VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`),
+    of: database.prepare(
+      'SELECT * FROM memory_links WHERE source_id = ? OR target_id = ? ORDER BY created_at, source_id, target_id',
+    ),
+    neighbours: database.prepare(`WITH seeds(id) AS (SELECT value FROM json_each(@seeds)),
+      edges AS (
+        SELECT target_id AS id, source_id AS linked_to, type, strength FROM memory_links
+          WHERE source_id IN (SELECT id FROM seeds)
+        UNION ALL
+        SELECT source_id AS id, target_id AS linked_to, type, strength FROM memory_links
+          WHERE target_id IN (SELECT id FROM seeds)
+      )
+      SELECT edges.id AS id, edges.linked_to AS linkedTo, edges.type AS type, MAX(edges.strength) AS strength
+      FROM edges JOIN memories m ON m.id = edges.id
+      WHERE m.archived_at IS NULL
+        AND edges.id NOT IN (SELECT id FROM seeds)
+        AND (@owners IS NULL OR m.owner IN (SELECT value FROM json_each(@owners)))
+      GROUP BY edges.id
+      ORDER BY strength DESC, edges.id
+      LIMIT @limit`),
+    removeArchived: database.prepare(`DELETE FROM memory_links WHERE
+      source_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)
+      OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)`),
+  };
+
+  return {
+    async add(links, at) {
+      try {
+        return database
+          .transaction(() => {
+            let added = 0;
+            for (const link of links) {
+              if (link.sourceId === link.targetId) continue;
+              if (!statements.exists.get(link.sourceId, link.targetId, link.type)) added++;
+              statements.upsert.run(link.sourceId, link.targetId, link.type, link.strength ?? 1, at);
+            }
+            return added;
+          })
+          .immediate();
+      } catch (error) {
+        throw toMnemeError(error, 'storing links');
+      }
+    },
+
+    async of(memoryId) {
+      return (statements.of.all(memoryId, memoryId) as LinkRow[]).map((row) => ({
+        sourceId: row.source_id,
+        targetId: row.target_id,
+        type: row.type,
+        strength: row.strength,
+        createdAt: toIso(row.created_at),
+      }));
+    },
+
+    async neighbours(ids, owners, limit) {
+      if (ids.length === 0 || limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      return statements.neighbours.all({
+        seeds: JSON.stringify(ids),
+        owners: owners === null ? null : JSON.stringify(owners),
+        limit,
+      }) as LinkedMemory[];
+    },
+
+    async removeArchived() {
+      try {
+        return database.transaction(() => statements.removeArchived.run().changes).immediate();
+      } catch (error) {
+        throw toMnemeError(error, 'removing links to archived memories');
+      }
+    },
+  };
+}
