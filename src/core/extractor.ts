@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { CategorySchema, ContentSchema, ImportanceSchema } from './schemas.js';
+
+/** One durable fact an extractor found in an exchange, attributed to the speaker by name. */
+export const ExtractedFactSchema = z.object({
+  content: ContentSchema,
+  category: CategorySchema.default('fact'),
+  importance: ImportanceSchema.default(0.5),
+  /** About the speaker -> personal; about the room or team -> room; general or technical -> global. */
+  scope: z.enum(['personal', 'room', 'global']).default('personal'),
+});
+
+/** What an extractor returns: a JSON array of facts (a model's output is validated against this). */
+export const ExtractedFactsSchema = z.array(ExtractedFactSchema).max(20);
+
+export type ExtractedFact = z.output<typeof ExtractedFactSchema>;
+
+/** What an extractor is given: one exchange, who said it, and what is already remembered about it. */
+export interface ExtractionInput {
+  speaker: { userId: string; displayName: string };
+  channelId: string;
+  userMessage: string;
+  /** The assistant's reply, when the message was part of an exchange. */
+  assistantReply: string | null;
+  /** Existing memories of the speaker related to the exchange, so the extractor can avoid repeats. */
+  related: ReadonlyArray<{ id: number; content: string }>;
+}
+
+/**
+ * Finds durable facts in an exchange. The offline extractor (pattern signals, no model) is the
+ * default; a chat-model extractor implements the same interface.
+ */
+export interface FactExtractor {
+  /** e.g. `offline` or `chat:ollama:llama3.2`. */
+  readonly id: string;
+  extract(input: ExtractionInput, options?: { signal?: AbortSignal }): Promise<ExtractedFact[]>;
+}
