@@ -20,7 +20,7 @@ function cli(database = join(folder, `cli-${databases++}.db`)) {
       stderr: (text) => {
         stderr += text;
       },
-      env: {},
+      env: { MNEME_EMBEDDER: 'none' },
     });
     return { code, stdout, stderr };
   };
@@ -101,10 +101,14 @@ describe('the mneme CLI', () => {
   it('uses MNEME_DB when --db is not given', async () => {
     const database = join(folder, 'from-env.db');
     let stdout = '';
-    const io = { stdout: (text: string) => (stdout += text), stderr: () => {}, env: { MNEME_DB: database } };
+    const io = {
+      stdout: (text: string) => (stdout += text),
+      stderr: () => {},
+      env: { MNEME_DB: database, MNEME_EMBEDDER: 'none' },
+    };
     expect(await main(['add', 'stored via the environment'], io)).toBe(0);
     stdout = '';
-    await main(['--db', database, 'list', '--json'], { ...io, env: {} });
+    await main(['--db', database, 'list', '--json'], { ...io, env: { MNEME_EMBEDDER: 'none' } });
     expect(JSON.parse(stdout).memories[0].content).toBe('stored via the environment');
   });
 });

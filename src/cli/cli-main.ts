@@ -3,13 +3,21 @@ import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, isMnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
+import { registerBenchCommands } from './bench-commands.js';
+import { registerDoctorCommands } from './doctor-commands.js';
+import { registerIngestCommands } from './ingest-commands.js';
+import { registerMaintainCommands } from './maintain-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
+import { registerSearchCommands } from './search-commands.js';
+import { registerServeCommands } from './serve-commands.js';
 
 /** Where the CLI writes; tests pass their own to run `main` in-process. */
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: NodeJS.ProcessEnv;
+  /** Read by `mneme ingest -`; process.stdin when left out. */
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** Exit code for each error code; a new code does not compile until it is mapped here. */
@@ -44,7 +52,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const config = loadConfig(io.env);
   const program = new Command('mneme')
     .description('Long-term memory for conversational AI agents.')
-    .option('--db <path>', 'database file (MNEME_DB, else ./mneme.db)')
+    .option('--db <path>', 'database file (MNEME_DB, else ./data/mneme.db)')
     .option('--json', 'print JSON for scripts')
     .exitOverride()
     .configureOutput({
@@ -58,7 +66,16 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     (run, print) =>
     async (...commandArguments) => {
       const globals = program.opts<GlobalOptions>();
-      const mneme = await createMneme({ path: globals.db ?? config.databasePath });
+      // Models come from the environment (MNEME_EMBEDDER defaults to auto). No background re-embed in a
+      // short command (`mneme reembed` does it); warnings go to stderr, notices are not printed.
+      const mneme = await createMneme({
+        path: globals.db ?? config.databasePath,
+        embedder: config.providers.embedder,
+        chat: config.providers.chat,
+        providers: config.providers,
+        backfill: false,
+        logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
+      });
       try {
         const result = await run(mneme, ...commandArguments);
         io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
@@ -68,6 +85,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     };
 
   registerMemoryCommands(program, withEngine);
+  registerIngestCommands(program, withEngine, io);
+  registerSearchCommands(program, withEngine);
+  registerMaintainCommands(program, withEngine);
+  registerDoctorCommands(program, withEngine, io, config);
+  registerBenchCommands(program, io);
+  registerServeCommands(program, withEngine, io, config);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

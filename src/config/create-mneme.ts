@@ -1,27 +1,73 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
+import type { Dreamer } from '../core/dreamer.js';
 import type { Logger } from '../core/engine-context.js';
+import type { EpisodeSummariser } from '../core/episode-summariser.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { FactExtractor } from '../core/extractor.js';
+import type { MemoryMerger } from '../core/memory-merger.js';
 import { createEngine, type Mneme } from '../core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
+import { createChatDreamer } from '../models/chat/chat-dreamer.js';
+import { createChatEpisodeSummariser } from '../models/chat/chat-episode-summariser.js';
+import { createChatFactExtractor } from '../models/chat/chat-fact-extractor.js';
+import { createChatMemoryMerger } from '../models/chat/chat-memory-merger.js';
+import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
+import { createOfflineEpisodeSummariser } from '../models/offline/offline-episode-summariser.js';
+import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
+import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
+import { createExtractionQueue } from '../workers/extraction-queue.js';
+import { type ProviderConnections, resolveChatModel, resolveEmbedder } from './providers.js';
 
 /** Options of `createMneme`. Everything but `path` has an offline default. */
 export interface MnemeOptions {
   /** SQLite database file (created when missing), or `:memory:`. */
   path: string;
-  /** The embedding model, or `'none'` (the default) for lexical-only memory with no network. */
-  embedder?: EmbeddingModel | 'none';
+  /**
+   * The embedding model: an `EmbeddingModel`, or a setting: `'none'` (the default: lexical only, no
+   * network), `'auto'` (Ollama on the configured URL if it has `nomic-embed-text`, else local ONNX if
+   * installed and on disk, else none), `'ollama[:model]'`, `'openai:<model>'`, `'transformers[:model]'`.
+   */
+  embedder?: EmbeddingModel | string;
+  /**
+   * The chat model for fact extraction, episode summaries, merges and dream: a `ChatModel`, or
+   * `'none'` (the default: offline), `'auto'`, `'ollama[:model]'`, `'openai:<model>'`. Explicit
+   * `extractor`, `summariser`, `merger` and `dreamer` options win over it.
+   */
+  chat?: ChatModel | string;
+  /** Where the providers named by `embedder` and `chat` settings are (URLs, API key, model folders). */
+  providers?: ProviderConnections;
+  /**
+   * Re-embed, in the background, memories without a vector of the embedding model (after a model
+   * change, or stored while it was down). true by default when there is an embedding model; `close`
+   * stops it, and the next run resumes.
+   */
+  backfill?: boolean;
   /** Where time comes from; inject a fixed clock in tests. */
   clock?: Clock;
   /** Where warnings go; stderr by default. */
   logger?: Logger;
   /** Decay, recall, context and ingest policies; every field has a default. */
   policy?: PolicyOptions;
+  /** Writes episode memories; the offline (extractive) summariser by default. */
+  summariser?: EpisodeSummariser;
+  /** Merges near-duplicates during consolidation; the offline (rule-based) merger by default. */
+  merger?: MemoryMerger;
+  /** The reflective dream pass; none by default (needs a chat model), and dream reports skipped. */
+  dreamer?: Dreamer | null;
+  /**
+   * Finds facts in ingested messages: the offline (pattern) extractor by default, a chat-model
+   * extractor, or `'none'` to store messages and exchange memories without extracting facts.
+   */
+  extractor?: FactExtractor | 'none';
 }
 
-const stderrLogger: Logger = { warn: (message) => process.stderr.write(`mneme: ${message}\n`) };
+const stderrLogger: Logger = {
+  warn: (message) => process.stderr.write(`mneme: ${message}\n`),
+  info: (message) => process.stderr.write(`mneme: ${message}\n`),
+};
 
 /**
  * Opens (or creates) a mneme database and returns the engine over it.
@@ -36,19 +82,92 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     throw new MnemeError(ErrorCode.ConfigInvalid, 'createMneme needs a path: a database file, or ":memory:"');
   }
   const policy = resolvePolicy(options.policy);
+  const logger = options.logger ?? stderrLogger;
+  const embedder = await chooseEmbedder(options, logger);
+  const chat = await chooseChat(options);
   const storage = createSqliteStorage({ path: options.path });
-  const embedder = options.embedder === undefined || options.embedder === 'none' ? null : options.embedder;
   try {
-    if (embedder) await storage.configureVectors({ model: embedder.modelId, dimensions: embedder.dimensions });
+    const previous = await storage.vectorIndex();
+    const isReset =
+      embedder !== null &&
+      (await storage.configureVectors({ model: embedder.modelId, dimensions: embedder.dimensions }));
+    if (isReset && options.backfill === false) {
+      logger.warn(
+        `the vector index held vectors of ${previous?.model}; they were dropped for ${embedder?.modelId}, and memories are found lexically until re-embedded (mneme reembed, or reembed())`,
+      );
+    }
   } catch (error) {
     await storage.close();
     throw error;
   }
-  return createEngine({
+  const engine = createEngine({
     storage,
     embedder,
     clock: options.clock ?? systemClock,
-    logger: options.logger ?? stderrLogger,
+    logger,
     policy,
+    summariser: options.summariser ?? (chat ? createChatEpisodeSummariser(chat) : createOfflineEpisodeSummariser()),
+    merger: options.merger ?? (chat ? createChatMemoryMerger(chat) : createOfflineMemoryMerger()),
+    dreamer: options.dreamer !== undefined ? options.dreamer : chat ? createChatDreamer(chat) : null,
+    extractor:
+      options.extractor === 'none'
+        ? null
+        : (options.extractor ?? (chat ? createChatFactExtractor(chat) : createOfflineExtractor())),
+    extractionScheduler: (work) => createExtractionQueue(work, { logger }),
   });
+  return embedder && options.backfill !== false ? withBackfill(engine, logger) : engine;
+}
+
+/** The embedding model `options.embedder` names; a setting is resolved (and `auto` detected) here. */
+async function chooseEmbedder(options: MnemeOptions, logger: Logger): Promise<EmbeddingModel | null> {
+  const { embedder } = options;
+  if (embedder === undefined) return null;
+  if (typeof embedder !== 'string') return embedder;
+  const resolved = await resolveEmbedder(embedder, options.providers);
+  if (!resolved.model && resolved.setting.trim().toLowerCase() === 'auto') logger.info?.(resolved.reason);
+  return resolved.model;
+}
+
+/** The chat model `options.chat` names, or null (offline). */
+async function chooseChat(options: MnemeOptions): Promise<ChatModel | null> {
+  const { chat } = options;
+  if (chat === undefined) return null;
+  if (typeof chat !== 'string') return chat;
+  return (await resolveChatModel(chat, options.providers)).model;
+}
+
+/**
+ * Starts re-embedding memories that lack a vector of the current model, in the background, and
+ * makes `close` stop it first. A failure is logged; the next run (or `mneme reembed`) resumes.
+ */
+function withBackfill(engine: Mneme, logger: Logger): Mneme {
+  const controller = new AbortController();
+  const running = engine
+    .reembed({
+      signal: controller.signal,
+      onProgress: (progress) => {
+        if (progress.done === 0 && progress.total > 0) {
+          logger.info?.(`re-embedding ${progress.total} memories with ${progress.model} in the background`);
+        }
+      },
+    })
+    .then(
+      (progress) => {
+        if (progress.total > 0) {
+          logger.info?.(`re-embedded ${progress.embedded} memories with ${progress.model} (${progress.failed} failed)`);
+        }
+      },
+      (error: unknown) => {
+        if (controller.signal.aborted) return;
+        logger.warn(`background re-embedding stopped: ${error instanceof Error ? error.message : String(error)}`);
+      },
+    );
+  return {
+    ...engine,
+    async close() {
+      controller.abort(new MnemeError(ErrorCode.Conflict, 'mneme is closing'));
+      await running;
+      await engine.close();
+    },
+  };
 }

@@ -78,3 +78,43 @@ export function importanceStep(importance: number): number {
 function clamp01(value: number): number {
   return Math.min(1, Math.max(0, value));
 }
+
+/** Ebbinghaus: a memory whose retention falls below this is archived. */
+export const RETENTION_ARCHIVE_BELOW = 0.1;
+/** Salience: a memory whose salience falls below this is removed (archived, with a version saying why). */
+export const SALIENCE_REMOVE_BELOW = 0.1;
+/** Importance steps: one step down for each 7 days without a retrieval. */
+export const IMPORTANCE_STEP_DAYS = 7;
+/** Importance steps: a memory that has spent 7 days at step 0 without a retrieval is soft-deleted. */
+export const IMPORTANCE_EXPIRY_DAYS = 7;
+
+/** Where the importance-steps policy stands for one memory at a given time. */
+export interface ImportanceDecay {
+  /** The step now, 0..5. */
+  step: number;
+  /** Epoch milliseconds up to which downgrades are applied; store it with the step so none is applied twice. */
+  decayedAt: number | null;
+  /** True once the memory has spent 7 days at step 0 without a retrieval: soft-delete it. */
+  isExpired: boolean;
+}
+
+/**
+ * The importance-steps policy at `now`: one step down for each whole 7 days without a retrieval,
+ * counted from the later of the decay anchor and `decayedAt` (the time up to which earlier
+ * downgrades were applied), so running it every day or once after a missed week gives the same
+ * steps. 7 days at step 0 expire the memory. Pinned memories keep their step.
+ */
+export function importanceDecay(memory: DecayFields, decayedAt: number | null, now: number): ImportanceDecay {
+  const stored = importanceStep(memory.importance);
+  if (memory.pinned) return { step: stored, decayedAt, isExpired: false };
+  const stepMs = IMPORTANCE_STEP_DAYS * DAY_MS;
+  const start = Math.max(decayAnchor(memory), decayedAt ?? Number.NEGATIVE_INFINITY);
+  const steps = Math.min(stored, Math.max(0, Math.floor((now - start) / stepMs)));
+  const step = stored - steps;
+  const zeroSince = start + stored * stepMs;
+  return {
+    step,
+    decayedAt: steps > 0 ? start + steps * stepMs : decayedAt,
+    isExpired: step === 0 && now - zeroSince >= IMPORTANCE_EXPIRY_DAYS * DAY_MS,
+  };
+}

@@ -1,11 +1,18 @@
 import type { EmbeddingModel } from '../models/embedding-model.js';
 import type { Storage, StoredEmbedding } from '../storage/memory-store.js';
 import type { Clock } from './clock.js';
+import type { Dreamer } from './dreamer.js';
+import type { EpisodeSummariser } from './episode-summariser.js';
+import type { ExtractionSchedulerFactory } from './extraction.js';
+import type { FactExtractor } from './extractor.js';
+import type { MemoryMerger } from './memory-merger.js';
 import type { MnemePolicy } from './policy.js';
 
 /** Where mneme reports what it could not do but survived (a model that failed, a skipped leg). */
 export interface Logger {
   warn(message: string): void;
+  /** Notices that are not problems (lexical-only mode, a background re-embed); dropped when absent. */
+  info?(message: string): void;
 }
 
 /** What every use case works with: storage, the optional embedding model, the clock, a logger and the policy. */
@@ -15,6 +22,16 @@ export interface EngineContext {
   clock: Clock;
   logger: Logger;
   policy: MnemePolicy;
+  /** Writes episode memories (offline: extractive). */
+  summariser: EpisodeSummariser;
+  /** Writes the memory that replaces a cluster of near-duplicates (offline: rule-based). */
+  merger: MemoryMerger;
+  /** The reflective dream pass; null without a chat model, and dream is skipped. */
+  dreamer: Dreamer | null;
+  /** Finds facts in user messages; null or left out: no fact extraction (exchange memories and commands still work). */
+  extractor?: FactExtractor | null;
+  /** Starts the background extraction worker; left out, extraction runs when `whenIdle()` is awaited. */
+  extractionScheduler?: ExtractionSchedulerFactory;
 }
 
 /**

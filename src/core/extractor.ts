@@ -22,6 +22,8 @@ export interface ExtractionInput {
   userMessage: string;
   /** The assistant's reply, when the message was part of an exchange. */
   assistantReply: string | null;
+  /** When the user message was sent (ISO 8601), so relative times ("yesterday") can be dated. */
+  createdAt?: string;
   /** Existing memories of the speaker related to the exchange, so the extractor can avoid repeats. */
   related: ReadonlyArray<{ id: number; content: string }>;
 }

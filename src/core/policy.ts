@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { IngestPolicySchema } from './ingest-policy.js';
+import { ContextPolicySchema, RecallPolicySchema } from './recall-policy.js';
 import { parseInput } from './schemas.js';
 
 /**
@@ -8,6 +10,12 @@ import { parseInput } from './schemas.js';
 export const PolicySchema = z.strictObject({
   /** Which signal decays and is reinforced: Ebbinghaus strength, salience, or importance steps. */
   decay: z.enum(['ebbinghaus', 'salience', 'importance-steps']).default('ebbinghaus'),
+  /** How recall finds, scores and expands hits (core/recall-policy.ts). */
+  recall: RecallPolicySchema.prefault({}),
+  /** How the context block is formatted and how many words it may hold. */
+  context: ContextPolicySchema.prefault({}),
+  /** How messages become memories: extraction, exchange chunks, triggers, turn memory (core/ingest-policy.ts). */
+  ingest: IngestPolicySchema.prefault({}),
 });
 
 export type MnemePolicy = z.output<typeof PolicySchema>;

@@ -105,25 +105,29 @@ export const RememberInputSchema = z
   });
 export type RememberInput = z.input<typeof RememberInputSchema>;
 
+/** The fields an edit may change, and why (the body of `PATCH /api/memories/{id}`). */
+export const MemoryPatchSchema = z.strictObject({
+  content: ContentSchema.optional(),
+  category: CategorySchema.optional(),
+  importance: ImportanceSchema.optional(),
+  pinned: z.boolean({ error: 'pinned must be true or false' }).optional(),
+  reason: z.string().trim().max(500).optional(),
+});
+
 /** Input of `update`: at least one field to change. */
-export const UpdateInputSchema = z
-  .strictObject({
-    id: MemoryIdSchema,
-    content: ContentSchema.optional(),
-    category: CategorySchema.optional(),
-    importance: ImportanceSchema.optional(),
-    pinned: z.boolean({ error: 'pinned must be true or false' }).optional(),
-    actor: ActorSchema.optional(),
-    reason: z.string().trim().max(500).optional(),
-  })
-  .refine(
-    (input) =>
-      input.content !== undefined ||
-      input.category !== undefined ||
-      input.importance !== undefined ||
-      input.pinned !== undefined,
-    { message: 'nothing to update: give content, category, importance or pinned' },
-  );
+export const UpdateInputSchema = MemoryPatchSchema.extend({
+  id: MemoryIdSchema,
+  /** When given, NOT_FOUND unless this viewer may see the memory. */
+  viewer: ViewerSchema.optional(),
+  actor: ActorSchema.optional(),
+}).refine(
+  (input) =>
+    input.content !== undefined ||
+    input.category !== undefined ||
+    input.importance !== undefined ||
+    input.pinned !== undefined,
+  { message: 'nothing to update: give content, category, importance or pinned' },
+);
 export type UpdateInput = z.input<typeof UpdateInputSchema>;
 
 /** Input of `get`: an id, and optionally the viewer who must be able to see it. */
@@ -133,6 +137,8 @@ export type GetInput = z.input<typeof GetInputSchema>;
 /** Input of `forget` and `restore`. */
 export const MemoryActionInputSchema = z.strictObject({
   id: MemoryIdSchema,
+  /** When given, NOT_FOUND unless this viewer may see the memory. */
+  viewer: ViewerSchema.optional(),
   actor: ActorSchema.optional(),
   reason: z.string().trim().max(500).optional(),
 });
@@ -163,6 +169,48 @@ export const ListFilterSchema = z.strictObject({
 export type ListFilter = z.input<typeof ListFilterSchema>;
 export type ParsedListFilter = z.output<typeof ListFilterSchema>;
 
+/** Longest recall query accepted, in characters. */
+export const MAX_QUERY_CHARS = 20_000;
+/** Most direct hits one recall returns (linked memories may join them). */
+export const MAX_TOP_K = 100;
+
+export const QuerySchema = z
+  .string({ error: 'query must be a string' })
+  .trim()
+  .min(1, 'query must not be empty')
+  .max(MAX_QUERY_CHARS, `query is longer than ${MAX_QUERY_CHARS} characters`);
+
+const topK = (fallback: number) =>
+  z.coerce
+    .number({ error: 'topK must be a number' })
+    .int('topK must be a whole number')
+    .min(1, 'topK must be at least 1')
+    .max(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)
+    .default(fallback);
+
+/** Input of `recall`. Without a viewer, only global memories are searched. */
+export const RecallInputSchema = z.strictObject({
+  query: QuerySchema,
+  viewer: ViewerSchema.default({}),
+  topK: topK(10),
+  /** Adds a one-line explanation of its score to every hit. */
+  explain: z.boolean({ error: 'explain must be true or false' }).default(false),
+  /** `hybrid` or `recent-first`; the policy's mode when left out. */
+  mode: z.enum(['hybrid', 'recent-first'], { error: 'mode must be hybrid or recent-first' }).optional(),
+  /** Appends the viewer channel's latest user messages to the query. */
+  conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(false),
+});
+export type RecallInput = z.input<typeof RecallInputSchema>;
+
+/** Input of `context`: conversation-aware unless told otherwise. */
+export const ContextInputSchema = z.strictObject({
+  query: QuerySchema,
+  viewer: ViewerSchema.default({}),
+  topK: topK(5),
+  conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(true),
+});
+export type ContextInput = z.input<typeof ContextInputSchema>;
+
 /**
  * Parses `input` with `schema`, or throws an INVALID_INPUT MnemeError that names every invalid field.
  * Every face calls this with the same schema, so the same input is refused the same way everywhere.
@@ -182,3 +230,99 @@ function unrecognisedKeysMessage(issue: z.core.$ZodIssue): string | undefined {
   if (issue.code !== 'unrecognized_keys') return undefined;
   return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
 }
+
+/** Longest message accepted, in characters. */
+export const MAX_MESSAGE_CHARS = 32_000;
+/** Longest display name, topic title or project name accepted, in characters. */
+export const MAX_NAME_CHARS = 200;
+
+export const MessageContentSchema = z
+  .string({ error: 'content must be a string' })
+  .max(MAX_MESSAGE_CHARS, `a message is longer than ${MAX_MESSAGE_CHARS} characters; split it into several messages`)
+  .refine((text) => text.trim().length > 0, 'a message must not be empty');
+
+export const MessageRoleSchema = z.enum(['user', 'assistant', 'system'], {
+  error: 'role must be user, assistant or system',
+});
+
+const nameText = (name: string) =>
+  z
+    .string({ error: `${name} must be a string` })
+    .trim()
+    .min(1, `${name} must not be empty`)
+    .max(MAX_NAME_CHARS, `${name} is longer than ${MAX_NAME_CHARS} characters`);
+
+export const DisplayNameSchema = nameText('displayName');
+
+/** A point in time: ISO 8601 text, epoch milliseconds, or a Date; becomes epoch milliseconds. */
+export const TimestampSchema = z
+  .union([z.number(), z.string(), z.date()], {
+    error: 'createdAt must be an ISO 8601 date, epoch milliseconds or a Date',
+  })
+  .transform((value) => (typeof value === 'number' ? value : new Date(value).getTime()))
+  .refine((time) => Number.isFinite(time) && time >= 0, 'createdAt must be a valid date, e.g. 2024-06-15T12:00:00Z');
+
+/** Input of `ingest`: one message of a channel. Commands (`/remember`, `/forget`) in user messages are run. */
+export const IngestInputSchema = z.strictObject({
+  channelId: ChannelIdSchema,
+  /** The sender's user id (the agent's id for an assistant message). */
+  sender: UserIdSchema,
+  /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
+  senderName: DisplayNameSchema.optional(),
+  role: MessageRoleSchema.default('user'),
+  content: MessageContentSchema,
+  /** When it was said; now when left out (set it to import history). */
+  createdAt: TimestampSchema.optional(),
+  /** The topic (session) it belongs to; created when it does not exist yet. */
+  topicId: TopicIdSchema.optional(),
+  /** The id of the message this one answers. */
+  replyTo: MemoryIdSchema.optional(),
+});
+export type IngestInput = z.input<typeof IngestInputSchema>;
+
+/** Input of `ingestExchange`: a user message and the assistant's reply, appended together. */
+export const IngestExchangeInputSchema = z.strictObject({
+  channelId: ChannelIdSchema,
+  userId: UserIdSchema,
+  /** Sets the user's display name, which extracted facts use. */
+  userName: DisplayNameSchema.optional(),
+  userMessage: MessageContentSchema,
+  assistantReply: MessageContentSchema,
+  /** The sender id recorded for the reply. */
+  assistantId: UserIdSchema.default('assistant'),
+  createdAt: TimestampSchema.optional(),
+  topicId: TopicIdSchema.optional(),
+});
+export type IngestExchangeInput = z.input<typeof IngestExchangeInputSchema>;
+
+/** Input of `setDisplayName`. */
+export const DisplayNameInputSchema = z.strictObject({ userId: UserIdSchema, displayName: DisplayNameSchema });
+export type DisplayNameInput = z.input<typeof DisplayNameInputSchema>;
+
+/** Input of `createTopic`: a topic (a conversation session), optionally inside a project. */
+export const CreateTopicInputSchema = z.strictObject({
+  id: TopicIdSchema,
+  projectId: ProjectIdSchema.optional(),
+  title: nameText('title').optional(),
+});
+export type CreateTopicInput = z.input<typeof CreateTopicInputSchema>;
+
+/** Input of `createProject`. Work sessions are extracted only for managed projects. */
+export const CreateProjectInputSchema = z.strictObject({
+  id: ProjectIdSchema,
+  name: nameText('name').optional(),
+  managed: z.boolean({ error: 'managed must be true or false' }).default(false),
+});
+export type CreateProjectInput = z.input<typeof CreateProjectInputSchema>;
+
+/** Input of `turns`: the last `count` messages of a channel (at most 50; the policy's default when left out). */
+export const TurnsInputSchema = z.strictObject({
+  channelId: ChannelIdSchema,
+  count: z
+    .number({ error: 'count must be a whole number from 1 to 50' })
+    .int('count must be a whole number from 1 to 50')
+    .min(1, 'count must be at least 1')
+    .max(50, 'count must be at most 50: turn memory keeps the last 50 turns')
+    .optional(),
+});
+export type TurnsInput = z.input<typeof TurnsInputSchema>;

@@ -5,10 +5,12 @@ import { ErrorCode, MnemeError } from './errors.js';
 import { MemoryActionInputSchema, parseInput, UpdateInputSchema } from './schemas.js';
 import { sectorOf } from './scope.js';
 import type { Memory } from './types.js';
+import { requireVisible } from './visibility.js';
 
 /** Edits a memory; new content is re-embedded; a version row records the diff. */
 export async function updateMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(UpdateInputSchema, input, 'update');
+  if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
   const changes: MemoryChanges = {};
   if (parsed.content !== undefined) {
     changes.content = parsed.content;
@@ -30,6 +32,7 @@ export async function updateMemory(context: EngineContext, input: unknown): Prom
 /** Soft-deletes a memory: it leaves every search, its vector is removed, a version row says who and why. */
 export async function forgetMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(MemoryActionInputSchema, input, 'forget');
+  if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
   const [memory] = await context.storage.memories.archive([parsed.id], {
     at: context.clock.now(),
     actor: parsed.actor ?? null,
@@ -42,8 +45,7 @@ export async function forgetMemory(context: EngineContext, input: unknown): Prom
 /** Brings an archived memory back, re-embedded. */
 export async function restoreMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(MemoryActionInputSchema, input, 'restore');
-  const [existing] = await context.storage.memories.get([parsed.id]);
-  if (!existing) throw new MnemeError(ErrorCode.NotFound, `memory ${parsed.id} does not exist`);
+  const existing = await requireVisible(context, parsed.id, parsed.viewer);
   const embedding = existing.archivedAt === null ? null : await embedDocument(context, existing.content);
   return context.storage.memories.restore(parsed.id, embedding, {
     at: context.clock.now(),

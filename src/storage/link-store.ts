@@ -37,6 +37,9 @@ export interface LinkStore {
    * (`null`: any), excluding the seeds themselves; strongest first, at most `limit`. One query.
    */
   neighbours(ids: readonly number[], owners: readonly string[] | null, limit: number): Promise<LinkedMemory[]>;
-  /** Deletes links whose source or target is archived; returns how many. */
+  /**
+   * Deletes links whose source or target is archived; returns how many. `consolidated` links stay:
+   * they record which archived originals a merged memory replaced.
+   */
   removeArchived(): Promise<number>;
 }

@@ -364,6 +364,48 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(await storage.configureVectors({ model: 'other-model', dimensions: 16 })).toBe(false);
     });
 
+    it('lists memories without a vector of the current model by id, and stores their vectors unless they changed', async () => {
+      const [first, second, third, gone] = await storage.memories.insert(
+        [
+          await newMemory('one without a vector', {}, false),
+          await newMemory('two with a vector'),
+          await newMemory('three without a vector', { scope: 'personal', userId: 'ann' }, false),
+          await newMemory('four archived', {}, false),
+        ],
+        context,
+      );
+      if (!first || !second || !third || !gone) throw new Error('insert returned too few memories');
+      await storage.memories.archive([gone.id], context);
+      const backfill = storage.vectorBackfill;
+      expect(await backfill.countMissing(model.modelId)).toBe(2);
+      expect(await backfill.listMissing(model.modelId, 0, 10)).toEqual([
+        { id: first.id, content: 'one without a vector' },
+        { id: third.id, content: 'three without a vector' },
+      ]);
+      expect(await backfill.listMissing(model.modelId, first.id, 10)).toEqual([
+        { id: third.id, content: 'three without a vector' },
+      ]);
+      expect(await backfill.listMissing(model.modelId, 0, 1)).toHaveLength(1);
+
+      await storage.memories.update(third.id, { content: 'three, edited' }, context);
+      const written = await backfill.putVectors([
+        { id: first.id, content: 'one without a vector', embedding: await embed('one without a vector') },
+        { id: third.id, content: 'three without a vector', embedding: await embed('three without a vector') },
+        { id: gone.id, content: 'four archived', embedding: await embed('four archived') },
+      ]);
+      expect(written).toEqual([first.id]);
+      expect((await storage.memories.get([first.id]))[0]?.embeddingModel).toBe(model.modelId);
+      const hits = await storage.memories.searchVector({
+        vector: await queryVector('one without a vector'),
+        model: model.modelId,
+        owners: null,
+        limit: 1,
+      });
+      expect(hits.map((hit) => hit.id)).toEqual([first.id]);
+      expect(await backfill.countMissing(model.modelId)).toBe(1);
+      expect(await backfill.countMissing('another-model')).toBe(3);
+    });
+
     it('purges every memory, vector, version and link of one user and no one else', async () => {
       const ann = await storage.memories.insert(
         [
@@ -422,6 +464,54 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         byCategory: { fact: 3, preference: 1 },
         mostAccessed: [],
       });
+    });
+
+    it('records a retrieval of many memories in one call: access count, time and reinforcement fields', async () => {
+      const [first, second, gone] = await storage.memories.insert(
+        [await newMemory('first retrieved'), await newMemory('second retrieved'), await newMemory('archived one')],
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      await storage.memories.archive([id(gone)], context);
+      await storage.memories.touch(
+        [
+          { id: id(first), salience: 1.1 },
+          { id: id(second), strength: 1, importance: 0.8 },
+          { id: id(gone), salience: 2 },
+          { id: 999_999 },
+        ],
+        at + 5000,
+      );
+      const [one, two, archived] = await storage.memories.get([id(first), id(second), id(gone)]);
+      expect(one).toMatchObject({ accessCount: 1, lastAccessedAt: '2024-06-15T12:00:05.000Z', salience: 1.1 });
+      expect(one).toMatchObject({ strength: 1, importance: 0.5, updatedAt: '2024-06-15T12:00:00.000Z' });
+      expect(two).toMatchObject({ accessCount: 1, strength: 1, importance: 0.8, salience: 1 });
+      expect(archived).toMatchObject({ accessCount: 0, lastAccessedAt: null, salience: 1 });
+      expect((await storage.memories.history(id(first))).map((version) => version.action)).toEqual(['create']);
+      await storage.memories.touch([], at);
+    });
+
+    it('lists the most recently used visible memories: retrieval time, else creation time', async () => {
+      const [old, middle, secret] = await storage.memories.insert(
+        [
+          await newMemory('old memory'),
+          await newMemory('middle memory'),
+          await newMemory('secret of bob', { scope: 'personal', userId: 'bob' }),
+        ],
+        context,
+      );
+      const [newest, gone] = await storage.memories.insert(
+        [await newMemory('newest memory'), await newMemory('archived memory')],
+        { ...context, at: at + 1000 },
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      await storage.memories.archive([id(gone)], context);
+      await storage.memories.touch([{ id: id(old) }, { id: id(secret) }], at + 2000);
+      const recent = await storage.memories.recentlyAccessed(visibleOwners({ userId: 'ann' }), 10);
+      expect(recent.map((memory) => memory.id)).toEqual([id(old), id(newest), id(middle)]);
+      expect(await storage.memories.recentlyAccessed(visibleOwners({ userId: 'ann' }), 1)).toHaveLength(1);
+      expect((await storage.memories.recentlyAccessed(null, 10)).map((memory) => memory.id)).toContain(id(secret));
+      expect(await storage.memories.recentlyAccessed([], 10)).toEqual([]);
     });
 
     it('links memories both ways, once per (source, target, type)', async () => {
@@ -486,6 +576,119 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
 
       expect(await storage.links.removeArchived()).toBe(1);
       expect((await storage.links.of(id(gone))).length).toBe(0);
+    });
+
+    it('appends messages in order, one call in one transaction, a reply pointing at the message before it', async () => {
+      const stored = await storage.messages.append([
+        {
+          channelId: 'room',
+          senderId: 'oz',
+          role: 'user',
+          content: 'Where is the wiki?',
+          topicId: 't1',
+          createdAt: at,
+        },
+        {
+          channelId: 'room',
+          senderId: 'bot',
+          role: 'assistant',
+          content: 'On the intranet.',
+          topicId: 't1',
+          repliesToPrevious: true,
+          createdAt: at,
+        },
+        {
+          channelId: 'other',
+          senderId: 'ann',
+          role: 'user',
+          content: 'Hello wiki fans',
+          topicId: null,
+          createdAt: at + 1,
+        },
+      ]);
+      const [question, answer, hello] = stored;
+      expect(question).toEqual({
+        id: expect.any(Number),
+        channelId: 'room',
+        senderId: 'oz',
+        role: 'user',
+        content: 'Where is the wiki?',
+        topicId: 't1',
+        replyTo: null,
+        createdAt: '2024-06-15T12:00:00.000Z',
+      });
+      expect(answer).toMatchObject({ role: 'assistant', replyTo: question?.id });
+      expect(await storage.messages.get([hello?.id ?? 0, question?.id ?? 0, 999])).toEqual([hello, question]);
+      expect(await storage.messages.listAfter('room', 0, 10)).toEqual([question, answer]);
+      expect(await storage.messages.listAfter('room', question?.id ?? 0, 10)).toEqual([answer]);
+      expect(await storage.messages.listTopicAfter('t1', 0, 1)).toEqual([question]);
+      expect(await storage.messages.recent('room', 1)).toEqual([answer]);
+      expect(await storage.messages.recentUserMessages('room', 5)).toEqual([question]);
+      expect(await storage.messages.countAfter('room', 0)).toBe(2);
+      expect(await storage.messages.countAfter('room', 0, 'user')).toBe(1);
+      expect(await storage.messages.countTopicAfter('t1', question?.id ?? 0)).toBe(1);
+      expect(await storage.messages.latestId('room')).toBe(answer?.id);
+      expect(await storage.messages.latestId('nowhere')).toBe(0);
+      expect(await storage.messages.channelIds()).toEqual(['other', 'room']);
+      expect(await storage.messages.searchText('room', ['wiki'], 10)).toEqual([question]);
+      expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
+    });
+
+    it('appends nothing of a call when one message is refused', async () => {
+      const valid = {
+        channelId: 'room',
+        senderId: 'oz',
+        role: 'user' as const,
+        content: 'kept?',
+        topicId: null,
+        createdAt: at,
+      };
+      await expect(
+        storage.messages.append([valid, { ...valid, role: 'robot' as never, content: 'refused' }]),
+      ).rejects.toBeInstanceOf(MnemeError);
+      expect(await storage.messages.listAfter('room', 0, 10)).toEqual([]);
+    });
+
+    it('keeps maintenance state per channel and task, changing only the fields given', async () => {
+      expect(await storage.maintenanceState.get('room', 'extraction')).toBeNull();
+      expect(await storage.maintenanceState.set('room', 'extraction', { watermark: 7 })).toEqual({
+        channelId: 'room',
+        task: 'extraction',
+        watermark: 7,
+        lastRunAt: null,
+        details: null,
+      });
+      await storage.maintenanceState.set('room', 'extraction', { lastRunAt: at, details: { runs: 2 } });
+      await storage.maintenanceState.set('other', 'extraction', { watermark: 1 });
+      await storage.maintenanceState.set('room', 'decay', { watermark: 99 });
+      expect(await storage.maintenanceState.get('room', 'extraction')).toEqual({
+        channelId: 'room',
+        task: 'extraction',
+        watermark: 7,
+        lastRunAt: at,
+        details: { runs: 2 },
+      });
+      expect(
+        (await storage.maintenanceState.list('extraction')).map((state) => [state.channelId, state.watermark]),
+      ).toEqual([
+        ['other', 1],
+        ['room', 7],
+      ]);
+      await storage.maintenanceState.set('room', 'extraction', { watermark: null, details: null });
+      expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({
+        watermark: null,
+        details: null,
+      });
+    });
+
+    it('replaces the provenance of a memory on update without a version of its own', async () => {
+      const [memory] = await storage.memories.insert(
+        [await newMemory('Oz likes tea', { sourceMessageIds: [1] })],
+        context,
+      );
+      const updated = await storage.memories.update(memory?.id ?? 0, { sourceMessageIds: [1, 4] }, context);
+      expect(updated.sourceMessageIds).toEqual([1, 4]);
+      expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
     });
   });
 }

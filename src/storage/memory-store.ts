@@ -9,7 +9,12 @@ import type {
   Scope,
   Sector,
 } from '../core/types.js';
+import type { ApiKeyStore } from './api-key-store.js';
 import type { LinkStore } from './link-store.js';
+import type { MaintenanceStateStore } from './maintenance-state-store.js';
+import type { MaintenanceStore } from './maintenance-store.js';
+import type { MessageStore } from './message-store.js';
+import type { VectorBackfillStore } from './vector-backfill-store.js';
 
 /** A vector and the id of the model that produced it; vectors of two models are never compared. */
 export interface StoredEmbedding {
@@ -45,6 +50,8 @@ export interface MemoryChanges {
   importance?: number;
   pinned?: boolean;
   embedding?: StoredEmbedding | null;
+  /** Replaces the provenance list (extraction appends the message that confirmed the memory). No version row of its own. */
+  sourceMessageIds?: readonly number[];
 }
 
 /** The filters of `list`, with the viewer already turned into the owner keys it may see (`null`: all). */
@@ -79,6 +86,17 @@ export interface SearchHit {
   score: number;
 }
 
+/**
+ * What one retrieval writes back to one memory besides `access_count + 1` and `last_accessed`:
+ * the reinforcement fields the active decay policy moves (left out: unchanged).
+ */
+export interface MemoryTouch {
+  id: number;
+  strength?: number;
+  salience?: number;
+  importance?: number;
+}
+
 /** Memories: the port every storage backend implements. All writes are transactional. */
 export interface MemoryStore {
   /** Writes text, FTS and vector of each memory, and a `create` version, in one transaction. */
@@ -97,6 +115,17 @@ export interface MemoryStore {
   searchText(search: TextSearch): Promise<SearchHit[]>;
   /** Nearest active memories by cosine, scope-filtered inside the KNN query; [] when `model` is not the indexed one. */
   searchVector(search: VectorSearch): Promise<SearchHit[]>;
+  /**
+   * Records one retrieval of each memory in a single write: `access_count + 1`, `last_accessed = at`
+   * and the given reinforcement fields. Archived and unknown ids are skipped. No version row: a
+   * retrieval is not an edit.
+   */
+  touch(touches: readonly MemoryTouch[], at: number): Promise<void>;
+  /**
+   * The `limit` active memories whose owner is in `owners` (`null`: any) used most recently: last
+   * retrieval time, or creation time for a memory never retrieved; newest first. One query.
+   */
+  recentlyAccessed(owners: readonly string[] | null, limit: number): Promise<Memory[]>;
   stats(now: number): Promise<MemoryStats>;
   /** Hard-deletes everything about one user, in one transaction. */
   purgeUser(userId: string): Promise<PurgeReport>;
@@ -142,6 +171,16 @@ export interface Storage {
   readonly memories: MemoryStore;
   readonly links: LinkStore;
   readonly directory: DirectoryStore;
+  /** API keys of the HTTP service (prefix and hash only). */
+  readonly apiKeys: ApiKeyStore;
+  /** The append-only message log. */
+  readonly messages: MessageStore;
+  /** Per-channel watermarks of the background tasks. */
+  readonly maintenanceState: MaintenanceStateStore;
+  /** Paged reads and transactional merges of decay, consolidation, linking and dream. */
+  readonly maintenance: MaintenanceStore;
+  /** Memories that lack a vector of the current model, and the writes that give them one. */
+  readonly vectorBackfill: VectorBackfillStore;
   /** The model whose vectors the index holds, or null before any model was configured. */
   vectorIndex(): Promise<VectorIndexInfo | null>;
   /**

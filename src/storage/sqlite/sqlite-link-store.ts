@@ -37,9 +37,9 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
       GROUP BY edges.id
       ORDER BY strength DESC, edges.id
       LIMIT @limit`),
-    removeArchived: database.prepare(`DELETE FROM memory_links WHERE
+    removeArchived: database.prepare(`DELETE FROM memory_links WHERE type != 'consolidated' AND (
       source_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)
-      OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)`),
+      OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL))`),
   };
 
   return {

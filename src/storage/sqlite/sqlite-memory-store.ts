@@ -14,7 +14,8 @@ import type { MemoryListQuery, MemoryStore, NewMemory, WriteContext } from '../m
 import { toMnemeError } from './sqlite-database.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
-interface MemoryRow {
+/** A row of `memories` as better-sqlite3 returns it. */
+export interface MemoryRow {
   id: number;
   content: string;
   category: string;
@@ -78,6 +79,20 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       'UPDATE memories SET archived_at = NULL, updated_at = ?, embedding_model = ? WHERE id = ? RETURNING *',
     ),
     topicExists: database.prepare('SELECT 1 FROM topics WHERE id = ?'),
+    touch: database.prepare(`UPDATE memories SET
+        access_count = access_count + 1,
+        last_accessed = @at,
+        strength = COALESCE(touched.strength, memories.strength),
+        salience = COALESCE(touched.salience, memories.salience),
+        importance = COALESCE(touched.importance, memories.importance)
+      FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.strength') AS strength,
+          json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance
+        FROM json_each(@touches)) AS touched
+      WHERE memories.id = touched.id AND memories.archived_at IS NULL`),
+    recentlyAccessed: database.prepare(`SELECT * FROM memories
+      WHERE archived_at IS NULL AND (@owners IS NULL OR owner IN (SELECT value FROM json_each(@owners)))
+      ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC
+      LIMIT @limit`),
   };
   const textSearches = new Map<number, Database.Statement>();
 
@@ -169,6 +184,10 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
           assignments.push(`${column} = @${field}`);
           values[field] = typeof value === 'boolean' ? Number(value) : value;
         }
+        if (changes.sourceMessageIds !== undefined) {
+          assignments.push('source_message_ids = @sourceMessageIds');
+          values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
+        }
         if (changes.embedding !== undefined) {
           assignments.push('embedding_model = @embeddingModel');
           values.embeddingModel = changes.embedding?.model ?? null;
@@ -181,7 +200,8 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
           importance: changes.importance ?? previous.importance,
           pinned: changes.pinned ?? previous.pinned,
         });
-        if (Object.keys(diff).length === 0 && changes.embedding === undefined) return toMemory(before);
+        const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
+        if (Object.keys(diff).length === 0 && unchanged) return toMemory(before);
         const after = database
           .prepare(`UPDATE memories SET ${assignments.join(', ')}, updated_at = @at WHERE id = @id RETURNING *`)
           .get(values) as MemoryRow;
@@ -267,6 +287,25 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
     async searchVector({ vector, model, owners, limit }) {
       return read('searching memory vectors', () => vectors.search(vector, model, owners, limit));
+    },
+
+    async touch(touches, at) {
+      if (touches.length === 0) return;
+      write('recording retrievals', () => {
+        statements.touch.run({ at, touches: JSON.stringify(touches) });
+      });
+    },
+
+    async recentlyAccessed(owners, limit) {
+      if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      return read('reading recently accessed memories', () =>
+        (
+          statements.recentlyAccessed.all({
+            owners: owners === null ? null : JSON.stringify(owners),
+            limit,
+          }) as MemoryRow[]
+        ).map(toMemory),
+      );
     },
 
     async stats(now) {
@@ -363,7 +402,8 @@ export function ftsQuery(terms: readonly string[]): string | null {
   return quoted.length === 0 ? null : quoted.join(' OR ');
 }
 
-function insertParameters(memory: NewMemory, at: number) {
+/** The named parameters of the memories INSERT for one new memory. */
+export function insertParameters(memory: NewMemory, at: number) {
   return {
     content: memory.content,
     category: memory.category,
@@ -410,7 +450,7 @@ function listConditions(filter: MemoryListQuery): { where: string; values: Recor
   return { where: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values };
 }
 
-function toMemory(row: MemoryRow): Memory {
+export function toMemory(row: MemoryRow): Memory {
   return {
     id: row.id,
     content: row.content,
@@ -439,7 +479,7 @@ function toMemory(row: MemoryRow): Memory {
   };
 }
 
-function snapshotOf(row: MemoryRow): MemorySnapshot {
+export function snapshotOf(row: MemoryRow): MemorySnapshot {
   return {
     content: row.content,
     category: row.category,

@@ -145,6 +145,30 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'importance-steps decay bookkeeping',
+    sql: `
+      -- The time up to which importance-steps downgrades are applied, so none is applied twice.
+      ALTER TABLE memories ADD COLUMN decayed_at INTEGER;
+    `,
+  },
+  {
+    version: 4,
+    name: 'API keys of the HTTP service',
+    sql: `
+      CREATE TABLE api_keys (
+        id INTEGER PRIMARY KEY,
+        prefix TEXT NOT NULL UNIQUE,
+        hash TEXT NOT NULL,
+        label TEXT NOT NULL,
+        user_id TEXT,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

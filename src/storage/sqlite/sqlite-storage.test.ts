@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { describeStorageContract } from '../memory-store.contract.js';
 import { openSqliteDatabase } from './sqlite-database.js';
-import { latestSchemaVersion } from './sqlite-migrations.js';
+import { latestSchemaVersion, sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-sqlite-'));
@@ -41,11 +41,14 @@ describe('SQLite storage', () => {
       'topics',
       'projects',
       'vector_index',
+      'api_keys',
     ]) {
       expect(tables).toContain(table);
     }
     const versions = database.prepare('SELECT version FROM schema_migrations ORDER BY version').all();
-    expect(versions.map((row) => (row as { version: number }).version)).toEqual([1, 2]);
+    expect(versions.map((row) => (row as { version: number }).version)).toEqual(
+      sqliteMigrations.map((migration) => migration.version),
+    );
     database.close();
   });
 

@@ -1,8 +1,13 @@
 import type { Storage } from '../memory-store.js';
+import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
 import { createSqliteLinkStore } from './sqlite-link-store.js';
+import { createSqliteMaintenanceStateStore } from './sqlite-maintenance-state-store.js';
+import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
+import { createSqliteMessageStore } from './sqlite-message-store.js';
+import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** Opens (or creates) a SQLite database with FTS5 and sqlite-vec and returns mneme's storage over it. */
@@ -13,7 +18,12 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
   return {
     memories: createSqliteMemoryStore(database, vectors),
     links: createSqliteLinkStore(database),
+    apiKeys: createSqliteApiKeyStore(database),
     directory: createSqliteDirectoryStore(database),
+    messages: createSqliteMessageStore(database),
+    maintenanceState: createSqliteMaintenanceStateStore(database),
+    maintenance: createSqliteMaintenanceStore(database, vectors),
+    vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     async vectorIndex() {
       return vectors.info();
     },

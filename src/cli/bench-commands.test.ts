@@ -1,0 +1,97 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from './cli-main.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-bench-cli-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const tinyLocomo = new URL('../../test/fixtures/locomo-tiny.json', import.meta.url).pathname;
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: {},
+  });
+  return { code, stdout, stderr };
+}
+
+const latency = { p50Ms: expect.any(Number), p95Ms: expect.any(Number), p99Ms: expect.any(Number) };
+const legs = { unscoped: latency, scoped: latency };
+
+describe('mneme bench', () => {
+  it('measures mneme and the baseline on a tiny store and writes the figures as JSON', async () => {
+    const file = join(folder, 'bench.json');
+    const run = await cli('bench', '--sizes', '40', '--queries', '3', '--messages', '4', '--seed', '7', '--json', file);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('40 memories');
+    expect(run.stdout).toMatch(/recall hybrid, scoped: p95 ms/);
+    expect(run.stderr).toContain('mneme: remembering 40 memories');
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    expect(Object.keys(report)).toEqual(['sizes']);
+    expect(report.sizes['40']).toEqual({
+      mneme: {
+        recall: { lexical: legs, vector: legs, hybrid: legs },
+        rememberPerSecond: expect.any(Number),
+        ingestPerSecond: expect.any(Number),
+        maintenanceMs: expect.any(Number),
+        bytesPer10k: expect.any(Number),
+        peakRssBytes: expect.any(Number),
+      },
+      baseline: {
+        recall: { lexical: legs, vector: legs, hybrid: legs },
+        rememberPerSecond: expect.any(Number),
+        bytesPer10k: expect.any(Number),
+        peakRssBytes: expect.any(Number),
+      },
+    });
+  });
+
+  it('refuses a size that is not a whole number', async () => {
+    const run = await cli('bench', '--sizes', '10,ten');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--sizes must be whole numbers');
+  });
+});
+
+describe('mneme eval locomo', () => {
+  it('scores mneme and the FTS5 baseline on a tiny conversation and writes them as JSON', async () => {
+    const file = join(folder, 'locomo.json');
+    const run = await cli('eval', 'locomo', '--data', tinyLocomo, `--json=${file}`);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('evidence recall@k');
+    expect(run.stdout).toContain('tiny-1');
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    expect(Object.keys(report)).toEqual(['mneme', 'baseline']);
+    for (const system of [report.mneme, report.baseline]) {
+      expect(Object.keys(system)).toEqual(['overall', 'categories', 'adversarial']);
+      expect(Object.keys(system.categories)).toEqual(['multi-hop', 'temporal', 'open-domain', 'single-hop']);
+      expect(system.overall.questions).toBe(3);
+      expect(system.adversarial.questions).toBe(1);
+      expect(Object.keys(system.overall.recallAt)).toEqual(['1', '5', '10', '20']);
+    }
+    // The baseline finds "Ada: I adopted a puppy named Biscuit last week." first for the puppy's name.
+    expect(report.baseline.categories['single-hop'].recallAt['1']).toBe(1);
+  });
+
+  it('prints the figures as JSON on stdout with --json alone, and is the same on a second run', async () => {
+    const first = await cli('--json', 'eval', 'locomo', '--data', tinyLocomo);
+    const second = await cli('eval', 'locomo', '--data', tinyLocomo, '--json');
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toEqual(JSON.parse(second.stdout));
+  });
+
+  it('says which conversations exist when asked for one that does not', async () => {
+    const run = await cli('eval', 'locomo', '--data', tinyLocomo, '--conversations', 'conv-99');
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('no conversation conv-99');
+    expect(run.stderr).toContain('tiny-1');
+  });
+});

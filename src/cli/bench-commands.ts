@@ -1,0 +1,144 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { formatBenchTable } from '../bench/bench-report.js';
+import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
+import { runLocomo } from '../bench/locomo/run-locomo.js';
+import { createProgressBar } from '../bench/progress-bar.js';
+import { runBench } from '../bench/run-bench.js';
+import { loadConfig } from '../config/load-config.js';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+
+/** Where the measuring commands write. */
+export interface BenchIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Where provider URLs and keys are read from when `--embedder` or `--chat` names a provider. */
+  env: NodeJS.ProcessEnv;
+}
+
+const DEFAULT_SIZES = [10_000, 100_000];
+const QUICK_SIZES = [1_000];
+
+/** `mneme bench` and `mneme eval locomo`: the instruments of docs/performance.md and docs/evaluation.md. */
+export function registerBenchCommands(program: Command, io: BenchIo): void {
+  const interactive = process.stderr.isTTY === true;
+  const progress = (label: string, total: number) => createProgressBar({ write: io.stderr, label, total, interactive });
+
+  program
+    .command('bench')
+    .description('measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline')
+    .option('--sizes <list>', 'store sizes, comma-separated (default 10000,100000)')
+    .option('--seed <n>', 'seed of the synthetic corpus (default 42)')
+    .option('--queries <n>', 'recalls timed per leg and viewer (default 200; 30 with --quick)')
+    .option('--messages <n>', 'messages ingested per size (default 1000; 100 with --quick)')
+    .option('--quick', 'a run under a minute: 1,000 memories unless --sizes is given, fewer recalls and messages')
+    .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
+    .allowExcessArguments()
+    .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+      const json = jsonTarget(command, options.json);
+      const quick = options.quick === true;
+      const sizes = options.sizes === undefined ? (quick ? QUICK_SIZES : DEFAULT_SIZES) : sizeList(options.sizes);
+      const seed = whole(options.seed, 'seed', 42, 0);
+      const queries = whole(options.queries, 'queries', quick ? 30 : 200, 1);
+      const messages = whole(options.messages, 'messages', quick ? 100 : 1_000, 0);
+      const directory = mkdtempSync(join(tmpdir(), 'mneme-bench-'));
+      try {
+        const log = (line: string) => io.stderr(`${line}\n`);
+        const report = await runBench({ sizes, seed, queries, messages, directory, progress, log });
+        const table = formatBenchTable(report, { seed, queries, messages, machine: machine() });
+        writeResult(io, json, report, table);
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    });
+
+  program
+    .command('eval')
+    .description('evaluate retrieval quality on a public benchmark')
+    .command('locomo')
+    .description('evidence recall on LoCoMo conversations, through ingest and recall, beside plain FTS5 over turns')
+    .requiredOption('--data <file>', 'the LoCoMo JSON file (a list of samples)')
+    .option('--conversations <ids>', 'only these sample ids, comma-separated (e.g. conv-26,conv-30)')
+    .option('--embedder <setting>', "mneme's embedding model: none (default, offline), auto, ollama[:model], ...")
+    .option('--chat <setting>', "mneme's chat model for extraction and episodes: none (default, offline), auto, ...")
+    .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
+    .allowExcessArguments()
+    .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+      const json = jsonTarget(command, options.json);
+      const conversations =
+        typeof options.conversations === 'string'
+          ? options.conversations
+              .split(',')
+              .map((id) => id.trim())
+              .filter((id) => id.length > 0)
+          : undefined;
+      const directory = mkdtempSync(join(tmpdir(), 'mneme-eval-'));
+      try {
+        const report = await runLocomo({
+          dataPath: String(options.data),
+          ...(conversations ? { conversations } : {}),
+          directory,
+          progress,
+          embedder: typeof options.embedder === 'string' ? options.embedder : 'none',
+          chat: typeof options.chat === 'string' ? options.chat : 'none',
+          providers: loadConfig(io.env).providers,
+        });
+        writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    });
+}
+
+/**
+ * Where --json sends the figures. The program's own `--json` flag takes the word `--json` wherever
+ * it appears, so `bench --json out.json` arrives as the flag plus an extra argument; `--json=out.json`
+ * reaches the command's option. `stdout` when the flag came without a file.
+ */
+function jsonTarget(command: Command, own: string | boolean | undefined): string | 'stdout' | null {
+  if (typeof own === 'string') return own;
+  const globalJson = command.optsWithGlobals<{ json?: unknown }>().json === true;
+  const [file, ...rest] = command.args;
+  if (rest.length > 0 || (file !== undefined && !globalJson)) {
+    throw new MnemeError(ErrorCode.InvalidInput, `unexpected argument ${JSON.stringify(rest[0] ?? file)}`);
+  }
+  if (globalJson) return file ?? 'stdout';
+  return null;
+}
+
+function writeResult(io: BenchIo, json: string | 'stdout' | null, figures: unknown, table: string): void {
+  const text = `${JSON.stringify(figures, null, 2)}\n`;
+  if (json === 'stdout') {
+    io.stdout(text);
+    return;
+  }
+  if (json !== null) writeFileSync(json, text);
+  io.stdout(`${table}\n`);
+}
+
+function sizeList(value: string | boolean): number[] {
+  const sizes = String(value)
+    .split(',')
+    .map((part) => Number(part.trim().replace(/_/g, '')));
+  if (sizes.length === 0 || sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 10_000_000)) {
+    throw new MnemeError(ErrorCode.InvalidInput, `--sizes must be whole numbers from 1 to 10000000, e.g. 10000,100000`);
+  }
+  return sizes;
+}
+
+function whole(value: string | boolean | undefined, name: string, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < min) {
+    throw new MnemeError(ErrorCode.InvalidInput, `--${name} must be a whole number of at least ${min}`);
+  }
+  return number;
+}
+
+/** `2 cores (model), Node v20.x, linux x64`: printed with every figure. */
+function machine(): string {
+  const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  return `${availableParallelism()} cores (${model}), Node ${process.version}, ${process.platform} ${process.arch}`;
+}

@@ -1,0 +1,117 @@
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { createMneme } from '../config/create-mneme.js';
+import type { EnvironmentConfig } from '../config/load-config.js';
+import { diagnoseProviders, type ProviderReport } from '../config/provider-checks.js';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
+import { numeric } from './cli-arguments.js';
+import type { CliIo, WithEngine } from './cli-main.js';
+import { createProgressBar } from './progress-bar.js';
+
+/** What `mneme doctor` reports. */
+export interface DoctorReport {
+  embedder: ProviderReport;
+  chat: ProviderReport;
+  /** The database's vector state, or null when the file does not exist yet. */
+  database: { path: string; vectors: VectorStatus } | null;
+}
+
+/** doctor (which providers are active and why, each checked with a real call) and reembed (with a progress bar). */
+export function registerDoctorCommands(
+  program: Command,
+  withEngine: WithEngine,
+  io: CliIo,
+  config: EnvironmentConfig,
+): void {
+  program
+    .command('doctor')
+    .description('show which model providers are active and why, and check each with a real call')
+    .action(async () => {
+      const globals = program.opts<{ db?: string; json?: boolean }>();
+      const path = globals.db ?? config.databasePath;
+      const providers = await diagnoseProviders(config.providers);
+      let database: DoctorReport['database'] = null;
+      if (path === ':memory:' || existsSync(path)) {
+        const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger: { warn: () => {} } });
+        try {
+          database = { path, vectors: await mneme.vectorStatus() };
+        } finally {
+          await mneme.close();
+        }
+      }
+      const report: DoctorReport = { ...providers, database };
+      io.stdout(`${globals.json ? JSON.stringify(report, null, 2) : formatDoctorReport(report)}\n`);
+      const failed = [report.embedder, report.chat].filter((provider) => provider.check && !provider.check.ok);
+      if (failed.length > 0) {
+        throw new MnemeError(
+          ErrorCode.ModelFailed,
+          `doctor found a problem with ${failed.map((provider) => provider.variable).join(' and ')}; see above`,
+        );
+      }
+    });
+
+  program
+    .command('reembed')
+    .description('give every memory without a vector of the current embedding model one (resumable)')
+    .option('--batch-size <n>', 'memories per model call (default 64)')
+    .action(
+      withEngine(async (mneme, options: { batchSize?: string }) => {
+        const bar = createProgressBar(io.stderr, 're-embedding');
+        const batchSize = numeric(options.batchSize);
+        if (batchSize !== undefined && typeof batchSize !== 'number') {
+          throw new MnemeError(ErrorCode.InvalidInput, '--batch-size must be a positive whole number');
+        }
+        try {
+          return await mneme.reembed({
+            ...(batchSize === undefined ? {} : { batchSize }),
+            onProgress: (progress) => bar.update(progress.done, progress.total),
+          });
+        } finally {
+          bar.finish();
+        }
+      }, formatReembed),
+    );
+}
+
+function formatReembed(progress: ReembedProgress): string {
+  if (progress.total === 0) return `every memory has a vector of ${progress.model}`;
+  const failed = progress.failed > 0 ? `; ${progress.failed} failed and stay lexical-only until the next run` : '';
+  return `re-embedded ${progress.embedded} of ${progress.total} memories with ${progress.model}${failed}`;
+}
+
+/** The report as text: one block per provider, then the database's vectors. */
+export function formatDoctorReport(report: DoctorReport): string {
+  const lines: string[] = [];
+  for (const [name, provider] of [
+    ['embedder', report.embedder],
+    ['chat', report.chat],
+  ] as const) {
+    const dimensions = provider.dimensions ? ` (${provider.dimensions} dimensions)` : '';
+    lines.push(`${name}: ${provider.model ?? 'none'}${dimensions}`);
+    lines.push(`  setting: ${provider.variable}=${provider.setting}`);
+    lines.push(`  why: ${provider.reason}`);
+    if (provider.check) lines.push(`  check: ${provider.check.ok ? 'ok' : 'FAILED'}: ${provider.check.detail}`);
+  }
+  if (report.database) {
+    const { path, vectors } = report.database;
+    const index = vectors.index ? `${vectors.index.model} (${vectors.index.dimensions} dimensions)` : 'no model yet';
+    lines.push(`database: ${path}`);
+    lines.push(`  vector index: ${index}`);
+    const model = report.embedder.model;
+    if (model && vectors.index && vectors.index.model !== model) {
+      lines.push(
+        `  the index holds ${vectors.index.model}: using ${model} drops those vectors; run mneme reembed then`,
+      );
+    } else if (vectors.missing > 0 && (vectors.index || model)) {
+      lines.push(`  ${vectors.missing} active memories have no vector yet: run mneme reembed`);
+    } else if (vectors.index) {
+      lines.push('  every active memory has a vector');
+    } else {
+      lines.push('  no vectors: lexical search only');
+    }
+  } else {
+    lines.push('database: not created yet');
+  }
+  return lines.join('\n');
+}

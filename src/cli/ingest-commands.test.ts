@@ -1,0 +1,128 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMneme } from '../config/create-mneme.js';
+import { main } from './cli-main.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-ingest-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+let files = 0;
+
+function jsonl(lines: readonly unknown[]): string {
+  const path = join(folder, `input-${files++}.jsonl`);
+  writeFileSync(path, lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n'));
+  return path;
+}
+
+async function run(database: string, argv: string[], stdin?: NodeJS.ReadableStream) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(['--db', database, ...argv], {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: { MNEME_EMBEDDER: 'none' },
+    ...(stdin ? { stdin } : {}),
+  });
+  return { code, stdout, stderr };
+}
+
+async function turnsOf(database: string, channelId: string) {
+  const mneme = await createMneme({ path: database, logger: { warn: () => {}, info: () => {} } });
+  try {
+    return (await mneme.turns({ channelId, count: 50 })).map((turn) => turn.content);
+  } finally {
+    await mneme.close();
+  }
+}
+
+const message = (content: string, extra: Record<string, unknown> = {}) => ({
+  channelId: 'room',
+  sender: 'oz',
+  senderName: 'Oz',
+  content,
+  ...extra,
+});
+
+describe('mneme ingest', () => {
+  it('ingests messages and exchanges, waits for extraction and reports counts', async () => {
+    const database = join(folder, 'counts.db');
+    const file = jsonl([
+      message('I prefer dark mode in every editor', { createdAt: '2023-05-08T13:56:00Z' }),
+      '',
+      {
+        channelId: 'room',
+        userId: 'oz',
+        userMessage: 'I have two cats called Miso and Tofu',
+        assistantReply: 'Lovely names!',
+      },
+      message('/remember I am allergic to peanuts'),
+    ]);
+    const result = await run(database, ['--json', 'ingest', file]);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      lines: 4,
+      messages: 4,
+      exchanges: 1,
+      commands: 1,
+      droppedJobs: 0,
+      newMemories: 4,
+    });
+    const text = await run(database, ['ingest', jsonl([message('I work as a carpenter in Bergen')])]);
+    expect(text.stdout).toMatch(/^ingested 1 messages \(0 exchanges, 0 commands\) from 1 lines; 1 new memories; /);
+    expect(text.stdout).toMatch(/messages\/s\n$/);
+  });
+
+  it('stops at a malformed line with its number, having written the lines before it and nothing of it', async () => {
+    const database = join(folder, 'malformed.db');
+    const broken = await run(database, [
+      'ingest',
+      jsonl([message('first'), message('second'), '{"channelId": "room",']),
+    ]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/^mneme: line 3: not valid JSON/);
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'second']);
+
+    const invalid = await run(database, [
+      'ingest',
+      jsonl([
+        message('third'),
+        { channelId: 'room', userId: 'oz', userMessage: 'a question', assistantReply: 'x'.repeat(40_000) },
+      ]),
+    ]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toMatch(/^mneme: line 2: invalid exchange: assistantReply: a message is longer than/);
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'second', 'third']);
+
+    const notAnObject = await run(database, ['ingest', jsonl(['[1, 2]'])]);
+    expect(notAnObject).toMatchObject({ code: 2, stderr: expect.stringMatching(/line 1: expected a JSON object/) });
+  });
+
+  it('reads standard input for -', async () => {
+    const database = join(folder, 'stdin.db');
+    const input = Readable.from([
+      `${JSON.stringify(message('from a pipe, line one'))}\n`,
+      JSON.stringify(message('two')),
+    ]);
+    const result = await run(database, ['--json', 'ingest', '-'], input);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ lines: 2, messages: 2 });
+    expect(await turnsOf(database, 'room')).toEqual(['from a pipe, line one', 'two']);
+  });
+
+  it('draws a progress bar on stderr when asked, and says when the file is missing', async () => {
+    const database = join(folder, 'progress.db');
+    const lines = Array.from({ length: 200 }, (_, index) => message(`I visited museum number ${index} in Paris`));
+    const result = await run(database, ['ingest', '--progress', jsonl(lines)]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('[##############################] 100%  200 lines');
+    expect(result.stderr).toContain('extracting memories...');
+    const missing = await run(database, ['ingest', join(folder, 'nope.jsonl')]);
+    expect(missing).toMatchObject({ code: 3, stderr: expect.stringMatching(/cannot read .*nope\.jsonl/) });
+  });
+});

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from './cli-main.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-cli-search-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+let databases = 0;
+
+/** Runs the CLI in-process against its own database file. */
+function cli() {
+  const database = join(folder, `search-${databases++}.db`);
+  return async (...argv: string[]) => {
+    let stdout = '';
+    let stderr = '';
+    const code = await main(['--db', database, ...argv], {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+      env: { MNEME_EMBEDDER: 'none' },
+    });
+    return { code, stdout, stderr };
+  };
+}
+
+describe('mneme search and mneme context', () => {
+  it('searches as a viewer and prints rank, id, score, match, scope and content of each hit', async () => {
+    const run = cli();
+    await run('add', 'kestrel is the staging server');
+    await run('add', 'Oz named his cat kestrel', '--scope', 'personal', '--user', 'oz', '--importance', '0.9');
+    await run('add', 'Ann has a kestrel mug', '--scope', 'personal', '--user', 'ann');
+
+    const asOz = await run('search', 'kestrel', '--user', 'oz');
+    expect(asOz).toMatchObject({ code: 0, stderr: '' });
+    const lines = asOz.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^1\. #2 0\.\d{3} fts \[personal:oz\] Oz named his cat kestrel$/);
+    expect(lines[1]).toMatch(/^2\. #1 0\.\d{3} fts \[global\] kestrel is the staging server$/);
+    expect(lines[2]).toBe('(lexical only: no embedding model is configured)');
+    expect(asOz.stdout).not.toContain('Ann');
+
+    const explained = await run('search', 'kestrel', '--top', '1', '--explain');
+    expect(explained.stdout).toMatch(/^1\. #1 .*\n {3}fts #1 \| relevance 1\.00x0\.55 .* = 0\.\d{3}\n/);
+  });
+
+  it('prints the whole result as JSON with --json, in recent-first mode when asked', async () => {
+    const run = cli();
+    await run('add', 'kestrel is the staging server');
+    await run('add', 'the printer is on floor 2');
+    const result = await run('search', 'kestrel', '--mode', 'recent-first', '--json');
+    const parsed = JSON.parse(result.stdout);
+    expect(parsed).toMatchObject({ mode: 'recent-first', vectorLeg: 'not-in-mode' });
+    expect(parsed.hits.map((hit: { match: string }) => hit.match)).toEqual(['fts', 'recent']);
+    expect(parsed.hits[0].memory).toMatchObject({ content: 'kestrel is the staging server', accessCount: 1 });
+  });
+
+  it('prints the context block, or says there is nothing to recall', async () => {
+    const run = cli();
+    await run('add', 'Oz prefers dark mode', '--scope', 'personal', '--user', 'oz', '--importance', '1');
+    const block = await run('context', 'dark mode please', '--user', 'oz');
+    expect(block.code).toBe(0);
+    expect(block.stdout).toMatch(
+      /^\[Relevant Memories\]\n\(quoted memories: .*\)\n- \d{4}-\d\d-\d\d: "Oz prefers dark mode"\n {2}\(match: fts, importance: 5\)\n$/,
+    );
+    expect((await run('context', 'dark mode please')).stdout).toBe('no memories found\n');
+  });
+
+  it('refuses a bad --top or --mode with exit code 2 and one clear line', async () => {
+    const run = cli();
+    const tooMany = await run('search', 'kestrel', '--top', '500');
+    expect(tooMany).toMatchObject({ code: 2, stdout: '' });
+    expect(tooMany.stderr).toBe('mneme: invalid recall input: topK: topK must be at most 100\n');
+    const mode = await run('search', 'kestrel', '--mode', 'fastest');
+    expect(mode.stderr).toMatch(/mode must be hybrid or recent-first/);
+    expect((await run('context', '   ')).stderr).toMatch(/query must not be empty/);
+  });
+});

@@ -1,0 +1,101 @@
+import type { Command } from 'commander';
+import { createMneme } from '../config/create-mneme.js';
+import type { EnvironmentConfig } from '../config/load-config.js';
+import { startHttpServer } from '../http/http-server.js';
+import type { ApiKeyRecord } from '../storage/api-key-store.js';
+import { createMaintenanceScheduler } from '../workers/maintenance-scheduler.js';
+import { numeric } from './cli-arguments.js';
+import type { CliIo, WithEngine } from './cli-main.js';
+
+/** Resolves on the first SIGTERM or SIGINT (the service's way to stop cleanly). */
+const waitForSignal = (): Promise<string> =>
+  new Promise((resolve) => {
+    const stop = (signal: string) => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve(signal);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+
+/** `mneme serve` and `mneme keys create|list|revoke`. */
+export function registerServeCommands(
+  program: Command,
+  withEngine: WithEngine,
+  io: CliIo,
+  config: EnvironmentConfig,
+): void {
+  program
+    .command('serve')
+    .description('run the HTTP service with the extraction worker and the maintenance scheduler')
+    .option('--host <address>', 'address to bind (default 127.0.0.1; others need an API key)')
+    .option('--port <port>', 'port (default 7370; 0 picks a free one)')
+    .action(async (options: { host?: string; port?: string }) => {
+      const globals = program.opts<{ db?: string }>();
+      const mneme = await createMneme({
+        path: globals.db ?? config.databasePath,
+        embedder: config.providers.embedder,
+        chat: config.providers.chat,
+        providers: config.providers,
+        logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
+      });
+      const scheduler = createMaintenanceScheduler({ mneme });
+      try {
+        const port = numeric(options.port);
+        const server = await startHttpServer({
+          mneme,
+          ...(options.host ? { host: options.host } : {}),
+          ...(port === undefined ? {} : { port: port as number }),
+          logError: (error) => io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
+        });
+        scheduler.start();
+        io.stderr(`mneme listening on ${server.url} (database ${globals.db ?? config.databasePath})\n`);
+        const signal = await waitForSignal();
+        io.stderr(`mneme: ${signal}, stopping: no new requests, finishing extraction and maintenance\n`);
+        await server.close();
+      } finally {
+        await scheduler.stop();
+        await mneme.close();
+      }
+    });
+
+  const keys = program.command('keys').description('API keys of the HTTP service');
+  keys
+    .command('create')
+    .description('create an API key (shown once): an administrator key, or one bound to a user')
+    .requiredOption('--label <label>', 'what the key is for')
+    .option('--user <id>', 'bind the key to this user: it acts only as them')
+    .action(
+      withEngine(
+        (mneme, options: { label: string; user?: string }) =>
+          mneme.apiKeys.create({ label: options.label, ...(options.user ? { userId: options.user } : {}) }),
+        (key) =>
+          `${key.key}\n(${key.userId ? `bound to user ${key.userId}` : 'administrator'} key "${key.label}", prefix ${key.prefix}; shown once, store it now)`,
+      ),
+    );
+  keys
+    .command('list')
+    .description('list API keys (prefixes only)')
+    .action(withEngine((mneme) => mneme.apiKeys.list(), formatKeys));
+  keys
+    .command('revoke')
+    .description('revoke an API key by its prefix')
+    .argument('<prefix>', 'the prefix shown by keys list')
+    .action(
+      withEngine(
+        (mneme, prefix: string) => mneme.apiKeys.revoke(prefix),
+        (key) => `revoked ${key.prefix}`,
+      ),
+    );
+}
+
+function formatKeys(keys: ApiKeyRecord[]): string {
+  if (keys.length === 0) return 'no API keys (the service runs open on loopback only)';
+  return keys
+    .map(
+      (key) =>
+        `${key.prefix}\t${key.label}\t${key.userId ? `user ${key.userId}` : 'admin'}\t${key.revokedAt ? `revoked ${key.revokedAt}` : `created ${key.createdAt}`}`,
+    )
+    .join('\n');
+}

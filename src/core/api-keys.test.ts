@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMneme } from '../config/create-mneme.js';
+import { ErrorCode } from './errors.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-keys-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe('API keys', () => {
+  it('shows a key once and stores only its prefix and a hash', async () => {
+    const path = join(folder, 'keys.db');
+    const mneme = await createMneme({ path });
+    expect(await mneme.apiKeys.hasAny()).toBe(false);
+    const created = await mneme.apiKeys.create({ label: 'support bot', userId: 'ann' });
+    expect(created.key).toMatch(/^mneme_[0-9a-f]{12}_[A-Za-z0-9_-]{32}$/);
+    expect(created.key.startsWith(`mneme_${created.prefix}_`)).toBe(true);
+    expect(await mneme.apiKeys.list()).toEqual([expect.not.objectContaining({ key: expect.anything() })]);
+    expect(await mneme.apiKeys.authenticate(created.key)).toEqual({
+      kind: 'user',
+      userId: 'ann',
+      label: 'support bot',
+    });
+    await mneme.close();
+
+    const raw = new Database(path);
+    const rows = raw.prepare('SELECT * FROM api_keys').all();
+    raw.close();
+    expect(JSON.stringify(rows)).not.toContain(created.key.split('_')[2]);
+  });
+
+  it('refuses a wrong secret behind a real prefix, a malformed key and a revoked key', async () => {
+    const mneme = await createMneme({ path: ':memory:' });
+    const admin = await mneme.apiKeys.create({ label: 'ops' });
+    expect(await mneme.apiKeys.authenticate(admin.key)).toEqual({ kind: 'admin', label: 'ops' });
+    const forged = `mneme_${admin.prefix}_${'A'.repeat(32)}`;
+    expect(await mneme.apiKeys.authenticate(forged)).toBeNull();
+    expect(await mneme.apiKeys.authenticate('not-a-key')).toBeNull();
+    await mneme.apiKeys.revoke(admin.prefix);
+    expect(await mneme.apiKeys.authenticate(admin.key)).toBeNull();
+    expect(await mneme.apiKeys.hasAny()).toBe(false);
+    await expect(mneme.apiKeys.revoke(admin.prefix)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(mneme.apiKeys.create({ label: '' })).rejects.toMatchObject({ code: ErrorCode.InvalidInput });
+    await mneme.close();
+  });
+});

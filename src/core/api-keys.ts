@@ -1,0 +1,77 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { ApiKeyRecord, ApiKeyStore } from '../storage/api-key-store.js';
+import type { Principal } from './access.js';
+import type { Clock } from './clock.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import { parseInput } from './schemas.js';
+
+const KEY_PATTERN = /^mneme_([0-9a-f]{12})_([A-Za-z0-9_-]{32})$/;
+
+export const CreateApiKeyInputSchema = z.strictObject({
+  label: z.string({ error: 'label must be a string' }).trim().min(1, 'label must not be empty').max(100),
+  userId: z.string().trim().min(1).max(200).optional(),
+});
+export type CreateApiKeyInput = z.input<typeof CreateApiKeyInputSchema>;
+
+/** A new key: `key` is shown once and never stored. */
+export interface CreatedApiKey extends ApiKeyRecord {
+  key: string;
+}
+
+/** API keys: only a prefix and a SHA-256 hash are stored (keys are 192-bit random, so a slow hash adds nothing). */
+export interface ApiKeys {
+  create(input: CreateApiKeyInput): Promise<CreatedApiKey>;
+  list(): Promise<ApiKeyRecord[]>;
+  revoke(prefix: string): Promise<ApiKeyRecord>;
+  /** The principal a presented key stands for, or null when it is unknown, malformed or revoked. */
+  authenticate(key: string): Promise<Principal | null>;
+  /** Whether any key is active (with none, the HTTP service runs open on loopback only). */
+  hasAny(): Promise<boolean>;
+}
+
+export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
+  return {
+    async create(input) {
+      const parsed = parseInput(CreateApiKeyInputSchema, input, 'API key');
+      const prefix = randomBytes(6).toString('hex');
+      const key = `mneme_${prefix}_${randomBytes(24).toString('base64url')}`;
+      const record = await store.insert(
+        { prefix, hash: hashOf(key), label: parsed.label, userId: parsed.userId ?? null },
+        clock.now(),
+      );
+      return { ...record, key };
+    },
+
+    list: () => store.list(),
+
+    async revoke(prefix) {
+      const record = await store.revoke(prefix.trim(), clock.now());
+      if (!record) throw new MnemeError(ErrorCode.NotFound, `no active API key has the prefix ${prefix}`);
+      return record;
+    },
+
+    async authenticate(key) {
+      const match = KEY_PATTERN.exec(key.trim());
+      if (!match?.[1]) return null;
+      const record = await store.findActive(match[1]);
+      if (!record) return null;
+      const presented = Buffer.from(hashOf(key.trim()), 'hex');
+      const stored = Buffer.from(record.hash, 'hex');
+      if (presented.length !== stored.length || !timingSafeEqual(presented, stored)) return null;
+      const now = clock.now();
+      if (!record.lastUsedAt || now - Date.parse(record.lastUsedAt) > 60_000) await store.markUsed(record.id, now);
+      return record.userId === null
+        ? { kind: 'admin', label: record.label }
+        : { kind: 'user', userId: record.userId, label: record.label };
+    },
+
+    async hasAny() {
+      return (await store.countActive()) > 0;
+    },
+  };
+}
+
+function hashOf(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}

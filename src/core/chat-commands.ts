@@ -1,0 +1,158 @@
+import type { Message } from '../storage/message-store.js';
+import { attributeToSpeaker } from './attribution.js';
+import type { EngineContext } from './engine-context.js';
+import { embedDocument } from './engine-context.js';
+import { ContentSchema, MAX_PAGE_SIZE } from './schemas.js';
+import { ownerKey, visibleOwners } from './scope.js';
+import type { Memory } from './types.js';
+
+/** A command typed in a chat message. */
+export type ChatCommand = { name: 'remember'; text: string } | { name: 'forget'; pattern: string };
+
+/** What a chat command did, and a sentence the agent can say back. */
+export interface ChatCommandResult {
+  command: ChatCommand['name'];
+  /** e.g. `Remembered: "Oz is allergic to peanuts"` or `Forgot 2 memories matching "dark mode".` */
+  reply: string;
+  /** The pinned memory `/remember` stored (null when the command was refused). */
+  remembered: Memory | null;
+  /** The memories `/forget` archived. */
+  forgotten: Memory[];
+}
+
+/**
+ * The command in a user message: `/remember <text>` or `/forget <pattern>` (case-insensitive),
+ * or null when the message is not one of them.
+ */
+export function parseChatCommand(content: string): ChatCommand | null {
+  const match = /^\s*\/(remember|forget)(?:\s+([\s\S]*))?$/i.exec(content);
+  if (!match) return null;
+  const argument = (match[2] ?? '').trim();
+  return match[1]?.toLowerCase() === 'remember'
+    ? { name: 'remember', text: argument }
+    : { name: 'forget', pattern: argument };
+}
+
+/**
+ * True when `content` contains `pattern`, ignoring case and runs of spaces; `*` in the pattern
+ * stands for any text ("dark*mode" matches "dark mode" and "darker colour mode").
+ */
+export function matchesForgetPattern(content: string, pattern: string): boolean {
+  const source = pattern
+    .trim()
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'))
+    .join('[\\s\\S]*');
+  return new RegExp(source, 'iu').test(content);
+}
+
+/**
+ * Runs a chat command of `message`'s sender. `/remember <text>` stores a personal, pinned memory
+ * at importance 1 (source `command`), first person rewritten into the sender's name;
+ * `/forget <pattern>` archives every active memory of the sender that the sender can see in
+ * this channel and that matches the pattern, and says how many.
+ */
+export async function runChatCommand(
+  context: EngineContext,
+  command: ChatCommand,
+  message: Message,
+  speakerName: string,
+): Promise<ChatCommandResult> {
+  return command.name === 'remember'
+    ? rememberCommand(context, command.text, message, speakerName)
+    : forgetCommand(context, command.pattern, message);
+}
+
+async function rememberCommand(
+  context: EngineContext,
+  text: string,
+  message: Message,
+  speakerName: string,
+): Promise<ChatCommandResult> {
+  const refused = (reply: string): ChatCommandResult => ({
+    command: 'remember',
+    reply,
+    remembered: null,
+    forgotten: [],
+  });
+  if (text.length === 0) return refused('Usage: /remember <text>, e.g. /remember I am allergic to peanuts');
+  const content = ContentSchema.safeParse(attributeToSpeaker(text, speakerName));
+  if (!content.success) return refused(`Not remembered: ${content.error.issues[0]?.message ?? 'invalid text'}`);
+  const embedding = await embedDocument(context, content.data);
+  const [memory] = await context.storage.memories.insert(
+    [
+      {
+        content: content.data,
+        category: 'general',
+        sector: 'semantic',
+        scope: 'personal',
+        owner: ownerKey('personal', { userId: message.senderId }),
+        userId: message.senderId,
+        channelId: message.channelId,
+        projectId: null,
+        topicId: message.topicId,
+        source: 'command',
+        importance: 1,
+        pinned: true,
+        sourceMessageIds: [message.id],
+        sourceIds: [],
+        embedding,
+      },
+    ],
+    { at: context.clock.now(), actor: message.senderId, reason: '/remember' },
+  );
+  return {
+    command: 'remember',
+    reply: `Remembered: "${content.data}"`,
+    remembered: memory ?? null,
+    forgotten: [],
+  };
+}
+
+async function forgetCommand(context: EngineContext, pattern: string, message: Message): Promise<ChatCommandResult> {
+  if (pattern.replaceAll('*', '').trim().length === 0) {
+    return {
+      command: 'forget',
+      reply: 'Usage: /forget <pattern>, e.g. /forget dark mode',
+      remembered: null,
+      forgotten: [],
+    };
+  }
+  const owners = visibleOwners({
+    userId: message.senderId,
+    channelId: message.channelId,
+    topicId: message.topicId ?? undefined,
+  });
+  const matching: number[] = [];
+  for (let offset = 0; ; offset += MAX_PAGE_SIZE) {
+    const page = await context.storage.memories.list({
+      owners,
+      userId: message.senderId,
+      archived: 'exclude',
+      limit: MAX_PAGE_SIZE,
+      offset,
+    });
+    for (const memory of page.memories) {
+      if (matchesForgetPattern(memory.content, pattern)) matching.push(memory.id);
+    }
+    if (offset + MAX_PAGE_SIZE >= page.total) break;
+  }
+  const forgotten =
+    matching.length === 0
+      ? []
+      : await context.storage.memories.archive(matching, {
+          at: context.clock.now(),
+          actor: message.senderId,
+          reason: `/forget ${pattern}`,
+        });
+  const count = forgotten.length;
+  return {
+    command: 'forget',
+    reply:
+      count === 0
+        ? `Nothing to forget: no memory of yours matches "${pattern}".`
+        : `Forgot ${count} ${count === 1 ? 'memory' : 'memories'} matching "${pattern}".`,
+    remembered: null,
+    forgotten,
+  };
+}

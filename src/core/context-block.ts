@@ -1,0 +1,36 @@
+import { formatContext } from './context-format.js';
+import type { EngineContext } from './engine-context.js';
+import { findHits, type RecallHit, touchHits, type VectorLegStatus } from './recall.js';
+import { ContextInputSchema, parseInput } from './schemas.js';
+
+/** What `context` returns: the block for the prompt and the memories in it. */
+export interface ContextResult {
+  /** The block in the configured format, or an empty string when no memory was found or fits. */
+  text: string;
+  /** The memories in the block, in block order, each with the reasons it was chosen. */
+  hits: RecallHit[];
+  /** Memories found but left out because they did not fit the word budget. */
+  omitted: number;
+  /** How many words the block holds (at most the policy's word budget). */
+  words: number;
+  vectorLeg: VectorLegStatus;
+}
+
+/**
+ * The context block for the next reply: a recall (conversation-aware unless told otherwise, topK 5
+ * by default) formatted within the word budget. Only the memories that made it into the block are
+ * touched: one left out for the budget was not seen by the model.
+ */
+export async function buildContext(context: EngineContext, input: unknown): Promise<ContextResult> {
+  const request = parseInput(ContextInputSchema, input, 'context input');
+  const found = await findHits(context, { ...request, explain: false });
+  const formatted = formatContext(found.hits, context.policy.context);
+  const inBlock = formatted.included.flatMap((index) => found.hits[index] ?? []);
+  return {
+    text: formatted.text,
+    hits: await touchHits(context, inBlock),
+    omitted: found.hits.length - inBlock.length,
+    words: formatted.words,
+    vectorLeg: found.vectorLeg,
+  };
+}

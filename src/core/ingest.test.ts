@@ -1,0 +1,526 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMneme, type MnemeOptions } from '../config/create-mneme.js';
+import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
+import { createFixedClock } from '../testing.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import type { Mneme } from './mneme.js';
+import { MAX_MESSAGE_CHARS } from './schemas.js';
+
+const minute = 60_000;
+const start = Date.parse('2024-06-15T12:00:00.000Z');
+const silent = { warn: () => {}, info: () => {} };
+let open: Mneme[] = [];
+
+async function engine(options: Partial<MnemeOptions> = {}) {
+  const embedder = createFakeEmbeddingModel();
+  const mneme = await createMneme({
+    path: ':memory:',
+    clock: createFixedClock(start),
+    embedder,
+    logger: silent,
+    ...options,
+  });
+  open.push(mneme);
+  return { mneme, embedder };
+}
+
+afterEach(async () => {
+  await Promise.all(open.map((mneme) => mneme.close()));
+  open = [];
+});
+
+async function refused(action: Promise<unknown>): Promise<MnemeError> {
+  const error = await action.then(
+    () => null,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(MnemeError);
+  return error as MnemeError;
+}
+
+async function memoriesOf(mneme: Mneme, filter: Parameters<Mneme['list']>[0] = {}) {
+  return (await mneme.list({ limit: 500, ...filter })).memories;
+}
+
+describe('the message log', () => {
+  it('appends a message and returns at once with its id and time', async () => {
+    const { mneme } = await engine();
+    const result = await mneme.ingest({ channelId: 'room-1', sender: 'oz', content: 'Good morning, everyone here' });
+    expect(result.queued).toBe(true);
+    expect(result.command).toBeNull();
+    expect(result.messages).toEqual([
+      {
+        id: expect.any(Number),
+        channelId: 'room-1',
+        senderId: 'oz',
+        role: 'user',
+        content: 'Good morning, everyone here',
+        topicId: null,
+        replyTo: null,
+        createdAt: '2024-06-15T12:00:00.000Z',
+      },
+    ]);
+  });
+
+  it('appends an exchange as two messages, the reply pointing at the user message', async () => {
+    const { mneme } = await engine();
+    const { messages } = await mneme.ingestExchange({
+      channelId: 'dm-oz',
+      userId: 'oz',
+      userMessage: 'What is the capital of Norway?',
+      assistantReply: 'Oslo.',
+      createdAt: '2023-05-08T13:56:00Z',
+    });
+    const [question, answer] = messages;
+    expect(question).toMatchObject({ role: 'user', senderId: 'oz', createdAt: '2023-05-08T13:56:00.000Z' });
+    expect(answer).toMatchObject({ role: 'assistant', senderId: 'assistant', replyTo: question?.id });
+    expect(await mneme.turns({ channelId: 'dm-oz' })).toEqual(messages);
+  });
+
+  it('appends many messages and exchanges in one call, in order, and extracts them', async () => {
+    const { mneme } = await engine();
+    const results = await mneme.ingestMany([
+      { channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'I have two cats called Miso and Tofu' },
+      { channelId: 'c', userId: 'oz', userMessage: 'I work as a carpenter in Bergen', assistantReply: 'Nice!' },
+      { channelId: 'd', sender: 'ann', content: '/remember I am left-handed' },
+    ]);
+    expect(results.map((result) => result.messages.map((message) => message.role))).toEqual([
+      ['user'],
+      ['user', 'assistant'],
+      ['user'],
+    ]);
+    expect(results[2]?.command?.remembered?.content).toBe('Ann is left-handed');
+    await mneme.whenIdle();
+    expect(
+      (await memoriesOf(mneme, { userId: 'oz', category: 'fact' })).map((memory) => memory.content).sort(),
+    ).toEqual(['Oz has two cats called Miso and Tofu.', 'Oz works as a carpenter in Bergen.']);
+  });
+
+  it('writes nothing of a batch with one invalid input, and names it by position', async () => {
+    const { mneme } = await engine();
+    const error = await refused(
+      mneme.ingestMany([
+        { channelId: 'c', sender: 'oz', content: 'fine' },
+        { channelId: 'c', userId: 'oz', userMessage: 'fine too', assistantReply: '   ' },
+      ]),
+    );
+    expect(error).toMatchObject({
+      code: ErrorCode.InvalidInput,
+      message: expect.stringMatching(/exchange at index 1/),
+    });
+    expect(await mneme.turns({ channelId: 'c' })).toEqual([]);
+    expect(await mneme.ingestMany([])).toEqual([]);
+    const tooMany = Array.from({ length: 1001 }, () => ({ channelId: 'c', sender: 'oz', content: 'x' }));
+    expect((await refused(mneme.ingestMany(tooMany))).message).toMatch(/at most 1000/);
+  });
+
+  it('refuses bad input with INVALID_INPUT and writes nothing', async () => {
+    const { mneme } = await engine();
+    const attempts = [
+      mneme.ingest({ channelId: 'c', sender: 'oz', content: 'x'.repeat(MAX_MESSAGE_CHARS + 1) }),
+      mneme.ingest({ channelId: 'c', sender: 'oz', content: '   ' }),
+      mneme.ingest({ channelId: 'c', sender: 'oz', content: 'hello', createdAt: 'not a date' }),
+      mneme.ingest({ channelId: 'c', sender: 'oz', content: 'hello', colour: 'blue' } as never),
+      mneme.ingest({ channelId: 'c', sender: 'oz', role: 'robot', content: 'hello' } as never),
+      mneme.ingestExchange({ channelId: 'c', userId: 'oz', userMessage: 'hello there', assistantReply: '' }),
+    ];
+    for (const attempt of attempts) expect((await refused(attempt)).code).toBe(ErrorCode.InvalidInput);
+    const tooLong = await refused(
+      mneme.ingest({ channelId: 'c', sender: 'oz', content: 'x'.repeat(MAX_MESSAGE_CHARS + 1) }),
+    );
+    expect(tooLong.message).toMatch(/split it into several messages/);
+    expect(await mneme.turns({ channelId: 'c' })).toEqual([]);
+  });
+});
+
+describe('extraction', () => {
+  it('attributes facts to the display name and records the source message', async () => {
+    const { mneme } = await engine();
+    await mneme.setDisplayName({ userId: 'u-17', displayName: 'Oz' });
+    const { messages } = await mneme.ingest({
+      channelId: 'room-1',
+      sender: 'u-17',
+      content: 'I prefer dark mode in every editor',
+    });
+    await mneme.whenIdle();
+    const [memory, ...others] = await memoriesOf(mneme, { category: 'preference' });
+    expect(others).toEqual([]);
+    expect(memory).toMatchObject({
+      content: 'Oz prefers dark mode in every editor.',
+      scope: 'personal',
+      userId: 'u-17',
+      channelId: 'room-1',
+      source: 'extraction',
+      sector: 'semantic',
+      sourceMessageIds: [messages[0]?.id],
+      embeddingModel: 'fake-64',
+    });
+  });
+
+  it('takes the display name given with a message', async () => {
+    const { mneme } = await engine();
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'u-9',
+      senderName: 'Mira',
+      content: "I'm a nurse at the city hospital",
+    });
+    await mneme.whenIdle();
+    expect((await memoriesOf(mneme)).map((memory) => memory.content)).toEqual([
+      'Mira is a nurse at the city hospital.',
+    ]);
+  });
+
+  it('updates a similar memory instead of adding one, keeping the old text as a version', async () => {
+    const { mneme } = await engine();
+    const first = await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: 'I prefer dark mode in every editor',
+    });
+    const second = await mneme.ingest({ channelId: 'c', sender: 'oz', content: 'I prefer light mode in every editor' });
+    await mneme.whenIdle();
+    const memories = await memoriesOf(mneme);
+    expect(memories).toHaveLength(1);
+    const [memory] = memories;
+    expect(memory).toMatchObject({
+      content: 'Oz prefers light mode in every editor.',
+      sourceMessageIds: [first.messages[0]?.id, second.messages[0]?.id],
+    });
+    const history = await mneme.history(memory?.id ?? 0);
+    expect(history.map((version) => version.action)).toEqual(['create', 'update']);
+    expect(history[1]?.changes.content).toEqual({
+      from: 'Oz prefers dark mode in every editor.',
+      to: 'Oz prefers light mode in every editor.',
+    });
+  });
+
+  it('inserts a fact that shares too few words with what is known', async () => {
+    const { mneme } = await engine();
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: 'I prefer dark mode in every editor',
+    });
+    await mneme.ingest({ channelId: 'c', sender: 'oz', content: 'I have two cats called Miso and Tofu' });
+    await mneme.whenIdle();
+    expect((await memoriesOf(mneme)).map((memory) => memory.content).sort()).toEqual([
+      'Oz has two cats called Miso and Tofu.',
+      'Oz prefers dark mode in every editor.',
+    ]);
+  });
+
+  it("never updates another user's memory: related memories are searched in the speaker's scopes", async () => {
+    const { mneme } = await engine();
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: 'I prefer dark mode in every editor',
+    });
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'ann',
+      senderName: 'Ann',
+      content: 'I prefer dark mode in every editor',
+    });
+    await mneme.whenIdle();
+    const memories = await memoriesOf(mneme);
+    expect(memories.map((memory) => [memory.userId, memory.content]).sort()).toEqual([
+      ['ann', 'Ann prefers dark mode in every editor.'],
+      ['oz', 'Oz prefers dark mode in every editor.'],
+    ]);
+  });
+
+  it('links the facts of one exchange as co_extracted', async () => {
+    const { mneme } = await engine();
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: 'I work as a carpenter. My dog is called Rex. I love hiking in the Alps.',
+    });
+    await mneme.whenIdle();
+    const memories = await memoriesOf(mneme);
+    expect(memories).toHaveLength(3);
+    for (const memory of memories) {
+      const links = await mneme.links(memory.id);
+      expect(links.filter((link) => link.type === 'co_extracted')).toHaveLength(2);
+    }
+  });
+
+  it('stores nothing but the log when the extractor is none and exchange memories are off', async () => {
+    const { mneme } = await engine({ extractor: 'none', policy: { ingest: { exchangeMemories: false } } });
+    await mneme.ingestExchange({
+      channelId: 'c',
+      userId: 'oz',
+      userMessage: 'I prefer dark mode in every editor',
+      assistantReply: 'Noted, dark mode it is.',
+    });
+    await mneme.whenIdle();
+    expect(await memoriesOf(mneme)).toEqual([]);
+    expect(await mneme.turns({ channelId: 'c' })).toHaveLength(2);
+  });
+});
+
+describe('exchange memories', () => {
+  const words = (prefix: string, count: number) =>
+    Array.from({ length: count }, (_, index) => `${prefix}${index}`).join(' ');
+
+  it('stores an exchange as chunks of 300 words overlapping by 50, embedded from message and reply together', async () => {
+    const { mneme, embedder } = await engine({ extractor: 'none' });
+    const { messages } = await mneme.ingestExchange({
+      channelId: 'dm',
+      userId: 'oz',
+      userName: 'Oz',
+      userMessage: words('u', 399),
+      assistantReply: words('r', 199),
+    });
+    await mneme.whenIdle();
+    const chunks = (await memoriesOf(mneme, { category: 'exchange' })).sort((a, b) => a.id - b.id);
+    // "Oz:" + 399 words, then "assistant:" + 199 words: 600 words -> 0..299, 250..549, 500..599.
+    expect(chunks.map((chunk) => chunk.content.split(/\s+/).length)).toEqual([300, 300, 100]);
+    const [first, second, third] = chunks.map((chunk) => chunk.content.split(/\s+/));
+    expect(second?.slice(0, 50)).toEqual(first?.slice(250));
+    expect(third?.slice(0, 50)).toEqual(second?.slice(250));
+    expect(second).toContain('u398');
+    expect(second).toContain('assistant:');
+    expect(second).toContain('r0');
+    for (const chunk of chunks) {
+      expect(chunk).toMatchObject({
+        scope: 'room',
+        channelId: 'dm',
+        userId: 'oz',
+        sector: 'episodic',
+        source: 'exchange',
+        sourceMessageIds: messages.map((message) => message.id),
+        embeddingModel: 'fake-64',
+      });
+    }
+    expect(embedder.calls.some((call) => call.texts.includes(chunks[1]?.content ?? ''))).toBe(true);
+  });
+
+  it('stores a short exchange as one chunk and none when turned off', async () => {
+    const exchange = {
+      channelId: 'dm',
+      userId: 'oz',
+      userMessage: 'How do I undo a commit?',
+      assistantReply: 'git revert',
+    };
+    const on = await engine({ extractor: 'none' });
+    await on.mneme.ingestExchange(exchange);
+    await on.mneme.whenIdle();
+    expect((await memoriesOf(on.mneme)).map((memory) => memory.content)).toEqual([
+      'oz: How do I undo a commit?\nassistant: git revert',
+    ]);
+    const off = await engine({ extractor: 'none', policy: { ingest: { exchangeMemories: false } } });
+    await off.mneme.ingestExchange(exchange);
+    await off.mneme.whenIdle();
+    expect(await memoriesOf(off.mneme)).toEqual([]);
+  });
+});
+
+describe('chat commands', () => {
+  it('/remember stores a pinned personal memory at the top importance, in the speaker name', async () => {
+    const { mneme } = await engine();
+    const result = await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: '/remember I am allergic to peanuts',
+    });
+    expect(result.command).toMatchObject({
+      command: 'remember',
+      reply: 'Remembered: "Oz is allergic to peanuts"',
+      remembered: {
+        content: 'Oz is allergic to peanuts',
+        pinned: true,
+        importance: 1,
+        scope: 'personal',
+        userId: 'oz',
+        source: 'command',
+        sourceMessageIds: [result.messages[0]?.id],
+      },
+    });
+    await mneme.whenIdle();
+    expect(await memoriesOf(mneme)).toHaveLength(1);
+  });
+
+  it('/remember without text says how to use it and stores nothing', async () => {
+    const { mneme } = await engine();
+    const result = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/remember' });
+    expect(result.command).toMatchObject({
+      command: 'remember',
+      remembered: null,
+      reply: expect.stringMatching(/^Usage/),
+    });
+    expect(await memoriesOf(mneme)).toEqual([]);
+  });
+
+  it("/forget archives the sender's matching memories it can see, and says how many", async () => {
+    const { mneme } = await engine();
+    await mneme.remember({ content: 'Oz prefers dark mode', scope: 'personal', userId: 'oz' });
+    await mneme.remember({ content: 'Oz likes dark chocolate', scope: 'personal', userId: 'oz' });
+    await mneme.remember({ content: 'Oz uses DARK mode at night', scope: 'room', channelId: 'c', userId: 'oz' });
+    const ann = await mneme.remember({ content: 'Ann prefers dark mode', scope: 'personal', userId: 'ann' });
+    const global = await mneme.remember({ content: 'The wiki has a dark mode' });
+    const elsewhere = await mneme.remember({
+      content: 'Oz wants dark mode',
+      scope: 'room',
+      channelId: 'other',
+      userId: 'oz',
+    });
+
+    const result = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/forget dark mode' });
+    expect(result.command?.reply).toBe('Forgot 2 memories matching "dark mode".');
+    expect(result.command?.forgotten.map((memory) => memory.content).sort()).toEqual([
+      'Oz prefers dark mode',
+      'Oz uses DARK mode at night',
+    ]);
+    const active = (await memoriesOf(mneme)).map((memory) => memory.id);
+    expect(active).toEqual(expect.arrayContaining([ann.id, global.id, elsewhere.id]));
+    expect(active).toHaveLength(4);
+
+    const again = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/forget dark*mode' });
+    expect(again.command?.reply).toBe('Nothing to forget: no memory of yours matches "dark*mode".');
+    const wildcard = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/FORGET dark*late' });
+    expect(wildcard.command?.reply).toBe('Forgot 1 memory matching "dark*late".');
+  });
+});
+
+describe('conversation extraction of a topic', () => {
+  async function say(mneme: Mneme, topicId: string, count: number, minutesApart: number, from = 0) {
+    for (let index = 0; index < count; index++) {
+      await mneme.ingest({
+        channelId: 'room-1',
+        sender: 'oz',
+        senderName: 'Oz',
+        topicId,
+        content: `I collect vintage postcards from city number ${from + index}`,
+        createdAt: start + (from + index) * minutesApart * minute,
+      });
+    }
+    await mneme.whenIdle();
+  }
+  const sessionMemories = async (mneme: Mneme) => memoriesOf(mneme, { scope: 'session' });
+
+  it('runs by itself after 10 user messages of the topic', async () => {
+    const { mneme } = await engine();
+    await say(mneme, 't1', 9, 3);
+    expect(await sessionMemories(mneme)).toEqual([]);
+    await say(mneme, 't1', 1, 3, 9);
+    const memories = await sessionMemories(mneme);
+    expect(memories.length).toBeGreaterThan(0);
+    for (const memory of memories) expect(memory).toMatchObject({ source: 'conversation', topicId: 't1' });
+  });
+
+  it('runs by itself when 3 pending user messages span 30 minutes', async () => {
+    const { mneme } = await engine();
+    await say(mneme, 't2', 3, 14);
+    expect(await sessionMemories(mneme)).toEqual([]);
+    await say(mneme, 't2', 1, 14, 3);
+    expect((await sessionMemories(mneme)).length).toBeGreaterThan(0);
+  });
+
+  it('runs by itself when 5 user messages arrive within 5 minutes', async () => {
+    const { mneme } = await engine();
+    await say(mneme, 't3', 4, 1);
+    expect(await sessionMemories(mneme)).toEqual([]);
+    await say(mneme, 't3', 1, 1, 4);
+    expect((await sessionMemories(mneme)).length).toBeGreaterThan(0);
+  });
+
+  it('waits while a topic is slow and short, and follows the policy when it is turned off', async () => {
+    const { mneme } = await engine();
+    await say(mneme, 't4', 4, 6);
+    expect(await sessionMemories(mneme)).toEqual([]);
+    const manual = await engine({ policy: { ingest: { conversation: { enabled: false } } } });
+    await say(manual.mneme, 't5', 12, 1);
+    expect(await sessionMemories(manual.mneme)).toEqual([]);
+    const report = await manual.mneme.extract('t5');
+    expect(report).toMatchObject({ topicId: 't5', messages: 12 });
+    expect((await sessionMemories(manual.mneme)).length).toBeGreaterThan(0);
+    expect(await manual.mneme.extract('t5')).toMatchObject({ messages: 0, created: [], updated: [] });
+  });
+
+  it('refuses an unknown topic', async () => {
+    const { mneme } = await engine();
+    expect((await refused(mneme.extract('nope'))).code).toBe(ErrorCode.NotFound);
+  });
+});
+
+describe('work sessions', () => {
+  async function work(mneme: Mneme, sessionId: string, count: number) {
+    for (let index = 0; index < count; index++) {
+      await mneme.ingestExchange({
+        channelId: `ide-${sessionId}`,
+        userId: 'dev',
+        userName: 'Dev',
+        topicId: sessionId,
+        userMessage: `Remember that the billing service number ${index} deploys from the release branch`,
+        assistantReply: 'Understood.',
+      });
+    }
+    await mneme.whenIdle();
+  }
+
+  it('extracts a session of a managed project every 10 user messages, into the project', async () => {
+    const { mneme } = await engine({ policy: { ingest: { conversation: { enabled: false } } } });
+    await mneme.createProject({ id: 'billing', name: 'Billing', managed: true });
+    await mneme.createTopic({ id: 's1', projectId: 'billing', title: 'Refactor' });
+    await work(mneme, 's1', 9);
+    expect(await memoriesOf(mneme, { scope: 'project' })).toEqual([]);
+    await work(mneme, 's1', 1);
+    const memories = await memoriesOf(mneme, { scope: 'project' });
+    expect(memories.length).toBeGreaterThan(0);
+    for (const memory of memories) expect(memory).toMatchObject({ source: 'work', projectId: 'billing' });
+  });
+
+  it('never extracts work from a session whose project is not managed', async () => {
+    const { mneme } = await engine();
+    await mneme.createProject({ id: 'side', managed: false });
+    await mneme.createTopic({ id: 's2', projectId: 'side' });
+    await work(mneme, 's2', 10);
+    expect(await memoriesOf(mneme, { scope: 'project' })).toEqual([]);
+    const error = await refused(mneme.extractWork('s2'));
+    expect(error.code).toBe(ErrorCode.Conflict);
+    expect(error.message).toMatch(/managed/);
+    expect((await refused(mneme.workSessionViewer('s2'))).code).toBe(ErrorCode.Conflict);
+  });
+
+  it('shows a work session global memories and those of its project only', async () => {
+    const { mneme } = await engine();
+    await mneme.createProject({ id: 'billing', managed: true });
+    await mneme.createTopic({ id: 's3', projectId: 'billing' });
+    const viewer = await mneme.workSessionViewer('s3');
+    expect(viewer).toEqual({ projectId: 'billing' });
+    const global = await mneme.remember({ content: 'Deploys freeze on Fridays' });
+    const project = await mneme.remember({ content: 'Billing uses Stripe', scope: 'project', projectId: 'billing' });
+    await mneme.remember({ content: 'Dev prefers vim', scope: 'personal', userId: 'dev' });
+    await mneme.remember({ content: 'Other uses Adyen', scope: 'project', projectId: 'other' });
+    const visible = await memoriesOf(mneme, { viewer });
+    expect(visible.map((memory) => memory.id).sort()).toEqual([global.id, project.id].sort());
+  });
+
+  it('refuses a topic in a project that does not exist', async () => {
+    const { mneme } = await engine();
+    expect((await refused(mneme.createTopic({ id: 't', projectId: 'ghost' }))).code).toBe(ErrorCode.NotFound);
+  });
+});
+
+describe('turn memory', () => {
+  it('returns the last N turns of a channel, oldest first, and never more than 50', async () => {
+    const { mneme } = await engine({ extractor: 'none', policy: { ingest: { exchangeMemories: false } } });
+    for (let index = 0; index < 60; index++) {
+      await mneme.ingest({ channelId: 'c', sender: 'oz', content: `turn ${index}`, createdAt: start + index });
+    }
+    await mneme.ingest({ channelId: 'elsewhere', sender: 'oz', content: 'not this one' });
+    const contents = async (count?: number) =>
+      (await mneme.turns({ channelId: 'c', ...(count === undefined ? {} : { count }) })).map((turn) => turn.content);
+    expect(await contents()).toEqual(Array.from({ length: 10 }, (_, index) => `turn ${50 + index}`));
+    expect(await contents(50)).toEqual(Array.from({ length: 50 }, (_, index) => `turn ${10 + index}`));
+    expect((await refused(mneme.turns({ channelId: 'c', count: 51 }))).message).toMatch(/at most 50/);
+  });
+});

@@ -1,0 +1,282 @@
+import type { Project, Topic, User } from '../storage/memory-store.js';
+import type { Message, NewMessage } from '../storage/message-store.js';
+import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
+import type { EngineContext } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import { createExtraction, type ExtractionReport, type ExtractionScheduler } from './extraction.js';
+import {
+  type CreateProjectInput,
+  CreateProjectInputSchema,
+  type CreateTopicInput,
+  CreateTopicInputSchema,
+  type DisplayNameInput,
+  DisplayNameInputSchema,
+  type IngestExchangeInput,
+  IngestExchangeInputSchema,
+  type IngestInput,
+  IngestInputSchema,
+  parseInput,
+  TopicIdSchema,
+  type TurnsInput,
+  TurnsInputSchema,
+} from './schemas.js';
+import type { Viewer } from './types.js';
+
+/** Most messages and exchanges one `ingestMany` call takes. */
+export const MAX_INGEST_BATCH = 1_000;
+
+/** What `ingest` and `ingestExchange` return, at once: extraction runs in the background. */
+export interface IngestResult {
+  /** The appended messages with their ids (an exchange: the user message, then the reply). */
+  messages: Message[];
+  /**
+   * False when the extraction queue was full and this job was dropped; nothing is lost: the
+   * catch-up pass extracts the messages later (also after a restart).
+   */
+  queued: boolean;
+  /** What a `/remember` or `/forget` in the user message did, or null. */
+  command: ChatCommandResult | null;
+}
+
+/** The write side of the engine (the message log and every path from messages to memories). */
+export interface MnemeIngest {
+  /**
+   * Appends one message to the channel's log and returns at once; facts are extracted in the
+   * background. A user message `/remember <text>` or `/forget <pattern>` is also run as a command.
+   */
+  ingest(input: IngestInput): Promise<IngestResult>;
+  /** Appends a user message and the assistant's reply in one transaction and returns at once. */
+  ingestExchange(input: IngestExchangeInput): Promise<IngestResult>;
+  /**
+   * Appends many messages and exchanges (an exchange is an input with `userMessage`) in one
+   * transaction, in order: for importing history. Every input is validated first; when one is
+   * invalid nothing is written (INVALID_INPUT names it by position). At most 1000 a call.
+   */
+  ingestMany(inputs: ReadonlyArray<IngestInput | IngestExchangeInput>): Promise<IngestResult[]>;
+  /** Sets the name extracted facts use for a user ("Oz prefers ..."). */
+  setDisplayName(input: DisplayNameInput): Promise<User>;
+  /** Creates or renames a topic (a conversation session), optionally inside an existing project. */
+  createTopic(input: CreateTopicInput): Promise<Topic>;
+  /** Creates or updates a project; work sessions are extracted only for `managed` projects. */
+  createProject(input: CreateProjectInput): Promise<Project>;
+  /**
+   * Conversation extraction of a topic: its messages not yet extracted become session memories
+   * (source `conversation`). Also runs automatically (see `ConversationTriggerSchema`).
+   */
+  extract(topicId: string): Promise<ExtractionReport & { topicId: string }>;
+  /**
+   * Work-session extraction: the session's messages not yet extracted become memories of its
+   * project (source `work`). Runs automatically every 10 user messages; CONFLICT unless the
+   * session belongs to a managed project.
+   */
+  extractWork(sessionId: string): Promise<ExtractionReport & { sessionId: string; projectId: string }>;
+  /** The viewer of a work session: it sees global memories and those of the session's project. */
+  workSessionViewer(sessionId: string): Promise<Viewer>;
+  /** Turn memory: the last N messages of a channel (the policy's default, at most 50), oldest first. */
+  turns(input: TurnsInput): Promise<Message[]>;
+  /** Resolves once every message ingested so far has been through extraction. */
+  whenIdle(): Promise<void>;
+}
+
+/** One validated input, ready to append. */
+interface PreparedInput {
+  messages: NewMessage[];
+  topicId: string | undefined;
+  sender: { id: string; name: string | undefined };
+  command: ChatCommand | null;
+}
+
+/** The ingest half of the engine and the `close` of its worker. */
+export function createIngest(context: EngineContext): MnemeIngest & { close(): Promise<void> } {
+  const { storage, clock } = context;
+  const extraction = createExtraction(context, context.extractor ?? null);
+  const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
+  const knownTopics = new Set<string>();
+
+  /** No worker: extraction runs when `whenIdle()` is awaited. */
+  function inlineScheduler(): ExtractionScheduler {
+    const controller = new AbortController();
+    return {
+      schedule: () => true,
+      async whenIdle() {
+        for (const channelId of await extraction.pendingChannels()) {
+          await extraction.processChannel(channelId, controller.signal);
+        }
+      },
+      async close() {
+        controller.abort();
+      },
+    };
+  }
+
+  async function ensureTopic(topicId: string | undefined): Promise<void> {
+    if (topicId === undefined || knownTopics.has(topicId)) return;
+    if (!(await storage.directory.getTopic(topicId))) {
+      await storage.directory.putTopic({ id: topicId, projectId: null, title: null }, clock.now());
+    }
+    knownTopics.add(topicId);
+  }
+
+  async function ensureName(userId: string, displayName: string | undefined): Promise<string> {
+    const user = await storage.directory.getUser(userId);
+    if (displayName !== undefined && user?.displayName !== displayName) {
+      await storage.directory.putUser({ id: userId, displayName }, clock.now());
+      return displayName;
+    }
+    return user?.displayName ?? userId;
+  }
+
+  /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
+  async function append(inputs: readonly PreparedInput[]): Promise<IngestResult[]> {
+    const names = new Map<string, string>();
+    for (const input of inputs) {
+      names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name));
+      await ensureTopic(input.topicId);
+    }
+    const stored = await storage.messages.append(inputs.flatMap((input) => input.messages));
+    const scheduled = new Map<string, boolean>();
+    const results: IngestResult[] = [];
+    let offset = 0;
+    for (const input of inputs) {
+      const own = stored.slice(offset, offset + input.messages.length);
+      offset += input.messages.length;
+      const [first] = own;
+      const command =
+        input.command && first
+          ? await runChatCommand(context, input.command, first, names.get(input.sender.id) ?? input.sender.id)
+          : null;
+      let queued = true;
+      if (first && own.some((message) => message.role === 'user')) {
+        if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
+        queued = scheduled.get(first.channelId) ?? true;
+      }
+      results.push({ messages: own, queued, command });
+    }
+    return results;
+  }
+
+  function prepareMessage(input: unknown, what: string): PreparedInput {
+    const parsed = parseInput(IngestInputSchema, input, what);
+    return {
+      messages: [
+        {
+          channelId: parsed.channelId,
+          senderId: parsed.sender,
+          role: parsed.role,
+          content: parsed.content,
+          topicId: parsed.topicId ?? null,
+          replyTo: parsed.replyTo ?? null,
+          createdAt: parsed.createdAt ?? clock.now(),
+        },
+      ],
+      topicId: parsed.topicId,
+      sender: { id: parsed.sender, name: parsed.senderName },
+      command: parsed.role === 'user' ? parseChatCommand(parsed.content) : null,
+    };
+  }
+
+  function prepareExchange(input: unknown, what: string): PreparedInput {
+    const parsed = parseInput(IngestExchangeInputSchema, input, what);
+    const common = {
+      channelId: parsed.channelId,
+      topicId: parsed.topicId ?? null,
+      createdAt: parsed.createdAt ?? clock.now(),
+    };
+    return {
+      messages: [
+        { ...common, senderId: parsed.userId, role: 'user', content: parsed.userMessage },
+        {
+          ...common,
+          senderId: parsed.assistantId,
+          role: 'assistant',
+          content: parsed.assistantReply,
+          repliesToPrevious: true,
+        },
+      ],
+      topicId: parsed.topicId,
+      sender: { id: parsed.userId, name: parsed.userName },
+      command: parseChatCommand(parsed.userMessage),
+    };
+  }
+
+  const only = async (results: Promise<IngestResult[]>) => {
+    const [result] = await results;
+    if (!result) throw new Error('append returned no result for one input');
+    return result;
+  };
+
+  return {
+    ingest: async (input) => only(append([prepareMessage(input, 'message')])),
+    ingestExchange: async (input) => only(append([prepareExchange(input, 'exchange')])),
+
+    async ingestMany(inputs) {
+      if (!Array.isArray(inputs) || inputs.length > MAX_INGEST_BATCH) {
+        throw new MnemeError(
+          ErrorCode.InvalidInput,
+          `ingestMany takes an array of at most ${MAX_INGEST_BATCH} messages and exchanges; split larger imports`,
+        );
+      }
+      const prepared = inputs.map((input, index) =>
+        typeof input === 'object' && input !== null && 'userMessage' in input
+          ? prepareExchange(input, `exchange at index ${index}`)
+          : prepareMessage(input, `message at index ${index}`),
+      );
+      return prepared.length === 0 ? [] : append(prepared);
+    },
+
+    async setDisplayName(input) {
+      const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
+      return storage.directory.putUser({ id: parsed.userId, displayName: parsed.displayName }, clock.now());
+    },
+
+    async createTopic(input) {
+      const parsed = parseInput(CreateTopicInputSchema, input, 'topic');
+      if (parsed.projectId !== undefined && !(await storage.directory.getProject(parsed.projectId))) {
+        throw new MnemeError(
+          ErrorCode.NotFound,
+          `project ${parsed.projectId} does not exist; create it with createProject first`,
+        );
+      }
+      const topic = await storage.directory.putTopic(
+        { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
+        clock.now(),
+      );
+      knownTopics.add(topic.id);
+      return topic;
+    },
+
+    async createProject(input) {
+      const parsed = parseInput(CreateProjectInputSchema, input, 'project');
+      return storage.directory.putProject(
+        { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
+        clock.now(),
+      );
+    },
+
+    extract: (topicId) => extraction.extractTopic(parseInput(TopicIdSchema, topicId, 'topic id')),
+    extractWork: (sessionId) => extraction.extractWork(parseInput(TopicIdSchema, sessionId, 'session id')),
+
+    async workSessionViewer(sessionId) {
+      const id = parseInput(TopicIdSchema, sessionId, 'session id');
+      const topic = await storage.directory.getTopic(id);
+      if (!topic)
+        throw new MnemeError(ErrorCode.NotFound, `topic ${id} does not exist; create it with createTopic first`);
+      const project = topic.projectId ? await storage.directory.getProject(topic.projectId) : null;
+      if (!project?.managed) {
+        throw new MnemeError(
+          ErrorCode.Conflict,
+          `session ${id} does not belong to a managed project, so it is not a work session; use a viewer with its topicId instead`,
+        );
+      }
+      return { projectId: project.id };
+    },
+
+    async turns(input) {
+      const parsed = parseInput(TurnsInputSchema, input, 'turns');
+      return storage.messages.recent(parsed.channelId, parsed.count ?? context.policy.ingest.turns);
+    },
+
+    whenIdle: () => scheduler.whenIdle(),
+    close: () => scheduler.close(),
+  };
+}

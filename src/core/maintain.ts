@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { toIso } from './clock.js';
+import type { EngineContext } from './engine-context.js';
+import { type ConsolidationReport, runConsolidation } from './maintenance/consolidation-task.js';
+import { type DecayReport, runDecay } from './maintenance/decay-task.js';
+import { type DreamReport, runDream } from './maintenance/dream-task.js';
+import { type EpisodesReport, runEpisodes } from './maintenance/episodes-task.js';
+import { type LinkReport, runLinking } from './maintenance/linking-task.js';
+import { type MaintenanceTask, maintenanceTasks } from './maintenance/maintenance-task.js';
+import { parseInput } from './schemas.js';
+
+export const MaintenanceTaskSchema = z.enum(maintenanceTasks, {
+  error: () => `task must be one of ${maintenanceTasks.join(', ')}, or all`,
+});
+
+/** Input of `maintain`: which tasks (default all, in cycle order) and the time to run them at (default the clock's). */
+export const MaintainInputSchema = z.strictObject({
+  tasks: z
+    .union([z.literal('all'), MaintenanceTaskSchema, z.array(MaintenanceTaskSchema).min(1, 'give at least one task')], {
+      error: () => `tasks must be all, one of ${maintenanceTasks.join(', ')}, or a list of them`,
+    })
+    .default('all')
+    .transform((tasks) =>
+      tasks === 'all' ? [...maintenanceTasks] : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
+    ),
+  now: z
+    .union([z.number(), z.string(), z.date()], { error: 'now must be an ISO 8601 time or epoch milliseconds' })
+    .transform((value) => new Date(value).getTime())
+    .refine(Number.isFinite, 'now must be an ISO 8601 time, e.g. 2024-06-15T12:00:00Z')
+    .optional(),
+});
+export type MaintainInput = z.input<typeof MaintainInputSchema>;
+
+/** What one `maintain` call did, one report per task it ran. */
+export interface MaintenanceReport {
+  /** The time the tasks ran at (ISO 8601). */
+  now: string;
+  decay?: DecayReport;
+  episodes?: EpisodesReport;
+  consolidate?: ConsolidationReport;
+  link?: LinkReport;
+  dream?: DreamReport;
+}
+
+const alreadyRunning = 'already running';
+
+const skippedReports: { [Task in MaintenanceTask]: (context: EngineContext) => NonNullable<MaintenanceReport[Task]> } =
+  {
+    decay: (context) => ({
+      policy: context.policy.decay,
+      checked: 0,
+      decayed: 0,
+      archived: 0,
+      skipped: alreadyRunning,
+    }),
+    episodes: () => ({ channels: 0, messages: 0, episodes: 0, skipped: alreadyRunning }),
+    consolidate: () => ({ checked: 0, clusters: 0, merged: 0, skipped: alreadyRunning }),
+    link: () => ({ checked: 0, created: 0, removed: 0, skipped: alreadyRunning }),
+    dream: () => ({ owners: 0, insights: 0, skipped: alreadyRunning }),
+  };
+
+/**
+ * The engine's `maintain`: runs the asked tasks one after another at one time. A task still
+ * running from an earlier call (the scheduler's, say) is not started twice: its report says
+ * `skipped: 'already running'`.
+ */
+export function createMaintain(context: EngineContext): (input?: MaintainInput) => Promise<MaintenanceReport> {
+  const running = new Set<MaintenanceTask>();
+
+  function runTask(task: MaintenanceTask, now: number) {
+    switch (task) {
+      case 'decay':
+        return runDecay(context, now);
+      case 'episodes':
+        return runEpisodes(context, context.summariser, now);
+      case 'consolidate':
+        return runConsolidation(context, context.merger, now);
+      case 'link':
+        return runLinking(context, now);
+      case 'dream':
+        return runDream(context, context.dreamer, now);
+    }
+  }
+
+  return async (input = {}) => {
+    const parsed = parseInput(MaintainInputSchema, input, 'maintenance input');
+    const now = parsed.now ?? context.clock.now();
+    const report: MaintenanceReport = { now: toIso(now) };
+    for (const task of parsed.tasks) {
+      if (running.has(task)) {
+        Object.assign(report, { [task]: skippedReports[task](context) });
+        continue;
+      }
+      running.add(task);
+      try {
+        Object.assign(report, { [task]: await runTask(task, now) });
+      } finally {
+        running.delete(task);
+      }
+    }
+    return report;
+  };
+}

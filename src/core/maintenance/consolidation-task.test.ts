@@ -1,0 +1,140 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { jaccard } from '../similarity.js';
+import type { Memory } from '../types.js';
+import { CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidation-task.js';
+
+const start = '2024-06-01T10:00:00.000Z';
+const engines: MaintenanceEngine[] = [];
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.mneme.close();
+});
+
+async function open(withVectors = false) {
+  const engine = await openMaintenanceEngine({
+    start,
+    ...(withVectors ? { embedder: createFakeEmbeddingModel({ dimensions: 64 }) } : {}),
+  });
+  engines.push(engine);
+  return engine;
+}
+
+async function consolidate(engine: MaintenanceEngine) {
+  const report = await engine.mneme.maintain({ tasks: ['consolidate'] });
+  if (!report.consolidate) throw new Error('no consolidation report');
+  return report.consolidate;
+}
+
+async function active(engine: MaintenanceEngine): Promise<Memory[]> {
+  return (await engine.mneme.list({ limit: 500 })).memories.reverse();
+}
+
+describe('the consolidation task', () => {
+  it('merges a Jaccard cluster into one memory that keeps its sources, links and history', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'preference' } as const;
+    const first = await engine.mneme.remember({ content: 'Oz prefers dark mode in the editor', ...oz });
+    const second = await engine.mneme.remember({ content: 'Oz prefers dark mode in every editor', ...oz });
+    const unrelated = await engine.mneme.remember({ content: 'Oz has a cat named Pixel', ...oz });
+    expect(jaccard(first.content, second.content)).toBeGreaterThanOrEqual(CONSOLIDATION_JACCARD);
+
+    expect(await consolidate(engine)).toEqual({ checked: 3, clusters: 1, merged: 2, skipped: null });
+    const [cat, merged] = await active(engine);
+    expect(cat?.id).toBe(unrelated.id);
+    expect(merged).toMatchObject({
+      content: 'Oz prefers dark mode in every editor',
+      scope: 'personal',
+      userId: 'oz',
+      category: 'preference',
+      source: 'consolidation',
+      sourceIds: [first.id, second.id],
+    });
+    const mergedId = merged?.id ?? 0;
+    expect(await engine.mneme.history(mergedId)).toMatchObject([
+      {
+        version: 1,
+        action: 'merge',
+        actor: 'maintenance',
+        reason: `merged from #${first.id}, #${second.id} (jaccard)`,
+      },
+    ]);
+    for (const original of [first, second]) {
+      expect((await engine.mneme.get(original.id)).archivedAt).not.toBeNull();
+      expect((await engine.mneme.history(original.id)).at(-1)).toMatchObject({
+        action: 'archive',
+        reason: `merged into #${mergedId}`,
+      });
+    }
+    const links = await engine.mneme.links(mergedId);
+    expect(links.map((link) => [link.sourceId, link.targetId, link.type])).toEqual([
+      [mergedId, first.id, 'consolidated'],
+      [mergedId, second.id, 'consolidated'],
+    ]);
+
+    // Link cleanup removes links to archived memories, but not the record of what a merge replaced.
+    await engine.mneme.maintain({ tasks: ['link'] });
+    expect(await engine.mneme.links(mergedId)).toHaveLength(2);
+  });
+
+  it('looks only at memories newer than its watermark (a merged memory is new on the next run)', async () => {
+    const engine = await open();
+    await engine.mneme.remember({ content: 'The release train leaves every second Tuesday' });
+    await engine.mneme.remember({ content: 'The release train leaves every Tuesday' });
+    expect(await consolidate(engine)).toMatchObject({ checked: 2, clusters: 1 });
+    expect(await consolidate(engine)).toMatchObject({ checked: 1, clusters: 0 });
+    expect(await consolidate(engine)).toMatchObject({ checked: 0, clusters: 0 });
+    await engine.mneme.remember({ content: 'The release train leaves every second Tuesday at noon' });
+    expect(await consolidate(engine)).toMatchObject({ checked: 1, clusters: 1, merged: 2 });
+    expect((await active(engine)).map((memory) => memory.content)).toEqual([
+      'The release train leaves every second Tuesday at noon',
+    ]);
+  });
+
+  it('never merges across owners, users or sectors, nor pinned memories or episodes', async () => {
+    const engine = await open();
+    const text = 'The quarterly planning meeting moved to Thursday';
+    await engine.mneme.remember({ content: text, scope: 'personal', userId: 'oz' });
+    await engine.mneme.remember({ content: text, scope: 'personal', userId: 'mia' });
+    await engine.mneme.remember({ content: text, scope: 'room', channelId: 'ops' });
+    await engine.mneme.remember({ content: text, scope: 'project', projectId: 'apollo' });
+    await engine.mneme.remember({ content: text });
+    await engine.mneme.remember({ content: text, category: 'event' });
+    await engine.mneme.remember({ content: `${text}!`, pinned: true });
+    await engine.mneme.remember({ content: `${text}.`, category: 'episode' });
+    await engine.mneme.remember({ content: `${text}.`, category: 'episode' });
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 0, merged: 0 });
+    expect(await active(engine)).toHaveLength(9);
+  });
+
+  it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
+    const engine = await open(true);
+    const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });
+    const right = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel beta' });
+    const model = createFakeEmbeddingModel({ dimensions: 64 });
+    const [a, b] = await model.embed([left.content, right.content], 'document');
+    expect(jaccard(left.content, right.content)).toBeLessThan(CONSOLIDATION_JACCARD);
+    expect(cosine(a ?? new Float32Array(), b ?? new Float32Array())).toBeGreaterThanOrEqual(CONSOLIDATION_COSINE);
+
+    expect(await consolidate(engine)).toMatchObject({ checked: 2, clusters: 1, merged: 2 });
+    const [merged] = await active(engine);
+    expect(merged).toMatchObject({ source: 'consolidation', sourceIds: [left.id, right.id] });
+    expect(merged?.embeddingModel).toBe('fake-64');
+    expect((await engine.mneme.history(merged?.id ?? 0))[0]?.reason).toMatch(/\(cosine\)$/);
+  });
+
+  it('keeps the provenance of earlier merges in source_ids', async () => {
+    const engine = await open();
+    const a = await engine.mneme.remember({ content: 'Mia runs the Berlin office' });
+    const b = await engine.mneme.remember({ content: 'Mia runs the Berlin office now' });
+    await consolidate(engine);
+    const c = await engine.mneme.remember({ content: 'Mia runs the Berlin office since May' });
+    await consolidate(engine);
+    const [merged] = await active(engine);
+    const [firstMerge] = (await engine.mneme.list({ archived: 'only', limit: 10 })).memories.filter(
+      (memory) => memory.source === 'consolidation',
+    );
+    expect(merged?.sourceIds).toEqual([a.id, b.id, c.id, firstMerge?.id].sort((x, y) => (x ?? 0) - (y ?? 0)));
+  });
+});

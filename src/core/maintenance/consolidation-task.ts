@@ -1,0 +1,223 @@
+import type { NewMemory } from '../../storage/memory-store.js';
+import { type EngineContext, embedDocument } from '../engine-context.js';
+import { ErrorCode, isMnemeError } from '../errors.js';
+import { type MemoryMerger, MergedMemorySchema } from '../memory-merger.js';
+import { MAX_QUERY_TERMS } from '../query-terms.js';
+import { ownerKey } from '../scope.js';
+import { jaccard, wordSet } from '../similarity.js';
+import type { Memory } from '../types.js';
+import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
+
+/** Memories whose word sets overlap at least this much (Jaccard) are merged. */
+export const CONSOLIDATION_JACCARD = 0.35;
+/** Memories whose vectors are at least this close (cosine) are merged. */
+export const CONSOLIDATION_COSINE = 0.92;
+/** The cosine pass looks at this many of the most recent memories. */
+export const CONSOLIDATION_RECENT = 200;
+/** The `maintenance_state` task name of consolidation; its watermark is the last memory id examined. */
+export const CONSOLIDATION_TASK = 'consolidation';
+
+/** Most memories merged into one. */
+const MAX_CLUSTER = 8;
+/** Full-text candidates looked at per new memory. */
+const TEXT_CANDIDATES = 20;
+/** New memories read per page. */
+const PAGE_SIZE = 200;
+
+/** What one consolidation run did. */
+export interface ConsolidationReport extends TaskReport {
+  /** New memories compared with their full-text candidates (the Jaccard pass). */
+  checked: number;
+  /** Merged memories written. */
+  clusters: number;
+  /** Originals merged into them (and archived). */
+  merged: number;
+}
+
+/**
+ * Merges near-duplicates into one memory, never across owners (scope), users or sectors, never pinned
+ * memories or episodes: (1) each memory newer than the consolidation watermark with its full-text
+ * candidates of the same owner at Jaccard >= 0.35; (2) when vectors exist, the 200 most recent
+ * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
+ * originals are archived in the same transaction, after it, with `consolidated` links to them.
+ */
+export async function runConsolidation(
+  context: EngineContext,
+  merger: MemoryMerger,
+  now: number,
+): Promise<ConsolidationReport> {
+  const { storage } = context;
+  const report: ConsolidationReport = { checked: 0, clusters: 0, merged: 0, skipped: null };
+  const state = await storage.maintenanceState.get(ALL_CHANNELS, CONSOLIDATION_TASK);
+  const latest = await storage.maintenance.latestMemoryId();
+  const done = new Set<number>();
+
+  let afterId = state?.watermark ?? 0;
+  while (afterId < latest) {
+    const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
+    if (page.length === 0) break;
+    afterId = page.at(-1)?.id ?? latest;
+    for (const seed of page) {
+      if (seed.id > latest || !isMergeable(seed)) continue;
+      report.checked++;
+      if (done.has(seed.id)) continue;
+      const words = wordSet(seed.content);
+      if (words.size === 0) continue;
+      const hits = await storage.memories.searchText({
+        terms: [...words].slice(0, MAX_QUERY_TERMS),
+        owners: [ownerOf(seed)],
+        limit: TEXT_CANDIDATES,
+      });
+      const candidates = await storage.memories.get(
+        hits.map((hit) => hit.id).filter((id) => id !== seed.id && !done.has(id)),
+      );
+      const cluster = [seed];
+      for (const candidate of candidates) {
+        if (cluster.length >= MAX_CLUSTER) break;
+        if (!isMergeable(candidate) || !isTogether(seed, candidate)) continue;
+        if (jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD) cluster.push(candidate);
+      }
+      if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'jaccard', now, done, report);
+    }
+  }
+
+  if (context.embedder) {
+    const recent = (await storage.maintenance.recentWithVectors(context.embedder.modelId, CONSOLIDATION_RECENT)).filter(
+      (memory) => isMergeable(memory) && !done.has(memory.id),
+    );
+    const vectors = await storage.maintenance.vectors(
+      recent.map((memory) => memory.id),
+      context.embedder.modelId,
+    );
+    const oldestFirst = recent.sort((left, right) => left.id - right.id);
+    for (const seed of oldestFirst) {
+      const seedVector = vectors.get(seed.id);
+      if (!seedVector || done.has(seed.id)) continue;
+      const cluster = [seed];
+      for (const other of oldestFirst) {
+        if (cluster.length >= MAX_CLUSTER) break;
+        const otherVector = vectors.get(other.id);
+        if (other.id === seed.id || !otherVector || done.has(other.id) || !isTogether(seed, other)) continue;
+        if (cosine(seedVector, otherVector) >= CONSOLIDATION_COSINE) cluster.push(other);
+      }
+      if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'cosine', now, done, report);
+    }
+  }
+
+  await storage.maintenanceState.set(ALL_CHANNELS, CONSOLIDATION_TASK, {
+    watermark: Math.max(latest, state?.watermark ?? 0),
+    lastRunAt: now,
+  });
+  return report;
+}
+
+/** Pinned memories are the user's own and episodes each summarise a different hour: neither is merged. */
+function isMergeable(memory: Memory): boolean {
+  return memory.archivedAt === null && !memory.pinned && memory.category !== 'episode';
+}
+
+/**
+ * Visible together (the same owner, hence the same scope), of the same sector, and about the same
+ * user (so that purging a user still deletes every merged memory made from theirs).
+ */
+function isTogether(left: Memory, right: Memory): boolean {
+  return ownerOf(left) === ownerOf(right) && left.sector === right.sector && left.userId === right.userId;
+}
+
+function ownerOf(memory: Memory): string {
+  return ownerKey(memory.scope, memory);
+}
+
+async function mergeCluster(
+  context: EngineContext,
+  merger: MemoryMerger,
+  cluster: readonly Memory[],
+  measure: 'jaccard' | 'cosine',
+  now: number,
+  done: Set<number>,
+  report: ConsolidationReport,
+): Promise<void> {
+  const originals = [...cluster].sort((left, right) => left.id - right.id);
+  for (const memory of originals) done.add(memory.id);
+  let content: string;
+  try {
+    const result = MergedMemorySchema.safeParse(
+      await merger.merge({
+        memories: originals.map(({ id, content, category, importance, createdAt }) => ({
+          id,
+          content,
+          category,
+          importance,
+          createdAt,
+        })),
+      }),
+    );
+    if (!result.success) {
+      context.logger.warn(`the ${merger.id} merger returned no usable memory for #${originals[0]?.id}; skipped`);
+      return;
+    }
+    content = result.data.content;
+  } catch (error) {
+    context.logger.warn(
+      `the ${merger.id} merger failed, skipped: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    return;
+  }
+  const merged = await mergedMemory(context, originals, content);
+  const ids = originals.map((memory) => memory.id);
+  try {
+    const result = await context.storage.maintenance.merge(merged, ids, {
+      at: now,
+      actor: MAINTENANCE_ACTOR,
+      reason: `merged from ${ids.map((id) => `#${id}`).join(', ')} (${measure})`,
+    });
+    done.add(result.merged.id);
+    report.clusters++;
+    report.merged += result.archived.length;
+  } catch (error) {
+    // An original was forgotten or merged meanwhile: nothing was written; the rest are tried next run.
+    if (!isMnemeError(error, ErrorCode.Conflict) && !isMnemeError(error, ErrorCode.NotFound)) throw error;
+  }
+}
+
+/** The merged memory: the first original's scope and owner, the commonest category, the highest importance, every source. */
+async function mergedMemory(context: EngineContext, originals: readonly Memory[], content: string): Promise<NewMemory> {
+  const [first] = originals;
+  if (!first) throw new Error('a cluster needs at least one memory');
+  const counts = new Map<string, number>();
+  for (const memory of originals) counts.set(memory.category, (counts.get(memory.category) ?? 0) + 1);
+  const category = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best))[0];
+  const union = (values: Iterable<number>) => [...new Set(values)].sort((left, right) => left - right);
+  return {
+    content,
+    category,
+    sector: first.sector,
+    scope: first.scope,
+    owner: ownerOf(first),
+    userId: first.userId,
+    channelId: first.channelId,
+    projectId: first.projectId,
+    topicId: first.topicId,
+    source: 'consolidation',
+    importance: Math.max(...originals.map((memory) => memory.importance)),
+    pinned: false,
+    sourceMessageIds: union(originals.flatMap((memory) => memory.sourceMessageIds)),
+    sourceIds: union(originals.flatMap((memory) => [memory.id, ...memory.sourceIds])),
+    embedding: await embedDocument(context, content),
+  };
+}
+
+/** Cosine similarity of two vectors of the same length; 0 when either is all zeros. */
+export function cosine(left: Float32Array, right: Float32Array): number {
+  let dot = 0;
+  let leftNorm = 0;
+  let rightNorm = 0;
+  for (let index = 0; index < left.length; index++) {
+    const a = left[index] ?? 0;
+    const b = right[index] ?? 0;
+    dot += a * b;
+    leftNorm += a * a;
+    rightNorm += b * b;
+  }
+  return leftNorm === 0 || rightNorm === 0 ? 0 : dot / Math.sqrt(leftNorm * rightNorm);
+}

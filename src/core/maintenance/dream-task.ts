@@ -1,0 +1,109 @@
+import type { NewMemory } from '../../storage/memory-store.js';
+import { type Dreamer, DreamInsightSchema } from '../dreamer.js';
+import { type EngineContext, embedDocument } from '../engine-context.js';
+import { ownerKey, sectorOf } from '../scope.js';
+import type { Memory } from '../types.js';
+import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
+
+/** An owner is dreamed about once it has at least this many memories newer than the dream watermark. */
+export const DREAM_MIN_MEMORIES = 3;
+/** At most this many of an owner's newest memories go into one dream. */
+export const DREAM_MAX_MEMORIES = 50;
+/** Importance of a memory a dream writes. */
+export const DREAM_IMPORTANCE = 0.6;
+/** The `maintenance_state` task name of dream; its watermark (`last_dream`) is the last memory id dreamed about. */
+export const DREAM_TASK = 'dream';
+
+/** Memories read per page. */
+const PAGE_SIZE = 500;
+
+/** What one dream run did. */
+export interface DreamReport extends TaskReport {
+  /** Owners (scopes) the dreamer reflected on. */
+  owners: number;
+  /** Higher-level memories written. */
+  insights: number;
+}
+
+/**
+ * The reflective pass: for each owner (and user) with 3 or more memories newer than the
+ * `last_dream` watermark (dream memories themselves excluded), asks the dreamer for a few higher-level memories
+ * (patterns, recurring preferences) and writes them in that owner's scope, with the memories they
+ * rest on as `source_ids`. Without a dreamer (no chat model) it is skipped and the watermark stays.
+ */
+export async function runDream(context: EngineContext, dreamer: Dreamer | null, now: number): Promise<DreamReport> {
+  const report: DreamReport = { owners: 0, insights: 0, skipped: null };
+  if (!dreamer) return { ...report, skipped: 'no chat model configured' };
+  const { storage } = context;
+  const state = await storage.maintenanceState.get(ALL_CHANNELS, DREAM_TASK);
+  const latest = await storage.maintenance.latestMemoryId();
+  const byOwner = new Map<string, Memory[]>();
+  let afterId = state?.watermark ?? 0;
+  while (afterId < latest) {
+    const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
+    if (page.length === 0) break;
+    afterId = page.at(-1)?.id ?? latest;
+    for (const memory of page) {
+      if (memory.id > latest || memory.source === 'dream') continue;
+      // One user's memories per dream, so that purging a user deletes every insight drawn from theirs.
+      const key = `${ownerKey(memory.scope, memory)} ${memory.userId ?? ''}`;
+      const memories = byOwner.get(key) ?? [];
+      memories.push(memory);
+      if (memories.length > DREAM_MAX_MEMORIES) memories.shift();
+      byOwner.set(key, memories);
+    }
+  }
+
+  for (const memories of byOwner.values()) {
+    const [first] = memories;
+    if (!first || memories.length < DREAM_MIN_MEMORIES) continue;
+    const owner = ownerKey(first.scope, first);
+    report.owners++;
+    let proposed: unknown[];
+    try {
+      proposed = await dreamer.dream({
+        scope: first.scope,
+        memories: memories.map(({ id, content, category, createdAt }) => ({ id, content, category, createdAt })),
+      });
+    } catch (error) {
+      context.logger.warn(
+        `the ${dreamer.id} dreamer failed for ${owner}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      continue;
+    }
+    const known = new Set(memories.map((memory) => memory.id));
+    const insights: NewMemory[] = [];
+    for (const candidate of proposed) {
+      const parsed = DreamInsightSchema.safeParse(candidate);
+      if (!parsed.success) continue;
+      const sourceIds = [...new Set(parsed.data.sourceIds.filter((id) => known.has(id)))].sort((a, b) => a - b);
+      if (sourceIds.length === 0) continue;
+      insights.push({
+        content: parsed.data.content,
+        category: parsed.data.category,
+        sector: sectorOf(parsed.data.category),
+        scope: first.scope,
+        owner,
+        userId: first.userId,
+        channelId: first.channelId,
+        projectId: first.projectId,
+        topicId: first.topicId,
+        source: 'dream',
+        importance: DREAM_IMPORTANCE,
+        pinned: false,
+        sourceMessageIds: [],
+        sourceIds,
+        embedding: await embedDocument(context, parsed.data.content),
+      });
+    }
+    if (insights.length === 0) continue;
+    await storage.memories.insert(insights, { at: now, actor: MAINTENANCE_ACTOR, reason: `dream by ${dreamer.id}` });
+    report.insights += insights.length;
+  }
+
+  await storage.maintenanceState.set(ALL_CHANNELS, DREAM_TASK, {
+    watermark: Math.max(latest, state?.watermark ?? 0),
+    lastRunAt: now,
+  });
+  return report;
+}

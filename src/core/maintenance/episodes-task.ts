@@ -1,0 +1,168 @@
+import type { Message } from '../../storage/message-store.js';
+import { type EngineContext, embedDocument } from '../engine-context.js';
+import {
+  type EpisodeMessage,
+  type EpisodeSummariser,
+  type EpisodeSummary,
+  EpisodeSummarySchema,
+} from '../episode-summariser.js';
+import { ownerKey } from '../scope.js';
+import { MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
+
+/** A channel gets episodes once at least this many messages came after its episode watermark. */
+export const EPISODE_MIN_NEW_MESSAGES = 6;
+/** Messages are grouped in windows of this length, each starting at its first message. */
+export const EPISODE_WINDOW_MS = 60 * 60 * 1000;
+/** A window of at least this many messages becomes one episode memory. */
+export const EPISODE_MIN_WINDOW_MESSAGES = 4;
+/** The `maintenance_state` task name of episodes. */
+export const EPISODE_TASK = 'episode';
+
+/** Messages read per page. */
+const PAGE_SIZE = 500;
+
+/** What one episodes run did. */
+export interface EpisodesReport extends TaskReport {
+  /** Channels that had enough new messages to look at. */
+  channels: number;
+  /** Messages the episode watermarks moved past. */
+  messages: number;
+  /** Episode memories written. */
+  episodes: number;
+}
+
+/**
+ * Writes episode memories, per channel, from the message log after the channel's episode
+ * watermark: once 6 or more messages are new, they are grouped in 60-minute windows and each
+ * closed window (its hour is over at `now`) of 4 or more messages becomes one `episode` memory in
+ * the channel's room scope, with its source messages. The watermark moves past every closed window;
+ * the open one waits for the next run. A summariser failure leaves the watermark before its window.
+ */
+export async function runEpisodes(
+  context: EngineContext,
+  summariser: EpisodeSummariser,
+  now: number,
+): Promise<EpisodesReport> {
+  const report: EpisodesReport = { channels: 0, messages: 0, episodes: 0, skipped: null };
+  const speakers = new Map<string, string>();
+  for (const channelId of await context.storage.messages.channelIds()) {
+    const state = await context.storage.maintenanceState.get(channelId, EPISODE_TASK);
+    const watermark = state?.watermark ?? 0;
+    if ((await context.storage.messages.countAfter(channelId, watermark)) < EPISODE_MIN_NEW_MESSAGES) continue;
+    report.channels++;
+    const moved = await summariseChannel(context, summariser, channelId, watermark, now, speakers, report);
+    report.messages += moved;
+    await context.storage.maintenanceState.set(channelId, EPISODE_TASK, { lastRunAt: now });
+  }
+  return report;
+}
+
+/** Writes the episodes of one channel's closed windows; returns how many messages the watermark moved past. */
+async function summariseChannel(
+  context: EngineContext,
+  summariser: EpisodeSummariser,
+  channelId: string,
+  watermark: number,
+  now: number,
+  speakers: Map<string, string>,
+  report: EpisodesReport,
+): Promise<number> {
+  const { storage } = context;
+  let settled = watermark;
+  let moved = 0;
+  let lastSeen = watermark;
+  let seenSinceSettled = 0;
+  let window: Message[] = [];
+  let windowStart = 0;
+
+  /** Closes the window that ends with `lastSeen`; false when its summary failed (stop there). */
+  const close = async (): Promise<boolean> => {
+    if (window.length >= EPISODE_MIN_WINDOW_MESSAGES) {
+      const summary = await summarise(context, summariser, channelId, window, speakers);
+      if (summary === null) return false;
+      const embedding = await embedDocument(context, summary.summary);
+      await storage.memories.insert(
+        [
+          {
+            content: summary.summary,
+            category: 'episode',
+            sector: 'episodic',
+            scope: 'room',
+            owner: ownerKey('room', { channelId }),
+            userId: null,
+            channelId,
+            projectId: null,
+            topicId: null,
+            source: 'episode',
+            importance: 0.5,
+            pinned: false,
+            sourceMessageIds: window.map((message) => message.id),
+            sourceIds: [],
+            embedding,
+          },
+        ],
+        { at: now, actor: MAINTENANCE_ACTOR, reason: `episode of ${window.length} messages in ${channelId}` },
+      );
+      report.episodes++;
+    }
+    settled = lastSeen;
+    moved += seenSinceSettled;
+    seenSinceSettled = 0;
+    window = [];
+    await storage.maintenanceState.set(channelId, EPISODE_TASK, { watermark: settled });
+    return true;
+  };
+
+  let cursor = watermark;
+  for (;;) {
+    const page = await storage.messages.listAfter(channelId, cursor, PAGE_SIZE);
+    for (const message of page) {
+      const time = Date.parse(message.createdAt);
+      if (window.length > 0 && time >= windowStart + EPISODE_WINDOW_MS && !(await close())) return moved;
+      lastSeen = message.id;
+      seenSinceSettled++;
+      if (message.role === 'system') continue;
+      if (window.length === 0) windowStart = time;
+      window.push(message);
+    }
+    if (page.length < PAGE_SIZE) break;
+    cursor = page.at(-1)?.id ?? cursor;
+  }
+  const isOpen = window.length > 0 && windowStart + EPISODE_WINDOW_MS > now;
+  if (!isOpen && lastSeen !== settled) await close();
+  return moved;
+}
+
+async function summarise(
+  context: EngineContext,
+  summariser: EpisodeSummariser,
+  channelId: string,
+  window: readonly Message[],
+  speakers: Map<string, string>,
+): Promise<EpisodeSummary | null> {
+  const messages: EpisodeMessage[] = [];
+  for (const message of window) {
+    let speaker = speakers.get(message.senderId);
+    if (speaker === undefined) {
+      speaker = (await context.storage.directory.getUser(message.senderId))?.displayName ?? message.senderId;
+      speakers.set(message.senderId, speaker);
+    }
+    messages.push({
+      id: message.id,
+      speaker,
+      role: message.role === 'assistant' ? 'assistant' : 'user',
+      content: message.content,
+      createdAt: message.createdAt,
+    });
+  }
+  try {
+    const result = EpisodeSummarySchema.safeParse(await summariser.summarise({ channelId, messages }));
+    if (result.success) return result.data;
+    context.logger.warn(`the ${summariser.id} summariser returned no usable summary for ${channelId}; will retry`);
+  } catch (error) {
+    context.logger.warn(
+      `the ${summariser.id} summariser failed for ${channelId}, will retry: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return null;
+}

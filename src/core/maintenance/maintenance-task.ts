@@ -1,0 +1,19 @@
+/** The background tasks of maintenance, in the order a full cycle runs them. */
+export const maintenanceTasks = ['decay', 'episodes', 'consolidate', 'link', 'dream'] as const;
+
+/** One background task: decay, episodes, consolidate, link or dream. */
+export type MaintenanceTask = (typeof maintenanceTasks)[number];
+
+/** The actor recorded in the version rows maintenance writes. */
+export const MAINTENANCE_ACTOR = 'maintenance';
+
+/**
+ * The `maintenance_state` channel id of tasks that run over the whole store rather than one
+ * channel (decay, consolidation, linking, dream). No real channel id is empty.
+ */
+export const ALL_CHANNELS = '';
+
+/** What every task report carries: why the task did nothing, or null when it ran. */
+export interface TaskReport {
+  skipped: string | null;
+}

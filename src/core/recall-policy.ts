@@ -1,0 +1,119 @@
+import { z } from 'zod';
+
+const weight = (fallback: number) =>
+  z
+    .number({ error: 'a weight must be a number' })
+    .min(0, 'a weight must not be negative')
+    .max(100, 'a weight must be at most 100')
+    .default(fallback);
+
+const unit = (fallback: number, name: string) =>
+  z
+    .number({ error: `${name} must be a number between 0 and 1` })
+    .min(0, `${name} must be between 0 and 1`)
+    .max(1, `${name} must be between 0 and 1`)
+    .default(fallback);
+
+const count = (fallback: number, name: string, max: number) =>
+  z
+    .number({ error: `${name} must be a whole number` })
+    .int(`${name} must be a whole number`)
+    .min(0, `${name} must not be negative`)
+    .max(max, `${name} must be at most ${max}`)
+    .default(fallback);
+
+/** The terms of the recall score, each in 0..1. */
+export const scoreTerms = ['relevance', 'importance', 'recency', 'accessFrequency', 'scope', 'pinned'] as const;
+export type ScoreTerm = (typeof scoreTerms)[number];
+
+/**
+ * How much each score term counts. The score is the weighted mean of the terms, so only the ratios
+ * matter; the defaults sum to 1.
+ */
+export const RecallWeightsSchema = z
+  .strictObject({
+    /** From the memory's fused rank (Reciprocal Rank Fusion of the legs): 1 when first in every leg. */
+    relevance: weight(0.55),
+    importance: weight(0.15),
+    /** From the active decay policy (retention, salience or time since the last retrieval). */
+    recency: weight(0.1),
+    accessFrequency: weight(0.05),
+    scope: weight(0.1),
+    pinned: weight(0.05),
+  })
+  .refine((weights) => scoreTerms.some((term) => weights[term] > 0), 'at least one recall weight must be above 0');
+
+/** The scope term of a memory by its scope: a session match counts most, global least. */
+export const ScopeBonusSchema = z.strictObject({
+  session: unit(1, 'the session scope bonus'),
+  project: unit(0.75, 'the project scope bonus'),
+  personal: unit(0.5, 'the personal scope bonus'),
+  room: unit(0.25, 'the room scope bonus'),
+  global: unit(0, 'the global scope bonus'),
+});
+
+/** Each search leg's candidate pool: `min(max(topK * multiplier, min), max)`. */
+export const CandidatePoolSchema = z
+  .strictObject({
+    multiplier: count(5, 'the candidate pool multiplier', 100),
+    min: count(20, 'the smallest candidate pool', 1000),
+    max: count(100, 'the largest candidate pool', 1000),
+  })
+  .refine((pool) => pool.min <= pool.max, 'the smallest candidate pool must not exceed the largest');
+
+/** How `recall` finds and ranks memories. */
+export const RecallPolicySchema = z.strictObject({
+  /**
+   * `hybrid`: full-text and vector legs, fused and scored, plus linked memories.
+   * `recent-first` (the salience system's recall): the 3 best full-text matches, then the 5 most
+   * recently accessed memories, deduplicated.
+   */
+  mode: z.enum(['hybrid', 'recent-first'], { error: 'recall mode must be hybrid or recent-first' }).default('hybrid'),
+  weights: RecallWeightsSchema.prefault({}),
+  scopeBonus: ScopeBonusSchema.prefault({}),
+  /** The quality threshold: a memory found only by the vector leg needs at least this cosine similarity. */
+  minSimilarity: unit(0.3, 'minSimilarity'),
+  candidatePool: CandidatePoolSchema.prefault({}),
+  /** How many memories linked one hop to the hits may join them as `graph` matches; 0 turns this off. */
+  graphNeighbours: count(3, 'graphNeighbours', 20),
+  /** How many of the channel's latest user messages conversation-aware recall appends to the query. */
+  conversationMessages: count(3, 'conversationMessages', 20),
+});
+
+/**
+ * A custom context block: `header` starts it, then one `item` per memory. Placeholders in `item`:
+ * `{content}` (quoted, on one line), `{date}`, `{match}`, `{importance}` (1-5), `{sector}`,
+ * `{category}`, `{scope}`, `{score}`.
+ */
+export const ContextTemplateSchema = z.strictObject({
+  header: z.string({ error: 'the template header must be a string' }).max(2000),
+  item: z
+    .string({ error: 'the template item must be a string' })
+    .max(2000)
+    .refine((item) => item.includes('{content}'), 'the template item must contain {content}'),
+});
+
+/** How `context` formats the block it returns. */
+export const ContextPolicySchema = z.strictObject({
+  /**
+   * `relevant-memories`: `[Relevant Memories]`, `- 2024-06-15: "..."` and `  (match: hybrid, importance: 5)`.
+   * `memory-context`: `[Memory context]` and `- "..." (semantic)`. Or a custom template.
+   */
+  format: z
+    .union([z.enum(['relevant-memories', 'memory-context']), ContextTemplateSchema], {
+      error: 'context format must be relevant-memories, memory-context or { header, item }',
+    })
+    .default('relevant-memories'),
+  /** The most words the block may hold, header included; memories that do not fit are left out. */
+  wordBudget: z
+    .number({ error: 'wordBudget must be a whole number' })
+    .int('wordBudget must be a whole number')
+    .min(10, 'wordBudget must be at least 10')
+    .max(100_000, 'wordBudget must be at most 100000')
+    .default(400),
+});
+
+export type RecallPolicy = z.output<typeof RecallPolicySchema>;
+export type RecallWeights = z.output<typeof RecallWeightsSchema>;
+export type ContextPolicy = z.output<typeof ContextPolicySchema>;
+export type ContextTemplate = z.output<typeof ContextTemplateSchema>;

@@ -1,0 +1,334 @@
+import type { LinkType } from '../storage/link-store.js';
+import type { MemoryTouch } from '../storage/memory-store.js';
+import { toIso } from './clock.js';
+import { reinforcement } from './decay.js';
+import type { EngineContext } from './engine-context.js';
+import { type FusedCandidate, type RankedList, RRF_K, reciprocalRankFusion, relevanceOf } from './fusion.js';
+import { queryTerms, shapeQueries } from './query-terms.js';
+import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
+import { parseInput, RecallInputSchema } from './schemas.js';
+import { visibleOwners } from './scope.js';
+import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
+import type { Memory, Viewer } from './types.js';
+
+/** `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: 3 full-text matches + 5 recent. */
+export type RecallMode = 'hybrid' | 'recent-first';
+
+/**
+ * How a hit was found: by the full-text leg, the vector leg, both, a link to another hit (`graph`),
+ * or, in recent-first mode, by being among the most recently accessed memories (`recent`).
+ */
+export type MatchType = 'fts' | 'vector' | 'hybrid' | 'graph' | 'recent';
+
+/** Whether the vector leg ran, and if not why: recall was then lexical only. */
+export type VectorLegStatus = 'used' | 'no-model' | 'model-failed' | 'not-in-mode';
+
+/** One memory a recall returned, with the reasons it was chosen. */
+export interface RecallHit {
+  /** The memory as stored after this retrieval (access count and reinforcement applied). */
+  memory: Memory;
+  /** Weighted mean of the breakdown, 0..1; computed for this recall, never stored. */
+  score: number;
+  /** Each score term, 0..1, as it was before this retrieval touched the memory. */
+  breakdown: ScoreBreakdown;
+  match: MatchType;
+  /** The best 1-based rank the memory had in each leg, or null when that leg did not find it. */
+  ranks: { fts: number | null; vector: number | null };
+  /** The highest cosine similarity the vector leg measured for it, or null. */
+  similarity: number | null;
+  /** For a `graph` match: the hit it is linked to, and how. */
+  linkedTo: { id: number; type: LinkType; strength: number } | null;
+  /** With `explain`: the ranks and the score as one line of text. */
+  explanation?: string;
+}
+
+/** What `recall` returns. */
+export interface RecallResult {
+  mode: RecallMode;
+  /** Direct hits best first (at most topK), then up to 3 `graph` matches. */
+  hits: RecallHit[];
+  vectorLeg: VectorLegStatus;
+  /** The texts that were searched: the query (with conversation appended) and the short query of the 7-word rule. */
+  queries: string[];
+  /** The weights the scores were computed with. */
+  weights: RecallWeights;
+}
+
+/** The parsed input of a recall, as `recall` and `context` hand it to the pipeline. */
+export interface RecallRequest {
+  query: string;
+  viewer: Viewer;
+  topK: number;
+  explain: boolean;
+  mode?: RecallMode | undefined;
+  conversationAware: boolean;
+}
+
+/** Recent-first mode: this many full-text matches ... */
+export const RECENT_FIRST_TEXT_HITS = 3;
+/** ... followed by this many most recently accessed memories, deduplicated. */
+export const RECENT_FIRST_RECENT_HITS = 5;
+
+/** Each leg's candidate pool for `topK` hits: `min(max(topK * 5, 20), 100)` with the default policy. */
+export function candidatePoolSize(
+  topK: number,
+  pool: RecallPolicy['candidatePool'] = { multiplier: 5, min: 20, max: 100 },
+): number {
+  return Math.min(Math.max(topK * pool.multiplier, pool.min), pool.max);
+}
+
+/**
+ * Finds the memories that matter for a query, on behalf of a viewer: full-text and vector legs
+ * restricted to the viewer's scopes, fused by RRF (k = 60), scored by the recall policy, joined by
+ * up to 3 linked memories; every returned memory is touched (access count, reinforcement).
+ * A constant number of storage calls, whatever topK is.
+ */
+export async function recall(context: EngineContext, input: unknown): Promise<RecallResult> {
+  const request = parseInput(RecallInputSchema, input, 'recall input');
+  const result = await findHits(context, request);
+  return { ...result, hits: await touchHits(context, result.hits) };
+}
+
+/** The recall pipeline without the touch: `context` touches only the hits that fit its block. */
+export async function findHits(context: EngineContext, request: RecallRequest): Promise<RecallResult> {
+  const { policy } = context;
+  const now = context.clock.now();
+  const owners = visibleOwners(request.viewer);
+  const mode = request.mode ?? policy.recall.mode;
+  const queries = shapeQueries(request.query, await conversationOf(context, request));
+  const weights = policy.recall.weights;
+  const explain = (hit: RecallHit) => (request.explain ? { ...hit, explanation: explanationOf(hit, weights) } : hit);
+
+  if (mode === 'recent-first') {
+    const [text = request.query] = queries;
+    const hits = await recentFirstHits(context, text, owners, request.topK, now);
+    return { mode, hits: hits.map(explain), vectorLeg: 'not-in-mode', queries: [text], weights };
+  }
+
+  const pool = candidatePoolSize(request.topK, policy.recall.candidatePool);
+  const textLists = await Promise.all(
+    queries.map(async (text): Promise<RankedList | null> => {
+      const terms = queryTerms(text);
+      if (terms.length === 0) return null;
+      return { leg: 'fts', hits: await context.storage.memories.searchText({ terms, owners, limit: pool }) };
+    }),
+  );
+  const { lists: vectorLists, status: vectorLeg } = await vectorSearch(context, queries, owners, pool);
+  const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
+
+  const candidates = reciprocalRankFusion(lists);
+  const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
+  const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const direct = candidates
+    .flatMap((candidate) => {
+      const memory = byId.get(candidate.id);
+      return memory ? [directHit(context, memory, candidate, relevanceOf(candidate.fused, lists.length), now)] : [];
+    })
+    .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
+    .slice(0, request.topK)
+    .map((entry) => entry.hit);
+
+  const linked = await graphHits(context, direct, owners, now);
+  return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries, weights };
+}
+
+/**
+ * Records the retrieval of every hit in one write (access count + 1, last accessed now,
+ * reinforcement per the decay policy) and returns the hits with their memories as now stored.
+ */
+export async function touchHits(context: EngineContext, hits: readonly RecallHit[]): Promise<RecallHit[]> {
+  if (hits.length === 0) return [];
+  const now = context.clock.now();
+  const touched = hits.map((hit) => ({ hit, reinforced: reinforcement(hit.memory, context.policy, now) }));
+  await context.storage.memories.touch(
+    touched.map(({ hit, reinforced }): MemoryTouch => ({ id: hit.memory.id, ...reinforced })),
+    now,
+  );
+  return touched.map(({ hit, reinforced }) => ({
+    ...hit,
+    memory: { ...hit.memory, ...reinforced, accessCount: hit.memory.accessCount + 1, lastAccessedAt: toIso(now) },
+  }));
+}
+
+/** The channel's latest user messages, oldest first, when conversation-aware recall is asked for. */
+async function conversationOf(context: EngineContext, request: RecallRequest): Promise<string[]> {
+  const count = context.policy.recall.conversationMessages;
+  const channelId = request.viewer.channelId;
+  if (!request.conversationAware || !channelId || count === 0) return [];
+  const messages = await context.storage.messages.recentUserMessages(channelId, count);
+  return messages.map((message) => message.content);
+}
+
+/**
+ * The vector leg: one embedding call for every query text, one KNN per text. Neighbours below the
+ * quality threshold (`minSimilarity`) are dropped before fusion: the nearest of unrelated memories
+ * is not a match.
+ */
+async function vectorSearch(
+  context: EngineContext,
+  queries: readonly string[],
+  owners: readonly string[],
+  pool: number,
+): Promise<{ lists: RankedList[]; status: VectorLegStatus }> {
+  const { embedder } = context;
+  if (!embedder) return { lists: [], status: 'no-model' };
+  let vectors: Float32Array[];
+  try {
+    vectors = await embedder.embed(queries, 'query');
+  } catch (error) {
+    context.logger.warn(
+      `embedding the query with ${embedder.modelId} failed, recall is lexical only: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    return { lists: [], status: 'model-failed' };
+  }
+  const lists = await Promise.all(
+    vectors.map(async (vector): Promise<RankedList> => {
+      const hits = await context.storage.memories.searchVector({
+        vector,
+        model: embedder.modelId,
+        owners,
+        limit: pool,
+      });
+      return { leg: 'vector', hits: hits.filter((hit) => hit.score >= context.policy.recall.minSimilarity) };
+    }),
+  );
+  return { lists, status: 'used' };
+}
+
+function directHit(
+  context: EngineContext,
+  memory: Memory,
+  candidate: FusedCandidate,
+  relevance: number,
+  now: number,
+): { hit: RecallHit; fused: number } {
+  const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
+  const match: MatchType = candidate.ftsRank === null ? 'vector' : candidate.vectorRank === null ? 'fts' : 'hybrid';
+  return {
+    fused: candidate.fused,
+    hit: {
+      memory,
+      score: weightedScore(breakdown, context.policy.recall.weights),
+      breakdown,
+      match,
+      ranks: { fts: candidate.ftsRank, vector: candidate.vectorRank },
+      similarity: candidate.similarity,
+      linkedTo: null,
+    },
+  };
+}
+
+/**
+ * Up to `graphNeighbours` active memories linked one hop (either direction) to the direct hits and
+ * visible to the viewer, as `graph` matches after every direct hit. Their relevance is the link's
+ * strength times the relevance of the hit they are linked to.
+ */
+async function graphHits(
+  context: EngineContext,
+  direct: readonly RecallHit[],
+  owners: readonly string[],
+  now: number,
+): Promise<RecallHit[]> {
+  const limit = context.policy.recall.graphNeighbours;
+  if (direct.length === 0 || limit === 0) return [];
+  const seeds = new Map(direct.map((hit) => [hit.memory.id, hit]));
+  const neighbours = await context.storage.links.neighbours([...seeds.keys()], owners, limit);
+  if (neighbours.length === 0) return [];
+  const memories = await context.storage.memories.get(neighbours.map((neighbour) => neighbour.id));
+  const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  return neighbours
+    .flatMap((neighbour): RecallHit[] => {
+      const memory = byId.get(neighbour.id);
+      if (!memory) return [];
+      const seedRelevance = seeds.get(neighbour.linkedTo)?.breakdown.relevance ?? 0;
+      const breakdown = scoreBreakdown(memory, seedRelevance * neighbour.strength, context.policy, now);
+      return [
+        {
+          memory,
+          score: weightedScore(breakdown, context.policy.recall.weights),
+          breakdown,
+          match: 'graph',
+          ranks: { fts: null, vector: null },
+          similarity: null,
+          linkedTo: { id: neighbour.linkedTo, type: neighbour.type, strength: neighbour.strength },
+        },
+      ];
+    })
+    .sort((a, b) => b.score - a.score || a.memory.id - b.memory.id);
+}
+
+/**
+ * The salience system's recall: the 3 best full-text matches, then the 5 most recently accessed
+ * visible memories that are not already among them, in that order, at most `topK`.
+ */
+async function recentFirstHits(
+  context: EngineContext,
+  text: string,
+  owners: readonly string[],
+  topK: number,
+  now: number,
+): Promise<RecallHit[]> {
+  const terms = queryTerms(text);
+  const [textHits, recent] = await Promise.all([
+    terms.length === 0
+      ? Promise.resolve([])
+      : context.storage.memories.searchText({ terms, owners, limit: RECENT_FIRST_TEXT_HITS }),
+    context.storage.memories.recentlyAccessed(owners, RECENT_FIRST_RECENT_HITS),
+  ]);
+  const matched = await context.storage.memories.get(textHits.map((hit) => hit.id));
+  const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
+    const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
+    const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
+    return {
+      memory,
+      score: weightedScore(breakdown, context.policy.recall.weights),
+      breakdown,
+      match,
+      ranks: { fts: ftsRank, vector: null },
+      similarity: null,
+      linkedTo: null,
+    };
+  };
+  const seen = new Set<number>();
+  const hits: RecallHit[] = [];
+  matched.forEach((memory, index) => {
+    seen.add(memory.id);
+    hits.push(hit(memory, 'fts', index + 1));
+  });
+  for (const memory of recent) {
+    if (seen.has(memory.id)) continue;
+    seen.add(memory.id);
+    hits.push(hit(memory, 'recent', null));
+  }
+  return hits.slice(0, topK);
+}
+
+const termLabels: Record<(typeof scoreTerms)[number], string> = {
+  relevance: 'relevance',
+  importance: 'importance',
+  recency: 'recency',
+  accessFrequency: 'access',
+  scope: 'scope',
+  pinned: 'pinned',
+};
+
+/** `fts #1, vector #3 (cosine 0.71) | relevance 0.98x0.55 + importance 0.80x0.15 + ... = 0.812` */
+function explanationOf(hit: RecallHit, weights: RecallWeights): string {
+  const found =
+    hit.match === 'graph' && hit.linkedTo
+      ? `linked to #${hit.linkedTo.id} (${hit.linkedTo.type}, strength ${hit.linkedTo.strength.toFixed(2)})`
+      : hit.match === 'recent'
+        ? 'recently accessed'
+        : [
+            hit.ranks.fts === null ? null : `fts #${hit.ranks.fts}`,
+            hit.ranks.vector === null
+              ? null
+              : `vector #${hit.ranks.vector} (cosine ${(hit.similarity ?? 0).toFixed(2)})`,
+          ]
+            .filter((part) => part !== null)
+            .join(', ');
+  const terms = scoreTerms
+    .map((term) => `${termLabels[term]} ${hit.breakdown[term].toFixed(2)}x${weights[term]}`)
+    .join(' + ');
+  return `${found} | ${terms} = ${hit.score.toFixed(3)}`;
+}

@@ -1,0 +1,55 @@
+import { recencyScore } from './decay.js';
+import type { MnemePolicy } from './policy.js';
+import { type RecallWeights, type ScoreTerm, scoreTerms } from './recall-policy.js';
+import type { Memory } from './types.js';
+
+/** Each score term of one hit, in 0..1; the score is their weighted mean. */
+export type ScoreBreakdown = Record<ScoreTerm, number>;
+
+/** The access count at which the access-frequency term reaches 1 (it grows with the logarithm). */
+export const ACCESS_SATURATION = 50;
+
+type ScoredFields = Pick<
+  Memory,
+  'scope' | 'importance' | 'accessCount' | 'pinned' | 'strength' | 'salience' | 'lastAccessedAt' | 'createdAt'
+>;
+
+/** The access-frequency term: log(1 + count) / log(1 + 50), capped at 1. */
+export function accessFrequencyScore(accessCount: number): number {
+  return Math.min(1, Math.log1p(Math.max(0, accessCount)) / Math.log1p(ACCESS_SATURATION));
+}
+
+/**
+ * The per-term breakdown of a memory found with `relevance` (0..1): importance as stored, recency from
+ * the active decay policy, access frequency, the scope bonus of its scope, and 1 when pinned.
+ */
+export function scoreBreakdown(
+  memory: ScoredFields,
+  relevance: number,
+  policy: Pick<MnemePolicy, 'decay' | 'recall'>,
+  now: number,
+): ScoreBreakdown {
+  return {
+    relevance: clamp01(relevance),
+    importance: clamp01(memory.importance),
+    recency: recencyScore(memory, policy, now),
+    accessFrequency: accessFrequencyScore(memory.accessCount),
+    scope: policy.recall.scopeBonus[memory.scope],
+    pinned: memory.pinned ? 1 : 0,
+  };
+}
+
+/** The weighted mean of the terms: 0..1, never stored. */
+export function weightedScore(breakdown: ScoreBreakdown, weights: RecallWeights): number {
+  let total = 0;
+  let weightSum = 0;
+  for (const term of scoreTerms) {
+    total += weights[term] * breakdown[term];
+    weightSum += weights[term];
+  }
+  return weightSum === 0 ? 0 : total / weightSum;
+}
+
+function clamp01(value: number): number {
+  return Math.min(1, Math.max(0, value));
+}

@@ -1,0 +1,50 @@
+/**
+ * Words too common to say two texts are about the same thing. Left out of word sets, so that
+ * "Oz is a nurse" and "Oz is a runner" do not look alike because both contain "is a".
+ */
+const stopWords = new Set(
+  (
+    'a an the and or but if of at by for with about to from in into on onto off over under up down out ' +
+    'is am are was were be been being do does did have has had having will would shall should can could ' +
+    'may might must it its this that these those there here then than so as too very just also not no ' +
+    'what which who whom whose when where why how all any both each few more most other some such only own same'
+  ).split(' '),
+);
+
+/** Options of `wordSet`. */
+export interface WordSetOptions {
+  /** Keep stop words (default false: they are dropped). */
+  keepStopWords?: boolean;
+  /** Extra words to leave out, lower case (e.g. the speaker's name, which every fact about them shares). */
+  ignore?: Iterable<string>;
+}
+
+/**
+ * The distinct lower-case words of `text`: letters and digits of any script, a possessive "'s"
+ * dropped, stop words left out unless asked for.
+ */
+export function wordSet(text: string, options: WordSetOptions = {}): Set<string> {
+  const ignored = new Set([...(options.ignore ?? [])].map((word) => word.toLowerCase()));
+  const words = new Set<string>();
+  for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu)) {
+    const word = match[0].replace(/['’]s$/u, '');
+    if (word.length === 0 || ignored.has(word)) continue;
+    if (!options.keepStopWords && stopWords.has(word)) continue;
+    words.add(word);
+  }
+  return words;
+}
+
+/**
+ * Jaccard word overlap: |A ∩ B| / |A ∪ B|, from 0 (no word in common) to 1 (the same words).
+ * Strings are turned into word sets with `wordSet`; two empty sets score 0.
+ */
+export function jaccard(a: string | ReadonlySet<string>, b: string | ReadonlySet<string>): number {
+  const left = typeof a === 'string' ? wordSet(a) : a;
+  const right = typeof b === 'string' ? wordSet(b) : b;
+  if (left.size === 0 || right.size === 0) return 0;
+  const [smaller, larger] = left.size <= right.size ? [left, right] : [right, left];
+  let shared = 0;
+  for (const word of smaller) if (larger.has(word)) shared++;
+  return shared / (left.size + right.size - shared);
+}

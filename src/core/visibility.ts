@@ -1,0 +1,16 @@
+import type { EngineContext } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import { ownerKey, visibleOwners } from './scope.js';
+import type { Memory, Viewer } from './types.js';
+
+/**
+ * The memory with this id, or NOT_FOUND, also when a viewer is given and may not see it (so a
+ * caller cannot tell another user's memory from a missing one).
+ */
+export async function requireVisible(context: EngineContext, id: number, viewer: Viewer | undefined): Promise<Memory> {
+  const [memory] = await context.storage.memories.get([id]);
+  if (!memory || (viewer && !visibleOwners(viewer).includes(ownerKey(memory.scope, memory)))) {
+    throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
+  }
+  return memory;
+}

@@ -1,0 +1,272 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../config/create-mneme.js';
+import type { Mneme } from '../core/mneme.js';
+import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
+import { createFixedClock } from '../testing.js';
+import { createHttpApp } from './http-app.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-http-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe('the HTTP API', () => {
+  let mneme: Mneme;
+  let app: ReturnType<typeof createHttpApp>;
+  const errors: unknown[] = [];
+
+  beforeEach(async () => {
+    mneme = await createMneme({
+      path: ':memory:',
+      embedder: createFakeEmbeddingModel(),
+      clock: createFixedClock('2024-06-15T12:00:00.000Z'),
+    });
+    app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, maxBodyBytes: 4096, logError: (error) => errors.push(error) });
+  });
+  afterEach(async () => {
+    await mneme.close();
+  });
+
+  const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    app.request(path, {
+      method,
+      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+
+  async function expectProblem(response: Response, status: number, code: string, detail?: RegExp) {
+    expect(response.status).toBe(status);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    const problem = (await response.json()) as Record<string, unknown>;
+    expect(problem).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String) });
+    if (detail) expect(problem.detail).toMatch(detail);
+    expect(JSON.stringify(problem)).not.toMatch(/\n\s+at |\.ts:\d+/);
+    return problem;
+  }
+
+  it('answers health without authentication and serves an OpenAPI 3.1 document of every route', async () => {
+    await mneme.apiKeys.create({ label: 'admin' });
+    expect(await (await send('GET', '/api/health')).json()).toEqual({ status: 'ok' });
+    const document = (await (await send('GET', '/openapi.json')).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>>;
+    };
+    expect(document.openapi).toBe('3.1.0');
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/api/memories', '/api/memories/{id}', '/api/memories/{id}/history', '/api/stats']),
+    );
+    const createSchema = document.paths['/api/memories']?.post?.requestBody?.content['application/json']?.schema;
+    expect(createSchema).toMatchObject({
+      type: 'object',
+      required: ['content'],
+      additionalProperties: false,
+      properties: { scope: { enum: ['personal', 'room', 'project', 'session', 'global'] } },
+    });
+  });
+
+  it('creates a manual memory with 201, clamping importance, and refuses session scope and project without its id', async () => {
+    const created = await send('POST', '/api/memories', { content: 'Deploys go through Argo', importance: 3 });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ content: 'Deploys go through Argo', importance: 1, source: 'manual' });
+    await expectProblem(
+      await send('POST', '/api/memories', { content: 'x', scope: 'session', topicId: 't' }),
+      422,
+      'INVALID_INPUT',
+      /session memories come from conversation extraction/,
+    );
+    const project = await expectProblem(
+      await send('POST', '/api/memories', { content: 'x', scope: 'project' }),
+      422,
+      'INVALID_INPUT',
+    );
+    expect(project.errors).toEqual([{ path: 'projectId', message: 'scope project needs projectId' }]);
+    expect((await mneme.list()).total).toBe(1);
+  });
+
+  it('refuses malformed JSON, wrong types, unknown fields, other media types and oversized bodies, changing nothing', async () => {
+    await expectProblem(await send('POST', '/api/memories', '{"content": '), 400, 'MALFORMED_JSON');
+    await expectProblem(
+      await send('POST', '/api/memories', { content: 42 }),
+      422,
+      'INVALID_INPUT',
+      /content must be a string/,
+    );
+    await expectProblem(
+      await send('POST', '/api/memories', { content: 'x', importance: 'high' }),
+      422,
+      'INVALID_INPUT',
+    );
+    await expectProblem(
+      await send('POST', '/api/memories', { content: 'x', colour: 'red' }),
+      422,
+      'INVALID_INPUT',
+      /unknown field colour/,
+    );
+    await expectProblem(
+      await app.request('/api/memories', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    await expectProblem(await send('POST', '/api/memories', { content: 'x'.repeat(5000) }), 413, 'PAYLOAD_TOO_LARGE');
+    const chunked = new ReadableStream({
+      start(controller) {
+        for (let index = 0; index < 10; index++) controller.enqueue(new TextEncoder().encode(' '.repeat(1000)));
+        controller.close();
+      },
+    });
+    await expectProblem(
+      await app.request('/api/memories', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chunked,
+        duplex: 'half',
+      } as RequestInit),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
+    await expectProblem(await send('GET', '/api/nowhere'), 404, 'NOT_FOUND');
+    expect((await mneme.list({ archived: 'include' })).total).toBe(0);
+  });
+
+  it('reads, lists, edits, forgets, restores a memory and shows its history and links', async () => {
+    const memory = (await (
+      await send('POST', '/api/memories', { content: 'Oz likes tea', scope: 'personal', userId: 'oz' })
+    ).json()) as {
+      id: number;
+    };
+    expect((await (await send('GET', `/api/memories/${memory.id}`)).json()) as object).toMatchObject({
+      content: 'Oz likes tea',
+    });
+    const listed = (await (await send('GET', '/api/memories?userId=oz&limit=5')).json()) as { total: number };
+    expect(listed.total).toBe(1);
+    await expectProblem(
+      await send('GET', '/api/memories?limit=9999'),
+      422,
+      'INVALID_INPUT',
+      /limit must be at most 500/,
+    );
+    await expectProblem(await send('GET', '/api/memories?colour=red'), 422, 'INVALID_INPUT', /unknown field colour/);
+
+    const patched = await send('PATCH', `/api/memories/${memory.id}`, {
+      content: 'Oz likes green tea',
+      importance: -1,
+    });
+    expect(await patched.json()).toMatchObject({
+      content: 'Oz likes green tea',
+      importance: 0,
+      embeddingModel: 'fake-64',
+    });
+    await expectProblem(
+      await send('PATCH', `/api/memories/${memory.id}`, { id: 5 }),
+      422,
+      'INVALID_INPUT',
+      /unknown field id/,
+    );
+    expect((await send('DELETE', `/api/memories/${memory.id}`)).status).toBe(200);
+    expect((await mneme.get(memory.id)).archivedAt).not.toBeNull();
+    await expectProblem(await send('PATCH', `/api/memories/${memory.id}`, { importance: 1 }), 409, 'CONFLICT');
+    expect((await send('POST', `/api/memories/${memory.id}/restore`)).status).toBe(200);
+    const history = (await (await send('GET', `/api/memories/${memory.id}/history`)).json()) as Array<{
+      action: string;
+    }>;
+    expect(history.map((version) => version.action)).toEqual(['create', 'update', 'archive', 'restore']);
+    expect(await (await send('GET', `/api/memories/${memory.id}/links`)).json()).toEqual([]);
+    await expectProblem(await send('GET', '/api/memories/99999'), 404, 'NOT_FOUND', /memory 99999 does not exist/);
+    await expectProblem(await send('GET', '/api/memories/abc'), 422, 'INVALID_INPUT', /id must be a positive integer/);
+  });
+
+  it('asks for a bearer key once keys exist, and keeps a user-bound key to its own user', async () => {
+    const admin = await mneme.apiKeys.create({ label: 'ops' });
+    const annKey = await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' });
+    const asAdmin = { authorization: `Bearer ${admin.key}` };
+    const asAnn = { authorization: `Bearer ${annKey.key}` };
+
+    const missing = await expectProblem(await send('GET', '/api/memories'), 401, 'UNAUTHORIZED');
+    expect(missing.detail).toMatch(/Authorization: Bearer/);
+    expect((await send('GET', '/api/memories')).headers.get('www-authenticate')).toMatch(/^Bearer/);
+    await expectProblem(
+      await send('GET', '/api/memories', undefined, { authorization: 'Bearer mneme_000000000000_nope' }),
+      401,
+      'UNAUTHORIZED',
+    );
+
+    const bobSecret = (await (
+      await send(
+        'POST',
+        '/api/memories',
+        { content: 'Bob hides the key under the mat', scope: 'personal', userId: 'bob' },
+        asAdmin,
+      )
+    ).json()) as { id: number };
+    await send('POST', '/api/memories', { content: 'Ann runs on Tuesdays', scope: 'personal', userId: 'ann' }, asAnn);
+    await send('POST', '/api/memories', { content: 'The office opens at 8' }, asAdmin);
+
+    const annList = (await (await send('GET', '/api/memories', undefined, asAnn)).json()) as {
+      memories: Array<{ content: string }>;
+    };
+    expect(annList.memories.map((memory) => memory.content).sort()).toEqual([
+      'Ann runs on Tuesdays',
+      'The office opens at 8',
+    ]);
+    const spoofed = (await (await send('GET', '/api/memories?userId=bob', undefined, asAnn)).json()) as {
+      total: number;
+    };
+    expect(spoofed.total).toBe(0);
+    await expectProblem(await send('GET', `/api/memories/${bobSecret.id}`, undefined, asAnn), 404, 'NOT_FOUND');
+    await expectProblem(
+      await send('GET', `/api/memories/${bobSecret.id}?userId=bob`, undefined, asAnn),
+      404,
+      'NOT_FOUND',
+    );
+    await expectProblem(await send('DELETE', `/api/memories/${bobSecret.id}`, undefined, asAnn), 404, 'NOT_FOUND');
+    await expectProblem(
+      await send('PATCH', `/api/memories/${bobSecret.id}`, { content: 'mine now' }, asAnn),
+      404,
+      'NOT_FOUND',
+    );
+    await expectProblem(await send('GET', `/api/memories/${bobSecret.id}/history`, undefined, asAnn), 404, 'NOT_FOUND');
+    await expectProblem(
+      await send('POST', '/api/memories', { content: 'Bob owes Ann', scope: 'personal', userId: 'bob' }, asAnn),
+      403,
+      'FORBIDDEN',
+    );
+    await expectProblem(await send('DELETE', '/api/users/bob/data', undefined, asAnn), 403, 'FORBIDDEN');
+    await expectProblem(await send('GET', '/api/stats', undefined, asAnn), 403, 'FORBIDDEN');
+    expect((await mneme.get(bobSecret.id)).content).toBe('Bob hides the key under the mat');
+
+    const purge = await send('DELETE', '/api/users/ann/data', undefined, asAnn);
+    expect(await purge.json()).toMatchObject({ userId: 'ann', memories: 1 });
+    expect((await send('GET', '/api/stats', undefined, asAdmin)).status).toBe(200);
+
+    await mneme.apiKeys.revoke(annKey.prefix);
+    await expectProblem(
+      await send('GET', '/api/memories', undefined, asAnn),
+      401,
+      'UNAUTHORIZED',
+      /unknown or revoked/,
+    );
+  });
+
+  it('answers 503 with Retry-After while another process holds the write lock', async () => {
+    const path = join(folder, 'busy.db');
+    const engine = await createMneme({ path });
+    const busyApp = createHttpApp({ mneme: engine, apiKeys: engine.apiKeys });
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const response = await busyApp.request('/api/memories', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ content: 'written while locked' }),
+      });
+      await expectProblem(response, 503, 'STORE_BUSY');
+      expect(response.headers.get('retry-after')).toBe('1');
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+      await engine.close();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import type { Principal } from '../core/access.js';
+import type { ApiKeys } from '../core/api-keys.js';
+import type { Mneme } from '../core/mneme.js';
+import { buildOpenApiDocument } from './http-openapi.js';
+import { HttpProblem, problem, problemOf } from './http-problem.js';
+import { apiRoutes, type RouteRequest } from './http-routes.js';
+
+export interface HttpAppOptions {
+  mneme: Mneme;
+  apiKeys: ApiKeys;
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Where unexpected errors are logged (never sent to clients). */
+  logError?: (error: unknown) => void;
+}
+
+/** The HTTP face: thin handlers over the engine, problem+json errors, bearer API keys. */
+export function createHttpApp(options: HttpAppOptions): Hono {
+  const { mneme, apiKeys } = options;
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  const logError = options.logError ?? ((error: unknown) => console.error(error));
+  const app = new Hono();
+
+  app.onError((error) => {
+    const { body, headers } = problemOf(error);
+    if (body.status >= 500 && body.code !== 'STORE_BUSY') logError(error);
+    return sendProblem(body.status, body, headers);
+  });
+  app.notFound((context) =>
+    sendProblem(404, problem(404, 'NOT_FOUND', `no route for ${context.req.method} ${context.req.path}`)),
+  );
+
+  app.get('/api/health', (context) => context.json({ status: 'ok' }));
+  const openApi = buildOpenApiDocument(apiRoutes);
+  app.get('/openapi.json', (context) => context.json(openApi));
+
+  for (const route of apiRoutes) {
+    const path = route.path.replaceAll(/\{(\w+)\}/g, ':$1');
+    app.on(route.method.toUpperCase(), path, async (context) => {
+      const principal = await authenticate(context, apiKeys);
+      const request: RouteRequest = {
+        mneme,
+        principal,
+        params: context.req.param() as Record<string, string>,
+        query: context.req.query(),
+        body: route.body ? await readJsonBody(context, maxBodyBytes) : undefined,
+      };
+      const result = await route.handle(request);
+      return context.json(result as object, (route.status ?? 200) as 200);
+    });
+  }
+  return app;
+}
+
+/** The caller's principal: with no API keys the service is open (it then binds loopback only). */
+async function authenticate(context: Context, apiKeys: ApiKeys): Promise<Principal> {
+  if (!(await apiKeys.hasAny())) return { kind: 'admin', label: 'open (no API keys exist)' };
+  const header = context.req.header('authorization') ?? '';
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  const challenge = { 'WWW-Authenticate': 'Bearer realm="mneme"' };
+  if (!match?.[1])
+    throw new HttpProblem(401, 'UNAUTHORIZED', 'send an API key: Authorization: Bearer <key>', challenge);
+  const principal = await apiKeys.authenticate(match[1]);
+  if (!principal) throw new HttpProblem(401, 'UNAUTHORIZED', 'the API key is unknown or revoked', challenge);
+  return principal;
+}
+
+/** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */
+async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unknown> {
+  const tooLarge = () => new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
+  const declared = Number(context.req.header('content-length') ?? Number.NaN);
+  if (declared > maxBodyBytes) throw tooLarge();
+  const type = context.req.header('content-type') ?? '';
+  const stream = context.req.raw.body;
+  if (!stream) return {};
+  if (!/^application\/(.+\+)?json\b/i.test(type)) {
+    throw new HttpProblem(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json');
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBodyBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpProblem(400, 'MALFORMED_JSON', 'the body is not valid JSON');
+  }
+}
+
+function sendProblem(status: number, body: object, headers: Record<string, string> = {}) {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/problem+json', ...headers },
+  });
+}

@@ -1,0 +1,78 @@
+import { ErrorCode, type FieldIssue, isMnemeError } from '../core/errors.js';
+
+/** HTTP status for each error code; a new code does not compile until it is mapped here. */
+export const statusOfCode: Record<ErrorCode, number> = {
+  [ErrorCode.InvalidInput]: 422,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.Forbidden]: 403,
+  [ErrorCode.Conflict]: 409,
+  [ErrorCode.StoreBusy]: 503,
+  [ErrorCode.StoreFailed]: 500,
+  [ErrorCode.StoreIncompatible]: 500,
+  [ErrorCode.ModelFailed]: 502,
+  [ErrorCode.ConfigInvalid]: 500,
+};
+
+const titles: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
+
+/** An RFC 9457 problem document, plus mneme's error `code` and the invalid fields. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  errors?: readonly FieldIssue[];
+}
+
+/** A problem raised by the HTTP face itself (authentication, body size, malformed JSON). */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function problem(status: number, code: string, detail: string, errors?: readonly FieldIssue[]): Problem {
+  return {
+    type: `https://mneme.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`,
+    title: titles[status] ?? 'Error',
+    status,
+    detail,
+    code,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+/** The problem document and headers for any error; never a stack trace. */
+export function problemOf(error: unknown): { body: Problem; headers: Record<string, string> } {
+  if (error instanceof HttpProblem) {
+    return { body: problem(error.status, error.code, error.message), headers: error.headers };
+  }
+  if (isMnemeError(error)) {
+    const status = statusOfCode[error.code];
+    const headers: Record<string, string> = error.code === ErrorCode.StoreBusy ? { 'Retry-After': '1' } : {};
+    return { body: problem(status, error.code, error.message, error.issues), headers };
+  }
+  return {
+    body: problem(500, 'INTERNAL', 'mneme hit an unexpected error; the server log has the details'),
+    headers: {},
+  };
+}

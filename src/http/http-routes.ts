@@ -1,0 +1,165 @@
+import type { z } from 'zod';
+import { assertAdmin, assertMayActFor, type Principal, viewerFor } from '../core/access.js';
+import type { Mneme } from '../core/mneme.js';
+import {
+  type ListFilter,
+  ListFilterSchema,
+  MemoryPatchSchema,
+  parseInput,
+  RememberInputSchema,
+  UserIdSchema,
+  ViewerSchema,
+} from '../core/schemas.js';
+import type { Viewer } from '../core/types.js';
+
+/** What a handler gets: the engine, who is calling, and the request's parts. */
+export interface RouteRequest {
+  mneme: Mneme;
+  principal: Principal;
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: unknown;
+}
+
+/** One endpoint: the OpenAPI document and the router are both built from this table. */
+export interface Route {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI-style path, e.g. `/api/memories/{id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** The JSON body's schema (shared with the library), when the endpoint takes one. */
+  body?: z.ZodType;
+  /** The query string's schema, when the endpoint reads one. */
+  query?: z.ZodType;
+  /** Success status; 200 unless said. */
+  status?: number;
+  handle(request: RouteRequest): Promise<unknown>;
+}
+
+/** `?userId=&channelId=&projectId=&topicId=`: the viewer of a per-memory request. */
+const ViewerQuerySchema = ViewerSchema;
+
+/** The viewer a request acts as: the query's viewer, with a user-bound key's user forced in. */
+function requestViewer(request: RouteRequest): Viewer | undefined {
+  const { userId, channelId, projectId, topicId } = request.query;
+  const asked =
+    userId || channelId || projectId || topicId ? parseInput(ViewerQuerySchema, request.query, 'viewer') : undefined;
+  return viewerFor(request.principal, asked);
+}
+
+const id = (request: RouteRequest) => request.params.id ?? '';
+
+export const apiRoutes: readonly Route[] = [
+  {
+    method: 'post',
+    path: '/api/memories',
+    summary: 'Store a manual memory (source manual; scope session refused; project needs projectId)',
+    tag: 'memories',
+    body: RememberInputSchema,
+    status: 201,
+    handle: async ({ mneme, principal, body }) => {
+      const input = parseInput(RememberInputSchema, body, 'memory');
+      if (input.scope === 'personal' && input.userId) assertMayActFor(principal, input.userId);
+      return mneme.remember({ ...(body as object), actor: principal.label } as Parameters<Mneme['remember']>[0]);
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/memories',
+    summary: 'List memories by scope, owner, category and archive state, newest first',
+    tag: 'memories',
+    query: ListFilterSchema.omit({ viewer: true }),
+    handle: async ({ mneme, principal, query }) => {
+      // A user-bound key lists only what its user may see; the query's strings are validated by `list`.
+      const viewer = principal.kind === 'admin' ? undefined : viewerFor(principal, pickViewer(query));
+      return mneme.list({ ...query, ...(viewer ? { viewer } : {}) } as ListFilter);
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/memories/{id}',
+    summary: 'One memory',
+    tag: 'memories',
+    query: ViewerQuerySchema,
+    handle: async (request) => request.mneme.get({ id: id(request), viewer: requestViewer(request) }),
+  },
+  {
+    method: 'patch',
+    path: '/api/memories/{id}',
+    summary: 'Edit a memory: new content is re-embedded, a version is kept, importance is clamped to 0..1',
+    tag: 'memories',
+    body: MemoryPatchSchema,
+    query: ViewerQuerySchema,
+    handle: async (request) => {
+      const patch = parseInput(MemoryPatchSchema, request.body, 'update');
+      return request.mneme.update({
+        ...patch,
+        id: id(request),
+        viewer: requestViewer(request),
+        actor: request.principal.label,
+      });
+    },
+  },
+  {
+    method: 'delete',
+    path: '/api/memories/{id}',
+    summary: 'Forget a memory: soft delete, vector removed, restorable',
+    tag: 'memories',
+    query: ViewerQuerySchema,
+    handle: async (request) =>
+      request.mneme.forget({ id: id(request), viewer: requestViewer(request), actor: request.principal.label }),
+  },
+  {
+    method: 'post',
+    path: '/api/memories/{id}/restore',
+    summary: 'Restore a forgotten memory',
+    tag: 'memories',
+    query: ViewerQuerySchema,
+    handle: async (request) =>
+      request.mneme.restore({ id: id(request), viewer: requestViewer(request), actor: request.principal.label }),
+  },
+  {
+    method: 'get',
+    path: '/api/memories/{id}/history',
+    summary: 'Every version of a memory: who, when, what changed',
+    tag: 'memories',
+    query: ViewerQuerySchema,
+    handle: async (request) => request.mneme.history({ id: id(request), viewer: requestViewer(request) }),
+  },
+  {
+    method: 'get',
+    path: '/api/memories/{id}/links',
+    summary: 'Links from and to a memory',
+    tag: 'memories',
+    query: ViewerQuerySchema,
+    handle: async (request) => request.mneme.links({ id: id(request), viewer: requestViewer(request) }),
+  },
+  {
+    method: 'delete',
+    path: '/api/users/{id}/data',
+    summary: 'Purge everything about a user (messages, memories, vectors, versions, links); returns counts',
+    tag: 'users',
+    handle: async (request) => {
+      const userId = parseInput(UserIdSchema, id(request), 'user id');
+      assertMayActFor(request.principal, userId);
+      return request.mneme.purgeUser(userId);
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/stats',
+    summary: 'Totals, by scope and category, pinned, added in the last 7 days, expiring, the 5 most accessed',
+    tag: 'analytics',
+    handle: async ({ mneme, principal }) => {
+      assertAdmin(principal, 'stats across every scope');
+      return mneme.stats();
+    },
+  },
+];
+
+function pickViewer(query: Record<string, string>): Viewer {
+  return Object.fromEntries(
+    (['channelId', 'projectId', 'topicId'] as const).flatMap((key) => (query[key] ? [[key, query[key]]] : [])),
+  );
+}

@@ -1,0 +1,67 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { Mneme } from '../core/mneme.js';
+import { createHttpApp } from './http-app.js';
+
+export interface HttpServerOptions {
+  mneme: Mneme;
+  /** 127.0.0.1 unless told; any other address needs at least one API key. */
+  host?: string;
+  /** 7370 unless told; 0 picks a free port. */
+  port?: number;
+  maxBodyBytes?: number;
+  logError?: (error: unknown) => void;
+}
+
+export interface RunningHttpServer {
+  /** e.g. `http://127.0.0.1:7370`. */
+  url: string;
+  /** Stops accepting connections and waits for requests in flight; the engine stays open. */
+  close(): Promise<void>;
+}
+
+/** True for 127.0.0.0/8, ::1 and localhost. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** Starts the HTTP service. It refuses to bind a non-loopback address while no API key exists. */
+export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? 7370;
+  if (!isLoopback(host) && !(await options.mneme.apiKeys.hasAny())) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `refusing to listen on ${host} without authentication: create a key first (mneme keys create --label <name>), or bind 127.0.0.1`,
+    );
+  }
+  const app = createHttpApp({
+    mneme: options.mneme,
+    apiKeys: options.mneme.apiKeys,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.logError ? { logError: options.logError } : {}),
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const started = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(started));
+    started.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new MnemeError(
+          ErrorCode.ConfigInvalid,
+          error.code === 'EADDRINUSE' ? `port ${port} on ${host} is in use: pick another with --port` : error.message,
+          { cause: error },
+        ),
+      ),
+    );
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import {
+  type ExtractedFact,
+  ExtractedFactsSchema,
+  type ExtractionInput,
+  type FactExtractor,
+} from '../../core/extractor.js';
+import { completeStructured } from '../../core/structured-output.js';
+import type { ChatMessage, ChatModel } from '../chat-model.js';
+
+/** What the model is asked to return: an object (OpenAI's structured output wants one at the root). */
+const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });
+
+/** Options of `createChatFactExtractor`. */
+export interface ChatFactExtractorOptions {
+  /** Most existing memories shown to the model for deduplication; 20 by default. */
+  maxRelated?: number;
+}
+
+/**
+ * The fact extraction instructions. Facts are written about the speaker by name, never "the user";
+ * existing memories are listed so the model does not repeat them; each fact gets a scope.
+ */
+export const FACT_EXTRACTION_PROMPT = `You pick out durable memories from one message of a conversation, for an assistant that will talk with these people again.
+
+Rules:
+- Write each fact as one short, self-contained sentence about the speaker, using the speaker's name: "Oz prefers dark mode", "Oz's daughter is called Mia". Never write "the user", "I", "me" or "you".
+- Keep only what will still matter in a later conversation: preferences, personal facts, relationships, plans and dates, decisions, skills, recurring problems. Skip greetings, thanks, small talk, questions without an answer, and the assistant's own suggestions unless the speaker accepted them.
+- Do not repeat a fact listed under "Already remembered". If the message changes one of them, write the new version as a new fact.
+- Turn relative times ("yesterday", "next Friday") into dates, counting from when the message was sent.
+- category: "preference" for likes and dislikes, "event" for something that happened or is planned at a time, "fact" for other facts about the speaker, "general" for anything else.
+- importance: 0.9 for things that must not be forgotten (health, names of family, hard constraints), 0.5 for ordinary facts, 0.2 for trivia.
+- scope: "personal" for facts about the speaker, "room" for facts about this channel, team or its shared work, "global" for general or technical knowledge that is true for everyone.
+- Reply with JSON only: {"facts": [{"content": "...", "category": "...", "importance": 0.5, "scope": "personal"}]}. Reply {"facts": []} when nothing is worth keeping.`;
+
+/** The messages sent to the model for one exchange. */
+export function factExtractionMessages(input: ExtractionInput, maxRelated = 20): ChatMessage[] {
+  const name = input.speaker.displayName;
+  const related = input.related.slice(0, maxRelated);
+  const parts = [
+    `Speaker: ${name}`,
+    `Channel: ${input.channelId}`,
+    ...(input.createdAt ? [`Sent at: ${input.createdAt}`] : []),
+    '',
+    `Already remembered about ${name}:`,
+    ...(related.length ? related.map((memory) => `- ${memory.content}`) : ['(nothing yet)']),
+    '',
+    `${name} said:`,
+    quote(input.userMessage),
+  ];
+  if (input.assistantReply !== null) parts.push('', 'The assistant replied:', quote(input.assistantReply));
+  return [
+    { role: 'system', content: FACT_EXTRACTION_PROMPT },
+    { role: 'user', content: parts.join('\n') },
+  ];
+}
+
+function quote(text: string): string {
+  return `"""\n${text.replaceAll('"""', '" " "')}\n"""`;
+}
+
+/**
+ * A FactExtractor backed by a chat model and structured output. It keeps facts attributed by name
+ * (a stray "the user" is replaced by the speaker's name) and drops facts that repeat an existing
+ * memory word for word. Failures (MODEL_FAILED) reach the caller, which keeps the message for a retry.
+ */
+export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtractorOptions = {}): FactExtractor {
+  return {
+    id: `chat:${chat.modelId}`,
+    async extract(input, extractOptions = {}) {
+      const reply = await completeStructured(
+        chat,
+        {
+          schema: ExtractionReplySchema,
+          name: 'facts',
+          messages: factExtractionMessages(input, options.maxRelated),
+        },
+        extractOptions,
+      );
+      const known = new Set(input.related.map((memory) => normalized(memory.content)));
+      const seen = new Set<string>();
+      return reply.facts.flatMap((fact): ExtractedFact[] => {
+        const content = attributed(fact.content, input.speaker.displayName);
+        const key = normalized(content);
+        if (known.has(key) || seen.has(key)) return [];
+        seen.add(key);
+        return [{ ...fact, content }];
+      });
+    },
+  };
+}
+
+/** Replaces "the user" (any case) with the speaker's name. */
+function attributed(content: string, name: string): string {
+  return content.replace(/\bthe user\b/gi, name).replace(/^user\b/i, name);
+}
+
+function normalized(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+}

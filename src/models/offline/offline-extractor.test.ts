@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import { ExtractedFactsSchema, type ExtractionInput } from '../../core/extractor.js';
+import { createOfflineExtractor, extractFacts, resolveRelativeTimes, splitSentences } from './offline-extractor.js';
+
+const sentAt = '2023-05-08T13:56:00.000Z';
+
+function facts(userMessage: string, options: Partial<ExtractionInput> = {}) {
+  return extractFacts({
+    speaker: { userId: 'oz-1', displayName: 'Oz' },
+    channelId: 'room-1',
+    userMessage,
+    assistantReply: null,
+    related: [],
+    ...options,
+  });
+}
+
+function contents(userMessage: string, options: Partial<ExtractionInput> = {}) {
+  return facts(userMessage, options).map((fact) => fact.content);
+}
+
+describe('the offline extractor', () => {
+  it('attributes first-person facts to the speaker by name, with the verb agreeing', () => {
+    expect(contents('I prefer dark mode in every editor')).toEqual(['Oz prefers dark mode in every editor.']);
+    expect(contents("I'm a nurse at the city hospital")).toEqual(['Oz is a nurse at the city hospital.']);
+    expect(contents('my sister lives in Oslo with her two cats')).toEqual([
+      "Oz's sister lives in Oslo with her two cats.",
+    ]);
+    expect(contents("I don't drink coffee after noon")).toEqual(["Oz doesn't drink coffee after noon."]);
+  });
+
+  it('never says "the user"', () => {
+    const all = contents('I work as a carpenter. My dog is called Rex. I love hiking in the Alps.');
+    expect(all).toHaveLength(3);
+    for (const content of all) {
+      expect(content).toMatch(/^Oz/);
+      expect(content).not.toMatch(/\buser\b/i);
+    }
+  });
+
+  it('skips messages of 20 characters or less and messages starting with /', () => {
+    expect(facts('I like tea very much')).toEqual([]);
+    expect('I like tea very much'.length).toBe(20);
+    expect(facts('I like tea very much.')).not.toEqual([]);
+    expect(facts('/remember I prefer dark mode in every editor')).toEqual([]);
+    expect(facts('   /forget everything about my sister please')).toEqual([]);
+  });
+
+  it('skips questions and small talk', () => {
+    expect(facts('Do you know a good place for dinner tonight?')).toEqual([]);
+    expect(facts("Have you ever been to Lisbon, I'm curious")).toEqual([]);
+    expect(facts("I'm so happy for you! I love it! Thanks so much!")).toEqual([]);
+    expect(facts('That sounds amazing, tell me more about it')).toEqual([]);
+  });
+
+  it('keeps the fact and drops the chatter around it', () => {
+    expect(contents('Hey Mel! Good to see you! I went to a pottery class and made a bowl.')).toEqual([
+      'Oz went to a pottery class and made a bowl.',
+    ]);
+    expect(contents("Oh wow, thanks! Yeah, I've been learning Portuguese for two years.")).toEqual([
+      'Oz has been learning Portuguese for two years.',
+    ]);
+  });
+
+  it('sorts preferences, events and facts into categories, with importance from the signal', () => {
+    const [preference] = facts('I really enjoy long walks by the sea');
+    expect(preference).toMatchObject({ category: 'preference', scope: 'personal' });
+    const [event] = facts('I ran a charity race for mental health last Sunday', { createdAt: sentAt });
+    expect(event).toMatchObject({ category: 'event' });
+    const [identity] = facts("I'm allergic to peanuts and shellfish");
+    expect(identity?.category).toBe('fact');
+    expect(identity?.importance).toBeGreaterThanOrEqual(0.75);
+    const [habit] = facts('I always run before breakfast, rain or shine');
+    expect(habit?.importance).toBeGreaterThanOrEqual(0.8);
+    const [reminder] = facts('Remember that I am vegetarian when you suggest recipes');
+    expect(reminder).toMatchObject({ content: 'Oz is vegetarian when you suggest recipes.' });
+    expect(reminder?.importance).toBeGreaterThanOrEqual(0.9);
+    expect((preference?.importance ?? 0) < (reminder?.importance ?? 0)).toBe(true);
+  });
+
+  it('classifies scope: about the speaker personal, "we" and "our team" room, infrastructure global', () => {
+    expect(facts('I prefer tabs over spaces in Go code')[0]?.scope).toBe('personal');
+    expect(facts('Our team ships a release every second Tuesday')[0]).toMatchObject({
+      scope: 'room',
+      content: "Oz's team ships a release every second Tuesday.",
+    });
+    expect(facts('We decided to hold the retro on Fridays from now on')[0]?.scope).toBe('room');
+    expect(facts('The staging server runs on port 8080 behind nginx')[0]).toMatchObject({
+      scope: 'global',
+      content: 'The staging server runs on port 8080 behind nginx.',
+    });
+    expect(facts('Remember: the production database backups run at 3am')[0]).toMatchObject({
+      scope: 'global',
+      content: 'The production database backups run at 3am.',
+    });
+  });
+
+  it('reads "we" as the speaker and the companion they just named', () => {
+    expect(contents('I took my kids to the lake. We went swimming all afternoon!')).toEqual([
+      "Oz took Oz's kids to the lake.",
+      "Oz and Oz's kids went swimming all afternoon.",
+    ]);
+    expect(facts('I took my kids to the lake. We went swimming all afternoon!')[1]?.scope).toBe('personal');
+  });
+
+  it('dates relative times from when the message was sent', () => {
+    expect(contents('I went to a support group yesterday and it was so powerful', { createdAt: sentAt })).toEqual([
+      'Oz went to a support group on 7 May 2023 and it was so powerful.',
+    ]);
+    expect(contents('Yeah, I painted that lake sunrise last year!', { createdAt: sentAt })).toEqual([
+      'Oz painted that lake sunrise in 2022.',
+    ]);
+    expect(contents("We're thinking of going camping next month", { createdAt: sentAt })).toEqual([
+      'Oz and others are thinking of going camping in June 2023.',
+    ]);
+    expect(contents('I ran a charity race last Sunday', { createdAt: sentAt })).toEqual([
+      'Oz ran a charity race on the Sunday before 8 May 2023.',
+    ]);
+  });
+
+  it('stamps an event without a time with the day it was mentioned', () => {
+    expect(contents('I finally finished the marathon training plan', { createdAt: sentAt })).toEqual([
+      'Oz finally finished the marathon training plan (mentioned on 8 May 2023).',
+    ]);
+  });
+
+  it('does not repeat a fact it already knows or says twice', () => {
+    expect(
+      facts('I prefer dark mode in every editor', {
+        related: [{ id: 1, content: 'Oz prefers dark mode in every editor.' }],
+      }),
+    ).toEqual([]);
+    expect(contents('I love jazz music. I love jazz music.')).toEqual(['Oz loves jazz music.']);
+  });
+
+  it('returns facts the shared fact schema accepts, at most 20', () => {
+    const long = Array.from({ length: 30 }, (_, index) => `I visited museum number ${index + 1} in Paris.`).join(' ');
+    const result = facts(long);
+    expect(result).toHaveLength(20);
+    expect(ExtractedFactsSchema.parse(result)).toEqual(result);
+  });
+
+  it('uses the user id when the speaker has no display name', async () => {
+    const extractor = createOfflineExtractor();
+    expect(extractor.id).toBe('offline');
+    const result = await extractor.extract({
+      speaker: { userId: 'u42', displayName: '' },
+      channelId: 'c',
+      userMessage: 'I have two daughters and a son',
+      assistantReply: 'Lovely!',
+      related: [],
+    });
+    expect(result.map((fact) => fact.content)).toEqual(['U42 has two daughters and a son.']);
+  });
+});
+
+describe('splitSentences', () => {
+  it('splits after sentence marks and line breaks, keeping abbreviations whole', () => {
+    expect(splitSentences('I met Dr. Smith today. He was kind!\nThen I went home… Done?')).toEqual([
+      'I met Dr. Smith today.',
+      'He was kind!',
+      'Then I went home…',
+      'Done?',
+    ]);
+  });
+});
+
+describe('resolveRelativeTimes', () => {
+  const at = Date.parse(sentAt);
+  it.each([
+    ['yesterday', 'on 7 May 2023'],
+    ['tomorrow', 'on 9 May 2023'],
+    ['last week', 'the week before 8 May 2023'],
+    ['next weekend', 'the weekend after 8 May 2023'],
+    ['last month', 'in April 2023'],
+    ['next month', 'in June 2023'],
+    ['last year', 'in 2022'],
+    ['3 days ago', 'on 5 May 2023'],
+    ['two years ago', 'in 2021'],
+    ['last Friday', 'on the Friday before 8 May 2023'],
+  ])('turns "%s" into "%s"', (phrase, expected) => {
+    expect(resolveRelativeTimes(`It was ${phrase}`, at)).toEqual({ text: `It was ${expected}`, dated: true });
+  });
+
+  it('rolls months over the year boundary', () => {
+    expect(resolveRelativeTimes('next month', Date.parse('2023-12-10T00:00:00Z')).text).toBe('in January 2024');
+    expect(resolveRelativeTimes('last month', Date.parse('2023-01-10T00:00:00Z')).text).toBe('in December 2022');
+  });
+});

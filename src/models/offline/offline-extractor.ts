@@ -1,0 +1,381 @@
+import { attributeToSpeaker } from '../../core/attribution.js';
+import type { ExtractedFact, ExtractionInput, FactExtractor } from '../../core/extractor.js';
+import { MAX_CONTENT_CHARS } from '../../core/schemas.js';
+import { wordSet } from '../../core/similarity.js';
+
+/** Messages this long or shorter carry no durable fact ("ok thanks!", "see you soon"). */
+export const MIN_EXTRACTABLE_CHARS = 21;
+/** Facts one message yields at most. */
+const MAX_FACTS = 20;
+
+const months = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+const day = 86_400_000;
+
+/** The signals one sentence carries. Patterns run on text with straight apostrophes. */
+const signals = {
+  firstSingular: /\b(?:i|me|my|mine|myself|i'm|im|i've|i'll|i'd)\b/i,
+  firstPlural: /\b(?:we|us|our|ours|ourselves|we're|we've|we'll|we'd)\b/i,
+  remember:
+    /^(?:please\s+)?(?:remember|don't forget|do not forget|note|keep in mind|fyi|for the record)\b(?:\s+that\b)?[\s:,-]*/i,
+  habit: /\b(?:always|never|every (?:day|morning|evening|night|week|weekend|month|year)|each (?:day|morning|week))\b/i,
+  preference:
+    /\b(?:prefer|prefers|preferred|like|likes|love|loves|enjoy|enjoys|hate|hates|dislike|dislikes|adore|favou?rite|fan of|into|can't stand|cannot stand|rather|fond of|passionate about|obsessed with|keen on|crazy about)\b/i,
+  identity:
+    /\b(?:i'm|im|i am)\s+(?:a|an)\s|\bmy name\b|\bcall me\b|\bi work\b|\bworking (?:as|at|for|in)\b|\bi live\b|\bliving in\b|\bi'm from\b|\bi am from\b|\bborn\b|\byears old\b|\bi study\b|\bstudying\b|\bmy job\b|\bbirthday\b|\bpronouns\b|\bmarried\b|\bdivorced\b|\bengaged\b|\bpregnant\b|\bretired\b|\bgraduated\b|\ballergic\b|\ballergy\b|\bdiagnosed\b|\bvegetarian\b|\bvegan\b|\btransgender\b|\bgay\b|\blesbian\b|\bbisexual\b|\bnon-binary\b|\bsingle\b|\bdating\b|\bmy (?:wife|husband|partner|boyfriend|girlfriend|son|daughter|kids|children|mom|mother|dad|father|sister|brother|parents|family|dog|cat|pet)\b/i,
+  past: new RegExp(
+    `\\b(?:i|we)\\s+(?:(?:just|finally|recently|also|really|actually|already|once|even|first)\\s+)*(?:[a-z]+ed|${[
+      'went',
+      'got',
+      'saw',
+      'made',
+      'took',
+      'came',
+      'found',
+      'gave',
+      'left',
+      'felt',
+      'bought',
+      'met',
+      'ran',
+      'wrote',
+      'began',
+      'became',
+      'brought',
+      'built',
+      'caught',
+      'chose',
+      'drew',
+      'drove',
+      'ate',
+      'flew',
+      'grew',
+      'heard',
+      'held',
+      'lost',
+      'paid',
+      'read',
+      'rode',
+      'sang',
+      'spent',
+      'swam',
+      'taught',
+      'won',
+      'wore',
+      'did',
+      'had',
+      'was',
+      'were',
+      'sold',
+      'sent',
+      'spoke',
+      'quit',
+    ].join(
+      '|',
+    )})\\b|\\b(?:i've|we've)\\s+(?:just\\s+)?(?:been|got|gotten|had|done|made|started|finished|visited|moved)\\b`,
+    'i',
+  ),
+  plan: /\b(?:i'm|im|i am|we're|we are)\s+(?:going to|gonna|planning|hoping|thinking of|about to)\b|\b(?:i|we)\s+(?:will|plan to|want to|hope to|intend to|might)\b|\b(?:i'll|we'll)\b|\bgonna\b/i,
+  temporal:
+    /\b(?:yesterday|today|tonight|tomorrow|last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn|sunday|monday|tuesday|wednesday|thursday|friday|saturday)|next (?:week|weekend|month|year|summer|winter|spring|fall|autumn)|this (?:morning|afternoon|evening|weekend|week|month|year)|\d+ (?:days?|weeks?|months?|years?) ago|a (?:few|couple of) (?:days|weeks|months|years) ago|recently|lately|in (?:january|february|march|april|may|june|july|august|september|october|november|december))\b/i,
+  technical:
+    /\b(?:servers?|databases?|api|apis|endpoints?|deploy(?:s|ed|ing|ment|ments)?|staging|production|kubernetes|k8s|docker|containers?|clusters?|port \d+|v?\d+\.\d+(?:\.\d+)?|https?:\/\/\S+|ssh|dns|ip address|\d{1,3}(?:\.\d{1,3}){3}|repository|repositories|repo|ci|pipelines?|postgres(?:ql)?|mysql|sqlite|redis|nginx|linux|ubuntu|debian|macos|typescript|javascript|npm|yarn|webpack|graphql|oauth|tls|ssl|vpn|firewall|load balancer|environment variables?|env vars?|config(?:uration)? files?|credentials|backups?|cron(?:job)?s?|git|github|gitlab|aws|gcp|azure|terraform|ansible|jenkins|grafana|prometheus|elasticsearch|kafka|rabbitmq|mongodb|schema|migrations?)\b/i,
+  room: /\b(?:this (?:room|channel|chat|group|server)|the team|our team|everyone(?: here)?|everybody(?: here)?|all of us|you all|y'all|the channel)\b/i,
+  question: /^(?:do|did|does|have|has|are|were|is|was|can|could|would|will|should|shall)\s+(?:you|u|we)\b/i,
+  importanceBoost: /\b(?:important|must|critical|crucial|essential|urgent|seriously|allergic|allergy)\b/i,
+};
+
+/** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
+const notAFact =
+  /^(?:let's|lets|let us|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
+
+/** Words that start a sentence whose subject, the speaker, was left out ("Lost my job yesterday", "Gonna try"). */
+const pastWithoutSubject = new RegExp(
+  `^(?:just\\s+|finally\\s+|recently\\s+|also\\s+)?(?:${[
+    'went',
+    'got',
+    'saw',
+    'made',
+    'took',
+    'found',
+    'bought',
+    'met',
+    'ran',
+    'wrote',
+    'began',
+    'brought',
+    'built',
+    'caught',
+    'drove',
+    'ate',
+    'flew',
+    'lost',
+    'spent',
+    'won',
+    'sold',
+    'quit',
+    'left',
+  ].join('|')}|[a-z]+ed\\s+(?:a|an|the|my|some|our|to|with|up|out|back|off|over|this|that|two|three|new|her|his|their))\\b`,
+  'i',
+);
+
+/** "my family" and the like: whom a later "we" in the message most likely means. */
+const companionPattern =
+  /\bmy (family|husband|wife|partner|kids|children|son|daughter|boyfriend|girlfriend|friends?|parents|mom|mum|dad|mother|father|sister|brother|siblings|fianc[ée]e?|roommates?|colleagues|coworkers|team|band|class|group)\b/gi;
+
+/**
+ * Openers that carry nothing ("Oh wow, ...", "Thanks, Mel! ..."), stripped from a sentence's start:
+ * interjections always, words like "well" or "no" only when punctuation follows ("No one came" stays).
+ */
+const opener =
+  /^(?:(?:hey|hi|hello|oh|ah|aw+|ooh|wow|whoa|yeah|yes|yep|yup|um+|uh+|hmm+|ha(?:ha)+|he(?:he)+|lol|omg|okay|ok|thanks|thank you|btw|by the way)\b[\s,!.:;-]*|(?:no|nope|nah|well|so|sure|totally|absolutely|honestly|actually|anyway|anyways|right|true|cool|nice|great|awesome|same)\s*[,!.:;-]+\s*)+/i;
+
+/** Words that, alone, make a sentence small talk ("I'm so happy for you!", "I love it"). */
+const smallTalk = new Set(
+  (
+    'i me my mine myself we us our you your yours u it its that this those these them they he she him her there here ' +
+    'glad happy sorry sure thanks thank agree know think guess hope wait see understand mean proud excited awesome great ' +
+    'cool nice amazing wonderful fantastic good fun lovely love like really totally yeah yes oh wow haha lol okay ok well ' +
+    'right true definitely absolutely feel feeling felt hear heard say said tell told talk talking chat glad appreciate ' +
+    'lot much so too also just thing things stuff way time go going get got make made take took went gone have has had ' +
+    'do does did be been am is are was were can could will would should might must gonna wanna let lets maybe ' +
+    'totally super pretty kinda sounds sound looks look seems seem inspiring inspired special fun cute beautiful ' +
+    'sweet best better bad worry worried thinking hoping wish wishing again still even always never soon now ' +
+    'today yesterday tomorrow tonight im ive ill id dont doesnt didnt cant thats whats youre youve'
+  ).split(' '),
+);
+
+/** Months and days written out, and the speaker's name: a sentence needs a word besides these. */
+function contentWords(sentence: string, name: string): string[] {
+  const ignore = new Set([...wordSet(name, { keepStopWords: true })]);
+  return [...wordSet(sentence.replaceAll("'", ''))].filter((word) => !smallTalk.has(word) && !ignore.has(word));
+}
+
+/** The sentences of a message: split after `.`, `!`, `?` or `…` and at line breaks, keeping "Dr." and "e.g." whole. */
+export function splitSentences(text: string): string[] {
+  const sentences: string[] = [];
+  for (const line of text.split(/\n+/)) {
+    let current = '';
+    for (const piece of line.split(/(?<=[.!?…])\s+/u)) {
+      current = current ? `${current} ${piece}` : piece;
+      if (!/\b(?:mr|mrs|ms|dr|prof|sr|jr|st|vs|etc|e\.g|i\.e|approx|no)\.$/i.test(current)) {
+        sentences.push(current);
+        current = '';
+      }
+    }
+    if (current) sentences.push(current);
+  }
+  return sentences.map((sentence) => sentence.trim()).filter((sentence) => sentence.length > 0);
+}
+
+function formatDate(time: number): string {
+  const date = new Date(time);
+  return `${date.getUTCDate()} ${months[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
+}
+
+function monthOf(time: number, offset: number): string {
+  const date = new Date(time);
+  const index = date.getUTCMonth() + offset;
+  const year = date.getUTCFullYear() + Math.floor(index / 12);
+  return `${months[((index % 12) + 12) % 12]} ${year}`;
+}
+
+/**
+ * Relative times turned into dates, as of when the message was sent: "yesterday" -> "on 7 May
+ * 2023", "last year" -> "in 2022", "next month" -> "in June 2023", "last Sunday" -> "on the
+ * Sunday before 8 May 2023". Returns the text and whether anything was dated.
+ */
+export function resolveRelativeTimes(text: string, sentAt: number): { text: string; dated: boolean } {
+  let dated = false;
+  const year = new Date(sentAt).getUTCFullYear();
+  const today = formatDate(sentAt);
+  /** Replaces every match; `replacement` gets the match and its groups (whole match first). */
+  const replace = (pattern: RegExp, replacement: (groups: Array<string | undefined>) => string) => {
+    text = text.replace(pattern, (...parts: unknown[]) => {
+      dated = true;
+      return replacement(parts.slice(0, -2) as Array<string | undefined>);
+    });
+  };
+  replace(/\b(?:on\s+)?yesterday\b/gi, () => `on ${formatDate(sentAt - day)}`);
+  replace(/\blast night\b/gi, () => `on the night of ${formatDate(sentAt - day)}`);
+  replace(/\b(?:on\s+)?tomorrow\b/gi, () => `on ${formatDate(sentAt + day)}`);
+  replace(/\btonight\b/gi, () => `on the night of ${today}`);
+  replace(/\bthis (morning|afternoon|evening)\b/gi, (match) => `on the ${match[1]?.toLowerCase()} of ${today}`);
+  replace(/\btoday\b/gi, () => `on ${today}`);
+  replace(/\blast (week|weekend)\b/gi, (match) => `the ${match[1]?.toLowerCase()} before ${today}`);
+  replace(/\bnext (week|weekend)\b/gi, (match) => `the ${match[1]?.toLowerCase()} after ${today}`);
+  replace(/\bthis weekend\b/gi, () => `the weekend of ${today}`);
+  replace(/\blast month\b/gi, () => `in ${monthOf(sentAt, -1)}`);
+  replace(/\bnext month\b/gi, () => `in ${monthOf(sentAt, 1)}`);
+  replace(/\bthis month\b/gi, () => `in ${monthOf(sentAt, 0)}`);
+  replace(/\blast year\b/gi, () => `in ${year - 1}`);
+  replace(/\bnext year\b/gi, () => `in ${year + 1}`);
+  replace(/\bthis year\b/gi, () => `in ${year}`);
+  replace(
+    /\blast (sunday|monday|tuesday|wednesday|thursday|friday|saturday)\b/gi,
+    (match) => `on the ${capitalise(match[1] ?? '')} before ${today}`,
+  );
+  replace(/\b(\d+|a|one|two|three|four|five|six) (day|week|month|year)s? ago\b/gi, (match) => {
+    const count = Number.isNaN(Number(match[1])) ? wordNumber(match[1] ?? 'a') : Number(match[1]);
+    const unit = match[2]?.toLowerCase();
+    if (unit === 'day') return `on ${formatDate(sentAt - count * day)}`;
+    if (unit === 'week') return `around ${formatDate(sentAt - count * 7 * day)}`;
+    if (unit === 'month') return `in ${monthOf(sentAt, -count)}`;
+    return `in ${year - count}`;
+  });
+  replace(
+    /\ba (few|couple of) (days|weeks|months|years) ago\b/gi,
+    (match) => `a ${match[1]} ${match[2]} before ${today}`,
+  );
+  return { text, dated };
+}
+
+function wordNumber(word: string): number {
+  return { a: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6 }[word.toLowerCase()] ?? 1;
+}
+
+function capitalise(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1).toLowerCase();
+}
+
+/** A sentence tidied into a memory: spaces collapsed, emoji and trailing marks dropped, one full stop. */
+function finish(text: string): string {
+  const tidy = text
+    .replace(/\p{Extended_Pictographic}|\u{FE0F}|\u{200D}/gu, '')
+    .replace(/\s+/g, ' ')
+    .replace(/\s+([,.;:!?])/g, '$1')
+    .trim()
+    .replace(/[\s,;:!.…-]+$/u, '');
+  const capitalised = tidy.charAt(0).toUpperCase() + tidy.slice(1);
+  return capitalised.length > 0 ? `${capitalised}.` : '';
+}
+
+interface SentenceFacts {
+  category: string;
+  importance: number;
+  scope: ExtractedFact['scope'];
+  isEvent: boolean;
+}
+
+/** Category, importance and scope of one sentence from its signals. */
+function classify(sentence: string, isReminder: boolean, hasCompanion: boolean): SentenceFacts {
+  const firstSingular = signals.firstSingular.test(sentence);
+  const firstPlural = signals.firstPlural.test(sentence);
+  const technical = signals.technical.test(sentence);
+  const isPlan = signals.plan.test(sentence);
+  const isEvent = signals.temporal.test(sentence) || signals.past.test(sentence) || isPlan;
+  const isPreference = signals.preference.test(sentence);
+  const isHabit = signals.habit.test(sentence);
+  const isIdentity = signals.identity.test(sentence);
+
+  let scope: ExtractedFact['scope'] = 'personal';
+  if (technical && !firstSingular) scope = 'global';
+  else if (!firstSingular && (signals.room.test(sentence) || (firstPlural && !hasCompanion))) scope = 'room';
+
+  let category: string;
+  let importance: number;
+  if (technical && scope === 'global') {
+    category = 'fact';
+    importance = 0.6;
+  } else if (isPreference && !signals.past.test(sentence)) {
+    category = 'preference';
+    importance = 0.65;
+  } else if (isHabit) {
+    category = 'fact';
+    importance = 0.6;
+  } else if (isEvent && !isIdentity) {
+    category = 'event';
+    importance = 0.55;
+  } else if (isIdentity || firstSingular || firstPlural) {
+    category = 'fact';
+    importance = 0.6;
+  } else {
+    category = 'general';
+    importance = 0.45;
+  }
+  if (isIdentity) importance = Math.max(importance, 0.75);
+  if (isHabit) importance = Math.max(importance, 0.8);
+  if (signals.importanceBoost.test(sentence)) importance = Math.min(1, importance + 0.1);
+  if (isReminder) importance = Math.max(importance, 0.9);
+  return { category, importance, scope, isEvent: category === 'event' };
+}
+
+/**
+ * The default extractor: no network, no model. For each sentence of the user message it looks
+ * for signals (first person, "remember", "always"/"never", preferences, identity, family, events
+ * and plans, technical terms, "we"/"our team"/"this room"), keeps those that say something
+ * beyond small talk, rewrites the first person into the speaker's name with verb agreement
+ * ("I prefer dark mode" by Oz -> "Oz prefers dark mode"), dates relative times from when the
+ * message was sent, and classifies category, importance and scope (about the speaker ->
+ * personal; "we", "our team", "this room" -> room; infrastructure and technical -> global).
+ * Questions, messages of 20 characters or less and messages starting with `/` give nothing.
+ * The assistant's reply is not mined: facts come from what the person said.
+ */
+export function createOfflineExtractor(): FactExtractor {
+  return {
+    id: 'offline',
+    async extract(input: ExtractionInput): Promise<ExtractedFact[]> {
+      return extractFacts(input);
+    },
+  };
+}
+
+/** The offline extractor's rules as a plain function (see `createOfflineExtractor`). */
+export function extractFacts(input: ExtractionInput): ExtractedFact[] {
+  const message = input.userMessage.replaceAll('’', "'").trim();
+  if (message.length < MIN_EXTRACTABLE_CHARS || message.startsWith('/')) return [];
+  const name = input.speaker.displayName.trim() || input.speaker.userId;
+  const sentAt = input.createdAt ? Date.parse(input.createdAt) : Number.NaN;
+  const known = new Set(input.related.map((memory) => memory.content.toLowerCase()));
+  const facts: ExtractedFact[] = [];
+  const seen = new Set<string>();
+  let companion: string | null = null;
+
+  for (const raw of splitSentences(message)) {
+    for (const match of raw.matchAll(companionPattern)) companion = match[1]?.toLowerCase() ?? companion;
+    let sentence = raw.replace(opener, '').trim();
+    if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
+    let reminder = signals.remember.exec(sentence);
+    if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
+    if (reminder) sentence = sentence.slice(reminder[0].length);
+    else if (notAFact.test(sentence)) continue;
+    if (pastWithoutSubject.test(sentence)) sentence = `I ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+    else if (/^gonna\b/i.test(sentence)) sentence = `I'm ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+    else if (/^(?:wanna|gotta)\b/i.test(sentence)) sentence = `I ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+    const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
+    if (!firstPerson && !reminder && !signals.technical.test(sentence)) continue;
+    if (contentWords(sentence, name).length === 0) continue;
+
+    const traits = classify(sentence, reminder !== null, companion !== null);
+    let content = attributeToSpeaker(sentence, name, { companion });
+    let dated = false;
+    if (Number.isFinite(sentAt)) {
+      const resolved = resolveRelativeTimes(content, sentAt);
+      content = resolved.text;
+      dated = resolved.dated;
+    }
+    content = finish(content);
+    if (traits.isEvent && !dated && Number.isFinite(sentAt)) {
+      content = `${content.slice(0, -1)} (mentioned on ${formatDate(sentAt)}).`;
+    }
+    if (content.split(/\s+/).length < 3 || content.length > MAX_CONTENT_CHARS) continue;
+    const key = content.toLowerCase();
+    if (seen.has(key) || known.has(key)) continue;
+    seen.add(key);
+    facts.push({ content, category: traits.category, importance: traits.importance, scope: traits.scope });
+    if (facts.length === MAX_FACTS) break;
+  }
+  return facts;
+}

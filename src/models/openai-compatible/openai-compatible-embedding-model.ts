@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+import type { EmbeddingModel } from '../embedding-model.js';
+import { canonicalModelName, knownEmbeddingDimensions, purposePrefix } from '../embedding-model-traits.js';
+import { embedInBatches, type ProviderClient } from '../provider-http.js';
+import { createOpenAiCompatibleClient, type OpenAiCompatibleConnection } from './openai-compatible-client.js';
+
+/** Options of `createOpenAiCompatibleEmbeddingModel`. */
+export interface OpenAiCompatibleEmbeddingModelOptions extends OpenAiCompatibleConnection {
+  /** The model, e.g. `text-embedding-3-small`. */
+  model: string;
+  /**
+   * Vector length. For a model that can shorten its vectors (OpenAI's `text-embedding-3-*`), a value
+   * below its native length is sent as `dimensions`; for a model mneme does not know, it only declares
+   * the length.
+   */
+  dimensions?: number;
+  /** Most texts sent in one request; 96 by default (OpenAI accepts up to 2048). */
+  batchSize?: number;
+}
+
+const EmbeddingsResponseSchema = z.object({
+  data: z.array(z.object({ embedding: z.array(z.number()), index: z.number().int().optional() })),
+});
+
+async function requestEmbeddings(
+  client: ProviderClient,
+  body: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<number[][]> {
+  const parsed = EmbeddingsResponseSchema.safeParse(await client.postJson('/embeddings', body, { signal }));
+  if (!parsed.success) {
+    throw new MnemeError(
+      ErrorCode.ModelFailed,
+      `the OpenAI-compatible server at ${client.baseUrl} answered POST /embeddings without a "data" list of embeddings`,
+    );
+  }
+  return parsed.data.data
+    .map((item, position) => ({ index: item.index ?? position, embedding: item.embedding }))
+    .sort((left, right) => left.index - right.index)
+    .map((item) => item.embedding);
+}
+
+/**
+ * Embeddings from any OpenAI-compatible `/embeddings` endpoint (OpenAI, vLLM, llama.cpp, LM Studio,
+ * Ollama's `/v1`): batched, with the model's purpose prefixes (nomic, e5). The model id is `openai:<model>`.
+ */
+export function createOpenAiCompatibleEmbeddingModel(options: OpenAiCompatibleEmbeddingModelOptions): EmbeddingModel {
+  const model = canonicalModelName(options.model);
+  const native = knownEmbeddingDimensions(model);
+  const dimensions = options.dimensions ?? native;
+  if (dimensions === undefined || !Number.isInteger(dimensions) || dimensions <= 0) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `the dimensions of model ${model} are not known; pass dimensions (or set MNEME_EMBEDDER_DIMENSIONS)`,
+    );
+  }
+  const isShortened = native !== undefined && options.dimensions !== undefined && options.dimensions < native;
+  const batchSize = options.batchSize ?? 96;
+  const client = createOpenAiCompatibleClient(options, 'MNEME_EMBEDDER');
+  const modelId = `openai:${model}`;
+  return {
+    modelId,
+    dimensions,
+    async embed(texts, purpose, embedOptions = {}) {
+      const prefix = purposePrefix(model, purpose);
+      return embedInBatches(
+        texts.map((text) => prefix + text),
+        batchSize,
+        dimensions,
+        modelId,
+        (batch) =>
+          requestEmbeddings(
+            client,
+            { model, input: batch, encoding_format: 'float', ...(isShortened ? { dimensions } : {}) },
+            embedOptions.signal,
+          ),
+      );
+    },
+  };
+}
+
+/** Asks the server for one vector and returns its length: the dimensions of a model mneme does not know. */
+export async function probeOpenAiCompatibleEmbeddingDimensions(
+  options: Omit<OpenAiCompatibleEmbeddingModelOptions, 'dimensions' | 'batchSize'>,
+): Promise<number> {
+  const model = canonicalModelName(options.model);
+  const client = createOpenAiCompatibleClient(options, 'MNEME_EMBEDDER');
+  const [vector] = await requestEmbeddings(client, { model, input: ['dimensions'], encoding_format: 'float' });
+  if (!vector?.length) throw new MnemeError(ErrorCode.ModelFailed, `model ${model} returned an empty vector`);
+  return vector.length;
+}

@@ -1,0 +1,278 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
+
+/** Waits, or rejects with the signal's reason when it aborts first. Tests inject one that records and returns. */
+export type Sleep = (milliseconds: number, signal?: AbortSignal) => Promise<void>;
+
+/** How a provider adapter talks HTTP: every field has a default. */
+export interface ProviderHttpOptions {
+  /** Longest wait for one attempt (connect, answer and body), in milliseconds. */
+  timeoutMs?: number;
+  /** Further attempts after a 408, 429, 5xx, timeout or network error; 2 by default. */
+  maxRetries?: number;
+  /** Longest `Retry-After` honoured; a server asking for more fails at once. 60 s by default. */
+  maxRetryAfterMs?: number;
+  /** Waits between attempts; replace it in tests. */
+  sleep?: Sleep;
+  /** The fetch to use; the global one by default. */
+  fetch?: typeof fetch;
+}
+
+/** What a ProviderClient needs to know to talk to one server and to explain its failures. */
+export interface ProviderClientOptions extends ProviderHttpOptions {
+  /** Named in error messages: `Ollama`, `the OpenAI-compatible server`. */
+  provider: string;
+  /** Everything before the request path, without a trailing slash. */
+  baseUrl: string;
+  headers?: Record<string, string>;
+  /** What the user should do when the server cannot be reached: `start it or set MNEME_EMBEDDER=none`. */
+  unreachableHint: string;
+  /** Advice for a failed status, given the server's own error message (e.g. `run ollama pull x` on 404). */
+  statusHint?: (status: number, serverMessage: string) => string | undefined;
+}
+
+/** Per-call options: the caller's abort signal and a timeout override (detection uses a short one). */
+export interface RequestOptions {
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+/** JSON over HTTP with timeouts, retries with backoff, abort and errors that say what to fix. */
+export interface ProviderClient {
+  readonly baseUrl: string;
+  getJson(path: string, options?: RequestOptions): Promise<unknown>;
+  postJson(path: string, body: unknown, options?: RequestOptions): Promise<unknown>;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_RETRIES = 2;
+const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+const FIRST_BACKOFF_MS = 500;
+const LONGEST_BACKOFF_MS = 8_000;
+const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+/** The real sleep: a timer that an abort signal cancels. */
+export const realSleep: Sleep = (milliseconds, signal) =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, milliseconds);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/** The wait before retry number `retry` (0-based): 0.5 s, 1 s, 2 s, ... at most 8 s. */
+export function backoffDelay(retry: number): number {
+  return Math.min(LONGEST_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** retry);
+}
+
+/**
+ * The wait a `Retry-After` header asks for, in milliseconds: delta-seconds or an HTTP date.
+ * Undefined when the header is missing or unreadable.
+ */
+export function retryAfterDelay(header: string | null, now: number = Date.now()): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Why one attempt failed, and whether another attempt may help. */
+type AttemptFailure =
+  | { kind: 'network'; code: string }
+  | { kind: 'timeout' }
+  | { kind: 'status'; status: number; serverMessage: string; retryAfterMs: number | undefined }
+  | { kind: 'not-json'; sample: string };
+
+/** Creates a client for one provider server; adapters share it for every request they make. */
+export function createProviderClient(options: ProviderClientOptions): ProviderClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const sleep = options.sleep ?? realSleep;
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+
+  async function attempt(
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<{ value: unknown } | AttemptFailure> {
+    const controller = new AbortController();
+    let isTimedOut = false;
+    const timer = setTimeout(() => {
+      isTimedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const response = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...options.headers,
+        },
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: controller.signal,
+      });
+      const text = await response.text();
+      if (!response.ok) {
+        return {
+          kind: 'status',
+          status: response.status,
+          serverMessage: serverErrorMessage(text),
+          retryAfterMs: retryAfterDelay(response.headers.get('retry-after')),
+        };
+      }
+      try {
+        return { value: JSON.parse(text) as unknown };
+      } catch {
+        return { kind: 'not-json', sample: text.slice(0, 120) };
+      }
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (isTimedOut) return { kind: 'timeout' };
+      return { kind: 'network', code: networkErrorCode(error) };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  function failure(method: string, path: string, failed: AttemptFailure, attempts: number, timeoutMs: number) {
+    const request = `${method} ${path}`;
+    const tries = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+    switch (failed.kind) {
+      case 'network':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} is not reachable at ${baseUrl}; ${options.unreachableHint} (${failed.code}${tries})`,
+        );
+      case 'timeout':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} did not answer ${request} within ${formatDuration(timeoutMs)}${tries}; it may still be loading the model: try again, or raise the timeout`,
+        );
+      case 'not-json':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} answered ${request} with something that is not JSON (${JSON.stringify(failed.sample)}); check that the URL points at the right server`,
+        );
+      case 'status': {
+        const hint = options.statusHint?.(failed.status, failed.serverMessage);
+        const said = failed.serverMessage ? `: ${failed.serverMessage}` : '';
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} answered ${failed.status} to ${request}${said}${tries}${hint ? `; ${hint}` : ''}`,
+        );
+      }
+    }
+  }
+
+  async function request(method: 'GET' | 'POST', path: string, body: unknown, requestOptions: RequestOptions = {}) {
+    const { signal } = requestOptions;
+    const timeoutMs = requestOptions.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const maxRetries = requestOptions.maxRetries ?? options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    for (let attempts = 1; ; attempts++) {
+      if (signal?.aborted) throw signal.reason;
+      const result = await attempt(method, path, body, timeoutMs, signal);
+      if ('value' in result) return result.value;
+      const isRetryable =
+        result.kind === 'network' ||
+        result.kind === 'timeout' ||
+        (result.kind === 'status' && RETRIED_STATUSES.has(result.status));
+      if (!isRetryable || attempts > maxRetries) throw failure(method, path, result, attempts, timeoutMs);
+      let delay = backoffDelay(attempts - 1);
+      if (result.kind === 'status' && result.retryAfterMs !== undefined) {
+        if (result.retryAfterMs > maxRetryAfterMs) {
+          throw new MnemeError(
+            ErrorCode.ModelFailed,
+            `${options.provider} at ${baseUrl} answered ${result.status} to ${method} ${path} and asks to wait ${formatDuration(result.retryAfterMs)} before trying again; try later${result.serverMessage ? ` (${result.serverMessage})` : ''}`,
+          );
+        }
+        delay = result.retryAfterMs;
+      }
+      await sleep(delay, signal);
+    }
+  }
+
+  return {
+    baseUrl,
+    getJson: (path, requestOptions) => request('GET', path, undefined, requestOptions),
+    postJson: (path, body, requestOptions) => request('POST', path, body, requestOptions),
+  };
+}
+
+/**
+ * Embeds `texts` in batches of at most `batchSize`, one request at a time, and checks that each
+ * batch returns one vector per text of the expected length (`dimensions`).
+ */
+export async function embedInBatches(
+  texts: readonly string[],
+  batchSize: number,
+  dimensions: number,
+  modelId: string,
+  embedBatch: (batch: readonly string[]) => Promise<number[][]>,
+): Promise<Float32Array[]> {
+  const vectors: Float32Array[] = [];
+  for (let start = 0; start < texts.length; start += batchSize) {
+    const batch = texts.slice(start, start + batchSize);
+    const returned = await embedBatch(batch);
+    if (returned.length !== batch.length) {
+      throw new MnemeError(
+        ErrorCode.ModelFailed,
+        `${modelId} returned ${returned.length} vectors for ${batch.length} texts; check that the server is an embedding endpoint`,
+      );
+    }
+    for (const vector of returned) {
+      if (vector.length !== dimensions) {
+        throw new MnemeError(
+          ErrorCode.ModelFailed,
+          `${modelId} returned vectors of ${vector.length} dimensions, expected ${dimensions}; set the dimensions to ${vector.length} (MNEME_EMBEDDER_DIMENSIONS)`,
+        );
+      }
+      vectors.push(Float32Array.from(vector));
+    }
+  }
+  return vectors;
+}
+
+/** The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself. */
+function serverErrorMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
+    if (typeof body.error === 'string') return body.error;
+    if (body.error && typeof body.error === 'object' && 'message' in body.error) {
+      return String((body.error as { message: unknown }).message);
+    }
+    if (typeof body.message === 'string') return body.message;
+  } catch {
+    // not JSON: use the text
+  }
+  return text.trim().slice(0, 200);
+}
+
+function networkErrorCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function formatDuration(milliseconds: number): string {
+  return milliseconds >= 1000 ? `${Math.round(milliseconds / 100) / 10} s` : `${Math.round(milliseconds)} ms`;
+}

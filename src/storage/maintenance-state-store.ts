@@ -1,0 +1,29 @@
+/** Progress of one background task for one channel (a row of `maintenance_state`). */
+export interface MaintenanceState {
+  channelId: string;
+  /** The task's name, e.g. `extraction`, `episode`, `decay`, `consolidation`, `dream`. */
+  task: string;
+  /** The id of the last message the task has fully processed, or null before its first run. */
+  watermark: number | null;
+  /** Epoch milliseconds of the task's last run, or null. */
+  lastRunAt: number | null;
+  /** Anything else the task keeps between runs, stored as JSON. */
+  details: Record<string, unknown> | null;
+}
+
+/** Fields `set` writes; a field left out keeps its stored value (null on a new row). */
+export interface MaintenanceStateChanges {
+  watermark?: number | null;
+  lastRunAt?: number | null;
+  details?: Record<string, unknown> | null;
+}
+
+/** Per-channel watermarks and run times of the background tasks. */
+export interface MaintenanceStateStore {
+  /** The state of `task` for `channelId`, or null when it never ran there. */
+  get(channelId: string, task: string): Promise<MaintenanceState | null>;
+  /** Creates or updates the row; returns the state as stored. */
+  set(channelId: string, task: string, changes: MaintenanceStateChanges): Promise<MaintenanceState>;
+  /** Every channel's state of `task`, sorted by channel id. */
+  list(task: string): Promise<MaintenanceState[]>;
+}

@@ -1,0 +1,78 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
+import { toMnemeError } from './sqlite-database.js';
+
+interface ApiKeyRow {
+  id: number;
+  prefix: string;
+  hash: string;
+  label: string;
+  user_id: string | null;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The SQLite implementation of the ApiKeyStore port. */
+export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStore {
+  const statements = {
+    insert: database.prepare(
+      'INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
+    ),
+    findActive: database.prepare('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL'),
+    markUsed: database.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+    list: database.prepare('SELECT * FROM api_keys ORDER BY id'),
+    revoke: database.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL RETURNING *'),
+    countActive: database.prepare('SELECT COUNT(*) AS count FROM api_keys WHERE revoked_at IS NULL'),
+  };
+
+  function run<T>(doing: string, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw toMnemeError(error, doing);
+    }
+  }
+
+  return {
+    async insert(key, at) {
+      return run('storing an API key', () =>
+        toRecord(statements.insert.get(key.prefix, key.hash, key.label, key.userId, at) as ApiKeyRow),
+      );
+    },
+    async findActive(prefix) {
+      return run('reading an API key', () => {
+        const row = statements.findActive.get(prefix) as ApiKeyRow | undefined;
+        return row ? { ...toRecord(row), hash: row.hash } : null;
+      });
+    },
+    async markUsed(id, at) {
+      run('recording an API key use', () => statements.markUsed.run(at, id));
+    },
+    async list() {
+      return run('listing API keys', () => (statements.list.all() as ApiKeyRow[]).map(toRecord));
+    },
+    async revoke(prefix, at) {
+      return run('revoking an API key', () => {
+        const row = statements.revoke.get(at, prefix) as ApiKeyRow | undefined;
+        return row ? toRecord(row) : null;
+      });
+    },
+    async countActive() {
+      return run('counting API keys', () => (statements.countActive.get() as { count: number }).count);
+    },
+  };
+}
+
+function toRecord(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    prefix: row.prefix,
+    label: row.label,
+    userId: row.user_id,
+    createdAt: toIso(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+  };
+}

@@ -1,0 +1,71 @@
+import type Database from 'better-sqlite3';
+import type { MaintenanceState, MaintenanceStateStore } from '../maintenance-state-store.js';
+import { toMnemeError } from './sqlite-database.js';
+
+interface MaintenanceStateRow {
+  channel_id: string;
+  task: string;
+  watermark: number | null;
+  last_run_at: number | null;
+  details: string | null;
+}
+
+/** The SQLite implementation of the MaintenanceStateStore port, over the `maintenance_state` table. */
+export function createSqliteMaintenanceStateStore(database: Database.Database): MaintenanceStateStore {
+  const statements = {
+    get: database.prepare('SELECT * FROM maintenance_state WHERE channel_id = ? AND task = ?'),
+    upsert: database.prepare(`INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+      VALUES (@channelId, @task, @watermark, @lastRunAt, @details)
+      ON CONFLICT (channel_id, task) DO UPDATE SET
+        watermark = CASE WHEN @setWatermark THEN excluded.watermark ELSE watermark END,
+        last_run_at = CASE WHEN @setLastRunAt THEN excluded.last_run_at ELSE last_run_at END,
+        details = CASE WHEN @setDetails THEN excluded.details ELSE details END
+      RETURNING *`),
+    list: database.prepare('SELECT * FROM maintenance_state WHERE task = ? ORDER BY channel_id'),
+  };
+
+  return {
+    async get(channelId, task) {
+      try {
+        const row = statements.get.get(channelId, task) as MaintenanceStateRow | undefined;
+        return row ? toState(row) : null;
+      } catch (error) {
+        throw toMnemeError(error, `reading the ${task} state of channel ${channelId}`);
+      }
+    },
+    async set(channelId, task, changes) {
+      try {
+        const row = statements.upsert.get({
+          channelId,
+          task,
+          watermark: changes.watermark ?? null,
+          lastRunAt: changes.lastRunAt ?? null,
+          details: changes.details == null ? null : JSON.stringify(changes.details),
+          setWatermark: changes.watermark === undefined ? 0 : 1,
+          setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
+          setDetails: changes.details === undefined ? 0 : 1,
+        }) as MaintenanceStateRow;
+        return toState(row);
+      } catch (error) {
+        throw toMnemeError(error, `saving the ${task} state of channel ${channelId}`);
+      }
+    },
+    async list(task) {
+      try {
+        return (statements.list.all(task) as MaintenanceStateRow[]).map(toState);
+      } catch (error) {
+        throw toMnemeError(error, `reading the ${task} state of every channel`);
+      }
+    },
+  };
+}
+
+function toState(row: MaintenanceStateRow): MaintenanceState {
+  return {
+    channelId: row.channel_id,
+    task: row.task,
+    watermark: row.watermark,
+    lastRunAt: row.last_run_at,
+    details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>),
+  };
+}

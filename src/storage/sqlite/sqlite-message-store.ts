@@ -1,0 +1,156 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import type { Message, MessageRole, MessageStore } from '../message-store.js';
+import { toMnemeError } from './sqlite-database.js';
+import { ftsQuery } from './sqlite-memory-store.js';
+
+interface MessageRow {
+  id: number;
+  channel_id: string;
+  sender_id: string;
+  role: MessageRole;
+  content: string;
+  topic_id: string | null;
+  reply_to: number | null;
+  created_at: number;
+}
+
+/** The SQLite implementation of the MessageStore port, over the append-only `messages` table. */
+export function createSqliteMessageStore(database: Database.Database): MessageStore {
+  const statements = {
+    insert:
+      database.prepare(`INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`),
+    get: database.prepare('SELECT * FROM messages WHERE id = ?'),
+    listAfter: database.prepare('SELECT * FROM messages WHERE channel_id = ? AND id > ? ORDER BY id LIMIT ?'),
+    listTopicAfter: database.prepare('SELECT * FROM messages WHERE topic_id = ? AND id > ? ORDER BY id LIMIT ?'),
+    recent: database.prepare(
+      'SELECT * FROM (SELECT * FROM messages WHERE channel_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id',
+    ),
+    recentOfRole: database.prepare(
+      'SELECT * FROM (SELECT * FROM messages WHERE channel_id = ? AND role = ? ORDER BY id DESC LIMIT ?) ORDER BY id',
+    ),
+    countAfter: database.prepare(
+      'SELECT COUNT(*) AS count FROM messages WHERE channel_id = @key AND id > @after AND (@role IS NULL OR role = @role)',
+    ),
+    countTopicAfter: database.prepare(
+      'SELECT COUNT(*) AS count FROM messages WHERE topic_id = @key AND id > @after AND (@role IS NULL OR role = @role)',
+    ),
+    latestId: database.prepare('SELECT MAX(id) AS id FROM messages WHERE channel_id = ?'),
+    channelIds: database.prepare('SELECT DISTINCT channel_id AS channelId FROM messages ORDER BY channel_id'),
+    searchText: database.prepare(`SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+      WHERE messages_fts MATCH ? AND m.channel_id = ? ORDER BY rank LIMIT ?`),
+  };
+
+  function read<T>(doing: string, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw toMnemeError(error, doing);
+    }
+  }
+
+  return {
+    async append(messages) {
+      try {
+        return database
+          .transaction(() => {
+            const stored: Message[] = [];
+            for (const message of messages) {
+              const previous = stored.at(-1);
+              const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
+              const row = statements.insert.get(
+                message.channelId,
+                message.senderId,
+                message.role,
+                message.content,
+                message.topicId,
+                replyTo,
+                message.createdAt,
+              ) as MessageRow;
+              stored.push(toMessage(row));
+            }
+            return stored;
+          })
+          .immediate();
+      } catch (error) {
+        throw toMnemeError(error, 'appending messages');
+      }
+    },
+    async get(ids) {
+      return read('reading messages', () =>
+        ids.flatMap((id) => {
+          const row = statements.get.get(id) as MessageRow | undefined;
+          return row ? [toMessage(row)] : [];
+        }),
+      );
+    },
+    async listAfter(channelId, afterMessageId, limit) {
+      return read(`reading messages of channel ${channelId}`, () =>
+        (statements.listAfter.all(channelId, afterMessageId, limit) as MessageRow[]).map(toMessage),
+      );
+    },
+    async listTopicAfter(topicId, afterMessageId, limit) {
+      return read(`reading messages of topic ${topicId}`, () =>
+        (statements.listTopicAfter.all(topicId, afterMessageId, limit) as MessageRow[]).map(toMessage),
+      );
+    },
+    async recent(channelId, count) {
+      return read(`reading recent messages of channel ${channelId}`, () =>
+        (statements.recent.all(channelId, count) as MessageRow[]).map(toMessage),
+      );
+    },
+    async recentUserMessages(channelId, count) {
+      return read(`reading recent user messages of channel ${channelId}`, () =>
+        (statements.recentOfRole.all(channelId, 'user', count) as MessageRow[]).map(toMessage),
+      );
+    },
+    async countAfter(channelId, afterMessageId, role) {
+      return read(`counting messages of channel ${channelId}`, () => {
+        const row = statements.countAfter.get({ key: channelId, after: afterMessageId, role: role ?? null }) as {
+          count: number;
+        };
+        return row.count;
+      });
+    },
+    async countTopicAfter(topicId, afterMessageId, role) {
+      return read(`counting messages of topic ${topicId}`, () => {
+        const row = statements.countTopicAfter.get({ key: topicId, after: afterMessageId, role: role ?? null }) as {
+          count: number;
+        };
+        return row.count;
+      });
+    },
+    async latestId(channelId) {
+      return read(`reading the newest message of channel ${channelId}`, () => {
+        const row = statements.latestId.get(channelId) as { id: number | null };
+        return row.id ?? 0;
+      });
+    },
+    async channelIds() {
+      return read('listing channels', () =>
+        (statements.channelIds.all() as { channelId: string }[]).map((row) => row.channelId),
+      );
+    },
+    async searchText(channelId, terms, limit) {
+      const query = ftsQuery(terms);
+      if (query === null || limit <= 0) return [];
+      return read(`searching messages of channel ${channelId}`, () =>
+        (statements.searchText.all(query, channelId, limit) as MessageRow[]).map(toMessage),
+      );
+    },
+  };
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    channelId: row.channel_id,
+    senderId: row.sender_id,
+    role: row.role,
+    content: row.content,
+    topicId: row.topic_id,
+    replyTo: row.reply_to,
+    createdAt: toIso(row.created_at),
+  };
+}
