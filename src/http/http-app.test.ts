@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../config/create-mneme.js';
@@ -54,6 +55,9 @@ describe('the HTTP API', () => {
       paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>>;
     };
     expect(document.openapi).toBe('3.1.0');
+    const validation = await new Validator().validate(document as Parameters<Validator['validate']>[0]);
+    expect(validation.errors ?? []).toEqual([]);
+    expect(validation.valid).toBe(true);
     expect(Object.keys(document.paths)).toEqual(
       expect.arrayContaining(['/api/memories', '/api/memories/{id}', '/api/memories/{id}/history', '/api/stats']),
     );
@@ -247,6 +251,125 @@ describe('the HTTP API', () => {
       'UNAUTHORIZED',
       /unknown or revoked/,
     );
+  });
+
+  it('ingests messages and exchanges with 202, extracts in the background, and recalls with explained scores', async () => {
+    expect((await send('PUT', '/api/users/oz', { displayName: 'Oz' })).status).toBe(200);
+    const message = await send('POST', '/api/messages', {
+      channelId: 'general',
+      sender: 'oz',
+      content: 'I prefer dark mode in every editor I use',
+    });
+    expect(message.status).toBe(202);
+    expect(await message.json()).toMatchObject({ messages: [{ channelId: 'general', senderId: 'oz' }] });
+    const exchange = await send('POST', '/api/exchanges', {
+      channelId: 'general',
+      userId: 'oz',
+      userMessage: 'My sister lives in Oslo and I visit her every winter',
+      assistantReply: 'Oslo in winter sounds lovely.',
+    });
+    expect(exchange.status).toBe(202);
+    await mneme.whenIdle();
+
+    const search = await send('POST', '/api/memories/search', {
+      query: 'which editor theme does Oz like?',
+      viewer: { userId: 'oz', channelId: 'general' },
+      explain: true,
+    });
+    expect(search.status).toBe(200);
+    const result = (await search.json()) as {
+      hits: Array<{ memory: { content: string }; score: number; breakdown: object; match: string }>;
+    };
+    expect(result.hits[0]?.memory.content).toMatch(/Oz prefers dark mode/);
+    expect(result.hits[0]).toMatchObject({
+      score: expect.any(Number),
+      breakdown: expect.any(Object),
+      match: expect.any(String),
+    });
+    const context = (await (
+      await send('POST', '/api/context', { query: 'where does the sister of Oz live?', viewer: { userId: 'oz' } })
+    ).json()) as { context: string; memories: unknown[] };
+    expect(context.context).toMatch(/Oslo/);
+    expect(context.memories.length).toBeGreaterThan(0);
+    await expectProblem(
+      await send('POST', '/api/memories/search', { query: 'x', topK: 101 }),
+      422,
+      'INVALID_INPUT',
+      /topK must be at most 100/,
+    );
+    await expectProblem(
+      await send('POST', '/api/messages', { channelId: 'general', sender: 'oz', content: '   ' }),
+      422,
+      'INVALID_INPUT',
+    );
+  });
+
+  it('creates topics and projects, extracts conversations and refuses work extraction outside a managed project', async () => {
+    expect((await send('POST', '/api/projects', { id: 'apollo', managed: false })).status).toBe(201);
+    expect(
+      (await send('POST', '/api/topics', { id: 'planning', projectId: 'apollo', title: 'Sprint planning' })).status,
+    ).toBe(201);
+    await send('POST', '/api/messages', {
+      channelId: 'team',
+      sender: 'ann',
+      topicId: 'planning',
+      content: 'We always deploy the billing service on Tuesdays after the standup',
+    });
+    const extracted = await send('POST', '/api/memories/extract/planning');
+    expect(extracted.status).toBe(200);
+    expect(await extracted.json()).toMatchObject({ topicId: 'planning' });
+    await expectProblem(await send('POST', '/api/memories/extract-work/planning'), 409, 'CONFLICT', /managed/);
+    await expectProblem(await send('POST', '/api/topics', { id: 'x', projectId: 'nope' }), 404, 'NOT_FOUND');
+  });
+
+  it('runs maintenance on request and reports each task', async () => {
+    const response = await send('POST', '/api/maintenance/run', { tasks: ['decay', 'link'] });
+    expect(response.status).toBe(200);
+    expect(Object.keys((await response.json()) as object)).toEqual(expect.arrayContaining(['decay', 'link']));
+    await expectProblem(await send('POST', '/api/maintenance/run', { tasks: ['sleep'] }), 422, 'INVALID_INPUT');
+  });
+
+  it("keeps a user-bound key out of other users' memories in search, context and ingest", async () => {
+    const admin = await mneme.apiKeys.create({ label: 'ops' });
+    const annKey = await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' });
+    const asAdmin = { authorization: `Bearer ${admin.key}` };
+    const asAnn = { authorization: `Bearer ${annKey.key}` };
+    await send(
+      'POST',
+      '/api/memories',
+      { content: 'Bob keeps the spare key under the red flowerpot', scope: 'personal', userId: 'bob' },
+      asAdmin,
+    );
+    await send(
+      'POST',
+      '/api/memories',
+      { content: 'Ann keeps the spare key in her desk', scope: 'personal', userId: 'ann' },
+      asAdmin,
+    );
+
+    for (const path of ['/api/memories/search', '/api/context']) {
+      const response = await send('POST', path, { query: 'spare key flowerpot', viewer: { userId: 'bob' } }, asAnn);
+      const text = JSON.stringify(await response.json());
+      expect(text).toContain('Ann keeps the spare key');
+      expect(text).not.toContain('Bob keeps');
+    }
+    await expectProblem(
+      await send('POST', '/api/messages', { channelId: 'c', sender: 'bob', content: 'I am Bob, honestly' }, asAnn),
+      403,
+      'FORBIDDEN',
+    );
+    await expectProblem(
+      await send(
+        'POST',
+        '/api/exchanges',
+        { channelId: 'c', userId: 'bob', userMessage: 'hi there', assistantReply: 'hello' },
+        asAnn,
+      ),
+      403,
+      'FORBIDDEN',
+    );
+    await expectProblem(await send('PUT', '/api/users/bob', { displayName: 'Robert' }, asAnn), 403, 'FORBIDDEN');
+    await expectProblem(await send('POST', '/api/maintenance/run', {}, asAnn), 403, 'FORBIDDEN');
   });
 
   it('answers 503 with Retry-After while another process holds the write lock', async () => {

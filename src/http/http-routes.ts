@@ -1,11 +1,24 @@
 import type { z } from 'zod';
 import { assertAdmin, assertMayActFor, type Principal, viewerFor } from '../core/access.js';
+import { type MaintainInput, MaintainInputSchema } from '../core/maintain.js';
 import type { Mneme } from '../core/mneme.js';
 import {
+  ContextInputSchema,
+  type CreateProjectInput,
+  CreateProjectInputSchema,
+  type CreateTopicInput,
+  CreateTopicInputSchema,
+  type DisplayNameInput,
+  DisplayNameInputSchema,
+  type IngestExchangeInput,
+  IngestExchangeInputSchema,
+  type IngestInput,
+  IngestInputSchema,
   type ListFilter,
   ListFilterSchema,
   MemoryPatchSchema,
   parseInput,
+  RecallInputSchema,
   RememberInputSchema,
   UserIdSchema,
   ViewerSchema,
@@ -136,6 +149,102 @@ export const apiRoutes: readonly Route[] = [
     handle: async (request) => request.mneme.links({ id: id(request), viewer: requestViewer(request) }),
   },
   {
+    method: 'post',
+    path: '/api/memories/search',
+    summary: "Recall: hybrid search in the viewer's scopes; every hit carries score, breakdown, match and ranks",
+    tag: 'recall',
+    body: RecallInputSchema,
+    handle: async ({ mneme, principal, body }) => {
+      const input = parseInput(RecallInputSchema, body, 'search');
+      return mneme.recall({ ...input, viewer: viewerFor(principal, input.viewer) });
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/context',
+    summary: 'The context block for the next reply (conversation-aware, topK 5 by default)',
+    tag: 'recall',
+    body: ContextInputSchema,
+    handle: async ({ mneme, principal, body }) => {
+      const input = parseInput(ContextInputSchema, body, 'context');
+      const { text, hits, ...rest } = await mneme.context({ ...input, viewer: viewerFor(principal, input.viewer) });
+      return { context: text, memories: hits, ...rest };
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/messages',
+    summary: 'Append one message; 202 at once, facts are extracted in the background',
+    tag: 'ingest',
+    body: IngestInputSchema,
+    status: 202,
+    handle: async ({ mneme, principal, body }) => {
+      const input = parseInput(IngestInputSchema, body, 'message');
+      if (input.role === 'user') assertMayActFor(principal, input.sender);
+      return mneme.ingest(body as IngestInput);
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/exchanges',
+    summary: 'Append a user message and the assistant reply; 202 at once, extraction runs in the background',
+    tag: 'ingest',
+    body: IngestExchangeInputSchema,
+    status: 202,
+    handle: async ({ mneme, principal, body }) => {
+      const input = parseInput(IngestExchangeInputSchema, body, 'exchange');
+      assertMayActFor(principal, input.userId);
+      return mneme.ingestExchange(body as IngestExchangeInput);
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/memories/extract/{topicId}',
+    summary: 'Conversation extraction of a topic: its new messages become session memories',
+    tag: 'ingest',
+    handle: async ({ mneme, params }) => mneme.extract(params.topicId ?? ''),
+  },
+  {
+    method: 'post',
+    path: '/api/memories/extract-work/{sessionId}',
+    summary: 'Work extraction of a session of a managed project (refused otherwise)',
+    tag: 'ingest',
+    handle: async ({ mneme, params }) => mneme.extractWork(params.sessionId ?? ''),
+  },
+  {
+    method: 'post',
+    path: '/api/topics',
+    summary: 'Create or rename a topic (a conversation session), optionally in a project',
+    tag: 'directory',
+    body: CreateTopicInputSchema,
+    status: 201,
+    handle: async ({ mneme, body }) => mneme.createTopic(body as CreateTopicInput),
+  },
+  {
+    method: 'post',
+    path: '/api/projects',
+    summary: 'Create or update a project; work sessions are extracted only for managed projects',
+    tag: 'directory',
+    body: CreateProjectInputSchema,
+    status: 201,
+    handle: async ({ mneme, principal, body }) => {
+      assertAdmin(principal, 'managing projects');
+      return mneme.createProject(body as CreateProjectInput);
+    },
+  },
+  {
+    method: 'put',
+    path: '/api/users/{id}',
+    summary: 'Set the display name extracted facts use for a user',
+    tag: 'directory',
+    body: DisplayNameInputSchema.omit({ userId: true }),
+    handle: async ({ mneme, principal, params, body }) => {
+      const userId = parseInput(UserIdSchema, params.id ?? '', 'user id');
+      assertMayActFor(principal, userId);
+      return mneme.setDisplayName({ ...(body as object), userId } as DisplayNameInput);
+    },
+  },
+  {
     method: 'delete',
     path: '/api/users/{id}/data',
     summary: 'Purge everything about a user (messages, memories, vectors, versions, links); returns counts',
@@ -144,6 +253,17 @@ export const apiRoutes: readonly Route[] = [
       const userId = parseInput(UserIdSchema, id(request), 'user id');
       assertMayActFor(request.principal, userId);
       return request.mneme.purgeUser(userId);
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/maintenance/run',
+    summary: 'Run maintenance now (decay, episodes, consolidate, link, dream; all by default); a report per task',
+    tag: 'maintenance',
+    body: MaintainInputSchema,
+    handle: async ({ mneme, principal, body }) => {
+      assertAdmin(principal, 'running maintenance');
+      return mneme.maintain(body as MaintainInput);
     },
   },
   {

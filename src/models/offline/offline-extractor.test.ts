@@ -62,6 +62,25 @@ describe('the offline extractor', () => {
     ]);
   });
 
+  it('puts back the subject a chat sentence leaves out', () => {
+    expect(
+      contents("Lost my job as a banker yesterday, so I'm gonna start my own business", { createdAt: sentAt }),
+    ).toEqual(["Oz lost Oz's job as a banker on 7 May 2023, so Oz is gonna start Oz's own business."]);
+    expect(contents('Gonna continue my education next year', { createdAt: sentAt })).toEqual([
+      "Oz is gonna continue Oz's education in 2024.",
+    ]);
+    expect(contents('Wanna learn my grandmother’s recipes someday')).toEqual([
+      "Oz wants to learn Oz's grandmother's recipes someday.",
+    ]);
+  });
+
+  it('skips advice, suggestions and requests to the listener', () => {
+    expect(facts("Don't forget to take breaks when you need them")).toEqual([]);
+    expect(facts("Let's go to a dance class together soon!")).toEqual([]);
+    expect(facts('Check out my new dance studio by the water')).toEqual([]);
+    expect(facts('I think you would make a great counselor one day')).toEqual([]);
+  });
+
   it('sorts preferences, events and facts into categories, with importance from the signal', () => {
     const [preference] = facts('I really enjoy long walks by the sea');
     expect(preference).toMatchObject({ category: 'preference', scope: 'personal' });

@@ -101,35 +101,44 @@ const signals = {
 const notAFact =
   /^(?:let's|lets|let us|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
 
-/** Words that start a sentence whose subject, the speaker, was left out ("Lost my job yesterday", "Gonna try"). */
+/** Past tenses that open a chat sentence whose subject, the speaker, was left out ("Lost my job yesterday"). */
+const subjectlessPast = [
+  'went',
+  'got',
+  'saw',
+  'made',
+  'took',
+  'found',
+  'bought',
+  'met',
+  'ran',
+  'wrote',
+  'began',
+  'brought',
+  'built',
+  'caught',
+  'drove',
+  'ate',
+  'flew',
+  'lost',
+  'spent',
+  'won',
+  'sold',
+  'quit',
+  'left',
+].join('|');
 const pastWithoutSubject = new RegExp(
-  `^(?:just\\s+|finally\\s+|recently\\s+|also\\s+)?(?:${[
-    'went',
-    'got',
-    'saw',
-    'made',
-    'took',
-    'found',
-    'bought',
-    'met',
-    'ran',
-    'wrote',
-    'began',
-    'brought',
-    'built',
-    'caught',
-    'drove',
-    'ate',
-    'flew',
-    'lost',
-    'spent',
-    'won',
-    'sold',
-    'quit',
-    'left',
-  ].join('|')}|[a-z]+ed\\s+(?:a|an|the|my|some|our|to|with|up|out|back|off|over|this|that|two|three|new|her|his|their))\\b`,
+  `^(?:just\\s+|finally\\s+|recently\\s+|also\\s+)?(?:${subjectlessPast}|[a-z]+ed\\s+(?:a|an|the|my|some|our|to|with|up|out|back|off|over|this|that|two|three|new|her|his|their))\\b`,
   'i',
 );
+
+/** Puts back the subject a chat sentence left out: "Lost my job" -> "I lost my job", "Gonna try" -> "I'm gonna try". */
+function withSubject(sentence: string): string {
+  const rest = `${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+  if (pastWithoutSubject.test(sentence) || /^(?:wanna|gotta)\b/i.test(sentence)) return `I ${rest}`;
+  if (/^gonna\b/i.test(sentence)) return `I'm ${rest}`;
+  return sentence;
+}
 
 /** "my family" and the like: whom a later "we" in the message most likely means. */
 const companionPattern =
@@ -351,9 +360,7 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
     if (reminder) sentence = sentence.slice(reminder[0].length);
     else if (notAFact.test(sentence)) continue;
-    if (pastWithoutSubject.test(sentence)) sentence = `I ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
-    else if (/^gonna\b/i.test(sentence)) sentence = `I'm ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
-    else if (/^(?:wanna|gotta)\b/i.test(sentence)) sentence = `I ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+    sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
     if (!firstPerson && !reminder && !signals.technical.test(sentence)) continue;
     if (contentWords(sentence, name).length === 0) continue;

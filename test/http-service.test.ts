@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+
+const binary = resolve(import.meta.dirname, '../dist/cli/mneme.js');
+const folder = mkdtempSync(join(tmpdir(), 'mneme-serve-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(folder, { recursive: true, force: true });
+});
+
+/** Starts `mneme serve` on a free port of 127.0.0.1 and resolves with its URL once it listens. */
+function startService(database: string): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
+  const child = spawn(process.execPath, [binary, 'serve', '--port', '0', '--db', database], {
+    env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mneme serve did not start: ${stderr}`)), 20_000);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolvePromise({ url: match[1], child, stderr: () => stderr });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`mneme serve exited with ${code}: ${stderr}`)));
+  });
+}
+
+describe('mneme serve (the built package)', () => {
+  it('ingests a conversation over HTTP, recalls from it, and loses nothing acknowledged on SIGTERM', async () => {
+    const database = join(folder, 'service.db');
+    const { url, child, stderr } = await startService(database);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+
+    expect((await call('GET', '/api/health')).body).toEqual({ status: 'ok' });
+    expect((await call('PUT', '/api/users/oz', { displayName: 'Oz' })).status).toBe(200);
+    const lines = [
+      ['I prefer green tea over coffee in the morning', 'Noted, green tea it is.'],
+      ['My daughter is called Mira and she is seven', 'Seven is a lovely age.'],
+      ['I work as a nurse at the children hospital', 'That must be rewarding work.'],
+      ['We are planning a trip to Lisbon in October', 'Lisbon is beautiful in autumn.'],
+    ];
+    let acknowledged = 0;
+    for (let round = 0; round < 5; round++) {
+      for (const [userMessage, assistantReply] of lines) {
+        const response = await call('POST', '/api/exchanges', {
+          channelId: 'oz-dm',
+          userId: 'oz',
+          userMessage: `${userMessage} (${round})`,
+          assistantReply,
+        });
+        expect(response.status).toBe(202);
+        acknowledged += 2;
+      }
+    }
+
+    let found: string | undefined;
+    for (let attempt = 0; attempt < 100 && !found; attempt++) {
+      const search = await call('POST', '/api/memories/search', {
+        query: 'what does Oz drink in the morning?',
+        viewer: { userId: 'oz', channelId: 'oz-dm' },
+      });
+      const hits = search.body.hits as Array<{ memory: { content: string } }>;
+      found = hits.map((hit) => hit.memory.content).find((content) => /Oz prefers green tea/.test(content));
+      if (!found) await new Promise((wait) => setTimeout(wait, 100));
+    }
+    expect(found, stderr()).toBeDefined();
+    const listed = (await call('GET', '/api/memories?archived=include&limit=1')).body.total as number;
+
+    const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(stderr()).toMatch(/SIGTERM, stopping/);
+
+    const reopened = await createMneme({ path: database });
+    const stats = await reopened.stats();
+    expect(stats.messages).toBe(acknowledged);
+    expect(stats.total).toBeGreaterThanOrEqual(listed);
+    await reopened.close();
+  });
+
+  it('refuses to listen beyond loopback while no API key exists', async () => {
+    const child = spawn(
+      process.execPath,
+      [binary, 'serve', '--host', '0.0.0.0', '--port', '0', '--db', join(folder, 'open.db')],
+      {
+        env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    children.push(child);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((done) => child.once('exit', (exitCode) => done(exitCode)));
+    expect(code).toBe(9);
+    expect(stderr).toMatch(/refusing to listen on 0.0.0.0 without authentication: create a key first/);
+  });
+});
