@@ -71,6 +71,7 @@ export interface SerialLock {
   run<T>(work: () => Promise<T>): Promise<T>;
 }
 
+/** A lock that runs the work given to it one after another; a failed run does not block the next. */
 export function createSerialLock(): SerialLock {
   let tail: Promise<unknown> = Promise.resolve();
   return {
