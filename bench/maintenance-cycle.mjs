@@ -6,7 +6,8 @@
 //
 // Without --path the database is SQLite :memory:. Memories span 60 days (so Ebbinghaus decay
 // archives the oldest), 5% are near-duplicates of an earlier memory of the same owner (so
-// consolidation merges), and 4 channels hold 100 messages each (so episodes are written). The
+// consolidation merges), 5% repeat an earlier memory in the global scope (so linking links), and 4
+// channels hold 100 messages each (so episodes are written). The
 // tasks read memories and vectors a page at a time; the printed heap and RSS show that the
 // 10,000 vectors are never all held at once.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,7 +47,7 @@ const syllables = ['ka', 'lo', 'mi', 'ren', 'sto', 'vel', 'dra', 'quin', 'tor', 
 const words = new Set();
 while (words.size < 5000) {
   let word = '';
-  for (let index = 0; index < 3; index++) word += syllables[Math.floor(random() * syllables.length)];
+  for (let index = 0; index < 4; index++) word += syllables[Math.floor(random() * syllables.length)];
   words.add(word);
 }
 const vocabulary = [...words];
@@ -75,12 +76,19 @@ process.stderr.write(`writing ${memoryCount} memories (${dimensions} dimensions)
 const written = [];
 for (let index = 0; index < memoryCount; index++) {
   clock.set(end - 60 * DAY + Math.floor((index / memoryCount) * 60 * DAY));
-  const owner = scopeOf(index);
-  const earlier = written.length > 100 && random() < 0.05 ? written[written.length - 1 - Math.floor(random() * 100)] : null;
-  const content =
-    earlier && earlier.owner.scope === owner.scope
-      ? `${earlier.content} ${pick()}`
-      : `${owner.userId ?? owner.channelId ?? 'team'} ${sentence(8 + Math.floor(random() * 6))}`;
+  // 5% repeat an earlier memory of the same owner with one more word (consolidation merges them);
+  // 5% repeat one as a global memory (linking links them: never merged across owners).
+  const roll = random();
+  const earlier = written.length > 100 ? written[written.length - 1 - Math.floor(random() * 100)] : null;
+  let owner = scopeOf(index);
+  let content = `${owner.userId ?? owner.channelId ?? 'team'} ${sentence(8 + Math.floor(random() * 6))}`;
+  if (earlier && roll < 0.05) {
+    owner = earlier.owner;
+    content = `${earlier.content} ${pick()}`;
+  } else if (earlier && roll < 0.1 && earlier.owner.scope !== 'global') {
+    owner = { scope: 'global' };
+    content = `${earlier.content} ${pick()}`;
+  }
   await mneme.remember({ content, ...owner });
   written.push({ content, owner });
 }
@@ -101,17 +109,27 @@ function memory() {
   return `heap ${(usage.heapUsed / 2 ** 20).toFixed(1)} MB, peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(1)} MB`;
 }
 
+/** Runs every task once, in cycle order (as `maintain()` does), timing each. */
 async function cycle(label) {
   const before = memory();
-  const started = performance.now();
-  const report = await mneme.maintain();
-  const elapsed = performance.now() - started;
-  console.log(`${label}: ${(elapsed / 1000).toFixed(2)} s (before: ${before}; after: ${memory()})`);
-  console.log(JSON.stringify(report));
+  const timings = [];
+  const report = {};
+  for (const task of ['decay', 'episodes', 'consolidate', 'link', 'dream']) {
+    const started = performance.now();
+    Object.assign(report, await mneme.maintain({ tasks: [task] }));
+    timings.push([task, performance.now() - started]);
+  }
+  const total = timings.reduce((sum, [, elapsed]) => sum + elapsed, 0);
+  const each = timings.map(([task, elapsed]) => `${task} ${(elapsed / 1000).toFixed(2)} s`).join(', ');
+  console.log(`${label}: ${(total / 1000).toFixed(2)} s (${each})`);
+  console.log(`  memory before: ${before}; after: ${memory()}`);
+  console.log(`  ${JSON.stringify(report)}`);
 }
 
 const vectorMegabytes = (memoryCount * dimensions * 4) / 2 ** 20;
-console.log(`${memoryCount} memories, ${dimensions}-dimension vectors (${vectorMegabytes.toFixed(1)} MB of vectors in all)`);
+console.log(
+  `${memoryCount} memories, ${dimensions}-dimension vectors (${vectorMegabytes.toFixed(1)} MB of vectors in all)`,
+);
 await cycle('full cycle');
 for (let index = 0; index < 200; index++) {
   const owner = scopeOf(index);

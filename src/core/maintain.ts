@@ -9,6 +9,7 @@ import { type LinkReport, runLinking } from './maintenance/linking-task.js';
 import { type MaintenanceTask, maintenanceTasks } from './maintenance/maintenance-task.js';
 import { parseInput } from './schemas.js';
 
+/** One task name, as `maintain` and the CLI's `--task` accept it. */
 export const MaintenanceTaskSchema = z.enum(maintenanceTasks, {
   error: () => `task must be one of ${maintenanceTasks.join(', ')}, or all`,
 });

@@ -3,7 +3,10 @@ export interface MaintenanceState {
   channelId: string;
   /** The task's name, e.g. `extraction`, `episode`, `decay`, `consolidation`, `dream`. */
   task: string;
-  /** The id of the last message the task has fully processed, or null before its first run. */
+  /**
+   * The id of the last message the task has fully processed (of the last memory, for the store-wide
+   * tasks `consolidation`, `link` and `dream`, kept under channel id `''`), or null before its first run.
+   */
   watermark: number | null;
   /** Epoch milliseconds of the task's last run, or null. */
   lastRunAt: number | null;

@@ -27,9 +27,10 @@ export interface DreamReport extends TaskReport {
 
 /**
  * The reflective pass: for each owner (and user) with 3 or more memories newer than the
- * `last_dream` watermark (dream memories themselves excluded), asks the dreamer for a few higher-level memories
- * (patterns, recurring preferences) and writes them in that owner's scope, with the memories they
- * rest on as `source_ids`. Without a dreamer (no chat model) it is skipped and the watermark stays.
+ * `last_dream` watermark (dream memories themselves excluded), asks the dreamer for a few
+ * higher-level memories (patterns, recurring preferences) and writes them in that owner's scope,
+ * with the memories they rest on as `source_ids`. Without a dreamer (no chat model) it is skipped
+ * and the watermark stays.
  */
 export async function runDream(context: EngineContext, dreamer: Dreamer | null, now: number): Promise<DreamReport> {
   const report: DreamReport = { owners: 0, insights: 0, skipped: null };
