@@ -33,7 +33,7 @@ describe('mneme bench', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('40 memories');
     expect(run.stdout).toMatch(/recall hybrid, scoped: p95 ms/);
-    expect(run.stderr).toContain('mneme: remembering 40 memories');
+    expect(run.stderr).toContain('storing 40 memories in each system');
     const report = JSON.parse(readFileSync(file, 'utf8'));
     expect(Object.keys(report)).toEqual(['sizes']);
     expect(report.sizes['40']).toEqual({

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/cli-harness.js';
 import { main } from './cli-main.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-cli-'));
@@ -10,20 +11,7 @@ let databases = 0;
 
 /** Runs the CLI in-process against its own database file. */
 function cli(database = join(folder, `cli-${databases++}.db`)) {
-  return async (...argv: string[]) => {
-    let stdout = '';
-    let stderr = '';
-    const code = await main(['--db', database, ...argv], {
-      stdout: (text) => {
-        stdout += text;
-      },
-      stderr: (text) => {
-        stderr += text;
-      },
-      env: { MNEME_EMBEDDER: 'none' },
-    });
-    return { code, stdout, stderr };
-  };
+  return (...argv: string[]) => runCli(database, argv);
 }
 
 describe('the mneme CLI', () => {

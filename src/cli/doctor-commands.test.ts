@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/cli-harness.js';
 import { type LoopbackServer, startLoopbackServer, unusedLoopbackUrl } from '../../test/loopback-server.js';
-import { main } from './cli-main.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-doctor-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -37,20 +37,7 @@ function ollama() {
 
 /** Runs the CLI in-process with its own database and environment. */
 function cli(env: Record<string, string>, database = join(folder, `doctor-${databases++}.db`)) {
-  return async (...argv: string[]) => {
-    let stdout = '';
-    let stderr = '';
-    const code = await main(['--db', database, ...argv], {
-      stdout: (text) => {
-        stdout += text;
-      },
-      stderr: (text) => {
-        stderr += text;
-      },
-      env,
-    });
-    return { code, stdout, stderr };
-  };
+  return (...argv: string[]) => runCli(database, argv, { env });
 }
 
 describe('mneme doctor', () => {

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/cli-harness.js';
 import { createMneme } from '../config/create-mneme.js';
-import { main } from './cli-main.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-ingest-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -16,21 +16,8 @@ function jsonl(lines: readonly unknown[]): string {
   return path;
 }
 
-async function run(database: string, argv: string[], stdin?: NodeJS.ReadableStream) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(['--db', database, ...argv], {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: { MNEME_EMBEDDER: 'none' },
-    ...(stdin ? { stdin } : {}),
-  });
-  return { code, stdout, stderr };
-}
+const run = (database: string, argv: string[], stdin?: NodeJS.ReadableStream) =>
+  runCli(database, argv, stdin ? { stdin } : {});
 
 async function turnsOf(database: string, channelId: string) {
   const mneme = await createMneme({ path: database, logger: { warn: () => {}, info: () => {} } });

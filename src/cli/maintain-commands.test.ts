@@ -2,25 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from './cli-main.js';
+import { runCli } from '../../test/cli-harness.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-cli-maintain-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-async function run(database: string, ...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(['--db', database, ...argv], {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: { MNEME_EMBEDDER: 'none' },
-  });
-  return { code, stdout, stderr };
-}
+const run = (database: string, ...argv: string[]) => runCli(database, argv);
 
 describe('mneme maintain', () => {
   it('prints what each task did, one line per task', async () => {

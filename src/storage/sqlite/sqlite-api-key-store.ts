@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { readSqlite } from './sqlite-database.js';
 
 interface ApiKeyRow {
   id: number;
@@ -27,40 +27,32 @@ export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStor
     countActive: database.prepare('SELECT COUNT(*) AS count FROM api_keys WHERE revoked_at IS NULL'),
   };
 
-  function run<T>(doing: string, work: () => T): T {
-    try {
-      return work();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
   return {
     async insert(key, at) {
-      return run('storing an API key', () =>
+      return readSqlite('storing an API key', () =>
         toRecord(statements.insert.get(key.prefix, key.hash, key.label, key.userId, at) as ApiKeyRow),
       );
     },
     async findActive(prefix) {
-      return run('reading an API key', () => {
+      return readSqlite('reading an API key', () => {
         const row = statements.findActive.get(prefix) as ApiKeyRow | undefined;
         return row ? { ...toRecord(row), hash: row.hash } : null;
       });
     },
     async markUsed(id, at) {
-      run('recording an API key use', () => statements.markUsed.run(at, id));
+      readSqlite('recording an API key use', () => statements.markUsed.run(at, id));
     },
     async list() {
-      return run('listing API keys', () => (statements.list.all() as ApiKeyRow[]).map(toRecord));
+      return readSqlite('listing API keys', () => (statements.list.all() as ApiKeyRow[]).map(toRecord));
     },
     async revoke(prefix, at) {
-      return run('revoking an API key', () => {
+      return readSqlite('revoking an API key', () => {
         const row = statements.revoke.get(at, prefix) as ApiKeyRow | undefined;
         return row ? toRecord(row) : null;
       });
     },
     async countActive() {
-      return run('counting API keys', () => (statements.countActive.get() as { count: number }).count);
+      return readSqlite('counting API keys', () => (statements.countActive.get() as { count: number }).count);
     },
   };
 }

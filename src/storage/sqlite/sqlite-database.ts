@@ -43,6 +43,24 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
   }
 }
 
+/** Runs a read, wrapping a driver error once (`doing` says what was being done). */
+export function readSqlite<T>(doing: string, work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    throw toMnemeError(error, doing);
+  }
+}
+
+/** Runs `work` in one IMMEDIATE transaction (it takes the write lock at once), wrapping a driver error once. */
+export function writeSqlite<T>(database: Database.Database, doing: string, work: () => T): T {
+  try {
+    return database.transaction(work).immediate();
+  } catch (error) {
+    throw toMnemeError(error, doing);
+  }
+}
+
 /** Wraps a driver error once, keeping MnemeErrors as they are. */
 export function toMnemeError(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;

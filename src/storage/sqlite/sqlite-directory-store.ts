@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../memory-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { readSqlite } from './sqlite-database.js';
 
 interface ProjectRow {
   id: string;
@@ -31,45 +31,37 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
     getTopic: database.prepare('SELECT * FROM topics WHERE id = ?'),
   };
 
-  function run<T>(doing: string, work: () => T): T {
-    try {
-      return work();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
   return {
     async putUser(user, at) {
-      return run(`saving user ${user.id}`, () => {
+      return readSqlite(`saving user ${user.id}`, () => {
         statements.putUser.run(user.id, user.displayName, at, at);
         return { ...user };
       });
     },
     async getUser(id) {
-      return run(
+      return readSqlite(
         `reading user ${id}`,
         () => (statements.getUser.get(id) as { id: string; displayName: string | null }) ?? null,
       );
     },
     async putProject(project, at) {
-      return run(`saving project ${project.id}`, () =>
+      return readSqlite(`saving project ${project.id}`, () =>
         toProject(statements.putProject.get(project.id, project.name, project.managed ? 1 : 0, at) as ProjectRow),
       );
     },
     async getProject(id) {
-      return run(`reading project ${id}`, () => {
+      return readSqlite(`reading project ${id}`, () => {
         const row = statements.getProject.get(id) as ProjectRow | undefined;
         return row ? toProject(row) : null;
       });
     },
     async putTopic(topic, at) {
-      return run(`saving topic ${topic.id}`, () =>
+      return readSqlite(`saving topic ${topic.id}`, () =>
         toTopic(statements.putTopic.get(topic.id, topic.projectId, topic.title, at) as TopicRow),
       );
     },
     async getTopic(id) {
-      return run(`reading topic ${id}`, () => {
+      return readSqlite(`reading topic ${id}`, () => {
         const row = statements.getTopic.get(id) as TopicRow | undefined;
         return row ? toTopic(row) : null;
       });

@@ -4,7 +4,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemoryVersion, VersionAction } from '../../core/types.js';
 import type { DecayCandidate, MaintenanceStore } from '../maintenance-store.js';
 import type { WriteContext } from '../memory-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { readSqlite, writeSqlite } from './sqlite-database.js';
 import { insertParameters, type MemoryRow, snapshotOf, toMemory } from './sqlite-memory-store.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -71,25 +71,9 @@ export function createSqliteMaintenanceStore(
     );
   }
 
-  function read<T>(doing: string, work: () => T): T {
-    try {
-      return work();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
-  function write<T>(doing: string, work: () => T): T {
-    try {
-      return database.transaction(work).immediate();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
   return {
     async decayCandidates(afterId, limit) {
-      return read('reading memories to decay', () =>
+      return readSqlite('reading memories to decay', () =>
         (statements.decayCandidates.all(afterId, limit) as DecayRow[]).map(
           (row): DecayCandidate => ({
             id: row.id,
@@ -107,7 +91,7 @@ export function createSqliteMaintenanceStore(
 
     async applyImportanceChanges(changes, context) {
       if (changes.length === 0) return 0;
-      return write('storing importance downgrades', () => {
+      return writeSqlite(database, 'storing importance downgrades', () => {
         let changed = 0;
         for (const change of changes) {
           const before = statements.byId.get(change.id) as MemoryRow | undefined;
@@ -131,11 +115,13 @@ export function createSqliteMaintenanceStore(
     },
 
     async listAfter(afterId, limit) {
-      return read('reading memories', () => (statements.listAfter.all(afterId, limit) as MemoryRow[]).map(toMemory));
+      return readSqlite('reading memories', () =>
+        (statements.listAfter.all(afterId, limit) as MemoryRow[]).map(toMemory),
+      );
     },
 
     async recentWithVectors(model, limit) {
-      return read('reading recent memories', () =>
+      return readSqlite('reading recent memories', () =>
         (statements.recentWithVectors.all(model, limit) as MemoryRow[]).map(toMemory),
       );
     },
@@ -143,7 +129,7 @@ export function createSqliteMaintenanceStore(
     async vectors(ids, model) {
       const found = new Map<number, Float32Array>();
       if (ids.length === 0 || vectors.info()?.model !== model) return found;
-      return read('reading memory vectors', () => {
+      return readSqlite('reading memory vectors', () => {
         const select = database.prepare('SELECT embedding FROM memory_vectors WHERE memory_id = ?');
         for (const id of ids) {
           const row = select.get(BigInt(id)) as { embedding: Buffer } | undefined;
@@ -156,11 +142,11 @@ export function createSqliteMaintenanceStore(
     },
 
     async latestMemoryId() {
-      return read('reading the latest memory id', () => (statements.latestMemoryId.get() as { id: number }).id);
+      return readSqlite('reading the latest memory id', () => (statements.latestMemoryId.get() as { id: number }).id);
     },
 
     async merge(merged, originalIds, context) {
-      return write('merging memories', () => {
+      return writeSqlite(database, 'merging memories', () => {
         const row = statements.insert.get(insertParameters(merged, context.at)) as MemoryRow;
         if (merged.embedding) vectors.put(row.id, row.owner, merged.embedding);
         const sources = originalIds.map((id) => `#${id}`).join(', ');

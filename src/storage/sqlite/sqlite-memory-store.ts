@@ -11,7 +11,7 @@ import type {
   VersionAction,
 } from '../../core/types.js';
 import type { MemoryListQuery, MemoryStore, NewMemory, WriteContext } from '../memory-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { readSqlite, writeSqlite } from './sqlite-database.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** A row of `memories` as better-sqlite3 returns it. */
@@ -96,22 +96,6 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
   };
   const textSearches = new Map<number, Database.Statement>();
 
-  function write<T>(doing: string, work: () => T): T {
-    try {
-      return database.transaction(work).immediate();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
-  function read<T>(doing: string, work: () => T): T {
-    try {
-      return work();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
   function requireRow(id: number): MemoryRow {
     const row = statements.byId.get(id) as MemoryRow | undefined;
     if (!row) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
@@ -151,7 +135,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
   return {
     async insert(memories, context) {
-      return write('storing memories', () =>
+      return writeSqlite(database, 'storing memories', () =>
         memories.map((memory) => {
           if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
             throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
@@ -165,7 +149,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async update(id, changes, context) {
-      return write(`updating memory ${id}`, () => {
+      return writeSqlite(database, `updating memory ${id}`, () => {
         const before = requireRow(id);
         if (before.archived_at !== null) {
           throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
@@ -213,7 +197,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async archive(ids, context) {
-      return write('archiving memories', () =>
+      return writeSqlite(database, 'archiving memories', () =>
         ids.map((id) => {
           const before = requireRow(id);
           if (before.archived_at !== null) {
@@ -228,7 +212,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async restore(id, embedding, context) {
-      return write(`restoring memory ${id}`, () => {
+      return writeSqlite(database, `restoring memory ${id}`, () => {
         const before = requireRow(id);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         const after = statements.restore.get(context.at, embedding?.model ?? null, id) as MemoryRow;
@@ -240,7 +224,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
     async get(ids) {
       if (ids.length === 0) return [];
-      return read('reading memories', () => {
+      return readSqlite('reading memories', () => {
         const rows = database
           .prepare(`SELECT * FROM memories WHERE id IN (${placeholders(ids.length)})`)
           .all(...ids) as MemoryRow[];
@@ -253,7 +237,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async list(filter) {
-      return read('listing memories', () => {
+      return readSqlite('listing memories', () => {
         const { where, values } = listConditions(filter);
         const total = (
           database.prepare(`SELECT COUNT(*) AS total FROM memories ${where}`).get(values) as { total: number }
@@ -266,7 +250,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async history(id) {
-      return read(`reading the history of memory ${id}`, () => {
+      return readSqlite(`reading the history of memory ${id}`, () => {
         requireRow(id);
         return (statements.history.all(id) as VersionRow[]).map(toVersion);
       });
@@ -275,7 +259,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async searchText({ terms, owners, limit }) {
       const query = ftsQuery(terms);
       if (query === null || (owners !== null && owners.length === 0)) return [];
-      return read('searching memories', () => {
+      return readSqlite('searching memories', () => {
         const rows = textSearchStatement(owners === null ? -1 : owners.length).all(
           query,
           ...(owners ?? []),
@@ -286,19 +270,19 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async searchVector({ vector, model, owners, limit }) {
-      return read('searching memory vectors', () => vectors.search(vector, model, owners, limit));
+      return readSqlite('searching memory vectors', () => vectors.search(vector, model, owners, limit));
     },
 
     async touch(touches, at) {
       if (touches.length === 0) return;
-      write('recording retrievals', () => {
+      writeSqlite(database, 'recording retrievals', () => {
         statements.touch.run({ at, touches: JSON.stringify(touches) });
       });
     },
 
     async recentlyAccessed(owners, limit) {
       if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
-      return read('reading recently accessed memories', () =>
+      return readSqlite('reading recently accessed memories', () =>
         (
           statements.recentlyAccessed.all({
             owners: owners === null ? null : JSON.stringify(owners),
@@ -309,7 +293,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async stats(now) {
-      return read('counting memories', () => {
+      return readSqlite('counting memories', () => {
         const totals = database
           .prepare(`SELECT COUNT(*) AS total,
               COALESCE(SUM(archived_at IS NULL), 0) AS active,
@@ -360,7 +344,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async purgeUser(userId) {
-      return write(`purging user ${userId}`, () => {
+      return writeSqlite(database, `purging user ${userId}`, () => {
         const ids = (
           database.prepare('SELECT id FROM memories WHERE user_id = ?').all(userId) as Array<{ id: number }>
         ).map((row) => row.id);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { Message, MessageRole, MessageStore } from '../message-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-memory-store.js';
 
 interface MessageRow {
@@ -42,14 +42,6 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       WHERE messages_fts MATCH ? AND m.channel_id = ? ORDER BY rank LIMIT ?`),
   };
 
-  function read<T>(doing: string, work: () => T): T {
-    try {
-      return work();
-    } catch (error) {
-      throw toMnemeError(error, doing);
-    }
-  }
-
   return {
     async append(messages) {
       try {
@@ -78,7 +70,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       }
     },
     async get(ids) {
-      return read('reading messages', () =>
+      return readSqlite('reading messages', () =>
         ids.flatMap((id) => {
           const row = statements.get.get(id) as MessageRow | undefined;
           return row ? [toMessage(row)] : [];
@@ -86,27 +78,27 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       );
     },
     async listAfter(channelId, afterMessageId, limit) {
-      return read(`reading messages of channel ${channelId}`, () =>
+      return readSqlite(`reading messages of channel ${channelId}`, () =>
         (statements.listAfter.all(channelId, afterMessageId, limit) as MessageRow[]).map(toMessage),
       );
     },
     async listTopicAfter(topicId, afterMessageId, limit) {
-      return read(`reading messages of topic ${topicId}`, () =>
+      return readSqlite(`reading messages of topic ${topicId}`, () =>
         (statements.listTopicAfter.all(topicId, afterMessageId, limit) as MessageRow[]).map(toMessage),
       );
     },
     async recent(channelId, count) {
-      return read(`reading recent messages of channel ${channelId}`, () =>
+      return readSqlite(`reading recent messages of channel ${channelId}`, () =>
         (statements.recent.all(channelId, count) as MessageRow[]).map(toMessage),
       );
     },
     async recentUserMessages(channelId, count) {
-      return read(`reading recent user messages of channel ${channelId}`, () =>
+      return readSqlite(`reading recent user messages of channel ${channelId}`, () =>
         (statements.recentOfRole.all(channelId, 'user', count) as MessageRow[]).map(toMessage),
       );
     },
     async countAfter(channelId, afterMessageId, role) {
-      return read(`counting messages of channel ${channelId}`, () => {
+      return readSqlite(`counting messages of channel ${channelId}`, () => {
         const row = statements.countAfter.get({ key: channelId, after: afterMessageId, role: role ?? null }) as {
           count: number;
         };
@@ -114,7 +106,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       });
     },
     async countTopicAfter(topicId, afterMessageId, role) {
-      return read(`counting messages of topic ${topicId}`, () => {
+      return readSqlite(`counting messages of topic ${topicId}`, () => {
         const row = statements.countTopicAfter.get({ key: topicId, after: afterMessageId, role: role ?? null }) as {
           count: number;
         };
@@ -122,20 +114,20 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       });
     },
     async latestId(channelId) {
-      return read(`reading the newest message of channel ${channelId}`, () => {
+      return readSqlite(`reading the newest message of channel ${channelId}`, () => {
         const row = statements.latestId.get(channelId) as { id: number | null };
         return row.id ?? 0;
       });
     },
     async channelIds() {
-      return read('listing channels', () =>
+      return readSqlite('listing channels', () =>
         (statements.channelIds.all() as { channelId: string }[]).map((row) => row.channelId),
       );
     },
     async searchText(channelId, terms, limit) {
       const query = ftsQuery(terms);
       if (query === null || limit <= 0) return [];
-      return read(`searching messages of channel ${channelId}`, () =>
+      return readSqlite(`searching messages of channel ${channelId}`, () =>
         (statements.searchText.all(query, channelId, limit) as MessageRow[]).map(toMessage),
       );
     },

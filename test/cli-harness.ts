@@ -1,0 +1,28 @@
+import { main } from '../src/cli/cli-main.js';
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the `mneme` CLI in-process against `database`; no embedding model unless `env` names one. */
+export async function runCli(
+  database: string,
+  argv: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream } = {},
+): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(['--db', database, ...argv], {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: options.env ?? { MNEME_EMBEDDER: 'none' },
+    ...(options.stdin ? { stdin: options.stdin } : {}),
+  });
+  return { code, stdout, stderr };
+}
