@@ -11,7 +11,7 @@ export interface SystemFigures {
   rememberPerSecond: number;
   /** Messages per second through ingest and the offline extractor, until extraction is idle (mneme only). */
   ingestPerSecond?: number;
-  /** One `maintain()` cycle, all tasks, after the ingest (mneme only). */
+  /** The first `maintain()` cycle (all tasks) over the store, after the ingest; mneme only, at most 10,000 memories. */
   maintenanceMs?: number;
   bytesPer10k: number;
   peakRssBytes: number;
@@ -39,7 +39,7 @@ type Row = [label: string, mneme: number | undefined, baseline: number | undefin
 export function formatBenchTable(report: BenchReport, info: BenchRunInfo): string {
   const lines = [
     `mneme bench: seed ${info.seed}, ${info.queries} recalls per case (topK 10), ${info.messages} messages ingested; ${info.machine}`,
-    'ratio = mneme / baseline: below 1 is better for latencies and sizes, above 1 for rates.',
+    'ratio = mneme / baseline: below 1 is better for latencies and sizes, above 1 for rates. Timings interleave the two systems.',
   ];
   for (const [size, { mneme, baseline }] of Object.entries(report.sizes)) {
     const rows: Row[] = [];
@@ -54,7 +54,7 @@ export function formatBenchTable(report: BenchReport, info: BenchRunInfo): strin
     }
     rows.push(['remember: memories/s', mneme.rememberPerSecond, baseline.rememberPerSecond, 'rate']);
     rows.push(['ingest: messages/s', mneme.ingestPerSecond, baseline.ingestPerSecond, 'rate']);
-    rows.push(['maintenance cycle: ms', mneme.maintenanceMs, baseline.maintenanceMs, 'ms']);
+    rows.push(['first maintenance cycle: ms', mneme.maintenanceMs, baseline.maintenanceMs, 'ms']);
     rows.push(['database bytes per 10,000 memories', mneme.bytesPer10k, baseline.bytesPer10k, 'bytes']);
     rows.push(['peak RSS bytes', mneme.peakRssBytes, baseline.peakRssBytes, 'bytes']);
 

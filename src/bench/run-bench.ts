@@ -15,7 +15,7 @@ export interface BenchOptions {
   seed: number;
   /** Recalls timed per leg and viewer (after a few untimed ones). */
   queries: number;
-  /** Messages ingested, into the store of each size, to time ingest and then a maintenance cycle. */
+  /** Messages ingested, into the store of each size, to time ingest. */
   messages: number;
   /** An existing folder for the databases; each is deleted when measured. */
   directory: string;
@@ -31,44 +31,45 @@ const POOL = 50;
 const WARM_UP = 5;
 const DIMENSIONS = 768;
 const MODEL_ID = 'bench-precomputed-768';
+/** Memories stored by one system before the other takes its turn. */
+const BUILD_CHUNK = 1_000;
+/** Recalls per case in each system's solo pass, where its peak RSS is sampled. */
+const RSS_QUERIES = 20;
 /**
  * The largest store whose first maintenance cycle is timed. That cycle links and consolidates every
  * memory of a freshly built store, one KNN and one full-text search per memory, so it grows with the
  * square of the size: minutes at 10,000, hours at 100,000 on two cores (docs/performance.md).
  */
-export const MAINTENANCE_MAX_SIZE = 20_000;
-/** How often (in operations) the peak RSS is sampled; sampling is a cheap read, awaiting a timer would not fire in a sync loop. */
-const SAMPLE_EVERY = 50;
+export const MAINTENANCE_MAX_SIZE = 10_000;
+/** How often (in operations) the RSS is sampled: a cheap read (a timer would not fire in these loops). */
+const SAMPLE_EVERY = 25;
+
+const quiet = { warn: () => {}, info: () => {} };
 
 /**
- * Builds a store of each size twice, with the naive baseline and with mneme through its library
- * API, from the same seeded corpus, and measures both in one process: the baseline first, then
- * mneme, so mneme's peak RSS includes whatever the baseline left behind (the conservative order).
+ * Measures mneme (through its library API) and the naive baseline on stores of each size built from
+ * the same seeded corpus, in one process. Timings are interleaved so that a noisy machine slows
+ * both alike: the stores are built a chunk at a time in turn, and each query is recalled by both
+ * systems one after the other (which goes first alternates). Peak RSS is sampled in a pass of
+ * recalls per system with only that system open, the baseline's first (and after a collection, when
+ * node runs with --expose-gc). Ingest and the maintenance cycle are mneme's alone.
  */
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const corpus = createSyntheticCorpus({ seed: options.seed, dimensions: DIMENSIONS });
   const report: BenchReport = { sizes: {} };
   for (const size of options.sizes) {
-    const queries = Array.from({ length: options.queries + WARM_UP }, (_, index) => corpus.query(index, size));
-    const baseline = await measureBaseline(corpus, size, queries, options);
+    report.sizes[String(size)] = await measureSize(corpus, size, options);
     collectGarbage();
-    const mneme = await measureMneme(corpus, size, queries, options);
-    collectGarbage();
-    report.sizes[String(size)] = { mneme, baseline };
   }
   return report;
 }
 
-/** Recall cases: which leg, which viewer, and the query for it. */
-interface RecallCase {
-  leg: RecallLeg;
-  viewer: RecallViewer;
-}
-
-const cases: RecallCase[] = (['hybrid', 'lexical', 'vector'] as const).flatMap((leg) =>
-  (['unscoped', 'scoped'] as const).map((viewer) => ({ leg, viewer })),
+/** Recall cases: which leg, for which viewer. */
+const cases: Array<{ leg: RecallLeg; viewer: RecallViewer }> = (['hybrid', 'lexical', 'vector'] as const).flatMap(
+  (leg) => (['unscoped', 'scoped'] as const).map((viewer) => ({ leg, viewer })),
 );
 
+/** The unscoped viewer carries no ids (it sees global memories); the scoped one is one user. */
 function viewerOf(query: SyntheticQuery, viewer: RecallViewer): Viewer {
   return viewer === 'scoped' ? { userId: query.userId } : {};
 }
@@ -89,133 +90,143 @@ function ownerKeyOf(memory: { scope: string; userId?: string; channelId?: string
   return 'global';
 }
 
-async function measureBaseline(
-  corpus: SyntheticCorpus,
-  size: number,
-  queries: readonly SyntheticQuery[],
-  options: BenchOptions,
-): Promise<SystemFigures> {
-  const rss = createRssSampler();
-  const path = join(options.directory, `baseline-${size}.db`);
-  removeDatabase(path);
-  let baseline: NaiveBaseline = createNaiveBaseline({ path, dimensions: DIMENSIONS });
-  const build = options.progress(`baseline: storing ${size.toLocaleString('en-US')} memories`, size);
-  let insertMs = 0;
-  for (let index = 0; index < size; index++) {
-    const memory = corpus.memory(index);
-    const started = performance.now();
-    baseline.insert({ content: memory.content, owner: ownerKeyOf(memory), vector: memory.vector });
-    insertMs += performance.now() - started;
-    if (index % SAMPLE_EVERY === 0) {
-      rss.sample();
-      build.update(index + 1);
-    }
-  }
-  build.finish();
-  baseline.close();
-  const bytes = databaseBytes(path);
-  baseline = createNaiveBaseline({ path, dimensions: DIMENSIONS });
+/** Opens the two systems over their files: the baseline, and mneme with and without the embedding model. */
+function systems(paths: { baseline: string; mneme: string }, model: PrecomputedEmbeddingModel) {
+  const open = (embedder: PrecomputedEmbeddingModel | 'none') =>
+    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet });
+  return {
+    baseline: () => createNaiveBaseline({ path: paths.baseline, dimensions: DIMENSIONS }),
+    mneme: () => open(model),
+    mnemeLexical: () => open('none'),
+  };
+}
 
-  const recall = emptyRecall();
-  const bar = options.progress('baseline: recalls', cases.length * queries.length);
-  let done = 0;
-  for (const { leg, viewer } of cases) {
-    const durations: number[] = [];
-    queries.forEach((query, index) => {
+/** One timed recall of each system: the baseline's SQL, and mneme's `recall()`. */
+function recallers(baseline: NaiveBaseline, mneme: Mneme, mnemeLexical: Mneme) {
+  return {
+    baseline(leg: RecallLeg, viewer: RecallViewer, query: SyntheticQuery): number {
       const owners = ownersOf(query, viewer);
       const started = performance.now();
       if (leg === 'lexical') baseline.lexical(query.text, owners, TOP_K);
       else if (leg === 'vector') baseline.vector(query.vector, owners, TOP_K);
       else baseline.hybrid(query.text, query.vector, owners, TOP_K, POOL);
-      if (index >= WARM_UP) durations.push(performance.now() - started);
-      if (++done % SAMPLE_EVERY === 0) rss.sample();
-      bar.update(done);
-    });
-    recall[leg][viewer] = summariseLatencies(durations);
-  }
-  bar.finish();
-  baseline.close();
-  rss.sample();
-  removeDatabase(path);
-  return {
-    recall,
-    rememberPerSecond: rate(size, insertMs),
-    bytesPer10k: Math.round((bytes / Math.max(1, size)) * 10_000),
-    peakRssBytes: rss.peak(),
-  };
-}
-
-async function measureMneme(
-  corpus: SyntheticCorpus,
-  size: number,
-  queries: readonly SyntheticQuery[],
-  options: BenchOptions,
-): Promise<SystemFigures> {
-  const rss = createRssSampler();
-  const path = join(options.directory, `mneme-${size}.db`);
-  removeDatabase(path);
-  const model = createPrecomputedEmbeddingModel(MODEL_ID, DIMENSIONS);
-  const quiet = { warn: () => {}, info: () => {} };
-  const open = (embedder: PrecomputedEmbeddingModel | 'none') =>
-    createMneme({ path, embedder, backfill: false, logger: quiet });
-
-  let mneme: Mneme = await open(model);
-  const build = options.progress(`mneme: remembering ${size.toLocaleString('en-US')} memories`, size);
-  let rememberMs = 0;
-  for (let index = 0; index < size; index++) {
-    const memory = corpus.memory(index);
-    model.set(memory.content, memory.vector);
-    const started = performance.now();
-    await mneme.remember({
-      content: memory.content,
-      scope: memory.scope,
-      ...(memory.userId ? { userId: memory.userId } : {}),
-      ...(memory.channelId ? { channelId: memory.channelId } : {}),
-    });
-    rememberMs += performance.now() - started;
-    model.delete(memory.content);
-    if (index % SAMPLE_EVERY === 0) {
-      rss.sample();
-      build.update(index + 1);
-    }
-  }
-  build.finish();
-  await mneme.close();
-  const bytes = databaseBytes(path);
-
-  queries.forEach((query, index) => {
-    model.set(query.text, query.vector);
-    model.set(vectorOnlyText(index), query.vector);
-  });
-  mneme = await open(model);
-  const lexicalOnly = await open('none');
-  const recall = emptyRecall();
-  const bar = options.progress('mneme: recalls', cases.length * queries.length);
-  let done = 0;
-  for (const { leg, viewer } of cases) {
-    const durations: number[] = [];
-    const engine = leg === 'lexical' ? lexicalOnly : mneme;
-    for (const [index, query] of queries.entries()) {
-      const input = {
-        query: leg === 'vector' ? vectorOnlyText(index) : query.text,
-        viewer: viewerOf(query, viewer),
-        topK: TOP_K,
-      };
+      return performance.now() - started;
+    },
+    async mneme(leg: RecallLeg, viewer: RecallViewer, query: SyntheticQuery, index: number): Promise<number> {
+      const engine = leg === 'lexical' ? mnemeLexical : mneme;
+      const input = { query: leg === 'vector' ? vectorOnlyText(index) : query.text, viewer: viewerOf(query, viewer) };
       const started = performance.now();
-      const result = await engine.recall(input);
-      if (index >= WARM_UP) durations.push(performance.now() - started);
+      const result = await engine.recall({ ...input, topK: TOP_K });
+      const elapsed = performance.now() - started;
       const expected = leg === 'lexical' ? 'no-model' : 'used';
       if (result.vectorLeg !== expected) {
         throw new Error(`a ${leg} recall ran with vector leg "${result.vectorLeg}", expected "${expected}"`);
       }
-      if (++done % SAMPLE_EVERY === 0) rss.sample();
-      bar.update(done);
+      return elapsed;
+    },
+  };
+}
+
+async function measureSize(
+  corpus: SyntheticCorpus,
+  size: number,
+  options: BenchOptions,
+): Promise<{ mneme: SystemFigures; baseline: SystemFigures }> {
+  const sizeText = size.toLocaleString('en-US');
+  const paths = {
+    baseline: join(options.directory, `baseline-${size}.db`),
+    mneme: join(options.directory, `mneme-${size}.db`),
+  };
+  removeDatabase(paths.baseline);
+  removeDatabase(paths.mneme);
+  const model = createPrecomputedEmbeddingModel(MODEL_ID, DIMENSIONS);
+  const open = systems(paths, model);
+  const queries = Array.from({ length: options.queries + WARM_UP }, (_, index) => corpus.query(index, size));
+  queries.forEach((query, index) => {
+    model.set(query.text, query.vector);
+    model.set(vectorOnlyText(index), query.vector);
+  });
+
+  // 1. Both stores, a chunk at a time in turn.
+  let baseline = open.baseline();
+  let mneme = await open.mneme();
+  const build = options.progress(`storing ${sizeText} memories in each system`, size * 2);
+  const buildMs = { baseline: 0, mneme: 0 };
+  let stored = 0;
+  for (let start = 0; start < size; start += BUILD_CHUNK) {
+    const end = Math.min(size, start + BUILD_CHUNK);
+    const storeBaseline = () => {
+      for (let index = start; index < end; index++) {
+        const memory = corpus.memory(index);
+        const started = performance.now();
+        baseline.insert({ content: memory.content, owner: ownerKeyOf(memory), vector: memory.vector });
+        buildMs.baseline += performance.now() - started;
+        if (++stored % SAMPLE_EVERY === 0) build.update(stored);
+      }
+    };
+    const storeMneme = async () => {
+      for (let index = start; index < end; index++) {
+        const memory = corpus.memory(index);
+        model.set(memory.content, memory.vector);
+        const started = performance.now();
+        await mneme.remember({
+          content: memory.content,
+          scope: memory.scope,
+          ...(memory.userId ? { userId: memory.userId } : {}),
+          ...(memory.channelId ? { channelId: memory.channelId } : {}),
+        });
+        buildMs.mneme += performance.now() - started;
+        model.delete(memory.content);
+        if (++stored % SAMPLE_EVERY === 0) build.update(stored);
+      }
+    };
+    if ((start / BUILD_CHUNK) % 2 === 0) {
+      storeBaseline();
+      await storeMneme();
+    } else {
+      await storeMneme();
+      storeBaseline();
     }
-    recall[leg][viewer] = summariseLatencies(durations);
+  }
+  build.finish();
+  baseline.close();
+  await mneme.close();
+  const bytes = { baseline: databaseBytes(paths.baseline), mneme: databaseBytes(paths.mneme) };
+
+  // 2. Recalls, each query by both systems in turn.
+  baseline = open.baseline();
+  mneme = await open.mneme();
+  let mnemeLexical = await open.mnemeLexical();
+  let recall = recallers(baseline, mneme, mnemeLexical);
+  const latencies = { baseline: emptyRecall(), mneme: emptyRecall() };
+  const bar = options.progress('recalls in each system', cases.length * queries.length);
+  let done = 0;
+  for (const { leg, viewer } of cases) {
+    const durations = { baseline: [] as number[], mneme: [] as number[] };
+    for (const [index, query] of queries.entries()) {
+      let baselineMs: number;
+      let mnemeMs: number;
+      if (index % 2 === 0) {
+        baselineMs = recall.baseline(leg, viewer, query);
+        mnemeMs = await recall.mneme(leg, viewer, query, index);
+      } else {
+        mnemeMs = await recall.mneme(leg, viewer, query, index);
+        baselineMs = recall.baseline(leg, viewer, query);
+      }
+      if (index >= WARM_UP) {
+        durations.baseline.push(baselineMs);
+        durations.mneme.push(mnemeMs);
+      }
+      if (++done % SAMPLE_EVERY === 0) bar.update(done);
+    }
+    latencies.baseline[leg][viewer] = summariseLatencies(durations.baseline);
+    latencies.mneme[leg][viewer] = summariseLatencies(durations.mneme);
   }
   bar.finish();
-  await lexicalOnly.close();
+  baseline.close();
+  await mnemeLexical.close();
 
+  // 3. Ingest through the offline extractor, then one maintenance cycle: mneme's alone.
   const ingestBar = options.progress('mneme: ingesting messages', options.messages);
   const ingestStarted = performance.now();
   for (let index = 0; index < options.messages; index++) {
@@ -226,32 +237,66 @@ async function measureMneme(
       senderName: message.userName,
       content: message.content,
     });
-    if (index % SAMPLE_EVERY === 0) rss.sample();
-    ingestBar.update(index + 1);
+    if ((index + 1) % SAMPLE_EVERY === 0) ingestBar.update(index + 1);
   }
   ingestBar.finish();
   options.log('mneme: waiting until extraction is idle');
   await mneme.whenIdle();
   const ingestMs = performance.now() - ingestStarted;
-  rss.sample();
-
   let maintenanceMs: number | undefined;
   if (size <= MAINTENANCE_MAX_SIZE) {
-    options.log(`mneme: one maintenance cycle over ${size.toLocaleString('en-US')} memories`);
-    const maintenanceStarted = performance.now();
+    options.log(`mneme: one maintenance cycle over ${sizeText} memories (slow: see docs/performance.md)`);
+    const started = performance.now();
     await mneme.maintain();
-    maintenanceMs = Math.round((performance.now() - maintenanceStarted) * 10) / 10;
-    rss.sample();
+    maintenanceMs = Math.round((performance.now() - started) * 10) / 10;
   }
   await mneme.close();
-  removeDatabase(path);
+
+  // 4. Peak RSS: a pass of recalls per system with only that system open.
+  options.log('peak RSS: a pass of recalls in each system alone');
+  collectGarbage();
+  baseline = open.baseline();
+  const baselineRss = createRssSampler();
+  recall = recallers(baseline, mneme, mnemeLexical);
+  for (const { leg, viewer } of cases) {
+    for (const query of queries.slice(0, RSS_QUERIES)) {
+      recall.baseline(leg, viewer, query);
+      baselineRss.sample();
+    }
+  }
+  baseline.close();
+  collectGarbage();
+  mneme = await open.mneme();
+  mnemeLexical = await open.mnemeLexical();
+  const mnemeRss = createRssSampler();
+  recall = recallers(baseline, mneme, mnemeLexical);
+  for (const { leg, viewer } of cases) {
+    for (const [index, query] of queries.slice(0, RSS_QUERIES).entries()) {
+      await recall.mneme(leg, viewer, query, index);
+      mnemeRss.sample();
+    }
+  }
+  await mnemeLexical.close();
+  await mneme.close();
+  removeDatabase(paths.baseline);
+  removeDatabase(paths.mneme);
+
+  const per10k = (total: number) => Math.round((total / Math.max(1, size)) * 10_000);
   return {
-    recall,
-    rememberPerSecond: rate(size, rememberMs),
-    ingestPerSecond: rate(options.messages, ingestMs),
-    ...(maintenanceMs === undefined ? {} : { maintenanceMs }),
-    bytesPer10k: Math.round((bytes / Math.max(1, size)) * 10_000),
-    peakRssBytes: rss.peak(),
+    mneme: {
+      recall: latencies.mneme,
+      rememberPerSecond: rate(size, buildMs.mneme),
+      ingestPerSecond: rate(options.messages, ingestMs),
+      ...(maintenanceMs === undefined ? {} : { maintenanceMs }),
+      bytesPer10k: per10k(bytes.mneme),
+      peakRssBytes: mnemeRss.peak(),
+    },
+    baseline: {
+      recall: latencies.baseline,
+      rememberPerSecond: rate(size, buildMs.baseline),
+      bytesPer10k: per10k(bytes.baseline),
+      peakRssBytes: baselineRss.peak(),
+    },
   };
 }
 
@@ -276,7 +321,7 @@ function removeDatabase(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) rmSync(file, { force: true });
 }
 
-/** The process's peak resident set size over the samples taken since it was created. */
+/** The largest resident set size sampled since it was created (current RSS, not the process's all-time peak). */
 function createRssSampler() {
   let peak = process.memoryUsage.rss();
   return {
@@ -287,7 +332,7 @@ function createRssSampler() {
   };
 }
 
-/** Runs a full garbage collection between phases when node was started with --expose-gc. */
+/** A full garbage collection, when node runs with --expose-gc (`npm run bench` does). */
 function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }

@@ -2,26 +2,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from './cli-main.js';
+import { runCli } from '../../test/cli-harness.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-bench-cli-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const tinyLocomo = new URL('../../test/fixtures/locomo-tiny.json', import.meta.url).pathname;
 
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: {},
-  });
-  return { code, stdout, stderr };
-}
+/** Runs the CLI in-process; bench and eval make their own databases, so `--db` is not used. */
+const cli = (...argv: string[]) => runCli(join(folder, 'unused.db'), argv);
 
 const latency = { p50Ms: expect.any(Number), p95Ms: expect.any(Number), p99Ms: expect.any(Number) };
 const legs = { unscoped: latency, scoped: latency };
