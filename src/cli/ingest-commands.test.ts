@@ -58,10 +58,11 @@ describe('mneme ingest', () => {
       exchanges: 1,
       commands: 1,
       droppedJobs: 0,
-      newMemories: 4,
+      // two facts, the exchange, the /remember memory, and the first message's own turn
+      newMemories: 5,
     });
     const text = await run(database, ['ingest', jsonl([message('I work as a carpenter in Bergen')])]);
-    expect(text.stdout).toMatch(/^ingested 1 messages \(0 exchanges, 0 commands\) from 1 lines; 1 new memories; /);
+    expect(text.stdout).toMatch(/^ingested 1 messages \(0 exchanges, 0 commands\) from 1 lines; 2 new memories; /);
     expect(text.stdout).toMatch(/messages\/s\n$/);
   });
 

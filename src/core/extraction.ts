@@ -22,6 +22,8 @@ export const ExtractionTask = {
 
 /** Messages read from the log at a time; the watermark is saved after each batch. */
 const BATCH_SIZE = 100;
+/** A message this short, with no reply, is not stored as a turn of its own ("Thanks!", "lol"). */
+const MIN_TURN_CHARS = 20;
 
 /** What a background scheduler is given to run. */
 export interface ExtractionWork {
@@ -269,9 +271,15 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
     return report;
   }
 
-  /** Stores an exchange as episodic chunks (room scope), unless a previous run already did. */
-  async function storeExchange(message: Message, reply: Message): Promise<Memory[]> {
+  /**
+   * Stores a conversation turn as episodic `exchange` chunks (room scope), unless a previous run
+   * already did. With the assistant's reply: the exchange, both messages embedded together (the RAG
+   * path). Without one (people talking to each other): the message alone, found also by the message
+   * before it (search-only context, as a reply is often elliptical: "Yes, in June!").
+   */
+  async function storeExchange(message: Message, reply: Message | null, previous: Message | null): Promise<Memory[]> {
     const { ingest } = policy;
+    if (!reply && message.content.trim().length <= MIN_TURN_CHARS) return [];
     const owner = ownerKey('room', { channelId: message.channelId });
     const recent = await storage.memories.list({
       owners: [owner],
@@ -281,9 +289,14 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
       offset: 0,
     });
     if (recent.memories.some((memory) => memory.sourceMessageIds.includes(message.id))) return [];
-    const text = `${await displayName(message.senderId)}: ${message.content}\n${await displayName(reply.senderId)}: ${reply.content}`;
+    const said = `${await displayName(message.senderId)}: ${message.content}`;
+    const text = reply ? `${said}\n${await displayName(reply.senderId)}: ${reply.content}` : said;
+    const searchContext =
+      !reply && previous
+        ? firstWords(`${await displayName(previous.senderId)}: ${previous.content}`, ingest.chunkWords)
+        : null;
     const chunks = chunkWords(text, { size: ingest.chunkWords, overlap: ingest.chunkOverlapWords });
-    const embeddings = await embedMany(chunks);
+    const embeddings = await embedMany(searchContext ? chunks.map((chunk) => `${searchContext}\n${chunk}`) : chunks);
     return storage.memories.insert(
       chunks.map((chunk, index) => ({
         content: chunk,
@@ -298,9 +311,10 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
         source: 'exchange',
         importance: 0.5,
         pinned: false,
-        sourceMessageIds: [message.id, reply.id],
+        sourceMessageIds: reply ? [message.id, reply.id] : [message.id],
         sourceIds: [],
         embedding: embeddings[index] ?? null,
+        searchContext,
       })),
       { at: context.clock.now(), actor: 'exchange', reason: `exchange of message ${message.id}` },
     );
@@ -388,13 +402,15 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
       });
       saved = watermark;
     };
+    let [previous = null] = watermark > 0 ? await storage.messages.get([watermark]) : [];
     try {
       while (!signal.aborted) {
         const batch = await storage.messages.listAfter(channelId, watermark, BATCH_SIZE);
         if (batch.length === 0) return;
         for (const [index, message] of batch.entries()) {
           if (signal.aborted) return;
-          if (message.role === 'user') await processUserMessage(batch, index);
+          if (message.role === 'user') await processUserMessage(batch, index, previous);
+          previous = message;
           watermark = message.id;
         }
         await save();
@@ -403,13 +419,13 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
       await save();
     }
 
-    async function processUserMessage(batch: readonly Message[], index: number) {
+    async function processUserMessage(batch: readonly Message[], index: number, previous: Message | null) {
       const message = batch[index];
       if (!message) return;
       const isCommand = message.content.trimStart().startsWith('/');
       const reply = await replyTo(batch, index, () => storage.messages.listAfter(channelId, message.id, 1));
       if (policy.ingest.extraction && !isCommand) await extractMessage(message, reply, { source: 'extraction' });
-      if (policy.ingest.exchangeMemories && reply && !isCommand) await storeExchange(message, reply);
+      if (policy.ingest.exchangeMemories && !isCommand) await storeExchange(message, reply, previous);
       if (message.topicId) await checkTopicTriggers(message.topicId);
     }
   }
@@ -472,4 +488,10 @@ export function topicKey(topicId: string): string {
 function replaceIn(list: Memory[], memory: Memory): void {
   const index = list.findIndex((candidate) => candidate.id === memory.id);
   if (index >= 0) list[index] = memory;
+}
+
+/** The first `count` words of a text. */
+function firstWords(text: string, count: number): string {
+  const words = text.split(/\s+/).filter(Boolean);
+  return words.length <= count ? text : words.slice(0, count).join(' ');
 }

@@ -38,8 +38,10 @@ async function refused(action: Promise<unknown>): Promise<MnemeError> {
   return error as MnemeError;
 }
 
+/** The memories extracted so far; `exchange` memories (every conversation turn has one) only when asked for. */
 async function memoriesOf(mneme: Mneme, filter: Parameters<Mneme['list']>[0] = {}) {
-  return (await mneme.list({ limit: 500, ...filter })).memories;
+  const { memories } = await mneme.list({ limit: 500, ...filter });
+  return filter.category ? memories : memories.filter((memory) => memory.category !== 'exchange');
 }
 
 describe('the message log', () => {
@@ -312,13 +314,36 @@ describe('exchange memories', () => {
     const on = await engine({ extractor: 'none' });
     await on.mneme.ingestExchange(exchange);
     await on.mneme.whenIdle();
-    expect((await memoriesOf(on.mneme)).map((memory) => memory.content)).toEqual([
+    expect((await memoriesOf(on.mneme, { category: 'exchange' })).map((memory) => memory.content)).toEqual([
       'oz: How do I undo a commit?\nassistant: git revert',
     ]);
     const off = await engine({ extractor: 'none', policy: { ingest: { exchangeMemories: false } } });
     await off.mneme.ingestExchange(exchange);
     await off.mneme.whenIdle();
-    expect(await memoriesOf(off.mneme)).toEqual([]);
+    expect(await memoriesOf(off.mneme, { category: 'exchange' })).toEqual([]);
+  });
+
+  it('stores a turn of people talking to each other alone, found also by the message it answers', async () => {
+    const { mneme } = await engine({ extractor: 'none' });
+    await mneme.setDisplayName({ userId: 'ann', displayName: 'Ann' });
+    await mneme.setDisplayName({ userId: 'bob', displayName: 'Bob' });
+    const said = [
+      ['ann', 'Where did you go hiking over the long weekend?'],
+      ['bob', 'Up to the glacier lake, with my two brothers'],
+      ['ann', 'Nice!'],
+    ] as const;
+    for (const [sender, content] of said) await mneme.ingest({ channelId: 'walk', sender, content });
+    await mneme.whenIdle();
+    const turns = await memoriesOf(mneme, { category: 'exchange' });
+    expect(turns.map((memory) => [memory.content, memory.sourceMessageIds.length, memory.scope])).toEqual([
+      ['Bob: Up to the glacier lake, with my two brothers', 1, 'room'],
+      ['Ann: Where did you go hiking over the long weekend?', 1, 'room'],
+    ]);
+    const found = await mneme.recall({ query: 'hiking weekend', viewer: { channelId: 'walk' } });
+    expect(found.hits.map((hit) => hit.memory.content)).toEqual([
+      'Ann: Where did you go hiking over the long weekend?',
+      'Bob: Up to the glacier lake, with my two brothers',
+    ]);
   });
 });
 

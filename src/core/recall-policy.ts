@@ -28,18 +28,20 @@ export type ScoreTerm = (typeof scoreTerms)[number];
 
 /**
  * How much each score term counts. The score is the weighted mean of the terms, so only the ratios
- * matter; the defaults sum to 1.
+ * matter; the defaults sum to 1. Relevance dominates: RRF ranks 1 and 10 differ by only 0.13 of
+ * relevance, so heavier side terms would reorder matches by importance or scope instead of by match
+ * (measured on LoCoMo, docs/evaluation.md); the others break near-ties.
  */
 export const RecallWeightsSchema = z
   .strictObject({
     /** From the memory's fused rank (Reciprocal Rank Fusion of the legs): 1 when first in every leg. */
-    relevance: weight(0.55),
-    importance: weight(0.15),
+    relevance: weight(0.8),
+    importance: weight(0.06),
     /** From the active decay policy (retention, salience or time since the last retrieval). */
-    recency: weight(0.1),
-    accessFrequency: weight(0.05),
-    scope: weight(0.1),
-    pinned: weight(0.05),
+    recency: weight(0.05),
+    accessFrequency: weight(0.03),
+    scope: weight(0.04),
+    pinned: weight(0.02),
   })
   .refine((weights) => scoreTerms.some((term) => weights[term] > 0), 'at least one recall weight must be above 0');
 

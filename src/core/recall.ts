@@ -106,30 +106,56 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   }
 
   const pool = candidatePoolSize(request.topK, policy.recall.candidatePool);
-  const textLists = await Promise.all(
-    queries.map(async (text): Promise<RankedList | null> => {
-      const terms = queryTerms(text);
-      if (terms.length === 0) return null;
-      return { leg: 'fts', hits: await context.storage.memories.searchText({ terms, owners, limit: pool }) };
-    }),
-  );
+  // The short query of the 7-word rule goes to the vector leg only: its words are a subset of the full
+  // query's, so as a second full-text list it would only re-weight towards the first five words.
+  const [fullQuery = request.query] = queries;
+  const terms = queryTerms(fullQuery);
+  const textLists: Array<RankedList | null> = [
+    terms.length === 0
+      ? null
+      : { leg: 'fts', hits: await context.storage.memories.searchText({ terms, owners, limit: pool }) },
+  ];
   const { lists: vectorLists, status: vectorLeg } = await vectorSearch(context, queries, owners, pool);
   const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
   const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
-  const direct = candidates
+  const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
       return memory ? [directHit(context, memory, candidate, relevanceOf(candidate.fused, lists.length), now)] : [];
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
-    .slice(0, request.topK)
     .map((entry) => entry.hit);
+  const direct = withoutRedundantExchanges(ranked, request.topK * 2).slice(0, request.topK);
 
   const linked = await graphHits(context, direct, owners, now);
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries, weights };
+}
+
+/**
+ * Drops an `exchange` hit (a conversation turn) whose messages are all cited by other hits among the
+ * best `window`: by a better hit, or by a fact extracted from the same message (shorter, and carrying
+ * the speaker's name), so the block does not give the same evidence twice.
+ */
+export function withoutRedundantExchanges(hits: readonly RecallHit[], window: number): RecallHit[] {
+  const citedByFacts = new Set(
+    hits
+      .slice(0, window)
+      .filter((hit) => hit.memory.category !== 'exchange')
+      .flatMap((hit) => hit.memory.sourceMessageIds),
+  );
+  const cited = new Set<number>();
+  return hits.filter((hit) => {
+    const sources = hit.memory.sourceMessageIds;
+    const redundant =
+      hit.memory.category === 'exchange' &&
+      sources.length > 0 &&
+      sources.every((id) => cited.has(id) || citedByFacts.has(id));
+    for (const id of sources) cited.add(id);
+    return !redundant;
+  });
 }
 
 /**

@@ -133,6 +133,16 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(vector[0]?.score).toBeCloseTo(1, 5);
     });
 
+    it('finds a memory by its search-only context, which stays out of its content', async () => {
+      const [stored] = await storage.memories.insert(
+        [{ ...(await newMemory('Bob: Up to the glacier lake!')), searchContext: 'Ann: Where did you go hiking?' }],
+        context,
+      );
+      const hits = await storage.memories.searchText({ terms: ['hiking'], owners: ['global'], limit: 5 });
+      expect(hits.map((hit) => hit.id)).toEqual([stored?.id]);
+      expect(stored?.content).toBe('Bob: Up to the glacier lake!');
+    });
+
     it('writes nothing of a batch when one memory of it fails', async () => {
       const batch = [
         await newMemory('a memory that must not survive'),

@@ -40,6 +40,8 @@ export interface NewMemory {
   sourceMessageIds: readonly number[];
   sourceIds: readonly number[];
   embedding: StoredEmbedding | null;
+  /** Text the full-text leg also finds the memory by, without being part of it (the message a turn answers). */
+  searchContext?: string | null;
 }
 
 /** Fields an update may change. `embedding: null` removes the vector; leaving it out keeps it. */

@@ -48,10 +48,13 @@ function recordingExtractor() {
 
 const fact = (index: number) => `I collect vintage postcards from city number ${index}`;
 
-/** Every source message id cited by the active memories, with how often. */
+/** Every source message id cited by the active extracted memories (not exchange turns), with how often. */
 async function citations(mneme: Mneme): Promise<number[]> {
   const { memories } = await mneme.list({ limit: 500 });
-  return memories.flatMap((memory) => memory.sourceMessageIds).sort((a, b) => a - b);
+  return memories
+    .filter((memory) => memory.category !== 'exchange')
+    .flatMap((memory) => memory.sourceMessageIds)
+    .sort((a, b) => a - b);
 }
 
 describe('the extraction queue', () => {

@@ -62,10 +62,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
   const statements = {
     insert: database.prepare(`INSERT INTO memories (
         content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
-        importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model
+        importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
+        search_context
       ) VALUES (
         @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel
+        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext
       ) RETURNING *`),
     byId: database.prepare('SELECT * FROM memories WHERE id = ?'),
     version:
@@ -124,7 +125,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     let statement = textSearches.get(ownerCount);
     if (!statement) {
       const filter = ownerCount < 0 ? '' : `AND m.owner IN (${placeholders(ownerCount)})`;
-      statement = database.prepare(`SELECT m.id AS id, bm25(memories_fts) AS rank
+      statement = database.prepare(`SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS rank
         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
         WHERE memories_fts MATCH ? AND m.archived_at IS NULL ${filter}
         ORDER BY rank LIMIT ?`);
@@ -405,6 +406,7 @@ export function insertParameters(memory: NewMemory, at: number) {
     sourceIds: JSON.stringify(memory.sourceIds),
     at,
     embeddingModel: memory.embedding?.model ?? null,
+    searchContext: memory.searchContext ?? null,
   };
 }
 

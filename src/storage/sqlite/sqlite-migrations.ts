@@ -169,6 +169,38 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: 'search-only context of a memory in the full-text index',
+    sql: `
+      -- Text a memory is found by but that is not part of it: the message a conversation turn answers.
+      ALTER TABLE memories ADD COLUMN search_context TEXT;
+      DROP TRIGGER memories_fts_insert;
+      DROP TRIGGER memories_fts_delete;
+      DROP TRIGGER memories_fts_update;
+      DROP TABLE memories_fts;
+      CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, search_context, content = 'memories', content_rowid = 'id',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+        BEGIN
+          INSERT INTO memories_fts(rowid, content, search_context) VALUES (new.id, new.content, new.search_context);
+        END;
+      CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories
+        BEGIN
+          INSERT INTO memories_fts(memories_fts, rowid, content, search_context)
+            VALUES ('delete', old.id, old.content, old.search_context);
+        END;
+      CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, search_context ON memories
+        BEGIN
+          INSERT INTO memories_fts(memories_fts, rowid, content, search_context)
+            VALUES ('delete', old.id, old.content, old.search_context);
+          INSERT INTO memories_fts(rowid, content, search_context) VALUES (new.id, new.content, new.search_context);
+        END;
+      INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
