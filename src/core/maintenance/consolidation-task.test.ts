@@ -91,7 +91,7 @@ describe('the consolidation task', () => {
     ]);
   });
 
-  it('never merges across owners, users or sectors, nor pinned memories or episodes', async () => {
+  it('never merges across owners, users or sectors, nor pinned memories, episodes or conversation turns', async () => {
     const engine = await open();
     const text = 'The quarterly planning meeting moved to Thursday';
     await engine.mneme.remember({ content: text, scope: 'personal', userId: 'oz' });
@@ -103,9 +103,11 @@ describe('the consolidation task', () => {
     await engine.mneme.remember({ content: `${text}!`, pinned: true });
     await engine.mneme.remember({ content: `${text}.`, category: 'episode' });
     await engine.mneme.remember({ content: `${text}.`, category: 'episode' });
+    await engine.mneme.remember({ content: `Oz: ${text}`, category: 'exchange' });
+    await engine.mneme.remember({ content: `Mia: ${text}`, category: 'exchange' });
 
     expect(await consolidate(engine)).toMatchObject({ clusters: 0, merged: 0 });
-    expect(await active(engine)).toHaveLength(9);
+    expect(await active(engine)).toHaveLength(11);
   });
 
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {

@@ -36,7 +36,7 @@ export interface ConsolidationReport extends TaskReport {
 
 /**
  * Merges near-duplicates into one memory, never across owners (scope), users or sectors, never pinned
- * memories or episodes: (1) each memory newer than the consolidation watermark with its full-text
+ * memories, episodes or exchanges: (1) each memory newer than the consolidation watermark with its full-text
  * candidates of the same owner at Jaccard >= 0.35; (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
@@ -111,9 +111,14 @@ export async function runConsolidation(
   return report;
 }
 
-/** Pinned memories are the user's own and episodes each summarise a different hour: neither is merged. */
+/**
+ * Pinned memories are the user's own, episodes each summarise a different hour and exchanges each
+ * record a different turn of a conversation: none is merged.
+ */
 function isMergeable(memory: Memory): boolean {
-  return memory.archivedAt === null && !memory.pinned && memory.category !== 'episode';
+  return (
+    memory.archivedAt === null && !memory.pinned && memory.category !== 'episode' && memory.category !== 'exchange'
+  );
 }
 
 /**
