@@ -1,5 +1,6 @@
 export { createMneme, type MnemeOptions } from './config/create-mneme.js';
 export type { ProviderConnections } from './config/providers.js';
+export type { ApiKeys, CreateApiKeyInput, CreatedApiKey } from './core/api-keys.js';
 export type { ChatCommandResult } from './core/chat-commands.js';
 export type { Clock } from './core/clock.js';
 export type { ContextResult } from './core/context-block.js';
@@ -56,6 +57,8 @@ export type {
   VersionAction,
   Viewer,
 } from './core/types.js';
+export { createHttpApp, type HttpAppOptions } from './http/http-app.js';
+export { type HttpServerOptions, type RunningHttpServer, startHttpServer } from './http/http-server.js';
 export { createChatDreamer } from './models/chat/chat-dreamer.js';
 export { createChatEpisodeSummariser } from './models/chat/chat-episode-summariser.js';
 export { type ChatFactExtractorOptions, createChatFactExtractor } from './models/chat/chat-fact-extractor.js';
@@ -82,6 +85,8 @@ export {
   createTransformersEmbeddingModel,
   type TransformersEmbeddingModelOptions,
 } from './models/transformers/transformers-embedding-model.js';
+export type { ApiKeyRecord } from './storage/api-key-store.js';
+export type { LinkType, MemoryLink } from './storage/link-store.js';
 export type { Project, Topic, User } from './storage/memory-store.js';
 export type { Message, MessageRole } from './storage/message-store.js';
 export {
