@@ -62,6 +62,8 @@ function requestViewer(request: RouteRequest): Viewer | undefined {
 }
 
 const id = (request: RouteRequest) => request.params.id ?? '';
+/** The memory a per-memory request is about, and the viewer who must be able to see it. */
+const target = (request: RouteRequest) => ({ id: id(request), viewer: requestViewer(request) });
 
 export const apiRoutes: readonly Route[] = [
   {
@@ -95,7 +97,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'One memory',
     tag: 'memories',
     query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.get({ id: id(request), viewer: requestViewer(request) }),
+    handle: async (request) => request.mneme.get(target(request)),
   },
   {
     method: 'patch',
@@ -120,8 +122,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Forget a memory: soft delete, vector removed, restorable',
     tag: 'memories',
     query: ViewerQuerySchema,
-    handle: async (request) =>
-      request.mneme.forget({ id: id(request), viewer: requestViewer(request), actor: request.principal.label }),
+    handle: async (request) => request.mneme.forget({ ...target(request), actor: request.principal.label }),
   },
   {
     method: 'post',
@@ -129,8 +130,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Restore a forgotten memory',
     tag: 'memories',
     query: ViewerQuerySchema,
-    handle: async (request) =>
-      request.mneme.restore({ id: id(request), viewer: requestViewer(request), actor: request.principal.label }),
+    handle: async (request) => request.mneme.restore({ ...target(request), actor: request.principal.label }),
   },
   {
     method: 'get',
@@ -138,7 +138,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Every version of a memory: who, when, what changed',
     tag: 'memories',
     query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.history({ id: id(request), viewer: requestViewer(request) }),
+    handle: async (request) => request.mneme.history(target(request)),
   },
   {
     method: 'get',
@@ -146,7 +146,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Links from and to a memory',
     tag: 'memories',
     query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.links({ id: id(request), viewer: requestViewer(request) }),
+    handle: async (request) => request.mneme.links(target(request)),
   },
   {
     method: 'post',
