@@ -315,6 +315,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
         sourceIds: [],
         embedding: embeddings[index] ?? null,
         searchContext,
+        searchContextMessageId: searchContext ? (previous?.id ?? null) : null,
       })),
       { at: context.clock.now(), actor: 'exchange', reason: `exchange of message ${message.id}` },
     );

@@ -42,6 +42,8 @@ export interface NewMemory {
   embedding: StoredEmbedding | null;
   /** Text the full-text leg also finds the memory by, without being part of it (the message a turn answers). */
   searchContext?: string | null;
+  /** The message `searchContext` quotes: purging its sender clears the context. */
+  searchContextMessageId?: number | null;
 }
 
 /** Fields an update may change. `embedding: null` removes the vector; leaving it out keeps it. */
@@ -129,7 +131,11 @@ export interface MemoryStore {
    */
   recentlyAccessed(owners: readonly string[] | null, limit: number): Promise<Memory[]>;
   stats(now: number): Promise<MemoryStats>;
-  /** Hard-deletes everything about one user, in one transaction. */
+  /**
+   * Hard-deletes everything about one user, in one transaction: their messages and the replies to them,
+   * their memories, memories built from those messages or memories (episodes, merges, insights),
+   * vectors, versions and links; a turn's search context quoting them is cleared.
+   */
   purgeUser(userId: string): Promise<PurgeReport>;
 }
 

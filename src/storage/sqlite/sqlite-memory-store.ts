@@ -63,10 +63,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     insert: database.prepare(`INSERT INTO memories (
         content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
         importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
-        search_context
+        search_context, search_context_message_id
       ) VALUES (
         @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext
+        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext,
+        @searchContextMessageId
       ) RETURNING *`),
     byId: database.prepare('SELECT * FROM memories WHERE id = ?'),
     version:
@@ -346,27 +347,44 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
     async purgeUser(userId) {
       return writeSqlite(database, `purging user ${userId}`, () => {
-        const ids = (
-          database.prepare('SELECT id FROM memories WHERE user_id = ?').all(userId) as Array<{ id: number }>
-        ).map((row) => row.id);
+        const ids = (sql: string, ...values: unknown[]) =>
+          (database.prepare(sql).all(...values) as Array<{ id: number }>).map((row) => row.id);
         const count = (sql: string, ...values: unknown[]) =>
           (database.prepare(sql).get(...values) as { count: number }).count;
+        const messageIds = JSON.stringify(
+          ids(
+            'SELECT id FROM messages WHERE sender_id = @userId OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId)',
+            { userId },
+          ),
+        );
+        const own = JSON.stringify(ids('SELECT id FROM memories WHERE user_id = ?', userId));
+        // Memories built from what the user said or from their memories (episodes, merges, insights) go too.
+        const memoryIds = ids(
+          `SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(@own))
+           UNION SELECT m.id FROM memories m, json_each(m.source_message_ids) s WHERE s.value IN (SELECT value FROM json_each(@messageIds))
+           UNION SELECT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM json_each(@own))`,
+          { messageIds, own },
+        );
+        const doomed = JSON.stringify(memoryIds);
         const versions = count(
-          'SELECT COUNT(*) AS count FROM memory_versions WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?)',
-          userId,
+          'SELECT COUNT(*) AS count FROM memory_versions WHERE memory_id IN (SELECT value FROM json_each(?))',
+          doomed,
         );
         const links = count(
-          `SELECT COUNT(*) AS count FROM memory_links WHERE source_id IN (SELECT id FROM memories WHERE user_id = ?)
-             OR target_id IN (SELECT id FROM memories WHERE user_id = ?)`,
-          userId,
-          userId,
+          `SELECT COUNT(*) AS count FROM memory_links WHERE source_id IN (SELECT value FROM json_each(@doomed))
+             OR target_id IN (SELECT value FROM json_each(@doomed))`,
+          { doomed },
         );
-        const vectorCount = vectors.remove(ids);
-        const memories = database.prepare('DELETE FROM memories WHERE user_id = ?').run(userId).changes;
-        const replies = database
-          .prepare('DELETE FROM messages WHERE reply_to IN (SELECT id FROM messages WHERE sender_id = ?)')
-          .run(userId).changes;
-        const messages = database.prepare('DELETE FROM messages WHERE sender_id = ?').run(userId).changes + replies;
+        const vectorCount = vectors.remove(memoryIds);
+        database
+          .prepare(`UPDATE memories SET search_context = NULL, search_context_message_id = NULL
+            WHERE search_context_message_id IN (SELECT value FROM json_each(?))`)
+          .run(messageIds);
+        const memories = database
+          .prepare('DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?))')
+          .run(doomed).changes;
+        const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
+        database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
         database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
         database.prepare('DELETE FROM users WHERE id = ?').run(userId);
         return { userId, messages, memories, vectors: vectorCount, versions, links };
@@ -407,6 +425,7 @@ export function insertParameters(memory: NewMemory, at: number) {
     at,
     embeddingModel: memory.embedding?.model ?? null,
     searchContext: memory.searchContext ?? null,
+    searchContextMessageId: memory.searchContextMessageId ?? null,
   };
 }
 

@@ -173,8 +173,10 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     version: 5,
     name: 'search-only context of a memory in the full-text index',
     sql: `
-      -- Text a memory is found by but that is not part of it: the message a conversation turn answers.
+      -- Text a memory is found by but that is not part of it: the message a conversation turn answers
+      -- (and that message's id, so purging its sender also clears it here).
       ALTER TABLE memories ADD COLUMN search_context TEXT;
+      ALTER TABLE memories ADD COLUMN search_context_message_id INTEGER;
       DROP TRIGGER memories_fts_insert;
       DROP TRIGGER memories_fts_delete;
       DROP TRIGGER memories_fts_update;
@@ -199,6 +201,8 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
           INSERT INTO memories_fts(rowid, content, search_context) VALUES (new.id, new.content, new.search_context);
         END;
       INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+      CREATE INDEX memories_by_search_context_message ON memories(search_context_message_id)
+        WHERE search_context_message_id IS NOT NULL;
     `,
   },
 ];

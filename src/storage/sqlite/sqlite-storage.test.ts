@@ -152,7 +152,7 @@ describe('SQLite storage', () => {
     await second.close();
   });
 
-  it('leaves no row that names a purged user in any table', async () => {
+  it('leaves no row that names a purged user, nor anything built from what they said, in any table', async () => {
     const path = newFile();
     const storage = createSqliteStorage({ path });
     await storage.configureVectors({ model: 'm', dimensions: 2 });
@@ -192,9 +192,40 @@ describe('SQLite storage', () => {
       .prepare("INSERT INTO memory_links (source_id, target_id, type, created_at) VALUES (?, ?, 'semantic', ?)")
       .run(other?.id, annMemory?.id, at);
     raw.close();
+    const annMessage = Number(message.lastInsertRowid);
+    const [episode, bobTurn] = await storage.memories.insert(
+      [
+        {
+          ...base,
+          content: 'Ann greeted the room and asked about sailing',
+          category: 'episode',
+          scope: 'room',
+          owner: 'room:c',
+          userId: null,
+          channelId: 'c',
+          sourceMessageIds: [annMessage],
+        },
+        {
+          ...base,
+          content: 'Bob: rowing, mostly',
+          category: 'exchange',
+          scope: 'room',
+          owner: 'room:c',
+          userId: 'bob',
+          channelId: 'c',
+          searchContext: 'Ann: which boats do you like, sailor?',
+          searchContextMessageId: annMessage,
+        },
+      ],
+      { at, actor: null },
+    );
 
     const report = await storage.memories.purgeUser('ann-4711');
-    expect(report).toMatchObject({ memories: 1, vectors: 1, messages: 2, links: 1, versions: 1 });
+    expect(report).toMatchObject({ memories: 2, vectors: 2, messages: 2, links: 1, versions: 2 });
+    expect(await storage.memories.get([episode?.id ?? 0, bobTurn?.id ?? 0])).toEqual([
+      expect.objectContaining({ content: 'Bob: rowing, mostly' }),
+    ]);
+    expect(await storage.memories.searchText({ terms: ['sailor'], owners: null, limit: 5 })).toEqual([]);
     await storage.close();
 
     const check = new Database(path);
@@ -215,11 +246,17 @@ describe('SQLite storage', () => {
       );
       expect(mentions, `rows of ${table} naming the purged user`).toEqual([]);
     }
+    expect(check.prepare("SELECT search_context FROM memories WHERE content = 'Bob: rowing, mostly'").get()).toEqual({
+      search_context: null,
+    });
     const fts = check.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'sailing'").all();
     expect(fts).toEqual([]);
     const messageFts = check.prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'hello OR hi'").all();
     expect(messageFts).toEqual([]);
-    expect(check.prepare('SELECT memory_id FROM memory_vectors').all()).toEqual([{ memory_id: other?.id }]);
+    expect(check.prepare('SELECT memory_id FROM memory_vectors ORDER BY memory_id').all()).toEqual([
+      { memory_id: other?.id },
+      { memory_id: bobTurn?.id },
+    ]);
     check.close();
   });
 });
