@@ -186,7 +186,13 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
     const written: Memory[] = [];
     const fresh: Array<{ memory: NewMemory; words: Set<string> }> = [];
     const at = context.clock.now();
-    const writeContext = { at, actor: `extractor:${extractor?.id ?? 'none'}`, reason: `from message ${message.id}` };
+    // Derived from the message log, which the extraction watermark makes re-runnable: deferred writes.
+    const writeContext = {
+      at,
+      actor: `extractor:${extractor?.id ?? 'none'}`,
+      reason: `from message ${message.id}`,
+      deferred: true,
+    };
 
     for (const fact of facts) {
       const { scope, ids } = placement(fact, message, target);
@@ -266,7 +272,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
           .slice(index + 1)
           .map((linked) => ({ sourceId: source.id, targetId: linked.id, type: 'co_extracted' as const })),
       );
-      await storage.links.add(links, at);
+      await storage.links.add(links, at, { deferred: true });
     }
     return report;
   }
@@ -317,7 +323,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
         searchContext,
         searchContextMessageId: searchContext ? (previous?.id ?? null) : null,
       })),
-      { at: context.clock.now(), actor: 'exchange', reason: `exchange of message ${message.id}` },
+      { at: context.clock.now(), actor: 'exchange', reason: `exchange of message ${message.id}`, deferred: true },
     );
   }
 

@@ -28,8 +28,11 @@ export interface LinkedMemory {
 
 /** Directed, typed edges between memories, queried both ways. */
 export interface LinkStore {
-  /** Adds links; an existing (source, target, type) keeps its row and takes the new strength. Returns how many are new. */
-  add(links: readonly NewLink[], at: number): Promise<number>;
+  /**
+   * Adds links; an existing (source, target, type) keeps its row and takes the new strength. Returns how
+   * many are new. `deferred` as in `WriteContext.deferred`.
+   */
+  add(links: readonly NewLink[], at: number, options?: { deferred?: boolean }): Promise<number>;
   /** Every link from or to this memory. */
   of(memoryId: number): Promise<MemoryLink[]>;
   /**

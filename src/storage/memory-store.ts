@@ -66,6 +66,12 @@ export interface WriteContext {
   at: number;
   actor: string | null;
   reason?: string | null;
+  /**
+   * The write derives from data already stored durably (extraction from the message log, which a
+   * watermark makes re-runnable): it may skip waiting for the disk, and becomes durable with the next
+   * durable write. A power cut may undo it, never a process crash; nothing acknowledged depends on it.
+   */
+  deferred?: boolean;
 }
 
 /** A search restricted to memories whose owner key is in `owners` (`null`: every owner, for admin tools). */

@@ -52,12 +52,25 @@ export function readSqlite<T>(doing: string, work: () => T): T {
   }
 }
 
-/** Runs `work` in one IMMEDIATE transaction (it takes the write lock at once), wrapping a driver error once. */
-export function writeSqlite<T>(database: Database.Database, doing: string, work: () => T): T {
+/**
+ * Runs `work` in one IMMEDIATE transaction (it takes the write lock at once), wrapping a driver error
+ * once. A `deferred` write (data that can be rebuilt, see `WriteContext.deferred`) commits with
+ * `synchronous = NORMAL`: no fsync of its own; in WAL mode it survives a process crash, and the next
+ * durable commit's fsync makes it durable too, since the log is written in order.
+ */
+export function writeSqlite<T>(
+  database: Database.Database,
+  doing: string,
+  work: () => T,
+  options: { deferred?: boolean | undefined } = {},
+): T {
+  if (options.deferred) database.pragma('synchronous = NORMAL');
   try {
     return database.transaction(work).immediate();
   } catch (error) {
     throw toMnemeError(error, doing);
+  } finally {
+    if (options.deferred) database.pragma('synchronous = FULL');
   }
 }
 

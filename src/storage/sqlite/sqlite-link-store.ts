@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { LinkedMemory, LinkStore, LinkType } from '../link-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { toMnemeError, writeSqlite } from './sqlite-database.js';
 
 interface LinkRow {
   source_id: number;
@@ -43,22 +43,21 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
   };
 
   return {
-    async add(links, at) {
-      try {
-        return database
-          .transaction(() => {
-            let added = 0;
-            for (const link of links) {
-              if (link.sourceId === link.targetId) continue;
-              if (!statements.exists.get(link.sourceId, link.targetId, link.type)) added++;
-              statements.upsert.run(link.sourceId, link.targetId, link.type, link.strength ?? 1, at);
-            }
-            return added;
-          })
-          .immediate();
-      } catch (error) {
-        throw toMnemeError(error, 'storing links');
-      }
+    async add(links, at, options = {}) {
+      return writeSqlite(
+        database,
+        'storing links',
+        () => {
+          let added = 0;
+          for (const link of links) {
+            if (link.sourceId === link.targetId) continue;
+            if (!statements.exists.get(link.sourceId, link.targetId, link.type)) added++;
+            statements.upsert.run(link.sourceId, link.targetId, link.type, link.strength ?? 1, at);
+          }
+          return added;
+        },
+        options,
+      );
     },
 
     async of(memoryId) {

@@ -137,65 +137,74 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
   return {
     async insert(memories, context) {
-      return writeSqlite(database, 'storing memories', () =>
-        memories.map((memory) => {
-          if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
-            throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
-          }
-          const row = statements.insert.get(insertParameters(memory, context.at)) as MemoryRow;
-          if (memory.embedding) vectors.put(row.id, row.owner, memory.embedding);
-          recordVersion(row, 'create', {}, context);
-          return toMemory(row);
-        }),
+      return writeSqlite(
+        database,
+        'storing memories',
+        () =>
+          memories.map((memory) => {
+            if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
+              throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
+            }
+            const row = statements.insert.get(insertParameters(memory, context.at)) as MemoryRow;
+            if (memory.embedding) vectors.put(row.id, row.owner, memory.embedding);
+            recordVersion(row, 'create', {}, context);
+            return toMemory(row);
+          }),
+        context,
       );
     },
 
     async update(id, changes, context) {
-      return writeSqlite(database, `updating memory ${id}`, () => {
-        const before = requireRow(id);
-        if (before.archived_at !== null) {
-          throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
-        }
-        const assignments: string[] = [];
-        const values: Record<string, unknown> = { id, at: context.at };
-        for (const [field, column] of [
-          ['content', 'content'],
-          ['category', 'category'],
-          ['sector', 'sector'],
-          ['importance', 'importance'],
-          ['pinned', 'pinned'],
-        ] as const) {
-          const value = changes[field];
-          if (value === undefined) continue;
-          assignments.push(`${column} = @${field}`);
-          values[field] = typeof value === 'boolean' ? Number(value) : value;
-        }
-        if (changes.sourceMessageIds !== undefined) {
-          assignments.push('source_message_ids = @sourceMessageIds');
-          values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
-        }
-        if (changes.embedding !== undefined) {
-          assignments.push('embedding_model = @embeddingModel');
-          values.embeddingModel = changes.embedding?.model ?? null;
-        }
-        const previous = snapshotOf(before);
-        const diff = diffSnapshots(previous, {
-          ...previous,
-          content: changes.content ?? previous.content,
-          category: changes.category ?? previous.category,
-          importance: changes.importance ?? previous.importance,
-          pinned: changes.pinned ?? previous.pinned,
-        });
-        const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
-        if (Object.keys(diff).length === 0 && unchanged) return toMemory(before);
-        const after = database
-          .prepare(`UPDATE memories SET ${assignments.join(', ')}, updated_at = @at WHERE id = @id RETURNING *`)
-          .get(values) as MemoryRow;
-        if (changes.embedding === null) vectors.remove([id]);
-        else if (changes.embedding) vectors.put(id, after.owner, changes.embedding);
-        if (Object.keys(diff).length > 0) recordVersion(after, 'update', diff, context);
-        return toMemory(after);
-      });
+      return writeSqlite(
+        database,
+        `updating memory ${id}`,
+        () => {
+          const before = requireRow(id);
+          if (before.archived_at !== null) {
+            throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
+          }
+          const assignments: string[] = [];
+          const values: Record<string, unknown> = { id, at: context.at };
+          for (const [field, column] of [
+            ['content', 'content'],
+            ['category', 'category'],
+            ['sector', 'sector'],
+            ['importance', 'importance'],
+            ['pinned', 'pinned'],
+          ] as const) {
+            const value = changes[field];
+            if (value === undefined) continue;
+            assignments.push(`${column} = @${field}`);
+            values[field] = typeof value === 'boolean' ? Number(value) : value;
+          }
+          if (changes.sourceMessageIds !== undefined) {
+            assignments.push('source_message_ids = @sourceMessageIds');
+            values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
+          }
+          if (changes.embedding !== undefined) {
+            assignments.push('embedding_model = @embeddingModel');
+            values.embeddingModel = changes.embedding?.model ?? null;
+          }
+          const previous = snapshotOf(before);
+          const diff = diffSnapshots(previous, {
+            ...previous,
+            content: changes.content ?? previous.content,
+            category: changes.category ?? previous.category,
+            importance: changes.importance ?? previous.importance,
+            pinned: changes.pinned ?? previous.pinned,
+          });
+          const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
+          if (Object.keys(diff).length === 0 && unchanged) return toMemory(before);
+          const after = database
+            .prepare(`UPDATE memories SET ${assignments.join(', ')}, updated_at = @at WHERE id = @id RETURNING *`)
+            .get(values) as MemoryRow;
+          if (changes.embedding === null) vectors.remove([id]);
+          else if (changes.embedding) vectors.put(id, after.owner, changes.embedding);
+          if (Object.keys(diff).length > 0) recordVersion(after, 'update', diff, context);
+          return toMemory(after);
+        },
+        context,
+      );
     },
 
     async archive(ids, context) {
@@ -277,9 +286,15 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
     async touch(touches, at) {
       if (touches.length === 0) return;
-      writeSqlite(database, 'recording retrievals', () => {
-        statements.touch.run({ at, touches: JSON.stringify(touches) });
-      });
+      // Access statistics are not data a power cut must not lose: no fsync of their own.
+      writeSqlite(
+        database,
+        'recording retrievals',
+        () => {
+          statements.touch.run({ at, touches: JSON.stringify(touches) });
+        },
+        { deferred: true },
+      );
     },
 
     async recentlyAccessed(owners, limit) {

@@ -6,7 +6,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { describeStorageContract } from '../memory-store.contract.js';
-import { openSqliteDatabase } from './sqlite-database.js';
+import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
 import { latestSchemaVersion, sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
 
@@ -58,6 +58,27 @@ describe('SQLite storage', () => {
     expect(database.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(database.pragma('synchronous', { simple: true })).toBe(2);
     expect(database.pragma('busy_timeout', { simple: true })).toBe(5000);
+    database.close();
+  });
+
+  it('commits a deferred write without an fsync of its own, and is durable again after it, also when it fails', () => {
+    const database = openSqliteDatabase({ path: newFile() });
+    const synchronous = () => database.pragma('synchronous', { simple: true });
+    const during: unknown[] = [];
+    writeSqlite(database, 'a deferred write', () => during.push(synchronous()), { deferred: true });
+    writeSqlite(database, 'a durable write', () => during.push(synchronous()));
+    expect(during).toEqual([1, 2]);
+    expect(() =>
+      writeSqlite(
+        database,
+        'a failing deferred write',
+        () => {
+          throw new Error('boom');
+        },
+        { deferred: true },
+      ),
+    ).toThrowError(/a failing deferred write: boom/);
+    expect(synchronous()).toBe(2);
     database.close();
   });
 
