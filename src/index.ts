@@ -1,32 +1,33 @@
 export { createMneme, type MnemeOptions } from './config/create-mneme.js';
 export type { ProviderConnections } from './config/providers.js';
 export type { ApiKeys, CreateApiKeyInput, CreatedApiKey } from './core/api-keys.js';
-export type { ChatCommandResult } from './core/chat-commands.js';
 export type { Clock } from './core/clock.js';
-export type { ContextResult } from './core/context-block.js';
-export type { Dreamer, DreamInput, DreamInsight, DreamMemory } from './core/dreamer.js';
 export type { Logger } from './core/engine-context.js';
+export { ErrorCode, type FieldIssue, isMnemeError, MnemeError } from './core/errors.js';
+export type { ChatCommandResult } from './core/ingest/chat-commands.js';
+export type { ExtractionReport } from './core/ingest/extraction.js';
+export type { IngestResult } from './core/ingest/ingest.js';
+export type { ConsolidateReport } from './core/maintenance/consolidate-task.js';
+export type { DecayReport } from './core/maintenance/decay-task.js';
+export type { DreamReport } from './core/maintenance/dream-task.js';
+export type { EpisodesReport } from './core/maintenance/episodes-task.js';
+export type { LinkReport } from './core/maintenance/link-task.js';
+export type { MaintainInput, MaintenanceReport } from './core/maintenance/maintain.js';
+export type { MaintenanceTask } from './core/maintenance/maintenance-task.js';
+export type { Mneme } from './core/mneme.js';
+export type { MnemePolicy, PolicyOptions } from './core/policy.js';
+export type { Dreamer, DreamInput, DreamInsight, DreamMemory } from './core/ports/dreamer.js';
 export type {
   EpisodeInput,
   EpisodeMessage,
   EpisodeSummariser,
   EpisodeSummary,
-} from './core/episode-summariser.js';
-export { ErrorCode, type FieldIssue, isMnemeError, MnemeError } from './core/errors.js';
-export type { ExtractionReport } from './core/extraction.js';
-export type { ExtractedFact, ExtractionInput, FactExtractor } from './core/extractor.js';
-export type { IngestResult } from './core/ingest.js';
-export type { MaintainInput, MaintenanceReport } from './core/maintain.js';
-export type { ConsolidationReport } from './core/maintenance/consolidation-task.js';
-export type { DecayReport } from './core/maintenance/decay-task.js';
-export type { DreamReport } from './core/maintenance/dream-task.js';
-export type { EpisodesReport } from './core/maintenance/episodes-task.js';
-export type { LinkReport } from './core/maintenance/linking-task.js';
-export type { MaintenanceTask } from './core/maintenance/maintenance-task.js';
-export type { MemoryMerger, MergeCandidate, MergedMemory, MergeInput } from './core/memory-merger.js';
-export type { Mneme } from './core/mneme.js';
-export type { MnemePolicy, PolicyOptions } from './core/policy.js';
-export type { MatchType, RecallHit, RecallMode, RecallResult, VectorLegStatus } from './core/recall.js';
+} from './core/ports/episode-summariser.js';
+export type { ExtractedFact, ExtractionInput, FactExtractor } from './core/ports/fact-extractor.js';
+export type { MemoryMerger, MergeCandidate, MergedMemory, MergeInput } from './core/ports/memory-merger.js';
+export type { ContextResult } from './core/recall/context-block.js';
+export type { MatchType, RecallHit, RecallMode, RecallResult, VectorLegStatus } from './core/recall/recall.js';
+export type { ScoreBreakdown } from './core/recall/scoring.js';
 export type { ReembedOptions, ReembedProgress, VectorStatus } from './core/reembed.js';
 export type {
   ContextInput,
@@ -43,7 +44,6 @@ export type {
   TurnsInput,
   UpdateInput,
 } from './core/schemas.js';
-export type { ScoreBreakdown } from './core/scoring.js';
 export type {
   Memory,
   MemoryPage,
@@ -86,8 +86,8 @@ export {
   type TransformersEmbeddingModelOptions,
 } from './models/transformers/transformers-embedding-model.js';
 export type { ApiKeyRecord } from './storage/api-key-store.js';
+export type { Project, Topic, User } from './storage/directory-store.js';
 export type { LinkType, MemoryLink } from './storage/link-store.js';
-export type { Project, Topic, User } from './storage/memory-store.js';
 export type { Message, MessageRole } from './storage/message-store.js';
 export {
   createMaintenanceScheduler,

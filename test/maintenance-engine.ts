@@ -1,13 +1,13 @@
-import type { Dreamer } from '../src/core/dreamer.js';
-import type { EpisodeSummariser } from '../src/core/episode-summariser.js';
-import type { MemoryMerger } from '../src/core/memory-merger.js';
 import { createEngine, type Mneme } from '../src/core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../src/core/policy.js';
+import type { Dreamer } from '../src/core/ports/dreamer.js';
+import type { EpisodeSummariser } from '../src/core/ports/episode-summariser.js';
+import type { MemoryMerger } from '../src/core/ports/memory-merger.js';
 import type { EmbeddingModel } from '../src/models/embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
 import { createOfflineMemoryMerger } from '../src/models/offline/offline-memory-merger.js';
-import type { Storage } from '../src/storage/memory-store.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
+import type { Storage } from '../src/storage/storage.js';
 import { createFixedClock } from '../src/testing.js';
 
 /** An engine over real SQLite, with its storage in reach so that tests can append messages and look inside. */

@@ -2,23 +2,14 @@ import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, isMnemeError } from '../core/errors.js';
-import type { Mneme } from '../core/mneme.js';
 import { registerBenchCommands } from './bench-commands.js';
+import type { CliIo, WithEngine } from './cli-io.js';
 import { registerDoctorCommands } from './doctor-commands.js';
 import { registerIngestCommands } from './ingest-commands.js';
 import { registerMaintainCommands } from './maintain-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
-
-/** Where the CLI writes; tests pass their own to run `main` in-process. */
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  env: NodeJS.ProcessEnv;
-  /** Read by `mneme ingest -`; process.stdin when left out. */
-  stdin?: NodeJS.ReadableStream;
-}
 
 /** Exit code for each error code; a new code does not compile until it is mapped here. */
 const exitCodes: Record<ErrorCode, number> = {
@@ -32,15 +23,6 @@ const exitCodes: Record<ErrorCode, number> = {
   [ErrorCode.ModelFailed]: 8,
   [ErrorCode.ConfigInvalid]: 9,
 };
-
-/**
- * Wraps a command's work: `run` gets an open engine and the command's arguments, `print` turns
- * its result into text (with --json the result is printed as JSON instead).
- */
-export type WithEngine = <Arguments extends unknown[], Result>(
-  run: (mneme: Mneme, ...commandArguments: Arguments) => Promise<Result>,
-  print: (result: Result) => string,
-) => (...commandArguments: Arguments) => Promise<void>;
 
 interface GlobalOptions {
   db?: string;

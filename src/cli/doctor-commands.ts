@@ -6,7 +6,7 @@ import { diagnoseProviders, type ProviderReport } from '../config/provider-check
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
 import { numeric } from './cli-arguments.js';
-import type { CliIo, WithEngine } from './cli-main.js';
+import type { CliIo, WithEngine } from './cli-io.js';
 import { createProgressBar } from './progress-bar.js';
 
 /** What `mneme doctor` reports. */

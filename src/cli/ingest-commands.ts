@@ -2,7 +2,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { ErrorCode, isMnemeError, MnemeError } from '../core/errors.js';
-import type { IngestResult } from '../core/ingest.js';
+import type { IngestResult } from '../core/ingest/ingest.js';
 import {
   type IngestExchangeInput,
   IngestExchangeInputSchema,
@@ -10,7 +10,7 @@ import {
   IngestInputSchema,
   parseInput,
 } from '../core/schemas.js';
-import type { WithEngine } from './cli-main.js';
+import type { WithEngine } from './cli-io.js';
 
 /** What `mneme ingest` needs besides the engine: where progress goes and, for `-`, where lines come from. */
 export interface IngestIo {

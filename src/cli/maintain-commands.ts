@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import type { MaintenanceReport } from '../core/maintain.js';
+import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import { defined } from './cli-arguments.js';
-import type { WithEngine } from './cli-main.js';
+import type { WithEngine } from './cli-io.js';
 
 /** maintain. */
 export function registerMaintainCommands(program: Command, withEngine: WithEngine): void {

@@ -3,7 +3,7 @@ import type { Mneme } from '../core/mneme.js';
 import { scopeOwnerField } from '../core/scope.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion } from '../core/types.js';
 import { defined, numeric } from './cli-arguments.js';
-import type { WithEngine } from './cli-main.js';
+import type { WithEngine } from './cli-io.js';
 
 /** add, get, update, list, forget, restore, history, stats. */
 export function registerMemoryCommands(program: Command, withEngine: WithEngine): void {

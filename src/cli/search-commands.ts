@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import type { ContextResult } from '../core/context-block.js';
 import type { Mneme } from '../core/mneme.js';
-import type { RecallResult, VectorLegStatus } from '../core/recall.js';
+import type { ContextResult } from '../core/recall/context-block.js';
+import type { RecallResult, VectorLegStatus } from '../core/recall/recall.js';
 import { scopeOwnerField } from '../core/scope.js';
 import type { Memory } from '../core/types.js';
 import { defined, numeric } from './cli-arguments.js';
-import type { WithEngine } from './cli-main.js';
+import type { WithEngine } from './cli-io.js';
 
 type ViewerOptions = Record<string, string | boolean | undefined>;
 

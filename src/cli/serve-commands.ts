@@ -5,7 +5,7 @@ import { startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { createMaintenanceScheduler } from '../workers/maintenance-scheduler.js';
 import { numeric } from './cli-arguments.js';
-import type { CliIo, WithEngine } from './cli-main.js';
+import type { CliIo, WithEngine } from './cli-io.js';
 
 /** Resolves on the first SIGTERM or SIGINT (the service's way to stop cleanly). */
 const waitForSignal = (): Promise<string> =>

@@ -1,13 +1,13 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
-import type { Dreamer } from '../core/dreamer.js';
 import type { Logger } from '../core/engine-context.js';
-import type { EpisodeSummariser } from '../core/episode-summariser.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
-import type { FactExtractor } from '../core/extractor.js';
-import type { MemoryMerger } from '../core/memory-merger.js';
 import { createEngine, type Mneme } from '../core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
+import type { Dreamer } from '../core/ports/dreamer.js';
+import type { EpisodeSummariser } from '../core/ports/episode-summariser.js';
+import type { FactExtractor } from '../core/ports/fact-extractor.js';
+import type { MemoryMerger } from '../core/ports/memory-merger.js';
 import { createChatDreamer } from '../models/chat/chat-dreamer.js';
 import { createChatEpisodeSummariser } from '../models/chat/chat-episode-summariser.js';
 import { createChatFactExtractor } from '../models/chat/chat-fact-extractor.js';

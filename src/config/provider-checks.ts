@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { completeStructured } from '../core/structured-output.js';
+import { completeStructured } from '../models/chat/chat-structured-output.js';
 import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
 import { type ProviderDependencies, type ProviderSettings, resolveChatModel, resolveEmbedder } from './providers.js';

@@ -1,12 +1,13 @@
 import type { EmbeddingModel } from '../models/embedding-model.js';
-import type { Storage, StoredEmbedding } from '../storage/memory-store.js';
+import type { StoredEmbedding } from '../storage/memory-store.js';
+import type { Storage } from '../storage/storage.js';
 import type { Clock } from './clock.js';
-import type { Dreamer } from './dreamer.js';
-import type { EpisodeSummariser } from './episode-summariser.js';
-import type { ExtractionSchedulerFactory } from './extraction.js';
-import type { FactExtractor } from './extractor.js';
-import type { MemoryMerger } from './memory-merger.js';
+import type { ExtractionSchedulerFactory } from './ingest/extraction-scheduler.js';
 import type { MnemePolicy } from './policy.js';
+import type { Dreamer } from './ports/dreamer.js';
+import type { EpisodeSummariser } from './ports/episode-summariser.js';
+import type { FactExtractor } from './ports/fact-extractor.js';
+import type { MemoryMerger } from './ports/memory-merger.js';
 
 /** Where mneme reports what it could not do but survived (a model that failed, a skipped leg). */
 export interface Logger {

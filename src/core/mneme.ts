@@ -1,10 +1,10 @@
 import type { MemoryLink } from '../storage/link-store.js';
 import { type ApiKeys, createApiKeys } from './api-keys.js';
-import { buildContext, type ContextResult } from './context-block.js';
 import type { EngineContext } from './engine-context.js';
-import { createIngest, type MnemeIngest } from './ingest.js';
-import { createMaintain, type MaintainInput, type MaintenanceReport } from './maintain.js';
-import { type RecallResult, recall } from './recall.js';
+import { createIngest, type MnemeIngest } from './ingest/ingest.js';
+import { createMaintain, type MaintainInput, type MaintenanceReport } from './maintenance/maintain.js';
+import { buildContext, type ContextResult } from './recall/context-block.js';
+import { type RecallResult, recall } from './recall/recall.js';
 import {
   type ReembedOptions,
   type ReembedProgress,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { IngestPolicySchema } from './ingest-policy.js';
-import { ContextPolicySchema, RecallPolicySchema } from './recall-policy.js';
+import { IngestPolicySchema } from './ingest/ingest-policy.js';
+import { ContextPolicySchema, RecallPolicySchema } from './recall/recall-policy.js';
 import { parseInput } from './schemas.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { VectorIndexInfo } from '../storage/memory-store.js';
+import type { VectorIndexInfo } from '../storage/storage.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 

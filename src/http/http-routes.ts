@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { assertAdmin, assertMayActFor, type Principal, viewerFor } from '../core/access.js';
-import { type MaintainInput, MaintainInputSchema } from '../core/maintain.js';
+import { type MaintainInput, MaintainInputSchema } from '../core/maintenance/maintain.js';
 import type { Mneme } from '../core/mneme.js';
 import {
   ContextInputSchema,

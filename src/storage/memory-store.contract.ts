@@ -3,7 +3,8 @@ import { ErrorCode, MnemeError } from '../core/errors.js';
 import { ownerKey, visibleOwners } from '../core/scope.js';
 import type { Scope } from '../core/types.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
-import type { NewMemory, Storage, StoredEmbedding } from './memory-store.js';
+import type { NewMemory, StoredEmbedding } from './memory-store.js';
+import type { Storage } from './storage.js';
 
 const model = createFakeEmbeddingModel({ dimensions: 32 });
 const at = Date.parse('2024-06-15T12:00:00.000Z');

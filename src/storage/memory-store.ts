@@ -9,12 +9,6 @@ import type {
   Scope,
   Sector,
 } from '../core/types.js';
-import type { ApiKeyStore } from './api-key-store.js';
-import type { LinkStore } from './link-store.js';
-import type { MaintenanceStateStore } from './maintenance-state-store.js';
-import type { MaintenanceStore } from './maintenance-store.js';
-import type { MessageStore } from './message-store.js';
-import type { VectorBackfillStore } from './vector-backfill-store.js';
 
 /** A vector and the id of the model that produced it; vectors of two models are never compared. */
 export interface StoredEmbedding {
@@ -143,64 +137,4 @@ export interface MemoryStore {
    * vectors, versions and links; a turn's search context quoting them is cleared.
    */
   purgeUser(userId: string): Promise<PurgeReport>;
-}
-
-export interface Topic {
-  id: string;
-  projectId: string | null;
-  title: string | null;
-  createdAt: string;
-}
-
-export interface Project {
-  id: string;
-  name: string | null;
-  managed: boolean;
-  createdAt: string;
-}
-
-export interface User {
-  id: string;
-  displayName: string | null;
-}
-
-/** Users, topics and projects: the names and ids memories hang on. */
-export interface DirectoryStore {
-  putUser(user: User, at: number): Promise<User>;
-  getUser(id: string): Promise<User | null>;
-  putProject(project: { id: string; name: string | null; managed: boolean }, at: number): Promise<Project>;
-  getProject(id: string): Promise<Project | null>;
-  putTopic(topic: { id: string; projectId: string | null; title: string | null }, at: number): Promise<Topic>;
-  getTopic(id: string): Promise<Topic | null>;
-}
-
-/** The model and dimensions the vector index holds. */
-export interface VectorIndexInfo {
-  model: string;
-  dimensions: number;
-}
-
-/** One opened database. */
-export interface Storage {
-  readonly memories: MemoryStore;
-  readonly links: LinkStore;
-  readonly directory: DirectoryStore;
-  /** API keys of the HTTP service (prefix and hash only). */
-  readonly apiKeys: ApiKeyStore;
-  /** The append-only message log. */
-  readonly messages: MessageStore;
-  /** Per-channel watermarks of the background tasks. */
-  readonly maintenanceState: MaintenanceStateStore;
-  /** Paged reads and transactional merges of decay, consolidation, linking and dream. */
-  readonly maintenance: MaintenanceStore;
-  /** Memories that lack a vector of the current model, and the writes that give them one. */
-  readonly vectorBackfill: VectorBackfillStore;
-  /** The model whose vectors the index holds, or null before any model was configured. */
-  vectorIndex(): Promise<VectorIndexInfo | null>;
-  /**
-   * Points the vector index at `model`. When it held another model's vectors they are dropped
-   * (and must be re-embedded), so two models' vectors are never compared. Returns true when it reset.
-   */
-  configureVectors(info: VectorIndexInfo): Promise<boolean>;
-  close(): Promise<void>;
 }

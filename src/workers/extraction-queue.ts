@@ -1,5 +1,5 @@
 import type { Logger } from '../core/engine-context.js';
-import type { ExtractionScheduler, ExtractionWork } from '../core/extraction.js';
+import type { ExtractionScheduler, ExtractionWork } from '../core/ingest/extraction-scheduler.js';
 
 /** Jobs the extraction queue holds before it drops new ones. */
 export const EXTRACTION_QUEUE_CAPACITY = 64;

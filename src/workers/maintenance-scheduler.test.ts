@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../test/maintenance-engine.js';
-import type { MaintenanceReport } from '../core/maintain.js';
+import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import type { MaintenanceTask } from '../core/maintenance/maintenance-task.js';
 import { createMaintenanceScheduler, type MaintenanceScheduler } from './maintenance-scheduler.js';
 

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.js';
-import type { MaintenanceReport } from '../core/maintain.js';
+import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import { type MaintenanceTask, maintenanceTasks } from '../core/maintenance/maintenance-task.js';
 import type { Mneme } from '../core/mneme.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { daysAfter, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
-import { currentSalience, importanceDecay, retention, SALIENCE_MAX } from '../decay.js';
+import { currentSalience, importanceDecay, retention, SALIENCE_MAX } from '../decay/decay.js';
 import type { MnemePolicy } from '../policy.js';
 
 const start = '2024-06-01T00:00:00.000Z';

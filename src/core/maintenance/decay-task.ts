@@ -9,7 +9,7 @@ import {
   RETENTION_ARCHIVE_BELOW,
   retention,
   SALIENCE_REMOVE_BELOW,
-} from '../decay.js';
+} from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
 import type { MnemePolicy } from '../policy.js';
 import { archiveEach } from './archive-each.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
-import type { Dreamer, DreamInput } from '../dreamer.js';
+import type { Dreamer, DreamInput } from '../ports/dreamer.js';
 
 const engines: MaintenanceEngine[] = [];
 afterEach(async () => {

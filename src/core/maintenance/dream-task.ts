@@ -1,6 +1,6 @@
 import type { NewMemory } from '../../storage/memory-store.js';
-import { type Dreamer, DreamInsightSchema } from '../dreamer.js';
 import { type EngineContext, embedDocument } from '../engine-context.js';
+import { type Dreamer, DreamInsightSchema } from '../ports/dreamer.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
 import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
@@ -11,9 +11,6 @@ export const DREAM_MIN_MEMORIES = 3;
 export const DREAM_MAX_MEMORIES = 50;
 /** Importance of a memory a dream writes. */
 export const DREAM_IMPORTANCE = 0.6;
-/** The `maintenance_state` task name of dream; its watermark (`last_dream`) is the last memory id dreamed about. */
-export const DREAM_TASK = 'dream';
-
 /** Memories read per page. */
 const PAGE_SIZE = 500;
 
@@ -36,7 +33,7 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
   const report: DreamReport = { owners: 0, insights: 0, skipped: null };
   if (!dreamer) return { ...report, skipped: 'no chat model configured' };
   const { storage } = context;
-  const state = await storage.maintenanceState.get(ALL_CHANNELS, DREAM_TASK);
+  const state = await storage.maintenanceState.get(ALL_CHANNELS, 'dream');
   const latest = await storage.maintenance.latestMemoryId();
   const byOwner = new Map<string, Memory[]>();
   let afterId = state?.watermark ?? 0;
@@ -102,7 +99,7 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     report.insights += insights.length;
   }
 
-  await storage.maintenanceState.set(ALL_CHANNELS, DREAM_TASK, {
+  await storage.maintenanceState.set(ALL_CHANNELS, 'dream', {
     watermark: Math.max(latest, state?.watermark ?? 0),
     lastRunAt: now,
   });

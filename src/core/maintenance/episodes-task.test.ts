@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import type { MessageRole } from '../../storage/message-store.js';
-import type { EpisodeSummariser } from '../episode-summariser.js';
+import type { EpisodeSummariser } from '../ports/episode-summariser.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const minutes = (count: number) => Date.parse(start) + count * 60 * 1000;
@@ -79,7 +79,7 @@ describe('the episodes task', () => {
       sourceMessageIds: first,
       content: 'Mia: The staging database ran out of disk space. Oz: I will move the backups to the kestrel volume.',
     });
-    expect(await engine.storage.maintenanceState.get('ops', 'episode')).toMatchObject({ watermark: sparse.at(-1) });
+    expect(await engine.storage.maintenanceState.get('ops', 'episodes')).toMatchObject({ watermark: sparse.at(-1) });
     expect(await engine.mneme.list({ viewer: { channelId: 'ops' }, category: 'episode' })).toMatchObject({ total: 1 });
     expect(await engine.mneme.list({ viewer: { channelId: 'elsewhere' }, category: 'episode' })).toMatchObject({
       total: 0,
@@ -96,7 +96,7 @@ describe('the episodes task', () => {
       [4, 'u-oz', 'Thanks.'],
     ]);
     expect(await episodesAt(engine, 600)).toEqual({ channels: 0, messages: 0, episodes: 0, skipped: null });
-    expect(await engine.storage.maintenanceState.get('ops', 'episode')).toBeNull();
+    expect(await engine.storage.maintenanceState.get('ops', 'episodes')).toBeNull();
 
     await say(engine, 'ops', [[30, 'u-mia', 'Done, 40 GB free now.']]);
     // Six new messages, but their window (10:00-11:00) is still open at 10:45.

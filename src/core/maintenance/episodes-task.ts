@@ -5,7 +5,7 @@ import {
   type EpisodeSummariser,
   type EpisodeSummary,
   EpisodeSummarySchema,
-} from '../episode-summariser.js';
+} from '../ports/episode-summariser.js';
 import { ownerKey } from '../scope.js';
 import { MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
 
@@ -15,9 +15,6 @@ export const EPISODE_MIN_NEW_MESSAGES = 6;
 export const EPISODE_WINDOW_MS = 60 * 60 * 1000;
 /** A window of at least this many messages becomes one episode memory. */
 export const EPISODE_MIN_WINDOW_MESSAGES = 4;
-/** The `maintenance_state` task name of episodes. */
-export const EPISODE_TASK = 'episode';
-
 /** Messages read per page. */
 const PAGE_SIZE = 500;
 
@@ -46,13 +43,13 @@ export async function runEpisodes(
   const report: EpisodesReport = { channels: 0, messages: 0, episodes: 0, skipped: null };
   const speakers = new Map<string, string>();
   for (const channelId of await context.storage.messages.channelIds()) {
-    const state = await context.storage.maintenanceState.get(channelId, EPISODE_TASK);
+    const state = await context.storage.maintenanceState.get(channelId, 'episodes');
     const watermark = state?.watermark ?? 0;
     if ((await context.storage.messages.countAfter(channelId, watermark)) < EPISODE_MIN_NEW_MESSAGES) continue;
     report.channels++;
     const moved = await summariseChannel(context, summariser, channelId, watermark, now, speakers, report);
     report.messages += moved;
-    await context.storage.maintenanceState.set(channelId, EPISODE_TASK, { lastRunAt: now });
+    await context.storage.maintenanceState.set(channelId, 'episodes', { lastRunAt: now });
   }
   return report;
 }
@@ -109,7 +106,7 @@ async function summariseChannel(
     moved += seenSinceSettled;
     seenSinceSettled = 0;
     window = [];
-    await storage.maintenanceState.set(channelId, EPISODE_TASK, { watermark: settled });
+    await storage.maintenanceState.set(channelId, 'episodes', { watermark: settled });
     return true;
   };
 

@@ -1,7 +1,11 @@
 /** The background tasks of maintenance, in the order a full cycle runs them. */
 export const maintenanceTasks = ['decay', 'episodes', 'consolidate', 'link', 'dream'] as const;
 
-/** One background task: decay, episodes, consolidate, link or dream. */
+/**
+ * One background task: decay, episodes, consolidate, link or dream. Each keeps its `maintenance_state`
+ * rows under its own name: `episodes` per channel (watermark: the last message summarised), the others
+ * under `ALL_CHANNELS` (`consolidate`, `link`, `dream`: the last memory id examined).
+ */
 export type MaintenanceTask = (typeof maintenanceTasks)[number];
 
 /** The actor recorded in the version rows maintenance writes. */

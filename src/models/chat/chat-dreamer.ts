@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { type Dreamer, type DreamInput, DreamInsightsSchema, MAX_DREAM_INSIGHTS } from '../../core/dreamer.js';
-import { completeStructured } from '../../core/structured-output.js';
+import { type Dreamer, type DreamInput, DreamInsightsSchema, MAX_DREAM_INSIGHTS } from '../../core/ports/dreamer.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
+import { completeStructured } from './chat-structured-output.js';
 
 /** What the model is asked to return: an object (OpenAI's structured output wants one at the root). */
 const DreamReplySchema = z.object({ insights: DreamInsightsSchema });

@@ -3,9 +3,9 @@ import {
   type EpisodeSummariser,
   EpisodeSummarySchema,
   MAX_EPISODE_SUMMARY_CHARS,
-} from '../../core/episode-summariser.js';
-import { completeStructured } from '../../core/structured-output.js';
+} from '../../core/ports/episode-summariser.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
+import { completeStructured } from './chat-structured-output.js';
 
 /** The episode summary instructions: one or two sentences, people named, nothing invented. */
 export const EPISODE_SUMMARY_PROMPT = `You summarise a window of a conversation as an episode the assistant can remember later.

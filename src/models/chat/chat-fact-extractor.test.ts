@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
-import type { ExtractionInput } from '../../core/extractor.js';
+import type { ExtractionInput } from '../../core/ports/fact-extractor.js';
 import { createScriptedChatModel } from '../fake/scripted-chat-model.js';
 import { createChatFactExtractor, FACT_EXTRACTION_PROMPT } from './chat-fact-extractor.js';
 

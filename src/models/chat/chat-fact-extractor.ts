@@ -4,9 +4,9 @@ import {
   ExtractedFactsSchema,
   type ExtractionInput,
   type FactExtractor,
-} from '../../core/extractor.js';
-import { completeStructured } from '../../core/structured-output.js';
+} from '../../core/ports/fact-extractor.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
+import { completeStructured } from './chat-structured-output.js';
 
 /** What the model is asked to return: an object (OpenAI's structured output wants one at the root). */
 const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });

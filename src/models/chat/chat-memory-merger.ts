@@ -1,6 +1,6 @@
-import { type MemoryMerger, MergedMemorySchema, type MergeInput } from '../../core/memory-merger.js';
-import { completeStructured } from '../../core/structured-output.js';
+import { type MemoryMerger, MergedMemorySchema, type MergeInput } from '../../core/ports/memory-merger.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
+import { completeStructured } from './chat-structured-output.js';
 
 /** The merge instructions: one statement, every distinct detail kept, newer details win. */
 export const MEMORY_MERGE_PROMPT = `You merge near-duplicate memories into one.

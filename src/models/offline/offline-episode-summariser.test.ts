@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EpisodeMessage } from '../../core/episode-summariser.js';
+import type { EpisodeMessage } from '../../core/ports/episode-summariser.js';
 import { createOfflineEpisodeSummariser } from './offline-episode-summariser.js';
 
 function message(id: number, speaker: string, content: string, role: 'user' | 'assistant' = 'user'): EpisodeMessage {

@@ -1,4 +1,4 @@
-import type { EpisodeMessage, EpisodeSummariser } from '../../core/episode-summariser.js';
+import type { EpisodeMessage, EpisodeSummariser } from '../../core/ports/episode-summariser.js';
 import { wordSet } from '../../core/similarity.js';
 import { clip, sentencesOf, withFullStop } from './offline-text.js';
 

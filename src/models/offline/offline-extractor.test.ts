@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExtractedFactsSchema, type ExtractionInput } from '../../core/extractor.js';
+import { ExtractedFactsSchema, type ExtractionInput } from '../../core/ports/fact-extractor.js';
 import { createOfflineExtractor, extractFacts, resolveRelativeTimes, splitSentences } from './offline-extractor.js';
 
 const sentAt = '2023-05-08T13:56:00.000Z';

@@ -1,5 +1,5 @@
-import { attributeToSpeaker } from '../../core/attribution.js';
-import type { ExtractedFact, ExtractionInput, FactExtractor } from '../../core/extractor.js';
+import { attributeToSpeaker } from '../../core/ingest/attribution.js';
+import type { ExtractedFact, ExtractionInput, FactExtractor } from '../../core/ports/fact-extractor.js';
 import { MAX_CONTENT_CHARS } from '../../core/schemas.js';
 import { wordSet } from '../../core/similarity.js';
 

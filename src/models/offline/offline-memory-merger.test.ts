@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { MergeCandidate } from '../../core/memory-merger.js';
+import type { MergeCandidate } from '../../core/ports/memory-merger.js';
 import { createOfflineMemoryMerger } from './offline-memory-merger.js';
 
 function memory(id: number, content: string, day = id): MergeCandidate {

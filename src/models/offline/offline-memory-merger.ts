@@ -1,4 +1,4 @@
-import type { MemoryMerger, MergeCandidate } from '../../core/memory-merger.js';
+import type { MemoryMerger, MergeCandidate } from '../../core/ports/memory-merger.js';
 import { MAX_CONTENT_CHARS } from '../../core/schemas.js';
 import { wordSet } from '../../core/similarity.js';
 import { sentencesOf, withFullStop } from './offline-text.js';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type { DirectoryStore, Project, Topic } from '../memory-store.js';
+import type { DirectoryStore, Project, Topic } from '../directory-store.js';
 import { readSqlite } from './sqlite-database.js';
 
 interface ProjectRow {

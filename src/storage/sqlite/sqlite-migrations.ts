@@ -205,6 +205,14 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE search_context_message_id IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'maintenance watermarks under their task names',
+    sql: `
+      UPDATE maintenance_state SET task = 'episodes' WHERE task = 'episode';
+      UPDATE maintenance_state SET task = 'consolidate' WHERE task = 'consolidation';
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

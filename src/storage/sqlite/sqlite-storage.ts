@@ -1,4 +1,4 @@
-import type { Storage } from '../memory-store.js';
+import type { Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { SearchHit, StoredEmbedding, VectorIndexInfo } from '../memory-store.js';
+import type { SearchHit, StoredEmbedding } from '../memory-store.js';
+import type { VectorIndexInfo } from '../storage.js';
 
 /**
  * The `memory_vectors` vec0 table: cosine distance, one row per active memory, the owner key as a

@@ -1,15 +1,15 @@
-import type { LinkType } from '../storage/link-store.js';
-import type { MemoryTouch } from '../storage/memory-store.js';
-import { toIso } from './clock.js';
-import { reinforcement } from './decay.js';
-import type { EngineContext } from './engine-context.js';
+import type { LinkType } from '../../storage/link-store.js';
+import type { MemoryTouch } from '../../storage/memory-store.js';
+import { toIso } from '../clock.js';
+import { reinforcement } from '../decay/decay.js';
+import type { EngineContext } from '../engine-context.js';
+import { parseInput, RecallInputSchema } from '../schemas.js';
+import { visibleOwners } from '../scope.js';
+import type { Memory, Viewer } from '../types.js';
 import { type FusedCandidate, type RankedList, RRF_K, reciprocalRankFusion, relevanceOf } from './fusion.js';
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
-import { parseInput, RecallInputSchema } from './schemas.js';
-import { visibleOwners } from './scope.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
-import type { Memory, Viewer } from './types.js';
 
 /** `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: 3 full-text matches + 5 recent. */
 export type RecallMode = 'hybrid' | 'recent-first';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { ChatMessage, ChatModel } from '../models/chat-model.js';
-import { ErrorCode, MnemeError } from './errors.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+import type { ChatMessage, ChatModel } from '../chat-model.js';
 
 /** What to ask a chat model for: a zod schema (sent as JSON Schema, and checked), a name and the prompt. */
 export interface StructuredRequest<Schema extends z.ZodType> {

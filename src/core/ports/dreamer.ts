@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CategorySchema, ContentSchema } from './schemas.js';
-import type { Scope } from './types.js';
+import { CategorySchema, ContentSchema } from '../schemas.js';
+import type { Scope } from '../types.js';
 
 /** Most insights one dream pass may write for one owner. */
 export const MAX_DREAM_INSIGHTS = 5;

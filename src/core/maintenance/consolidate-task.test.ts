@@ -3,7 +3,7 @@ import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/mai
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
 import { jaccard } from '../similarity.js';
 import type { Memory } from '../types.js';
-import { CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidation-task.js';
+import { CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const engines: MaintenanceEngine[] = [];

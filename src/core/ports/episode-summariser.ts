@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContentSchema } from './schemas.js';
+import { ContentSchema } from '../schemas.js';
 
 /** Longest episode summary accepted, in characters: one or two sentences. */
 export const MAX_EPISODE_SUMMARY_CHARS = 600;

@@ -1,7 +1,7 @@
-import { recencyScore } from './decay.js';
-import type { MnemePolicy } from './policy.js';
+import { recencyScore } from '../decay/decay.js';
+import type { MnemePolicy } from '../policy.js';
+import type { Memory } from '../types.js';
 import { type RecallWeights, type ScoreTerm, scoreTerms } from './recall-policy.js';
-import type { Memory } from './types.js';
 
 /** Each score term of one hit, in 0..1; the score is their weighted mean. */
 export type ScoreBreakdown = Record<ScoreTerm, number>;

@@ -1,14 +1,15 @@
-import type { MemoryChanges, NewMemory, StoredEmbedding } from '../storage/memory-store.js';
-import type { Message } from '../storage/message-store.js';
+import type { MemoryChanges, NewMemory, StoredEmbedding } from '../../storage/memory-store.js';
+import type { Message } from '../../storage/message-store.js';
+import type { EngineContext } from '../engine-context.js';
+import { ErrorCode, MnemeError } from '../errors.js';
+import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
+import { queryTerms } from '../recall/query-terms.js';
+import { ownerKey, sectorOf } from '../scope.js';
+import { jaccard, wordSet } from '../similarity.js';
+import type { Memory, MemorySource } from '../types.js';
 import { chunkWords } from './chunking.js';
-import type { EngineContext } from './engine-context.js';
-import { ErrorCode, MnemeError } from './errors.js';
-import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from './extractor.js';
+import type { ExtractionWork } from './extraction-scheduler.js';
 import { conversationTriggerReason } from './ingest-policy.js';
-import { queryTerms } from './query-terms.js';
-import { ownerKey, sectorOf } from './scope.js';
-import { jaccard, wordSet } from './similarity.js';
-import type { Memory, MemorySource } from './types.js';
 
 /** `maintenance_state` task names of the write paths. Topic rows use the channel key `topic:<id>`. */
 export const ExtractionTask = {
@@ -24,33 +25,6 @@ export const ExtractionTask = {
 const BATCH_SIZE = 100;
 /** A message this short, with no reply, is not stored as a turn of its own ("Thanks!", "lol"). */
 const MIN_TURN_CHARS = 20;
-
-/** What a background scheduler is given to run. */
-export interface ExtractionWork {
-  /**
-   * Extracts every message of a channel after its watermark, in order, and moves the watermark.
-   * Stops between two messages once `signal` is aborted, keeping the watermark of what it finished.
-   */
-  processChannel(channelId: string, signal: AbortSignal): Promise<void>;
-  /** The channels whose newest message is past their extraction watermark (the catch-up list). */
-  pendingChannels(): Promise<string[]>;
-}
-
-/**
- * Runs extraction in the background. `workers/extraction-queue.ts` implements it; composition
- * (`config/create-mneme.ts`) injects it, so core never imports a worker.
- */
-export interface ExtractionScheduler {
-  /** Asks for a channel to be extracted; returns at once. False when the queue was full and the job dropped. */
-  schedule(channelId: string): boolean;
-  /** Resolves once every message ingested so far has been through extraction (a catch-up pass included). */
-  whenIdle(): Promise<void>;
-  /** Stops after the message in progress; queued work is left to the catch-up pass of the next start. */
-  close(): Promise<void>;
-}
-
-/** Builds the scheduler around the engine's extraction work. */
-export type ExtractionSchedulerFactory = (work: ExtractionWork) => ExtractionScheduler;
 
 /** What one extraction run wrote. */
 export interface ExtractionReport {

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
-import { cosine } from './consolidation-task.js';
-import { LINK_COSINE } from './linking-task.js';
+import { cosine } from './consolidate-task.js';
+import { LINK_COSINE } from './link-task.js';
 
 const model = createFakeEmbeddingModel({ dimensions: 64 });
 const engines: MaintenanceEngine[] = [];

@@ -3,18 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { createMneme } from '../config/create-mneme.js';
-import type { EmbeddingModel } from '../models/embedding-model.js';
-import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
-import type { Storage } from '../storage/memory-store.js';
-import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
-import { createFixedClock } from '../testing.js';
-import { DAY_MS } from './decay.js';
-import type { Mneme } from './mneme.js';
-import { type PolicyOptions, resolvePolicy } from './policy.js';
+import { createMneme } from '../../config/create-mneme.js';
+import type { EmbeddingModel } from '../../models/embedding-model.js';
+import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
+import type { Storage } from '../../storage/storage.js';
+import { createFixedClock } from '../../testing.js';
+import { DAY_MS } from '../decay/decay.js';
+import type { Mneme } from '../mneme.js';
+import { type PolicyOptions, resolvePolicy } from '../policy.js';
+import type { RememberInput } from '../schemas.js';
+import { visibleOwners } from '../scope.js';
 import { candidatePoolSize, type RecallHit, withoutRedundantExchanges } from './recall.js';
-import type { RememberInput } from './schemas.js';
-import { visibleOwners } from './scope.js';
 
 /**
  * An embedding model that knows a few synonyms: every word of a concept maps to the same

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode } from './errors.js';
+import { ErrorCode } from '../errors.js';
+import { resolvePolicy } from '../policy.js';
 import { ConversationTriggerSchema, conversationTriggerReason } from './ingest-policy.js';
-import { resolvePolicy } from './policy.js';
 
 const minute = 60_000;
 const rule = ConversationTriggerSchema.parse({});

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { DAY_MS } from './decay.js';
-import { resolvePolicy } from './policy.js';
+import { DAY_MS } from '../decay/decay.js';
+import { resolvePolicy } from '../policy.js';
+import type { Scope } from '../types.js';
 import { accessFrequencyScore, scoreBreakdown, weightedScore } from './scoring.js';
-import type { Scope } from './types.js';
 
 const created = '2024-06-01T00:00:00.000Z';
 const now = Date.parse(created);

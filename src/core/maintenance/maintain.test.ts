@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type MaintenanceEngine, openMaintenanceEngine } from '../../test/maintenance-engine.js';
-import { createMneme } from '../config/create-mneme.js';
-import { createFixedClock } from '../testing.js';
-import type { EpisodeSummariser } from './episode-summariser.js';
-import { ErrorCode } from './errors.js';
+import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { createMneme } from '../../config/create-mneme.js';
+import { createFixedClock } from '../../testing.js';
+import { ErrorCode } from '../errors.js';
+import type { EpisodeSummariser } from '../ports/episode-summariser.js';
 
 const engines: MaintenanceEngine[] = [];
 afterEach(async () => {

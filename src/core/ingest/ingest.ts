@@ -1,9 +1,7 @@
-import type { Project, Topic, User } from '../storage/memory-store.js';
-import type { Message, NewMessage } from '../storage/message-store.js';
-import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
-import type { EngineContext } from './engine-context.js';
-import { ErrorCode, MnemeError } from './errors.js';
-import { createExtraction, type ExtractionReport, type ExtractionScheduler } from './extraction.js';
+import type { Project, Topic, User } from '../../storage/directory-store.js';
+import type { Message, NewMessage } from '../../storage/message-store.js';
+import type { EngineContext } from '../engine-context.js';
+import { ErrorCode, MnemeError } from '../errors.js';
 import {
   type CreateProjectInput,
   CreateProjectInputSchema,
@@ -19,8 +17,11 @@ import {
   TopicIdSchema,
   type TurnsInput,
   TurnsInputSchema,
-} from './schemas.js';
-import type { Viewer } from './types.js';
+} from '../schemas.js';
+import type { Viewer } from '../types.js';
+import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
+import { createExtraction, type ExtractionReport } from './extraction.js';
+import type { ExtractionScheduler } from './extraction-scheduler.js';
 
 /** Most messages and exchanges one `ingestMany` call takes. */
 export const MAX_INGEST_BATCH = 1_000;

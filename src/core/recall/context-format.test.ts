@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { type PolicyOptions, resolvePolicy } from '../policy.js';
+import type { Memory } from '../types.js';
 import type { ContextEntry } from './context-format.js';
 import { DATA_NOTICE, formatContext, quoteAsData, wordCount } from './context-format.js';
-import { type PolicyOptions, resolvePolicy } from './policy.js';
-import type { Memory } from './types.js';
 
 function entry(
   content: string,

@@ -1,7 +1,7 @@
+import type { EngineContext } from '../engine-context.js';
+import { ContextInputSchema, parseInput } from '../schemas.js';
 import { formatContext } from './context-format.js';
-import type { EngineContext } from './engine-context.js';
 import { findHits, type RecallHit, touchHits, type VectorLegStatus } from './recall.js';
-import { ContextInputSchema, parseInput } from './schemas.js';
 
 /** What `context` returns: the block for the prompt and the memories in it. */
 export interface ContextResult {

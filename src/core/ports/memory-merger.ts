@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContentSchema } from './schemas.js';
+import { ContentSchema } from '../schemas.js';
 
 /** One memory of a cluster consolidation found, as the merger sees it. */
 export interface MergeCandidate {

@@ -1,4 +1,4 @@
-import { importanceStep } from './decay.js';
+import { importanceStep } from '../decay/decay.js';
 import { queryWords } from './query-terms.js';
 import type { RecallHit } from './recall.js';
 import type { ContextPolicy, ContextTemplate } from './recall-policy.js';

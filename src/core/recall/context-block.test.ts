@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMneme } from '../config/create-mneme.js';
-import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
-import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
-import { createFixedClock } from '../testing.js';
+import { createMneme } from '../../config/create-mneme.js';
+import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
+import { createFixedClock } from '../../testing.js';
+import type { Mneme } from '../mneme.js';
+import type { PolicyOptions } from '../policy.js';
 import { DATA_NOTICE } from './context-format.js';
-import type { Mneme } from './mneme.js';
-import type { PolicyOptions } from './policy.js';
 
 const engines: Mneme[] = [];
 afterEach(async () => {

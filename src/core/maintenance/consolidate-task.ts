@@ -1,8 +1,8 @@
 import type { NewMemory } from '../../storage/memory-store.js';
 import { type EngineContext, embedDocument } from '../engine-context.js';
 import { ErrorCode, isMnemeError } from '../errors.js';
-import { type MemoryMerger, MergedMemorySchema } from '../memory-merger.js';
-import { MAX_QUERY_TERMS } from '../query-terms.js';
+import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
+import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
 import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
@@ -14,9 +14,6 @@ export const CONSOLIDATION_JACCARD = 0.35;
 export const CONSOLIDATION_COSINE = 0.92;
 /** The cosine pass looks at this many of the most recent memories. */
 export const CONSOLIDATION_RECENT = 200;
-/** The `maintenance_state` task name of consolidation; its watermark is the last memory id examined. */
-export const CONSOLIDATION_TASK = 'consolidation';
-
 /** Most memories merged into one. */
 const MAX_CLUSTER = 8;
 /** Full-text candidates looked at per new memory. */
@@ -25,7 +22,7 @@ const TEXT_CANDIDATES = 20;
 const PAGE_SIZE = 200;
 
 /** What one consolidation run did. */
-export interface ConsolidationReport extends TaskReport {
+export interface ConsolidateReport extends TaskReport {
   /** New memories compared with their full-text candidates (the Jaccard pass). */
   checked: number;
   /** Merged memories written. */
@@ -41,14 +38,14 @@ export interface ConsolidationReport extends TaskReport {
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
-export async function runConsolidation(
+export async function runConsolidate(
   context: EngineContext,
   merger: MemoryMerger,
   now: number,
-): Promise<ConsolidationReport> {
+): Promise<ConsolidateReport> {
   const { storage } = context;
-  const report: ConsolidationReport = { checked: 0, clusters: 0, merged: 0, skipped: null };
-  const state = await storage.maintenanceState.get(ALL_CHANNELS, CONSOLIDATION_TASK);
+  const report: ConsolidateReport = { checked: 0, clusters: 0, merged: 0, skipped: null };
+  const state = await storage.maintenanceState.get(ALL_CHANNELS, 'consolidate');
   const latest = await storage.maintenance.latestMemoryId();
   const done = new Set<number>();
 
@@ -104,7 +101,7 @@ export async function runConsolidation(
     }
   }
 
-  await storage.maintenanceState.set(ALL_CHANNELS, CONSOLIDATION_TASK, {
+  await storage.maintenanceState.set(ALL_CHANNELS, 'consolidate', {
     watermark: Math.max(latest, state?.watermark ?? 0),
     lastRunAt: now,
   });
@@ -140,7 +137,7 @@ async function mergeCluster(
   measure: 'jaccard' | 'cosine',
   now: number,
   done: Set<number>,
-  report: ConsolidationReport,
+  report: ConsolidateReport,
 ): Promise<void> {
   const originals = [...cluster].sort((left, right) => left.id - right.id);
   for (const memory of originals) done.add(memory.id);

@@ -1,5 +1,5 @@
-import type { MnemePolicy } from './policy.js';
-import type { Memory } from './types.js';
+import type { MnemePolicy } from '../policy.js';
+import type { Memory } from '../types.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 

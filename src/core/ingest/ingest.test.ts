@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMneme, type MnemeOptions } from '../config/create-mneme.js';
-import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
-import { createFixedClock } from '../testing.js';
-import { ErrorCode, MnemeError } from './errors.js';
-import type { Mneme } from './mneme.js';
-import { MAX_MESSAGE_CHARS } from './schemas.js';
+import { createMneme, type MnemeOptions } from '../../config/create-mneme.js';
+import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createFixedClock } from '../../testing.js';
+import { ErrorCode, MnemeError } from '../errors.js';
+import type { Mneme } from '../mneme.js';
+import { MAX_MESSAGE_CHARS } from '../schemas.js';
 
 const minute = 60_000;
 const start = Date.parse('2024-06-15T12:00:00.000Z');

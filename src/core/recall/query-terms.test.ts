@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMneme } from '../config/create-mneme.js';
-import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
-import type { Storage } from '../storage/memory-store.js';
-import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
-import { createFixedClock } from '../testing.js';
-import type { Mneme } from './mneme.js';
+import { createMneme } from '../../config/create-mneme.js';
+import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
+import type { Storage } from '../../storage/storage.js';
+import { createFixedClock } from '../../testing.js';
+import type { Mneme } from '../mneme.js';
 import { MAX_QUERY_TERMS, queryTerms, shapeQueries } from './query-terms.js';
 
 /** The inputs the issue names, plus FTS5 operators and characters that have broken query builders before. */

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { toIso } from './clock.js';
-import type { EngineContext } from './engine-context.js';
-import { type ConsolidationReport, runConsolidation } from './maintenance/consolidation-task.js';
-import { type DecayReport, runDecay } from './maintenance/decay-task.js';
-import { type DreamReport, runDream } from './maintenance/dream-task.js';
-import { type EpisodesReport, runEpisodes } from './maintenance/episodes-task.js';
-import { type LinkReport, runLinking } from './maintenance/linking-task.js';
-import { type MaintenanceTask, maintenanceTasks } from './maintenance/maintenance-task.js';
-import { parseInput } from './schemas.js';
+import { toIso } from '../clock.js';
+import type { EngineContext } from '../engine-context.js';
+import { parseInput } from '../schemas.js';
+import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
+import { type DecayReport, runDecay } from './decay-task.js';
+import { type DreamReport, runDream } from './dream-task.js';
+import { type EpisodesReport, runEpisodes } from './episodes-task.js';
+import { type LinkReport, runLink } from './link-task.js';
+import { type MaintenanceTask, maintenanceTasks } from './maintenance-task.js';
 
 /** One task name, as `maintain` and the CLI's `--task` accept it. */
 export const MaintenanceTaskSchema = z.enum(maintenanceTasks, {
@@ -38,27 +38,37 @@ export interface MaintenanceReport {
   now: string;
   decay?: DecayReport;
   episodes?: EpisodesReport;
-  consolidate?: ConsolidationReport;
+  consolidate?: ConsolidateReport;
   link?: LinkReport;
   dream?: DreamReport;
 }
 
+type TaskReports = { [Task in MaintenanceTask]: NonNullable<MaintenanceReport[Task]> };
+
+/** How each task runs, keyed by its name. */
+const runners: { [Task in MaintenanceTask]: (context: EngineContext, now: number) => Promise<TaskReports[Task]> } = {
+  decay: (context, now) => runDecay(context, now),
+  episodes: (context, now) => runEpisodes(context, context.summariser, now),
+  consolidate: (context, now) => runConsolidate(context, context.merger, now),
+  link: (context, now) => runLink(context, now),
+  dream: (context, now) => runDream(context, context.dreamer, now),
+};
+
 const alreadyRunning = 'already running';
 
-const skippedReports: { [Task in MaintenanceTask]: (context: EngineContext) => NonNullable<MaintenanceReport[Task]> } =
-  {
-    decay: (context) => ({
-      policy: context.policy.decay,
-      checked: 0,
-      decayed: 0,
-      archived: 0,
-      skipped: alreadyRunning,
-    }),
-    episodes: () => ({ channels: 0, messages: 0, episodes: 0, skipped: alreadyRunning }),
-    consolidate: () => ({ checked: 0, clusters: 0, merged: 0, skipped: alreadyRunning }),
-    link: () => ({ checked: 0, created: 0, removed: 0, skipped: alreadyRunning }),
-    dream: () => ({ owners: 0, insights: 0, skipped: alreadyRunning }),
-  };
+const skippedReports: { [Task in MaintenanceTask]: (context: EngineContext) => TaskReports[Task] } = {
+  decay: (context) => ({
+    policy: context.policy.decay,
+    checked: 0,
+    decayed: 0,
+    archived: 0,
+    skipped: alreadyRunning,
+  }),
+  episodes: () => ({ channels: 0, messages: 0, episodes: 0, skipped: alreadyRunning }),
+  consolidate: () => ({ checked: 0, clusters: 0, merged: 0, skipped: alreadyRunning }),
+  link: () => ({ checked: 0, created: 0, removed: 0, skipped: alreadyRunning }),
+  dream: () => ({ owners: 0, insights: 0, skipped: alreadyRunning }),
+};
 
 /**
  * The engine's `maintain`: runs the asked tasks one after another at one time. A task still
@@ -67,21 +77,6 @@ const skippedReports: { [Task in MaintenanceTask]: (context: EngineContext) => N
  */
 export function createMaintain(context: EngineContext): (input?: MaintainInput) => Promise<MaintenanceReport> {
   const running = new Set<MaintenanceTask>();
-
-  function runTask(task: MaintenanceTask, now: number) {
-    switch (task) {
-      case 'decay':
-        return runDecay(context, now);
-      case 'episodes':
-        return runEpisodes(context, context.summariser, now);
-      case 'consolidate':
-        return runConsolidation(context, context.merger, now);
-      case 'link':
-        return runLinking(context, now);
-      case 'dream':
-        return runDream(context, context.dreamer, now);
-    }
-  }
 
   return async (input = {}) => {
     const parsed = parseInput(MaintainInputSchema, input, 'maintenance input');
@@ -94,7 +89,7 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
       }
       running.add(task);
       try {
-        Object.assign(report, { [task]: await runTask(task, now) });
+        Object.assign(report, { [task]: await runners[task](context, now) });
       } finally {
         running.delete(task);
       }

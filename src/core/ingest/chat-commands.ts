@@ -1,10 +1,10 @@
-import type { Message } from '../storage/message-store.js';
+import type { Message } from '../../storage/message-store.js';
+import type { EngineContext } from '../engine-context.js';
+import { embedDocument } from '../engine-context.js';
+import { ContentSchema, MAX_PAGE_SIZE } from '../schemas.js';
+import { ownerKey, visibleOwners } from '../scope.js';
+import type { Memory } from '../types.js';
 import { attributeToSpeaker } from './attribution.js';
-import type { EngineContext } from './engine-context.js';
-import { embedDocument } from './engine-context.js';
-import { ContentSchema, MAX_PAGE_SIZE } from './schemas.js';
-import { ownerKey, visibleOwners } from './scope.js';
-import type { Memory } from './types.js';
 
 /** A command typed in a chat message. */
 export type ChatCommand = { name: 'remember'; text: string } | { name: 'forget'; pattern: string };

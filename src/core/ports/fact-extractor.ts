@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CategorySchema, ContentSchema, ImportanceSchema } from './schemas.js';
+import { CategorySchema, ContentSchema, ImportanceSchema } from '../schemas.js';
 
 /** One durable fact an extractor found in an exchange, attributed to the speaker by name. */
 export const ExtractedFactSchema = z.object({

@@ -7,9 +7,6 @@ import { ALL_CHANNELS, type TaskReport } from './maintenance-task.js';
 export const LINK_COSINE = 0.85;
 /** Nearest neighbours looked at per new memory. */
 export const LINK_NEIGHBOURS = 10;
-/** The `maintenance_state` task name of linking; its watermark is the last memory id linked. */
-export const LINK_TASK = 'link';
-
 /** New memories (and vectors) read per page. */
 const PAGE_SIZE = 100;
 
@@ -30,11 +27,11 @@ export interface LinkReport extends TaskReport {
  * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
  */
-export async function runLinking(context: EngineContext, now: number): Promise<LinkReport> {
+export async function runLink(context: EngineContext, now: number): Promise<LinkReport> {
   const { storage, embedder } = context;
   const report: LinkReport = { checked: 0, created: 0, removed: 0, skipped: null };
   if (embedder) {
-    const state = await storage.maintenanceState.get(ALL_CHANNELS, LINK_TASK);
+    const state = await storage.maintenanceState.get(ALL_CHANNELS, 'link');
     let afterId = state?.watermark ?? 0;
     for (;;) {
       const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
@@ -62,12 +59,12 @@ export async function runLinking(context: EngineContext, now: number): Promise<L
       }
       report.created += await storage.links.add(links, now);
       afterId = page.at(-1)?.id ?? afterId;
-      await storage.maintenanceState.set(ALL_CHANNELS, LINK_TASK, { watermark: afterId });
+      await storage.maintenanceState.set(ALL_CHANNELS, 'link', { watermark: afterId });
     }
   } else {
     report.skipped = 'no embedding model: only links to archived memories were removed';
   }
   report.removed = await storage.links.removeArchived();
-  await storage.maintenanceState.set(ALL_CHANNELS, LINK_TASK, { lastRunAt: now });
+  await storage.maintenanceState.set(ALL_CHANNELS, 'link', { lastRunAt: now });
   return report;
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createScriptedChatModel } from '../models/fake/scripted-chat-model.js';
-import { ErrorCode } from './errors.js';
-import { ExtractedFactsSchema } from './extractor.js';
-import { completeStructured, readStructured, toJsonSchema } from './structured-output.js';
+import { ErrorCode } from '../../core/errors.js';
+import { ExtractedFactsSchema } from '../../core/ports/fact-extractor.js';
+import { createScriptedChatModel } from '../fake/scripted-chat-model.js';
+import { completeStructured, readStructured, toJsonSchema } from './chat-structured-output.js';
 
 const Facts = z.object({ facts: ExtractedFactsSchema });
 const ask = [{ role: 'user' as const, content: 'Oz: I moved to Lyon.' }];

@@ -1,0 +1,19 @@
+import type { Mneme } from '../core/mneme.js';
+
+/** Where the CLI writes; tests pass their own to run `main` in-process. */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  /** Read by `mneme ingest -`; process.stdin when left out. */
+  stdin?: NodeJS.ReadableStream;
+}
+
+/**
+ * Wraps a command's work: `run` gets an open engine and the command's arguments, `print` turns
+ * its result into text (with --json the result is printed as JSON instead).
+ */
+export type WithEngine = <Arguments extends unknown[], Result>(
+  run: (mneme: Mneme, ...commandArguments: Arguments) => Promise<Result>,
+  print: (result: Result) => string,
+) => (...commandArguments: Arguments) => Promise<void>;

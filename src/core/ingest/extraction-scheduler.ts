@@ -1,0 +1,26 @@
+/** What a background scheduler is given to run. */
+export interface ExtractionWork {
+  /**
+   * Extracts every message of a channel after its watermark, in order, and moves the watermark.
+   * Stops between two messages once `signal` is aborted, keeping the watermark of what it finished.
+   */
+  processChannel(channelId: string, signal: AbortSignal): Promise<void>;
+  /** The channels whose newest message is past their extraction watermark (the catch-up list). */
+  pendingChannels(): Promise<string[]>;
+}
+
+/**
+ * Runs extraction in the background. `workers/extraction-queue.ts` implements it; composition
+ * (`config/create-mneme.ts`) injects it, so core never imports a worker.
+ */
+export interface ExtractionScheduler {
+  /** Asks for a channel to be extracted; returns at once. False when the queue was full and the job dropped. */
+  schedule(channelId: string): boolean;
+  /** Resolves once every message ingested so far has been through extraction (a catch-up pass included). */
+  whenIdle(): Promise<void>;
+  /** Stops after the message in progress; queued work is left to the catch-up pass of the next start. */
+  close(): Promise<void>;
+}
+
+/** Builds the scheduler around the engine's extraction work. */
+export type ExtractionSchedulerFactory = (work: ExtractionWork) => ExtractionScheduler;

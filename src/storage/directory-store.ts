@@ -1,0 +1,28 @@
+export interface Topic {
+  id: string;
+  projectId: string | null;
+  title: string | null;
+  createdAt: string;
+}
+
+export interface Project {
+  id: string;
+  name: string | null;
+  managed: boolean;
+  createdAt: string;
+}
+
+export interface User {
+  id: string;
+  displayName: string | null;
+}
+
+/** Users, topics and projects: the names and ids memories hang on. */
+export interface DirectoryStore {
+  putUser(user: User, at: number): Promise<User>;
+  getUser(id: string): Promise<User | null>;
+  putProject(project: { id: string; name: string | null; managed: boolean }, at: number): Promise<Project>;
+  getProject(id: string): Promise<Project | null>;
+  putTopic(topic: { id: string; projectId: string | null; title: string | null }, at: number): Promise<Topic>;
+  getTopic(id: string): Promise<Topic | null>;
+}
