@@ -1,3 +1,7 @@
+/**
+ * mneme: the engine (`createMneme`), its errors, types and ports. The HTTP face is `mneme/http`, the
+ * model providers `mneme/models`, test fakes `mneme/testing`.
+ */
 export { createMneme, type MnemeOptions } from './config/create-mneme.js';
 export type { ProviderConnections } from './config/providers.js';
 export type { ApiKeys, CreateApiKeyInput, CreatedApiKey } from './core/api-keys.js';
@@ -57,34 +61,8 @@ export type {
   VersionAction,
   Viewer,
 } from './core/types.js';
-export { createHttpApp, type HttpAppOptions } from './http/http-app.js';
-export { type HttpServerOptions, type RunningHttpServer, startHttpServer } from './http/http-server.js';
-export { createChatDreamer } from './models/chat/chat-dreamer.js';
-export { createChatEpisodeSummariser } from './models/chat/chat-episode-summariser.js';
-export { type ChatFactExtractorOptions, createChatFactExtractor } from './models/chat/chat-fact-extractor.js';
-export { createChatMemoryMerger } from './models/chat/chat-memory-merger.js';
 export type { ChatMessage, ChatModel, ChatRequest } from './models/chat-model.js';
 export type { EmbeddingModel, EmbeddingPurpose } from './models/embedding-model.js';
-export { createOfflineExtractor } from './models/offline/offline-extractor.js';
-export { createOllamaChatModel, type OllamaChatModelOptions } from './models/ollama/ollama-chat-model.js';
-export {
-  createOllamaEmbeddingModel,
-  type OllamaEmbeddingModelOptions,
-} from './models/ollama/ollama-embedding-model.js';
-export {
-  createOpenAiCompatibleChatModel,
-  type OpenAiCompatibleChatModelOptions,
-} from './models/openai-compatible/openai-compatible-chat-model.js';
-export type { OpenAiCompatibleConnection } from './models/openai-compatible/openai-compatible-client.js';
-export {
-  createOpenAiCompatibleEmbeddingModel,
-  type OpenAiCompatibleEmbeddingModelOptions,
-} from './models/openai-compatible/openai-compatible-embedding-model.js';
-export type { ProviderHttpOptions, Sleep } from './models/provider-http.js';
-export {
-  createTransformersEmbeddingModel,
-  type TransformersEmbeddingModelOptions,
-} from './models/transformers/transformers-embedding-model.js';
 export type { ApiKeyRecord } from './storage/api-key-store.js';
 export type { Project, Topic, User } from './storage/directory-store.js';
 export type { LinkType, MemoryLink } from './storage/link-store.js';
