@@ -9,7 +9,7 @@ import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model
 import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../storage/storage.js';
 import { createFixedClock } from '../../testing.js';
-import { DAY_MS } from '../decay/decay.js';
+import { DAY_MS } from '../decay/decay-policy.js';
 import type { Mneme } from '../mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
