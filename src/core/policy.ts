@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { decayPolicyNames } from './decay/decay.js';
 import { IngestPolicySchema } from './ingest/ingest-policy.js';
 import { ContextPolicySchema, RecallPolicySchema } from './recall/recall-policy.js';
 import { parseInput } from './schemas.js';
@@ -8,8 +9,8 @@ import { parseInput } from './schemas.js';
  * Each section belongs to the part of the engine that reads it; every field has a default.
  */
 export const PolicySchema = z.strictObject({
-  /** Which signal decays and is reinforced: Ebbinghaus strength, salience, or importance steps. */
-  decay: z.enum(['ebbinghaus', 'salience', 'importance-steps']).default('ebbinghaus'),
+  /** Which signal decays and is reinforced: Ebbinghaus strength, salience, or importance steps (core/decay/). */
+  decay: z.enum(decayPolicyNames).default('ebbinghaus'),
   /** How recall finds, scores and expands hits (core/recall-policy.ts). */
   recall: RecallPolicySchema.prefault({}),
   /** How the context block is formatted and how many words it may hold. */

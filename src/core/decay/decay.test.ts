@@ -1,38 +1,104 @@
 import { describe, expect, it } from 'vitest';
-import { currentSalience, DAY_MS, recencyScore, reinforcement, retention } from './decay.js';
+import { decayPolicies } from './decay.js';
+import { DAY_MS, type DecayFields, type DecayPolicy, decayAnchor } from './decay-policy.js';
 
 const created = '2024-06-01T00:00:00.000Z';
-const base = { strength: 1, salience: 1, importance: 0.4, pinned: false, lastAccessedAt: null, createdAt: created };
 const at = (days: number) => Date.parse(created) + days * DAY_MS;
+const days = [0, 0.5, 1, 3, 7, 14, 30, 100, 400, 3650];
 
-describe('decay', () => {
-  it('halves Ebbinghaus retention every 14 days since the last retrieval', () => {
-    expect(retention(base, at(14))).toBeCloseTo(0.5, 10);
-    expect(retention(base, at(28))).toBeCloseTo(0.25, 10);
-    expect(retention({ ...base, lastAccessedAt: new Date(at(14)).toISOString() }, at(28))).toBeCloseTo(0.5, 10);
-    expect(retention({ ...base, pinned: true }, at(365))).toBe(1);
-  });
+/** Memories across the range of every signal, retrieved or not, pinned or not. */
+const memories: DecayFields[] = [1, 0.5, 0.05].flatMap((strength) =>
+  [0.05, 1, 4.95, 5].flatMap((salience) =>
+    [0, 0.2, 0.6, 1].flatMap((importance) =>
+      [null, new Date(at(3)).toISOString()].flatMap((lastAccessedAt) =>
+        [false, true].map((pinned) => ({ strength, salience, importance, pinned, lastAccessedAt, createdAt: created })),
+      ),
+    ),
+  ),
+);
+const unpinned = memories.filter((memory) => !memory.pinned);
 
-  it('leaves salience alone for 24 hours, then multiplies it by 0.98 a day', () => {
-    expect(currentSalience(base, at(1))).toBe(1);
-    expect(currentSalience(base, at(11))).toBeCloseTo(0.98 ** 10, 10);
-  });
+/** The memory as a retrieval at `now` leaves it. */
+function retrieved(policy: DecayPolicy, memory: DecayFields, now: number): DecayFields {
+  return { ...memory, ...policy.reinforcement(memory, now), lastAccessedAt: new Date(now).toISOString() };
+}
 
-  it('gives a recency term in 0..1 for every policy', () => {
-    for (const decay of ['ebbinghaus', 'salience', 'importance-steps'] as const) {
-      const fresh = recencyScore(base, { decay }, at(0));
-      const old = recencyScore(base, { decay }, at(60));
-      expect(fresh).toBeGreaterThan(old);
-      expect(fresh).toBeLessThanOrEqual(1);
-      expect(old).toBeGreaterThanOrEqual(0);
+/** What maintenance at `now` stores for one memory, and whether it archives it. */
+function maintain(policy: DecayPolicy, state: { memory: DecayFields; decayedAt: number | null }, now: number) {
+  const step = policy.step(state.memory, state.decayedAt, now);
+  if (step.change === null) return { ...state, isExpired: step.isExpired };
+  return {
+    memory: { ...state.memory, importance: step.change.importance },
+    decayedAt: step.change.decayedAt,
+    isExpired: step.isExpired,
+  };
+}
+
+describe.each(Object.entries(decayPolicies))('the %s decay policy', (_name, policy: DecayPolicy) => {
+  it('keeps the recency term within 0..1 and never raises it as time passes', () => {
+    for (const memory of memories) {
+      const recencies = days.map((day) => policy.recency(memory, at(day)));
+      for (const recency of recencies) expect(recency).toBeGreaterThanOrEqual(0);
+      for (const recency of recencies) expect(recency).toBeLessThanOrEqual(1);
+      recencies.slice(1).forEach((recency, index) => {
+        expect(recency).toBeLessThanOrEqual(recencies[index] ?? 1);
+      });
     }
   });
 
-  it('reinforces per policy: clock reset, +0.1 salience capped at 5, one importance step capped at 5', () => {
-    expect(reinforcement(base, { decay: 'ebbinghaus' }, at(30))).toEqual({ strength: 1 });
-    expect(reinforcement(base, { decay: 'salience' }, at(0)).salience).toBeCloseTo(1.1, 10);
-    expect(reinforcement({ ...base, salience: 4.95 }, { decay: 'salience' }, at(0))).toEqual({ salience: 5 });
-    expect(reinforcement(base, { decay: 'importance-steps' }, at(0))).toEqual({ importance: 0.6 });
-    expect(reinforcement({ ...base, importance: 1 }, { decay: 'importance-steps' }, at(0))).toEqual({ importance: 1 });
+  it('never lowers the recency term by a retrieval, then or later', () => {
+    for (const memory of memories) {
+      for (const day of days.filter((day) => at(day) >= decayAnchor(memory))) {
+        const after = retrieved(policy, memory, at(day));
+        for (const later of [0, 1, 30]) {
+          expect(policy.recency(after, at(day + later))).toBeGreaterThanOrEqual(
+            policy.recency(memory, at(day + later)),
+          );
+        }
+      }
+    }
+  });
+
+  it('reinforces within range: strength 0..1, salience 0..5, importance 0..1', () => {
+    for (const memory of memories) {
+      const { strength = 1, salience = 0, importance = 0 } = policy.reinforcement(memory, at(30));
+      expect([strength, salience / 5, importance].every((value) => value >= 0 && value <= 1)).toBe(true);
+    }
+  });
+
+  it('never decays, changes or archives a pinned memory', () => {
+    for (const memory of memories.filter((memory) => memory.pinned)) {
+      for (const day of days) {
+        expect(policy.step(memory, null, at(day))).toEqual({ isDecayed: false, isExpired: false, change: null });
+      }
+    }
+  });
+
+  it('archives a memory left unretrieved long enough, but never one just made or just retrieved', () => {
+    for (const memory of unpinned) {
+      expect(policy.step(memory, null, at(3650)).isExpired).toBe(true);
+      const made = { ...memory, strength: 1, salience: 1, lastAccessedAt: null };
+      expect(policy.step(made, null, at(0)).isExpired).toBe(false);
+      for (const day of days.filter((day) => at(day) >= decayAnchor(memory))) {
+        expect(policy.step(retrieved(policy, memory, at(day)), null, at(day)).isExpired).toBe(false);
+      }
+    }
+  });
+
+  it('catches up missed runs exactly: one step ends where steps at uneven intervals do', () => {
+    for (const memory of unpinned) {
+      let stepped = { memory, decayedAt: null as number | null, isExpired: false };
+      for (let day = 1, gap = 1; day <= 120; day += gap++) {
+        stepped = maintain(policy, stepped, at(day));
+        const once = maintain(policy, { memory, decayedAt: null }, at(day));
+        expect([once.memory.importance, once.isExpired]).toEqual([stepped.memory.importance, stepped.isExpired]);
+      }
+    }
+  });
+
+  it('names the reason of an archive, and of every change it stores', () => {
+    expect(policy.archiveReason).toMatch(/^decay: /);
+    const storesChanges = unpinned.some((memory) => days.some((day) => policy.step(memory, null, at(day)).change));
+    if (storesChanges) expect(policy.changeReason).toMatch(/^decay: /);
   });
 });

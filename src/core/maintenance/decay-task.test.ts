@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { daysAfter, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
-import { currentSalience, importanceDecay, retention, SALIENCE_MAX } from '../decay/decay.js';
+import { decayPolicyNames } from '../decay/decay.js';
+import { retention } from '../decay/ebbinghaus-decay.js';
+import { importanceDecay } from '../decay/importance-steps-decay.js';
+import { currentSalience, SALIENCE_MAX } from '../decay/salience-decay.js';
 import type { MnemePolicy } from '../policy.js';
 
 const start = '2024-06-01T00:00:00.000Z';
@@ -140,7 +143,7 @@ describe('the decay policies', () => {
   });
 
   it('never decays a pinned memory, under any policy', async () => {
-    for (const decay of ['ebbinghaus', 'salience', 'importance-steps'] as const) {
+    for (const decay of decayPolicyNames) {
       const engine = await open(decay);
       const pinned = await engine.mneme.remember({ content: 'Oz is allergic to peanuts', pinned: true, importance: 1 });
       await engine.mneme.remember({ content: 'an unpinned note', importance: 0.2 });
@@ -152,7 +155,7 @@ describe('the decay policies', () => {
   });
 
   it('catches up a missed week exactly: the same result as running every day', async () => {
-    for (const decay of ['ebbinghaus', 'salience', 'importance-steps'] as const) {
+    for (const decay of decayPolicyNames) {
       const daily = await open(decay);
       const missed = await open(decay);
       for (const engine of [daily, missed]) {

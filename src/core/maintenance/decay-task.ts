@@ -1,15 +1,5 @@
 import type { ImportanceChange } from '../../storage/maintenance-store.js';
-import {
-  currentSalience,
-  IMPORTANCE_EXPIRY_DAYS,
-  IMPORTANCE_STEP_DAYS,
-  IMPORTANCE_STEPS,
-  importanceDecay,
-  importanceStep,
-  RETENTION_ARCHIVE_BELOW,
-  retention,
-  SALIENCE_REMOVE_BELOW,
-} from '../decay/decay.js';
+import { decayPolicies } from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
 import type { MnemePolicy } from '../policy.js';
 import { archiveEach } from './archive-each.js';
@@ -29,20 +19,15 @@ export interface DecayReport extends TaskReport {
   archived: number;
 }
 
-const archiveReasons: Record<MnemePolicy['decay'], string> = {
-  ebbinghaus: `decay: Ebbinghaus retention fell below ${RETENTION_ARCHIVE_BELOW.toFixed(2)}`,
-  salience: `decay: salience fell below ${SALIENCE_REMOVE_BELOW}`,
-  'importance-steps': `decay: importance 0 for ${IMPORTANCE_EXPIRY_DAYS} days without a retrieval`,
-};
-
 /**
- * Applies the engine's decay policy at `now` to every active, unpinned memory, a page at a time.
- * Ebbinghaus retention and salience are computed from the time since the last retrieval (nothing
- * is written until a memory falls below its line and is archived); importance steps are written
- * with the time they are applied up to. Either way a missed run is caught up exactly.
+ * Applies the engine's decay policy (core/decay/) at `now` to every active, unpinned memory, a page
+ * at a time: stores the changes its `step` asks for, with the time they are applied up to, and
+ * archives the memories below its line, each with the policy's reason. A policy computes from the
+ * time since the last retrieval, so a missed run is caught up exactly.
  */
 export async function runDecay(context: EngineContext, now: number): Promise<DecayReport> {
   const { policy, storage } = context;
+  const decay = decayPolicies[policy.decay];
   const report: DecayReport = { policy: policy.decay, checked: 0, decayed: 0, archived: 0, skipped: null };
   const writeContext = { at: now, actor: MAINTENANCE_ACTOR };
   let afterId = 0;
@@ -52,37 +37,17 @@ export async function runDecay(context: EngineContext, now: number): Promise<Dec
     afterId = page.at(-1)?.id ?? afterId;
     report.checked += page.length;
     const expired: number[] = [];
-    const downgrades: ImportanceChange[] = [];
+    const changes: ImportanceChange[] = [];
     for (const memory of page) {
-      switch (policy.decay) {
-        case 'ebbinghaus': {
-          const value = retention(memory, now);
-          if (value < memory.strength) report.decayed++;
-          if (value < RETENTION_ARCHIVE_BELOW) expired.push(memory.id);
-          break;
-        }
-        case 'salience': {
-          const value = currentSalience(memory, now);
-          if (value < memory.salience) report.decayed++;
-          if (value < SALIENCE_REMOVE_BELOW) expired.push(memory.id);
-          break;
-        }
-        case 'importance-steps': {
-          const state = importanceDecay(memory, memory.decayedAt, now);
-          if (state.decayedAt !== null && state.decayedAt !== memory.decayedAt) {
-            downgrades.push({ id: memory.id, importance: state.step / IMPORTANCE_STEPS, decayedAt: state.decayedAt });
-          }
-          if (state.step < importanceStep(memory.importance)) report.decayed++;
-          if (state.isExpired) expired.push(memory.id);
-          break;
-        }
-      }
+      const step = decay.step(memory, memory.decayedAt, now);
+      if (step.isDecayed) report.decayed++;
+      if (step.isExpired) expired.push(memory.id);
+      if (step.change) changes.push({ id: memory.id, ...step.change });
     }
-    await storage.maintenance.applyImportanceChanges(downgrades, {
-      ...writeContext,
-      reason: `decay: importance steps, one step down per ${IMPORTANCE_STEP_DAYS} days without a retrieval`,
-    });
-    report.archived += await archiveEach(context, expired, { ...writeContext, reason: archiveReasons[policy.decay] });
+    if (decay.changeReason) {
+      await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason });
+    }
+    report.archived += await archiveEach(context, expired, { ...writeContext, reason: decay.archiveReason });
   }
   await storage.maintenanceState.set(ALL_CHANNELS, 'decay', { lastRunAt: now });
   return report;

@@ -63,12 +63,23 @@ export const CandidatePoolSchema = z
   })
   .refine((pool) => pool.min <= pool.max, 'the smallest candidate pool must not exceed the largest');
 
+/**
+ * Recent-first mode (the salience system's recall): the best full-text matches, then the most recently
+ * accessed visible memories that are not already among them.
+ */
+const RecentFirstSchema = z.strictObject({
+  /** How many of the best full-text matches come first. */
+  textHits: count(3, 'recentFirst.textHits', 100),
+  /** How many of the most recently accessed memories are read to follow them; those already matched are dropped. */
+  recentHits: count(5, 'recentFirst.recentHits', 100),
+});
+
 /** How `recall` finds and ranks memories. */
 export const RecallPolicySchema = z.strictObject({
   /**
    * `hybrid`: full-text and vector legs, fused and scored, plus linked memories.
-   * `recent-first` (the salience system's recall): the 3 best full-text matches, then the 5 most
-   * recently accessed memories, deduplicated.
+   * `recent-first` (the salience system's recall): the best full-text matches, then the most recently
+   * accessed memories, deduplicated; how many of each is `recentFirst`.
    */
   mode: z.enum(['hybrid', 'recent-first'], { error: 'recall mode must be hybrid or recent-first' }).default('hybrid'),
   weights: RecallWeightsSchema.prefault({}),
@@ -80,6 +91,8 @@ export const RecallPolicySchema = z.strictObject({
   graphNeighbours: count(3, 'graphNeighbours', 20),
   /** How many of the channel's latest user messages conversation-aware recall appends to the query. */
   conversationMessages: count(3, 'conversationMessages', 20),
+  /** Recent-first mode: 3 full-text matches, then 5 recently accessed memories, by default. */
+  recentFirst: RecentFirstSchema.prefault({}),
 });
 
 /**

@@ -9,7 +9,7 @@ import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model
 import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../storage/storage.js';
 import { createFixedClock } from '../../testing.js';
-import { DAY_MS } from '../decay/decay.js';
+import { DAY_MS } from '../decay/decay-policy.js';
 import type { Mneme } from '../mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
@@ -457,6 +457,36 @@ describe('recall: recent-first mode', () => {
         .sort((a, b) => a - b),
     ).toEqual([ids[0], ids[1], ids[9]]);
     expect(result.hits.slice(3).map((hit) => hit.memory.id)).toEqual([ids[8], ids[7], ids[6], ids[5]]);
+  });
+
+  it('takes as many full-text matches and recent memories as the policy says', async () => {
+    const { mneme, add, clock } = await openEngine({
+      policy: { recall: { mode: 'recent-first', recentFirst: { textHits: 1, recentHits: 3 } } },
+    });
+    const ids: number[] = [];
+    for (let index = 0; index < 6; index++) {
+      ids.push(await add(index === 0 ? 'kestrel memory' : index === 5 ? 'kestrel note' : `plain memory ${index}`));
+      clock.advance(60_000);
+    }
+    const narrow = await mneme.recall({ query: 'kestrel memory' });
+    expect(narrow.hits.map((hit) => [hit.memory.id, hit.match])).toEqual([
+      [ids[0], 'fts'],
+      [ids[5], 'recent'],
+      [ids[4], 'recent'],
+      [ids[3], 'recent'],
+    ]);
+
+    const recentOnly = await openEngine({
+      policy: { recall: { mode: 'recent-first', recentFirst: { textHits: 0, recentHits: 2 } } },
+    });
+    const matching = await recentOnly.add('kestrel memory');
+    recentOnly.clock.advance(60_000);
+    const latest = await recentOnly.add('plain memory');
+    const hits = (await recentOnly.mneme.recall({ query: 'kestrel' })).hits;
+    expect(hits.map((hit) => [hit.memory.id, hit.match])).toEqual([
+      [latest, 'recent'],
+      [matching, 'recent'],
+    ]);
   });
 
   it('counts a retrieval as recent use, and follows the policy mode when the input names none', async () => {

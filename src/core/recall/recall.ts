@@ -11,7 +11,10 @@ import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
 
-/** `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: 3 full-text matches + 5 recent. */
+/**
+ * `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: the best full-text matches,
+ * then the most recently accessed memories (the policy's `recall.recentFirst`, 3 + 5 by default).
+ */
 export type RecallMode = 'hybrid' | 'recent-first';
 
 /**
@@ -63,11 +66,6 @@ export interface RecallRequest {
   mode?: RecallMode | undefined;
   conversationAware: boolean;
 }
-
-/** Recent-first mode: this many full-text matches ... */
-export const RECENT_FIRST_TEXT_HITS = 3;
-/** ... followed by this many most recently accessed memories, deduplicated. */
-export const RECENT_FIRST_RECENT_HITS = 5;
 
 /** Each leg's candidate pool for `topK` hits: `min(max(topK * 5, 20), 100)` with the default policy. */
 export function candidatePoolSize(
@@ -284,8 +282,8 @@ async function graphHits(
 }
 
 /**
- * The salience system's recall: the 3 best full-text matches, then the 5 most recently accessed
- * visible memories that are not already among them, in that order, at most `topK`.
+ * The salience system's recall: the best full-text matches, then the most recently accessed visible
+ * memories that are not already among them (how many of each: `recall.recentFirst`), at most `topK`.
  */
 async function recentFirstHits(
   context: EngineContext,
@@ -295,11 +293,12 @@ async function recentFirstHits(
   now: number,
 ): Promise<RecallHit[]> {
   const terms = queryTerms(text);
+  const { textHits: textLimit, recentHits: recentLimit } = context.policy.recall.recentFirst;
   const [textHits, recent] = await Promise.all([
-    terms.length === 0
+    terms.length === 0 || textLimit === 0
       ? Promise.resolve([])
-      : context.storage.memories.searchText({ terms, owners, limit: RECENT_FIRST_TEXT_HITS }),
-    context.storage.memories.recentlyAccessed(owners, RECENT_FIRST_RECENT_HITS),
+      : context.storage.memories.searchText({ terms, owners, limit: textLimit }),
+    context.storage.memories.recentlyAccessed(owners, recentLimit),
   ]);
   const matched = await context.storage.memories.get(textHits.map((hit) => hit.id));
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
