@@ -26,6 +26,11 @@ export interface MnemeOptions {
   /** SQLite database file (created when missing), or `:memory:`. */
   path: string;
   /**
+   * Milliseconds a write waits for another process's write lock on the file before failing with
+   * STORE_BUSY: a whole number, 0 or more; 5000 by default.
+   */
+  busyTimeoutMs?: number;
+  /**
    * The embedding model: an `EmbeddingModel`, or a setting: `'none'` (the default: lexical only, no
    * network), `'auto'` (Ollama on the configured URL if it has `nomic-embed-text`, else local ONNX if
    * installed and on disk, else none), `'ollama[:model]'`, `'openai:<model>'`, `'transformers[:model]'`.
@@ -81,11 +86,18 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   if (typeof options?.path !== 'string' || options.path.trim() === '') {
     throw new MnemeError(ErrorCode.ConfigInvalid, 'createMneme needs a path: a database file, or ":memory:"');
   }
+  const { busyTimeoutMs } = options;
+  if (busyTimeoutMs !== undefined && !(Number.isInteger(busyTimeoutMs) && busyTimeoutMs >= 0)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `busyTimeoutMs must be a whole number of milliseconds, 0 or more (5000 by default), not ${String(busyTimeoutMs)}`,
+    );
+  }
   const policy = resolvePolicy(options.policy);
   const logger = options.logger ?? stderrLogger;
   const embedder = await chooseEmbedder(options, logger);
   const chat = await chooseChat(options);
-  const storage = createSqliteStorage({ path: options.path });
+  const storage = createSqliteStorage({ path: options.path, busyTimeoutMs });
   try {
     const previous = await storage.vectorIndex();
     const isReset =

@@ -170,6 +170,59 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(stored).toMatchObject({ scope: 'session', topicId: 'topic-1' });
     });
 
+    it('writes a merged memory with what an inserted one keeps: its search-only context and the message it quotes', async () => {
+      const [question] = await storage.messages.append([
+        {
+          channelId: 'c',
+          senderId: 'ann',
+          role: 'user',
+          content: 'Where did you go hiking?',
+          topicId: null,
+          createdAt: at,
+        },
+      ]);
+      const originals = await storage.memories.insert(
+        [await newMemory('Bob: Up to the glacier lake'), await newMemory('Bob: up to the glacier lake!')],
+        context,
+      );
+      const { merged } = await storage.maintenance.merge(
+        {
+          ...(await newMemory('Bob: Up to the glacier lake!', { sourceIds: originals.map((memory) => memory.id) })),
+          searchContext: 'Ann: Where did you go hiking?',
+          searchContextMessageId: question?.id ?? 0,
+        },
+        originals.map((memory) => memory.id),
+        context,
+      );
+      const hits = async () => storage.memories.searchText({ terms: ['hiking'], owners: ['global'], limit: 5 });
+      expect((await hits()).map((hit) => hit.id)).toEqual([merged.id]);
+
+      await storage.memories.purgeUser('ann');
+      expect(await hits()).toEqual([]);
+      expect(await storage.memories.get([merged.id])).toEqual([merged]);
+    });
+
+    it('refuses to merge into a session memory of a missing topic as insert does, writing nothing', async () => {
+      const originals = await storage.memories.insert([await newMemory('we ship on Fridays')], context);
+      const orphan = await newMemory('we ship on Fridays, after the review', {
+        scope: 'session',
+        topicId: 'no-such-topic',
+      });
+      const refusal = await storage.memories.insert([orphan], context).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(refusal).toMatchObject({ code: ErrorCode.NotFound, message: expect.stringContaining('no-such-topic') });
+      await expect(
+        storage.maintenance.merge(
+          orphan,
+          originals.map((memory) => memory.id),
+          context,
+        ),
+      ).rejects.toEqual(refusal);
+      expect(await storage.memories.list(allActive())).toMatchObject({ total: 1, memories: originals });
+    });
+
     it('keeps a version for create, update, archive and restore, with who, when and what changed', async () => {
       const [stored] = await storage.memories.insert([await newMemory('Oz likes tea')], context);
       const id = stored?.id ?? 0;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
-import { readSqlite } from './sqlite-database.js';
+import { getRow, readSqlite } from './sqlite-database.js';
 
 interface ApiKeyRow {
   id: number;
@@ -17,25 +17,29 @@ interface ApiKeyRow {
 /** The SQLite implementation of the ApiKeyStore port. */
 export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStore {
   const statements = {
-    insert: database.prepare(
+    insert: database.prepare<[string, string, string, string | null, number], ApiKeyRow>(
       'INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
     ),
-    findActive: database.prepare('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL'),
-    markUsed: database.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    list: database.prepare('SELECT * FROM api_keys ORDER BY id'),
-    revoke: database.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL RETURNING *'),
-    countActive: database.prepare('SELECT COUNT(*) AS count FROM api_keys WHERE revoked_at IS NULL'),
+    findActive: database.prepare<[string], ApiKeyRow>('SELECT * FROM api_keys WHERE prefix = ? AND revoked_at IS NULL'),
+    markUsed: database.prepare<[number, number]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+    list: database.prepare<[], ApiKeyRow>('SELECT * FROM api_keys ORDER BY id'),
+    revoke: database.prepare<[number, string], ApiKeyRow>(
+      'UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL RETURNING *',
+    ),
+    countActive: database.prepare<[], { count: number }>(
+      'SELECT COUNT(*) AS count FROM api_keys WHERE revoked_at IS NULL',
+    ),
   };
 
   return {
     async insert(key, at) {
       return readSqlite('storing an API key', () =>
-        toRecord(statements.insert.get(key.prefix, key.hash, key.label, key.userId, at) as ApiKeyRow),
+        toRecord(getRow(statements.insert, key.prefix, key.hash, key.label, key.userId, at)),
       );
     },
     async findActive(prefix) {
       return readSqlite('reading an API key', () => {
-        const row = statements.findActive.get(prefix) as ApiKeyRow | undefined;
+        const row = statements.findActive.get(prefix);
         return row ? { ...toRecord(row), hash: row.hash } : null;
       });
     },
@@ -43,16 +47,16 @@ export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStor
       readSqlite('recording an API key use', () => statements.markUsed.run(at, id));
     },
     async list() {
-      return readSqlite('listing API keys', () => (statements.list.all() as ApiKeyRow[]).map(toRecord));
+      return readSqlite('listing API keys', () => statements.list.all().map(toRecord));
     },
     async revoke(prefix, at) {
       return readSqlite('revoking an API key', () => {
-        const row = statements.revoke.get(at, prefix) as ApiKeyRow | undefined;
+        const row = statements.revoke.get(at, prefix);
         return row ? toRecord(row) : null;
       });
     },
     async countActive() {
-      return readSqlite('counting API keys', () => (statements.countActive.get() as { count: number }).count);
+      return readSqlite('counting API keys', () => getRow(statements.countActive).count);
     },
   };
 }

@@ -74,6 +74,19 @@ export function writeSqlite<T>(
   }
 }
 
+/**
+ * Runs a statement that always yields a row (an aggregate, or `... RETURNING` of a row known to
+ * exist) and returns that row, typed by the statement.
+ */
+export function getRow<Parameters extends unknown[], Row>(
+  statement: { source: string; get(...parameters: Parameters): Row | undefined },
+  ...parameters: Parameters
+): Row {
+  const row = statement.get(...parameters);
+  if (row === undefined) throw new MnemeError(ErrorCode.StoreFailed, `no row came back from: ${statement.source}`);
+  return row;
+}
+
 /** Wraps a driver error once, keeping MnemeErrors as they are. */
 export function toMnemeError(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
-import { readSqlite } from './sqlite-database.js';
+import { getRow, readSqlite } from './sqlite-database.js';
 
 interface ProjectRow {
   id: string;
@@ -20,15 +20,23 @@ interface TopicRow {
 /** The SQLite implementation of the DirectoryStore port. */
 export function createSqliteDirectoryStore(database: Database.Database): DirectoryStore {
   const statements = {
-    putUser: database.prepare(`INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`),
-    getUser: database.prepare('SELECT id, display_name AS displayName FROM users WHERE id = ?'),
-    putProject: database.prepare(`INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`),
-    getProject: database.prepare('SELECT * FROM projects WHERE id = ?'),
-    putTopic: database.prepare(`INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`),
-    getTopic: database.prepare('SELECT * FROM topics WHERE id = ?'),
+    putUser: database.prepare<[string, string | null, number, number]>(
+      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+    ),
+    getUser: database.prepare<[string], { id: string; displayName: string | null }>(
+      'SELECT id, display_name AS displayName FROM users WHERE id = ?',
+    ),
+    putProject: database.prepare<[string, string | null, 0 | 1, number], ProjectRow>(
+      `INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`,
+    ),
+    getProject: database.prepare<[string], ProjectRow>('SELECT * FROM projects WHERE id = ?'),
+    putTopic: database.prepare<[string, string | null, string | null, number], TopicRow>(
+      `INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`,
+    ),
+    getTopic: database.prepare<[string], TopicRow>('SELECT * FROM topics WHERE id = ?'),
   };
 
   return {
@@ -39,30 +47,27 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
       });
     },
     async getUser(id) {
-      return readSqlite(
-        `reading user ${id}`,
-        () => (statements.getUser.get(id) as { id: string; displayName: string | null }) ?? null,
-      );
+      return readSqlite(`reading user ${id}`, () => statements.getUser.get(id) ?? null);
     },
     async putProject(project, at) {
       return readSqlite(`saving project ${project.id}`, () =>
-        toProject(statements.putProject.get(project.id, project.name, project.managed ? 1 : 0, at) as ProjectRow),
+        toProject(getRow(statements.putProject, project.id, project.name, project.managed ? 1 : 0, at)),
       );
     },
     async getProject(id) {
       return readSqlite(`reading project ${id}`, () => {
-        const row = statements.getProject.get(id) as ProjectRow | undefined;
+        const row = statements.getProject.get(id);
         return row ? toProject(row) : null;
       });
     },
     async putTopic(topic, at) {
       return readSqlite(`saving topic ${topic.id}`, () =>
-        toTopic(statements.putTopic.get(topic.id, topic.projectId, topic.title, at) as TopicRow),
+        toTopic(getRow(statements.putTopic, topic.id, topic.projectId, topic.title, at)),
       );
     },
     async getTopic(id) {
       return readSqlite(`reading topic ${id}`, () => {
-        const row = statements.getTopic.get(id) as TopicRow | undefined;
+        const row = statements.getTopic.get(id);
         return row ? toTopic(row) : null;
       });
     },

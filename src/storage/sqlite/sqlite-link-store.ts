@@ -14,14 +14,19 @@ interface LinkRow {
 /** The SQLite implementation of the LinkStore port. */
 export function createSqliteLinkStore(database: Database.Database): LinkStore {
   const statements = {
-    exists: database.prepare('SELECT 1 FROM memory_links WHERE source_id = ? AND target_id = ? AND type = ?'),
-    upsert: database.prepare(`INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
+    exists: database.prepare<[number, number, LinkType], 1>(
+      'SELECT 1 FROM memory_links WHERE source_id = ? AND target_id = ? AND type = ?',
+    ),
+    upsert: database.prepare<[number, number, LinkType, number, number]>(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
       VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`),
-    of: database.prepare(
+      ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`,
+    ),
+    of: database.prepare<[number, number], LinkRow>(
       'SELECT * FROM memory_links WHERE source_id = ? OR target_id = ? ORDER BY created_at, source_id, target_id',
     ),
-    neighbours: database.prepare(`WITH seeds(id) AS (SELECT value FROM json_each(@seeds)),
+    neighbours: database.prepare<{ seeds: string; owners: string | null; limit: number }, LinkedMemory>(
+      `WITH seeds(id) AS (SELECT value FROM json_each(@seeds)),
       edges AS (
         SELECT target_id AS id, source_id AS linked_to, type, strength FROM memory_links
           WHERE source_id IN (SELECT id FROM seeds)
@@ -36,8 +41,9 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
         AND (@owners IS NULL OR m.owner IN (SELECT value FROM json_each(@owners)))
       GROUP BY edges.id
       ORDER BY strength DESC, edges.id
-      LIMIT @limit`),
-    removeArchived: database.prepare(`DELETE FROM memory_links WHERE type != 'consolidated' AND (
+      LIMIT @limit`,
+    ),
+    removeArchived: database.prepare<[]>(`DELETE FROM memory_links WHERE type != 'consolidated' AND (
       source_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)
       OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL))`),
   };
@@ -61,7 +67,7 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
     },
 
     async of(memoryId) {
-      return (statements.of.all(memoryId, memoryId) as LinkRow[]).map((row) => ({
+      return statements.of.all(memoryId, memoryId).map((row) => ({
         sourceId: row.source_id,
         targetId: row.target_id,
         type: row.type,
@@ -76,7 +82,7 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
         seeds: JSON.stringify(ids),
         owners: owners === null ? null : JSON.stringify(owners),
         limit,
-      }) as LinkedMemory[];
+      });
     },
 
     async removeArchived() {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { MaintenanceState, MaintenanceStateStore } from '../maintenance-state-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { getRow, toMnemeError } from './sqlite-database.js';
 
 interface MaintenanceStateRow {
   channel_id: string;
@@ -10,24 +10,41 @@ interface MaintenanceStateRow {
   details: string | null;
 }
 
+interface UpsertParameters {
+  channelId: string;
+  task: string;
+  watermark: number | null;
+  lastRunAt: number | null;
+  details: string | null;
+  setWatermark: 0 | 1;
+  setLastRunAt: 0 | 1;
+  setDetails: 0 | 1;
+}
+
 /** The SQLite implementation of the MaintenanceStateStore port, over the `maintenance_state` table. */
 export function createSqliteMaintenanceStateStore(database: Database.Database): MaintenanceStateStore {
   const statements = {
-    get: database.prepare('SELECT * FROM maintenance_state WHERE channel_id = ? AND task = ?'),
-    upsert: database.prepare(`INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+    get: database.prepare<[string, string], MaintenanceStateRow>(
+      'SELECT * FROM maintenance_state WHERE channel_id = ? AND task = ?',
+    ),
+    upsert: database.prepare<UpsertParameters, MaintenanceStateRow>(
+      `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
       VALUES (@channelId, @task, @watermark, @lastRunAt, @details)
       ON CONFLICT (channel_id, task) DO UPDATE SET
         watermark = CASE WHEN @setWatermark THEN excluded.watermark ELSE watermark END,
         last_run_at = CASE WHEN @setLastRunAt THEN excluded.last_run_at ELSE last_run_at END,
         details = CASE WHEN @setDetails THEN excluded.details ELSE details END
-      RETURNING *`),
-    list: database.prepare('SELECT * FROM maintenance_state WHERE task = ? ORDER BY channel_id'),
+      RETURNING *`,
+    ),
+    list: database.prepare<[string], MaintenanceStateRow>(
+      'SELECT * FROM maintenance_state WHERE task = ? ORDER BY channel_id',
+    ),
   };
 
   return {
     async get(channelId, task) {
       try {
-        const row = statements.get.get(channelId, task) as MaintenanceStateRow | undefined;
+        const row = statements.get.get(channelId, task);
         return row ? toState(row) : null;
       } catch (error) {
         throw toMnemeError(error, `reading the ${task} state of channel ${channelId}`);
@@ -35,7 +52,7 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
     },
     async set(channelId, task, changes) {
       try {
-        const row = statements.upsert.get({
+        const row = getRow(statements.upsert, {
           channelId,
           task,
           watermark: changes.watermark ?? null,
@@ -44,7 +61,7 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
           setWatermark: changes.watermark === undefined ? 0 : 1,
           setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
           setDetails: changes.details === undefined ? 0 : 1,
-        }) as MaintenanceStateRow;
+        });
         return toState(row);
       } catch (error) {
         throw toMnemeError(error, `saving the ${task} state of channel ${channelId}`);
@@ -52,7 +69,7 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
     },
     async list(task) {
       try {
-        return (statements.list.all(task) as MaintenanceStateRow[]).map(toState);
+        return statements.list.all(task).map(toState);
       } catch (error) {
         throw toMnemeError(error, `reading the ${task} state of every channel`);
       }

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { ErrorCode } from '../../core/errors.js';
@@ -29,7 +31,7 @@ async function openOnFile() {
     raw.exec(sql);
     raw.close();
   };
-  return { ...engine, addTrigger };
+  return { ...engine, path, addTrigger };
 }
 
 async function twoNearDuplicates(engine: MaintenanceEngine) {
@@ -114,6 +116,41 @@ describe('the SQLite maintenance store', () => {
     expect((await engine.mneme.history(first.id)).map((version) => version.action)).toEqual(['create']);
     expect(await engine.mneme.links(first.id)).toEqual([]);
     expect((await engine.mneme.stats()).total).toBe(2);
+  });
+
+  it('writes a merged memory as insert writes the same memory: every column, its full-text row and its vector', async () => {
+    const { storage, path } = await openOnFile();
+    const [original] = await storage.memories.insert([await mergedMemory('Oz sails')], { at, actor: null });
+    const memory: NewMemory = {
+      ...(await mergedMemory('Oz sails on Sundays')),
+      sourceIds: [original?.id ?? 0],
+      sourceMessageIds: [3],
+      searchContext: 'Ann: when do you sail?',
+      searchContextMessageId: 3,
+    };
+    const [inserted] = await storage.memories.insert([memory], { at, actor: null });
+    const { merged } = await storage.maintenance.merge(memory, [original?.id ?? 0], { at, actor: null });
+
+    const raw = new Database(path, { readonly: true });
+    sqliteVec.load(raw);
+    const written = (id: number) => {
+      const { id: _, ...columns } =
+        raw.prepare<[number], Record<string, unknown>>('SELECT * FROM memories WHERE id = ?').get(id) ?? {};
+      return {
+        columns,
+        fullText: raw.prepare('SELECT content, search_context FROM memories_fts WHERE rowid = ?').get(id),
+        vector: raw.prepare('SELECT embedding, owner FROM memory_vectors WHERE memory_id = ?').get(BigInt(id)),
+      };
+    };
+    const fromInsert = written(inserted?.id ?? 0);
+    const fromMerge = written(merged.id);
+    raw.close();
+    expect(fromInsert.columns).toMatchObject({
+      search_context: 'Ann: when do you sail?',
+      search_context_message_id: 3,
+    });
+    expect(fromInsert.vector).toBeDefined();
+    expect(fromMerge).toEqual(fromInsert);
   });
 
   it('refuses a merge whose original was archived meanwhile, writing nothing', async () => {

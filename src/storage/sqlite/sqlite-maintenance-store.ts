@@ -1,80 +1,52 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { MemoryVersion, VersionAction } from '../../core/types.js';
-import type { DecayCandidate, MaintenanceStore } from '../maintenance-store.js';
-import type { WriteContext } from '../memory-store.js';
-import { readSqlite, writeSqlite } from './sqlite-database.js';
-import { insertParameters, type MemoryRow, snapshotOf, toMemory } from './sqlite-memory-store.js';
+import type { DecayCandidate, ImportanceChange, MaintenanceStore } from '../maintenance-store.js';
+import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
+import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
+import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
-interface DecayRow {
-  id: number;
-  strength: number;
-  salience: number;
-  importance: number;
-  last_accessed: number | null;
-  created_at: number;
-  decayed_at: number | null;
-}
+type DecayRow = Pick<
+  MemoryRow,
+  'id' | 'strength' | 'salience' | 'importance' | 'last_accessed' | 'created_at' | 'decayed_at'
+>;
 
 /** The SQLite implementation of the MaintenanceStore port. */
 export function createSqliteMaintenanceStore(
   database: Database.Database,
   vectors: SqliteVectorIndex,
 ): MaintenanceStore {
+  const writes = createSqliteMemoryWrites(database, vectors);
   const statements = {
-    decayCandidates: database.prepare(`SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
-      FROM memories WHERE archived_at IS NULL AND pinned = 0 AND id > ? ORDER BY id LIMIT ?`),
-    importance: database.prepare(
+    decayCandidates: database.prepare<[number, number], DecayRow>(
+      `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
+      FROM memories WHERE archived_at IS NULL AND pinned = 0 AND id > ? ORDER BY id LIMIT ?`,
+    ),
+    importance: database.prepare<ImportanceChange & { at: number }, MemoryRow>(
       'UPDATE memories SET importance = @importance, decayed_at = @decayedAt, updated_at = @at WHERE id = @id AND archived_at IS NULL RETURNING *',
     ),
-    decayedAt: database.prepare('UPDATE memories SET decayed_at = @decayedAt WHERE id = @id AND archived_at IS NULL'),
-    byId: database.prepare('SELECT * FROM memories WHERE id = ?'),
-    listAfter: database.prepare('SELECT * FROM memories WHERE archived_at IS NULL AND id > ? ORDER BY id LIMIT ?'),
-    recentWithVectors: database.prepare(`SELECT * FROM memories WHERE archived_at IS NULL AND embedding_model = ?
-      ORDER BY created_at DESC, id DESC LIMIT ?`),
-    latestMemoryId: database.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM memories'),
-    insert: database.prepare(`INSERT INTO memories (
-        content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
-        importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model
-      ) VALUES (
-        @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel
-      ) RETURNING *`),
-    archive: database.prepare(
-      'UPDATE memories SET archived_at = ?, updated_at = ?, embedding_model = NULL WHERE id = ? RETURNING *',
+    decayedAt: database.prepare<Pick<ImportanceChange, 'id' | 'decayedAt'>>(
+      'UPDATE memories SET decayed_at = @decayedAt WHERE id = @id AND archived_at IS NULL',
     ),
-    version:
-      database.prepare(`INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
-      VALUES (?, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = ?), ?, ?, ?, ?, ?, ?)`),
-    link: database.prepare(`INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
-      VALUES (?, ?, 'consolidated', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`),
+    byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    listAfter: database.prepare<[number, number], MemoryRow>(
+      'SELECT * FROM memories WHERE archived_at IS NULL AND id > ? ORDER BY id LIMIT ?',
+    ),
+    recentWithVectors: database.prepare<[string, number], MemoryRow>(
+      `SELECT * FROM memories WHERE archived_at IS NULL AND embedding_model = ?
+      ORDER BY created_at DESC, id DESC LIMIT ?`,
+    ),
+    latestMemoryId: database.prepare<[], { id: number }>('SELECT COALESCE(MAX(id), 0) AS id FROM memories'),
+    link: database.prepare<[number, number, number]>(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
+      VALUES (?, ?, 'consolidated', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`,
+    ),
   };
-
-  function recordVersion(
-    row: MemoryRow,
-    action: VersionAction,
-    changes: MemoryVersion['changes'],
-    context: WriteContext,
-    reason: string | null,
-  ): void {
-    statements.version.run(
-      row.id,
-      row.id,
-      action,
-      context.actor,
-      reason,
-      JSON.stringify(changes),
-      JSON.stringify(snapshotOf(row)),
-      context.at,
-    );
-  }
 
   return {
     async decayCandidates(afterId, limit) {
       return readSqlite('reading memories to decay', () =>
-        (statements.decayCandidates.all(afterId, limit) as DecayRow[]).map(
+        statements.decayCandidates.all(afterId, limit).map(
           (row): DecayCandidate => ({
             id: row.id,
             strength: row.strength,
@@ -94,19 +66,18 @@ export function createSqliteMaintenanceStore(
       return writeSqlite(database, 'storing importance downgrades', () => {
         let changed = 0;
         for (const change of changes) {
-          const before = statements.byId.get(change.id) as MemoryRow | undefined;
+          const before = statements.byId.get(change.id);
           if (!before || before.archived_at !== null) continue;
           if (before.importance === change.importance) {
             statements.decayedAt.run({ id: change.id, decayedAt: change.decayedAt });
             continue;
           }
-          const after = statements.importance.get({ ...change, at: context.at }) as MemoryRow;
-          recordVersion(
+          const after = getRow(statements.importance, { ...change, at: context.at });
+          writes.recordVersion(
             after,
             'update',
             { importance: { from: before.importance, to: after.importance } },
             context,
-            context.reason ?? null,
           );
           changed++;
         }
@@ -115,24 +86,22 @@ export function createSqliteMaintenanceStore(
     },
 
     async listAfter(afterId, limit) {
-      return readSqlite('reading memories', () =>
-        (statements.listAfter.all(afterId, limit) as MemoryRow[]).map(toMemory),
-      );
+      return readSqlite('reading memories', () => statements.listAfter.all(afterId, limit).map(toMemory));
     },
 
     async recentWithVectors(model, limit) {
-      return readSqlite('reading recent memories', () =>
-        (statements.recentWithVectors.all(model, limit) as MemoryRow[]).map(toMemory),
-      );
+      return readSqlite('reading recent memories', () => statements.recentWithVectors.all(model, limit).map(toMemory));
     },
 
     async vectors(ids, model) {
       const found = new Map<number, Float32Array>();
       if (ids.length === 0 || vectors.info()?.model !== model) return found;
       return readSqlite('reading memory vectors', () => {
-        const select = database.prepare('SELECT embedding FROM memory_vectors WHERE memory_id = ?');
+        const select = database.prepare<[bigint], { embedding: Buffer }>(
+          'SELECT embedding FROM memory_vectors WHERE memory_id = ?',
+        );
         for (const id of ids) {
-          const row = select.get(BigInt(id)) as { embedding: Buffer } | undefined;
+          const row = select.get(BigInt(id));
           if (!row) continue;
           const bytes = Uint8Array.from(row.embedding);
           found.set(id, new Float32Array(bytes.buffer, 0, bytes.byteLength / 4));
@@ -142,30 +111,15 @@ export function createSqliteMaintenanceStore(
     },
 
     async latestMemoryId() {
-      return readSqlite('reading the latest memory id', () => (statements.latestMemoryId.get() as { id: number }).id);
+      return readSqlite('reading the latest memory id', () => getRow(statements.latestMemoryId).id);
     },
 
     async merge(merged, originalIds, context) {
       return writeSqlite(database, 'merging memories', () => {
-        const row = statements.insert.get(insertParameters(merged, context.at)) as MemoryRow;
-        if (merged.embedding) vectors.put(row.id, row.owner, merged.embedding);
         const sources = originalIds.map((id) => `#${id}`).join(', ');
-        recordVersion(row, 'merge', {}, context, context.reason ?? `merged from ${sources}`);
+        const row = writes.insert(merged, { ...context, reason: context.reason ?? `merged from ${sources}` }, 'merge');
         const archived = originalIds.map((id) => {
-          const before = statements.byId.get(id) as MemoryRow | undefined;
-          if (!before) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
-          if (before.archived_at !== null) {
-            throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived; it was not merged`);
-          }
-          const after = statements.archive.get(context.at, context.at, id) as MemoryRow;
-          vectors.remove([id]);
-          recordVersion(
-            after,
-            'archive',
-            { archivedAt: { from: null, to: toIso(context.at) } },
-            context,
-            `merged into #${row.id}`,
-          );
+          const after = writes.archive(id, { ...context, reason: `merged into #${row.id}` });
           statements.link.run(row.id, id, context.at);
           return toMemory(after);
         });

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { Message, MessageRole, MessageStore } from '../message-store.js';
-import { readSqlite, toMnemeError } from './sqlite-database.js';
-import { ftsQuery } from './sqlite-memory-store.js';
+import { getRow, readSqlite, toMnemeError } from './sqlite-database.js';
+import { ftsQuery } from './sqlite-fts-query.js';
 
 interface MessageRow {
   id: number;
@@ -15,31 +15,48 @@ interface MessageRow {
   created_at: number;
 }
 
+interface CountParameters {
+  key: string;
+  after: number;
+  role: MessageRole | null;
+}
+
 /** The SQLite implementation of the MessageStore port, over the append-only `messages` table. */
 export function createSqliteMessageStore(database: Database.Database): MessageStore {
   const statements = {
-    insert:
-      database.prepare(`INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`),
-    get: database.prepare('SELECT * FROM messages WHERE id = ?'),
-    listAfter: database.prepare('SELECT * FROM messages WHERE channel_id = ? AND id > ? ORDER BY id LIMIT ?'),
-    listTopicAfter: database.prepare('SELECT * FROM messages WHERE topic_id = ? AND id > ? ORDER BY id LIMIT ?'),
-    recent: database.prepare(
+    insert: database.prepare<[string, string, MessageRole, string, string | null, number | null, number], MessageRow>(
+      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    ),
+    get: database.prepare<[number], MessageRow>('SELECT * FROM messages WHERE id = ?'),
+    listAfter: database.prepare<[string, number, number], MessageRow>(
+      'SELECT * FROM messages WHERE channel_id = ? AND id > ? ORDER BY id LIMIT ?',
+    ),
+    listTopicAfter: database.prepare<[string, number, number], MessageRow>(
+      'SELECT * FROM messages WHERE topic_id = ? AND id > ? ORDER BY id LIMIT ?',
+    ),
+    recent: database.prepare<[string, number], MessageRow>(
       'SELECT * FROM (SELECT * FROM messages WHERE channel_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id',
     ),
-    recentOfRole: database.prepare(
+    recentOfRole: database.prepare<[string, MessageRole, number], MessageRow>(
       'SELECT * FROM (SELECT * FROM messages WHERE channel_id = ? AND role = ? ORDER BY id DESC LIMIT ?) ORDER BY id',
     ),
-    countAfter: database.prepare(
+    countAfter: database.prepare<CountParameters, { count: number }>(
       'SELECT COUNT(*) AS count FROM messages WHERE channel_id = @key AND id > @after AND (@role IS NULL OR role = @role)',
     ),
-    countTopicAfter: database.prepare(
+    countTopicAfter: database.prepare<CountParameters, { count: number }>(
       'SELECT COUNT(*) AS count FROM messages WHERE topic_id = @key AND id > @after AND (@role IS NULL OR role = @role)',
     ),
-    latestId: database.prepare('SELECT MAX(id) AS id FROM messages WHERE channel_id = ?'),
-    channelIds: database.prepare('SELECT DISTINCT channel_id AS channelId FROM messages ORDER BY channel_id'),
-    searchText: database.prepare(`SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-      WHERE messages_fts MATCH ? AND m.channel_id = ? ORDER BY rank LIMIT ?`),
+    latestId: database.prepare<[string], { id: number | null }>(
+      'SELECT MAX(id) AS id FROM messages WHERE channel_id = ?',
+    ),
+    channelIds: database.prepare<[], { channelId: string }>(
+      'SELECT DISTINCT channel_id AS channelId FROM messages ORDER BY channel_id',
+    ),
+    searchText: database.prepare<[string, string, number], MessageRow>(
+      `SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+      WHERE messages_fts MATCH ? AND m.channel_id = ? ORDER BY rank LIMIT ?`,
+    ),
   };
 
   return {
@@ -51,7 +68,8 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
             for (const message of messages) {
               const previous = stored.at(-1);
               const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
-              const row = statements.insert.get(
+              const row = getRow(
+                statements.insert,
                 message.channelId,
                 message.senderId,
                 message.role,
@@ -59,7 +77,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
                 message.topicId,
                 replyTo,
                 message.createdAt,
-              ) as MessageRow;
+              );
               stored.push(toMessage(row));
             }
             return stored;
@@ -72,63 +90,57 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
     async get(ids) {
       return readSqlite('reading messages', () =>
         ids.flatMap((id) => {
-          const row = statements.get.get(id) as MessageRow | undefined;
+          const row = statements.get.get(id);
           return row ? [toMessage(row)] : [];
         }),
       );
     },
     async listAfter(channelId, afterMessageId, limit) {
       return readSqlite(`reading messages of channel ${channelId}`, () =>
-        (statements.listAfter.all(channelId, afterMessageId, limit) as MessageRow[]).map(toMessage),
+        statements.listAfter.all(channelId, afterMessageId, limit).map(toMessage),
       );
     },
     async listTopicAfter(topicId, afterMessageId, limit) {
       return readSqlite(`reading messages of topic ${topicId}`, () =>
-        (statements.listTopicAfter.all(topicId, afterMessageId, limit) as MessageRow[]).map(toMessage),
+        statements.listTopicAfter.all(topicId, afterMessageId, limit).map(toMessage),
       );
     },
     async recent(channelId, count) {
       return readSqlite(`reading recent messages of channel ${channelId}`, () =>
-        (statements.recent.all(channelId, count) as MessageRow[]).map(toMessage),
+        statements.recent.all(channelId, count).map(toMessage),
       );
     },
     async recentUserMessages(channelId, count) {
       return readSqlite(`reading recent user messages of channel ${channelId}`, () =>
-        (statements.recentOfRole.all(channelId, 'user', count) as MessageRow[]).map(toMessage),
+        statements.recentOfRole.all(channelId, 'user', count).map(toMessage),
       );
     },
     async countAfter(channelId, afterMessageId, role) {
-      return readSqlite(`counting messages of channel ${channelId}`, () => {
-        const row = statements.countAfter.get({ key: channelId, after: afterMessageId, role: role ?? null }) as {
-          count: number;
-        };
-        return row.count;
-      });
+      return readSqlite(
+        `counting messages of channel ${channelId}`,
+        () => getRow(statements.countAfter, { key: channelId, after: afterMessageId, role: role ?? null }).count,
+      );
     },
     async countTopicAfter(topicId, afterMessageId, role) {
-      return readSqlite(`counting messages of topic ${topicId}`, () => {
-        const row = statements.countTopicAfter.get({ key: topicId, after: afterMessageId, role: role ?? null }) as {
-          count: number;
-        };
-        return row.count;
-      });
+      return readSqlite(
+        `counting messages of topic ${topicId}`,
+        () => getRow(statements.countTopicAfter, { key: topicId, after: afterMessageId, role: role ?? null }).count,
+      );
     },
     async latestId(channelId) {
-      return readSqlite(`reading the newest message of channel ${channelId}`, () => {
-        const row = statements.latestId.get(channelId) as { id: number | null };
-        return row.id ?? 0;
-      });
+      return readSqlite(
+        `reading the newest message of channel ${channelId}`,
+        () => getRow(statements.latestId, channelId).id ?? 0,
+      );
     },
     async channelIds() {
-      return readSqlite('listing channels', () =>
-        (statements.channelIds.all() as { channelId: string }[]).map((row) => row.channelId),
-      );
+      return readSqlite('listing channels', () => statements.channelIds.all().map((row) => row.channelId));
     },
     async searchText(channelId, terms, limit) {
       const query = ftsQuery(terms);
       if (query === null || limit <= 0) return [];
       return readSqlite(`searching messages of channel ${channelId}`, () =>
-        (statements.searchText.all(query, channelId, limit) as MessageRow[]).map(toMessage),
+        statements.searchText.all(query, channelId, limit).map(toMessage),
       );
     },
   };

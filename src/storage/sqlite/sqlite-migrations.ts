@@ -225,17 +225,18 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
   database.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
   )`);
-  const row = database.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as {
-    version: number | null;
-  };
-  const current = row.version ?? 0;
+  const current =
+    database.prepare<[], { version: number | null }>('SELECT MAX(version) AS version FROM schema_migrations').get()
+      ?.version ?? 0;
   if (current > latestSchemaVersion) {
     throw new MnemeError(
       ErrorCode.StoreIncompatible,
       `this database has schema version ${current}, but this mneme knows only up to ${latestSchemaVersion}: upgrade mneme to open it`,
     );
   }
-  const record = database.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  const record = database.prepare<[number, string, number]>(
+    'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+  );
   for (const migration of sqliteMigrations) {
     if (migration.version <= current || migration.version > target) continue;
     database

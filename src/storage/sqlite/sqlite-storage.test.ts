@@ -1,11 +1,15 @@
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createMneme } from '../../config/create-mneme.js';
 import { ErrorCode } from '../../core/errors.js';
 import { describeStorageContract } from '../memory-store.contract.js';
+import type { NewMemory } from '../memory-store.js';
 import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
 import { latestSchemaVersion, sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
@@ -20,14 +24,63 @@ describeStorageContract('SQLite file', async () => createSqliteStorage({ path: n
 
 const at = Date.parse('2024-06-15T12:00:00.000Z');
 
+/** A global memory without a vector; override what the test is about. */
+function globalMemory(content: string, overrides: Partial<NewMemory> = {}): NewMemory {
+  return {
+    content,
+    category: 'fact',
+    sector: 'semantic',
+    scope: 'global',
+    owner: 'global',
+    userId: null,
+    channelId: null,
+    projectId: null,
+    topicId: null,
+    source: 'manual',
+    importance: 0.5,
+    pinned: false,
+    sourceMessageIds: [],
+    sourceIds: [],
+    embedding: null,
+    ...overrides,
+  };
+}
+
+/**
+ * Takes the write lock of the file at `path` on a connection of another thread, which lets go when
+ * `release` is called or, on its own, after `holdMs` (shorter than the default busy timeout, so a
+ * write that waits the default gets the lock and succeeds).
+ */
+async function holdWriteLock(path: string, holdMs: number) {
+  const released = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    const other = new (require('better-sqlite3'))(workerData.path);
+    other.exec('BEGIN IMMEDIATE');
+    parentPort.postMessage('locked');
+    Atomics.wait(workerData.released, 0, 0, workerData.holdMs);
+    other.exec('ROLLBACK');
+    other.close();`,
+    { eval: true, workerData: { path, released, holdMs } },
+  );
+  const exited = once(worker, 'exit');
+  await once(worker, 'message');
+  return {
+    async release() {
+      Atomics.store(released, 0, 1);
+      Atomics.notify(released, 0);
+      await exited;
+    },
+  };
+}
+
 describe('SQLite storage', () => {
   it('creates the whole schema in an empty database', () => {
     const database = openSqliteDatabase({ path: ':memory:' });
-    const tables = (
-      database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{
-        name: string;
-      }>
-    ).map((row) => row.name);
+    const tables = database
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .all()
+      .map((row) => row.name);
     for (const table of [
       'schema_migrations',
       'messages',
@@ -45,10 +98,10 @@ describe('SQLite storage', () => {
     ]) {
       expect(tables).toContain(table);
     }
-    const versions = database.prepare('SELECT version FROM schema_migrations ORDER BY version').all();
-    expect(versions.map((row) => (row as { version: number }).version)).toEqual(
-      sqliteMigrations.map((migration) => migration.version),
-    );
+    const versions = database
+      .prepare<[], { version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+      .all();
+    expect(versions.map((row) => row.version)).toEqual(sqliteMigrations.map((migration) => migration.version));
     database.close();
   });
 
@@ -59,6 +112,26 @@ describe('SQLite storage', () => {
     expect(database.pragma('synchronous', { simple: true })).toBe(2);
     expect(database.pragma('busy_timeout', { simple: true })).toBe(5000);
     database.close();
+  });
+
+  it('fails a write at once with STORE_BUSY under busyTimeoutMs 0, and waits for the lock under a longer one', async () => {
+    const path = newFile();
+    const memory = globalMemory('written while another connection writes');
+    const impatient = createSqliteStorage({ path, busyTimeoutMs: 0 });
+    const patient = createSqliteStorage({ path, busyTimeoutMs: 60_000 });
+    const lock = await holdWriteLock(path, 2_000);
+    try {
+      await expect(impatient.memories.insert([memory], { at, actor: null })).rejects.toMatchObject({
+        code: ErrorCode.StoreBusy,
+      });
+    } finally {
+      await lock.release();
+    }
+    const briefLock = await holdWriteLock(path, 50);
+    expect(await patient.memories.insert([memory], { at, actor: null })).toHaveLength(1);
+    await briefLock.release();
+    await impatient.close();
+    await patient.close();
   });
 
   it('commits a deferred write without an fsync of its own, and is durable again after it, also when it fails', () => {
@@ -106,6 +179,26 @@ describe('SQLite storage', () => {
     await storage.close();
   });
 
+  it('moves maintenance watermarks of a schema 5 file to the task names episodes and consolidate (migration 6)', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 5 });
+    const state = old.prepare('INSERT INTO maintenance_state (channel_id, task, watermark) VALUES (?, ?, ?)');
+    state.run('room', 'episode', 41);
+    state.run('', 'consolidation', 17);
+    state.run('', 'link', 9);
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    const watermarks = async (task: string) =>
+      (await storage.maintenanceState.list(task)).map((row) => [row.channelId, row.watermark]);
+    expect(await watermarks('episodes')).toEqual([['room', 41]]);
+    expect(await watermarks('consolidate')).toEqual([['', 17]]);
+    expect(await watermarks('link')).toEqual([['', 9]]);
+    expect(await watermarks('episode')).toEqual([]);
+    expect(await watermarks('consolidation')).toEqual([]);
+    await storage.close();
+  });
+
   it('refuses a database written by a newer mneme, and leaves it untouched', () => {
     const path = newFile();
     openSqliteDatabase({ path }).close();
@@ -139,25 +232,7 @@ describe('SQLite storage', () => {
     const first = createSqliteStorage({ path });
     await first.configureVectors({ model: 'm', dimensions: 2 });
     await first.memories.insert(
-      [
-        {
-          content: 'durable',
-          category: 'fact',
-          sector: 'semantic',
-          scope: 'global',
-          owner: 'global',
-          userId: null,
-          channelId: null,
-          projectId: null,
-          topicId: null,
-          source: 'manual',
-          importance: 0.5,
-          pinned: false,
-          sourceMessageIds: [],
-          sourceIds: [],
-          embedding: { model: 'm', vector: new Float32Array([1, 0]) },
-        },
-      ],
+      [globalMemory('durable', { embedding: { model: 'm', vector: new Float32Array([1, 0]) } })],
       { at, actor: null },
     );
     await first.close();
@@ -251,17 +326,17 @@ describe('SQLite storage', () => {
 
     const check = new Database(path);
     sqliteVec.load(check);
-    const tables = (
-      check
-        .prepare(
-          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name != 'memory_vectors'",
-        )
-        .all() as Array<{ name: string }>
-    ).map((row) => row.name);
+    const tables = check
+      .prepare<[], { name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name != 'memory_vectors'",
+      )
+      .all()
+      .map((row) => row.name);
     for (const table of tables) {
-      const columns = (check.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map(
-        (column) => column.name,
-      );
+      const columns = check
+        .prepare<[], { name: string }>(`PRAGMA table_info(${table})`)
+        .all()
+        .map((column) => column.name);
       const mentions = columns.flatMap((column) =>
         check.prepare(`SELECT rowid FROM "${table}" WHERE CAST("${column}" AS TEXT) LIKE '%ann-4711%'`).all(),
       );
@@ -279,5 +354,28 @@ describe('SQLite storage', () => {
       { memory_id: bobTurn?.id },
     ]);
     check.close();
+  });
+});
+
+describe('createMneme busyTimeoutMs', () => {
+  it('passes busyTimeoutMs down to the database: 0 fails a write at once with STORE_BUSY', async () => {
+    const path = newFile();
+    const mneme = await createMneme({ path, busyTimeoutMs: 0 });
+    const lock = await holdWriteLock(path, 2_000);
+    try {
+      await expect(mneme.remember({ content: 'written while another connection writes' })).rejects.toMatchObject({
+        code: ErrorCode.StoreBusy,
+      });
+    } finally {
+      await lock.release();
+      await mneme.close();
+    }
+  });
+
+  it.each([-1, 1.5, Number.NaN, '100'])('refuses busyTimeoutMs %s with CONFIG_INVALID', async (busyTimeoutMs) => {
+    await expect(createMneme({ path: ':memory:', busyTimeoutMs: busyTimeoutMs as number })).rejects.toMatchObject({
+      code: ErrorCode.ConfigInvalid,
+      message: expect.stringContaining('busyTimeoutMs'),
+    });
   });
 });

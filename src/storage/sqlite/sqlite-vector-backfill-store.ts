@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { VectorBackfillStore } from '../vector-backfill-store.js';
-import { toMnemeError } from './sqlite-database.js';
+import { getRow, toMnemeError } from './sqlite-database.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** The SQLite implementation of the VectorBackfillStore port. */
@@ -10,18 +10,22 @@ export function createSqliteVectorBackfillStore(
 ): VectorBackfillStore {
   const missing = 'archived_at IS NULL AND (embedding_model IS NULL OR embedding_model <> @model)';
   const statements = {
-    count: database.prepare(`SELECT COUNT(*) AS count FROM memories WHERE ${missing}`),
-    list: database.prepare(
+    count: database.prepare<{ model: string }, { count: number }>(
+      `SELECT COUNT(*) AS count FROM memories WHERE ${missing}`,
+    ),
+    list: database.prepare<{ model: string; afterId: number; limit: number }, { id: number; content: string }>(
       `SELECT id, content FROM memories WHERE ${missing} AND id > @afterId ORDER BY id LIMIT @limit`,
     ),
-    current: database.prepare('SELECT owner, content, archived_at FROM memories WHERE id = ?'),
-    mark: database.prepare('UPDATE memories SET embedding_model = ? WHERE id = ?'),
+    current: database.prepare<[number], { owner: string; content: string; archived_at: number | null }>(
+      'SELECT owner, content, archived_at FROM memories WHERE id = ?',
+    ),
+    mark: database.prepare<[string, number]>('UPDATE memories SET embedding_model = ? WHERE id = ?'),
   };
 
   return {
     async countMissing(model) {
       try {
-        return (statements.count.get({ model }) as { count: number }).count;
+        return getRow(statements.count, { model }).count;
       } catch (error) {
         throw toMnemeError(error, 'counting memories without a vector');
       }
@@ -29,7 +33,7 @@ export function createSqliteVectorBackfillStore(
 
     async listMissing(model, afterId, limit) {
       try {
-        return statements.list.all({ model, afterId, limit }) as Array<{ id: number; content: string }>;
+        return statements.list.all({ model, afterId, limit });
       } catch (error) {
         throw toMnemeError(error, 'listing memories without a vector');
       }
@@ -40,9 +44,7 @@ export function createSqliteVectorBackfillStore(
         return database
           .transaction(() =>
             entries.flatMap((entry) => {
-              const row = statements.current.get(entry.id) as
-                | { owner: string; content: string; archived_at: number | null }
-                | undefined;
+              const row = statements.current.get(entry.id);
               if (!row || row.archived_at !== null || row.content !== entry.content) return [];
               vectors.put(entry.id, row.owner, entry.embedding);
               statements.mark.run(entry.embedding.model, entry.id);

@@ -20,11 +20,11 @@ export interface SqliteVectorIndex {
 const MAX_K = 4096;
 
 export function createSqliteVectorIndex(database: Database.Database): SqliteVectorIndex {
-  let current = (database.prepare('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ??
-    null) as VectorIndexInfo | null;
-  const searches = new Map<number, Database.Statement>();
-  let insert: Database.Statement | undefined;
-  let remove: Database.Statement | undefined;
+  let current =
+    database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
+  const searches = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
+  let insert: Database.Statement<[bigint, Buffer, string]> | undefined;
+  let remove: Database.Statement<[bigint]> | undefined;
 
   function create(info: VectorIndexInfo): void {
     database.exec(`CREATE VIRTUAL TABLE memory_vectors USING vec0(
@@ -35,16 +35,18 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
   }
 
   function statements() {
-    insert ??= database.prepare('INSERT INTO memory_vectors (memory_id, embedding, owner) VALUES (?, ?, ?)');
-    remove ??= database.prepare('DELETE FROM memory_vectors WHERE memory_id = ?');
+    insert ??= database.prepare<[bigint, Buffer, string]>(
+      'INSERT INTO memory_vectors (memory_id, embedding, owner) VALUES (?, ?, ?)',
+    );
+    remove ??= database.prepare<[bigint]>('DELETE FROM memory_vectors WHERE memory_id = ?');
     return { insert, remove };
   }
 
-  function searchStatement(ownerCount: number): Database.Statement {
+  function searchStatement(ownerCount: number) {
     let statement = searches.get(ownerCount);
     if (!statement) {
       const filter = ownerCount < 0 ? '' : `AND owner IN (${placeholders(ownerCount)})`;
-      statement = database.prepare(
+      statement = database.prepare<unknown[], { id: number; distance: number }>(
         `SELECT memory_id AS id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ? ${filter}`,
       );
       searches.set(ownerCount, statement);
@@ -108,12 +110,9 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
-      const rows = searchStatement(owners === null ? -1 : owners.length).all(
-        vectorBytes(vector),
-        k,
-        ...(owners ?? []),
-      ) as Array<{ id: number; distance: number }>;
-      return rows.map((row) => ({ id: row.id, score: 1 - row.distance }));
+      return searchStatement(owners === null ? -1 : owners.length)
+        .all(vectorBytes(vector), k, ...(owners ?? []))
+        .map((row) => ({ id: row.id, score: 1 - row.distance }));
     },
   };
 }

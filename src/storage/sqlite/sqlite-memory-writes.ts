@@ -1,0 +1,122 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+import type { MemoryVersion, VersionAction } from '../../core/types.js';
+import type { NewMemory, WriteContext } from '../memory-store.js';
+import { getRow } from './sqlite-database.js';
+import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
+import type { SqliteVectorIndex } from './sqlite-vector-index.js';
+
+/**
+ * The one write path of memory rows: every store that inserts or archives a memory, or records a
+ * version, goes through it, inside its own transaction, so a new column or rule cannot be
+ * forgotten in one copy.
+ */
+export interface SqliteMemoryWrites {
+  /** The row of memory `id`; NOT_FOUND when there is none. */
+  read(id: number): MemoryRow;
+  /**
+   * Writes one memory: its row (the FTS row follows by trigger), its vector when it has one, and its
+   * first version, `create` (or `merge` for a consolidated memory) with `context.reason`. NOT_FOUND for
+   * a session memory whose topic does not exist.
+   */
+  insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
+  /**
+   * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`.
+   * NOT_FOUND when it does not exist, CONFLICT when it is already archived.
+   */
+  archive(id: number, context: WriteContext): MemoryRow;
+  /** Appends the next version of a memory: what changed, and the snapshot of `row`, the memory after it. */
+  recordVersion(row: MemoryRow, action: VersionAction, changes: MemoryVersion['changes'], context: WriteContext): void;
+}
+
+/** Prepares the memory writes of one database; its methods run inside the caller's transaction. */
+export function createSqliteMemoryWrites(database: Database.Database, vectors: SqliteVectorIndex): SqliteMemoryWrites {
+  const statements = {
+    insert: database.prepare<InsertParameters, MemoryRow>(`INSERT INTO memories (
+        content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
+        importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
+        search_context, search_context_message_id
+      ) VALUES (
+        @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
+        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext,
+        @searchContextMessageId
+      ) RETURNING *`),
+    byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
+    archive: database.prepare<[number, number, number], MemoryRow>(
+      'UPDATE memories SET archived_at = ?, updated_at = ?, embedding_model = NULL WHERE id = ? RETURNING *',
+    ),
+    version: database.prepare<[number, number, VersionAction, string | null, string | null, string, string, number]>(
+      `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+      VALUES (?, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = ?), ?, ?, ?, ?, ?, ?)`,
+    ),
+  };
+
+  const writes: SqliteMemoryWrites = {
+    read(id) {
+      const row = statements.byId.get(id);
+      if (!row) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
+      return row;
+    },
+
+    insert(memory, context, action = 'create') {
+      if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
+        throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
+      }
+      const row = getRow(statements.insert, insertParameters(memory, context.at));
+      if (memory.embedding) vectors.put(row.id, row.owner, memory.embedding);
+      writes.recordVersion(row, action, {}, context);
+      return row;
+    },
+
+    archive(id, context) {
+      if (writes.read(id).archived_at !== null) {
+        throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
+      }
+      const row = getRow(statements.archive, context.at, context.at, id);
+      vectors.remove([id]);
+      writes.recordVersion(row, 'archive', { archivedAt: { from: null, to: toIso(context.at) } }, context);
+      return row;
+    },
+
+    recordVersion(row, action, changes, context) {
+      statements.version.run(
+        row.id,
+        row.id,
+        action,
+        context.actor,
+        context.reason ?? null,
+        JSON.stringify(changes),
+        JSON.stringify(snapshotOf(row)),
+        context.at,
+      );
+    },
+  };
+  return writes;
+}
+
+type InsertParameters = ReturnType<typeof insertParameters>;
+
+function insertParameters(memory: NewMemory, at: number) {
+  return {
+    content: memory.content,
+    category: memory.category,
+    sector: memory.sector,
+    scope: memory.scope,
+    owner: memory.owner,
+    userId: memory.userId,
+    channelId: memory.channelId,
+    projectId: memory.projectId,
+    topicId: memory.topicId,
+    source: memory.source,
+    importance: memory.importance,
+    pinned: memory.pinned ? 1 : 0,
+    sourceMessageIds: JSON.stringify(memory.sourceMessageIds),
+    sourceIds: JSON.stringify(memory.sourceIds),
+    at,
+    embeddingModel: memory.embedding?.model ?? null,
+    searchContext: memory.searchContext ?? null,
+    searchContextMessageId: memory.searchContextMessageId ?? null,
+  };
+}
