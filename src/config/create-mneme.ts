@@ -97,7 +97,10 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const logger = options.logger ?? stderrLogger;
   const embedder = await chooseEmbedder(options, logger);
   const chat = await chooseChat(options);
-  const storage = createSqliteStorage({ path: options.path, busyTimeoutMs });
+  const storage = createSqliteStorage({
+    path: options.path,
+    ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+  });
   try {
     const previous = await storage.vectorIndex();
     const isReset =
