@@ -3,37 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../test/cli-harness.js';
-import { type LoopbackServer, startLoopbackServer, unusedLoopbackUrl } from '../../test/loopback-server.js';
+import { unusedLoopbackUrl } from '../../test/loopback-server.js';
+import { type FakeProviderServer, startFakeProviderServer } from '../models/fake/fake-provider-server.fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-doctor-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 let databases = 0;
 
-let server: LoopbackServer | undefined;
+let server: FakeProviderServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-/** An Ollama stand-in on loopback with nomic-embed-text and llama3.2 pulled. */
-function ollama() {
-  return startLoopbackServer((request) => {
-    if (request.path === '/api/tags')
-      return { json: { models: [{ name: 'nomic-embed-text:latest' }, { name: 'llama3.2:latest' }] } };
-    if (request.path === '/api/embed') {
-      const { input } = request.body as { input: string[] };
-      return {
-        json: {
-          embeddings: input.map((text) =>
-            Array.from({ length: 768 }, (_, slot) => (slot === text.length % 768 ? 1 : 0.01)),
-          ),
-        },
-      };
-    }
-    if (request.path === '/api/chat') return { json: { message: { role: 'assistant', content: '{"ok": true}' } } };
-    return { status: 404, json: { error: 'not found' } };
-  });
-}
 
 /** Runs the CLI in-process with its own database and environment. */
 function cli(env: Record<string, string>, database = join(folder, `doctor-${databases++}.db`)) {
@@ -42,7 +23,7 @@ function cli(env: Record<string, string>, database = join(folder, `doctor-${data
 
 describe('mneme doctor', () => {
   it('shows the detected embedder and the configured chat model, each checked with a real call', async () => {
-    server = await ollama();
+    server = await startFakeProviderServer();
     const run = cli({ MNEME_OLLAMA_URL: server.url, MNEME_CHAT: 'ollama' });
     const result = await run('doctor');
     expect(result).toMatchObject({ code: 0, stderr: '' });
@@ -100,7 +81,7 @@ describe('mneme doctor', () => {
 
 describe('mneme reembed', () => {
   it('embeds memories stored without a model, in batches, with a progress bar on stderr', async () => {
-    server = await ollama();
+    server = await startFakeProviderServer();
     const database = join(folder, 'reembed.db');
     const offline = cli({ MNEME_EMBEDDER: 'none' }, database);
     for (const text of ['Oz keeps bees', 'Ana plays the cello', 'the team ships on Fridays']) {

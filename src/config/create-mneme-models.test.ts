@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LoopbackServer, startLoopbackServer, unusedLoopbackUrl } from '../../test/loopback-server.js';
+import { unusedLoopbackUrl } from '../../test/loopback-server.js';
+import { type FakeProviderServer, startFakeProviderServer } from '../models/fake/fake-provider-server.fixture.js';
 import { createFixedClock } from '../testing.js';
 import { createMneme } from './create-mneme.js';
 
-let server: LoopbackServer | undefined;
+let server: FakeProviderServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
@@ -11,44 +12,13 @@ afterEach(async () => {
 
 const clock = createFixedClock();
 
-/** Ollama on loopback: one-hot-ish vectors by word, and fact extraction that says "the user". */
-function ollama() {
-  return startLoopbackServer((request) => {
-    if (request.path === '/api/tags') return { json: { models: [{ name: 'nomic-embed-text:latest' }] } };
-    if (request.path === '/api/embed') {
-      const { input } = request.body as { input: string[] };
-      return { json: { embeddings: input.map(vectorOf) } };
-    }
-    if (request.path === '/api/chat') {
-      return {
-        json: {
-          message: {
-            role: 'assistant',
-            content: '```json\n{"facts": [{"content": "The user moved to Lyon last month", "category": "event"}]}\n```',
-          },
-        },
-      };
-    }
-    return { status: 404, json: { error: 'not found' } };
-  });
-}
-
-function vectorOf(text: string): number[] {
-  const vector = Array.from({ length: 768 }, () => 0);
-  for (const word of text
-    .toLowerCase()
-    .replace(/^search_(document|query): /, '')
-    .match(/[a-z]+/g) ?? []) {
-    let hash = 0;
-    for (const character of word) hash = (hash * 31 + character.charCodeAt(0)) % 768;
-    vector[hash] = (vector[hash] ?? 0) + 1;
-  }
-  return vector;
-}
+/** Fact extraction that says "the user", inside a fenced JSON block as small models write it. */
+const extractedFacts =
+  '```json\n{"facts": [{"content": "The user moved to Lyon last month", "category": "event"}]}\n```';
 
 describe('createMneme with model providers', () => {
   it('embeds documents and queries through Ollama with their prefixes and extracts facts with the chat model', async () => {
-    server = await ollama();
+    server = await startFakeProviderServer({ chatReply: extractedFacts });
     const mneme = await createMneme({
       path: ':memory:',
       clock,

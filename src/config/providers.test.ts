@@ -1,33 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type LoopbackServer,
-  recordingSleep,
-  startLoopbackServer,
-  unusedLoopbackUrl,
-} from '../../test/loopback-server.js';
+import { recordingSleep, unusedLoopbackUrl } from '../../test/loopback-server.js';
 import { ErrorCode } from '../core/errors.js';
+import { type FakeProviderServer, startFakeProviderServer } from '../models/fake/fake-provider-server.fixture.js';
 import type { TransformersModule } from '../models/transformers/transformers-embedding-model.js';
 import { checkChatModel, checkEmbeddingModel } from './provider-checks.js';
 import { parseModelChoice, readProviderSettings, resolveChatModel, resolveEmbedder } from './providers.js';
 
-let server: LoopbackServer | undefined;
+let server: FakeProviderServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-/** An Ollama stand-in with the given models pulled. */
-function ollamaWith(models: string[], dimensions = 768) {
-  return startLoopbackServer((request) => {
-    if (request.path === '/api/tags') return { json: { models: models.map((name) => ({ name })) } };
-    if (request.path === '/api/embed') {
-      const { input } = request.body as { input: string[] };
-      return { json: { embeddings: input.map(() => Array.from({ length: dimensions }, () => 0.1)) } };
-    }
-    if (request.path === '/api/chat') return { json: { message: { role: 'assistant', content: '{"ok": true}' } } };
-    return { status: 404, json: { error: 'not found' } };
-  });
-}
 
 const notInstalled = async (): Promise<TransformersModule> => {
   throw Object.assign(new Error("Cannot find package '@huggingface/transformers'"), { code: 'ERR_MODULE_NOT_FOUND' });
@@ -84,7 +67,7 @@ describe('provider settings', () => {
 
 describe('choosing the embedding model', () => {
   it('uses Ollama when auto finds it on the configured URL with the model pulled', async () => {
-    server = await ollamaWith(['nomic-embed-text:latest']);
+    server = await startFakeProviderServer({ models: ['nomic-embed-text:latest'] });
     const resolved = await resolveEmbedder('auto', { ollamaUrl: server.url }, { loadTransformers: notInstalled });
     expect(resolved.model).toMatchObject({ modelId: 'ollama:nomic-embed-text', dimensions: 768 });
     expect(resolved.reason).toBe(`auto: Ollama answers at ${server.url} and has nomic-embed-text`);
@@ -92,7 +75,7 @@ describe('choosing the embedding model', () => {
   });
 
   it('falls back to lexical search when auto finds neither Ollama with the model nor transformers', async () => {
-    server = await ollamaWith(['llama3.2']);
+    server = await startFakeProviderServer({ models: ['llama3.2'] });
     const resolved = await resolveEmbedder('auto', { ollamaUrl: server.url }, { loadTransformers: notInstalled });
     expect(resolved.model).toBeNull();
     expect(resolved.reason).toBe(
@@ -105,7 +88,8 @@ describe('choosing the embedding model', () => {
   });
 
   it('gives up on an Ollama that does not answer quickly, without retrying', async () => {
-    server = await startLoopbackServer(() => ({ hang: true }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ hang: true });
     const resolved = await resolveEmbedder(
       'auto',
       { ollamaUrl: server.url },
@@ -158,7 +142,7 @@ describe('choosing the embedding model', () => {
   });
 
   it('asks the server once for the dimensions of a model it does not know', async () => {
-    server = await ollamaWith(['bge-custom'], 1024);
+    server = await startFakeProviderServer({ models: ['bge-custom'], dimensions: 1024 });
     const resolved = await resolveEmbedder('ollama:bge-custom', { ollamaUrl: server.url });
     expect(resolved.model).toMatchObject({ modelId: 'ollama:bge-custom', dimensions: 1024 });
     expect(server.requests.map((request) => request.path)).toEqual(['/api/embed']);
@@ -172,7 +156,7 @@ describe('choosing the embedding model', () => {
 describe('choosing the chat model', () => {
   it('stays offline by default and uses Ollama in auto mode when it has the chat model', async () => {
     expect((await resolveChatModel('none')).model).toBeNull();
-    server = await ollamaWith(['llama3.2']);
+    server = await startFakeProviderServer({ models: ['llama3.2'] });
     const resolved = await resolveChatModel('auto', { ollamaUrl: server.url });
     expect(resolved.model?.modelId).toBe('ollama:llama3.2');
     const openai = await resolveChatModel('openai:gpt-4o-mini', { openaiUrl: 'http://127.0.0.1:1/v1' });
@@ -182,7 +166,7 @@ describe('choosing the chat model', () => {
 
 describe('checking providers with a real call', () => {
   it('reports a working embedder and chat model', async () => {
-    server = await ollamaWith(['nomic-embed-text', 'llama3.2']);
+    server = await startFakeProviderServer({ models: ['nomic-embed-text', 'llama3.2'] });
     const embedder = (await resolveEmbedder('ollama', { ollamaUrl: server.url })).model;
     const chat = (await resolveChatModel('ollama', { ollamaUrl: server.url })).model;
     if (!embedder || !chat) throw new Error('expected both models');

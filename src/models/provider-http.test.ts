@@ -1,14 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type LoopbackServer,
-  recordingSleep,
-  startLoopbackServer,
-  unusedLoopbackUrl,
-} from '../../test/loopback-server.js';
+import { recordingSleep, unusedLoopbackUrl } from '../../test/loopback-server.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import { type FakeProviderServer, startFakeProviderServer } from './fake/fake-provider-server.fixture.js';
 import { backoffDelay, createProviderClient, retryAfterDelay } from './provider-http.js';
 
-let server: LoopbackServer | undefined;
+let server: FakeProviderServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
@@ -31,20 +27,20 @@ function client(
 
 describe('the provider HTTP client', () => {
   it('retries 429 and 5xx answers with growing backoff and returns the first success', async () => {
-    server = await startLoopbackServer((_request, index) =>
-      index < 2 ? { status: index === 0 ? 503 : 429, json: { error: 'busy' } } : { json: { ok: true } },
-    );
+    server = await startFakeProviderServer({ dimensions: 2 });
+    server.answerNext({ status: 503, json: { error: 'busy' } }, { status: 429, json: { error: 'busy' } });
     const clock = recordingSleep();
-    expect(await client(server.url, clock.sleep).postJson('/api/embed', { a: 1 })).toEqual({ ok: true });
+    expect(
+      await client(server.url, clock.sleep).postJson('/api/embed', { model: 'nomic-embed-text', input: [] }),
+    ).toEqual({ model: 'nomic-embed-text', embeddings: [] });
     expect(server.requests).toHaveLength(3);
     expect(clock.delays).toEqual([backoffDelay(0), backoffDelay(1)]);
     expect(clock.delays).toEqual([500, 1000]);
   });
 
   it('waits as long as Retry-After asks, in seconds or as a date', async () => {
-    server = await startLoopbackServer((_request, index) =>
-      index === 0 ? { status: 429, headers: { 'retry-after': '3' }, json: {} } : { json: { ok: true } },
-    );
+    server = await startFakeProviderServer();
+    server.answerNext({ status: 429, headers: { 'retry-after': '3' }, json: {} }, { json: { ok: true } });
     const clock = recordingSleep();
     await client(server.url, clock.sleep).postJson('/x', {});
     expect(clock.delays).toEqual([3000]);
@@ -53,7 +49,8 @@ describe('the provider HTTP client', () => {
   });
 
   it('fails at once when Retry-After asks for longer than it is willing to wait', async () => {
-    server = await startLoopbackServer(() => ({ status: 429, headers: { 'retry-after': '3600' }, json: {} }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ status: 429, headers: { 'retry-after': '3600' }, json: {} });
     const clock = recordingSleep();
     await expect(client(server.url, clock.sleep).postJson('/x', {})).rejects.toThrow(/asks to wait 3600 s/);
     expect(server.requests).toHaveLength(1);
@@ -61,7 +58,8 @@ describe('the provider HTTP client', () => {
   });
 
   it('gives up after the last retry and says how many attempts it made', async () => {
-    server = await startLoopbackServer(() => ({ status: 500, json: { error: 'model crashed' } }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ status: 500, json: { error: 'model crashed' } });
     const error = (await client(server.url)
       .postJson('/api/chat', {})
       .catch((caught: unknown) => caught)) as MnemeError;
@@ -73,9 +71,9 @@ describe('the provider HTTP client', () => {
   });
 
   it('does not retry a client error and adds the hint for its status', async () => {
-    server = await startLoopbackServer(() => ({ status: 404, json: { error: 'model "x" not found' } }));
-    await expect(client(server.url).postJson('/api/embed', {})).rejects.toThrow(
-      `answered 404 to POST /api/embed: model "x" not found; pull the model first`,
+    server = await startFakeProviderServer();
+    await expect(client(server.url).postJson('/api/embed', { model: 'x', input: [] })).rejects.toThrow(
+      `answered 404 to POST /api/embed: model "x" not found, try pulling it first; pull the model first`,
     );
     expect(server.requests).toHaveLength(1);
   });
@@ -90,7 +88,8 @@ describe('the provider HTTP client', () => {
   });
 
   it('times out an attempt that gets no answer and retries it', async () => {
-    server = await startLoopbackServer(() => ({ hang: true }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ hang: true });
     const clock = recordingSleep();
     await expect(client(server.url, clock.sleep, { timeoutMs: 50, maxRetries: 1 }).postJson('/x', {})).rejects.toThrow(
       /did not answer POST \/x within 50 ms \(after 2 attempts\)/,
@@ -99,7 +98,8 @@ describe('the provider HTTP client', () => {
   });
 
   it('reports an answer that is not JSON without retrying', async () => {
-    server = await startLoopbackServer(() => ({ text: '<html>proxy login</html>' }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ text: '<html>proxy login</html>' });
     await expect(client(server.url).postJson('/x', {})).rejects.toThrow(
       /answered POST \/x with something that is not JSON/,
     );
@@ -107,7 +107,8 @@ describe('the provider HTTP client', () => {
   });
 
   it("stops at once when the caller's signal aborts, during a request or a backoff", async () => {
-    server = await startLoopbackServer(() => ({ hang: true }));
+    server = await startFakeProviderServer();
+    server.answerAlways({ hang: true });
     const controller = new AbortController();
     const pending = client(server.url).postJson('/x', {}, { signal: controller.signal });
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -119,17 +120,17 @@ describe('the provider HTTP client', () => {
   });
 
   it('sends JSON with the configured headers', async () => {
-    server = await startLoopbackServer(() => ({ json: {} }));
+    server = await startFakeProviderServer();
     await createProviderClient({
       provider: 'p',
       baseUrl: `${server.url}/v1/`,
       headers: { authorization: 'Bearer k' },
       unreachableHint: '',
-    }).postJson('/embeddings', { input: ['a'] });
+    }).postJson('/embeddings', { model: 'm', input: ['a'] });
     expect(server.requests[0]).toMatchObject({
       method: 'POST',
       path: '/v1/embeddings',
-      body: { input: ['a'] },
+      body: { model: 'm', input: ['a'] },
       headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
     });
   });

@@ -214,40 +214,6 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   };
 }
 
-/**
- * Embeds `texts` in batches of at most `batchSize`, one request at a time, and checks that each
- * batch returns one vector per text of the expected length (`dimensions`).
- */
-export async function embedInBatches(
-  texts: readonly string[],
-  batchSize: number,
-  dimensions: number,
-  modelId: string,
-  embedBatch: (batch: readonly string[]) => Promise<number[][]>,
-): Promise<Float32Array[]> {
-  const vectors: Float32Array[] = [];
-  for (let start = 0; start < texts.length; start += batchSize) {
-    const batch = texts.slice(start, start + batchSize);
-    const returned = await embedBatch(batch);
-    if (returned.length !== batch.length) {
-      throw new MnemeError(
-        ErrorCode.ModelFailed,
-        `${modelId} returned ${returned.length} vectors for ${batch.length} texts; check that the server is an embedding endpoint`,
-      );
-    }
-    for (const vector of returned) {
-      if (vector.length !== dimensions) {
-        throw new MnemeError(
-          ErrorCode.ModelFailed,
-          `${modelId} returned vectors of ${vector.length} dimensions, expected ${dimensions}; set the dimensions to ${vector.length} (MNEME_EMBEDDER_DIMENSIONS)`,
-        );
-      }
-      vectors.push(Float32Array.from(vector));
-    }
-  }
-  return vectors;
-}
-
 /** The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself. */
 function serverErrorMessage(text: string): string {
   try {

@@ -10,7 +10,7 @@ export interface FakeEmbeddingModelOptions {
 /**
  * A deterministic embedding model for tests: each lower-cased word is hashed to a few
  * dimensions and the sum is normalised, so texts that share words have a high cosine.
- * No network, no weights; the same text always gives the same vector.
+ * No network, no weights; the same text always gives the same vector. An aborted signal rejects.
  */
 export function createFakeEmbeddingModel(options: FakeEmbeddingModelOptions = {}): EmbeddingModel & {
   readonly calls: ReadonlyArray<{ texts: readonly string[]; purpose: string }>;
@@ -21,7 +21,8 @@ export function createFakeEmbeddingModel(options: FakeEmbeddingModelOptions = {}
     modelId: options.modelId ?? `fake-${dimensions}`,
     dimensions,
     calls,
-    async embed(texts, purpose) {
+    async embed(texts, purpose, embedOptions = {}) {
+      embedOptions.signal?.throwIfAborted();
       calls.push({ texts: [...texts], purpose });
       return texts.map((text) => embedText(text, dimensions));
     },

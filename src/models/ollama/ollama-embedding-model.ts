@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { createBatchedEmbeddingModel } from '../batched-embedding-model.js';
 import type { EmbeddingModel } from '../embedding-model.js';
 import { canonicalModelName, knownEmbeddingDimensions, purposePrefix } from '../embedding-model-traits.js';
-import { embedInBatches, type ProviderClient, type ProviderHttpOptions } from '../provider-http.js';
+import type { ProviderClient, ProviderHttpOptions } from '../provider-http.js';
 import { createOllamaClient, DEFAULT_OLLAMA_URL } from './ollama-client.js';
 
 /** Options of `createOllamaEmbeddingModel`. */
@@ -57,23 +58,14 @@ export function createOllamaEmbeddingModel(options: OllamaEmbeddingModelOptions 
       `the dimensions of Ollama model ${model} are not known; pass dimensions (or set MNEME_EMBEDDER_DIMENSIONS)`,
     );
   }
-  const batchSize = options.batchSize ?? 64;
   const client = createOllamaClient(options.baseUrl ?? DEFAULT_OLLAMA_URL, model, 'MNEME_EMBEDDER', options);
-  const modelId = `ollama:${model}`;
-  return {
-    modelId,
+  return createBatchedEmbeddingModel({
+    modelId: `ollama:${model}`,
+    model,
     dimensions,
-    async embed(texts, purpose, embedOptions = {}) {
-      const prefix = purposePrefix(model, purpose);
-      return embedInBatches(
-        texts.map((text) => prefix + text),
-        batchSize,
-        dimensions,
-        modelId,
-        (batch) => requestEmbeddings(client, model, batch, embedOptions.signal),
-      );
-    },
-  };
+    batchSize: options.batchSize ?? 64,
+    embedBatch: (batch, signal) => requestEmbeddings(client, model, batch, signal),
+  });
 }
 
 /** Asks Ollama for one vector and returns its length: the dimensions of a model mneme does not know. */

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { createBatchedEmbeddingModel } from '../batched-embedding-model.js';
 import type { EmbeddingModel } from '../embedding-model.js';
-import { canonicalModelName, knownEmbeddingDimensions, purposePrefix } from '../embedding-model-traits.js';
-import { embedInBatches, type ProviderClient } from '../provider-http.js';
+import { canonicalModelName, knownEmbeddingDimensions } from '../embedding-model-traits.js';
+import type { ProviderClient } from '../provider-http.js';
 import { createOpenAiCompatibleClient, type OpenAiCompatibleConnection } from './openai-compatible-client.js';
 
 /** Options of `createOpenAiCompatibleEmbeddingModel`. */
@@ -56,28 +57,19 @@ export function createOpenAiCompatibleEmbeddingModel(options: OpenAiCompatibleEm
     );
   }
   const isShortened = native !== undefined && options.dimensions !== undefined && options.dimensions < native;
-  const batchSize = options.batchSize ?? 96;
   const client = createOpenAiCompatibleClient(options, 'MNEME_EMBEDDER');
-  const modelId = `openai:${model}`;
-  return {
-    modelId,
+  return createBatchedEmbeddingModel({
+    modelId: `openai:${model}`,
+    model,
     dimensions,
-    async embed(texts, purpose, embedOptions = {}) {
-      const prefix = purposePrefix(model, purpose);
-      return embedInBatches(
-        texts.map((text) => prefix + text),
-        batchSize,
-        dimensions,
-        modelId,
-        (batch) =>
-          requestEmbeddings(
-            client,
-            { model, input: batch, encoding_format: 'float', ...(isShortened ? { dimensions } : {}) },
-            embedOptions.signal,
-          ),
-      );
-    },
-  };
+    batchSize: options.batchSize ?? 96,
+    embedBatch: (batch, signal) =>
+      requestEmbeddings(
+        client,
+        { model, input: batch, encoding_format: 'float', ...(isShortened ? { dimensions } : {}) },
+        signal,
+      ),
+  });
 }
 
 /** Asks the server for one vector and returns its length: the dimensions of a model mneme does not know. */

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
+import { describeEmbeddingModelContract } from '../embedding-model.contract.js';
 import {
   createTransformersEmbeddingModel,
   importTransformers,
@@ -67,6 +68,27 @@ function tinyModule(hiddenSize = 3) {
   };
   return { module, loads, calls };
 }
+
+/** The tiny module with a model that loads but fails on every batch, as ONNX Runtime does on a broken file. */
+function failingModule(): TransformersModule {
+  const { module } = tinyModule();
+  module.AutoModel.from_pretrained = async () =>
+    Object.assign(
+      async () => {
+        throw new Error('ONNX Runtime: invalid input shape');
+      },
+      { config: { hidden_size: 3 } },
+    );
+  return module;
+}
+
+describeEmbeddingModelContract('local ONNX (a stand-in module, no weights)', {
+  makeModel: () => createTransformersEmbeddingModel({ batchSize: 2, loadModule: async () => tinyModule().module }),
+  failing: {
+    makeModel: () => createTransformersEmbeddingModel({ loadModule: async () => failingModule() }),
+    advice: 'set MNEME_EMBEDDER=none',
+  },
+});
 
 function expectClose(actual: Float32Array | undefined, expected: number[]) {
   expect(actual).toBeDefined();

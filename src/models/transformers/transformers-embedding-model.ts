@@ -1,6 +1,7 @@
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { createBatchedEmbeddingModel } from '../batched-embedding-model.js';
 import type { EmbeddingModel } from '../embedding-model.js';
-import { knownEmbeddingDimensions, purposePrefix } from '../embedding-model-traits.js';
+import { knownEmbeddingDimensions } from '../embedding-model-traits.js';
 
 /** A tensor as `@huggingface/transformers` returns it: flat data (int64 masks are BigInt64Array) and its shape. */
 export interface TransformersTensor {
@@ -144,38 +145,25 @@ export async function createTransformersEmbeddingModel(
   if (!dimensions) {
     throw new MnemeError(ErrorCode.ConfigInvalid, `model ${model} does not say its hidden size; use another model`);
   }
-  const batchSize = options.batchSize ?? 32;
   const modelId = `transformers:${model}`;
-  return {
+  return createBatchedEmbeddingModel({
     modelId,
+    model,
     dimensions,
-    async embed(texts, purpose, embedOptions = {}) {
-      const prefix = purposePrefix(model, purpose);
-      const vectors: Float32Array[] = [];
-      for (let start = 0; start < texts.length; start += batchSize) {
-        if (embedOptions.signal?.aborted) throw embedOptions.signal.reason;
-        const batch = texts.slice(start, start + batchSize).map((text) => prefix + text);
-        const inputs = tokenizer(batch, { padding: true, truncation: true });
-        const outputs = await network(inputs);
-        const pooled = outputs.sentence_embedding
-          ? rows(outputs.sentence_embedding)
-          : meanPool(
-              requireTensor(outputs.last_hidden_state ?? outputs.token_embeddings, modelId),
-              inputs.attention_mask,
-            );
-        for (const vector of pooled) {
-          if (vector.length !== dimensions) {
-            throw new MnemeError(
-              ErrorCode.ModelFailed,
-              `${modelId} produced vectors of ${vector.length} dimensions, expected ${dimensions}`,
-            );
-          }
-          vectors.push(normalize(vector));
-        }
-      }
-      return vectors;
+    batchSize: options.batchSize ?? 32,
+    wrongDimensionsAdvice: 'its pooled output does not match its hidden size; use another model',
+    async embedBatch(batch) {
+      const inputs = tokenizer(batch, { padding: true, truncation: true });
+      const outputs = await network(inputs);
+      const pooled = outputs.sentence_embedding
+        ? rows(outputs.sentence_embedding)
+        : meanPool(
+            requireTensor(outputs.last_hidden_state ?? outputs.token_embeddings, modelId),
+            inputs.attention_mask,
+          );
+      return pooled.map(normalize);
     },
-  };
+  });
 }
 
 function requireTensor(tensor: TransformersTensor | undefined, modelId: string): TransformersTensor {
