@@ -9,7 +9,7 @@ import { jaccard, wordSet } from '../similarity.js';
 import type { Memory, MemorySource } from '../types.js';
 import { chunkWords } from './chunking.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
-import { conversationTriggerReason } from './ingest-policy.js';
+import { conversationTriggerReason, MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
 
 /** `maintenance_state` task names of the write paths. Topic rows use the channel key `topic:<id>`. */
 export const ExtractionTask = {
@@ -23,8 +23,6 @@ export const ExtractionTask = {
 
 /** Messages read from the log at a time; the watermark is saved after each batch. */
 const BATCH_SIZE = 100;
-/** A message this short, with no reply, is not stored as a turn of its own ("Thanks!", "lol"). */
-const MIN_TURN_CHARS = 20;
 
 /** What one extraction run wrote. */
 export interface ExtractionReport {
@@ -259,7 +257,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
    */
   async function storeExchange(message: Message, reply: Message | null, previous: Message | null): Promise<Memory[]> {
     const { ingest } = policy;
-    if (!reply && message.content.trim().length <= MIN_TURN_CHARS) return [];
+    if (!reply && message.content.trim().length <= MAX_SHORT_MESSAGE_CHARS) return [];
     const owner = ownerKey('room', { channelId: message.channelId });
     const recent = await storage.memories.list({
       owners: [owner],
