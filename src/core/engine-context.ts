@@ -1,5 +1,4 @@
 import type { EmbeddingModel } from '../models/embedding-model.js';
-import type { StoredEmbedding } from '../storage/memory-store.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from './clock.js';
 import type { ExtractionSchedulerFactory } from './ingest/extraction-scheduler.js';
@@ -33,22 +32,4 @@ export interface EngineContext {
   extractor?: FactExtractor | null;
   /** Starts the background extraction worker; left out, extraction runs when `whenIdle()` is awaited. */
   extractionScheduler?: ExtractionSchedulerFactory;
-}
-
-/**
- * The document vector of `text`, or null when there is no model or the model failed: the memory
- * is then stored lexical-only (and a warning logged) rather than not stored at all.
- */
-export async function embedDocument(context: EngineContext, text: string): Promise<StoredEmbedding | null> {
-  const { embedder } = context;
-  if (!embedder) return null;
-  try {
-    const [vector] = await embedder.embed([text], 'document');
-    return vector ? { model: embedder.modelId, vector } : null;
-  } catch (error) {
-    context.logger.warn(
-      `embedding with ${embedder.modelId} failed, stored without a vector: ${error instanceof Error ? error.message : String(error)}`,
-    );
-    return null;
-  }
 }

@@ -1,5 +1,5 @@
+import { embedDocuments } from './embed-documents.js';
 import type { EngineContext } from './engine-context.js';
-import { embedDocument } from './engine-context.js';
 import { parseInput, RememberInputSchema } from './schemas.js';
 import { ownerKey, sectorOf } from './scope.js';
 import type { Memory } from './types.js';
@@ -7,7 +7,7 @@ import type { Memory } from './types.js';
 /** Stores one manual memory: validated, embedded when a model exists, written with its version in one transaction. */
 export async function remember(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(RememberInputSchema, input, 'memory');
-  const embedding = await embedDocument(context, parsed.content);
+  const [embedding = null] = await embedDocuments(context, [parsed.content]);
   const [memory] = await context.storage.memories.insert(
     [
       {

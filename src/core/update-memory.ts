@@ -1,6 +1,6 @@
 import type { MemoryChanges } from '../storage/memory-store.js';
+import { embedDocuments } from './embed-documents.js';
 import type { EngineContext } from './engine-context.js';
-import { embedDocument } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import { MemoryActionInputSchema, parseInput, UpdateInputSchema } from './schemas.js';
 import { sectorOf } from './scope.js';
@@ -14,7 +14,8 @@ export async function updateMemory(context: EngineContext, input: unknown): Prom
   const changes: MemoryChanges = {};
   if (parsed.content !== undefined) {
     changes.content = parsed.content;
-    changes.embedding = await embedDocument(context, parsed.content);
+    const [embedding = null] = await embedDocuments(context, [parsed.content]);
+    changes.embedding = embedding;
   }
   if (parsed.category !== undefined) {
     changes.category = parsed.category;
@@ -46,7 +47,7 @@ export async function forgetMemory(context: EngineContext, input: unknown): Prom
 export async function restoreMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(MemoryActionInputSchema, input, 'restore');
   const existing = await requireVisible(context, parsed.id, parsed.viewer);
-  const embedding = existing.archivedAt === null ? null : await embedDocument(context, existing.content);
+  const [embedding = null] = existing.archivedAt === null ? [] : await embedDocuments(context, [existing.content]);
   return context.storage.memories.restore(parsed.id, embedding, {
     at: context.clock.now(),
     actor: parsed.actor ?? null,

@@ -1,6 +1,6 @@
 import type { Message } from '../../storage/message-store.js';
+import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { embedDocument } from '../engine-context.js';
 import { ContentSchema, MAX_PAGE_SIZE } from '../schemas.js';
 import { ownerKey, visibleOwners } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -78,7 +78,7 @@ async function rememberCommand(
   if (text.length === 0) return refused('Usage: /remember <text>, e.g. /remember I am allergic to peanuts');
   const content = ContentSchema.safeParse(attributeToSpeaker(text, speakerName));
   if (!content.success) return refused(`Not remembered: ${content.error.issues[0]?.message ?? 'invalid text'}`);
-  const embedding = await embedDocument(context, content.data);
+  const [embedding = null] = await embedDocuments(context, [content.data]);
   const [memory] = await context.storage.memories.insert(
     [
       {

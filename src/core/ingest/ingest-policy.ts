@@ -12,6 +12,13 @@ const whole = (fallback: number, name: string, min: number, max: number) =>
 export const MAX_TURNS = 50;
 
 /**
+ * A message of this many characters or fewer, leading and trailing spaces aside ("Thanks!", "ok see you
+ * soon"), carries no durable fact: the offline extractor finds none in it and, with no reply, it is
+ * not stored as a turn of its own.
+ */
+export const MAX_SHORT_MESSAGE_CHARS = 20;
+
+/**
  * When a topic's conversation is extracted on its own (into session memories, source
  * `conversation`). Counted over the topic's user messages not yet extracted ("pending"), with
  * times taken from the messages themselves, so an imported history triggers the same way:

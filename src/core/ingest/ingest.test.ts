@@ -345,6 +345,23 @@ describe('exchange memories', () => {
       'Bob: Up to the glacier lake, with my two brothers',
     ]);
   });
+
+  it('stores a message with no reply as a turn only when it is over 20 characters, spaces aside', async () => {
+    const { mneme } = await engine({ extractor: 'none' });
+    await mneme.ingest({ channelId: 'tea', sender: 'oz', content: '   I like tea very much   ' });
+    await mneme.ingest({ channelId: 'tea', sender: 'oz', content: 'I like tea very much.' });
+    await mneme.whenIdle();
+    const turns = await memoriesOf(mneme, { category: 'exchange' });
+    expect(turns.map((memory) => memory.content)).toEqual(['oz: I like tea very much.']);
+  });
+
+  it('stores a short message as a turn when it has a reply', async () => {
+    const { mneme } = await engine({ extractor: 'none' });
+    await mneme.ingestExchange({ channelId: 'tea', userId: 'oz', userMessage: 'Thanks!', assistantReply: 'Any time.' });
+    await mneme.whenIdle();
+    const turns = await memoriesOf(mneme, { category: 'exchange' });
+    expect(turns.map((memory) => memory.content)).toEqual(['oz: Thanks!\nassistant: Any time.']);
+  });
 });
 
 describe('chat commands', () => {

@@ -1,5 +1,6 @@
 import type { NewMemory } from '../../storage/memory-store.js';
-import { type EngineContext, embedDocument } from '../engine-context.js';
+import { embedDocuments } from '../embed-documents.js';
+import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, isMnemeError } from '../errors.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
@@ -190,6 +191,7 @@ async function mergedMemory(context: EngineContext, originals: readonly Memory[]
   for (const memory of originals) counts.set(memory.category, (counts.get(memory.category) ?? 0) + 1);
   const category = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best))[0];
   const union = (values: Iterable<number>) => [...new Set(values)].sort((left, right) => left - right);
+  const [embedding = null] = await embedDocuments(context, [content]);
   return {
     content,
     category,
@@ -205,7 +207,7 @@ async function mergedMemory(context: EngineContext, originals: readonly Memory[]
     pinned: false,
     sourceMessageIds: union(originals.flatMap((memory) => memory.sourceMessageIds)),
     sourceIds: union(originals.flatMap((memory) => [memory.id, ...memory.sourceIds])),
-    embedding: await embedDocument(context, content),
+    embedding,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { NewMemory } from '../../storage/memory-store.js';
-import { type EngineContext, embedDocument } from '../engine-context.js';
+import { embedDocuments } from '../embed-documents.js';
+import type { EngineContext } from '../engine-context.js';
 import { type Dreamer, DreamInsightSchema } from '../ports/dreamer.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -76,6 +77,7 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       if (!parsed.success) continue;
       const sourceIds = [...new Set(parsed.data.sourceIds.filter((id) => known.has(id)))].sort((a, b) => a - b);
       if (sourceIds.length === 0) continue;
+      const [embedding = null] = await embedDocuments(context, [parsed.data.content]);
       insights.push({
         content: parsed.data.content,
         category: parsed.data.category,
@@ -91,7 +93,7 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
         pinned: false,
         sourceMessageIds: [],
         sourceIds,
-        embedding: await embedDocument(context, parsed.data.content),
+        embedding,
       });
     }
     if (insights.length === 0) continue;

@@ -1,5 +1,6 @@
 import type { Message } from '../../storage/message-store.js';
-import { type EngineContext, embedDocument } from '../engine-context.js';
+import { embedDocuments } from '../embed-documents.js';
+import type { EngineContext } from '../engine-context.js';
 import {
   type EpisodeMessage,
   type EpisodeSummariser,
@@ -77,7 +78,7 @@ async function summariseChannel(
     if (window.length >= EPISODE_MIN_WINDOW_MESSAGES) {
       const summary = await summarise(context, summariser, channelId, window, speakers);
       if (summary === null) return false;
-      const embedding = await embedDocument(context, summary.summary);
+      const [embedding = null] = await embedDocuments(context, [summary.summary]);
       await storage.memories.insert(
         [
           {

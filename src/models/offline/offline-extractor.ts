@@ -1,10 +1,9 @@
 import { attributeToSpeaker } from '../../core/ingest/attribution.js';
+import { MAX_SHORT_MESSAGE_CHARS } from '../../core/ingest/ingest-policy.js';
 import type { ExtractedFact, ExtractionInput, FactExtractor } from '../../core/ports/fact-extractor.js';
 import { MAX_CONTENT_CHARS } from '../../core/schemas.js';
 import { wordSet } from '../../core/similarity.js';
 
-/** Messages this long or shorter carry no durable fact ("ok thanks!", "see you soon"). */
-export const MIN_EXTRACTABLE_CHARS = 21;
 /** Facts one message yields at most. */
 const MAX_FACTS = 20;
 
@@ -344,7 +343,7 @@ export function createOfflineExtractor(): FactExtractor {
 /** The offline extractor's rules as a plain function (see `createOfflineExtractor`). */
 export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const message = input.userMessage.replaceAll('’', "'").trim();
-  if (message.length < MIN_EXTRACTABLE_CHARS || message.startsWith('/')) return [];
+  if (message.length <= MAX_SHORT_MESSAGE_CHARS || message.startsWith('/')) return [];
   const name = input.speaker.displayName.trim() || input.speaker.userId;
   const sentAt = input.createdAt ? Date.parse(input.createdAt) : Number.NaN;
   const known = new Set(input.related.map((memory) => memory.content.toLowerCase()));

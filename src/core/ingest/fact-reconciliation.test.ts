@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import type { Memory } from '../types.js';
+import { factChanges, type ReconciliationOptions, reconcileFact } from './fact-reconciliation.js';
+
+const vocabulary =
+  'amber basil cedar delta ember fjord grove heron iris jade kelp lotus maple nutmeg onyx pearl quill raven sage thyme umber'.split(
+    ' ',
+  );
+/** Words `first` to `last - 1` of a vocabulary without stop words, so overlaps are easy to count. */
+const words = (first: number, last: number) => vocabulary.slice(first, last).join(' ');
+
+const options: ReconciliationOptions = { threshold: 0.35, speaker: 'Oz', pending: [] };
+const fromMessage = (content: string) => ({ content, owner: 'user:oz', messageId: 9 });
+
+/** A memory as reconciliation reads it: Oz's personal fact, cited by message 1. */
+function memory(id: number, content: string, overrides: Partial<Memory> = {}) {
+  return {
+    id,
+    content,
+    category: 'fact',
+    scope: 'personal' as const,
+    userId: 'oz',
+    channelId: 'dm',
+    projectId: null,
+    topicId: null,
+    importance: 0.5,
+    pinned: false,
+    sourceMessageIds: [1],
+    ...overrides,
+  };
+}
+
+describe('reconcileFact', () => {
+  it('updates the closest candidate when its words overlap at least 0.35', () => {
+    const exactly = memory(1, words(6, 20));
+    const closer = memory(2, words(2, 14));
+    const fact = fromMessage(words(0, 13));
+    expect(reconcileFact(fact, [exactly], options)).toEqual({ action: 'update', memory: exactly });
+    expect(reconcileFact(fact, [exactly, closer], options)).toEqual({ action: 'update', memory: closer });
+  });
+
+  it('inserts the fact when the closest candidate overlaps less than 0.35', () => {
+    const justBelow = memory(1, words(6, 21));
+    expect(reconcileFact(fromMessage(words(0, 13)), [justBelow], options)).toEqual({ action: 'insert' });
+  });
+
+  it('inserts the fact when there is no candidate', () => {
+    expect(reconcileFact(fromMessage('Oz keeps bees on the roof'), [], options)).toEqual({ action: 'insert' });
+  });
+
+  it('never compares a fact with a memory of another owner, however alike', () => {
+    const room = memory(1, 'Oz keeps bees on the roof', { scope: 'room' });
+    const someoneElse = memory(2, 'Oz keeps bees on the roof', { userId: 'ana' });
+    const fact = fromMessage('Oz keeps bees on the roof');
+    expect(reconcileFact(fact, [room, someoneElse], options)).toEqual({ action: 'insert' });
+  });
+
+  it('leaves the closest candidate alone when it already cites the message', () => {
+    const cited = memory(1, 'Oz keeps bees on the roof', { sourceMessageIds: [4, 9] });
+    expect(reconcileFact(fromMessage('Oz keeps bees on the roof'), [cited], options)).toEqual({
+      action: 'done',
+      memory: cited,
+    });
+  });
+
+  it('updates the first of equally close candidates', () => {
+    const first = memory(1, words(0, 4));
+    const second = memory(2, words(0, 4));
+    expect(reconcileFact(fromMessage(words(0, 4)), [first, second], options)).toEqual({
+      action: 'update',
+      memory: first,
+    });
+  });
+
+  it("leaves the speaker's name out of the comparison", () => {
+    const known = memory(1, 'Oz Smith keeps cats');
+    const fact = fromMessage('Oz Smith keeps bees');
+    expect(reconcileFact(fact, [known], { ...options, speaker: 'Oz Smith' })).toEqual({ action: 'insert' });
+    expect(reconcileFact(fact, [known], { ...options, speaker: 'Ana' })).toEqual({ action: 'update', memory: known });
+  });
+
+  it('leaves "others" out of the comparison, as a group the speaker belongs to is named with it', () => {
+    const known = memory(1, 'Oz and others keep cats');
+    expect(reconcileFact(fromMessage('Oz and others keep bees'), [known], options)).toEqual({ action: 'insert' });
+  });
+
+  it('calls a fact repeated when a pending fact of the same owner says the same, before any candidate', () => {
+    const known = memory(1, 'Oz keeps bees on the roof');
+    const pending = [{ content: 'Oz keeps bees on the roof', owner: 'user:oz' }];
+    const fact = fromMessage('Oz keeps bees on the roof');
+    expect(reconcileFact(fact, [known], { ...options, pending })).toEqual({ action: 'repeated' });
+    const elsewhere = [{ content: 'Oz keeps bees on the roof', owner: 'room:dm' }];
+    expect(reconcileFact(fact, [known], { ...options, pending: elsewhere })).toEqual({
+      action: 'update',
+      memory: known,
+    });
+  });
+});
+
+describe('factChanges', () => {
+  it('cites the message, keeps the higher importance and takes the fact text and category', () => {
+    const known = memory(1, 'Oz likes tea', { importance: 0.7 });
+    const fact = {
+      content: 'Oz prefers green tea',
+      category: 'preference',
+      importance: 0.6,
+      scope: 'personal' as const,
+    };
+    expect(factChanges(known, fact, 9)).toEqual({
+      sourceMessageIds: [1, 9],
+      importance: 0.7,
+      content: 'Oz prefers green tea',
+      category: 'preference',
+      sector: 'semantic',
+    });
+  });
+
+  it('leaves out the same text, and keeps the category of a pinned memory', () => {
+    const known = memory(1, 'Oz flies to Lisbon in June', { pinned: true, importance: 0.4 });
+    const fact = {
+      content: 'Oz flies to Lisbon in June',
+      category: 'event',
+      importance: 0.8,
+      scope: 'personal' as const,
+    };
+    expect(factChanges(known, fact, 9)).toEqual({ sourceMessageIds: [1, 9], importance: 0.8 });
+  });
+});

@@ -1,0 +1,88 @@
+import type { MemoryChanges } from '../../storage/memory-store.js';
+import type { ExtractedFact } from '../ports/fact-extractor.js';
+import { ownerKey, sectorOf } from '../scope.js';
+import { jaccard, wordSet } from '../similarity.js';
+import type { Memory } from '../types.js';
+
+/** One extracted fact, placed: its text, the owner key it is stored under, the message it comes from. */
+export interface PlacedFact {
+  content: string;
+  owner: string;
+  messageId: number;
+}
+
+/** What `reconcileFact` compares a fact with, and how. */
+export interface ReconciliationOptions {
+  /** Jaccard word overlap at or above which two texts say the same thing (`similarityThreshold`). */
+  threshold: number;
+  /** The speaker's display name: its words, and "others", are left out, as every fact about the speaker shares them. */
+  speaker: string;
+  /** Facts of the same message already to be inserted, with their owner keys. */
+  pending: ReadonlyArray<{ content: string; owner: string }>;
+}
+
+/** What reconciliation reads of a memory: its text, the ids of its owner key, the messages it cites. */
+export type ReconciliationCandidate = Pick<
+  Memory,
+  'content' | 'scope' | 'userId' | 'channelId' | 'projectId' | 'topicId' | 'sourceMessageIds'
+>;
+
+/** What to do with one extracted fact. */
+export type FactReconciliation<Candidate extends ReconciliationCandidate> =
+  | { action: 'insert' }
+  | { action: 'update'; memory: Candidate }
+  | { action: 'done'; memory: Candidate }
+  | { action: 'repeated' };
+
+/**
+ * Decides what one fact of a message writes, given the memories found for that message. Only
+ * candidates of the fact's owner are compared; the closest (the first of equals) by Jaccard word
+ * overlap decides: at or above the threshold it is updated (`update`), or left alone when it already
+ * cites the message (`done`: an earlier run or fact did the work); below it, or with no candidate,
+ * the fact is new (`insert`). A fact that says what a pending fact of the same owner says is
+ * `repeated`: nothing to write. No I/O.
+ */
+export function reconcileFact<Candidate extends ReconciliationCandidate>(
+  fact: PlacedFact,
+  candidates: readonly Candidate[],
+  options: ReconciliationOptions,
+): FactReconciliation<Candidate> {
+  const ignore = [...wordSet(options.speaker, { keepStopWords: true }), 'others'];
+  const words = wordSet(fact.content, { ignore });
+  const isRepeated = options.pending.some(
+    (pending) =>
+      pending.owner === fact.owner && jaccard(words, wordSet(pending.content, { ignore })) >= options.threshold,
+  );
+  if (isRepeated) return { action: 'repeated' };
+  let closest: { memory: Candidate; score: number } | null = null;
+  for (const memory of candidates) {
+    if (ownerKey(memory.scope, memory) !== fact.owner) continue;
+    const score = jaccard(words, wordSet(memory.content, { ignore }));
+    if (!closest || score > closest.score) closest = { memory, score };
+  }
+  if (!closest || closest.score < options.threshold) return { action: 'insert' };
+  if (closest.memory.sourceMessageIds.includes(fact.messageId)) return { action: 'done', memory: closest.memory };
+  return { action: 'update', memory: closest.memory };
+}
+
+/**
+ * The changes that fold a fact of message `messageId` into `memory`: the message cited, the higher
+ * importance, the fact's text when it differs, and its category unless the memory is pinned. The
+ * new text's vector is left to the caller.
+ */
+export function factChanges(
+  memory: Pick<Memory, 'content' | 'category' | 'importance' | 'pinned' | 'sourceMessageIds'>,
+  fact: ExtractedFact,
+  messageId: number,
+): MemoryChanges {
+  const changes: MemoryChanges = {
+    sourceMessageIds: [...memory.sourceMessageIds, messageId],
+    importance: Math.max(memory.importance, fact.importance),
+  };
+  if (memory.content !== fact.content) changes.content = fact.content;
+  if (memory.category !== fact.category && !memory.pinned) {
+    changes.category = fact.category;
+    changes.sector = sectorOf(fact.category);
+  }
+  return changes;
+}
