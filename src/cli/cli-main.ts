@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
-import { ErrorCode, isMnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { registerBenchCommands } from './bench-commands.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { registerDoctorCommands } from './doctor-commands.js';
@@ -83,7 +83,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stderr(`mneme: ${error.message}\n`);
       return exitCodes[error.code];
     }
-    io.stderr(`mneme: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`mneme: unexpected error: ${errorMessage(error)}\n`);
     return 1;
   }
 }

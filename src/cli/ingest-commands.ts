@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { ErrorCode, isMnemeError, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import type { IngestResult } from '../core/ingest/ingest.js';
 import {
   type IngestExchangeInput,
@@ -114,7 +114,7 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             } catch (error) {
               throw new MnemeError(
                 isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
-                `lines ${batchStart}-${summary.lines}: ${error instanceof Error ? error.message : String(error)}`,
+                `lines ${batchStart}-${summary.lines}: ${errorMessage(error)}`,
                 { cause: error },
               );
             }
@@ -183,9 +183,5 @@ function lineError(lineNumber: number, error: unknown): MnemeError {
       { cause: error, issues: error.issues },
     );
   }
-  return new MnemeError(
-    ErrorCode.StoreFailed,
-    `line ${lineNumber}: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
+  return new MnemeError(ErrorCode.StoreFailed, `line ${lineNumber}: ${errorMessage(error)}`, { cause: error });
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import type { Logger } from '../core/engine-context.js';
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { createEngine, type Mneme } from '../core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import type { Dreamer } from '../core/ports/dreamer.js';
@@ -174,7 +174,7 @@ function withBackfill(engine: Mneme, logger: Logger): Mneme {
       },
       (error: unknown) => {
         if (controller.signal.aborted) return;
-        logger.warn(`background re-embedding stopped: ${error instanceof Error ? error.message : String(error)}`);
+        logger.warn(`background re-embedding stopped: ${errorMessage(error)}`);
       },
     );
   return {

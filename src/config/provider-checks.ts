@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { errorMessage } from '../core/errors.js';
 import { completeStructured } from '../models/chat/chat-structured-output.js';
 import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
@@ -23,7 +24,7 @@ export async function checkEmbeddingModel(model: EmbeddingModel): Promise<ModelC
     if (!vector.every(Number.isFinite)) return { ok: false, detail: 'the vector holds values that are not numbers' };
     return { ok: true, detail: `embedded a test sentence: ${vector.length} dimensions` };
   } catch (error) {
-    return { ok: false, detail: error instanceof Error ? error.message : String(error) };
+    return { ok: false, detail: errorMessage(error) };
   }
 }
 
@@ -39,7 +40,7 @@ export async function checkChatModel(model: ChatModel): Promise<ModelCheck> {
     });
     return { ok: true, detail: 'answered with valid JSON' };
   } catch (error) {
-    return { ok: false, detail: error instanceof Error ? error.message : String(error) };
+    return { ok: false, detail: errorMessage(error) };
   }
 }
 
@@ -93,6 +94,6 @@ function failedReport(variable: string, setting: string, error: unknown): Provid
     setting,
     model: null,
     reason: 'the setting could not be used',
-    check: { ok: false, detail: error instanceof Error ? error.message : String(error) },
+    check: { ok: false, detail: errorMessage(error) },
   };
 }

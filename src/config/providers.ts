@@ -1,4 +1,4 @@
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
 import { knownEmbeddingDimensions } from '../models/embedding-model-traits.js';
@@ -288,7 +288,7 @@ function transformersOptions(
 }
 
 function transformersNote(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   if (/not installed/.test(message)) return '@huggingface/transformers is not installed';
   return `${DEFAULT_TRANSFORMERS_MODEL} is not on disk for @huggingface/transformers (run once with MNEME_EMBEDDER=transformers to download it)`;
 }

@@ -1,5 +1,6 @@
 import type { StoredEmbedding } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
+import { errorMessage } from './errors.js';
 
 /**
  * The document vector of each text, in order, or null for every text when there is no model or
@@ -19,9 +20,7 @@ export async function embedDocuments(
       return vector ? { model: embedder.modelId, vector } : null;
     });
   } catch (error) {
-    context.logger.warn(
-      `embedding with ${embedder.modelId} failed, stored without a vector: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    context.logger.warn(`embedding with ${embedder.modelId} failed, stored without a vector: ${errorMessage(error)}`);
     return texts.map(() => null);
   }
 }

@@ -36,3 +36,8 @@ export class MnemeError extends Error {
 export function isMnemeError(error: unknown, code?: ErrorCode): error is MnemeError {
   return error instanceof MnemeError && (code === undefined || error.code === code);
 }
+
+/** The message of anything thrown: an Error's message, or the value as text. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

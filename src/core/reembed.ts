@@ -1,6 +1,6 @@
 import type { VectorIndexInfo } from '../storage/storage.js';
 import type { EngineContext } from './engine-context.js';
-import { ErrorCode, MnemeError } from './errors.js';
+import { ErrorCode, errorMessage, MnemeError } from './errors.js';
 
 /** Where a re-embedding run stands. `done` counts memories handled (embedded, failed or skipped as edited). */
 export interface ReembedProgress {
@@ -129,11 +129,11 @@ async function embedOneByOne(
       embedOptions.signal?.throwIfAborted();
       vectors.push(null);
       lastError = error;
-      context.logger.warn(`could not embed memory ${memory.id} with ${embedder.modelId}: ${messageOf(error)}`);
+      context.logger.warn(`could not embed memory ${memory.id} with ${embedder.modelId}: ${errorMessage(error)}`);
       if (++streak.failures >= FAILURES_BEFORE_STOPPING) {
         throw new MnemeError(
           ErrorCode.ModelFailed,
-          `re-embedding with ${embedder.modelId} stopped with ${progress.embedded} of ${progress.total} memories embedded: ${messageOf(lastError)}; run it again (mneme reembed) once the model works`,
+          `re-embedding with ${embedder.modelId} stopped with ${progress.embedded} of ${progress.total} memories embedded: ${errorMessage(lastError)}; run it again (mneme reembed) once the model works`,
           { cause: lastError },
         );
       }
@@ -151,8 +151,4 @@ export async function vectorStatus(context: EngineContext): Promise<VectorStatus
     index,
     missing: await context.storage.vectorBackfill.countMissing(model),
   };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

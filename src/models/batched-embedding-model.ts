@@ -1,4 +1,4 @@
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { EmbeddingModel } from './embedding-model.js';
 import { purposePrefix } from './embedding-model-traits.js';
 
@@ -64,7 +64,7 @@ export function createBatchedEmbeddingModel(options: BatchedEmbeddingModelOption
       if (error instanceof MnemeError || signal?.aborted) throw error;
       throw new MnemeError(
         ErrorCode.ModelFailed,
-        `${modelId} could not embed ${batch.length} texts (${error instanceof Error ? error.message : String(error)}); check the model, or set MNEME_EMBEDDER=none to go on with lexical search`,
+        `${modelId} could not embed ${batch.length} texts (${errorMessage(error)}); check the model, or set MNEME_EMBEDDER=none to go on with lexical search`,
         { cause: error },
       );
     }

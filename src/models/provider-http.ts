@@ -1,4 +1,4 @@
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 
 /** Waits, or rejects with the signal's reason when it aborts first. Tests inject one that records and returns. */
 export type Sleep = (milliseconds: number, signal?: AbortSignal) => Promise<void>;
@@ -236,7 +236,7 @@ function networkErrorCode(error: unknown): string {
     if (typeof code === 'string') return code;
     current = (current as { cause?: unknown }).cause;
   }
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 function formatDuration(milliseconds: number): string {

@@ -1,4 +1,5 @@
 import type { Logger } from '../core/engine-context.js';
+import { errorMessage } from '../core/errors.js';
 import type { ExtractionScheduler, ExtractionWork } from '../core/ingest/extraction-scheduler.js';
 
 /** Jobs the extraction queue holds before it drops new ones. */
@@ -49,7 +50,7 @@ export function createExtractionQueue(
       await work.processChannel(channelId, controller.signal);
     } catch (error) {
       options.logger?.warn(
-        `extraction of channel ${channelId} failed and will be retried by the next catch-up pass: ${error instanceof Error ? error.message : String(error)}`,
+        `extraction of channel ${channelId} failed and will be retried by the next catch-up pass: ${errorMessage(error)}`,
       );
     }
   }
@@ -68,9 +69,7 @@ export function createExtractionQueue(
       try {
         pending = await work.pendingChannels();
       } catch (error) {
-        options.logger?.warn(
-          `the extraction catch-up pass failed: ${error instanceof Error ? error.message : String(error)}`,
-        );
+        options.logger?.warn(`the extraction catch-up pass failed: ${errorMessage(error)}`);
       }
       for (const pendingChannel of pending) {
         if (controller.signal.aborted) return;

@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.js';
+import { errorMessage } from '../core/errors.js';
 import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import { type MaintenanceTask, maintenanceTasks } from '../core/maintenance/maintenance-task.js';
 import type { Mneme } from '../core/mneme.js';
@@ -52,9 +53,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   const onError =
     options.onError ??
     ((task: MaintenanceTask, error: unknown) =>
-      process.stderr.write(
-        `mneme: maintenance task ${task} failed: ${error instanceof Error ? error.message : String(error)}\n`,
-      ));
+      process.stderr.write(`mneme: maintenance task ${task} failed: ${errorMessage(error)}\n`));
   const lastRun = new Map<MaintenanceTask, number>();
   let timer: ReturnType<typeof setTimeout> | null = null;
   let current: Promise<void> | null = null;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 
 /** LoCoMo's question categories (from the benchmark's evaluation code); 5 is scored apart. */
 export const locomoCategories = {
@@ -71,10 +71,7 @@ export function loadLocomo(path: string): LocomoConversation[] {
   try {
     json = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new MnemeError(
-      ErrorCode.InvalidInput,
-      `cannot read the LoCoMo file ${path}: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new MnemeError(ErrorCode.InvalidInput, `cannot read the LoCoMo file ${path}: ${errorMessage(error)}`);
   }
   return parseLocomo(json);
 }

@@ -1,7 +1,7 @@
 import type { NewMemory } from '../../storage/memory-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { ErrorCode, isMnemeError } from '../errors.js';
+import { ErrorCode, errorMessage, isMnemeError } from '../errors.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
@@ -161,9 +161,7 @@ async function mergeCluster(
     }
     content = result.data.content;
   } catch (error) {
-    context.logger.warn(
-      `the ${merger.id} merger failed, skipped: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    context.logger.warn(`the ${merger.id} merger failed, skipped: ${errorMessage(error)}`);
     return;
   }
   const merged = await mergedMemory(context, originals, content);

@@ -1,6 +1,7 @@
 import type { NewMemory } from '../../storage/memory-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { errorMessage } from '../errors.js';
 import { type Dreamer, DreamInsightSchema } from '../ports/dreamer.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -65,9 +66,7 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
         memories: memories.map(({ id, content, category, createdAt }) => ({ id, content, category, createdAt })),
       });
     } catch (error) {
-      context.logger.warn(
-        `the ${dreamer.id} dreamer failed for ${owner}: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      context.logger.warn(`the ${dreamer.id} dreamer failed for ${owner}: ${errorMessage(error)}`);
       continue;
     }
     const known = new Set(memories.map((memory) => memory.id));

@@ -1,6 +1,7 @@
 import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { errorMessage } from '../errors.js';
 import {
   type EpisodeMessage,
   type EpisodeSummariser,
@@ -158,9 +159,7 @@ async function summarise(
     if (result.success) return result.data;
     context.logger.warn(`the ${summariser.id} summariser returned no usable summary for ${channelId}; will retry`);
   } catch (error) {
-    context.logger.warn(
-      `the ${summariser.id} summariser failed for ${channelId}, will retry: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    context.logger.warn(`the ${summariser.id} summariser failed for ${channelId}, will retry: ${errorMessage(error)}`);
   }
   return null;
 }

@@ -3,6 +3,7 @@ import type { MemoryTouch } from '../../storage/memory-store.js';
 import { toIso } from '../clock.js';
 import { reinforcement } from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
+import { errorMessage } from '../errors.js';
 import { parseInput, RecallInputSchema } from '../schemas.js';
 import { visibleOwners } from '../scope.js';
 import type { Memory, Viewer } from '../types.js';
@@ -201,7 +202,7 @@ async function vectorSearch(
     vectors = await embedder.embed(queries, 'query');
   } catch (error) {
     context.logger.warn(
-      `embedding the query with ${embedder.modelId} failed, recall is lexical only: ${error instanceof Error ? error.message : String(error)}`,
+      `embedding the query with ${embedder.modelId} failed, recall is lexical only: ${errorMessage(error)}`,
     );
     return { lists: [], status: 'model-failed' };
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
 
 /** What to ask a chat model for: a zod schema (sent as JSON Schema, and checked), a name and the prompt. */
@@ -70,7 +70,7 @@ export function readStructured<Schema extends z.ZodType>(
     try {
       value = JSON.parse(removeTrailingCommas(json));
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       return { ok: false, problem: `it is not valid JSON (${reason})` };
     }
   }

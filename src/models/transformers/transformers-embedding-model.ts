@@ -1,4 +1,4 @@
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { createBatchedEmbeddingModel } from '../batched-embedding-model.js';
 import type { EmbeddingModel } from '../embedding-model.js';
 import { knownEmbeddingDimensions } from '../embedding-model-traits.js';
@@ -86,7 +86,7 @@ async function loadTransformers(load: () => Promise<TransformersModule>): Promis
     }
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
-      `${PACKAGE} is installed but failed to load (${error instanceof Error ? error.message : String(error)}); reinstall it, or set MNEME_EMBEDDER=none`,
+      `${PACKAGE} is installed but failed to load (${errorMessage(error)}); reinstall it, or set MNEME_EMBEDDER=none`,
       { cause: error },
     );
   }
@@ -94,7 +94,7 @@ async function loadTransformers(load: () => Promise<TransformersModule>): Promis
 
 function isNotInstalled(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return (
     code === 'ERR_MODULE_NOT_FOUND' ||
     code === 'MODULE_NOT_FOUND' ||
@@ -137,7 +137,7 @@ export async function createTransformersEmbeddingModel(
         : 'locally or from the Hugging Face hub';
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
-      `could not load the ONNX model ${model} ${where}: ${error instanceof Error ? error.message : String(error)}`,
+      `could not load the ONNX model ${model} ${where}: ${errorMessage(error)}`,
       { cause: error },
     );
   }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 
 export interface OpenSqliteOptions {
@@ -25,7 +25,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
   try {
     database = new Database(options.path);
   } catch (error) {
-    throw new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${messageOf(error)}`, {
+    throw new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${errorMessage(error)}`, {
       cause: error,
     });
   }
@@ -99,9 +99,5 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
       cause: error,
     });
   }
-  return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${messageOf(error)}`, { cause: error });
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
 }
