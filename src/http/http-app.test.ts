@@ -93,6 +93,9 @@ describe('the HTTP API', () => {
     expect(health?.security).toEqual([]);
     expect(health?.description).toMatch(/no key needed/);
     expect(Object.keys(health?.responses ?? {})).toEqual(['200', 'default']);
+    expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
+      description: expect.stringMatching(/^`\{ text, hits, omitted, words, vectorLeg \}`/),
+    });
   });
 
   it('creates a manual memory with 201, clamping importance, and refuses session scope and project without its id', async () => {
@@ -311,11 +314,16 @@ describe('the HTTP API', () => {
       breakdown: expect.any(Object),
       match: expect.any(String),
     });
-    const context = (await (
-      await send('POST', '/api/context', { query: 'where does the sister of Oz live?', viewer: { userId: 'oz' } })
-    ).json()) as { context: string; memories: unknown[] };
-    expect(context.context).toMatch(/Oslo/);
-    expect(context.memories.length).toBeGreaterThan(0);
+    const contextInput = { query: 'where does the sister of Oz live?', viewer: { userId: 'oz' } };
+    const context = (await (await send('POST', '/api/context', contextInput)).json()) as {
+      text: string;
+      hits: Array<{ memory: { content: string } }>;
+    };
+    expect(context.text).toMatch(/Oslo/);
+    expect(context.hits.length).toBeGreaterThan(0);
+    const library = await mneme.context(contextInput);
+    expect(Object.keys(context).sort()).toEqual(Object.keys(library).sort());
+    expect(context.text).toBe(library.text);
     await expectProblem(
       await send('POST', '/api/memories/search', { query: 'x', topK: 101 }),
       422,

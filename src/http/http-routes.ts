@@ -233,13 +233,11 @@ export const apiRoutes: readonly Route[] = [
     path: '/api/context',
     summary: 'The context block for the next reply (conversation-aware, topK 5 by default)',
     tag: 'recall',
-    returns: '`{ context, memories, omitted, words, vectorLeg }`',
+    returns:
+      "`{ text, hits, omitted, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, the block's word count, and the vector leg's status",
     body: ContextInputSchema,
     access: { kind: 'viewer', requested: ({ body }) => body.viewer },
-    handle: async ({ mneme, body, viewer }) => {
-      const { text, hits, ...rest } = await mneme.context({ ...body, viewer });
-      return { context: text, memories: hits, ...rest };
-    },
+    handle: async ({ mneme, body, viewer }) => mneme.context({ ...body, viewer }),
   }),
   defineRoute({
     method: 'post',
