@@ -81,6 +81,8 @@ describe('mneme serve (the built package)', () => {
       if (!found) await new Promise((wait) => setTimeout(wait, 100));
     }
     expect(found, stderr()).toBeDefined();
+    const context = await call('POST', '/api/context', { query: 'morning drink', viewer: { userId: 'oz' } });
+    expect(context.body).toMatchObject({ text: expect.stringMatching(/green tea/), hits: expect.any(Array) });
     const listed = (await call('GET', '/api/memories?archived=include&limit=1')).body.total as number;
 
     const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));

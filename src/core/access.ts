@@ -8,6 +8,44 @@ import type { Viewer } from './types.js';
  */
 export type Principal = { kind: 'admin'; label: string } | { kind: 'user'; userId: string; label: string };
 
+/**
+ * Who may call an operation of a face, declared with the operation's input; `Input` is that input, parsed.
+ *
+ * - `admin`: administrator keys only; `reason` says why user-bound keys are refused.
+ * - `self`: an administrator, or a user-bound key acting for its own user; `user` names the user the
+ *   request acts for (undefined when it acts for none).
+ * - `viewer`: any key; `requested` is the viewer the request asks for, and a user-bound key's
+ *   `userId` is forced into it (see `viewerFor`).
+ * - `open`: no key at all; `reason` says why.
+ */
+export type AccessRule<Input> =
+  | { kind: 'admin'; reason: string }
+  | { kind: 'self'; user(input: Input): string | undefined }
+  | { kind: 'viewer'; requested(input: Input): Viewer | undefined }
+  | { kind: 'open'; reason: string };
+
+/**
+ * Applies a rule to an authenticated principal: throws FORBIDDEN when the rule refuses it, and returns
+ * the viewer a `viewer` rule lets the request act as (undefined for the other rules). `what` names the
+ * operation in the refusal.
+ */
+export function admit<Input>(
+  principal: Principal,
+  rule: AccessRule<Input>,
+  input: Input,
+  what: string,
+): Viewer | undefined {
+  if (rule.kind === 'open') return undefined;
+  if (rule.kind === 'admin') {
+    assertAdmin(principal, what);
+    return undefined;
+  }
+  if (rule.kind === 'viewer') return viewerFor(principal, rule.requested(input));
+  const userId = rule.user(input);
+  if (userId !== undefined) assertMayActFor(principal, userId);
+  return undefined;
+}
+
 /** The viewer a principal may use for a request that asked for `requested`. */
 export function viewerFor(principal: Principal, requested: Viewer | undefined): Viewer | undefined {
   if (principal.kind === 'admin') return requested;

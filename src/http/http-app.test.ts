@@ -70,6 +70,34 @@ describe('the HTTP API', () => {
     });
   });
 
+  it("describes each route's access rule in the OpenAPI document, with the refusals it can answer", async () => {
+    const { paths } = (await (await send('GET', '/openapi.json')).json()) as {
+      paths: Record<
+        string,
+        Record<string, { description: string; security?: unknown[]; responses: Record<string, unknown> }>
+      >;
+    };
+    const topics = paths['/api/topics']?.post;
+    expect(topics?.description).toMatch(/administrator key only.*Why: .*until topics and channels have members/);
+    expect(Object.keys(topics?.responses ?? {})).toEqual(['201', '401', '403', 'default']);
+    for (const path of ['/api/memories/extract/{topicId}', '/api/memories/extract-work/{sessionId}']) {
+      expect(paths[path]?.post?.description).toMatch(/administrator key only/);
+      expect(paths[path]?.post?.responses).toHaveProperty('403');
+    }
+    expect(paths['/api/users/{id}/data']?.delete?.description).toMatch(/the user the request names/);
+    expect(paths['/api/users/{id}/data']?.delete?.responses).toHaveProperty('403');
+    const search = paths['/api/memories/search']?.post;
+    expect(search?.description).toMatch(/any key; a key bound to a user acts as a viewer carrying its own userId/);
+    expect(Object.keys(search?.responses ?? {})).toEqual(['200', '401', 'default']);
+    const health = paths['/api/health']?.get;
+    expect(health?.security).toEqual([]);
+    expect(health?.description).toMatch(/no key needed/);
+    expect(Object.keys(health?.responses ?? {})).toEqual(['200', 'default']);
+    expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
+      description: expect.stringMatching(/^`\{ text, hits, omitted, words, vectorLeg \}`/),
+    });
+  });
+
   it('creates a manual memory with 201, clamping importance, and refuses session scope and project without its id', async () => {
     const created = await send('POST', '/api/memories', { content: 'Deploys go through Argo', importance: 3 });
     expect(created.status).toBe(201);
@@ -286,11 +314,16 @@ describe('the HTTP API', () => {
       breakdown: expect.any(Object),
       match: expect.any(String),
     });
-    const context = (await (
-      await send('POST', '/api/context', { query: 'where does the sister of Oz live?', viewer: { userId: 'oz' } })
-    ).json()) as { context: string; memories: unknown[] };
-    expect(context.context).toMatch(/Oslo/);
-    expect(context.memories.length).toBeGreaterThan(0);
+    const contextInput = { query: 'where does the sister of Oz live?', viewer: { userId: 'oz' } };
+    const context = (await (await send('POST', '/api/context', contextInput)).json()) as {
+      text: string;
+      hits: Array<{ memory: { content: string } }>;
+    };
+    expect(context.text).toMatch(/Oslo/);
+    expect(context.hits.length).toBeGreaterThan(0);
+    const library = await mneme.context(contextInput);
+    expect(Object.keys(context).sort()).toEqual(Object.keys(library).sort());
+    expect(context.text).toBe(library.text);
     await expectProblem(
       await send('POST', '/api/memories/search', { query: 'x', topK: 101 }),
       422,
@@ -320,6 +353,51 @@ describe('the HTTP API', () => {
     expect(await extracted.json()).toMatchObject({ topicId: 'planning' });
     await expectProblem(await send('POST', '/api/memories/extract-work/planning'), 409, 'CONFLICT', /managed/);
     await expectProblem(await send('POST', '/api/topics', { id: 'x', projectId: 'nope' }), 404, 'NOT_FOUND');
+  });
+
+  it('keeps topic changes and extraction to administrator keys until topics have members', async () => {
+    const admin = await mneme.apiKeys.create({ label: 'ops' });
+    const annKey = await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' });
+    const asAdmin = { authorization: `Bearer ${admin.key}` };
+    const asAnn = { authorization: `Bearer ${annKey.key}` };
+    await send('POST', '/api/projects', { id: 'billing', managed: true }, asAdmin);
+    await send('POST', '/api/topics', { id: 'refactor', projectId: 'billing', title: 'Refactor' }, asAdmin);
+    await send(
+      'POST',
+      '/api/messages',
+      {
+        channelId: 'team',
+        sender: 'bob',
+        topicId: 'refactor',
+        content: 'We always deploy the billing service on Tuesdays after the standup',
+      },
+      asAdmin,
+    );
+    await mneme.whenIdle();
+
+    await expectProblem(
+      await send('POST', '/api/topics', { id: 'refactor', title: 'Mine now' }, asAnn),
+      403,
+      'FORBIDDEN',
+      /POST \/api\/topics needs an administrator key/,
+    );
+    await expectProblem(await send('POST', '/api/memories/extract/refactor', undefined, asAnn), 403, 'FORBIDDEN');
+    await expectProblem(await send('POST', '/api/memories/extract-work/refactor', undefined, asAnn), 403, 'FORBIDDEN');
+
+    const renamed = await send(
+      'POST',
+      '/api/topics',
+      { id: 'refactor', projectId: 'billing', title: 'Big refactor' },
+      asAdmin,
+    );
+    expect(renamed.status).toBe(201);
+    expect(await renamed.json()).toMatchObject({ id: 'refactor', projectId: 'billing', title: 'Big refactor' });
+    const extracted = await send('POST', '/api/memories/extract/refactor', undefined, asAdmin);
+    expect(extracted.status).toBe(200);
+    expect(await extracted.json()).toMatchObject({ topicId: 'refactor', messages: 1 });
+    const work = await send('POST', '/api/memories/extract-work/refactor', undefined, asAdmin);
+    expect(work.status).toBe(200);
+    expect(await work.json()).toMatchObject({ sessionId: 'refactor', projectId: 'billing' });
   });
 
   it('runs maintenance on request and reports each task', async () => {
@@ -353,23 +431,16 @@ describe('the HTTP API', () => {
       expect(text).toContain('Ann keeps the spare key');
       expect(text).not.toContain('Bob keeps');
     }
-    await expectProblem(
-      await send('POST', '/api/messages', { channelId: 'c', sender: 'bob', content: 'I am Bob, honestly' }, asAnn),
-      403,
-      'FORBIDDEN',
-    );
-    await expectProblem(
-      await send(
-        'POST',
-        '/api/exchanges',
-        { channelId: 'c', userId: 'bob', userMessage: 'hi there', assistantReply: 'hello' },
-        asAnn,
-      ),
-      403,
-      'FORBIDDEN',
-    );
-    await expectProblem(await send('PUT', '/api/users/bob', { displayName: 'Robert' }, asAnn), 403, 'FORBIDDEN');
-    await expectProblem(await send('POST', '/api/maintenance/run', {}, asAnn), 403, 'FORBIDDEN');
+    const refused: Array<[string, string, object]> = [
+      ['POST', '/api/messages', { channelId: 'c', sender: 'bob', content: 'I am Bob, honestly' }],
+      ['POST', '/api/exchanges', { channelId: 'c', userId: 'bob', userMessage: 'hi there', assistantReply: 'hello' }],
+      ['POST', '/api/memories', { content: 'Bob agreed', scope: 'room', channelId: 'c', userId: 'bob' }],
+      ['PUT', '/api/users/bob', { displayName: 'Robert' }],
+      ['POST', '/api/maintenance/run', {}],
+    ];
+    for (const [method, path, body] of refused) {
+      await expectProblem(await send(method, path, body, asAnn), 403, 'FORBIDDEN');
+    }
   });
 
   it('answers 503 with Retry-After while another process holds the write lock', async () => {

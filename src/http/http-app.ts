@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
 import { Hono } from 'hono';
-import type { Principal } from '../core/access.js';
+import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
-import { buildOpenApiDocument } from './http-openapi.js';
+import { parseInput } from '../core/schemas.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
-import { apiRoutes, type RouteRequest } from './http-routes.js';
+import { apiRoutes, type Route, type RouteInput } from './http-routes.js';
 
 export interface HttpAppOptions {
   mneme: Mneme;
@@ -16,7 +16,10 @@ export interface HttpAppOptions {
   logError?: (error: unknown) => void;
 }
 
-/** The HTTP face: thin handlers over the engine, problem+json errors, bearer API keys. */
+/**
+ * The HTTP face: the route table behind bearer API keys, each route's access rule checked and its input
+ * parsed before its handler runs; every error is problem+json.
+ */
 export function createHttpApp(options: HttpAppOptions): Hono {
   const { mneme, apiKeys } = options;
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
@@ -32,23 +35,15 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     sendProblem(404, problem(404, 'NOT_FOUND', `no route for ${context.req.method} ${context.req.path}`)),
   );
 
-  app.get('/api/health', (context) => context.json({ status: 'ok' }));
-  const openApi = buildOpenApiDocument(apiRoutes);
-  app.get('/openapi.json', (context) => context.json(openApi));
-
   for (const route of apiRoutes) {
     const path = route.path.replaceAll(/\{(\w+)\}/g, ':$1');
+    const what = `${route.method.toUpperCase()} ${route.path}`;
     app.on(route.method.toUpperCase(), path, async (context) => {
-      const principal = await authenticate(context, apiKeys);
-      const request: RouteRequest = {
-        mneme,
-        principal,
-        params: context.req.param() as Record<string, string>,
-        query: context.req.query(),
-        body: route.body ? await readJsonBody(context, maxBodyBytes) : undefined,
-      };
-      const result = await route.handle(request);
-      return context.json(result as object, (route.status ?? 200) as 200);
+      const principal = route.access.kind === 'open' ? undefined : await authenticate(context, apiKeys);
+      const input = await parseRequest(route, context, maxBodyBytes);
+      const viewer = principal && admit(principal, route.access, input, what);
+      const request = { mneme, ...input, principal, viewer };
+      return context.json((await route.handle(request)) as object, route.status ?? 200);
     });
   }
   return app;
@@ -65,6 +60,15 @@ async function authenticate(context: Context, apiKeys: ApiKeys): Promise<Princip
   const principal = await apiKeys.authenticate(match[1]);
   if (!principal) throw new HttpProblem(401, 'UNAUTHORIZED', 'the API key is unknown or revoked', challenge);
   return principal;
+}
+
+/** The request's path parameters, query string and JSON body, each parsed with the route's schema (INVALID_INPUT otherwise). */
+async function parseRequest(route: Route, context: Context, maxBodyBytes: number): Promise<RouteInput> {
+  return {
+    params: route.params && parseInput(route.params, context.req.param(), 'path parameters'),
+    query: route.query && parseInput(route.query, context.req.query(), 'query string'),
+    body: route.body && parseInput(route.body, await readJsonBody(context, maxBodyBytes), 'request body'),
+  };
 }
 
 /** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */

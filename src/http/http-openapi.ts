@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AccessRule } from '../core/access.js';
 import type { Route } from './http-routes.js';
 
 const problemSchema = {
@@ -17,6 +18,26 @@ const problemSchema = {
   },
 };
 
+const problemContent = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+
+/** How each access rule reads in the document, and the 403 it can answer. */
+const accessDocumentation: Record<AccessRule<unknown>['kind'], { description: string; refusal?: string }> = {
+  admin: {
+    description: 'Access: an administrator key only; a key bound to a user gets 403.',
+    refusal: 'The key is bound to a user',
+  },
+  self: {
+    description:
+      'Access: an administrator key, or a key bound to the user the request names; a key bound to another user gets 403.',
+    refusal: 'The key is bound to another user than the one the request names',
+  },
+  viewer: {
+    description:
+      'Access: any key; a key bound to a user acts as a viewer carrying its own userId, whatever userId the request asks for.',
+  },
+  open: { description: 'Access: no key needed.' },
+};
+
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
     string,
@@ -25,37 +46,41 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return rest;
 }
 
+function parametersOf(schema: z.ZodType | undefined, location: 'path' | 'query'): unknown[] {
+  if (!schema) return [];
+  const properties = (jsonSchemaOf(schema).properties ?? {}) as Record<string, unknown>;
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: location,
+    required: location === 'path',
+    schema: property,
+  }));
+}
+
 /** The OpenAPI 3.1 document of the HTTP API, generated from the same route table and zod schemas the server uses. */
 export function buildOpenApiDocument(routes: readonly Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
-    const parameters: unknown[] = [...route.path.matchAll(/\{(\w+)\}/g)].map((match) => ({
-      name: match[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string' },
-    }));
-    if (route.query) {
-      const properties = (jsonSchemaOf(route.query).properties ?? {}) as Record<string, unknown>;
-      for (const [name, schema] of Object.entries(properties)) {
-        parameters.push({ name, in: 'query', required: false, schema });
-      }
-    }
-    const status = String(route.status ?? 200);
+    const parameters = [...parametersOf(route.params, 'path'), ...parametersOf(route.query, 'query')];
+    const isOpen = route.access.kind === 'open';
+    const { description, refusal } = accessDocumentation[route.access.kind];
     paths[route.path] ??= {};
     (paths[route.path] as Record<string, unknown>)[route.method] = {
       summary: route.summary,
+      description: 'reason' in route.access ? `${description} Why: ${route.access.reason}.` : description,
       tags: [route.tag],
+      ...(isOpen ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(route.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(route.body) } } } }
         : {}),
       responses: {
-        [status]: { description: 'Success', content: { 'application/json': { schema: {} } } },
-        default: {
-          description: 'A problem (RFC 9457)',
-          content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
-        },
+        [String(route.status ?? 200)]: { description: route.returns, content: { 'application/json': { schema: {} } } },
+        ...(isOpen
+          ? {}
+          : { '401': { description: 'No API key, or an unknown or revoked one', content: problemContent } }),
+        ...(refusal ? { '403': { description: refusal, content: problemContent } } : {}),
+        default: { description: 'A problem (RFC 9457)', content: problemContent },
       },
     };
   }
@@ -64,18 +89,14 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
     info: {
       title: 'mneme',
       version: '0.1.0',
-      description: 'Long-term memory for conversational AI agents. Errors are application/problem+json.',
+      description:
+        'Long-term memory for conversational AI agents. Errors are application/problem+json. Once an API key exists, every route but those marked "no key needed" takes `Authorization: Bearer <key>`; each route says who may call it.',
     },
     components: {
       schemas: { Problem: problemSchema },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
     },
     security: [{ bearer: [] }],
-    paths: {
-      '/api/health': {
-        get: { summary: 'Liveness (no authentication)', security: [], responses: { '200': { description: 'ok' } } },
-      },
-      ...paths,
-    },
+    paths,
   };
 }

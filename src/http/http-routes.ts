@@ -1,285 +1,351 @@
-import type { z } from 'zod';
-import { assertAdmin, assertMayActFor, type Principal, viewerFor } from '../core/access.js';
-import { type MaintainInput, MaintainInputSchema } from '../core/maintenance/maintain.js';
+import { z } from 'zod';
+import type { AccessRule, Principal } from '../core/access.js';
+import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import type { Mneme } from '../core/mneme.js';
 import {
   ContextInputSchema,
-  type CreateProjectInput,
   CreateProjectInputSchema,
-  type CreateTopicInput,
   CreateTopicInputSchema,
-  type DisplayNameInput,
   DisplayNameInputSchema,
-  type IngestExchangeInput,
   IngestExchangeInputSchema,
-  type IngestInput,
   IngestInputSchema,
-  type ListFilter,
   ListFilterSchema,
+  MemoryIdSchema,
   MemoryPatchSchema,
-  parseInput,
   RecallInputSchema,
   RememberInputSchema,
+  TopicIdSchema,
   UserIdSchema,
   ViewerSchema,
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
+import { buildOpenApiDocument } from './http-openapi.js';
 
-/** What a handler gets: the engine, who is calling, and the request's parts. */
-export interface RouteRequest {
-  mneme: Mneme;
-  principal: Principal;
-  params: Record<string, string>;
-  query: Record<string, string>;
-  body: unknown;
+type InputSchema = z.ZodType | undefined;
+type Parsed<Schema extends InputSchema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
+
+/** A request's parts as its route's schemas parsed them (undefined where the route declares no schema). */
+export interface RouteInput<Params = unknown, Query = unknown, Body = unknown> {
+  params: Params;
+  query: Query;
+  body: Body;
 }
 
-/** One endpoint: the OpenAPI document and the router are both built from this table. */
-export interface Route {
+type AccessKind = AccessRule<unknown>['kind'];
+
+/** What an access rule hands the handler: nothing for `open`, the principal, and for `viewer` the viewer. */
+type Grant<Kind extends AccessKind> = Kind extends 'open'
+  ? unknown
+  : Kind extends 'viewer'
+    ? { principal: Principal; viewer: Viewer | undefined }
+    : { principal: Principal };
+
+/** What a handler receives: the engine, the parsed input and what its access rule grants. */
+export type RouteRequest<Input, Kind extends AccessKind> = Input & { mneme: Mneme } & Grant<Kind>;
+
+/**
+ * One endpoint: its schemas, who may call it, and a handler that receives parsed, typed input.
+ * The router, the access check and the OpenAPI document are all built from this.
+ */
+export interface RouteDefinition<
+  Params extends InputSchema,
+  Query extends InputSchema,
+  Body extends InputSchema,
+  Kind extends AccessKind,
+> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style path, e.g. `/api/memories/{id}`. */
   path: string;
   summary: string;
   tag: string;
-  /** The JSON body's schema (shared with the library), when the endpoint takes one. */
-  body?: z.ZodType;
-  /** The query string's schema, when the endpoint reads one. */
-  query?: z.ZodType;
+  /** What a success answers with (the OpenAPI response description). */
+  returns: string;
   /** Success status; 200 unless said. */
-  status?: number;
-  handle(request: RouteRequest): Promise<unknown>;
+  status?: 200 | 201 | 202;
+  /** The path parameters' schema, when the path has any. */
+  params?: Params;
+  /** The query string's schema, when the endpoint reads one. */
+  query?: Query;
+  /** The JSON body's schema (shared with the library), when the endpoint takes one. */
+  body?: Body;
+  /** Who may call it; checked by the app before the handler runs. */
+  access: AccessRule<RouteInput<Parsed<Params>, Parsed<Query>, Parsed<Body>>> & { kind: Kind };
+  handle(request: RouteRequest<RouteInput<Parsed<Params>, Parsed<Query>, Parsed<Body>>, Kind>): Promise<unknown>;
 }
 
-/** `?userId=&channelId=&projectId=&topicId=`: the viewer of a per-memory request. */
-const ViewerQuerySchema = ViewerSchema;
+/** A route of the table, its input types erased (the app parses with the route's own schemas before calling it). */
+export type Route = RouteDefinition<InputSchema, InputSchema, InputSchema, AccessKind>;
 
-/** The viewer a request acts as: the query's viewer, with a user-bound key's user forced in. */
-function requestViewer(request: RouteRequest): Viewer | undefined {
-  const { userId, channelId, projectId, topicId } = request.query;
-  const asked =
-    userId || channelId || projectId || topicId ? parseInput(ViewerQuerySchema, request.query, 'viewer') : undefined;
-  return viewerFor(request.principal, asked);
+/** Declares a route: the handler's input is typed by the schemas it declares, and `access` is required. */
+export function defineRoute<
+  Params extends InputSchema = undefined,
+  Query extends InputSchema = undefined,
+  Body extends InputSchema = undefined,
+  Kind extends AccessKind = never,
+>(definition: RouteDefinition<Params, Query, Body, Kind>): Route {
+  return definition;
 }
 
-const id = (request: RouteRequest) => request.params.id ?? '';
-/** The memory a per-memory request is about, and the viewer who must be able to see it. */
-const target = (request: RouteRequest) => ({ id: id(request), viewer: requestViewer(request) });
+const UserParamsSchema = z.strictObject({ id: UserIdSchema });
 
+/**
+ * A request about one memory: its id in the path and, in the query (`?userId=&channelId=&projectId=&topicId=`),
+ * the viewer who must be able to see it when any id is given.
+ */
+const memoryRequest = {
+  params: z.strictObject({ id: MemoryIdSchema }),
+  query: ViewerSchema,
+  access: {
+    kind: 'viewer',
+    requested: ({ query }: { query: Viewer }) => (Object.keys(query).length > 0 ? query : undefined),
+  },
+} as const;
+
+const untilMembers = 'until topics and channels have members, nothing says which users a topic belongs to';
+
+/** Extraction over a whole topic (a conversation or a work session): administrator keys only. */
+const topicExtraction = {
+  kind: 'admin',
+  reason: `it runs over every message of the topic, possibly several users', and returns the new memories' content; ${untilMembers}`,
+} as const;
+
+let openApiDocument: Record<string, unknown> | undefined;
+
+/** Every endpoint of the HTTP face. */
 export const apiRoutes: readonly Route[] = [
-  {
+  defineRoute({
+    method: 'get',
+    path: '/api/health',
+    summary: 'Liveness',
+    tag: 'service',
+    returns: '`{ status: "ok" }`',
+    access: { kind: 'open', reason: 'liveness probes carry no key' },
+    handle: async () => ({ status: 'ok' }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This OpenAPI document',
+    tag: 'service',
+    returns: 'The OpenAPI 3.1 document of the API',
+    access: { kind: 'open', reason: 'clients and tools read the API description before they hold a key' },
+    handle: async () => {
+      openApiDocument ??= buildOpenApiDocument(apiRoutes);
+      return openApiDocument;
+    },
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/memories',
     summary: 'Store a manual memory (source manual; scope session refused; project needs projectId)',
     tag: 'memories',
-    body: RememberInputSchema,
+    returns: 'The memory as stored',
     status: 201,
-    handle: async ({ mneme, principal, body }) => {
-      const input = parseInput(RememberInputSchema, body, 'memory');
-      if (input.scope === 'personal' && input.userId) assertMayActFor(principal, input.userId);
-      return mneme.remember({ ...(body as object), actor: principal.label } as Parameters<Mneme['remember']>[0]);
-    },
-  },
-  {
+    body: RememberInputSchema,
+    access: { kind: 'self', user: ({ body }) => body.userId },
+    handle: async ({ mneme, principal, body }) => mneme.remember({ ...body, actor: principal.label }),
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/memories',
     summary: 'List memories by scope, owner, category and archive state, newest first',
     tag: 'memories',
+    returns:
+      '`{ memories, total, limit, offset }`; an administrator key lists every scope, a user key what its viewer sees',
     query: ListFilterSchema.omit({ viewer: true }),
-    handle: async ({ mneme, principal, query }) => {
-      // A user-bound key lists only what its user may see; the query's strings are validated by `list`.
-      const viewer = principal.kind === 'admin' ? undefined : viewerFor(principal, pickViewer(query));
-      return mneme.list({ ...query, ...(viewer ? { viewer } : {}) } as ListFilter);
+    access: {
+      kind: 'viewer',
+      requested: ({ query: { channelId, projectId, topicId } }) => ({ channelId, projectId, topicId }),
     },
-  },
-  {
+    handle: async ({ mneme, principal, query, viewer }) =>
+      mneme.list({ ...query, viewer: principal.kind === 'user' ? viewer : undefined }),
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/memories/{id}',
     summary: 'One memory',
     tag: 'memories',
-    query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.get(target(request)),
-  },
-  {
+    returns: 'The memory',
+    ...memoryRequest,
+    handle: async ({ mneme, params, viewer }) => mneme.get({ id: params.id, viewer }),
+  }),
+  defineRoute({
     method: 'patch',
     path: '/api/memories/{id}',
     summary: 'Edit a memory: new content is re-embedded, a version is kept, importance is clamped to 0..1',
     tag: 'memories',
+    returns: 'The memory as now stored',
+    ...memoryRequest,
     body: MemoryPatchSchema,
-    query: ViewerQuerySchema,
-    handle: async (request) => {
-      const patch = parseInput(MemoryPatchSchema, request.body, 'update');
-      return request.mneme.update({
-        ...patch,
-        id: id(request),
-        viewer: requestViewer(request),
-        actor: request.principal.label,
-      });
-    },
-  },
-  {
+    handle: async ({ mneme, principal, params, body, viewer }) =>
+      mneme.update({ ...body, id: params.id, viewer, actor: principal.label }),
+  }),
+  defineRoute({
     method: 'delete',
     path: '/api/memories/{id}',
     summary: 'Forget a memory: soft delete, vector removed, restorable',
     tag: 'memories',
-    query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.forget({ ...target(request), actor: request.principal.label }),
-  },
-  {
+    returns: 'The memory, archived',
+    ...memoryRequest,
+    handle: async ({ mneme, principal, params, viewer }) =>
+      mneme.forget({ id: params.id, viewer, actor: principal.label }),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/memories/{id}/restore',
     summary: 'Restore a forgotten memory',
     tag: 'memories',
-    query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.restore({ ...target(request), actor: request.principal.label }),
-  },
-  {
+    returns: 'The memory, active again',
+    ...memoryRequest,
+    handle: async ({ mneme, principal, params, viewer }) =>
+      mneme.restore({ id: params.id, viewer, actor: principal.label }),
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/memories/{id}/history',
     summary: 'Every version of a memory: who, when, what changed',
     tag: 'memories',
-    query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.history(target(request)),
-  },
-  {
+    returns: 'The versions, oldest first',
+    ...memoryRequest,
+    handle: async ({ mneme, params, viewer }) => mneme.history({ id: params.id, viewer }),
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/memories/{id}/links',
     summary: 'Links from and to a memory',
     tag: 'memories',
-    query: ViewerQuerySchema,
-    handle: async (request) => request.mneme.links(target(request)),
-  },
-  {
+    returns: 'The links: `{ sourceId, targetId, type, strength, createdAt }`',
+    ...memoryRequest,
+    handle: async ({ mneme, params, viewer }) => mneme.links({ id: params.id, viewer }),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/memories/search',
     summary: "Recall: hybrid search in the viewer's scopes; every hit carries score, breakdown, match and ranks",
     tag: 'recall',
+    returns: '`{ mode, hits, vectorLeg, queries, weights }`',
     body: RecallInputSchema,
-    handle: async ({ mneme, principal, body }) => {
-      const input = parseInput(RecallInputSchema, body, 'search');
-      return mneme.recall({ ...input, viewer: viewerFor(principal, input.viewer) });
-    },
-  },
-  {
+    access: { kind: 'viewer', requested: ({ body }) => body.viewer },
+    handle: async ({ mneme, body, viewer }) => mneme.recall({ ...body, viewer }),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/context',
     summary: 'The context block for the next reply (conversation-aware, topK 5 by default)',
     tag: 'recall',
+    returns:
+      "`{ text, hits, omitted, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, the block's word count, and the vector leg's status",
     body: ContextInputSchema,
-    handle: async ({ mneme, principal, body }) => {
-      const input = parseInput(ContextInputSchema, body, 'context');
-      const { text, hits, ...rest } = await mneme.context({ ...input, viewer: viewerFor(principal, input.viewer) });
-      return { context: text, memories: hits, ...rest };
-    },
-  },
-  {
+    access: { kind: 'viewer', requested: ({ body }) => body.viewer },
+    handle: async ({ mneme, body, viewer }) => mneme.context({ ...body, viewer }),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/messages',
     summary: 'Append one message; 202 at once, facts are extracted in the background',
     tag: 'ingest',
-    body: IngestInputSchema,
+    returns:
+      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
     status: 202,
-    handle: async ({ mneme, principal, body }) => {
-      const input = parseInput(IngestInputSchema, body, 'message');
-      if (input.role === 'user') assertMayActFor(principal, input.sender);
-      return mneme.ingest(body as IngestInput);
-    },
-  },
-  {
+    body: IngestInputSchema,
+    access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
+    handle: async ({ mneme, body }) => mneme.ingest(body),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/exchanges',
     summary: 'Append a user message and the assistant reply; 202 at once, extraction runs in the background',
     tag: 'ingest',
-    body: IngestExchangeInputSchema,
+    returns:
+      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
     status: 202,
-    handle: async ({ mneme, principal, body }) => {
-      const input = parseInput(IngestExchangeInputSchema, body, 'exchange');
-      assertMayActFor(principal, input.userId);
-      return mneme.ingestExchange(body as IngestExchangeInput);
-    },
-  },
-  {
+    body: IngestExchangeInputSchema,
+    access: { kind: 'self', user: ({ body }) => body.userId },
+    handle: async ({ mneme, body }) => mneme.ingestExchange(body),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/memories/extract/{topicId}',
-    summary: 'Conversation extraction of a topic: its new messages become session memories',
+    summary: 'Conversation extraction of a topic: its new messages become session memories (administrator key)',
     tag: 'ingest',
-    handle: async ({ mneme, params }) => mneme.extract(params.topicId ?? ''),
-  },
-  {
+    returns: '`{ messages, created, updated, ... }`: the memories created and updated, with their content',
+    params: z.strictObject({ topicId: TopicIdSchema }),
+    access: topicExtraction,
+    handle: async ({ mneme, params }) => mneme.extract(params.topicId),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/memories/extract-work/{sessionId}',
-    summary: 'Work extraction of a session of a managed project (refused otherwise)',
+    summary: 'Work extraction of a session of a managed project, refused otherwise (administrator key)',
     tag: 'ingest',
-    handle: async ({ mneme, params }) => mneme.extractWork(params.sessionId ?? ''),
-  },
-  {
+    returns: '`{ messages, created, updated, ... }`: the memories created and updated, with their content',
+    params: z.strictObject({ sessionId: TopicIdSchema }),
+    access: topicExtraction,
+    handle: async ({ mneme, params }) => mneme.extractWork(params.sessionId),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/topics',
-    summary: 'Create or rename a topic (a conversation session), optionally in a project',
+    summary: 'Create or rename a topic (a conversation session), or move it into a project (administrator key)',
     tag: 'directory',
-    body: CreateTopicInputSchema,
+    returns: 'The topic',
     status: 201,
-    handle: async ({ mneme, body }) => mneme.createTopic(body as CreateTopicInput),
-  },
-  {
+    body: CreateTopicInputSchema,
+    access: {
+      kind: 'admin',
+      reason: `it creates, renames and re-parents topics that other users' conversations and session memories belong to; ${untilMembers}`,
+    },
+    handle: async ({ mneme, body }) => mneme.createTopic(body),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/projects',
     summary: 'Create or update a project; work sessions are extracted only for managed projects',
     tag: 'directory',
-    body: CreateProjectInputSchema,
+    returns: 'The project',
     status: 201,
-    handle: async ({ mneme, principal, body }) => {
-      assertAdmin(principal, 'managing projects');
-      return mneme.createProject(body as CreateProjectInput);
-    },
-  },
-  {
+    body: CreateProjectInputSchema,
+    access: { kind: 'admin', reason: 'projects are shared by every user, and `managed` turns on work extraction' },
+    handle: async ({ mneme, body }) => mneme.createProject(body),
+  }),
+  defineRoute({
     method: 'put',
     path: '/api/users/{id}',
     summary: 'Set the display name extracted facts use for a user',
     tag: 'directory',
+    returns: 'The user',
+    params: UserParamsSchema,
     body: DisplayNameInputSchema.omit({ userId: true }),
-    handle: async ({ mneme, principal, params, body }) => {
-      const userId = parseInput(UserIdSchema, params.id ?? '', 'user id');
-      assertMayActFor(principal, userId);
-      return mneme.setDisplayName({ ...(body as object), userId } as DisplayNameInput);
-    },
-  },
-  {
+    access: { kind: 'self', user: ({ params }) => params.id },
+    handle: async ({ mneme, params, body }) => mneme.setDisplayName({ ...body, userId: params.id }),
+  }),
+  defineRoute({
     method: 'delete',
     path: '/api/users/{id}/data',
     summary: 'Purge everything about a user (messages, memories, vectors, versions, links); returns counts',
     tag: 'users',
-    handle: async (request) => {
-      const userId = parseInput(UserIdSchema, id(request), 'user id');
-      assertMayActFor(request.principal, userId);
-      return request.mneme.purgeUser(userId);
-    },
-  },
-  {
+    returns: 'How many rows of each kind were deleted',
+    params: UserParamsSchema,
+    access: { kind: 'self', user: ({ params }) => params.id },
+    handle: async ({ mneme, params }) => mneme.purgeUser(params.id),
+  }),
+  defineRoute({
     method: 'post',
     path: '/api/maintenance/run',
     summary: 'Run maintenance now (decay, episodes, consolidate, link, dream; all by default); a report per task',
     tag: 'maintenance',
+    returns: 'A report per task that ran',
     body: MaintainInputSchema,
-    handle: async ({ mneme, principal, body }) => {
-      assertAdmin(principal, 'running maintenance');
-      return mneme.maintain(body as MaintainInput);
-    },
-  },
-  {
+    access: { kind: 'admin', reason: 'maintenance rewrites memories of every scope' },
+    handle: async ({ mneme, body }) => mneme.maintain(body),
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/stats',
     summary: 'Totals, by scope and category, pinned, added in the last 7 days, expiring, the 5 most accessed',
     tag: 'analytics',
-    handle: async ({ mneme, principal }) => {
-      assertAdmin(principal, 'stats across every scope');
-      return mneme.stats();
-    },
-  },
+    returns: 'The totals',
+    access: { kind: 'admin', reason: 'stats count memories of every scope and show the most accessed ones' },
+    handle: async ({ mneme }) => mneme.stats(),
+  }),
 ];
-
-function pickViewer(query: Record<string, string>): Viewer {
-  return Object.fromEntries(
-    (['channelId', 'projectId', 'topicId'] as const).flatMap((key) => (query[key] ? [[key, query[key]]] : [])),
-  );
-}
