@@ -5,7 +5,8 @@ import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
-import { apiRoutes, type Route, type RouteInput } from './http-routes.js';
+import type { Route, RouteInput } from './http-route.js';
+import { apiRoutes } from './http-routes.js';
 
 export interface HttpAppOptions {
   mneme: Mneme;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AccessRule } from '../core/access.js';
-import type { Route } from './http-routes.js';
+import type { Route } from './http-route.js';
 
 const problemSchema = {
   type: 'object',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { apiRoutes, defineRoute, type Route } from './http-routes.js';
+import { defineRoute, type Route } from './http-route.js';
+import { apiRoutes } from './http-routes.js';
 
 /** What is wrong with each route's access rule, one line a route; empty when every rule is valid. */
 function accessProblems(routes: readonly Route[]): string[] {
