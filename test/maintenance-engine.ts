@@ -1,4 +1,5 @@
-import { createEngine, type Mneme } from '../src/core/mneme.js';
+import { createEngine } from '../src/core/create-engine.js';
+import type { Mneme } from '../src/core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../src/core/policy.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
 import type { EpisodeSummariser } from '../src/core/ports/episode-summariser.js';

@@ -31,7 +31,8 @@ export function registerServeCommands(
     .description('run the HTTP service with the extraction worker and the maintenance scheduler')
     .option('--host <address>', 'address to bind (default 127.0.0.1; others need an API key)')
     .option('--port <port>', 'port (default 7370; 0 picks a free one)')
-    .action(async (options: { host?: string; port?: string }) => {
+    .option('--open', 'no authentication even though API keys exist (loopback only; every caller is an administrator)')
+    .action(async (options: { host?: string; port?: string; open?: boolean }) => {
       const globals = program.opts<{ db?: string }>();
       const mneme = await createMneme({
         path: globals.db ?? config.databasePath,
@@ -47,6 +48,7 @@ export function registerServeCommands(
           mneme,
           ...(options.host ? { host: options.host } : {}),
           ...(port === undefined ? {} : { port: port as number }),
+          ...(options.open ? { open: true } : {}),
           logError: (error) => io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
         });
         scheduler.start();
@@ -91,7 +93,7 @@ export function registerServeCommands(
 }
 
 function formatKeys(keys: ApiKeyRecord[]): string {
-  if (keys.length === 0) return 'no API keys (the service runs open on loopback only)';
+  if (keys.length === 0) return 'no API keys (until one is created, the service runs open on loopback only)';
   return keys
     .map(
       (key) =>

@@ -1,8 +1,9 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
+import { createEngine } from '../core/create-engine.js';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
-import { createEngine, type Mneme } from '../core/mneme.js';
+import type { Mneme } from '../core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import type { Dreamer } from '../core/ports/dreamer.js';
 import type { EpisodeSummariser } from '../core/ports/episode-summariser.js';

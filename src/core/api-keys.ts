@@ -26,8 +26,13 @@ export interface ApiKeys {
   revoke(prefix: string): Promise<ApiKeyRecord>;
   /** The principal a presented key stands for, or null when it is unknown, malformed or revoked. */
   authenticate(key: string): Promise<Principal | null>;
-  /** Whether any key is active (with none, the HTTP service runs open on loopback only). */
+  /** Whether any key is active. */
   hasAny(): Promise<boolean>;
+  /**
+   * Whether a key was ever created, revoked ones included. Once one was, the HTTP service never runs
+   * open again, unless its operator starts it open on purpose (`mneme serve --open`).
+   */
+  everCreated(): Promise<boolean>;
 }
 
 export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
@@ -68,6 +73,10 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
 
     async hasAny() {
       return (await store.countActive()) > 0;
+    },
+
+    async everCreated() {
+      return store.everCreated();
     },
   };
 }

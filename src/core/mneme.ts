@@ -1,38 +1,25 @@
 import type { MemoryLink } from '../storage/link-store.js';
-import { type ApiKeys, createApiKeys } from './api-keys.js';
-import type { EngineContext } from './engine-context.js';
-import { createIngest, type MnemeIngest } from './ingest/ingest.js';
-import { createMaintain, type MaintainInput, type MaintenanceReport } from './maintenance/maintain.js';
-import { buildContext, type ContextResult } from './recall/context-block.js';
-import { type RecallResult, recall } from './recall/recall.js';
-import {
-  type ReembedOptions,
-  type ReembedProgress,
-  reembedMissing,
-  type VectorStatus,
-  vectorStatus,
-} from './reembed.js';
-import { remember } from './remember.js';
-import {
-  type ContextInput,
-  type GetInput,
-  GetInputSchema,
-  type ListFilter,
-  ListFilterSchema,
-  type MemoryActionInput,
-  parseInput,
-  type RecallInput,
-  type RememberInput,
-  type UpdateInput,
-  UserIdSchema,
+import type { Principal } from './access.js';
+import type { ApiKeys } from './api-keys.js';
+import type { MnemeDirectory } from './directory.js';
+import type { MnemeIngest } from './ingest/ingest.js';
+import type { MaintainInput, MaintenanceReport } from './maintenance/maintain.js';
+import type { ContextResult } from './recall/context-block.js';
+import type { RecallResult } from './recall/recall.js';
+import type { ReembedOptions, ReembedProgress, VectorStatus } from './reembed.js';
+import type {
+  ContextInput,
+  GetInput,
+  ListFilter,
+  MemoryActionInput,
+  RecallInput,
+  RememberInput,
+  UpdateInput,
 } from './schemas.js';
-import { visibleOwners } from './scope.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion, PurgeReport } from './types.js';
-import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
-import { requireVisible } from './visibility.js';
 
 /** The memory engine: one object, the same behaviour behind every face. */
-export interface Mneme extends MnemeIngest {
+export interface Mneme extends MnemeIngest, MnemeDirectory {
   /** Stores a manual memory (source `manual`). Scope defaults to `global`; `session` is refused. */
   remember(input: RememberInput): Promise<Memory>;
   /**
@@ -78,61 +65,12 @@ export interface Mneme extends MnemeIngest {
   vectorStatus(): Promise<VectorStatus>;
   /** API keys of the HTTP service: created, listed, revoked, checked. */
   readonly apiKeys: ApiKeys;
+  /**
+   * The same engine acting for `principal`: an administrator's is this engine; a user's checks, before
+   * every call, that the user names only the channels, topics and projects it belongs to and writes only
+   * into its own space (ADR 5), answering FORBIDDEN otherwise. Every face calls the engine through it.
+   */
+  as(principal: Principal): Mneme;
   /** Closes the database; the engine cannot be used afterwards. */
   close(): Promise<void>;
-}
-
-/** Builds the engine over already-chosen adapters. `createMneme` is the usual way in. */
-export function createEngine(context: EngineContext): Mneme {
-  const { storage, clock } = context;
-  const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
-  const ingest = createIngest(context);
-
-  return {
-    ...ingest,
-    remember: (input) => remember(context, input),
-    recall: (input) => recall(context, input),
-    context: (input) => buildContext(context, input),
-
-    async get(input) {
-      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
-      return requireVisible(context, parsed.id, parsed.viewer);
-    },
-
-    update: (input) => updateMemory(context, input),
-    forget: (input) => forgetMemory(context, byId(input)),
-    restore: (input) => restoreMemory(context, byId(input)),
-
-    async purgeUser(userId) {
-      return storage.memories.purgeUser(parseInput(UserIdSchema, userId, 'user id'));
-    },
-
-    async list(filter = {}) {
-      const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
-      return storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
-    },
-
-    async history(input) {
-      const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
-      if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
-      return storage.memories.history(parsed.id);
-    },
-
-    async links(input) {
-      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'links');
-      await requireVisible(context, parsed.id, parsed.viewer);
-      return storage.links.of(parsed.id);
-    },
-
-    stats: () => storage.memories.stats(clock.now()),
-    maintain: createMaintain(context),
-    reembed: (options) => reembedMissing(context, options),
-    vectorStatus: () => vectorStatus(context),
-    apiKeys: createApiKeys(storage.apiKeys, clock),
-
-    async close() {
-      await ingest.close();
-      await storage.close();
-    },
-  };
 }

@@ -299,11 +299,20 @@ export type IngestExchangeInput = z.input<typeof IngestExchangeInputSchema>;
 export const DisplayNameInputSchema = z.strictObject({ userId: UserIdSchema, displayName: DisplayNameSchema });
 export type DisplayNameInput = z.input<typeof DisplayNameInputSchema>;
 
+/** Most members one call may name. */
+export const MAX_MEMBERS = 10_000;
+
+/** The users who belong to a channel, topic or project; when given, they replace its members. */
+const MembersSchema = z
+  .array(UserIdSchema, { error: 'members must be a list of user ids' })
+  .max(MAX_MEMBERS, `members names more than ${MAX_MEMBERS} users`);
+
 /** Input of `createTopic`: a topic (a conversation session), optionally inside a project. */
 export const CreateTopicInputSchema = z.strictObject({
   id: TopicIdSchema,
   projectId: ProjectIdSchema.optional(),
   title: nameText('title').optional(),
+  members: MembersSchema.optional(),
 });
 export type CreateTopicInput = z.input<typeof CreateTopicInputSchema>;
 
@@ -312,8 +321,20 @@ export const CreateProjectInputSchema = z.strictObject({
   id: ProjectIdSchema,
   name: nameText('name').optional(),
   managed: z.boolean({ error: 'managed must be true or false' }).default(false),
+  members: MembersSchema.optional(),
 });
 export type CreateProjectInput = z.input<typeof CreateProjectInputSchema>;
+
+/** Input of `putChannel`: who may read a channel (ADR 5). */
+export const PutChannelInputSchema = z.strictObject({
+  id: ChannelIdSchema,
+  /** `direct` (two parties), `private` (its members; the default) or `public` (every user; facts may become global). */
+  visibility: z
+    .enum(['direct', 'private', 'public'], { error: 'visibility must be direct, private or public' })
+    .default('private'),
+  members: MembersSchema.optional(),
+});
+export type PutChannelInput = z.input<typeof PutChannelInputSchema>;
 
 /** Input of `turns`: the last `count` messages of a channel (at most 50; the policy's default when left out). */
 export const TurnsInputSchema = z.strictObject({

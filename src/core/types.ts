@@ -104,6 +104,8 @@ export interface PurgeReport {
   vectors: number;
   versions: number;
   links: number;
+  /** API keys of the user deleted by the purge (they no longer authenticate). */
+  apiKeys: number;
 }
 
 /** A page of memories. */

@@ -78,7 +78,7 @@ describe('the HTTP API', () => {
       >;
     };
     const topics = paths['/api/topics']?.post;
-    expect(topics?.description).toMatch(/administrator key only.*Why: .*until topics and channels have members/);
+    expect(topics?.description).toMatch(/administrator key only.*Why: .*cannot make itself a member/);
     expect(Object.keys(topics?.responses ?? {})).toEqual(['201', '401', '403', 'default']);
     for (const path of ['/api/memories/extract/{topicId}', '/api/memories/extract-work/{sessionId}']) {
       expect(paths[path]?.post?.description).toMatch(/administrator key only/);
@@ -88,7 +88,9 @@ describe('the HTTP API', () => {
     expect(paths['/api/users/{id}/data']?.delete?.responses).toHaveProperty('403');
     const search = paths['/api/memories/search']?.post;
     expect(search?.description).toMatch(/any key; a key bound to a user acts as a viewer carrying its own userId/);
-    expect(Object.keys(search?.responses ?? {})).toEqual(['200', '401', 'default']);
+    expect(search?.description).toMatch(/names only channels .* it belongs to/);
+    expect(Object.keys(search?.responses ?? {})).toEqual(['200', '401', '403', 'default']);
+    expect(paths['/api/channels/{id}']?.put?.description).toMatch(/administrator key only/);
     const health = paths['/api/health']?.get;
     expect(health?.security).toEqual([]);
     expect(health?.description).toMatch(/no key needed/);
@@ -272,13 +274,25 @@ describe('the HTTP API', () => {
     expect(await purge.json()).toMatchObject({ userId: 'ann', memories: 1 });
     expect((await send('GET', '/api/stats', undefined, asAdmin)).status).toBe(200);
 
-    await mneme.apiKeys.revoke(annKey.prefix);
     await expectProblem(
       await send('GET', '/api/memories', undefined, asAnn),
       401,
       'UNAUTHORIZED',
       /unknown or revoked/,
     );
+  });
+
+  it('stays closed once a key existed: revoking every key does not reopen it, only an explicit open start does', async () => {
+    expect((await send('GET', '/api/stats')).status).toBe(200);
+    const only = await mneme.apiKeys.create({ label: 'ops' });
+    await expectProblem(await send('GET', '/api/stats'), 401, 'UNAUTHORIZED');
+    await mneme.apiKeys.revoke(only.prefix);
+    expect(await mneme.apiKeys.hasAny()).toBe(false);
+    await expectProblem(await send('GET', '/api/stats'), 401, 'UNAUTHORIZED');
+    await expectProblem(await send('DELETE', '/api/users/ann/data'), 401, 'UNAUTHORIZED');
+
+    const openApp = createHttpApp({ mneme, apiKeys: mneme.apiKeys, open: true });
+    expect((await openApp.request('/api/stats')).status).toBe(200);
   });
 
   it('ingests messages and exchanges with 202, extracts in the background, and recalls with explained scores', async () => {

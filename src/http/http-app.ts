@@ -11,6 +11,12 @@ import { apiRoutes } from './http-routes.js';
 export interface HttpAppOptions {
   mneme: Mneme;
   apiKeys: ApiKeys;
+  /**
+   * Serve without authentication, every caller an administrator, even though API keys exist (`mneme
+   * serve --open`; loopback only). Left out, the service is open only until the first key is ever
+   * created, and never again after that, whatever is revoked.
+   */
+  open?: boolean;
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
   /** Where unexpected errors are logged (never sent to clients). */
@@ -40,19 +46,21 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     const path = route.path.replaceAll(/\{(\w+)\}/g, ':$1');
     const what = `${route.method.toUpperCase()} ${route.path}`;
     app.on(route.method.toUpperCase(), path, async (context) => {
-      const principal = route.access.kind === 'open' ? undefined : await authenticate(context, apiKeys);
+      const principal =
+        route.access.kind === 'open' ? undefined : await authenticate(context, apiKeys, options.open === true);
       const input = await parseRequest(route, context, maxBodyBytes);
       const viewer = principal && admit(principal, route.access, input, what);
-      const request = { mneme, ...input, principal, viewer };
+      const request = { mneme: principal ? mneme.as(principal) : mneme, ...input, principal, viewer };
       return context.json((await route.handle(request)) as object, route.status ?? 200);
     });
   }
   return app;
 }
 
-/** The caller's principal: with no API keys the service is open (it then binds loopback only). */
-async function authenticate(context: Context, apiKeys: ApiKeys): Promise<Principal> {
-  if (!(await apiKeys.hasAny())) return { kind: 'admin', label: 'open (no API keys exist)' };
+/** The caller's principal: open (an administrator) only when started open or before any key was ever created. */
+async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
+  if (open) return { kind: 'admin', label: 'open (started with --open)' };
+  if (!(await apiKeys.everCreated())) return { kind: 'admin', label: 'open (no API key was ever created)' };
   const header = context.req.header('authorization') ?? '';
   const match = /^Bearer\s+(\S+)$/i.exec(header);
   const challenge = { 'WWW-Authenticate': 'Bearer realm="mneme"' };

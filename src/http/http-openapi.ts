@@ -28,12 +28,14 @@ const accessDocumentation: Record<AccessRule<unknown>['kind'], { description: st
   },
   self: {
     description:
-      'Access: an administrator key, or a key bound to the user the request names; a key bound to another user gets 403.',
-    refusal: 'The key is bound to another user than the one the request names',
+      'Access: an administrator key, or a key bound to the user the request names; a key bound to another user gets 403. A user key also writes only user messages as itself into channels (and topics) it is a member of, its own personal memories and room or project memories of spaces it belongs to, never global ones (403 otherwise).',
+    refusal:
+      'The key is bound to another user than the one the request names, or names a space its user does not belong to',
   },
   viewer: {
     description:
-      'Access: any key; a key bound to a user acts as a viewer carrying its own userId, whatever userId the request asks for.',
+      'Access: any key; a key bound to a user acts as a viewer carrying its own userId, names only channels (public ones, or those it is a member of), topics and projects it belongs to, and changes only memories its user wrote (403 otherwise).',
+    refusal: 'The key is bound to a user who is not a member of a channel, topic or project the request names',
   },
   open: { description: 'Access: no key needed.' },
 };

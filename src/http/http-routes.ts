@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import {
+  ChannelIdSchema,
   ContextInputSchema,
   CreateProjectInputSchema,
   CreateTopicInputSchema,
@@ -10,6 +11,7 @@ import {
   ListFilterSchema,
   MemoryIdSchema,
   MemoryPatchSchema,
+  PutChannelInputSchema,
   RecallInputSchema,
   RememberInputSchema,
   TopicIdSchema,
@@ -21,6 +23,7 @@ import { buildOpenApiDocument } from './http-openapi.js';
 import { defineRoute, type Route } from './http-route.js';
 
 const UserParamsSchema = z.strictObject({ id: UserIdSchema });
+const ChannelParamsSchema = z.strictObject({ id: ChannelIdSchema });
 
 /**
  * A request about one memory: its id in the path and, in the query (`?userId=&channelId=&projectId=&topicId=`),
@@ -35,12 +38,10 @@ const memoryRequest = {
   },
 } as const;
 
-const untilMembers = 'until topics and channels have members, nothing says which users a topic belongs to';
-
 /** Extraction over a whole topic (a conversation or a work session): administrator keys only. */
 const topicExtraction = {
   kind: 'admin',
-  reason: `it runs over every message of the topic, possibly several users', and returns the new memories' content; ${untilMembers}`,
+  reason: "it runs over every message of the topic, possibly several users', and returns the new memories' content",
 } as const;
 
 let openApiDocument: Record<string, unknown> | undefined;
@@ -227,7 +228,8 @@ export const apiRoutes: readonly Route[] = [
     body: CreateTopicInputSchema,
     access: {
       kind: 'admin',
-      reason: `it creates, renames and re-parents topics that other users' conversations and session memories belong to; ${untilMembers}`,
+      reason:
+        "topics and their members are declared by an administrator: they decide who reads the topic's session memories, and a user key cannot make itself a member",
     },
     handle: async ({ mneme, body }) => mneme.createTopic(body),
   }),
@@ -239,8 +241,36 @@ export const apiRoutes: readonly Route[] = [
     returns: 'The project',
     status: 201,
     body: CreateProjectInputSchema,
-    access: { kind: 'admin', reason: 'projects are shared by every user, and `managed` turns on work extraction' },
+    access: {
+      kind: 'admin',
+      reason: 'projects and their members are declared by an administrator, and `managed` turns on work extraction',
+    },
     handle: async ({ mneme, body }) => mneme.createProject(body),
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/api/channels/{id}',
+    summary:
+      'Declare a channel: visibility `direct`, `private` (default) or `public` (facts said there may become global), and, when given, its members (replacing them)',
+    tag: 'directory',
+    returns: '`{ id, visibility, members }`',
+    params: ChannelParamsSchema,
+    body: PutChannelInputSchema.omit({ id: true }),
+    access: {
+      kind: 'admin',
+      reason: 'who reads a channel is declared by an administrator; a user key cannot make itself a member',
+    },
+    handle: async ({ mneme, params, body }) => mneme.putChannel({ ...body, id: params.id }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/channels/{id}',
+    summary: 'A channel: its visibility and members (user keys: only channels they belong to, or public ones)',
+    tag: 'directory',
+    returns: '`{ id, visibility, members }`',
+    params: ChannelParamsSchema,
+    access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
+    handle: async ({ mneme, params }) => mneme.channel(params.id),
   }),
   defineRoute({
     method: 'put',

@@ -8,6 +8,8 @@ export interface HttpServerOptions {
   mneme: Mneme;
   /** 127.0.0.1 unless told; any other address needs at least one API key. */
   host?: string;
+  /** Serve without authentication even though API keys exist; loopback only (see `HttpAppOptions.open`). */
+  open?: boolean;
   /** 7370 unless told; 0 picks a free port. */
   port?: number;
   maxBodyBytes?: number;
@@ -26,10 +28,16 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** Starts the HTTP service. It refuses to bind a non-loopback address while no API key exists. */
+/**
+ * Starts the HTTP service. It refuses to bind a non-loopback address while no API key exists, and to
+ * run open (`open: true`) anywhere but loopback.
+ */
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 7370;
+  if (!isLoopback(host) && options.open) {
+    throw new MnemeError(ErrorCode.ConfigInvalid, `refusing to serve ${host} open (--open): bind 127.0.0.1`);
+  }
   if (!isLoopback(host) && !(await options.mneme.apiKeys.hasAny())) {
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
@@ -39,6 +47,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const app = createHttpApp({
     mneme: options.mneme,
     apiKeys: options.mneme.apiKeys,
+    ...(options.open ? { open: true } : {}),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.logError ? { logError: options.logError } : {}),
   });

@@ -26,4 +26,6 @@ export interface ApiKeyStore {
   revoke(prefix: string, at: number): Promise<ApiKeyRecord | null>;
   /** How many keys are active. */
   countActive(): Promise<number>;
+  /** Whether a key was ever created, revoked and deleted ones included. */
+  everCreated(): Promise<boolean>;
 }

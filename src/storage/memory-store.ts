@@ -134,7 +134,7 @@ export interface MemoryStore {
   /**
    * Hard-deletes everything about one user, in one transaction: their messages and the replies to them,
    * their memories, memories built from those messages or memories (episodes, merges, insights),
-   * vectors, versions and links; a turn's search context quoting them is cleared.
+   * vectors, versions, links, memberships and API keys; a turn's search context quoting them is cleared.
    */
   purgeUser(userId: string): Promise<PurgeReport>;
 }

@@ -3,6 +3,7 @@ import type { DirectoryStore } from './directory-store.js';
 import type { LinkStore } from './link-store.js';
 import type { MaintenanceStateStore } from './maintenance-state-store.js';
 import type { MaintenanceStore } from './maintenance-store.js';
+import type { MembershipStore } from './membership-store.js';
 import type { MemoryStore } from './memory-store.js';
 import type { MessageStore } from './message-store.js';
 import type { VectorBackfillStore } from './vector-backfill-store.js';
@@ -18,6 +19,8 @@ export interface Storage {
   readonly memories: MemoryStore;
   readonly links: LinkStore;
   readonly directory: DirectoryStore;
+  /** Channel visibility and who belongs to which channel, topic and project. */
+  readonly memberships: MembershipStore;
   /** API keys of the HTTP service (prefix and hash only). */
   readonly apiKeys: ApiKeyStore;
   /** The append-only message log. */

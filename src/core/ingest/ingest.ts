@@ -1,14 +1,8 @@
-import type { Project, Topic, User } from '../../storage/directory-store.js';
 import type { Message, NewMessage } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
+import { createMembership } from '../membership.js';
 import {
-  type CreateProjectInput,
-  CreateProjectInputSchema,
-  type CreateTopicInput,
-  CreateTopicInputSchema,
-  type DisplayNameInput,
-  DisplayNameInputSchema,
   type IngestExchangeInput,
   IngestExchangeInputSchema,
   type IngestInput,
@@ -54,12 +48,6 @@ export interface MnemeIngest {
    * invalid nothing is written (INVALID_INPUT names it by position). At most 1000 a call.
    */
   ingestMany(inputs: ReadonlyArray<IngestInput | IngestExchangeInput>): Promise<IngestResult[]>;
-  /** Sets the name extracted facts use for a user ("Oz prefers ..."). */
-  setDisplayName(input: DisplayNameInput): Promise<User>;
-  /** Creates or renames a topic (a conversation session), optionally inside an existing project. */
-  createTopic(input: CreateTopicInput): Promise<Topic>;
-  /** Creates or updates a project; work sessions are extracted only for `managed` projects. */
-  createProject(input: CreateProjectInput): Promise<Project>;
   /**
    * Conversation extraction of a topic: its messages not yet extracted become session memories
    * (source `conversation`). Also runs automatically (see `ConversationTriggerSchema`).
@@ -93,6 +81,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
   const knownTopics = new Set<string>();
+  const membership = createMembership(context);
 
   /** No worker: extraction runs when `whenIdle()` is awaited. */
   function inlineScheduler(): ExtractionScheduler {
@@ -135,6 +124,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       await ensureTopic(input.topicId);
     }
     const stored = await storage.messages.append(inputs.flatMap((input) => input.messages));
+    await membership.learn(stored);
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;
@@ -223,35 +213,6 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
           : prepareMessage(input, `message at index ${index}`),
       );
       return prepared.length === 0 ? [] : append(prepared);
-    },
-
-    async setDisplayName(input) {
-      const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
-      return storage.directory.putUser({ id: parsed.userId, displayName: parsed.displayName }, clock.now());
-    },
-
-    async createTopic(input) {
-      const parsed = parseInput(CreateTopicInputSchema, input, 'topic');
-      if (parsed.projectId !== undefined && !(await storage.directory.getProject(parsed.projectId))) {
-        throw new MnemeError(
-          ErrorCode.NotFound,
-          `project ${parsed.projectId} does not exist; create it with createProject first`,
-        );
-      }
-      const topic = await storage.directory.putTopic(
-        { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
-        clock.now(),
-      );
-      knownTopics.add(topic.id);
-      return topic;
-    },
-
-    async createProject(input) {
-      const parsed = parseInput(CreateProjectInputSchema, input, 'project');
-      return storage.directory.putProject(
-        { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
-        clock.now(),
-      );
     },
 
     extract: (topicId) => extraction.extractTopic(parseInput(TopicIdSchema, topicId, 'topic id')),

@@ -1,7 +1,9 @@
 import type { NewMemory, WriteContext } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
+import { scopeWithinAudience } from '../audience.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { createMembership } from '../membership.js';
 import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
 import { queryTerms } from '../recall/query-terms.js';
 import { ownerKey, sectorOf } from '../scope.js';
@@ -58,7 +60,9 @@ export async function extractMessage(
   const limit = context.policy.ingest.relatedMemories;
   const candidates = await relatedMemories(context, message.content, searchOwners(message, target), limit * 2);
   const related = candidates.slice(0, limit);
-  const facts = await runExtractor(context, extractor, { message, reply, speaker, related });
+  const channelIsPublic = await createMembership(context).isPublic(message.channelId);
+  const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
+  const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
   const writeContext = {
     at: context.clock.now(),
     actor: `extractor:${extractor?.id ?? 'none'}`,

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
-import { getRow, readSqlite } from './sqlite-database.js';
+import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 
 interface ApiKeyRow {
   id: number;
@@ -29,13 +29,20 @@ export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStor
     countActive: database.prepare<[], { count: number }>(
       'SELECT COUNT(*) AS count FROM api_keys WHERE revoked_at IS NULL',
     ),
+    markCreated: database.prepare<[number]>(
+      "INSERT INTO service_state (name, value) VALUES ('first_api_key_at', ?) ON CONFLICT DO NOTHING",
+    ),
+    everCreated: database.prepare<[], { found: 1 }>(
+      "SELECT 1 AS found FROM service_state WHERE name = 'first_api_key_at'",
+    ),
   };
 
   return {
     async insert(key, at) {
-      return readSqlite('storing an API key', () =>
-        toRecord(getRow(statements.insert, key.prefix, key.hash, key.label, key.userId, at)),
-      );
+      return writeSqlite(database, 'storing an API key', () => {
+        statements.markCreated.run(at);
+        return toRecord(getRow(statements.insert, key.prefix, key.hash, key.label, key.userId, at));
+      });
     },
     async findActive(prefix) {
       return readSqlite('reading an API key', () => {
@@ -57,6 +64,9 @@ export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStor
     },
     async countActive() {
       return readSqlite('counting API keys', () => getRow(statements.countActive).count);
+    },
+    async everCreated() {
+      return readSqlite('reading the service state', () => statements.everCreated.get() !== undefined);
     },
   };
 }

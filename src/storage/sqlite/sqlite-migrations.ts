@@ -213,6 +213,40 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       UPDATE maintenance_state SET task = 'consolidate' WHERE task = 'consolidation';
     `,
   },
+  {
+    version: 7,
+    name: 'channels and the members of channels, topics and projects',
+    sql: `
+      CREATE TABLE channels (
+        id TEXT PRIMARY KEY,
+        visibility TEXT NOT NULL CHECK (visibility IN ('direct', 'private', 'public')),
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE members (
+        kind TEXT NOT NULL CHECK (kind IN ('channel', 'topic', 'project')),
+        space_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        added_at INTEGER NOT NULL,
+        PRIMARY KEY (kind, space_id, user_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX members_by_user ON members(user_id);
+      -- Facts about the service that outlive the rows they came from: once an API key was created, the
+      -- HTTP service never runs open again, even after every key is revoked or purged.
+      CREATE TABLE service_state (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      INSERT INTO service_state (name, value)
+        SELECT 'first_api_key_at', MIN(created_at) FROM api_keys HAVING COUNT(*) > 0;
+      -- Everything logged so far came through trusted ingest: its senders are members of what they wrote in.
+      INSERT INTO members (kind, space_id, user_id, added_at)
+        SELECT 'channel', channel_id, sender_id, MIN(created_at) FROM messages GROUP BY channel_id, sender_id;
+      INSERT INTO members (kind, space_id, user_id, added_at)
+        SELECT 'topic', topic_id, sender_id, MIN(created_at) FROM messages
+        WHERE topic_id IS NOT NULL GROUP BY topic_id, sender_id;
+      INSERT OR IGNORE INTO members (kind, space_id, user_id, added_at)
+        SELECT 'project', t.project_id, m.sender_id, MIN(m.created_at) FROM messages m JOIN topics t ON t.id = m.topic_id
+        WHERE t.project_id IS NOT NULL GROUP BY t.project_id, m.sender_id;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

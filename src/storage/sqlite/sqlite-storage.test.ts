@@ -253,6 +253,9 @@ describe('SQLite storage', () => {
     const storage = createSqliteStorage({ path });
     await storage.configureVectors({ model: 'm', dimensions: 2 });
     await storage.directory.putUser({ id: 'ann-4711', displayName: 'Ann' }, at);
+    await storage.apiKeys.insert({ prefix: 'abc123abc123', hash: 'h', label: 'ann laptop', userId: 'ann-4711' }, at);
+    await storage.memberships.putChannel({ id: 'c', visibility: 'private', members: ['ann-4711', 'bob'] }, at);
+    await storage.memberships.addMembers('topic', 't', ['ann-4711'], at);
     const base = {
       category: 'fact',
       sector: 'semantic' as const,
@@ -317,7 +320,10 @@ describe('SQLite storage', () => {
     );
 
     const report = await storage.memories.purgeUser('ann-4711');
-    expect(report).toMatchObject({ memories: 2, vectors: 2, messages: 2, links: 1, versions: 2 });
+    expect(report).toMatchObject({ memories: 2, vectors: 2, messages: 2, links: 1, versions: 2, apiKeys: 1 });
+    expect(await storage.memberships.members('channel', 'c')).toEqual(['bob']);
+    expect(await storage.apiKeys.findActive('abc123abc123')).toBeNull();
+    expect(await storage.apiKeys.everCreated()).toBe(true);
     expect(await storage.memories.get([episode?.id ?? 0, bobTurn?.id ?? 0])).toEqual([
       expect.objectContaining({ content: 'Bob: rowing, mostly' }),
     ]);
@@ -338,7 +344,7 @@ describe('SQLite storage', () => {
         .all()
         .map((column) => column.name);
       const mentions = columns.flatMap((column) =>
-        check.prepare(`SELECT rowid FROM "${table}" WHERE CAST("${column}" AS TEXT) LIKE '%ann-4711%'`).all(),
+        check.prepare(`SELECT * FROM "${table}" WHERE CAST("${column}" AS TEXT) LIKE '%ann-4711%'`).all(),
       );
       expect(mentions, `rows of ${table} naming the purged user`).toEqual([]);
     }

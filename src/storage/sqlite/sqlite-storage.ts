@@ -5,6 +5,7 @@ import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
 import { createSqliteLinkStore } from './sqlite-link-store.js';
 import { createSqliteMaintenanceStateStore } from './sqlite-maintenance-state-store.js';
 import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
+import { createSqliteMembershipStore } from './sqlite-membership-store.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteMessageStore } from './sqlite-message-store.js';
 import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
@@ -20,6 +21,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     links: createSqliteLinkStore(database),
     apiKeys: createSqliteApiKeyStore(database),
     directory: createSqliteDirectoryStore(database),
+    memberships: createSqliteMembershipStore(database),
     messages: createSqliteMessageStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
     maintenance: createSqliteMaintenanceStore(database, vectors),

@@ -6,7 +6,8 @@ import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 /**
  * Deletes everything about one user, inside the caller's transaction: their messages and the replies
  * to them, their memories and the memories built from those (episodes, merges, insights), with
- * vectors, versions and links; a turn's search context quoting their messages is cleared.
+ * vectors, versions and links, and their memberships; a turn's search context quoting their messages is
+ * cleared; their API keys are deleted (so revoked).
  */
 export function purgeSqliteUser(database: Database.Database, vectors: SqliteVectorIndex, userId: string): PurgeReport {
   const ids = (sql: string, ...values: unknown[]) =>
@@ -52,5 +53,7 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
   database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
   database.prepare('DELETE FROM users WHERE id = ?').run(userId);
-  return { userId, messages, memories, vectors: vectorCount, versions, links };
+  database.prepare('DELETE FROM members WHERE user_id = ?').run(userId);
+  const apiKeys = database.prepare('DELETE FROM api_keys WHERE user_id = ?').run(userId).changes;
+  return { userId, messages, memories, vectors: vectorCount, versions, links, apiKeys };
 }

@@ -1,0 +1,74 @@
+import type { Principal } from './access.js';
+import { createApiKeys } from './api-keys.js';
+import { createDirectory } from './directory.js';
+import type { EngineContext } from './engine-context.js';
+import { guardMneme } from './guarded-mneme.js';
+import { createIngest } from './ingest/ingest.js';
+import { createMaintain } from './maintenance/maintain.js';
+import type { Mneme } from './mneme.js';
+import { buildContext } from './recall/context-block.js';
+import { recall } from './recall/recall.js';
+import { reembedMissing, vectorStatus } from './reembed.js';
+import { remember } from './remember.js';
+import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
+import { visibleOwners } from './scope.js';
+import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
+import { requireVisible } from './visibility.js';
+
+/** Builds the engine over already-chosen adapters. `createMneme` is the usual way in. */
+export function createEngine(context: EngineContext): Mneme {
+  const { storage, clock } = context;
+  const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
+  const ingest = createIngest(context);
+
+  const engine: Mneme = {
+    ...ingest,
+    ...createDirectory(context),
+    remember: (input) => remember(context, input),
+    recall: (input) => recall(context, input),
+    context: (input) => buildContext(context, input),
+
+    async get(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
+      return requireVisible(context, parsed.id, parsed.viewer);
+    },
+
+    update: (input) => updateMemory(context, input),
+    forget: (input) => forgetMemory(context, byId(input)),
+    restore: (input) => restoreMemory(context, byId(input)),
+
+    async purgeUser(userId) {
+      return storage.memories.purgeUser(parseInput(UserIdSchema, userId, 'user id'));
+    },
+
+    async list(filter = {}) {
+      const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
+      return storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
+    },
+
+    async history(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
+      if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
+      return storage.memories.history(parsed.id);
+    },
+
+    async links(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'links');
+      await requireVisible(context, parsed.id, parsed.viewer);
+      return storage.links.of(parsed.id);
+    },
+
+    stats: () => storage.memories.stats(clock.now()),
+    maintain: createMaintain(context),
+    reembed: (options) => reembedMissing(context, options),
+    vectorStatus: () => vectorStatus(context),
+    apiKeys: createApiKeys(storage.apiKeys, clock),
+    as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal)),
+
+    async close() {
+      await ingest.close();
+      await storage.close();
+    },
+  };
+  return engine;
+}

@@ -1,0 +1,86 @@
+import type { Project, Topic, User } from '../storage/directory-store.js';
+import type { Channel } from '../storage/membership-store.js';
+import type { EngineContext } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import {
+  ChannelIdSchema,
+  type CreateProjectInput,
+  CreateProjectInputSchema,
+  type CreateTopicInput,
+  CreateTopicInputSchema,
+  type DisplayNameInput,
+  DisplayNameInputSchema,
+  type PutChannelInput,
+  PutChannelInputSchema,
+  parseInput,
+} from './schemas.js';
+
+/** The names and spaces memories hang on: users, topics, projects and channels with their members. */
+export interface MnemeDirectory {
+  /** Sets the name extracted facts use for a user ("Oz prefers ..."). */
+  setDisplayName(input: DisplayNameInput): Promise<User>;
+  /** Creates or renames a topic (a conversation session), optionally inside an existing project; `members` replaces its members. */
+  createTopic(input: CreateTopicInput): Promise<Topic>;
+  /** Creates or updates a project; work sessions are extracted only for `managed` projects; `members` replaces its members. */
+  createProject(input: CreateProjectInput): Promise<Project>;
+  /**
+   * Declares who may read a channel: `direct`, `private` (the default) or `public`, and, when given,
+   * replaces its members. Senders seen through ingest become members on their own.
+   */
+  putChannel(input: PutChannelInput): Promise<Channel>;
+  /** A channel's visibility and members; NOT_FOUND when it was never declared nor written in. */
+  channel(id: string): Promise<Channel>;
+}
+
+export function createDirectory(context: EngineContext): MnemeDirectory {
+  const { directory, memberships } = context.storage;
+  const { clock } = context;
+
+  return {
+    async setDisplayName(input) {
+      const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
+      return directory.putUser({ id: parsed.userId, displayName: parsed.displayName }, clock.now());
+    },
+
+    async createTopic(input) {
+      const parsed = parseInput(CreateTopicInputSchema, input, 'topic');
+      if (parsed.projectId !== undefined && !(await directory.getProject(parsed.projectId))) {
+        throw new MnemeError(
+          ErrorCode.NotFound,
+          `project ${parsed.projectId} does not exist; create it with createProject first`,
+        );
+      }
+      const topic = await directory.putTopic(
+        { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
+        clock.now(),
+      );
+      if (parsed.members) await memberships.setMembers('topic', topic.id, parsed.members, clock.now());
+      return topic;
+    },
+
+    async createProject(input) {
+      const parsed = parseInput(CreateProjectInputSchema, input, 'project');
+      const project = await directory.putProject(
+        { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
+        clock.now(),
+      );
+      if (parsed.members) await memberships.setMembers('project', project.id, parsed.members, clock.now());
+      return project;
+    },
+
+    async putChannel(input) {
+      const parsed = parseInput(PutChannelInputSchema, input, 'channel');
+      return memberships.putChannel(
+        { id: parsed.id, visibility: parsed.visibility, ...(parsed.members ? { members: parsed.members } : {}) },
+        clock.now(),
+      );
+    },
+
+    async channel(id) {
+      const channelId = parseInput(ChannelIdSchema, id, 'channel id');
+      const channel = await memberships.getChannel(channelId);
+      if (!channel) throw new MnemeError(ErrorCode.NotFound, `channel ${channelId} was never declared nor written in`);
+      return channel;
+    },
+  };
+}

@@ -1,0 +1,218 @@
+import type { Principal } from './access.js';
+import type { EngineContext } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
+import { createMembership } from './membership.js';
+import type { Mneme } from './mneme.js';
+import {
+  ContextInputSchema,
+  DisplayNameInputSchema,
+  GetInputSchema,
+  IngestInputSchema,
+  ListFilterSchema,
+  MemoryActionInputSchema,
+  parseInput,
+  RecallInputSchema,
+  RememberInputSchema,
+  TurnsInputSchema,
+  UpdateInputSchema,
+  UserIdSchema,
+} from './schemas.js';
+import { ownerKey, visibleOwners } from './scope.js';
+import type { Viewer } from './types.js';
+import { requireVisible } from './visibility.js';
+
+type UserPrincipal = Extract<Principal, { kind: 'user' }>;
+
+/**
+ * The engine as one user may use it (ADR 5). Every input is parsed first (so bad input is still
+ * INVALID_INPUT), then checked: the user's viewer carries its own id and names only spaces it belongs
+ * to (public channels may be read by anyone); it writes user messages as itself into channels it is in,
+ * its own personal memories, and room or project memories of its spaces, never global ones; it changes
+ * only memories it authored; store-wide operations are refused. Refusals are FORBIDDEN; a memory it may
+ * not see stays NOT_FOUND.
+ */
+export function guardMneme(engine: Mneme, context: EngineContext, principal: UserPrincipal): Mneme {
+  const { userId } = principal;
+  const membership = createMembership(context);
+  const refuse = (what: string): never => {
+    throw new MnemeError(ErrorCode.Forbidden, `${what} needs an administrator; this caller acts as user ${userId}`);
+  };
+  const forOtherUser = (what: string, other: string): never => {
+    throw new MnemeError(
+      ErrorCode.Forbidden,
+      `${what}: this caller acts as user ${userId} and cannot act for ${other}`,
+    );
+  };
+
+  /** The viewer the user may use: its own id forced in, every other id one it belongs to. */
+  async function viewerOf(requested: Viewer | undefined): Promise<Viewer> {
+    if (requested?.userId !== undefined && requested.userId !== userId) forOtherUser('reading', requested.userId);
+    const viewer = { ...requested, userId };
+    await membership.assertMayView(userId, viewer);
+    return viewer;
+  }
+
+  /** The memory, if the user may see it through `viewer` and authored it (personal memories included). */
+  async function ownMemory(id: number, requested: Viewer | undefined, what: string) {
+    const memory = await requireVisible(context, id, await viewerOf(requested));
+    if (memory.userId !== userId) {
+      throw new MnemeError(ErrorCode.Forbidden, `${what}: memory ${id} was not written by user ${userId}`);
+    }
+    return memory;
+  }
+
+  async function assertMayPost(input: unknown, what: string): Promise<void> {
+    const parsed = parseInput(IngestInputSchema, input, what);
+    if (parsed.role !== 'user') refuse(`posting a message as the ${parsed.role}`);
+    if (parsed.sender !== userId) forOtherUser('posting a message', parsed.sender);
+    await membership.assertMember('channel', parsed.channelId, userId, 'posting a message');
+    if (parsed.topicId !== undefined) {
+      await membership.assertMember('topic', parsed.topicId, userId, 'posting a message into a topic');
+    }
+  }
+
+  const exchangeRefused = () =>
+    refuse('posting an exchange (it carries the assistant reply; post the user message with ingest)');
+
+  return {
+    ...engine,
+
+    async remember(input) {
+      const parsed = parseInput(RememberInputSchema, input, 'memory');
+      const what = `writing a ${parsed.scope} memory`;
+      if (parsed.scope === 'global') refuse(what);
+      if (parsed.userId !== undefined && parsed.userId !== userId) forOtherUser(what, parsed.userId);
+      if (parsed.scope === 'room' && parsed.channelId !== undefined) {
+        await membership.assertMember('channel', parsed.channelId, userId, what);
+      }
+      if (parsed.scope === 'project' && parsed.projectId !== undefined) {
+        await membership.assertMember('project', parsed.projectId, userId, what);
+      }
+      return engine.remember({ ...parsed, userId, actor: parsed.actor ?? principal.label });
+    },
+
+    async recall(input) {
+      const parsed = parseInput(RecallInputSchema, input, 'recall');
+      return engine.recall({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+    },
+
+    async context(input) {
+      const parsed = parseInput(ContextInputSchema, input, 'context');
+      return engine.context({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+    },
+
+    async get(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
+      return engine.get({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
+    },
+
+    async update(input) {
+      const parsed = parseInput(UpdateInputSchema, input, 'update');
+      const { viewer, ...edit } = parsed;
+      await ownMemory(edit.id, viewer, 'editing');
+      return engine.update({ ...edit, actor: edit.actor ?? principal.label });
+    },
+
+    async forget(input) {
+      const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'forget');
+      const { viewer, ...action } = parsed;
+      await ownMemory(action.id, viewer, 'forgetting');
+      return engine.forget({ ...action, actor: action.actor ?? principal.label });
+    },
+
+    async restore(input) {
+      const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'restore');
+      const { viewer, ...action } = parsed;
+      await ownMemory(action.id, viewer, 'restoring');
+      return engine.restore({ ...action, actor: action.actor ?? principal.label });
+    },
+
+    async purgeUser(id) {
+      const target = parseInput(UserIdSchema, id, 'user id');
+      if (target !== userId) forOtherUser('purging', target);
+      return engine.purgeUser(target);
+    },
+
+    async list(filter = {}) {
+      const parsed = parseInput(ListFilterSchema, filter, 'list filter');
+      return engine.list({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+    },
+
+    async history(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
+      return engine.history({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
+    },
+
+    async links(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'links');
+      const viewer = await viewerOf(parsed.viewer);
+      const links = await engine.links({ id: parsed.id, viewer });
+      const others = links.map((link) => (link.sourceId === parsed.id ? link.targetId : link.sourceId));
+      const visible = new Set(visibleOwners(viewer));
+      const seen = new Set(
+        (await context.storage.memories.get(others))
+          .filter((memory) => visible.has(ownerKey(memory.scope, memory)))
+          .map((memory) => memory.id),
+      );
+      return links.filter((link) => seen.has(link.sourceId === parsed.id ? link.targetId : link.sourceId));
+    },
+
+    async ingest(input) {
+      await assertMayPost(input, 'message');
+      return engine.ingest(input);
+    },
+
+    ingestExchange: async () => exchangeRefused(),
+
+    async ingestMany(inputs) {
+      if (Array.isArray(inputs)) {
+        for (const [index, input] of inputs.entries()) {
+          if (typeof input === 'object' && input !== null && 'userMessage' in input) exchangeRefused();
+          await assertMayPost(input, `message at index ${index}`);
+        }
+      }
+      return engine.ingestMany(inputs);
+    },
+
+    async setDisplayName(input) {
+      const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
+      if (parsed.userId !== userId) forOtherUser('renaming', parsed.userId);
+      return engine.setDisplayName(parsed);
+    },
+
+    async turns(input) {
+      const parsed = parseInput(TurnsInputSchema, input, 'turns');
+      await viewerOf({ channelId: parsed.channelId });
+      return engine.turns(parsed);
+    },
+
+    async channel(id) {
+      const channel = await engine.channel(id);
+      await viewerOf({ channelId: channel.id });
+      return channel;
+    },
+
+    createTopic: async () => refuse('creating or changing a topic'),
+    createProject: async () => refuse('creating or changing a project'),
+    putChannel: async () => refuse('declaring a channel'),
+    extract: async () => refuse('conversation extraction of a topic'),
+    extractWork: async () => refuse('work extraction of a session'),
+    async workSessionViewer(sessionId) {
+      const viewer = await engine.workSessionViewer(sessionId);
+      await membership.assertMember('topic', sessionId, userId, 'working in a session');
+      return viewer;
+    },
+    stats: async () => refuse('stats over every scope'),
+    maintain: async () => refuse('maintenance'),
+    reembed: async () => refuse('re-embedding'),
+    vectorStatus: async () => refuse('the vector index status'),
+    get apiKeys() {
+      return refuse('managing API keys');
+    },
+    as: (other) =>
+      other.kind === 'user' && other.userId === userId
+        ? guardMneme(engine, context, other)
+        : refuse('acting as another principal'),
+    close: async () => refuse('closing the engine'),
+  };
+}

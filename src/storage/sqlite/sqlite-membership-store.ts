@@ -1,0 +1,69 @@
+import type Database from 'better-sqlite3';
+import type { Channel, ChannelVisibility, MembershipStore, SpaceKind } from '../membership-store.js';
+import { readSqlite, writeSqlite } from './sqlite-database.js';
+
+/** The SQLite implementation of the MembershipStore port (tables `channels` and `members`, migration 7). */
+export function createSqliteMembershipStore(database: Database.Database): MembershipStore {
+  const statements = {
+    getChannel: database.prepare<[string], { visibility: ChannelVisibility }>(
+      'SELECT visibility FROM channels WHERE id = ?',
+    ),
+    putChannel: database.prepare<[string, ChannelVisibility, number, number]>(
+      `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET visibility = excluded.visibility, updated_at = excluded.updated_at`,
+    ),
+    addMember: database.prepare<[SpaceKind, string, string, number]>(
+      'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
+    clearMembers: database.prepare<[SpaceKind, string]>('DELETE FROM members WHERE kind = ? AND space_id = ?'),
+    members: database.prepare<[SpaceKind, string], { user_id: string }>(
+      'SELECT user_id FROM members WHERE kind = ? AND space_id = ? ORDER BY user_id',
+    ),
+    isMember: database.prepare<[SpaceKind, string, string], { found: 1 }>(
+      'SELECT 1 AS found FROM members WHERE kind = ? AND space_id = ? AND user_id = ?',
+    ),
+  };
+
+  const membersOf = (kind: SpaceKind, id: string) => statements.members.all(kind, id).map((row) => row.user_id);
+
+  function replaceMembers(kind: SpaceKind, id: string, userIds: readonly string[], at: number): void {
+    statements.clearMembers.run(kind, id);
+    for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
+  }
+
+  return {
+    async getChannel(id) {
+      return readSqlite(`reading channel ${id}`, (): Channel | null => {
+        const row = statements.getChannel.get(id);
+        const members = membersOf('channel', id);
+        if (!row && members.length === 0) return null;
+        return { id, visibility: row?.visibility ?? 'private', members };
+      });
+    },
+    async putChannel(channel, at) {
+      return writeSqlite(database, `saving channel ${channel.id}`, (): Channel => {
+        statements.putChannel.run(channel.id, channel.visibility, at, at);
+        if (channel.members) replaceMembers('channel', channel.id, channel.members, at);
+        return { id: channel.id, visibility: channel.visibility, members: membersOf('channel', channel.id) };
+      });
+    },
+    async addMembers(kind, id, userIds, at) {
+      if (userIds.length === 0) return;
+      writeSqlite(database, `adding members to ${kind} ${id}`, () => {
+        for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
+      });
+    },
+    async setMembers(kind, id, userIds, at) {
+      writeSqlite(database, `setting the members of ${kind} ${id}`, () => replaceMembers(kind, id, userIds, at));
+    },
+    async members(kind, id) {
+      return readSqlite(`reading the members of ${kind} ${id}`, () => membersOf(kind, id));
+    },
+    async isMember(kind, id, userId) {
+      return readSqlite(
+        `checking a member of ${kind} ${id}`,
+        () => statements.isMember.get(kind, id, userId) !== undefined,
+      );
+    },
+  };
+}
