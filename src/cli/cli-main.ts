@@ -1,8 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
+import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
+import { parseInput, UserIdSchema } from '../core/schemas.js';
 import { registerBenchCommands } from './bench-commands.js';
+import { registerChannelCommands } from './channel-commands.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { registerDoctorCommands } from './doctor-commands.js';
 import { registerIngestCommands } from './ingest-commands.js';
@@ -27,6 +30,7 @@ const exitCodes: Record<ErrorCode, number> = {
 interface GlobalOptions {
   db?: string;
   json?: boolean;
+  as?: string;
 }
 
 /** Runs the `mneme` command line with `argv` (without `node` and the script) and returns the exit code. */
@@ -36,6 +40,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .description('Long-term memory for conversational AI agents.')
     .option('--db <path>', 'database file (MNEME_DB, else ./data/mneme.db)')
     .option('--json', 'print JSON for scripts')
+    .option('--as <user>', "act as this user, with a user key's rights (ADR 5), instead of as the administrator")
     .exitOverride()
     .configureOutput({
       writeOut: io.stdout,
@@ -59,7 +64,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
       });
       try {
-        const result = await run(mneme, ...commandArguments);
+        const principal = globals.as === undefined ? null : userPrincipal(globals.as);
+        const result = await run(principal ? mneme.as(principal) : mneme, ...commandArguments);
         io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
       } finally {
         await mneme.close();
@@ -67,6 +73,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     };
 
   registerMemoryCommands(program, withEngine);
+  registerChannelCommands(program, withEngine);
   registerIngestCommands(program, withEngine, io);
   registerSearchCommands(program, withEngine);
   registerMaintainCommands(program, withEngine);
@@ -86,4 +93,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr(`mneme: unexpected error: ${errorMessage(error)}\n`);
     return 1;
   }
+}
+
+/** The principal of `--as <user>`: the id is checked like every user id. */
+function userPrincipal(userId: string): Principal {
+  return { kind: 'user', userId: parseInput(UserIdSchema, userId, '--as'), label: `cli --as ${userId}` };
 }

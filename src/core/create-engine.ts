@@ -1,4 +1,3 @@
-import type { Principal } from './access.js';
 import { createApiKeys } from './api-keys.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';

@@ -459,7 +459,7 @@ describe('the HTTP API', () => {
 
   it('answers 503 with Retry-After while another process holds the write lock', async () => {
     const path = join(folder, 'busy.db');
-    const engine = await createMneme({ path });
+    const engine = await createMneme({ path, busyTimeoutMs: 0 });
     const busyApp = createHttpApp({ mneme: engine, apiKeys: engine.apiKeys });
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');

@@ -199,6 +199,40 @@ describe('SQLite storage', () => {
     await storage.close();
   });
 
+  it('makes the senders of a schema 6 file members of their channels, topics and projects, and remembers its keys (migration 7)', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 6 });
+    old.prepare("INSERT INTO projects (id, created_at) VALUES ('apollo', 1)").run();
+    old.prepare("INSERT INTO topics (id, project_id, created_at) VALUES ('t1', 'apollo', 1)").run();
+    const message = old.prepare(
+      'INSERT INTO messages (channel_id, sender_id, role, content, topic_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    message.run('room', 'ann', 'user', 'hello', 't1', 5);
+    message.run('room', 'bob', 'user', 'hi', null, 6);
+    message.run('dm-cy', 'cy', 'user', 'psst', null, 7);
+    old
+      .prepare("INSERT INTO api_keys (prefix, hash, label, created_at, revoked_at) VALUES ('p', 'h', 'old', 1, 2)")
+      .run();
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    expect(await storage.memberships.members('channel', 'room')).toEqual(['ann', 'bob']);
+    expect(await storage.memberships.members('channel', 'dm-cy')).toEqual(['cy']);
+    expect(await storage.memberships.members('topic', 't1')).toEqual(['ann']);
+    expect(await storage.memberships.members('project', 'apollo')).toEqual(['ann']);
+    expect(await storage.memberships.getChannel('room')).toEqual({
+      id: 'room',
+      visibility: 'private',
+      members: ['ann', 'bob'],
+    });
+    expect(await storage.apiKeys.everCreated()).toBe(true);
+    await storage.close();
+
+    const fresh = createSqliteStorage({ path: ':memory:' });
+    expect(await fresh.apiKeys.everCreated()).toBe(false);
+    await fresh.close();
+  });
+
   it('refuses a database written by a newer mneme, and leaves it untouched', () => {
     const path = newFile();
     openSqliteDatabase({ path }).close();
