@@ -6,6 +6,8 @@ interface SqliteMigration {
   version: number;
   name: string;
   sql: string;
+  /** What SQL alone cannot say (a table that may not exist), run after `sql` in the same transaction. */
+  after?: (database: Database.Database) => void;
 }
 
 export const sqliteMigrations: readonly SqliteMigration[] = [
@@ -247,6 +249,23 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE t.project_id IS NOT NULL GROUP BY t.project_id, m.sender_id;
     `,
   },
+  {
+    version: 8,
+    name: 'facts extracted as global from a channel narrowed to its room (ADR 5)',
+    sql: `
+      -- No channel was public before channels existed, so no extracted fact may be wider than its room.
+      UPDATE memories SET scope = 'room', owner = 'room:' || channel_id
+        WHERE scope = 'global' AND source = 'extraction' AND channel_id IS NOT NULL;
+    `,
+    after(database) {
+      const hasVectors = database
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_vectors'")
+        .get();
+      if (!hasVectors) return;
+      database.exec(`UPDATE memory_vectors SET owner = (SELECT owner FROM memories WHERE id = memory_id)
+        WHERE owner = 'global' AND memory_id IN (SELECT id FROM memories WHERE owner != 'global')`);
+    },
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
@@ -276,6 +295,7 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
     database
       .transaction(() => {
         database.exec(migration.sql);
+        migration.after?.(database);
         record.run(migration.version, migration.name, Date.now());
       })
       .immediate();

@@ -233,6 +233,50 @@ describe('SQLite storage', () => {
     await fresh.close();
   });
 
+  it('narrows facts a schema 7 file extracted as global from a channel to that room, vectors included (migration 8)', async () => {
+    const path = newFile();
+    const old = createSqliteStorage({ path, migrateTo: 7 });
+    await old.configureVectors({ model: 'm', dimensions: 2 });
+    const fact = (content: string, source: 'extraction' | 'manual', channelId: string | null): NewMemory => ({
+      ...globalMemory(content),
+      source,
+      channelId,
+      embedding: { model: 'm', vector: new Float32Array([1, 0]) },
+    });
+    await old.memories.insert(
+      [
+        fact('The production password is hunter2', 'extraction', 'dm-bob'),
+        fact('The office opens at 8', 'manual', null),
+        fact('Standup is at 10', 'manual', 'team'),
+      ],
+      { at, actor: null },
+    );
+    await old.close();
+
+    const storage = createSqliteStorage({ path });
+    const { memories } = await storage.memories.list({ archived: 'exclude', limit: 10, offset: 0, owners: null });
+    expect(memories.map((memory) => [memory.content, memory.scope]).sort()).toEqual([
+      ['Standup is at 10', 'global'],
+      ['The office opens at 8', 'global'],
+      ['The production password is hunter2', 'room'],
+    ]);
+    const globalHits = await storage.memories.searchVector({
+      vector: new Float32Array([1, 0]),
+      model: 'm',
+      owners: ['global'],
+      limit: 10,
+    });
+    expect(globalHits).toHaveLength(2);
+    const roomHits = await storage.memories.searchVector({
+      vector: new Float32Array([1, 0]),
+      model: 'm',
+      owners: ['room:dm-bob'],
+      limit: 10,
+    });
+    expect(roomHits).toHaveLength(1);
+    await storage.close();
+  });
+
   it('refuses a database written by a newer mneme, and leaves it untouched', () => {
     const path = newFile();
     openSqliteDatabase({ path }).close();
