@@ -4,6 +4,7 @@ import { ErrorCode, MnemeError } from './errors.js';
 import { createMembership } from './membership.js';
 import type { Mneme } from './mneme.js';
 import {
+  ChannelIdSchema,
   ContextInputSchema,
   DisplayNameInputSchema,
   GetInputSchema,
@@ -13,6 +14,7 @@ import {
   parseInput,
   RecallInputSchema,
   RememberInputSchema,
+  TopicIdSchema,
   TurnsInputSchema,
   UpdateInputSchema,
   UserIdSchema,
@@ -187,9 +189,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     },
 
     async channel(id) {
-      const channel = await engine.channel(id);
-      await viewerOf({ channelId: channel.id });
-      return channel;
+      await viewerOf({ channelId: parseInput(ChannelIdSchema, id, 'channel id') });
+      return engine.channel(id);
     },
 
     createTopic: async () => refuse('creating or changing a topic'),
@@ -198,9 +199,9 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     extract: async () => refuse('conversation extraction of a topic'),
     extractWork: async () => refuse('work extraction of a session'),
     async workSessionViewer(sessionId) {
-      const viewer = await engine.workSessionViewer(sessionId);
-      await membership.assertMember('topic', sessionId, userId, 'working in a session');
-      return viewer;
+      const id = parseInput(TopicIdSchema, sessionId, 'session id');
+      await membership.assertMember('topic', id, userId, 'working in a session');
+      return engine.workSessionViewer(id);
     },
     stats: async () => refuse('stats over every scope'),
     maintain: async () => refuse('maintenance'),
