@@ -68,6 +68,12 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     await membership.assertMember('channel', parsed.channelId, userId, 'posting a message');
     if (parsed.topicId !== undefined) {
       await membership.assertMember('topic', parsed.topicId, userId, 'posting a message into a topic');
+      // Ingest makes the sender a member of the topic's project, and work extraction writes the
+      // message into that project: a topic member who is not a project member may not post there.
+      const projectId = (await context.storage.directory.getTopic(parsed.topicId))?.projectId;
+      if (projectId) {
+        await membership.assertMember('project', projectId, userId, 'posting a message into a topic of a project');
+      }
     }
   }
 
