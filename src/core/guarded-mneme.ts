@@ -66,6 +66,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     if (parsed.role !== 'user') refuse(`posting a message as the ${parsed.role}`);
     if (parsed.sender !== userId) forOtherUser('posting a message', parsed.sender);
     await membership.assertMember('channel', parsed.channelId, userId, 'posting a message');
+    if (parsed.replyTo !== undefined) await assertMayRead(parsed.replyTo);
     if (parsed.topicId !== undefined) {
       await membership.assertMember('topic', parsed.topicId, userId, 'posting a message into a topic');
       // Ingest makes the sender a member of the topic's project, and work extraction writes the
@@ -75,6 +76,16 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
         await membership.assertMember('project', projectId, userId, 'posting a message into a topic of a project');
       }
     }
+  }
+
+  /** NOT_FOUND unless the message exists in a channel the user may read (so no id of another's message is confirmed). */
+  async function assertMayRead(messageId: number): Promise<void> {
+    const [message] = await context.storage.messages.get([messageId]);
+    const readable =
+      message !== undefined &&
+      ((await membership.isPublic(message.channelId)) ||
+        (await context.storage.memberships.isMember('channel', message.channelId, userId)));
+    if (!readable) throw new MnemeError(ErrorCode.NotFound, `message ${messageId} does not exist`);
   }
 
   const exchangeRefused = () =>
