@@ -99,12 +99,11 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       const what = `writing a ${parsed.scope} memory`;
       if (parsed.scope === 'global') refuse(what);
       if (parsed.userId !== undefined && parsed.userId !== userId) forOtherUser(what, parsed.userId);
-      if (parsed.scope === 'room' && parsed.channelId !== undefined) {
-        await membership.assertMember('channel', parsed.channelId, userId, what);
-      }
-      if (parsed.scope === 'project' && parsed.projectId !== undefined) {
-        await membership.assertMember('project', parsed.projectId, userId, what);
-      }
+      // Every space the memory names, whatever its scope: a memory tagged with another user's channel,
+      // topic or project is listed under that space (list filters) as if it came from there.
+      if (parsed.channelId !== undefined) await membership.assertMember('channel', parsed.channelId, userId, what);
+      if (parsed.projectId !== undefined) await membership.assertMember('project', parsed.projectId, userId, what);
+      if (parsed.topicId !== undefined) await membership.assertMember('topic', parsed.topicId, userId, what);
       return engine.remember({ ...parsed, userId, actor: parsed.actor ?? principal.label });
     },
 
