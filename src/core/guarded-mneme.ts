@@ -44,6 +44,10 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     );
   };
 
+  /** A pinned memory is in every context of its audience: a user pins only its personal memories (ADR 5). */
+  const refusePin = (scope: string): never =>
+    refuse(`pinning a ${scope} memory (it would be pinned into other members' contexts; pin personal memories)`);
+
   /** The viewer the user may use: its own id forced in, every other id one it belongs to. */
   async function viewerOf(requested: Viewer | undefined): Promise<Viewer> {
     if (requested?.userId !== undefined && requested.userId !== userId) forOtherUser('reading', requested.userId);
@@ -98,6 +102,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       const parsed = parseInput(RememberInputSchema, input, 'memory');
       const what = `writing a ${parsed.scope} memory`;
       if (parsed.scope === 'global') refuse(what);
+      if (parsed.pinned && parsed.scope !== 'personal') refusePin(parsed.scope);
       if (parsed.userId !== undefined && parsed.userId !== userId) forOtherUser(what, parsed.userId);
       // Every space the memory names, whatever its scope: a memory tagged with another user's channel,
       // topic or project is listed under that space (list filters) as if it came from there.
@@ -125,7 +130,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     async update(input) {
       const parsed = parseInput(UpdateInputSchema, input, 'update');
       const { viewer, ...edit } = parsed;
-      await ownMemory(edit.id, viewer, 'editing');
+      const memory = await ownMemory(edit.id, viewer, 'editing');
+      if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
       return engine.update({ ...edit, actor: edit.actor ?? principal.label });
     },
 
