@@ -46,6 +46,10 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     );
   };
 
+  /** A pinned memory is in every context of its audience: a user pins only its personal memories (ADR 5). */
+  const refusePin = (scope: string): never =>
+    refuse(`pinning a ${scope} memory (it would be pinned into other members' contexts; pin personal memories)`);
+
   /** The viewer the user may use: its own id forced in, every other id one it belongs to. */
   async function viewerOf(requested: Viewer | undefined): Promise<Viewer> {
     if (requested?.userId !== undefined && requested.userId !== userId) forOtherUser('reading', requested.userId);
@@ -68,9 +72,26 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     if (parsed.role !== 'user') refuse(`posting a message as the ${parsed.role}`);
     if (parsed.sender !== userId) forOtherUser('posting a message', parsed.sender);
     await membership.assertMember('channel', parsed.channelId, userId, 'posting a message');
+    if (parsed.replyTo !== undefined) await assertMayRead(parsed.replyTo);
     if (parsed.topicId !== undefined) {
       await membership.assertMember('topic', parsed.topicId, userId, 'posting a message into a topic');
+      // Ingest makes the sender a member of the topic's project, and work extraction writes the
+      // message into that project: a topic member who is not a project member may not post there.
+      const projectId = (await context.storage.directory.getTopic(parsed.topicId))?.projectId;
+      if (projectId) {
+        await membership.assertMember('project', projectId, userId, 'posting a message into a topic of a project');
+      }
     }
+  }
+
+  /** NOT_FOUND unless the message exists in a channel the user may read (so no id of another's message is confirmed). */
+  async function assertMayRead(messageId: number): Promise<void> {
+    const [message] = await context.storage.messages.get([messageId]);
+    const readable =
+      message !== undefined &&
+      ((await membership.isPublic(message.channelId)) ||
+        (await context.storage.memberships.isMember('channel', message.channelId, userId)));
+    if (!readable) throw new MnemeError(ErrorCode.NotFound, `message ${messageId} does not exist`);
   }
 
   const exchangeRefused = () =>
@@ -83,13 +104,13 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       const parsed = parseInput(RememberInputSchema, input, 'memory');
       const what = `writing a ${parsed.scope} memory`;
       if (parsed.scope === 'global') refuse(what);
+      if (parsed.pinned && parsed.scope !== 'personal') refusePin(parsed.scope);
       if (parsed.userId !== undefined && parsed.userId !== userId) forOtherUser(what, parsed.userId);
-      if (parsed.scope === 'room' && parsed.channelId !== undefined) {
-        await membership.assertMember('channel', parsed.channelId, userId, what);
-      }
-      if (parsed.scope === 'project' && parsed.projectId !== undefined) {
-        await membership.assertMember('project', parsed.projectId, userId, what);
-      }
+      // Every space the memory names, whatever its scope: a memory tagged with another user's channel,
+      // topic or project is listed under that space (list filters) as if it came from there.
+      if (parsed.channelId !== undefined) await membership.assertMember('channel', parsed.channelId, userId, what);
+      if (parsed.projectId !== undefined) await membership.assertMember('project', parsed.projectId, userId, what);
+      if (parsed.topicId !== undefined) await membership.assertMember('topic', parsed.topicId, userId, what);
       return engine.remember({ ...parsed, userId, actor: parsed.actor ?? principal.label });
     },
 
@@ -111,7 +132,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     async update(input) {
       const parsed = parseInput(UpdateInputSchema, input, 'update');
       const { viewer, ...edit } = parsed;
-      await ownMemory(edit.id, viewer, 'editing');
+      const memory = await ownMemory(edit.id, viewer, 'editing');
+      if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
       return engine.update({ ...edit, actor: edit.actor ?? principal.label });
     },
 
