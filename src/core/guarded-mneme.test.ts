@@ -129,6 +129,13 @@ describe('the engine acting for a user (Mneme.as)', () => {
     await expect(asAnn.restore({ id: anns.id, viewer })).resolves.toMatchObject({ archivedAt: null });
   });
 
+  it("records the principal's label as the actor of every change, whatever actor the input names", async () => {
+    const memory = await asAnn.remember({ content: 'Ann likes tea', scope: 'personal', userId: 'ann', actor: 'bob' });
+    await asAnn.update({ id: memory.id, content: 'Ann likes green tea', actor: 'bob' });
+    await asAnn.forget({ id: memory.id, actor: 'bob' });
+    expect((await mneme.history(memory.id)).map((version) => version.actor)).toEqual(['ann-app', 'ann-app', 'ann-app']);
+  });
+
   it('refuses store-wide operations and every declaration of spaces', async () => {
     await refused(asAnn.stats());
     await refused(asAnn.maintain());

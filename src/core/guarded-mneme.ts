@@ -30,7 +30,8 @@ type UserPrincipal = Extract<Principal, { kind: 'user' }>;
  * INVALID_INPUT), then checked: the user's viewer carries its own id and names only spaces it belongs
  * to (public channels may be read by anyone); it writes user messages as itself into channels it is in,
  * its own personal memories, and room or project memories of its spaces, never global ones; it changes
- * only memories it authored; store-wide operations are refused. Refusals are FORBIDDEN; a memory it may
+ * only memories it authored; versions name the principal's label as the actor, whatever the input says;
+ * store-wide operations are refused. Refusals are FORBIDDEN; a memory it may
  * not see stays NOT_FOUND.
  */
 export function guardMneme(engine: Mneme, context: EngineContext, principal: UserPrincipal): Mneme {
@@ -111,7 +112,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       if (parsed.channelId !== undefined) await membership.assertMember('channel', parsed.channelId, userId, what);
       if (parsed.projectId !== undefined) await membership.assertMember('project', parsed.projectId, userId, what);
       if (parsed.topicId !== undefined) await membership.assertMember('topic', parsed.topicId, userId, what);
-      return engine.remember({ ...parsed, userId, actor: parsed.actor ?? principal.label });
+      return engine.remember({ ...parsed, userId, actor: principal.label });
     },
 
     async recall(input) {
@@ -134,21 +135,21 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       const { viewer, ...edit } = parsed;
       const memory = await ownMemory(edit.id, viewer, 'editing');
       if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
-      return engine.update({ ...edit, actor: edit.actor ?? principal.label });
+      return engine.update({ ...edit, actor: principal.label });
     },
 
     async forget(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'forget');
       const { viewer, ...action } = parsed;
       await ownMemory(action.id, viewer, 'forgetting');
-      return engine.forget({ ...action, actor: action.actor ?? principal.label });
+      return engine.forget({ ...action, actor: principal.label });
     },
 
     async restore(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'restore');
       const { viewer, ...action } = parsed;
       await ownMemory(action.id, viewer, 'restoring');
-      return engine.restore({ ...action, actor: action.actor ?? principal.label });
+      return engine.restore({ ...action, actor: principal.label });
     },
 
     async purgeUser(id) {

@@ -14,6 +14,11 @@ export interface Membership {
   assertMember(kind: SpaceKind, id: string, userId: string, what: string): Promise<void>;
   /** Whether an administrator marked the channel public: only there may extraction write global memories. */
   isPublic(channelId: string): Promise<boolean>;
+  /**
+   * Whether everyone in the space may read the channel (it is public, or each member of the space is a
+   * member of the channel): only then may a message of the channel become a memory of the space.
+   */
+  reaches(channelId: string, kind: SpaceKind, id: string): Promise<boolean>;
 }
 
 const spaceNames: Record<SpaceKind, string> = { channel: 'channel', topic: 'topic', project: 'project' };
@@ -60,5 +65,12 @@ export function createMembership(context: EngineContext): Membership {
 
     assertMember,
     isPublic,
+
+    async reaches(channelId, kind, id) {
+      const channel = await memberships.getChannel(channelId);
+      if (channel?.visibility === 'public') return true;
+      const readers = new Set(channel?.members ?? []);
+      return (await memberships.members(kind, id)).every((member) => readers.has(member));
+    },
   };
 }

@@ -1,4 +1,5 @@
 import type { EngineContext } from '../engine-context.js';
+import { createMembership } from '../membership.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
 import { EXTRACTION_BATCH_SIZE, ExtractionTask, topicKey } from './extraction-task.js';
 import { conversationTriggerReason } from './ingest-policy.js';
@@ -10,7 +11,8 @@ export type TopicTarget = Exclude<ExtractionTarget, { source: 'extraction' }>;
 /**
  * Extracts the user messages of a topic past the target's watermark (`topic:<id>`, task
  * `conversation` or `work`) into memories of the target, a batch at a time, saving the watermark
- * after each batch.
+ * after each batch. A message of a channel some member of the topic (work: of the project) may not
+ * read is left out (ADR 5): its audience is narrower than the memory's would be.
  */
 export async function extractTopicMessages(
   context: EngineContext,
@@ -21,12 +23,18 @@ export async function extractTopicMessages(
   const { topicId } = target;
   const task = target.source === 'work' ? ExtractionTask.work : ExtractionTask.conversation;
   const report: ExtractionReport = { messages: 0, created: [], updated: [] };
+  const membership = createMembership(context);
+  const space =
+    target.source === 'work'
+      ? { kind: 'project' as const, id: target.projectId }
+      : { kind: 'topic' as const, id: topicId };
   let watermark = await topicWatermark(context, topicId, task);
   for (;;) {
     const batch = await storage.messages.listTopicAfter(topicId, watermark, EXTRACTION_BATCH_SIZE);
     if (batch.length === 0) return report;
     for (const [index, message] of batch.entries()) {
       if (message.role !== 'user') continue;
+      if (!(await membership.reaches(message.channelId, space.kind, space.id))) continue;
       const reply = await replyTo(batch, index, () => storage.messages.listTopicAfter(topicId, message.id, 1));
       const one = await extractMessage(context, extractor, message, reply, target);
       report.messages += one.messages;
