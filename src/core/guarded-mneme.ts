@@ -30,9 +30,9 @@ type UserPrincipal = Extract<Principal, { kind: 'user' }>;
  * INVALID_INPUT), then checked: the user's viewer carries its own id and names only spaces it belongs
  * to (public channels may be read by anyone); it writes user messages as itself into channels it is in,
  * its own personal memories, and room or project memories of its spaces, never global ones; it changes
- * only memories it authored; versions name the principal's label as the actor, whatever the input says;
- * store-wide operations are refused. Refusals are FORBIDDEN; a memory it may
- * not see stays NOT_FOUND.
+ * only memories it authored, and pins only personal ones; versions name the principal's label as the
+ * actor, whatever the input says; store-wide operations are refused. Refusals are FORBIDDEN; a memory
+ * (or message) it may not see stays NOT_FOUND.
  */
 export function guardMneme(engine: Mneme, context: EngineContext, principal: UserPrincipal): Mneme {
   const { userId } = principal;
