@@ -3,6 +3,7 @@ import { ErrorCode, MnemeError } from '../core/errors.js';
 import { ownerKey, visibleOwners } from '../core/scope.js';
 import type { Scope } from '../core/types.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
+import type { ExtractionLease } from './extraction-store.js';
 import type { NewMemory, StoredEmbedding } from './memory-store.js';
 import type { Storage } from './storage.js';
 
@@ -753,6 +754,170 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       const updated = await storage.memories.update(memory?.id ?? 0, { sourceMessageIds: [1, 4] }, context);
       expect(updated.sourceMessageIds).toEqual([1, 4]);
       expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
+    });
+
+    describe('extraction', () => {
+      const lease = (owner: string, ttlMs = 60_000): ExtractionLease => ({
+        channelId: 'room',
+        task: 'extraction',
+        owner,
+        ttlMs,
+      });
+      const factContext = { at, actor: 'extractor:test', reason: 'from message 7' };
+      const roomMemory = (content: string, overrides: Partial<NewMemory> = {}) =>
+        newMemory(content, { scope: 'room', channelId: 'room', source: 'extraction', ...overrides }, false);
+      const exchange = async (messageId: number, chunks: string[]) => ({
+        context: { at, actor: 'exchange' },
+        messageId,
+        chunks: await Promise.all(
+          chunks.map((chunk) => roomMemory(chunk, { category: 'exchange', source: 'exchange' })),
+        ),
+      });
+
+      it('claims a free lease, refuses it to another holder while it is live, renews it for its holder, frees it on release', async () => {
+        expect(await storage.extraction.claim(lease('first'))).toBe(true);
+        expect(await storage.extraction.claim(lease('second'))).toBe(false);
+        expect(await storage.extraction.claim(lease('first'))).toBe(true);
+        expect(await storage.extraction.claim({ ...lease('second'), task: 'conversation' })).toBe(true);
+        await storage.extraction.release(lease('second'));
+        expect(await storage.extraction.claim(lease('second'))).toBe(false);
+        await storage.extraction.release(lease('first'));
+        expect(await storage.extraction.claim(lease('second'))).toBe(true);
+      });
+
+      it('lets another holder take over a lease that expired', async () => {
+        expect(await storage.extraction.claim(lease('dead', 0))).toBe(true);
+        expect(await storage.extraction.claim(lease('successor'))).toBe(true);
+        expect(await storage.extraction.claim(lease('dead'))).toBe(false);
+        expect(await storage.extraction.apply(lease('dead'), { from: 0, to: 3, at })).toBeNull();
+        expect(await storage.maintenanceState.get('room', 'extraction')).toBeNull();
+      });
+
+      it("applies a message's updates, new facts, links and exchange chunks with the watermark, in one step", async () => {
+        const [matched] = await storage.memories.insert([await roomMemory('The team meets on Mondays')], context);
+        const matchedId = matched?.id ?? 0;
+        await storage.extraction.claim(lease('worker'));
+        const applied = await storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: 8,
+          at: at + 1,
+          facts: {
+            context: factContext,
+            updates: [{ id: matchedId, changes: { content: 'The team meets on Tuesdays', sourceMessageIds: [7] } }],
+            inserts: [await roomMemory('The team lead is Ana'), await roomMemory('The office is in Oslo')],
+            linked: [matchedId],
+          },
+          exchange: await exchange(7, ['first chunk of the turn', 'second chunk of the turn']),
+        });
+        expect(applied?.updated.map((memory) => memory.content)).toEqual(['The team meets on Tuesdays']);
+        expect(applied?.created.map((memory) => memory.content)).toEqual([
+          'The team lead is Ana',
+          'The office is in Oslo',
+        ]);
+        expect(applied?.chunks.map((memory) => memory.content)).toEqual([
+          'first chunk of the turn',
+          'second chunk of the turn',
+        ]);
+        const [lead, office] = applied?.created.map((memory) => memory.id) ?? [];
+        const links = await storage.links.of(lead ?? 0);
+        expect(links.map((link) => [link.sourceId, link.targetId, link.type]).sort()).toEqual(
+          [
+            [matchedId, lead, 'co_extracted'],
+            [lead, office, 'co_extracted'],
+          ].sort(),
+        );
+        expect((await storage.memories.history(matchedId)).map((version) => version.reason)).toEqual([
+          null,
+          'from message 7',
+        ]);
+        expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({
+          watermark: 8,
+          lastRunAt: at + 1,
+        });
+      });
+
+      it('refuses a step whose watermark another holder moved, or from a holder without the lease, writing nothing', async () => {
+        await storage.extraction.claim(lease('worker'));
+        expect(await storage.extraction.apply(lease('worker'), { from: 0, to: 5, at })).not.toBeNull();
+        const refused = [
+          { holder: 'worker', from: 0, turn: 'a turn applied from a stale watermark' },
+          { holder: 'stranger', from: 5, turn: 'a turn applied without the lease' },
+        ];
+        for (const { holder, from, turn } of refused) {
+          const step = { from, to: 9, at, exchange: await exchange(9, [turn]) };
+          expect(await storage.extraction.apply(lease(holder), step)).toBeNull();
+        }
+        expect((await storage.memories.list(allActive())).memories).toEqual([]);
+        expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({ watermark: 5 });
+      });
+
+      it('stores each exchange chunk of a message once, however often the message is applied', async () => {
+        await storage.extraction.claim(lease('worker'));
+        const first = await storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: 7,
+          at,
+          exchange: await exchange(7, ['the first chunk']),
+        });
+        const again = await storage.extraction.apply(lease('worker'), {
+          from: 7,
+          to: 8,
+          at,
+          exchange: await exchange(7, ['the first chunk again', 'a second chunk']),
+        });
+        expect(first?.chunks.map((memory) => memory.content)).toEqual(['the first chunk']);
+        expect(again?.chunks.map((memory) => memory.content)).toEqual(['a second chunk']);
+        await storage.memories.archive([first?.chunks[0]?.id ?? 0], context);
+        const afterForget = await storage.extraction.apply(lease('worker'), {
+          from: 8,
+          to: 9,
+          at,
+          exchange: await exchange(7, ['the first chunk, forgotten']),
+        });
+        expect(afterForget?.chunks).toEqual([]);
+      });
+
+      it('writes nothing of a step when one of its writes fails', async () => {
+        await storage.extraction.claim(lease('worker'));
+        const orphan = await newMemory('Notes of a missing session', { scope: 'session', topicId: 'missing' }, false);
+        await expect(
+          storage.extraction.apply(lease('worker'), {
+            from: 0,
+            to: 4,
+            at,
+            exchange: await exchange(3, ['a turn written before the failure']),
+            facts: { context: factContext, updates: [], inserts: [orphan], linked: [] },
+          }),
+        ).rejects.toMatchObject({ code: ErrorCode.NotFound });
+        expect((await storage.memories.list(allActive())).memories).toEqual([]);
+        expect(await storage.maintenanceState.get('room', 'extraction')).toBeNull();
+      });
+
+      it('finds the active memories of the given owners that cite a message', async () => {
+        const [cited, updated, archived, elsewhere] = await storage.memories.insert(
+          [
+            await roomMemory('Cited at once', { sourceMessageIds: [3] }),
+            await roomMemory('Cited once updated', { sourceMessageIds: [1] }),
+            await roomMemory('Cited but forgotten', { sourceMessageIds: [3] }),
+            await newMemory(
+              'Cited in another scope',
+              { scope: 'personal', userId: 'oz', sourceMessageIds: [3] },
+              false,
+            ),
+          ],
+          context,
+        );
+        await storage.memories.update(updated?.id ?? 0, { sourceMessageIds: [1, 3] }, context);
+        await storage.memories.archive([archived?.id ?? 0], context);
+        const citing = await storage.extraction.citing(3, [ownerKey('room', { channelId: 'room' })]);
+        expect(citing.map((memory) => memory.id)).toEqual([cited?.id, updated?.id]);
+        expect((await storage.extraction.citing(3, ['user:oz'])).map((memory) => memory.id)).toEqual([elsewhere?.id]);
+        expect(await storage.extraction.citing(1, ['user:oz'])).toEqual([]);
+        await storage.memories.update(updated?.id ?? 0, { sourceMessageIds: [1] }, context);
+        expect(
+          (await storage.extraction.citing(3, [ownerKey('room', { channelId: 'room' })])).map((memory) => memory.id),
+        ).toEqual([cited?.id]);
+      });
     });
   });
 }

@@ -1,5 +1,6 @@
 import type { ApiKeyStore } from './api-key-store.js';
 import type { DirectoryStore } from './directory-store.js';
+import type { ExtractionStore } from './extraction-store.js';
 import type { LinkStore } from './link-store.js';
 import type { MaintenanceStateStore } from './maintenance-state-store.js';
 import type { MaintenanceStore } from './maintenance-store.js';
@@ -27,6 +28,8 @@ export interface Storage {
   readonly messages: MessageStore;
   /** Per-channel watermarks of the background tasks. */
   readonly maintenanceState: MaintenanceStateStore;
+  /** Leases on the extraction watermarks, and each message's extraction committed with its watermark. */
+  readonly extraction: ExtractionStore;
   /** Paged reads and transactional merges of decay, consolidation, linking and dream. */
   readonly maintenance: MaintenanceStore;
   /** Memories that lack a vector of the current model, and the writes that give them one. */

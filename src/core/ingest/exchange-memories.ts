@@ -1,30 +1,30 @@
+import type { ExtractedExchange } from '../../storage/extraction-store.js';
 import type { NewMemory } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { ownerKey } from '../scope.js';
-import type { Memory } from '../types.js';
 import { chunkWords } from './chunking.js';
 import { displayName } from './display-name.js';
 import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
 
 /**
- * Stores a conversation turn as episodic `exchange` memories (room scope): chunks of the policy's
- * `chunkWords` words overlapping by `chunkOverlapWords`, unless a previous run already did. With
+ * A conversation turn as episodic `exchange` memories (room scope), for the caller to apply with the
+ * watermark past the message: chunks of the policy's `chunkWords` words overlapping by
+ * `chunkOverlapWords`, chunk `i` of the message stored once whatever re-runs (the store skips it). With
  * the assistant's reply: the exchange, both messages embedded together (the RAG path). Without one
  * (people talking to each other): the message alone, found also by the message before it
  * (search-only context, as a reply is often elliptical: "Yes, in June!"); a short message
  * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored.
  */
-export async function storeExchangeMemories(
+export async function exchangeChunks(
   context: EngineContext,
   message: Message,
   reply: Message | null,
   previous: Message | null,
-): Promise<Memory[]> {
-  if (!reply && message.content.trim().length <= MAX_SHORT_MESSAGE_CHARS) return [];
+): Promise<ExtractedExchange | null> {
+  if (!reply && message.content.trim().length <= MAX_SHORT_MESSAGE_CHARS) return null;
   const owner = ownerKey('room', { channelId: message.channelId });
-  if (await isStored(context, owner, message.id)) return [];
   const { chunkWords: size, chunkOverlapWords: overlap } = context.policy.ingest;
   const said = `${await displayName(context, message.senderId)}: ${message.content}`;
   const text = reply ? `${said}\n${await displayName(context, reply.senderId)}: ${reply.content}` : said;
@@ -54,22 +54,16 @@ export async function storeExchangeMemories(
     searchContext,
     searchContextMessageId: searchContext ? (previous?.id ?? null) : null,
   };
-  return context.storage.memories.insert(
-    chunks.map((content, index) => ({ ...turn, content, embedding: embeddings[index] ?? null })),
-    { at: context.clock.now(), actor: 'exchange', reason: `exchange of message ${message.id}`, deferred: true },
-  );
-}
-
-/** Whether one of the room's 5 newest exchange memories (archived too) already cites the message. */
-async function isStored(context: EngineContext, owner: string, messageId: number): Promise<boolean> {
-  const recent = await context.storage.memories.list({
-    owners: [owner],
-    category: 'exchange',
-    archived: 'include',
-    limit: 5,
-    offset: 0,
-  });
-  return recent.memories.some((memory) => memory.sourceMessageIds.includes(messageId));
+  return {
+    context: {
+      at: context.clock.now(),
+      actor: 'exchange',
+      reason: `exchange of message ${message.id}`,
+      deferred: true,
+    },
+    messageId: message.id,
+    chunks: chunks.map((content, index) => ({ ...turn, content, embedding: embeddings[index] ?? null })),
+  };
 }
 
 /** The first `count` words of a text. */

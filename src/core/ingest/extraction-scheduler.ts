@@ -2,7 +2,9 @@
 export interface ExtractionWork {
   /**
    * Extracts every message of a channel after its watermark, in order, and moves the watermark.
-   * Stops between two messages once `signal` is aborted, keeping the watermark of what it finished.
+   * Waits while another process holds the channel's lease (it is extracting the channel), then
+   * extracts what is left. Stops between two messages once `signal` is aborted (a wait too),
+   * keeping the watermark of what it finished.
    */
   processChannel(channelId: string, signal: AbortSignal): Promise<void>;
   /** The channels whose newest message is past their extraction watermark (the catch-up list). */

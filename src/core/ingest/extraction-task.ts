@@ -8,7 +8,7 @@ export const ExtractionTask = {
   work: 'work',
 } as const;
 
-/** Messages read from the log at a time; the watermark is saved after each batch. */
+/** Messages read from the log at a time; the watermark moves with each user message extracted. */
 export const EXTRACTION_BATCH_SIZE = 100;
 
 /** The `maintenance_state` channel key of a topic's own watermarks. */

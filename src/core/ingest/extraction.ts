@@ -1,13 +1,16 @@
+import { randomUUID } from 'node:crypto';
+import type { ExtractionLease } from '../../storage/extraction-store.js';
 import type { Message } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
-import { storeExchangeMemories } from './exchange-memories.js';
+import { exchangeChunks } from './exchange-memories.js';
+import { createExtractionLeases, type ExtractionLeases } from './extraction-lease.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
 import { EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
-import { type ExtractionReport, extractMessage, replyTo } from './message-extraction.js';
+import { type ExtractionReport, extractFacts, replyTo } from './message-extraction.js';
 import { createSerialLock } from './serial-lock.js';
-import { extractTopicMessages, runTopicTriggers } from './topic-extraction.js';
+import { extractTopic, runTopicTriggers } from './topic-extraction.js';
 
 export { ExtractionTask } from './extraction-task.js';
 export type { ExtractionReport } from './message-extraction.js';
@@ -20,24 +23,39 @@ export interface Extraction extends ExtractionWork {
   extractWork(sessionId: string): Promise<ExtractionReport & { sessionId: string; projectId: string }>;
 }
 
+/** What one channel run needs besides the channel. */
+interface ChannelRun {
+  context: EngineContext;
+  extractor: FactExtractor | null;
+  leases: ExtractionLeases;
+  signal: AbortSignal;
+}
+
 /**
  * The write pipeline behind the extraction worker. For each user message after the channel's
- * watermark: its facts (`extractMessage`: related memories, the extractor, reconciliation, vectors,
- * `co_extracted` links), the exchange itself as overlapping chunks (`storeExchangeMemories`), then
- * the topic triggers (`runTopicTriggers`). Runs share one lock, so two never move one watermark.
- * Re-running a message (after a crash between a write and the watermark) changes nothing: a memory
- * that already cites the message is left alone.
+ * watermark: its facts (`extractFacts`: related memories, the extractor, reconciliation, vectors,
+ * `co_extracted` links) and the exchange itself as overlapping chunks (`exchangeChunks`), applied in
+ * one transaction with the watermark past the message, then the topic triggers (`runTopicTriggers`).
+ * Exactly once across processes and crashes: a run holds the lease of the watermark it moves (a
+ * process waits for a channel another live process extracts, and takes over one whose process died),
+ * and a step applies only if the watermark is still the one its run read. Within the engine, runs
+ * share one lock.
  */
 export function createExtraction(context: EngineContext, extractor: FactExtractor | null): Extraction {
   const { storage } = context;
   const lock = createSerialLock();
+  const leases = createExtractionLeases(storage.extraction, {
+    owner: randomUUID(),
+    ttlMs: context.policy.ingest.extractionLeaseSeconds * 1000,
+  });
   return {
-    processChannel: (channelId, signal) => lock.run(() => extractChannel(context, extractor, channelId, signal)),
+    processChannel: (channelId, signal) =>
+      lock.run(() => processChannel({ context, extractor, leases, signal }, channelId)),
     pendingChannels: () => pendingChannels(context),
     extractTopic: (topicId) =>
       lock.run(async () => {
         await requireTopic(context, topicId);
-        return { topicId, ...(await extractTopicMessages(context, extractor, { source: 'conversation', topicId })) };
+        return { topicId, ...(await extractTopic(context, extractor, leases, { source: 'conversation', topicId })) };
       }),
     extractWork: (sessionId) =>
       lock.run(async () => {
@@ -50,65 +68,85 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
           );
         }
         const target = { source: 'work', topicId: sessionId, projectId: project.id } as const;
-        return { sessionId, projectId: project.id, ...(await extractTopicMessages(context, extractor, target)) };
+        return { sessionId, projectId: project.id, ...(await extractTopic(context, extractor, leases, target)) };
       }),
   };
 }
 
-/** Extracts the channel's messages past its watermark, saving the watermark after each batch and when stopped. */
-async function extractChannel(
-  context: EngineContext,
-  extractor: FactExtractor | null,
-  channelId: string,
-  signal: AbortSignal,
-): Promise<void> {
-  const { storage } = context;
-  let watermark = (await storage.maintenanceState.get(channelId, ExtractionTask.channel))?.watermark ?? 0;
-  let saved = watermark;
-  const save = async () => {
-    if (watermark === saved) return;
-    await storage.maintenanceState.set(channelId, ExtractionTask.channel, {
-      watermark,
-      lastRunAt: context.clock.now(),
-    });
-    saved = watermark;
-  };
-  let [previous = null] = watermark > 0 ? await storage.messages.get([watermark]) : [];
-  try {
-    while (!signal.aborted) {
-      const batch = await storage.messages.listAfter(channelId, watermark, EXTRACTION_BATCH_SIZE);
-      if (batch.length === 0) return;
-      for (const [index, message] of batch.entries()) {
-        if (signal.aborted) return;
-        if (message.role === 'user') await extractUserMessage(context, extractor, batch, index, previous);
-        previous = message;
-        watermark = message.id;
-      }
-      await save();
-    }
-  } finally {
-    await save();
+/** Extracts the channel under its lease, waiting while another process holds it; claims again after losing it. */
+async function processChannel(run: ChannelRun, channelId: string): Promise<void> {
+  const key = { channelId, task: ExtractionTask.channel };
+  for (;;) {
+    const held = await run.leases.hold(key, { wait: true, signal: run.signal }, (lease) => extractChannel(run, lease));
+    if (!held || held.value) return;
   }
 }
 
-/** One user message of a channel: its facts and exchange memories (not for a command), then its topic's triggers. */
-async function extractUserMessage(
-  context: EngineContext,
-  extractor: FactExtractor | null,
-  batch: readonly Message[],
-  index: number,
-  previous: Message | null,
-): Promise<void> {
+/**
+ * Extracts the channel's messages past its watermark until none is left or the run is stopped, one
+ * step a user message (the messages before it move the watermark with it; a last step moves it past
+ * those that end the run). False when a step found the lease or the watermark taken by another holder.
+ */
+async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<boolean> {
+  const { context, signal } = run;
+  const { storage } = context;
+  let applied = (await storage.maintenanceState.get(lease.channelId, lease.task))?.watermark ?? 0;
+  let watermark = applied;
+  let [previous = null] = watermark > 0 ? await storage.messages.get([watermark]) : [];
+  reading: while (!signal.aborted) {
+    const batch = await storage.messages.listAfter(lease.channelId, watermark, EXTRACTION_BATCH_SIZE);
+    if (batch.length === 0) break;
+    for (const [index, message] of batch.entries()) {
+      if (signal.aborted) break reading;
+      if (message.role === 'user') {
+        if (!(await extractUserMessage(run, lease, { batch, index, previous, from: applied }))) return false;
+        applied = message.id;
+      }
+      previous = message;
+      watermark = message.id;
+    }
+  }
+  if (watermark === applied) return true;
+  return (await storage.extraction.apply(lease, { from: applied, to: watermark, at: context.clock.now() })) !== null;
+}
+
+/** Where a user message stands in its run: its batch and place, the message before it, the watermark before it. */
+interface UserMessageStep {
+  batch: readonly Message[];
+  index: number;
+  previous: Message | null;
+  from: number;
+}
+
+/**
+ * One user message of a channel: its facts and exchange chunks (not for a command) applied with the
+ * watermark moved to it, then its topic's triggers. False when the step was refused (lease lost).
+ */
+async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step: UserMessageStep): Promise<boolean> {
+  const { context, extractor } = run;
+  const { batch, index, previous, from } = step;
   const message = batch[index];
-  if (!message) return;
+  if (!message) return true;
   const { ingest } = context.policy;
   const isCommand = message.content.trimStart().startsWith('/');
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
   const reply = await replyTo(batch, index, next);
-  if (ingest.extraction && !isCommand)
-    await extractMessage(context, extractor, message, reply, { source: 'extraction' });
-  if (ingest.exchangeMemories && !isCommand) await storeExchangeMemories(context, message, reply, previous);
-  if (message.topicId) await runTopicTriggers(context, extractor, message.topicId);
+  const facts =
+    ingest.extraction && !isCommand
+      ? await extractFacts(context, extractor, message, reply, { source: 'extraction' })
+      : null;
+  const exchange =
+    ingest.exchangeMemories && !isCommand ? await exchangeChunks(context, message, reply, previous) : null;
+  const applied = await context.storage.extraction.apply(lease, {
+    from,
+    to: message.id,
+    at: context.clock.now(),
+    facts,
+    exchange,
+  });
+  if (!applied) return false;
+  if (message.topicId) await runTopicTriggers(context, extractor, run.leases, message.topicId);
+  return true;
 }
 
 /** The channels whose newest message is past their extraction watermark. */

@@ -55,6 +55,7 @@ describe('the ingest policy', () => {
       similarityThreshold: 0.35,
       turns: 10,
       workEveryUserMessages: 10,
+      extractionLeaseSeconds: 30,
     });
     expect(() => resolvePolicy({ ingest: { chunkWords: 50, chunkOverlapWords: 50 } })).toThrow(
       expect.objectContaining({ code: ErrorCode.InvalidInput, message: expect.stringMatching(/chunkOverlapWords/) }),

@@ -68,6 +68,11 @@ export const IngestPolicySchema = z
     conversation: ConversationTriggerSchema.prefault({}),
     /** A work session (a topic of a managed project) is extracted after every this many user messages. */
     workEveryUserMessages: whole(10, 'workEveryUserMessages', 1, 10_000),
+    /**
+     * Seconds an extraction lease lasts unrenewed: how long another process waits before it takes over
+     * a channel (or topic) whose extracting process died. A live holder renews it every third of that.
+     */
+    extractionLeaseSeconds: whole(30, 'extractionLeaseSeconds', 1, 3_600),
   })
   .refine((policy) => policy.chunkOverlapWords < policy.chunkWords, {
     message: 'chunkOverlapWords must be smaller than chunkWords',

@@ -1,4 +1,5 @@
-import type { NewMemory, WriteContext } from '../../storage/memory-store.js';
+import type { ExtractedFacts } from '../../storage/extraction-store.js';
+import type { MemoryChanges, NewMemory } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { scopeWithinAudience } from '../audience.js';
 import { embedDocuments } from '../embed-documents.js';
@@ -27,56 +28,61 @@ export type ExtractionTarget =
   | { source: 'conversation'; topicId: string }
   | { source: 'work'; topicId: string; projectId: string };
 
-/** One message being extracted: where its facts go, and what they have written so far. */
+/** One message being extracted: where its facts go, and what they write. */
 interface MessageRun {
   message: Message;
   target: ExtractionTarget;
   speaker: string;
-  writeContext: WriteContext;
-  /** The memories found for the message, kept current as facts update them. */
+  /** The memories found for the message, kept current as facts change them. */
   candidates: Memory[];
   /** Facts to insert once every fact is reconciled. */
   pending: NewMemory[];
-  /** Every memory the message's facts point at (linked as `co_extracted`). */
+  /** Every existing memory the message's facts point at (linked as `co_extracted`). */
   written: Memory[];
-  updated: Memory[];
+  updates: Array<{ id: number; changes: MemoryChanges }>;
 }
 
 /**
- * Extracts one user message (with its reply) into memories of `target`: one full-text search in
- * the sender's scopes gives the extractor's `related` memories and the candidates each fact is
- * reconciled with (`reconcileFact`); updates keep a version, new facts are inserted together, and
- * the facts of the message are linked as `co_extracted`. A memory already citing the message is
- * left alone, so a re-run writes nothing twice.
+ * Extracts one user message (with its reply) into the writes of `target`, for the caller to apply
+ * with the watermark past the message: one full-text search in the sender's scopes gives the
+ * extractor's `related` memories and the candidates each fact is reconciled with (`reconcileFact`),
+ * joined by every memory already citing the message; matched memories are updated (a version each),
+ * new facts inserted together, and the facts of the message linked as `co_extracted`. A memory
+ * already citing the message is left alone, so a re-run writes nothing twice.
  */
-export async function extractMessage(
+export async function extractFacts(
   context: EngineContext,
   extractor: FactExtractor | null,
   message: Message,
   reply: Message | null,
   target: ExtractionTarget,
-): Promise<ExtractionReport> {
+): Promise<ExtractedFacts> {
   const speaker = await displayName(context, message.senderId);
   const limit = context.policy.ingest.relatedMemories;
-  const candidates = await relatedMemories(context, message.content, searchOwners(message, target), limit * 2);
-  const related = candidates.slice(0, limit);
+  const owners = searchOwners(message, target);
+  const found = await relatedMemories(context, message.content, owners, limit * 2);
+  const related = found.slice(0, limit);
+  const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
+  const run: MessageRun = { message, target, speaker, candidates, pending: [], written: [], updates: [] };
   const writeContext = {
     at: context.clock.now(),
     actor: `extractor:${extractor?.id ?? 'none'}`,
     reason: `from message ${message.id}`,
     deferred: true,
   };
-  const run: MessageRun = { message, target, speaker, writeContext, candidates, pending: [], written: [], updated: [] };
   for (const fact of facts) await applyFact(context, run, fact);
-  const created = await insertPending(context, run.pending, writeContext);
-  await linkCoExtracted(context, [...run.written, ...created], writeContext.at);
-  return { messages: 1, created, updated: run.updated };
+  return {
+    context: writeContext,
+    updates: run.updates,
+    inserts: await withEmbeddings(context, run.pending),
+    linked: run.written.map((memory) => memory.id),
+  };
 }
 
-/** Reconciles one fact with the message's candidates: updates the memory it matches, or queues it for insertion. */
+/** Reconciles one fact with the message's candidates: an update of the memory it matches, or an insertion. */
 async function applyFact(context: EngineContext, run: MessageRun, fact: ExtractedFact): Promise<void> {
   const memory = factMemory(fact, run.message, run.target);
   const placed = { content: fact.content, owner: memory.owner, messageId: run.message.id };
@@ -85,10 +91,11 @@ async function applyFact(context: EngineContext, run: MessageRun, fact: Extracte
   if (decision.action === 'insert') run.pending.push(memory);
   if (decision.action === 'done') putById(run.written, decision.memory);
   if (decision.action !== 'update') return;
-  const updated = await updateWithFact(context, decision.memory, fact, run.message.id, run.writeContext);
+  const changes = await factUpdate(context, decision.memory, fact, run.message.id);
+  run.updates.push({ id: decision.memory.id, changes });
+  const updated = withChanges(decision.memory, changes);
   putById(run.candidates, updated);
   putById(run.written, updated);
-  run.updated.push(updated);
 }
 
 /** The assistant message answering `batch[index]`, looked up past the batch end (`next`) when needed. */
@@ -117,6 +124,19 @@ async function relatedMemories(
   const hits = await memories.searchText({ terms: queryTerms(text), owners, limit: limit * 2 });
   const found = await memories.get(hits.map((hit) => hit.id));
   return found.filter((memory) => memory.category !== 'exchange' && memory.archivedAt === null).slice(0, limit);
+}
+
+/** The memories of `owners` already citing the message that the search did not find (exchange chunks aside). */
+async function alreadyCiting(
+  context: EngineContext,
+  messageId: number,
+  owners: readonly string[],
+  found: readonly Memory[],
+): Promise<Memory[]> {
+  const citing = await context.storage.extraction.citing(messageId, owners);
+  return citing.filter(
+    (memory) => memory.category !== 'exchange' && !found.some((candidate) => candidate.id === memory.id),
+  );
 }
 
 /** The owner keys searched for a message's related memories: the target's, or the sender's scopes. */
@@ -183,48 +203,41 @@ function factMemory(fact: ExtractedFact, message: Message, target: ExtractionTar
   };
 }
 
-/** Folds a fact of message `messageId` into `memory` (`factChanges`), re-embedding a new text; a version is kept. */
-async function updateWithFact(
+/** The changes folding a fact of message `messageId` into `memory` (`factChanges`), with the vector of a new text. */
+async function factUpdate(
   context: EngineContext,
   memory: Memory,
   fact: ExtractedFact,
   messageId: number,
-  writeContext: WriteContext,
-): Promise<Memory> {
+): Promise<MemoryChanges> {
   const changes = factChanges(memory, fact, messageId);
   if (changes.content !== undefined) {
     const [embedding = null] = await embedDocuments(context, [changes.content]);
     changes.embedding = embedding;
   }
-  return context.storage.memories.update(memory.id, changes, writeContext);
+  return changes;
 }
 
-/** Inserts the new facts of a message in one write, each with its vector when a model exists. */
-async function insertPending(
-  context: EngineContext,
-  pending: readonly NewMemory[],
-  writeContext: WriteContext,
-): Promise<Memory[]> {
+/** The memory as it will be once `changes` are applied (what reconciliation reads of it). */
+function withChanges(memory: Memory, changes: MemoryChanges): Memory {
+  return {
+    ...memory,
+    content: changes.content ?? memory.content,
+    category: changes.category ?? memory.category,
+    sector: changes.sector ?? memory.sector,
+    importance: changes.importance ?? memory.importance,
+    sourceMessageIds: changes.sourceMessageIds ? [...changes.sourceMessageIds] : memory.sourceMessageIds,
+  };
+}
+
+/** The new facts of a message, each with its vector when a model exists (one embedding call). */
+async function withEmbeddings(context: EngineContext, pending: readonly NewMemory[]): Promise<NewMemory[]> {
   if (pending.length === 0) return [];
   const embeddings = await embedDocuments(
     context,
     pending.map((memory) => memory.content),
   );
-  return context.storage.memories.insert(
-    pending.map((memory, index) => ({ ...memory, embedding: embeddings[index] ?? null })),
-    writeContext,
-  );
-}
-
-/** Links every pair of the memories one message's facts wrote or pointed at. */
-async function linkCoExtracted(context: EngineContext, written: readonly Memory[], at: number): Promise<void> {
-  if (written.length < 2) return;
-  const links = written.flatMap((source, index) =>
-    written
-      .slice(index + 1)
-      .map((linked) => ({ sourceId: source.id, targetId: linked.id, type: 'co_extracted' as const })),
-  );
-  await context.storage.links.add(links, at, { deferred: true });
+  return pending.map((memory, index) => ({ ...memory, embedding: embeddings[index] ?? null }));
 }
 
 /** Replaces the memory of the same id in `list`, or adds it at the end. */

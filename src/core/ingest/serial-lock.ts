@@ -1,4 +1,4 @@
-/** Runs one piece of work at a time, in call order, so two runs never move one watermark. */
+/** Runs one piece of work at a time, in call order: the extraction runs of one engine (leases keep processes apart). */
 export interface SerialLock {
   run<T>(work: () => Promise<T>): Promise<T>;
 }

@@ -1,71 +1,111 @@
+import type { ExtractedFacts, ExtractionLease } from '../../storage/extraction-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { createMembership } from '../membership.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
+import type { ExtractionLeases } from './extraction-lease.js';
 import { EXTRACTION_BATCH_SIZE, ExtractionTask, topicKey } from './extraction-task.js';
 import { conversationTriggerReason } from './ingest-policy.js';
-import { type ExtractionReport, type ExtractionTarget, extractMessage, replyTo } from './message-extraction.js';
+import { type ExtractionReport, type ExtractionTarget, extractFacts, replyTo } from './message-extraction.js';
 
 /** A topic run: conversation extraction (session scope) or work extraction (project scope). */
 export type TopicTarget = Exclude<ExtractionTarget, { source: 'extraction' }>;
 
 /**
  * Extracts the user messages of a topic past the target's watermark (`topic:<id>`, task
- * `conversation` or `work`) into memories of the target, a batch at a time, saving the watermark
- * after each batch. A message of a channel some member of the topic (work: of the project) may not
- * read is left out (ADR 5): its audience is narrower than the memory's would be.
+ * `conversation` or `work`) into memories of the target, waiting for the topic's lease while another
+ * process holds it; each message's facts are applied with the watermark past it. A message of a
+ * channel some member of the topic (work: of the project) may not read is left out (ADR 5): its
+ * audience is narrower than the memory's would be.
  */
-export async function extractTopicMessages(
+export async function extractTopic(
+  context: EngineContext,
+  extractor: FactExtractor | null,
+  leases: ExtractionLeases,
+  target: TopicTarget,
+): Promise<ExtractionReport> {
+  const report: ExtractionReport = { messages: 0, created: [], updated: [] };
+  for (;;) {
+    const held = await leases.hold(topicLeaseKey(target), { wait: true }, (lease) =>
+      extractTopicMessages(context, extractor, target, lease, report),
+    );
+    if (held?.value) return report;
+  }
+}
+
+/**
+ * Extracts the topic's user messages past the target's watermark under `lease`, adding what it
+ * wrote to `report`. False when the lease was lost (another holder moved the watermark): the
+ * caller claims again.
+ */
+async function extractTopicMessages(
   context: EngineContext,
   extractor: FactExtractor | null,
   target: TopicTarget,
-): Promise<ExtractionReport> {
+  lease: ExtractionLease,
+  report: ExtractionReport,
+): Promise<boolean> {
   const { storage } = context;
   const { topicId } = target;
-  const task = target.source === 'work' ? ExtractionTask.work : ExtractionTask.conversation;
-  const report: ExtractionReport = { messages: 0, created: [], updated: [] };
   const membership = createMembership(context);
   const space =
     target.source === 'work'
       ? { kind: 'project' as const, id: target.projectId }
       : { kind: 'topic' as const, id: topicId };
-  let watermark = await topicWatermark(context, topicId, task);
+  let applied = await topicWatermark(context, topicId, lease.task);
+  let watermark = applied;
+  const apply = async (to: number, facts: ExtractedFacts | null = null) => {
+    const step = await storage.extraction.apply(lease, { from: applied, to, at: context.clock.now(), facts });
+    if (step) applied = to;
+    return step;
+  };
   for (;;) {
     const batch = await storage.messages.listTopicAfter(topicId, watermark, EXTRACTION_BATCH_SIZE);
-    if (batch.length === 0) return report;
+    if (batch.length === 0) break;
     for (const [index, message] of batch.entries()) {
+      watermark = message.id;
       if (message.role !== 'user') continue;
       if (!(await membership.reaches(message.channelId, space.kind, space.id))) continue;
       const reply = await replyTo(batch, index, () => storage.messages.listTopicAfter(topicId, message.id, 1));
-      const one = await extractMessage(context, extractor, message, reply, target);
-      report.messages += one.messages;
-      report.created.push(...one.created);
-      report.updated.push(...one.updated);
+      const step = await apply(message.id, await extractFacts(context, extractor, message, reply, target));
+      if (!step) return false;
+      report.messages += 1;
+      report.created.push(...step.created);
+      report.updated.push(...step.updated);
     }
-    watermark = batch.at(-1)?.id ?? watermark;
-    await storage.maintenanceState.set(topicKey(topicId), task, { watermark, lastRunAt: context.clock.now() });
   }
+  return watermark === applied || (await apply(watermark)) !== null;
 }
 
 /**
  * The topic triggers, checked after each user message of a topic: a conversation extraction when
  * the policy's conversation rule fires, then, for a topic of a managed project, a work extraction
- * once `workEveryUserMessages` user messages are pending.
+ * once `workEveryUserMessages` user messages are pending. A topic another process is extracting is
+ * left to it.
  */
 export async function runTopicTriggers(
   context: EngineContext,
   extractor: FactExtractor | null,
+  leases: ExtractionLeases,
   topicId: string,
 ): Promise<void> {
   const { directory } = context.storage;
   const topic = await directory.getTopic(topicId);
   if (!topic) return;
-  if (await isConversationDue(context, topicId)) {
-    await extractTopicMessages(context, extractor, { source: 'conversation', topicId });
-  }
+  const run = (target: TopicTarget) =>
+    leases.hold(topicLeaseKey(target), { wait: false }, (lease) =>
+      extractTopicMessages(context, extractor, target, lease, { messages: 0, created: [], updated: [] }),
+    );
+  if (await isConversationDue(context, topicId)) await run({ source: 'conversation', topicId });
   const project = topic.projectId ? await directory.getProject(topic.projectId) : null;
   if (project?.managed && (await isWorkDue(context, topicId))) {
-    await extractTopicMessages(context, extractor, { source: 'work', topicId, projectId: project.id });
+    await run({ source: 'work', topicId, projectId: project.id });
   }
+}
+
+/** The lease of a topic target's watermark. */
+function topicLeaseKey(target: TopicTarget) {
+  const task = target.source === 'work' ? ExtractionTask.work : ExtractionTask.conversation;
+  return { channelId: topicKey(target.topicId), task };
 }
 
 /** Whether the conversation rule fires for the topic's user messages past its `conversation` watermark. */

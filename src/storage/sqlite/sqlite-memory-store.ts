@@ -1,17 +1,14 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { MemorySnapshot, MemoryVersion } from '../../core/types.js';
 import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
-import { type MemoryRow, snapshotOf, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
+import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
 import { purgeSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
-
-const snapshotFields = ['content', 'category', 'importance', 'pinned', 'archivedAt'] as const;
 
 /** The SQLite implementation of the MemoryStore port. */
 export function createSqliteMemoryStore(database: Database.Database, vectors: SqliteVectorIndex): MemoryStore {
@@ -69,54 +66,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       return writeSqlite(
         database,
         `updating memory ${id}`,
-        () => {
-          const before = writes.read(id);
-          if (before.archived_at !== null) {
-            throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
-          }
-          const assignments: string[] = [];
-          const values: Record<string, unknown> = { id, at: context.at };
-          for (const [field, column] of [
-            ['content', 'content'],
-            ['category', 'category'],
-            ['sector', 'sector'],
-            ['importance', 'importance'],
-            ['pinned', 'pinned'],
-          ] as const) {
-            const value = changes[field];
-            if (value === undefined) continue;
-            assignments.push(`${column} = @${field}`);
-            values[field] = typeof value === 'boolean' ? Number(value) : value;
-          }
-          if (changes.sourceMessageIds !== undefined) {
-            assignments.push('source_message_ids = @sourceMessageIds');
-            values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
-          }
-          if (changes.embedding !== undefined) {
-            assignments.push('embedding_model = @embeddingModel');
-            values.embeddingModel = changes.embedding?.model ?? null;
-          }
-          const previous = snapshotOf(before);
-          const diff = diffSnapshots(previous, {
-            ...previous,
-            content: changes.content ?? previous.content,
-            category: changes.category ?? previous.category,
-            importance: changes.importance ?? previous.importance,
-            pinned: changes.pinned ?? previous.pinned,
-          });
-          const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
-          if (Object.keys(diff).length === 0 && unchanged) return toMemory(before);
-          const after = getRow(
-            database.prepare<Record<string, unknown>, MemoryRow>(
-              `UPDATE memories SET ${assignments.join(', ')}, updated_at = @at WHERE id = @id RETURNING *`,
-            ),
-            values,
-          );
-          if (changes.embedding === null) vectors.remove([id]);
-          else if (changes.embedding) vectors.put(id, after.owner, changes.embedding);
-          if (Object.keys(diff).length > 0) writes.recordVersion(after, 'update', diff, context);
-          return toMemory(after);
-        },
+        () => toMemory(writes.update(id, changes, context)),
         context,
       );
     },
@@ -245,12 +195,4 @@ function listConditions(filter: MemoryListQuery): { where: string; values: Recor
   if (filter.archived === 'exclude') conditions.push('archived_at IS NULL');
   if (filter.archived === 'only') conditions.push('archived_at IS NOT NULL');
   return { where: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values };
-}
-
-function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVersion['changes'] {
-  const changes: MemoryVersion['changes'] = {};
-  for (const field of snapshotFields) {
-    if (before[field] !== after[field]) changes[field] = { from: before[field], to: after[field] };
-  }
-  return changes;
 }

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { MemoryVersion, VersionAction } from '../../core/types.js';
-import type { NewMemory, WriteContext } from '../memory-store.js';
+import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
+import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
 import { getRow } from './sqlite-database.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
@@ -21,6 +21,11 @@ export interface SqliteMemoryWrites {
    * a session memory whose topic does not exist.
    */
   insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
+  /**
+   * Applies `changes` to memory `id` and writes an `update` version with the diff (none when only
+   * the vector or the provenance changed). NOT_FOUND when it does not exist, CONFLICT when it is archived.
+   */
+  update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
    * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`.
    * NOT_FOUND when it does not exist, CONFLICT when it is already archived.
@@ -70,6 +75,55 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       return row;
     },
 
+    update(id, changes, context) {
+      const before = writes.read(id);
+      if (before.archived_at !== null) {
+        throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
+      }
+      const assignments: string[] = [];
+      const values: Record<string, unknown> = { id, at: context.at };
+      for (const [field, column] of [
+        ['content', 'content'],
+        ['category', 'category'],
+        ['sector', 'sector'],
+        ['importance', 'importance'],
+        ['pinned', 'pinned'],
+      ] as const) {
+        const value = changes[field];
+        if (value === undefined) continue;
+        assignments.push(`${column} = @${field}`);
+        values[field] = typeof value === 'boolean' ? Number(value) : value;
+      }
+      if (changes.sourceMessageIds !== undefined) {
+        assignments.push('source_message_ids = @sourceMessageIds');
+        values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
+      }
+      if (changes.embedding !== undefined) {
+        assignments.push('embedding_model = @embeddingModel');
+        values.embeddingModel = changes.embedding?.model ?? null;
+      }
+      const previous = snapshotOf(before);
+      const diff = diffSnapshots(previous, {
+        ...previous,
+        content: changes.content ?? previous.content,
+        category: changes.category ?? previous.category,
+        importance: changes.importance ?? previous.importance,
+        pinned: changes.pinned ?? previous.pinned,
+      });
+      const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
+      if (Object.keys(diff).length === 0 && unchanged) return before;
+      const after = getRow(
+        database.prepare<Record<string, unknown>, MemoryRow>(
+          `UPDATE memories SET ${assignments.join(', ')}, updated_at = @at WHERE id = @id RETURNING *`,
+        ),
+        values,
+      );
+      if (changes.embedding === null) vectors.remove([id]);
+      else if (changes.embedding) vectors.put(id, after.owner, changes.embedding);
+      if (Object.keys(diff).length > 0) writes.recordVersion(after, 'update', diff, context);
+      return after;
+    },
+
     archive(id, context) {
       if (writes.read(id).archived_at !== null) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
@@ -97,6 +151,16 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
 }
 
 type InsertParameters = ReturnType<typeof insertParameters>;
+
+const snapshotFields = ['content', 'category', 'importance', 'pinned', 'archivedAt'] as const;
+
+function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVersion['changes'] {
+  const changes: MemoryVersion['changes'] = {};
+  for (const field of snapshotFields) {
+    if (before[field] !== after[field]) changes[field] = { from: before[field], to: after[field] };
+  }
+  return changes;
+}
 
 function insertParameters(memory: NewMemory, at: number) {
   return {

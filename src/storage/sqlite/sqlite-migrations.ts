@@ -266,6 +266,56 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE owner = 'global' AND memory_id IN (SELECT id FROM memories WHERE owner != 'global')`);
     },
   },
+  {
+    version: 9,
+    name: 'exactly-once extraction: leases, chunk identity, the messages each memory cites',
+    sql: `
+      -- Who may move an extraction watermark (a maintenance_state row), until when (epoch milliseconds).
+      CREATE TABLE extraction_leases (
+        channel_id TEXT NOT NULL,
+        task TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (channel_id, task)
+      ) WITHOUT ROWID;
+
+      -- An exchange chunk is chunk chunk_index of user message chunk_message_id, stored once.
+      ALTER TABLE memories ADD COLUMN chunk_message_id INTEGER;
+      ALTER TABLE memories ADD COLUMN chunk_index INTEGER;
+      WITH chunks AS (
+        SELECT id, json_extract(source_message_ids, '$[0]') AS message_id,
+          ROW_NUMBER() OVER (PARTITION BY json_extract(source_message_ids, '$[0]') ORDER BY id) - 1 AS position
+        FROM memories
+        WHERE source = 'exchange' AND json_type(source_message_ids, '$[0]') = 'integer'
+      )
+      UPDATE memories SET chunk_message_id = chunks.message_id, chunk_index = chunks.position
+        FROM chunks WHERE memories.id = chunks.id;
+      CREATE UNIQUE INDEX memories_by_chunk ON memories(chunk_message_id, chunk_index)
+        WHERE chunk_message_id IS NOT NULL;
+
+      -- Which memories cite which message, kept by triggers: what a message's extraction already wrote.
+      CREATE TABLE memory_source_messages (
+        message_id INTEGER NOT NULL,
+        memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        PRIMARY KEY (message_id, memory_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX memory_source_messages_by_memory ON memory_source_messages(memory_id);
+      INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id)
+        SELECT source.value, memories.id FROM memories, json_each(memories.source_message_ids) AS source
+        WHERE source.type = 'integer';
+      CREATE TRIGGER memory_source_messages_insert AFTER INSERT ON memories
+        BEGIN
+          INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id)
+            SELECT value, new.id FROM json_each(new.source_message_ids) WHERE type = 'integer';
+        END;
+      CREATE TRIGGER memory_source_messages_update AFTER UPDATE OF source_message_ids ON memories
+        BEGIN
+          DELETE FROM memory_source_messages WHERE memory_id = old.id;
+          INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id)
+            SELECT value, new.id FROM json_each(new.source_message_ids) WHERE type = 'integer';
+        END;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

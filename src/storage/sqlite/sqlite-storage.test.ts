@@ -277,6 +277,59 @@ describe('SQLite storage', () => {
     await storage.close();
   });
 
+  it('numbers the exchange chunks of a schema 8 file by message, a duplicate too, and knows what each memory cites (migration 9)', async () => {
+    const path = newFile();
+    const old = createSqliteStorage({ path, migrateTo: 8 });
+    const room = { scope: 'room', owner: 'room:room', channelId: 'room' } as const;
+    const turn = (content: string, sourceMessageIds: number[]) =>
+      globalMemory(content, {
+        ...room,
+        category: 'exchange',
+        sector: 'episodic',
+        source: 'exchange',
+        sourceMessageIds,
+      });
+    const [first, second, duplicate, single, fact] = await old.memories.insert(
+      [
+        turn('Oz: a long turn, first chunk', [5, 6]),
+        turn('Oz: a long turn, second chunk', [5, 6]),
+        turn('Oz: a long turn, first chunk', [5, 6]),
+        turn('Oz: a turn nobody answered', [7]),
+        globalMemory('The team meets on Mondays', { ...room, source: 'extraction', sourceMessageIds: [5, 9] }),
+        globalMemory('A note without messages', room),
+      ],
+      { at, actor: null },
+    );
+    await old.close();
+
+    const storage = createSqliteStorage({ path });
+    const raw = openSqliteDatabase({ path });
+    const chunks = raw
+      .prepare('SELECT id, chunk_message_id AS messageId, chunk_index AS chunkIndex FROM memories ORDER BY id')
+      .all();
+    raw.close();
+    expect(chunks).toEqual([
+      { id: first?.id, messageId: 5, chunkIndex: 0 },
+      { id: second?.id, messageId: 5, chunkIndex: 1 },
+      { id: duplicate?.id, messageId: 5, chunkIndex: 2 },
+      { id: single?.id, messageId: 7, chunkIndex: 0 },
+      { id: fact?.id, messageId: null, chunkIndex: null },
+      { id: expect.any(Number), messageId: null, chunkIndex: null },
+    ]);
+    const citing = await storage.extraction.citing(5, ['room:room']);
+    expect(citing.map((memory) => memory.id)).toEqual([first?.id, second?.id, duplicate?.id, fact?.id]);
+
+    const lease = { channelId: 'room', task: 'extraction', owner: 'upgraded', ttlMs: 60_000 };
+    await storage.extraction.claim(lease);
+    const exchange = {
+      context: { at, actor: 'exchange' },
+      messageId: 7,
+      chunks: [turn('Oz: a turn nobody answered', [7])],
+    };
+    expect((await storage.extraction.apply(lease, { from: 0, to: 8, at, exchange }))?.chunks).toEqual([]);
+    await storage.close();
+  });
+
   it('refuses a database written by a newer mneme, and leaves it untouched', () => {
     const path = newFile();
     openSqliteDatabase({ path }).close();

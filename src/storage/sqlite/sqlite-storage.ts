@@ -2,6 +2,7 @@ import type { Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
+import { createSqliteExtractionStore } from './sqlite-extraction-store.js';
 import { createSqliteLinkStore } from './sqlite-link-store.js';
 import { createSqliteMaintenanceStateStore } from './sqlite-maintenance-state-store.js';
 import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
@@ -24,6 +25,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     memberships: createSqliteMembershipStore(database),
     messages: createSqliteMessageStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
+    extraction: createSqliteExtractionStore(database, vectors),
     maintenance: createSqliteMaintenanceStore(database, vectors),
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     async vectorIndex() {

@@ -1,0 +1,83 @@
+import type { Memory } from '../core/types.js';
+import type { MemoryChanges, NewMemory, WriteContext } from './memory-store.js';
+
+/**
+ * A claim on one extraction watermark (a `maintenance_state` row): the one holder that may move it,
+ * until its lease expires unrenewed (its process died or hangs) and another holder takes it over.
+ */
+export interface ExtractionLease {
+  /** The watermark's channel key: a channel id, or `topic:<id>` for a topic's own watermarks. */
+  channelId: string;
+  /** The watermark's task: `extraction`, `conversation` or `work`. */
+  task: string;
+  /** The holder: a random token of one engine (so of one process). */
+  owner: string;
+  /** How long the lease lasts after each claim or applied step, in milliseconds of the store's own clock. */
+  ttlMs: number;
+}
+
+/** What the facts of one message write: changes to memories they matched, new memories, `co_extracted` links. */
+export interface ExtractedFacts {
+  context: WriteContext;
+  /** Memories a fact matched, with the changes that fold it in (an `update` version each). */
+  updates: ReadonlyArray<{ id: number; changes: MemoryChanges }>;
+  /** New memories, inserted in order. */
+  inserts: readonly NewMemory[];
+  /**
+   * Memories the facts matched (updated, or already citing the message): linked `co_extracted`,
+   * every pair of these followed by the inserts, when there are two or more.
+   */
+  linked: readonly number[];
+}
+
+/** One message's exchange as chunks: `chunks[i]` is chunk `i` of message `messageId`, stored once. */
+export interface ExtractedExchange {
+  context: WriteContext;
+  messageId: number;
+  chunks: readonly NewMemory[];
+}
+
+/** One step of an extraction run: what one message wrote, and the watermark past it. */
+export interface ExtractionStep {
+  /** The watermark the run holds: the step is applied only if the stored watermark is still this (0: none). */
+  from: number;
+  /** The watermark after the step: the message's id, or the last message the run went past. */
+  to: number;
+  /** Epoch milliseconds: the watermark's `lastRunAt`. */
+  at: number;
+  facts?: ExtractedFacts | null;
+  exchange?: ExtractedExchange | null;
+}
+
+/** What an applied step wrote. */
+export interface AppliedStep {
+  /** The new fact memories, in order. */
+  created: Memory[];
+  /** The memories facts changed, as stored after the change. */
+  updated: Memory[];
+  /** The new exchange chunks; a chunk already stored (same message and index) is left out. */
+  chunks: Memory[];
+}
+
+/**
+ * Exactly-once extraction across processes and crashes: a lease per watermark, and each message's
+ * memories committed in the same transaction as the watermark past it.
+ */
+export interface ExtractionStore {
+  /**
+   * Takes the lease, or renews it, in one transaction: when no one holds it, its holder is
+   * `lease.owner`, or its expiry has passed (a takeover). False when another holder's lease is live.
+   */
+  claim(lease: ExtractionLease): Promise<boolean>;
+  /** Gives the lease up, if `lease.owner` still holds it. */
+  release(lease: ExtractionLease): Promise<void>;
+  /** Active memories of the given owners that cite message `messageId`, by id: what its extraction already wrote. */
+  citing(messageId: number, owners: readonly string[]): Promise<Memory[]>;
+  /**
+   * Applies one step in one transaction: the facts (updates, inserts, links), the exchange chunks
+   * not stored yet, the watermark moved to `step.to`, the lease renewed. Writes nothing and returns
+   * null when `lease.owner` no longer holds the lease or the watermark is no longer `step.from`
+   * (another holder moved it): the caller has lost the run and must claim again.
+   */
+  apply(lease: ExtractionLease, step: ExtractionStep): Promise<AppliedStep | null>;
+}

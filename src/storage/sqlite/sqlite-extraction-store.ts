@@ -1,0 +1,141 @@
+import type Database from 'better-sqlite3';
+import type { AppliedStep, ExtractionLease, ExtractionStore } from '../extraction-store.js';
+import { readSqlite, writeSqlite } from './sqlite-database.js';
+import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
+import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
+import type { SqliteVectorIndex } from './sqlite-vector-index.js';
+
+type LeaseKey = Pick<ExtractionLease, 'channelId' | 'task'>;
+
+/** Prepared on first use: a file opened at an older schema version (migration tests) has no lease table yet. */
+function prepareStatements(database: Database.Database) {
+  return {
+    claim: database.prepare<LeaseKey & { owner: string; expiresAt: number; now: number }, { owner: string }>(
+      `INSERT INTO extraction_leases (channel_id, task, owner, expires_at) VALUES (@channelId, @task, @owner, @expiresAt)
+      ON CONFLICT (channel_id, task) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE extraction_leases.owner = excluded.owner OR extraction_leases.expires_at <= @now
+      RETURNING owner`,
+    ),
+    release: database.prepare<LeaseKey & { owner: string }>(
+      'DELETE FROM extraction_leases WHERE channel_id = @channelId AND task = @task AND owner = @owner',
+    ),
+    holder: database.prepare<LeaseKey, { owner: string }>(
+      'SELECT owner FROM extraction_leases WHERE channel_id = @channelId AND task = @task',
+    ),
+    renew: database.prepare<LeaseKey & { owner: string; expiresAt: number }>(
+      `UPDATE extraction_leases SET expires_at = @expiresAt
+      WHERE channel_id = @channelId AND task = @task AND owner = @owner`,
+    ),
+    watermark: database.prepare<LeaseKey, { watermark: number | null }>(
+      'SELECT watermark FROM maintenance_state WHERE channel_id = @channelId AND task = @task',
+    ),
+    moveWatermark: database.prepare<LeaseKey & { watermark: number; at: number }>(
+      `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES (@channelId, @task, @watermark, @at)
+      ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at`,
+    ),
+    link: database.prepare<[number, number, number]>(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES (?, ?, 'co_extracted', 1, ?)
+      ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`,
+    ),
+    chunkStored: database.prepare<[number, number], 1>(
+      'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
+    ),
+    placeChunk: database.prepare<[number, number, number]>(
+      'UPDATE memories SET chunk_message_id = ?, chunk_index = ? WHERE id = ?',
+    ),
+    citing: database.prepare<{ messageId: number; owners: string }, MemoryRow>(
+      `SELECT memories.* FROM memory_source_messages source JOIN memories ON memories.id = source.memory_id
+      WHERE source.message_id = @messageId AND memories.archived_at IS NULL
+        AND memories.owner IN (SELECT value FROM json_each(@owners))
+      ORDER BY memories.id`,
+    ),
+  };
+}
+
+/**
+ * The SQLite implementation of the ExtractionStore port: leases in `extraction_leases` (expiry by
+ * this machine's clock), steps applied in one IMMEDIATE transaction without an fsync of their own
+ * (a power cut loses whole steps, memories and watermark together, which the next run re-extracts).
+ */
+export function createSqliteExtractionStore(database: Database.Database, vectors: SqliteVectorIndex): ExtractionStore {
+  const writes = createSqliteMemoryWrites(database, vectors);
+  let prepared: ReturnType<typeof prepareStatements> | null = null;
+  const statements = () => {
+    prepared ??= prepareStatements(database);
+    return prepared;
+  };
+  const key = (lease: ExtractionLease): LeaseKey => ({ channelId: lease.channelId, task: lease.task });
+  const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
+
+  return {
+    async claim(lease) {
+      return writeSqlite(
+        database,
+        `claiming ${leaseOf(lease)}`,
+        () => {
+          const now = Date.now();
+          const row = statements().claim.get({ ...key(lease), owner: lease.owner, expiresAt: now + lease.ttlMs, now });
+          return row !== undefined;
+        },
+        { deferred: true },
+      );
+    },
+
+    async release(lease) {
+      writeSqlite(
+        database,
+        `releasing ${leaseOf(lease)}`,
+        () => {
+          statements().release.run({ ...key(lease), owner: lease.owner });
+        },
+        { deferred: true },
+      );
+    },
+
+    async citing(messageId, owners) {
+      if (owners.length === 0) return [];
+      return readSqlite(`reading the memories citing message ${messageId}`, () =>
+        statements()
+          .citing.all({ messageId, owners: JSON.stringify(owners) })
+          .map(toMemory),
+      );
+    },
+
+    async apply(lease, step) {
+      return writeSqlite(
+        database,
+        `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`,
+        () => {
+          const sql = statements();
+          if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
+          if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
+          const applied: AppliedStep = { created: [], updated: [], chunks: [] };
+          if (step.facts) {
+            const { context, updates, inserts, linked } = step.facts;
+            for (const { id, changes } of updates) applied.updated.push(toMemory(writes.update(id, changes, context)));
+            for (const memory of inserts) applied.created.push(toMemory(writes.insert(memory, context)));
+            const group = [...linked, ...applied.created.map((memory) => memory.id)];
+            for (const [index, sourceId] of group.entries()) {
+              for (const targetId of group.slice(index + 1)) {
+                if (sourceId !== targetId) sql.link.run(sourceId, targetId, context.at);
+              }
+            }
+          }
+          if (step.exchange) {
+            const { context, messageId, chunks } = step.exchange;
+            for (const [index, memory] of chunks.entries()) {
+              if (sql.chunkStored.get(messageId, index)) continue;
+              const row = writes.insert(memory, context);
+              sql.placeChunk.run(messageId, index, row.id);
+              applied.chunks.push(toMemory(row));
+            }
+          }
+          sql.moveWatermark.run({ ...key(lease), watermark: step.to, at: step.at });
+          sql.renew.run({ ...key(lease), owner: lease.owner, expiresAt: Date.now() + lease.ttlMs });
+          return applied;
+        },
+        { deferred: true },
+      );
+    },
+  };
+}
