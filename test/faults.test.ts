@@ -45,6 +45,7 @@ interface FaultResults {
   fuzz: {
     http: {
       requests: number;
+      unreadableCases: number;
       serverErrors: string[];
       crashes: string[];
       stackTracesInBodies: string[];
@@ -53,6 +54,7 @@ interface FaultResults {
     };
     cli: {
       runs: number;
+      unreadableCases: number;
       internalErrors: string[];
       crashes: string[];
       stackTraces: string[];
@@ -139,6 +141,7 @@ describe('the fault suite, quick (bench/faults.mjs --quick against dist/)', () =
   it('answers malformed HTTP requests with no crash, stack trace or hang, and changes nothing it refused', () => {
     const { http } = results.fuzz;
     expect(http.requests).toBeGreaterThan(0);
+    expect(http.unreadableCases).toBe(0);
     expect(http.crashes).toEqual([]);
     expect(http.stackTracesInBodies).toEqual([]);
     expect(http.hangs).toEqual([]);
@@ -148,6 +151,7 @@ describe('the fault suite, quick (bench/faults.mjs --quick against dist/)', () =
   it('answers malformed command lines with no crash, stack trace or hang, and changes nothing it refused', () => {
     const { cli } = results.fuzz;
     expect(cli.runs).toBeGreaterThan(0);
+    expect(cli.unreadableCases).toBe(0);
     expect(cli.crashes).toEqual([]);
     expect(cli.stackTraces).toEqual([]);
     expect(cli.hangs).toEqual([]);

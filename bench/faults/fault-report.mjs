@@ -91,6 +91,7 @@ export function figureRows(results) {
   const { http, cli } = results.fuzz ?? {};
   if (http) {
     row('fuzz', `HTTP requests (${http.corpusRequests} from \`${http.corpus}\`, the rest mutated)`, http.requests);
+    row('fuzz', 'HTTP: corpus cases the loader could not read (no path)', http.unreadableCases, '0');
     row('fuzz', 'HTTP: 5xx answers', http.serverErrors.length, '0');
     row('fuzz', 'HTTP: server crashes', http.crashes.length, '0');
     row('fuzz', 'HTTP: stack traces in response bodies', http.stackTracesInBodies.length, '0');
@@ -101,6 +102,7 @@ export function figureRows(results) {
   }
   if (cli) {
     row('fuzz', `CLI runs (\`${cli.corpus}\`)`, cli.runs);
+    row('fuzz', 'CLI: corpus cases the loader could not read (no arguments)', cli.unreadableCases, '0');
     row('fuzz', 'CLI: unexpected errors (exit 1, or 7 "storage failure" on bad input)', cli.internalErrors.length, '0');
     row('fuzz', 'CLI: crashes (signal, exit code above 9)', cli.crashes.length, '0');
     row('fuzz', 'CLI: stack traces on stdout or stderr', cli.stackTraces.length, '0');

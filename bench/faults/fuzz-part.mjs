@@ -45,7 +45,8 @@ function caseList(document) {
 const asList = (value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
 /** One HTTP case in the suite's shape, or null when the corpus entry has no path. */
-function httpCase(entry, index) {
+function httpCase(listed, index) {
+  const entry = listed.request && typeof listed.request === 'object' ? { ...listed, ...listed.request } : listed;
   const path = expand(entry.path ?? entry.url ?? entry.route);
   if (typeof path !== 'string') return null;
   // A string body is sent as is, a `$repeat` body expanded then sent as is, any other body as JSON.
@@ -70,7 +71,8 @@ function httpCase(entry, index) {
 }
 
 /** One CLI case in the suite's shape, or null when the corpus entry has no arguments. */
-function cliCase(entry, index) {
+function cliCase(listed, index) {
+  const entry = listed.command && typeof listed.command === 'object' ? { ...listed, ...listed.command } : listed;
   const args = expand(entry.args ?? entry.argv ?? entry.arguments);
   if (!Array.isArray(args)) return null;
   return {
