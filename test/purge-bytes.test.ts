@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { ErrorCode } from '../src/core/errors.js';
 import type { Mneme } from '../src/core/mneme.js';
 import type { PurgeReport } from '../src/core/types.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
@@ -159,5 +160,28 @@ describe('purging a user from a database file', () => {
     });
     expect(needlesIn(path)).toEqual([]);
     expect(rowsNaming(path, 'zedkowsky')).toEqual([]);
+  });
+
+  it('says the erasure did not finish while another connection reads, and a second purge finishes it', async () => {
+    const path = join(folder, 'reader.db');
+    const mneme = await createMneme({ path, busyTimeoutMs: 100 });
+    const reader = new Database(path, { readonly: true });
+    try {
+      await mneme.ingest({ channelId: 'general', sender: 'zedkowsky', content: 'I keep a zorblatt in grundelwock' });
+      await mneme.ingest({ channelId: 'general', sender: 'amy', content: 'Amy keeps nothing at all' });
+      await mneme.whenIdle();
+      reader.exec('BEGIN');
+      reader.prepare('SELECT count(*) FROM messages').get();
+      await expect(mneme.purgeUser('zedkowsky')).rejects.toMatchObject({
+        code: ErrorCode.StoreBusy,
+        message: expect.stringMatching(/^user zedkowsky was purged, but erasing the deleted bytes .* purge again/),
+      });
+      reader.exec('COMMIT');
+      expect(await mneme.purgeUser('zedkowsky')).toMatchObject({ messages: 0, memories: 0 });
+    } finally {
+      reader.close();
+      await mneme.close();
+    }
+    expect(needlesIn(path)).toEqual([]);
   });
 });

@@ -21,16 +21,18 @@ export function eraseSqliteUser(database: Database.Database, vectors: SqliteVect
         INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');`);
       return purged;
     });
+    const unfinished = `user ${userId} was purged, but erasing the deleted bytes from the file did not finish`;
+    let busy = 0;
     try {
       database.exec('VACUUM');
-      const [checkpoint] = database.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-      if (checkpoint?.busy) {
-        throw new MnemeError(ErrorCode.StoreBusy, 'another connection kept reading the write-ahead log');
-      }
+      busy = (database.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy ?? 0;
     } catch (error) {
-      throw toMnemeError(
-        error,
-        `user ${userId} was purged, but erasing the deleted bytes from the file did not finish; purge again to finish it`,
+      throw toMnemeError(error, `${unfinished}; purge again to finish it`);
+    }
+    if (busy) {
+      throw new MnemeError(
+        ErrorCode.StoreBusy,
+        `${unfinished}: another connection is still reading the write-ahead log; purge again once it is done`,
       );
     }
     return report;
