@@ -1,8 +1,10 @@
+import { accessSync, constants, mkdirSync, type Stats, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
 import type { Principal } from '../core/access.js';
-import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import { parseInput, UserIdSchema } from '../core/schemas.js';
 import { registerBenchCommands } from './bench-commands.js';
 import { registerChannelCommands } from './channel-commands.js';
@@ -26,6 +28,9 @@ const exitCodes: Record<ErrorCode, number> = {
   [ErrorCode.ModelFailed]: 8,
   [ErrorCode.ConfigInvalid]: 9,
 };
+
+/** Commands that never open the database; `doctor` opens it only when the file exists. */
+const withoutDatabase = new Set(['bench', 'eval', 'help']);
 
 interface GlobalOptions {
   db?: string;
@@ -53,15 +58,22 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     (run, print) =>
     async (...commandArguments) => {
       const globals = program.opts<GlobalOptions>();
+      const path = globals.db ?? config.databasePath;
       // Models come from the environment (MNEME_EMBEDDER defaults to auto). No background re-embed in a
       // short command (`mneme reembed` does it); warnings go to stderr, notices are not printed.
       const mneme = await createMneme({
-        path: globals.db ?? config.databasePath,
+        path,
         embedder: config.providers.embedder,
         chat: config.providers.chat,
         providers: config.providers,
         backfill: false,
         logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
+      }).catch((error: unknown) => {
+        throw isMnemeError(error)
+          ? error
+          : new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${path}: ${errorMessage(error)}`, {
+              cause: error,
+            });
       });
       try {
         const principal = globals.as === undefined ? null : userPrincipal(globals.as);
@@ -71,6 +83,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         await mneme.close();
       }
     };
+
+  program.hook('preAction', (_program, command) => {
+    let top = command;
+    while (top.parent && top.parent !== program) top = top.parent;
+    if (withoutDatabase.has(top.name())) return;
+    checkDatabasePath(program.opts<GlobalOptions>().db ?? config.databasePath, top.name() !== 'doctor');
+  });
 
   registerMemoryCommands(program, withEngine);
   registerChannelCommands(program, withEngine);
@@ -98,4 +117,55 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 /** The principal of `--as <user>`: the id is checked like every user id. */
 function userPrincipal(userId: string): Principal {
   return { kind: 'user', userId: parseInput(UserIdSchema, userId, '--as'), label: `cli --as ${userId}` };
+}
+
+/**
+ * STORE_FAILED, before anything opens it, unless `path` is `:memory:`, a regular file, or a new file
+ * in a writable folder (created, one level at a time, when `createFolder`; Node's recursive mkdir never
+ * returns for some paths under /proc).
+ */
+function checkDatabasePath(path: string, createFolder: boolean): void {
+  if (path === ':memory:') return;
+  const refuse = (reason: string) =>
+    new MnemeError(
+      ErrorCode.StoreFailed,
+      `cannot use ${path} as the database: ${reason}; give another --db or MNEME_DB`,
+    );
+  const existing = (candidate: string): Stats | null => {
+    try {
+      return statSync(candidate);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return null;
+      throw refuse(code === 'ENOTDIR' ? 'a part of its path is a file, not a folder' : errorMessage(error));
+    }
+  };
+  const file = existing(path);
+  if (file) {
+    if (!file.isFile()) throw refuse(file.isDirectory() ? 'it is a folder' : 'it is not a regular file');
+    return;
+  }
+  if (!createFolder) return;
+  const missing: string[] = [];
+  let folder = dirname(resolve(path));
+  for (let stats = existing(folder); !stats; stats = existing(folder)) {
+    missing.unshift(folder);
+    if (dirname(folder) === folder) break;
+    folder = dirname(folder);
+  }
+  if (missing.length === 0 && !existing(folder)?.isDirectory()) throw refuse(`${folder} is not a folder`);
+  for (const level of missing) {
+    try {
+      mkdirSync(level);
+    } catch (error) {
+      throw refuse(
+        `cannot create the folder ${level} (${(error as NodeJS.ErrnoException).code ?? errorMessage(error)})`,
+      );
+    }
+  }
+  try {
+    accessSync(dirname(resolve(path)), constants.W_OK);
+  } catch {
+    throw refuse(`the folder ${dirname(resolve(path))} is not writable`);
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -89,6 +89,30 @@ describe('mneme ingest', () => {
 
     const notAnObject = await run(database, ['ingest', jsonl(['[1, 2]'])]);
     expect(notAnObject).toMatchObject({ code: 2, stderr: expect.stringMatching(/line 1: expected a JSON object/) });
+  });
+
+  it('keeps the lines before one the engine refuses (a reply to no message), naming its line, and a byte-order mark is skipped', async () => {
+    const database = join(folder, 'refused.db');
+    const file = jsonl([
+      message('first'),
+      message('second'),
+      message('third', { replyTo: 999_999 }),
+      message('fourth'),
+    ]);
+    writeFileSync(file, `\uFEFF${readFileSync(file, 'utf8')}`);
+    const result = await run(database, ['ingest', file]);
+    expect(result).toMatchObject({
+      code: 2,
+      stderr:
+        'mneme: line 3: invalid message: replyTo: no message 999999; nothing of this line was written, the lines before it were\n',
+    });
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'second']);
+  });
+
+  it('refuses a folder with exit code 2 and one line', async () => {
+    const result = await run(join(folder, 'folder.db'), ['ingest', folder]);
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    expect(result.stderr).toBe(`mneme: ${folder} is a folder: give a .jsonl file, or - to read standard input\n`);
   });
 
   it('reads standard input for -', async () => {

@@ -1,4 +1,4 @@
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream, type Stats, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
@@ -58,6 +58,20 @@ function createProgress(write: (text: string) => void, totalBytes: number | null
 /** Lines appended in one transaction. */
 const BATCH_LINES = 500;
 
+/** One checked line, with its number for the errors that name it. */
+interface IngestLine {
+  number: number;
+  input: IngestInput | IngestExchangeInput;
+}
+
+/** Errors about what one line says (not about the store), for which the lines before it are written one at a time. */
+const lineErrorCodes: ReadonlySet<string> = new Set([
+  ErrorCode.InvalidInput,
+  ErrorCode.NotFound,
+  ErrorCode.Forbidden,
+  ErrorCode.Conflict,
+]);
+
 /** Validates one parsed line with the shared schemas: an exchange when it has `userMessage`, else a message. */
 function checkLine(value: unknown): IngestInput | IngestExchangeInput {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -75,8 +89,9 @@ function checkLine(value: unknown): IngestInput | IngestExchangeInput {
  * `mneme ingest <file.jsonl|->`: one JSON object a line, a message (`channelId`, `sender`,
  * `content`, optional `role`, `senderName`, `topicId`, `createdAt`) or an exchange (`channelId`,
  * `userId`, `userMessage`, `assistantReply`, optional `userName`, `topicId`, `createdAt`). Blank
- * lines are skipped. A malformed line stops the run with its line number (exit 2); nothing of that
- * line is written, the lines before it are kept. Waits for extraction before it exits.
+ * lines and a UTF-8 byte-order mark are skipped. A malformed line, or one the engine refuses (a
+ * `replyTo` that names no message of its channel), stops the run with its line number (exit 2);
+ * nothing of that line is written, the lines before it are kept. Waits for extraction before it exits.
  */
 export function registerIngestCommands(program: Command, withEngine: WithEngine, io: IngestIo): void {
   program
@@ -97,8 +112,7 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           const before = (await mneme.stats()).active;
           const summary = { lines: 0, messages: 0, exchanges: 0, commands: 0, droppedJobs: 0 };
           let bytes = 0;
-          let batch: Array<IngestInput | IngestExchangeInput> = [];
-          let batchStart = 1;
+          let batch: IngestLine[] = [];
           const count = (results: IngestResult[]) => {
             for (const result of results) {
               summary.messages += result.messages.length;
@@ -108,32 +122,47 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             }
           };
           const flush = async () => {
-            if (batch.length === 0) return;
-            try {
-              count(await mneme.ingestMany(batch));
-            } catch (error) {
-              throw new MnemeError(
-                isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
-                `lines ${batchStart}-${summary.lines}: ${errorMessage(error)}`,
-                { cause: error },
-              );
-            }
+            const lines = batch;
             batch = [];
+            if (lines.length === 0) return;
+            try {
+              count(await mneme.ingestMany(lines.map((line) => line.input)));
+            } catch (error) {
+              if (!isMnemeError(error) || !lineErrorCodes.has(error.code)) {
+                throw new MnemeError(
+                  isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
+                  `lines ${lines[0]?.number}-${lines.at(-1)?.number}: ${errorMessage(error)}`,
+                  { cause: error },
+                );
+              }
+              // The engine refused one line before writing any: keep the lines before it, one at a time.
+              for (const line of lines) {
+                try {
+                  count([
+                    'userMessage' in line.input
+                      ? await mneme.ingestExchange(line.input)
+                      : await mneme.ingest(line.input),
+                  ]);
+                } catch (lineFailure) {
+                  throw lineError(line.number, lineFailure);
+                }
+              }
+            }
           };
           try {
-            for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+            for await (const line of readLines(input, file)) {
               summary.lines++;
               bytes += Buffer.byteLength(line) + 1;
-              if (line.trim() === '') continue;
+              const text = summary.lines === 1 ? line.replace(/^\uFEFF/, '') : line;
+              if (text.trim() === '') continue;
               let checked: IngestInput | IngestExchangeInput;
               try {
-                checked = checkLine(JSON.parse(line));
+                checked = checkLine(JSON.parse(text));
               } catch (error) {
                 await flush();
                 throw lineError(summary.lines, error);
               }
-              if (batch.length === 0) batchStart = summary.lines;
-              batch.push(checked);
+              batch.push({ number: summary.lines, input: checked });
               if (batch.length >= BATCH_LINES) await flush();
               progress?.update(summary.lines, bytes);
             }
@@ -159,13 +188,37 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
     );
 }
 
+/** The size of the file to read: NOT_FOUND when it does not exist, INVALID_INPUT when it is not a regular file. */
 function fileSize(file: string): number {
+  let stats: Stats;
   try {
-    return statSync(file).size;
+    stats = statSync(file);
   } catch (error) {
     throw new MnemeError(ErrorCode.NotFound, `cannot read ${file}: check the path, or use - to read standard input`, {
       cause: error,
     });
+  }
+  if (!stats.isFile()) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `${file} is ${stats.isDirectory() ? 'a folder' : 'not a regular file'}: give a .jsonl file, or - to read standard input`,
+    );
+  }
+  return stats.size;
+}
+
+/** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
+async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
+  try {
+    yield* createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  } catch (error) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `cannot read ${file === '-' ? 'standard input' : file}: ${errorMessage(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

@@ -112,6 +112,28 @@ describe('the library API', () => {
     await expectRefused(mneme.history(0), ErrorCode.InvalidInput, /id must be a positive integer/);
   });
 
+  it('refuses numbers given as text or true, and a memory in a topic that does not exist', async () => {
+    await expectRefused(mneme.list({ limit: '10' as never }), ErrorCode.InvalidInput, /limit must be a number/);
+    await expectRefused(mneme.list({ offset: true as never }), ErrorCode.InvalidInput, /offset must be a number/);
+    await expectRefused(
+      mneme.recall({ query: 'x', topK: true as never }),
+      ErrorCode.InvalidInput,
+      /topK must be a number/,
+    );
+    await expectRefused(
+      mneme.context({ query: 'x', topK: '5' as never }),
+      ErrorCode.InvalidInput,
+      /topK must be a number/,
+    );
+    await expectRefused(
+      mneme.remember({ content: 'Oz likes tea', topicId: 'no-such-topic' }),
+      ErrorCode.NotFound,
+      /topic no-such-topic does not exist; create it with createTopic first/,
+    );
+    await mneme.createTopic({ id: 'planning' });
+    expect((await mneme.remember({ content: 'Oz likes tea', topicId: 'planning' })).topicId).toBe('planning');
+  });
+
   it('keeps every version: edits, forget and restore, with the actor', async () => {
     const memory = await mneme.remember({ content: 'Oz uses a Mac', actor: 'setup' });
     clock.advance(60_000);

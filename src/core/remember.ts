@@ -1,5 +1,6 @@
 import { embedDocuments } from './embed-documents.js';
 import type { EngineContext } from './engine-context.js';
+import { ErrorCode, MnemeError } from './errors.js';
 import { parseInput, RememberInputSchema } from './schemas.js';
 import { ownerKey, sectorOf } from './scope.js';
 import type { Memory } from './types.js';
@@ -7,6 +8,12 @@ import type { Memory } from './types.js';
 /** Stores one manual memory: validated, embedded when a model exists, written with its version in one transaction. */
 export async function remember(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(RememberInputSchema, input, 'memory');
+  if (parsed.topicId !== undefined && !(await context.storage.directory.getTopic(parsed.topicId))) {
+    throw new MnemeError(
+      ErrorCode.NotFound,
+      `topic ${parsed.topicId} does not exist; create it with createTopic first, or leave topicId out`,
+    );
+  }
   const [embedding = null] = await embedDocuments(context, [parsed.content]);
   const [memory] = await context.storage.memories.insert(
     [

@@ -144,6 +144,17 @@ export const MemoryActionInputSchema = z.strictObject({
 });
 export type MemoryActionInput = z.input<typeof MemoryActionInputSchema>;
 
+const PageLimitSchema = z
+  .number({ error: 'limit must be a number' })
+  .int('limit must be a whole number')
+  .min(1, 'limit must be at least 1')
+  .max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`);
+
+const PageOffsetSchema = z
+  .number({ error: 'offset must be a number' })
+  .int('offset must be a whole number')
+  .min(0, 'offset must not be negative');
+
 /** Filters of `list`. */
 export const ListFilterSchema = z.strictObject({
   /** Only memories this viewer may see; without it, `list` is an administrator's view of every scope. */
@@ -154,20 +165,26 @@ export const ListFilterSchema = z.strictObject({
   archived: z
     .enum(['exclude', 'include', 'only'], { error: 'archived must be exclude, include or only' })
     .default('exclude'),
-  limit: z.coerce
-    .number({ error: 'limit must be a number' })
-    .int('limit must be a whole number')
-    .min(1, 'limit must be at least 1')
-    .max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`)
-    .default(50),
-  offset: z.coerce
-    .number({ error: 'offset must be a number' })
-    .int('offset must be a whole number')
-    .min(0, 'offset must not be negative')
-    .default(0),
+  limit: PageLimitSchema.default(50),
+  offset: PageOffsetSchema.default(0),
 });
 export type ListFilter = z.input<typeof ListFilterSchema>;
 export type ParsedListFilter = z.output<typeof ListFilterSchema>;
+
+/** A number as a query string carries it: a number, or decimal digits (`1e3`, `0x10`, `true` are refused). */
+function queryNumber(name: string, schema: z.ZodType<number, number>) {
+  const digits = z
+    .string()
+    .regex(/^\s*[+-]?\d+(\.\d+)?\s*$/)
+    .transform(Number);
+  return z.union([z.number(), digits], { error: `${name} must be a number` }).pipe(schema);
+}
+
+/** The filters of `list` as a query string gives them (`GET /api/memories?limit=20`): no viewer, digits for numbers. */
+export const ListQuerySchema = ListFilterSchema.omit({ viewer: true }).extend({
+  limit: queryNumber('limit', PageLimitSchema).default(50),
+  offset: queryNumber('offset', PageOffsetSchema).default(0),
+});
 
 /** Longest recall query accepted, in characters. */
 export const MAX_QUERY_CHARS = 20_000;
@@ -181,7 +198,7 @@ export const QuerySchema = z
   .max(MAX_QUERY_CHARS, `query is longer than ${MAX_QUERY_CHARS} characters`);
 
 const topK = (fallback: number) =>
-  z.coerce
+  z
     .number({ error: 'topK must be a number' })
     .int('topK must be a whole number')
     .min(1, 'topK must be at least 1')
@@ -254,19 +271,30 @@ const nameText = (name: string) =>
 
 export const DisplayNameSchema = nameText('displayName');
 
-/** A point in time: ISO 8601 text, epoch milliseconds, or a Date; becomes epoch milliseconds. */
-export const TimestampSchema = z
-  .union([z.number(), z.string(), z.date()], {
-    error: 'createdAt must be an ISO 8601 date, epoch milliseconds or a Date',
-  })
-  .transform((value) => (typeof value === 'number' ? value : new Date(value).getTime()))
-  .refine((time) => Number.isFinite(time) && time >= 0, 'createdAt must be a valid date, e.g. 2024-06-15T12:00:00Z');
+/** The earliest time accepted (`createdAt`, the `now` of maintenance): 1970-01-01T00:00:00.000Z. */
+export const MIN_TIME = 0;
+/** The latest time accepted: 9999-12-31T23:59:59.999Z. */
+export const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * A point in time named `name`: ISO 8601 text, epoch milliseconds or a Date, from 1970 to the end of
+ * year 9999; becomes epoch milliseconds.
+ */
+export function timeSchema(name: string) {
+  const expected = `${name} must be an ISO 8601 time or epoch milliseconds from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, e.g. 2024-06-15T12:00:00Z`;
+  return z
+    .union([z.number(), z.string(), z.date()], { error: expected })
+    .transform((value) => (typeof value === 'number' ? value : new Date(value).getTime()))
+    .refine((time) => Number.isFinite(time) && time >= MIN_TIME && time <= MAX_TIME, expected);
+}
+
+export const TimestampSchema = timeSchema('createdAt');
 
 /** Input of `ingest`: one message of a channel. Commands (`/remember`, `/forget`) in user messages are run. */
 export const IngestInputSchema = z.strictObject({
   channelId: ChannelIdSchema,
   /** The sender's user id (the agent's id for an assistant message). */
-  sender: UserIdSchema,
+  sender: externalId('sender'),
   /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
   senderName: DisplayNameSchema.optional(),
   role: MessageRoleSchema.default('user'),
@@ -289,7 +317,7 @@ export const IngestExchangeInputSchema = z.strictObject({
   userMessage: MessageContentSchema,
   assistantReply: MessageContentSchema,
   /** The sender id recorded for the reply. */
-  assistantId: UserIdSchema.default('assistant'),
+  assistantId: externalId('assistantId').default('assistant'),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
 });

@@ -19,10 +19,12 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
@@ -50,10 +52,15 @@ export class HttpProblem extends Error {
   }
 }
 
+/** The reason phrase of an HTTP status, as problem documents title it. */
+export function titleOf(status: number): string {
+  return titles[status] ?? 'Error';
+}
+
 export function problem(status: number, code: string, detail: string, errors?: readonly FieldIssue[]): Problem {
   return {
     type: `https://mneme.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`,
-    title: titles[status] ?? 'Error',
+    title: titleOf(status),
     status,
     detail,
     code,

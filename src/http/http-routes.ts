@@ -8,7 +8,7 @@ import {
   DisplayNameInputSchema,
   IngestExchangeInputSchema,
   IngestInputSchema,
-  ListFilterSchema,
+  ListQuerySchema,
   MemoryIdSchema,
   MemoryPatchSchema,
   PutChannelInputSchema,
@@ -87,7 +87,7 @@ export const apiRoutes: readonly Route[] = [
     tag: 'memories',
     returns:
       '`{ memories, total, limit, offset }`; an administrator key lists every scope, a user key what its viewer sees',
-    query: ListFilterSchema.omit({ viewer: true }),
+    query: ListQuerySchema,
     access: {
       kind: 'viewer',
       requested: ({ query: { channelId, projectId, topicId } }) => ({ channelId, projectId, topicId }),

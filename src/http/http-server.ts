@@ -1,8 +1,9 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import { createHttpApp } from './http-app.js';
+import { problem, titleOf } from './http-problem.js';
 
 export interface HttpServerOptions {
   mneme: Mneme;
@@ -63,6 +64,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       ),
     );
   });
+  server.on('clientError', answerClientError);
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
@@ -73,4 +75,26 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         if ('closeIdleConnections' in server) server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * Answers, as problem+json, a request Node's HTTP parser refuses before the app sees it: header fields
+ * over Node's limit (431), a request that took too long to arrive (408), a malformed one (400).
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten > 0) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'HEADERS_TOO_LARGE', 'the request header fields are too large; send fewer or shorter headers']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'REQUEST_TIMEOUT', 'the request took too long to arrive; send it again']
+        : [400, 'MALFORMED_REQUEST', 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify(problem(status, code, detail));
+  socket.end(
+    `HTTP/1.1 ${status} ${titleOf(status)}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -116,6 +116,52 @@ describe('the message log', () => {
     expect((await refused(mneme.ingestMany(tooMany))).message).toMatch(/at most 1000/);
   });
 
+  it('refuses a reply to no message, or to a message of another channel, writing nothing of the batch', async () => {
+    const { mneme } = await engine();
+    const [first] = (await mneme.ingest({ channelId: 'room-1', sender: 'oz', content: 'Anyone up for lunch today?' }))
+      .messages;
+    const missing = await refused(
+      mneme.ingestMany([
+        { channelId: 'room-1', sender: 'ann', senderName: 'Ann', content: 'Yes please' },
+        { channelId: 'room-1', sender: 'ann', content: 'Where?', replyTo: 424_242 },
+      ]),
+    );
+    expect(missing).toMatchObject({
+      code: ErrorCode.InvalidInput,
+      message: 'invalid message at index 1: replyTo: no message 424242',
+      issues: [{ path: 'replyTo', message: 'no message 424242' }],
+    });
+    const elsewhere = await refused(
+      mneme.ingest({ channelId: 'room-2', sender: 'ann', content: 'Sure', replyTo: first?.id ?? 0 }),
+    );
+    expect(elsewhere.message).toBe(
+      `invalid message: replyTo: message ${first?.id} is not in channel room-2; a reply answers a message of its own channel`,
+    );
+    expect(await mneme.turns({ channelId: 'room-1' })).toHaveLength(1);
+    expect(await mneme.turns({ channelId: 'room-2' })).toEqual([]);
+    const reply = await mneme.ingest({ channelId: 'room-1', sender: 'ann', content: 'Sure', replyTo: first?.id ?? 0 });
+    expect(reply.messages[0]?.replyTo).toBe(first?.id);
+  });
+
+  it('refuses a time before 1970 or after 9999, and takes the last millisecond of 9999', async () => {
+    const { mneme } = await engine();
+    for (const createdAt of [1e20, -1, '+010000-01-01T00:00:00Z', 'not a time']) {
+      const error = await refused(
+        mneme.ingest({ channelId: 'room-1', sender: 'oz', content: 'hello there', createdAt }),
+      );
+      expect(error.message).toMatch(
+        /createdAt must be an ISO 8601 time or epoch milliseconds from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z/,
+      );
+    }
+    const latest = await mneme.ingest({
+      channelId: 'room-1',
+      sender: 'oz',
+      content: 'hello',
+      createdAt: '9999-12-31T23:59:59.999Z',
+    });
+    expect(latest.messages[0]?.createdAt).toBe('9999-12-31T23:59:59.999Z');
+  });
+
   it('refuses bad input with INVALID_INPUT and writes nothing', async () => {
     const { mneme } = await engine();
     const attempts = [

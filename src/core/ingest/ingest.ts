@@ -69,6 +69,8 @@ export interface MnemeIngest {
 
 /** One validated input, ready to append. */
 interface PreparedInput {
+  /** How errors name it: `message`, `exchange`, `message at index 3`. */
+  what: string;
   messages: NewMessage[];
   topicId: string | undefined;
   sender: { id: string; name: string | undefined };
@@ -116,8 +118,32 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     return user?.displayName ?? userId;
   }
 
+  /** INVALID_INPUT unless every `replyTo` names a stored message of the same channel; checked before anything is written. */
+  async function checkReplies(inputs: readonly PreparedInput[]): Promise<void> {
+    const wanted = inputs.flatMap((input) => input.messages.flatMap((message) => message.replyTo ?? []));
+    if (wanted.length === 0) return;
+    const stored = new Map((await storage.messages.get([...new Set(wanted)])).map((message) => [message.id, message]));
+    for (const input of inputs) {
+      for (const message of input.messages) {
+        if (message.replyTo == null) continue;
+        const answered = stored.get(message.replyTo);
+        const problem = !answered
+          ? `no message ${message.replyTo}`
+          : answered.channelId !== message.channelId
+            ? `message ${message.replyTo} is not in channel ${message.channelId}; a reply answers a message of its own channel`
+            : null;
+        if (problem) {
+          throw new MnemeError(ErrorCode.InvalidInput, `invalid ${input.what}: replyTo: ${problem}`, {
+            issues: [{ path: 'replyTo', message: problem }],
+          });
+        }
+      }
+    }
+  }
+
   /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
   async function append(inputs: readonly PreparedInput[]): Promise<IngestResult[]> {
+    await checkReplies(inputs);
     const names = new Map<string, string>();
     for (const input of inputs) {
       names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name));
@@ -149,6 +175,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   function prepareMessage(input: unknown, what: string): PreparedInput {
     const parsed = parseInput(IngestInputSchema, input, what);
     return {
+      what,
       messages: [
         {
           channelId: parsed.channelId,
@@ -174,6 +201,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       createdAt: parsed.createdAt ?? clock.now(),
     };
     return {
+      what,
       messages: [
         { ...common, senderId: parsed.userId, role: 'user', content: parsed.userMessage },
         {

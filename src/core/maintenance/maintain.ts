@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
-import { parseInput } from '../schemas.js';
+import { parseInput, timeSchema } from '../schemas.js';
 import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
 import { type DecayReport, runDecay } from './decay-task.js';
 import { type DreamReport, runDream } from './dream-task.js';
@@ -24,11 +24,7 @@ export const MaintainInputSchema = z.strictObject({
     .transform((tasks) =>
       tasks === 'all' ? [...maintenanceTasks] : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
     ),
-  now: z
-    .union([z.number(), z.string(), z.date()], { error: 'now must be an ISO 8601 time or epoch milliseconds' })
-    .transform((value) => new Date(value).getTime())
-    .refine(Number.isFinite, 'now must be an ISO 8601 time, e.g. 2024-06-15T12:00:00Z')
-    .optional(),
+  now: timeSchema('now').optional(),
 });
 export type MaintainInput = z.input<typeof MaintainInputSchema>;
 

@@ -7,7 +7,7 @@ import { ftsQuery } from './sqlite-fts-query.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
-import { purgeSqliteUser } from './sqlite-user-purge.js';
+import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** The SQLite implementation of the MemoryStore port. */
@@ -166,7 +166,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async purgeUser(userId) {
-      return writeSqlite(database, `purging user ${userId}`, () => purgeSqliteUser(database, vectors, userId));
+      return eraseSqliteUser(database, vectors, userId);
     },
   };
 }

@@ -321,34 +321,53 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
 
 /**
- * Brings the database up to `target` (the latest by default), one transaction per step.
- * Refuses a database written by a newer mneme instead of guessing at its schema.
+ * Brings the database up to `target` (the latest by default), one transaction per step. Each step
+ * takes the write lock first (`BEGIN IMMEDIATE`) and only then reads the schema version, so processes
+ * opening one new file at once apply every step exactly once: the others wait, then find it done. An
+ * up-to-date database is only read. Refuses a database written by a newer mneme instead of guessing
+ * at its schema.
  */
 export function migrateSqlite(database: Database.Database, target = latestSchemaVersion): number {
-  database.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
-  )`);
-  const current =
-    database.prepare<[], { version: number | null }>('SELECT MAX(version) AS version FROM schema_migrations').get()
-      ?.version ?? 0;
-  if (current > latestSchemaVersion) {
-    throw new MnemeError(
-      ErrorCode.StoreIncompatible,
-      `this database has schema version ${current}, but this mneme knows only up to ${latestSchemaVersion}: upgrade mneme to open it`,
-    );
-  }
-  const record = database.prepare<[number, string, number]>(
-    'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-  );
-  for (const migration of sqliteMigrations) {
-    if (migration.version <= current || migration.version > target) continue;
+  const recorded = () =>
     database
-      .transaction(() => {
-        database.exec(migration.sql);
-        migration.after?.(database);
-        record.run(migration.version, migration.name, Date.now());
-      })
-      .immediate();
+      .prepare<[], { present: number }>(
+        "SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+      )
+      .get()?.present === 1;
+  const currentVersion = () => {
+    const current =
+      database.prepare<[], { version: number | null }>('SELECT MAX(version) AS version FROM schema_migrations').get()
+        ?.version ?? 0;
+    if (current > latestSchemaVersion) {
+      throw new MnemeError(
+        ErrorCode.StoreIncompatible,
+        `this database has schema version ${current}, but this mneme knows only up to ${latestSchemaVersion}: upgrade mneme to open it`,
+      );
+    }
+    return current;
+  };
+  const nextStep = (current: number) =>
+    sqliteMigrations.find((migration) => migration.version > current && migration.version <= target);
+  const applyNextStep = database.transaction((): number | null => {
+    database.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL
+    )`);
+    const current = currentVersion();
+    const next = nextStep(current);
+    if (!next) return current;
+    database.exec(next.sql);
+    next.after?.(database);
+    database
+      .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+      .run(next.version, next.name, Date.now());
+    return null;
+  });
+  if (recorded()) {
+    const current = currentVersion();
+    if (!nextStep(current)) return current;
   }
-  return Math.max(current, Math.min(target, latestSchemaVersion));
+  for (;;) {
+    const reached = applyNextStep.immediate();
+    if (reached !== null) return reached;
+  }
 }

@@ -1,7 +1,45 @@
 import type Database from 'better-sqlite3';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { PurgeReport } from '../../core/types.js';
-import { getRow } from './sqlite-database.js';
+import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
+
+/**
+ * Purges one user (see `purgeSqliteUser`) so that their bytes go too, not only their rows: deleted
+ * cells are overwritten with zeros (`secure_delete`), both full-text indexes are rebuilt from the rows
+ * that remain (a merge keeps deleted terms in its leaves), the file is rebuilt too (`VACUUM`: stale
+ * copies of cells that page splits left behind go), and the WAL is checkpointed and truncated. It
+ * takes time in proportion to the size of the file.
+ */
+export function eraseSqliteUser(database: Database.Database, vectors: SqliteVectorIndex, userId: string): PurgeReport {
+  const previous = Number(database.pragma('secure_delete', { simple: true }));
+  database.pragma('secure_delete = ON');
+  try {
+    const report = writeSqlite(database, `purging user ${userId}`, () => {
+      const purged = purgeSqliteUser(database, vectors, userId);
+      database.exec(`INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+        INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');`);
+      return purged;
+    });
+    const unfinished = `user ${userId} was purged, but erasing the deleted bytes from the file did not finish`;
+    let busy = 0;
+    try {
+      database.exec('VACUUM');
+      busy = (database.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy ?? 0;
+    } catch (error) {
+      throw toMnemeError(error, `${unfinished}; purge again to finish it`);
+    }
+    if (busy) {
+      throw new MnemeError(
+        ErrorCode.StoreBusy,
+        `${unfinished}: another connection is still reading the write-ahead log; purge again once it is done`,
+      );
+    }
+    return report;
+  } finally {
+    database.pragma(`secure_delete = ${previous}`);
+  }
+}
 
 /**
  * Deletes everything about one user, inside the caller's transaction: their messages and the replies
@@ -17,6 +55,13 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
       .map((row) => row.id);
   const count = (sql: string, ...values: unknown[]) =>
     getRow(database.prepare<unknown[], { count: number }>(sql), ...values).count;
+  const spoken = database
+    .prepare<[string], { channels: string; topics: string }>(
+      `SELECT json_group_array(DISTINCT channel_id) AS channels,
+        json_group_array(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
+      FROM messages WHERE sender_id = ?`,
+    )
+    .get(userId) ?? { channels: '[]', topics: '[]' };
   const messageIds = JSON.stringify(
     ids(
       'SELECT id FROM messages WHERE sender_id = @userId OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId)',
@@ -55,5 +100,24 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   database.prepare('DELETE FROM users WHERE id = ?').run(userId);
   database.prepare('DELETE FROM members WHERE user_id = ?').run(userId);
   const apiKeys = database.prepare('DELETE FROM api_keys WHERE user_id = ?').run(userId).changes;
+  // A topic or channel only the user spoke in, that nothing else refers to now, was theirs alone.
+  database
+    .prepare(`DELETE FROM topics WHERE id IN (SELECT value FROM json_each(?))
+      AND NOT EXISTS (SELECT 1 FROM messages WHERE topic_id = topics.id)
+      AND NOT EXISTS (SELECT 1 FROM memories WHERE topic_id = topics.id)
+      AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'topic' AND space_id = topics.id)`)
+    .run(spoken.topics);
+  database
+    .prepare(`DELETE FROM channels WHERE id IN (SELECT value FROM json_each(?))
+      AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = channels.id)
+      AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'channel' AND space_id = channels.id)`)
+    .run(spoken.channels);
+  database
+    .prepare(`DELETE FROM maintenance_state WHERE channel_id IN (@userId, 'user:' || @userId)
+      OR (channel_id IN (SELECT value FROM json_each(@channels))
+        AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = maintenance_state.channel_id))
+      OR (channel_id IN (SELECT 'topic:' || value FROM json_each(@topics))
+        AND NOT EXISTS (SELECT 1 FROM topics WHERE 'topic:' || id = maintenance_state.channel_id))`)
+    .run({ userId, channels: spoken.channels, topics: spoken.topics });
   return { userId, messages, memories, vectors: vectorCount, versions, links, apiKeys };
 }
