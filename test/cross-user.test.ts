@@ -4,6 +4,7 @@ import { isMnemeError } from '../src/core/errors.js';
 import { MaintainInputSchema } from '../src/core/maintenance/maintain.js';
 import type { Mneme } from '../src/core/mneme.js';
 import {
+  AssistantIdSchema,
   ChannelIdSchema,
   ContextInputSchema,
   CreateProjectInputSchema,
@@ -19,6 +20,7 @@ import {
   PutChannelInputSchema,
   RecallInputSchema,
   RememberInputSchema,
+  SenderIdSchema,
   TopicIdSchema,
   TurnsInputSchema,
   UpdateInputSchema,
@@ -59,6 +61,8 @@ type IdKind = 'user' | 'channel' | 'topic' | 'project' | 'memory' | 'message';
 /** The shared id schemas, recognised by identity wherever a route or method uses them. */
 const idSchemas = new Map<unknown, IdKind>([
   [UserIdSchema, 'user'],
+  [SenderIdSchema, 'user'],
+  [AssistantIdSchema, 'user'],
   [ChannelIdSchema, 'channel'],
   [TopicIdSchema, 'topic'],
   [ProjectIdSchema, 'project'],
@@ -709,7 +713,7 @@ describe('holes the walkers found', () => {
     expect(canariesIn(search.text)).toEqual([]);
   });
 
-  it('lets a reply name only a message A may read: B messages and missing ids are not found, never a crash', async () => {
+  it('lets a reply name only a message A may read in the same channel: B messages and missing ids are not found, never a crash', async () => {
     const publicMessage = (await world.mneme.turns({ channelId: PUBLIC_ROOM }))[0];
     const post = (replyTo: number | undefined) =>
       world.send(world.keys.a, 'POST', '/api/messages', {
@@ -722,8 +726,10 @@ describe('holes the walkers found', () => {
       const response = await post(replyTo);
       expect(isProblem(response, [404]), `replyTo ${replyTo} -> ${response.status} ${response.text}`).toBe(true);
     }
-    expect((await post(publicMessage?.id)).status).toBe(202);
-    expect((await post(world.aMessages[0])).status).toBe(202);
+    // A reply answers a message of its own channel, whoever asks: another channel's message is invalid input.
+    expect((await post(publicMessage?.id)).status).toBe(422);
+    const ownRoomMessage = (await world.mneme.turns({ channelId: A.room }))[0];
+    expect((await post(ownRoomMessage?.id)).status).toBe(202);
     await world.mneme.whenIdle();
   });
 

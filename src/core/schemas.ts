@@ -23,6 +23,10 @@ const externalId = (name: string) =>
     .max(MAX_ID_CHARS, `${name} is longer than ${MAX_ID_CHARS} characters`);
 
 export const UserIdSchema = externalId('userId');
+/** A message's sender: a user id, named `sender` in errors. */
+export const SenderIdSchema = externalId('sender');
+/** The sender id recorded for an assistant reply: a user id, named `assistantId` in errors. */
+export const AssistantIdSchema = externalId('assistantId');
 export const ChannelIdSchema = externalId('channelId');
 export const ProjectIdSchema = externalId('projectId');
 export const TopicIdSchema = externalId('topicId');
@@ -294,7 +298,7 @@ export const TimestampSchema = timeSchema('createdAt');
 export const IngestInputSchema = z.strictObject({
   channelId: ChannelIdSchema,
   /** The sender's user id (the agent's id for an assistant message). */
-  sender: externalId('sender'),
+  sender: SenderIdSchema,
   /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
   senderName: DisplayNameSchema.optional(),
   role: MessageRoleSchema.default('user'),
@@ -317,7 +321,7 @@ export const IngestExchangeInputSchema = z.strictObject({
   userMessage: MessageContentSchema,
   assistantReply: MessageContentSchema,
   /** The sender id recorded for the reply. */
-  assistantId: externalId('assistantId').default('assistant'),
+  assistantId: AssistantIdSchema.default('assistant'),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
 });
