@@ -3,6 +3,7 @@ import { errorMessage } from '../core/errors.js';
 import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import { type MaintenanceTask, maintenanceTasks } from '../core/maintenance/maintenance-task.js';
 import type { Mneme } from '../core/mneme.js';
+import { runInBackground } from './background-work.js';
 
 const MINUTE_MS = 60 * 1000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -44,7 +45,8 @@ export interface MaintenanceScheduler {
  * Creates the maintenance scheduler. Due tasks run one after another, in cycle order (decay,
  * episodes, consolidate, link, dream), and the next check is scheduled only after the current one
  * finished, so no two cycles of a task (or of any two tasks) ever run at once; `maintain` also
- * refuses to start a task that a direct call is still running.
+ * refuses to start a task that a direct call is still running. Tasks run as background work
+ * (`runInBackground`), so the storage adapter cuts them into slices that yield to requests.
  */
 export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions): MaintenanceScheduler {
   const intervals = { ...defaultMaintenanceIntervals, ...options.intervals };
@@ -77,7 +79,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   function schedule(delay: number): void {
     timer = setTimeout(() => {
       timer = null;
-      current = check().finally(() => {
+      current = runInBackground(check).finally(() => {
         current = null;
         if (isRunning) schedule(checkEveryMs);
       });
