@@ -258,7 +258,7 @@ describe('the extraction queue', () => {
     );
     queue.schedule('busy');
     queue.schedule('quiet');
-    await vi.waitFor(() => expect(extracted).toHaveLength(1), { timeout: 10_000 });
+    await vi.waitFor(() => expect(extracted.length).toBeGreaterThan(0), { timeout: 10_000 });
     await queue.close();
     expect(extracted).toEqual(['quiet, with messages left in busy']);
   });
