@@ -53,7 +53,8 @@ const nextTurnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(reso
  *   turn. It runs as background work (`runInBackground`): within a turn, the storage adapter yields
  *   between its calls every few milliseconds (`createSqliteScheduler`).
  * - `close` stops after the message in progress, so each message is extracted exactly once
- *   across a stop and a restart.
+ *   across a stop and a restart; a call of that message waiting for a lock held by another process
+ *   stops waiting (it fails, and the message is extracted again after the restart).
  */
 export function createExtractionQueue(
   work: ExtractionWork,
@@ -94,6 +95,7 @@ export function createExtractionQueue(
       retryDelay = firstRetryDelay;
       return turn.signal.aborted ? 'more' : 'done';
     } catch (error) {
+      if (controller.signal.aborted) return 'failed';
       options.logger?.warn(
         `extraction of channel ${channelId} failed and will be retried by the next catch-up pass: ${errorMessage(error)}`,
       );
@@ -109,6 +111,7 @@ export function createExtractionQueue(
     try {
       return await work.pendingChannels();
     } catch (error) {
+      if (controller.signal.aborted) return [];
       options.logger?.warn(`the extraction catch-up pass failed: ${errorMessage(error)}`);
       retryLater();
       return [];
@@ -135,7 +138,7 @@ export function createExtractionQueue(
 
   function start(): void {
     if (running || controller.signal.aborted) return;
-    running = runInBackground(loop).finally(() => {
+    running = runInBackground(loop, controller.signal).finally(() => {
       running = null;
       if ((queue.length > 0 || backlog.length > 0 || catchUpOwed) && !controller.signal.aborted) start();
     });

@@ -36,7 +36,10 @@ export interface MaintenanceSchedulerOptions {
 export interface MaintenanceScheduler {
   /** Runs every task once now (the start-up sweep), then each again whenever its interval has passed. */
   start(): void;
-  /** Stops scheduling and waits for the task in progress, if any, to finish. */
+  /**
+   * Stops scheduling and waits for the task in progress, if any, to finish; a call of it waiting for
+   * a lock held by another process stops waiting (the task fails, and runs again after the next start).
+   */
   stop(): Promise<void>;
   readonly isRunning: boolean;
 }
@@ -60,6 +63,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   let timer: ReturnType<typeof setTimeout> | null = null;
   let current: Promise<void> | null = null;
   let isRunning = false;
+  let stopping = new AbortController();
 
   async function check(): Promise<void> {
     for (const task of maintenanceTasks) {
@@ -79,7 +83,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   function schedule(delay: number): void {
     timer = setTimeout(() => {
       timer = null;
-      current = runInBackground(check).finally(() => {
+      current = runInBackground(check, stopping.signal).finally(() => {
         current = null;
         if (isRunning) schedule(checkEveryMs);
       });
@@ -92,10 +96,12 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
     start() {
       if (isRunning) return;
       isRunning = true;
+      stopping = new AbortController();
       schedule(0);
     },
     async stop() {
       isRunning = false;
+      stopping.abort();
       if (timer) clearTimeout(timer);
       timer = null;
       await current;

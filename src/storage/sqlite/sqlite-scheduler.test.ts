@@ -101,6 +101,26 @@ describe('the SQLite scheduler', () => {
     expect(events).toEqual([`write failed ${ErrorCode.StoreBusy}`, 'closed']);
   });
 
+  it("stops a background call's wait for the lock with STORE_BUSY once its work's signal aborts", async () => {
+    const path = newFile();
+    const storage = createSqliteStorage({ path, busyTimeoutMs: 60_000 });
+    const lock = holdWriteLock(path);
+    const { events, note } = timeline();
+    const stop = new AbortController();
+    const write = runInBackground(() => storage.messages.append([message('never written')]), stop.signal).then(
+      () => note('write committed'),
+      (error: { code: string }) => note(`write failed ${error.code}`),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    stop.abort();
+    await write;
+    note('lock released');
+    lock.release();
+    expect(events).toEqual([`write failed ${ErrorCode.StoreBusy}`, 'lock released']);
+    expect(await storage.messages.latestId('room')).toBe(0);
+    await storage.close();
+  });
+
   it('cuts background work into slices that let a timer in; the calls of a waiting caller run straight through', async () => {
     const storage = createSqliteStorage({ path: ':memory:' });
     await storage.messages.append(Array.from({ length: 100 }, (_, index) => message(`message number ${index}`)));

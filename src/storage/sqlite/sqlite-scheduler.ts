@@ -1,4 +1,4 @@
-import { isBackgroundWork } from '../../workers/background-work.js';
+import { backgroundWork } from '../../workers/background-work.js';
 import type { Storage } from '../storage.js';
 import { isSqliteBusy } from './sqlite-database.js';
 
@@ -14,19 +14,19 @@ const { setImmediate: realSetImmediate, setTimeout: realSetTimeout, clearTimeout
 
 const nextTurn = () => new Promise<void>((resolve) => realSetImmediate(resolve));
 
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+/** Resolves true after `ms`, or false as soon as one of `signals` aborts. */
+function pause(ms: number, signals: ReadonlyArray<AbortSignal | null | undefined>): Promise<boolean> {
+  const watched = signals.filter((signal): signal is AbortSignal => signal != null);
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const stop = () => {
+    if (watched.some((signal) => signal.aborted)) return resolve(false);
+    const finish = (waited: boolean) => {
       realClearTimeout(timer);
-      resolve(false);
+      for (const signal of watched) signal.removeEventListener('abort', stop);
+      resolve(waited);
     };
-    const timer = realSetTimeout(() => {
-      signal.removeEventListener('abort', stop);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', stop, { once: true });
+    const stop = () => finish(false);
+    const timer = realSetTimeout(() => finish(true), ms);
+    for (const signal of watched) signal.addEventListener('abort', stop, { once: true });
   });
 }
 
@@ -45,7 +45,8 @@ export interface SqliteScheduler {
    * first yields (`setImmediate`) when the calls of this turn of the event loop have run `sliceMs`
    * already, so requests, timers and signals get in; a call for a waiting caller never does.
    * When the call fails with SQLITE_BUSY (nothing was done), it is run again, whole, after a pause
-   * (1 ms doubling up to 100 ms) until `busyTimeoutMs` has passed; `waitForLock: false` fails at once.
+   * (1 ms doubling up to 100 ms) until `busyTimeoutMs` has passed, the scheduler closes or the
+   * background work's signal aborts; `waitForLock: false` fails at once.
    */
   run<T>(call: () => Promise<T>, options?: { waitForLock?: boolean }): Promise<T>;
   /** Ends every wait for a lock (each fails with its STORE_BUSY) and refuses to start new ones. */
@@ -78,7 +79,7 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
       } catch (error) {
         const remaining = deadline - performance.now();
         if (!waitForLock || !isSqliteBusy(error) || remaining <= 0) throw error;
-        if (!(await pause(Math.min(backoff, remaining), closing.signal))) throw error;
+        if (!(await pause(Math.min(backoff, remaining), [closing.signal, backgroundWork()?.signal]))) throw error;
         startTurn();
       }
     }
@@ -87,7 +88,7 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
   return {
     run(call, { waitForLock = true } = {}) {
       if (turnStartedAt === null) startTurn();
-      else if (performance.now() - turnStartedAt >= sliceMs && isBackgroundWork()) {
+      else if (performance.now() - turnStartedAt >= sliceMs && backgroundWork()) {
         return nextTurn().then(() => {
           startTurn();
           return attempt(call, waitForLock);
