@@ -7,8 +7,9 @@
 //    none is extracted yet; then `mneme serve`. Prints the time from spawn to "listening", and the
 //    latency of GET /api/health, asked one request after the other, until no message is past its
 //    channel's extraction watermark (read from a second connection; the watermark moves per 100).
-// 2. Stop: the same backlog; SIGTERM once the server listens and extraction has begun. Prints the
-//    time from the signal to the exit, the exit code, what was left pending, and the integrity check.
+// 2. Stop: the same backlog; SIGTERM once the server listens and extraction has begun, then again
+//    while another connection holds the write lock (the worker is waiting for it). Prints the time
+//    from the signal to the exit, the exit code, what was left pending, and the integrity check.
 // 3. Lock: another connection holds BEGIN IMMEDIATE. Prints the latency of POST /api/memories/search
 //    and of GET /api/health while a POST /api/memories waits for the lock (released after 1 s), that
 //    write's status and wait, and the exit code and time of `mneme search` in the same state.
@@ -118,23 +119,34 @@ async function measureBacklog() {
   console.log(`  backlog extracted ${drainMs.toFixed(0)} ms after listening`);
 }
 
-async function measureStop() {
-  const path = await backlog('stop');
+async function measureStop(holdLock) {
+  const path = await backlog(holdLock ? 'stop-locked' : 'stop');
   const pending = pendingCounter(path);
   const server = serve(path);
   const { url } = await server.listening;
   while (pending.count() > messageCount - 300) await (await fetch(`${url}/api/health`)).arrayBuffer();
+  const other = holdLock ? new Database(path) : null;
+  if (other) {
+    other.exec('BEGIN IMMEDIATE');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
   const signalled = performance.now();
   server.child.kill('SIGTERM');
   const { code, signal } = await server.exited;
   const stopMs = performance.now() - signalled;
+  other?.exec('ROLLBACK');
+  other?.close();
   const left = pending.count();
   pending.close();
   const check = new Database(path);
   const integrity = check.pragma('integrity_check', { simple: true });
   const messages = check.prepare('SELECT count(*) AS count FROM messages').get().count;
   check.close();
-  console.log('SIGTERM during the backlog');
+  console.log(
+    holdLock
+      ? 'SIGTERM during the backlog, 500 ms after another connection took the write lock'
+      : 'SIGTERM during the backlog',
+  );
   console.log(
     `  exited ${stopMs.toFixed(0)} ms after the signal, code ${code}${signal ? `, signal ${signal}` : ''}; ${left} messages left for the next start; integrity_check ${integrity}; ${messages} of ${messageCount} messages kept`,
   );
@@ -213,7 +225,8 @@ async function measureLock() {
 
 try {
   await measureBacklog();
-  await measureStop();
+  await measureStop(false);
+  await measureStop(true);
   await measureLock();
 } finally {
   rmSync(folder, { recursive: true, force: true });
