@@ -1,23 +1,69 @@
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { startHttpServer } from '../http/http-server.js';
+import { errorMessage } from '../core/errors.js';
+import { type RunningHttpServer, startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { createMaintenanceScheduler } from '../workers/maintenance-scheduler.js';
 import { numeric } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 
-/** Resolves on the first SIGTERM or SIGINT (the service's way to stop cleanly). */
-const waitForSignal = (): Promise<string> =>
-  new Promise((resolve) => {
-    const stop = (signal: string) => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      resolve(signal);
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+/** Milliseconds a stopping service waits for a maintenance task in progress before closing the database under it. */
+const MAINTENANCE_STOP_GRACE_MS = 1000;
+
+/** The first SIGTERM or SIGINT: how the service is asked to stop. */
+interface StopSignals {
+  /** Resolves with the first signal's name. */
+  readonly received: Promise<string>;
+  /** The first signal's name, or null while none came. */
+  signal(): string | null;
+  dispose(): void;
+}
+
+/**
+ * Catches SIGTERM and SIGINT from now on (the service installs this before anything slow, so a
+ * signal never kills it half-open) and says at once that it stops. A second signal exits at once,
+ * with 128 + the signal's number.
+ */
+function catchStopSignals(io: CliIo): StopSignals {
+  let first: string | null = null;
+  let resolveReceived: (signal: string) => void = () => {};
+  const received = new Promise<string>((resolve) => {
+    resolveReceived = resolve;
   });
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (first !== null) {
+      io.stderr(`mneme: ${signal} again, exiting at once\n`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
+    first = signal;
+    io.stderr(`mneme: ${signal}, stopping: no new requests, extraction stops after the message in progress\n`);
+    resolveReceived(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return {
+    received,
+    signal: () => first,
+    dispose() {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    },
+  };
+}
+
+/** Waits for `work`, at most `ms` milliseconds; true when it finished. */
+async function finishesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const overdue = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), overdue]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** `mneme serve` and `mneme keys create|list|revoke`. */
 export function registerServeCommands(
@@ -34,31 +80,50 @@ export function registerServeCommands(
     .option('--open', 'no authentication even though API keys exist (loopback only; every caller is an administrator)')
     .action(async (options: { host?: string; port?: string; open?: boolean }) => {
       const globals = program.opts<{ db?: string }>();
-      const mneme = await createMneme({
-        path: globals.db ?? config.databasePath,
-        embedder: config.providers.embedder,
-        chat: config.providers.chat,
-        providers: config.providers,
-        logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
-      });
-      const scheduler = createMaintenanceScheduler({ mneme });
+      const path = globals.db ?? config.databasePath;
+      const stop = catchStopSignals(io);
       try {
-        const port = numeric(options.port);
-        const server = await startHttpServer({
-          mneme,
-          ...(options.host ? { host: options.host } : {}),
-          ...(port === undefined ? {} : { port: port as number }),
-          ...(options.open ? { open: true } : {}),
-          logError: (error) => io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
+        io.stderr(`mneme: opening ${path}\n`);
+        const mneme = await createMneme({
+          path,
+          embedder: config.providers.embedder,
+          chat: config.providers.chat,
+          providers: config.providers,
+          logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
         });
-        scheduler.start();
-        io.stderr(`mneme listening on ${server.url} (database ${globals.db ?? config.databasePath})\n`);
-        const signal = await waitForSignal();
-        io.stderr(`mneme: ${signal}, stopping: no new requests, finishing extraction and maintenance\n`);
-        await server.close();
+        const scheduler = createMaintenanceScheduler({
+          mneme,
+          onError: (task, error) =>
+            io.stderr(
+              stop.signal()
+                ? `mneme: maintenance task ${task} was interrupted by the stop; it runs again after the next start\n`
+                : `mneme: maintenance task ${task} failed: ${errorMessage(error)}\n`,
+            ),
+        });
+        let server: RunningHttpServer | null = null;
+        try {
+          if (stop.signal() === null) {
+            const port = numeric(options.port);
+            server = await startHttpServer({
+              mneme,
+              ...(options.host ? { host: options.host } : {}),
+              ...(port === undefined ? {} : { port: port as number }),
+              ...(options.open ? { open: true } : {}),
+              logError: (error) =>
+                io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
+            });
+            io.stderr(`mneme listening on ${server.url} (database ${path})\n`);
+            mneme.whenIdle().catch((error) => io.stderr(`mneme: extraction catch-up failed: ${errorMessage(error)}\n`));
+            scheduler.start();
+          }
+          await stop.received;
+          await server?.close();
+        } finally {
+          await finishesWithin(scheduler.stop(), MAINTENANCE_STOP_GRACE_MS);
+          await mneme.close();
+        }
       } finally {
-        await scheduler.stop();
-        await mneme.close();
+        stop.dispose();
       }
     });
 

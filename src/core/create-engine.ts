@@ -11,6 +11,7 @@ import { reembedMissing, vectorStatus } from './reembed.js';
 import { remember } from './remember.js';
 import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
 import { visibleOwners } from './scope.js';
+import { createTouchQueue } from './touch-queue.js';
 import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
 import { requireVisible } from './visibility.js';
 
@@ -19,13 +20,14 @@ export function createEngine(context: EngineContext): Mneme {
   const { storage, clock } = context;
   const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
   const ingest = createIngest(context);
+  const touches = createTouchQueue({ store: storage.memories, logger: context.logger });
 
   const engine: Mneme = {
     ...ingest,
     ...createDirectory(context),
     remember: (input) => remember(context, input),
-    recall: (input) => recall(context, input),
-    context: (input) => buildContext(context, input),
+    recall: (input) => recall(context, input, touches),
+    context: (input) => buildContext(context, input, touches),
 
     async get(input) {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
@@ -66,6 +68,7 @@ export function createEngine(context: EngineContext): Mneme {
 
     async close() {
       await ingest.close();
+      await touches.close();
       await storage.close();
     },
   };

@@ -17,11 +17,17 @@ export interface HttpServerOptions {
   logError?: (error: unknown) => void;
 }
 
+/** Milliseconds `close` waits for requests in flight before it closes their connections. */
+export const HTTP_CLOSE_GRACE_MS = 1000;
+
 export interface RunningHttpServer {
   /** e.g. `http://127.0.0.1:7370`. */
   url: string;
-  /** Stops accepting connections and waits for requests in flight; the engine stays open. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and waits for requests in flight, at most `graceMs`
+   * (`HTTP_CLOSE_GRACE_MS` by default), then closes the connections still open; the engine stays open.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** True for 127.0.0.0/8, ::1 and localhost. */
@@ -69,10 +75,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}`,
-    close: () =>
+    close: (graceMs = HTTP_CLOSE_GRACE_MS) =>
       new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        if ('closeIdleConnections' in server) server.closeIdleConnections();
+        const hasConnections = 'closeAllConnections' in server;
+        const overdue = setTimeout(() => hasConnections && server.closeAllConnections(), graceMs);
+        server.close((error) => {
+          clearTimeout(overdue);
+          if (error) reject(error);
+          else resolve();
+        });
+        if (hasConnections) server.closeIdleConnections();
       }),
   };
 }

@@ -219,4 +219,68 @@ describe('the extraction queue', () => {
     expect(attempts).toEqual(['first', 'a', 'b']);
     await queue.close();
   });
+
+  it('starts its first catch-up pass on a later turn of the event loop than the one that created it', async () => {
+    const events: string[] = [];
+    const queue = createExtractionQueue({
+      processChannel: async () => {},
+      pendingChannels: async () => {
+        events.push('catch-up pass');
+        return [];
+      },
+    });
+    await Promise.resolve();
+    events.push('creator carries on');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['creator carries on', 'catch-up pass']);
+    await queue.close();
+  });
+
+  it("gives channels turns: one scheduled behind a long backlog is extracted before that backlog's end", async () => {
+    let backlog = 100_000;
+    const extracted: string[] = [];
+    const queue = createExtractionQueue(
+      {
+        async processChannel(channelId, signal) {
+          if (channelId === 'quiet') {
+            extracted.push(`quiet, with ${backlog > 0 ? 'messages' : 'nothing'} left in busy`);
+            return;
+          }
+          while (backlog > 0 && !signal.aborted) {
+            await new Promise((resolve) => setImmediate(resolve));
+            backlog--;
+          }
+          if (backlog === 0) extracted.push('busy');
+        },
+        pendingChannels: async () => [],
+      },
+      { turnMs: 5 },
+    );
+    queue.schedule('busy');
+    queue.schedule('quiet');
+    await vi.waitFor(() => expect(extracted.length).toBeGreaterThan(0), { timeout: 10_000 });
+    await queue.close();
+    expect(extracted).toEqual(['quiet, with messages left in busy']);
+  });
+
+  it('retries a failed channel on its own after a pause, without new messages or whenIdle', async () => {
+    const attempts: string[] = [];
+    const warnings: string[] = [];
+    let extracted = false;
+    const queue = createExtractionQueue(
+      {
+        async processChannel(channelId) {
+          attempts.push(channelId);
+          if (attempts.length === 1) throw new Error('recording the watermark: the database is busy');
+          extracted = true;
+        },
+        pendingChannels: async () => (extracted ? [] : ['late']),
+      },
+      { retryDelayMs: 10, logger: { warn: (message) => warnings.push(message) } },
+    );
+    await vi.waitFor(() => expect(extracted).toBe(true));
+    expect(attempts).toEqual(['late', 'late']);
+    expect(warnings).toEqual([expect.stringContaining('extraction of channel late failed')]);
+    await queue.close();
+  });
 });

@@ -3,6 +3,7 @@ import { errorMessage } from '../core/errors.js';
 import type { MaintenanceReport } from '../core/maintenance/maintain.js';
 import { type MaintenanceTask, maintenanceTasks } from '../core/maintenance/maintenance-task.js';
 import type { Mneme } from '../core/mneme.js';
+import { runInBackground } from './background-work.js';
 
 const MINUTE_MS = 60 * 1000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -35,7 +36,10 @@ export interface MaintenanceSchedulerOptions {
 export interface MaintenanceScheduler {
   /** Runs every task once now (the start-up sweep), then each again whenever its interval has passed. */
   start(): void;
-  /** Stops scheduling and waits for the task in progress, if any, to finish. */
+  /**
+   * Stops scheduling and waits for the task in progress, if any, to finish; a call of it waiting for
+   * a lock held by another process stops waiting (the task fails, and runs again after the next start).
+   */
   stop(): Promise<void>;
   readonly isRunning: boolean;
 }
@@ -44,7 +48,8 @@ export interface MaintenanceScheduler {
  * Creates the maintenance scheduler. Due tasks run one after another, in cycle order (decay,
  * episodes, consolidate, link, dream), and the next check is scheduled only after the current one
  * finished, so no two cycles of a task (or of any two tasks) ever run at once; `maintain` also
- * refuses to start a task that a direct call is still running.
+ * refuses to start a task that a direct call is still running. Tasks run as background work
+ * (`runInBackground`), so the storage adapter cuts them into slices that yield to requests.
  */
 export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions): MaintenanceScheduler {
   const intervals = { ...defaultMaintenanceIntervals, ...options.intervals };
@@ -58,6 +63,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   let timer: ReturnType<typeof setTimeout> | null = null;
   let current: Promise<void> | null = null;
   let isRunning = false;
+  let stopping = new AbortController();
 
   async function check(): Promise<void> {
     for (const task of maintenanceTasks) {
@@ -77,7 +83,7 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
   function schedule(delay: number): void {
     timer = setTimeout(() => {
       timer = null;
-      current = check().finally(() => {
+      current = runInBackground(check, stopping.signal).finally(() => {
         current = null;
         if (isRunning) schedule(checkEveryMs);
       });
@@ -90,10 +96,12 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
     start() {
       if (isRunning) return;
       isRunning = true;
+      stopping = new AbortController();
       schedule(0);
     },
     async stop() {
       isRunning = false;
+      stopping.abort();
       if (timer) clearTimeout(timer);
       timer = null;
       await current;

@@ -1,5 +1,6 @@
 import type { EngineContext } from '../engine-context.js';
 import { ContextInputSchema, parseInput } from '../schemas.js';
+import type { TouchQueue } from '../touch-queue.js';
 import { formatContext } from './context-format.js';
 import { findHits, type RecallHit, touchHits, type VectorLegStatus } from './recall.js';
 
@@ -19,16 +20,20 @@ export interface ContextResult {
 /**
  * The context block for the next reply: a recall (conversation-aware unless told otherwise, topK 5
  * by default) formatted within the word budget. Only the memories that made it into the block are
- * touched: one left out for the budget was not seen by the model.
+ * touched (best effort, through `touches`): one left out for the budget was not seen by the model.
  */
-export async function buildContext(context: EngineContext, input: unknown): Promise<ContextResult> {
+export async function buildContext(
+  context: EngineContext,
+  input: unknown,
+  touches: TouchQueue,
+): Promise<ContextResult> {
   const request = parseInput(ContextInputSchema, input, 'context input');
   const found = await findHits(context, { ...request, explain: false });
   const formatted = formatContext(found.hits, context.policy.context);
   const inBlock = formatted.included.flatMap((index) => found.hits[index] ?? []);
   return {
     text: formatted.text,
-    hits: await touchHits(context, inBlock),
+    hits: await touchHits(context, inBlock, touches),
     omitted: found.hits.length - inBlock.length,
     words: formatted.words,
     vectorLeg: found.vectorLeg,

@@ -6,6 +6,7 @@ import type { EngineContext } from '../engine-context.js';
 import { errorMessage } from '../errors.js';
 import { parseInput, RecallInputSchema } from '../schemas.js';
 import { visibleOwners } from '../scope.js';
+import type { TouchQueue } from '../touch-queue.js';
 import type { Memory, Viewer } from '../types.js';
 import { type FusedCandidate, type RankedList, RRF_K, reciprocalRankFusion, relevanceOf } from './fusion.js';
 import { queryTerms, shapeQueries } from './query-terms.js';
@@ -79,13 +80,13 @@ export function candidatePoolSize(
 /**
  * Finds the memories that matter for a query, on behalf of a viewer: full-text and vector legs
  * restricted to the viewer's scopes, fused by RRF (k = 60), scored by the recall policy, joined by
- * up to 3 linked memories; every returned memory is touched (access count, reinforcement).
- * A constant number of storage calls, whatever topK is.
+ * up to 3 linked memories; every returned memory is touched (access count, reinforcement) through
+ * `touches`, best effort. A constant number of storage calls, whatever topK is.
  */
-export async function recall(context: EngineContext, input: unknown): Promise<RecallResult> {
+export async function recall(context: EngineContext, input: unknown, touches: TouchQueue): Promise<RecallResult> {
   const request = parseInput(RecallInputSchema, input, 'recall input');
   const result = await findHits(context, request);
-  return { ...result, hits: await touchHits(context, result.hits) };
+  return { ...result, hits: await touchHits(context, result.hits, touches) };
 }
 
 /** The recall pipeline without the touch: `context` touches only the hits that fit its block. */
@@ -159,13 +160,19 @@ export function withoutRedundantExchanges(hits: readonly RecallHit[], window: nu
 
 /**
  * Records the retrieval of every hit in one write (access count + 1, last accessed now,
- * reinforcement per the decay policy) and returns the hits with their memories as now stored.
+ * reinforcement per the decay policy) and returns the hits with their memories as stored by it.
+ * Best effort: when the database does not take the write (locked by another process, read-only),
+ * `touches` keeps it for later and the hits are returned all the same.
  */
-export async function touchHits(context: EngineContext, hits: readonly RecallHit[]): Promise<RecallHit[]> {
+export async function touchHits(
+  context: EngineContext,
+  hits: readonly RecallHit[],
+  touches: TouchQueue,
+): Promise<RecallHit[]> {
   if (hits.length === 0) return [];
   const now = context.clock.now();
   const touched = hits.map((hit) => ({ hit, reinforced: reinforcement(hit.memory, context.policy, now) }));
-  await context.storage.memories.touch(
+  await touches.record(
     touched.map(({ hit, reinforced }): MemoryTouch => ({ id: hit.memory.id, ...reinforced })),
     now,
   );

@@ -5,18 +5,28 @@ import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 
+/** Milliseconds a write waits for another connection's lock when not told (`busyTimeoutMs`). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
 export interface OpenSqliteOptions {
   /** A file path, or `:memory:`. */
   path: string;
-  /** Milliseconds a write waits for another connection's lock before failing with STORE_BUSY. */
+  /**
+   * Milliseconds a write waits for another connection's lock before failing with STORE_BUSY (5000 by
+   * default). Opening waits for it synchronously (only a migration takes the lock); after that the
+   * connection never sleeps on a lock (`busy_timeout = 0`) and `createSqliteScheduler` waits
+   * asynchronously instead.
+   */
   busyTimeoutMs?: number;
   /** Stop migrating at this schema version (tests of migrations only). */
   migrateTo?: number;
 }
 
 /**
- * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL, a busy timeout,
- * foreign keys on, synchronous FULL (an acknowledged write survives a power cut), schema migrated.
+ * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL, foreign keys on,
+ * synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
+ * holds while opening only; the open connection fails at once with SQLITE_BUSY on a lock held
+ * elsewhere, so that waiting for it never blocks the event loop (see `createSqliteScheduler`).
  */
 export function openSqliteDatabase(options: OpenSqliteOptions): Database.Database {
   const inMemory = options.path === ':memory:';
@@ -31,11 +41,12 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
   }
   try {
     sqliteVec.load(database);
-    database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
     if (!inMemory) database.pragma('journal_mode = WAL');
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
+    database.pragma('busy_timeout = 0');
     return database;
   } catch (error) {
     database.close();
@@ -87,12 +98,42 @@ export function getRow<Parameters extends unknown[], Row>(
   return row;
 }
 
+/** The driver's result code of an error (`SQLITE_BUSY`, `SQLITE_READONLY_DIRECTORY`, ...), or ''. */
+function sqliteCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/**
+ * True when the error says another connection holds the lock (SQLITE_BUSY and its extended codes),
+ * either as the driver threw it or wrapped by `toMnemeError`: nothing was done, the same call may
+ * succeed once the lock is free.
+ */
+export function isSqliteBusy(error: unknown): boolean {
+  const cause = error instanceof MnemeError ? error.cause : error;
+  return sqliteCode(cause).startsWith('SQLITE_BUSY');
+}
+
 /** Wraps a driver error once, keeping MnemeErrors as they are. */
 export function toMnemeError(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;
-  const code = (error as { code?: unknown }).code;
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+  const code = sqliteCode(error);
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new MnemeError(ErrorCode.StoreBusy, `${doing}: the database is busy; try again shortly`, { cause: error });
+  }
+  if (code === 'SQLITE_READONLY_DIRECTORY') {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: the database is in WAL mode and its folder is read-only, so SQLite cannot create the -wal and -shm files it needs even to read: make the folder writable, or keep those files next to the database`,
+      { cause: error },
+    );
+  }
+  if (code.startsWith('SQLITE_READONLY')) {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: the database file is read-only (${code}); reads work, changes need write access`,
+      { cause: error },
+    );
   }
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
     return new MnemeError(ErrorCode.StoreFailed, `${doing}: the file is not a mneme database or is damaged`, {

@@ -1,6 +1,11 @@
 import type { Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
-import { type OpenSqliteOptions, openSqliteDatabase, toMnemeError } from './sqlite-database.js';
+import {
+  DEFAULT_BUSY_TIMEOUT_MS,
+  type OpenSqliteOptions,
+  openSqliteDatabase,
+  toMnemeError,
+} from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
 import { createSqliteExtractionStore } from './sqlite-extraction-store.js';
 import { createSqliteLinkStore } from './sqlite-link-store.js';
@@ -9,15 +14,20 @@ import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
 import { createSqliteMembershipStore } from './sqlite-membership-store.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteMessageStore } from './sqlite-message-store.js';
+import { createSqliteScheduler, scheduleSqliteStorage } from './sqlite-scheduler.js';
 import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 
-/** Opens (or creates) a SQLite database with FTS5 and sqlite-vec and returns mneme's storage over it. */
+/**
+ * Opens (or creates) a SQLite database with FTS5 and sqlite-vec and returns mneme's storage over it;
+ * every call shares the event loop and waits for locks without blocking it (`createSqliteScheduler`).
+ */
 export function createSqliteStorage(options: OpenSqliteOptions): Storage {
   const database = openSqliteDatabase(options);
   const vectors = createSqliteVectorIndex(database);
+  const scheduler = createSqliteScheduler({ busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
   let isOpen = true;
-  return {
+  const storage: Storage = {
     memories: createSqliteMemoryStore(database, vectors),
     links: createSqliteLinkStore(database),
     apiKeys: createSqliteApiKeyStore(database),
@@ -44,4 +54,5 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
       database.close();
     },
   };
+  return scheduleSqliteStorage(storage, scheduler);
 }
