@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { errorMessage } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { type RunningHttpServer, startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { createMaintenanceScheduler } from '../workers/maintenance-scheduler.js';
@@ -81,6 +81,7 @@ export function registerServeCommands(
     .action(async (options: { host?: string; port?: string; open?: boolean }) => {
       const globals = program.opts<{ db?: string }>();
       const path = globals.db ?? config.databasePath;
+      const port = portOf(options.port);
       const stop = catchStopSignals(io);
       try {
         io.stderr(`mneme: opening ${path}\n`);
@@ -103,11 +104,10 @@ export function registerServeCommands(
         let server: RunningHttpServer | null = null;
         try {
           if (stop.signal() === null) {
-            const port = numeric(options.port);
             server = await startHttpServer({
               mneme,
               ...(options.host ? { host: options.host } : {}),
-              ...(port === undefined ? {} : { port: port as number }),
+              ...(port === undefined ? {} : { port }),
               ...(options.open ? { open: true } : {}),
               logError: (error) =>
                 io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
@@ -165,4 +165,14 @@ function formatKeys(keys: ApiKeyRecord[]): string {
         `${key.prefix}\t${key.label}\t${key.userId ? `user ${key.userId}` : 'admin'}\t${key.revokedAt ? `revoked ${key.revokedAt}` : `created ${key.createdAt}`}`,
     )
     .join('\n');
+}
+
+/** `--port` as a number, or INVALID_INPUT before anything is opened. */
+function portOf(value: string | undefined): number | undefined {
+  const port = numeric(value);
+  if (port === undefined) return undefined;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${value}`);
+  }
+  return port;
 }

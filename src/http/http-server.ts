@@ -42,6 +42,9 @@ export function isLoopback(host: string): boolean {
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 7370;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
+  }
   if (!isLoopback(host) && options.open) {
     throw new MnemeError(ErrorCode.ConfigInvalid, `refusing to serve ${host} open (--open): bind 127.0.0.1`);
   }
