@@ -764,6 +764,13 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         ttlMs,
       });
       const factContext = { at, actor: 'extractor:test', reason: 'from message 7' };
+      // The steps below cite messages 1 to 12 of the log.
+      beforeEach(async () => {
+        const message = { channelId: 'room', senderId: 'ann', role: 'user' as const, topicId: null, replyTo: null };
+        await storage.messages.append(
+          Array.from({ length: 12 }, (_, index) => ({ ...message, content: `message ${index + 1}`, createdAt: at })),
+        );
+      });
       const roomMemory = (content: string, overrides: Partial<NewMemory> = {}) =>
         newMemory(content, { scope: 'room', channelId: 'room', source: 'extraction', ...overrides }, false);
       const exchange = async (messageId: number, chunks: string[]) => ({
@@ -875,6 +882,33 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
           exchange: await exchange(7, ['the first chunk, forgotten']),
         });
         expect(afterForget?.chunks).toEqual([]);
+      });
+
+      it('writes no facts or chunks of a message purged after it was read, and still moves the watermark', async () => {
+        const [extra] = await storage.messages.append([
+          {
+            channelId: 'room',
+            senderId: 'zed',
+            role: 'user',
+            content: 'Zed likes kites',
+            topicId: null,
+            replyTo: null,
+            createdAt: at,
+          },
+        ]);
+        const messageId = extra?.id ?? 0;
+        await storage.memories.purgeUser('zed');
+        await storage.extraction.claim(lease('worker'));
+        const applied = await storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: messageId,
+          at,
+          facts: { context: factContext, updates: [], inserts: [await roomMemory('Zed likes kites')], linked: [] },
+          exchange: await exchange(messageId, ['Zed likes kites']),
+        });
+        expect(applied).toEqual({ created: [], updated: [], chunks: [] });
+        expect((await storage.memories.list(allActive())).memories).toEqual([]);
+        expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({ watermark: messageId });
       });
 
       it('writes nothing of a step when one of its writes fails', async () => {

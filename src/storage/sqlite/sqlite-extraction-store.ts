@@ -37,6 +37,7 @@ function prepareStatements(database: Database.Database) {
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES (?, ?, 'co_extracted', 1, ?)
       ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`,
     ),
+    messageExists: database.prepare<[number], 1>('SELECT 1 FROM messages WHERE id = ?'),
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
     ),
@@ -110,7 +111,7 @@ export function createSqliteExtractionStore(database: Database.Database, vectors
           if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
           if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
-          if (step.facts) {
+          if (step.facts && sql.messageExists.get(step.to)) {
             const { context, updates, inserts, linked } = step.facts;
             for (const { id, changes } of updates) applied.updated.push(toMemory(writes.update(id, changes, context)));
             for (const memory of inserts) applied.created.push(toMemory(writes.insert(memory, context)));
@@ -121,7 +122,7 @@ export function createSqliteExtractionStore(database: Database.Database, vectors
               }
             }
           }
-          if (step.exchange) {
+          if (step.exchange && sql.messageExists.get(step.exchange.messageId)) {
             const { context, messageId, chunks } = step.exchange;
             for (const [index, memory] of chunks.entries()) {
               if (sql.chunkStored.get(messageId, index)) continue;
