@@ -4,6 +4,7 @@
  */
 export { createMneme, type MnemeOptions } from './config/create-mneme.js';
 export type { ProviderConnections } from './config/providers.js';
+export type { Principal } from './core/access.js';
 export type { ApiKeys, CreateApiKeyInput, CreatedApiKey } from './core/api-keys.js';
 export type { Clock } from './core/clock.js';
 export type { Logger } from './core/engine-context.js';
@@ -43,6 +44,7 @@ export type {
   IngestInput,
   ListFilter,
   MemoryActionInput,
+  PutChannelInput,
   RecallInput,
   RememberInput,
   TurnsInput,
@@ -66,6 +68,7 @@ export type { EmbeddingModel, EmbeddingPurpose } from './models/embedding-model.
 export type { ApiKeyRecord } from './storage/api-key-store.js';
 export type { Project, Topic, User } from './storage/directory-store.js';
 export type { LinkType, MemoryLink } from './storage/link-store.js';
+export type { Channel, ChannelVisibility } from './storage/membership-store.js';
 export type { Message, MessageRole } from './storage/message-store.js';
 export {
   createMaintenanceScheduler,

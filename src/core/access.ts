@@ -47,20 +47,20 @@ export function admit<Input>(
 }
 
 /** The viewer a principal may use for a request that asked for `requested`. */
-export function viewerFor(principal: Principal, requested: Viewer | undefined): Viewer | undefined {
+function viewerFor(principal: Principal, requested: Viewer | undefined): Viewer | undefined {
   if (principal.kind === 'admin') return requested;
   return { ...requested, userId: principal.userId };
 }
 
 /** Refuses unless the principal may act on this user's data. */
-export function assertMayActFor(principal: Principal, userId: string): void {
+function assertMayActFor(principal: Principal, userId: string): void {
   if (principal.kind === 'user' && principal.userId !== userId) {
     throw new MnemeError(ErrorCode.Forbidden, `this key acts as user ${principal.userId} and cannot act for ${userId}`);
   }
 }
 
 /** Refuses unless the principal is an administrator. */
-export function assertAdmin(principal: Principal, what: string): void {
+function assertAdmin(principal: Principal, what: string): void {
   if (principal.kind !== 'admin') {
     throw new MnemeError(ErrorCode.Forbidden, `${what} needs an administrator key (this key is bound to a user)`);
   }
