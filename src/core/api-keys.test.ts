@@ -47,3 +47,21 @@ describe('API keys', () => {
     await mneme.close();
   });
 });
+
+describe('API keys under a held write lock', () => {
+  it('authenticates a valid key while another connection holds the write lock, without recording its use', async () => {
+    const path = join(folder, 'locked-keys.db');
+    const mneme = await createMneme({ path, busyTimeoutMs: 0 });
+    const created = await mneme.apiKeys.create({ label: 'ops' });
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      expect(await mneme.apiKeys.authenticate(created.key)).toEqual({ kind: 'admin', label: 'ops' });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect((await mneme.apiKeys.list())[0]?.lastUsedAt).toBeNull();
+    await mneme.close();
+  });
+});

@@ -65,7 +65,10 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
       const stored = Buffer.from(record.hash, 'hex');
       if (presented.length !== stored.length || !timingSafeEqual(presented, stored)) return null;
       const now = clock.now();
-      if (!record.lastUsedAt || now - Date.parse(record.lastUsedAt) > 60_000) await store.markUsed(record.id, now);
+      // The last use is bookkeeping: a busy or read-only database must not refuse a valid key.
+      if (!record.lastUsedAt || now - Date.parse(record.lastUsedAt) > 60_000) {
+        await store.markUsed(record.id, now).catch(() => undefined);
+      }
       return record.userId === null
         ? { kind: 'admin', label: record.label }
         : { kind: 'user', userId: record.userId, label: record.label };
