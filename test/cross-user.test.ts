@@ -28,6 +28,7 @@ import {
 } from '../src/core/schemas.js';
 import type { Memory } from '../src/core/types.js';
 import type { Route } from '../src/http/http-route.js';
+import { PolicyChangeSchema } from '../src/core/policy-state.js';
 import { apiRoutes } from '../src/http/http-routes.js';
 import {
   A,
@@ -347,6 +348,9 @@ const methodInputs: Record<string, readonly z.ZodType[] | 'no argument'> = {
   history: [GetInputSchema, MemoryIdSchema],
   links: [GetInputSchema, MemoryIdSchema],
   stats: 'no argument',
+  policy: 'no argument',
+  setPolicy: [PolicyChangeSchema],
+  policyHistory: 'no argument',
   maintain: [MaintainInputSchema],
   reembed: 'no argument',
   vectorStatus: 'no argument',
@@ -388,6 +392,9 @@ const readingMethods = new Set([
 /** Store-wide operations and declarations: refused to a user whatever the input. */
 const adminOnlyMethods = new Set([
   'stats',
+  'policy',
+  'setPolicy',
+  'policyHistory',
   'maintain',
   'reembed',
   'vectorStatus',

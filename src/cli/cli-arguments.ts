@@ -6,6 +6,8 @@ export function numeric(value: string | boolean | undefined): number | string | 
 }
 
 /** The entries whose value is not undefined, so that options left out stay left out. */
-export function defined<T extends Record<string, unknown>>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+export function defined<T extends object>(values: T): { [Key in keyof T]?: Exclude<T[Key], undefined> } {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as {
+    [Key in keyof T]?: Exclude<T[Key], undefined>;
+  };
 }

@@ -7,12 +7,14 @@ import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import { parseInput, UserIdSchema } from '../core/schemas.js';
 import { registerBenchCommands } from './bench-commands.js';
+import { defined } from './cli-arguments.js';
 import { registerChannelCommands } from './channel-commands.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { registerDoctorCommands } from './doctor-commands.js';
 import { registerIngestCommands } from './ingest-commands.js';
 import { registerMaintainCommands } from './maintain-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
+import { registerPolicyCommands } from './policy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
 
@@ -55,7 +57,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
   /** Opens the engine for one command, runs it, prints its result (or JSON with --json), closes the engine. */
   const withEngine: WithEngine =
-    (run, print) =>
+    (run, print, policyOf) =>
     async (...commandArguments) => {
       const globals = program.opts<GlobalOptions>();
       const path = globals.db ?? config.databasePath;
@@ -68,6 +70,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         providers: config.providers,
         backfill: false,
         logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
+        ...defined(policyOf?.(...commandArguments) ?? {}),
       }).catch((error: unknown) => {
         throw isMnemeError(error)
           ? error
@@ -91,6 +94,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     checkDatabasePath(program.opts<GlobalOptions>().db ?? config.databasePath, top.name() !== 'doctor');
   });
 
+  registerPolicyCommands(program, withEngine);
   registerMemoryCommands(program, withEngine);
   registerChannelCommands(program, withEngine);
   registerIngestCommands(program, withEngine, io);

@@ -4,7 +4,8 @@ import { createEngine } from '../core/create-engine.js';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
+import type { PolicyOptions } from '../core/policy.js';
+import { checkPolicyRequest, openPolicy } from '../core/policy-state.js';
 import type { Dreamer } from '../core/ports/dreamer.js';
 import type { EpisodeSummariser } from '../core/ports/episode-summariser.js';
 import type { FactExtractor } from '../core/ports/fact-extractor.js';
@@ -55,7 +56,17 @@ export interface MnemeOptions {
   clock?: Clock;
   /** Where warnings go; stderr by default. */
   logger?: Logger;
-  /** Decay, recall, context and ingest policies; every field has a default. */
+  /**
+   * The preset a new database is created under (`mneme` by default; `matrix-bot`, `scoped-rest`,
+   * `memo-rag`, `salience`). The database stores it: opening it again needs no preset, and asking for
+   * another one is CONFLICT.
+   */
+  preset?: string;
+  /**
+   * Settings on top of the preset (decay, recall, context, ingest, maintenance), stored with a new
+   * database. Opening a database whose stored policy differs from them is CONFLICT: change a stored
+   * policy with `setPolicy` (or `mneme policy set`).
+   */
   policy?: PolicyOptions;
   /** Writes episode memories; the offline (extractive) summariser by default. */
   summariser?: EpisodeSummariser;
@@ -94,7 +105,8 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
       `busyTimeoutMs must be a whole number of milliseconds, 0 or more (5000 by default), not ${String(busyTimeoutMs)}`,
     );
   }
-  const policy = resolvePolicy(options.policy);
+  const policyRequest = { preset: options.preset, policy: options.policy };
+  checkPolicyRequest(policyRequest);
   const logger = options.logger ?? stderrLogger;
   const embedder = await chooseEmbedder(options, logger);
   const chat = await chooseChat(options);
@@ -102,7 +114,10 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     path: options.path,
     ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
   });
+  const clock = options.clock ?? systemClock;
+  let policy: Awaited<ReturnType<typeof openPolicy>>['policy'];
   try {
+    ({ policy } = await openPolicy(storage.policy, policyRequest, clock.now()));
     const previous = await storage.vectorIndex();
     const isReset =
       embedder !== null &&
@@ -119,7 +134,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const engine = createEngine({
     storage,
     embedder,
-    clock: options.clock ?? systemClock,
+    clock,
     logger,
     policy,
     summariser: options.summariser ?? (chat ? createChatEpisodeSummariser(chat) : createOfflineEpisodeSummariser()),

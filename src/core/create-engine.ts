@@ -5,6 +5,7 @@ import { guardMneme } from './guarded-mneme.js';
 import { createIngest } from './ingest/ingest.js';
 import { createMaintain } from './maintenance/maintain.js';
 import type { Mneme } from './mneme.js';
+import { changePolicy, loadPolicy } from './policy-state.js';
 import { buildContext } from './recall/context-block.js';
 import { recall } from './recall/recall.js';
 import { reembedMissing, vectorStatus } from './reembed.js';
@@ -60,6 +61,21 @@ export function createEngine(context: EngineContext): Mneme {
     },
 
     stats: () => storage.memories.stats(clock.now()),
+
+    async policy() {
+      const state = await loadPolicy(storage.policy, context.policy, clock.now());
+      context.policy = state.policy;
+      return state;
+    },
+
+    async setPolicy(input) {
+      const state = await changePolicy(storage.policy, input, clock.now());
+      context.policy = state.policy;
+      return state;
+    },
+
+    policyHistory: () => storage.policy.history(),
+
     maintain: createMaintain(context),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),

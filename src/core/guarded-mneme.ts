@@ -228,6 +228,9 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     },
     stats: async () => refuse('stats over every scope'),
     maintain: async () => refuse('maintenance'),
+    policy: async () => refuse("reading the database's policy"),
+    setPolicy: async () => refuse("changing the database's policy"),
+    policyHistory: async () => refuse("reading the policy's history"),
     reembed: async () => refuse('re-embedding'),
     vectorStatus: async () => refuse('the vector index status'),
     get apiKeys() {

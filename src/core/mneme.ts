@@ -3,7 +3,9 @@ import type { Principal } from './access.js';
 import type { ApiKeys } from './api-keys.js';
 import type { MnemeDirectory } from './directory.js';
 import type { MnemeIngest } from './ingest/ingest.js';
+import type { PolicyVersion } from '../storage/policy-store.js';
 import type { MaintainInput, MaintenanceReport } from './maintenance/maintain.js';
+import type { PolicyChange, PolicyState } from './policy-state.js';
 import type { ContextResult } from './recall/context-block.js';
 import type { RecallResult } from './recall/recall.js';
 import type { ReembedOptions, ReembedProgress, VectorStatus } from './reembed.js';
@@ -50,6 +52,19 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   /** Every link from or to a memory; with a viewer, NOT_FOUND unless that viewer may see it. */
   links(input: GetInput | number): Promise<MemoryLink[]>;
   stats(): Promise<MemoryStats>;
+  /**
+   * The policy the database runs under (its preset, the settings changed on top of it, the effective
+   * policy), as stored now: a change another process made is taken up by this engine too.
+   */
+  policy(): Promise<PolicyState>;
+  /**
+   * Changes the stored policy (another preset, settings by dotted path such as `{ 'recall.topK': 8 }`),
+   * validated as a whole, kept as a new version; this engine runs under it at once, others at their
+   * next `policy()` or maintenance run, or when reopened.
+   */
+  setPolicy(change: PolicyChange): Promise<PolicyState>;
+  /** Every version of the policy, oldest first: what changed, who changed it, when. */
+  policyHistory(): Promise<PolicyVersion[]>;
   /**
    * Runs background maintenance now (decay, episodes, consolidate, link, dream; all by default) and
    * reports what each task did. `now` runs it as of another time. A task already running is skipped.

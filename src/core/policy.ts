@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { decayPolicyNames } from './decay/decay.js';
 import { IngestPolicySchema } from './ingest/ingest-policy.js';
+import { maintenanceTasks } from './maintenance/maintenance-task.js';
 import { ContextPolicySchema, RecallPolicySchema } from './recall/recall-policy.js';
 import { parseInput } from './schemas.js';
 
@@ -17,6 +18,22 @@ export const PolicySchema = z.strictObject({
   context: ContextPolicySchema.prefault({}),
   /** How messages become memories: extraction, exchange chunks, triggers, turn memory (core/ingest-policy.ts). */
   ingest: IngestPolicySchema.prefault({}),
+  /** Which background tasks run in this database. */
+  maintenance: z
+    .strictObject({
+      /**
+       * The tasks `maintain()` and the scheduler run; a task left out is reported skipped, also when
+       * asked for by name. All of them by default.
+       */
+      tasks: z
+        .array(
+          z.enum(maintenanceTasks, { error: () => `a maintenance task is one of ${maintenanceTasks.join(', ')}` }),
+          { error: 'maintenance.tasks must be a list of task names' },
+        )
+        .refine((tasks) => new Set(tasks).size === tasks.length, 'maintenance.tasks names a task twice')
+        .default([...maintenanceTasks]),
+    })
+    .prefault({}),
 });
 
 export type MnemePolicy = z.output<typeof PolicySchema>;

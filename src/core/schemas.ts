@@ -201,19 +201,19 @@ export const QuerySchema = z
   .min(1, 'query must not be empty')
   .max(MAX_QUERY_CHARS, `query is longer than ${MAX_QUERY_CHARS} characters`);
 
-const topK = (fallback: number) =>
-  z
-    .number({ error: 'topK must be a number' })
-    .int('topK must be a whole number')
-    .min(1, 'topK must be at least 1')
-    .max(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)
-    .default(fallback);
+/** Direct hits to return; the database policy's (`recall.topK`, `context.topK`) when left out. */
+const TopKSchema = z
+  .number({ error: 'topK must be a number' })
+  .int('topK must be a whole number')
+  .min(1, 'topK must be at least 1')
+  .max(MAX_TOP_K, `topK must be at most ${MAX_TOP_K}`)
+  .optional();
 
 /** Input of `recall`. Without a viewer, only global memories are searched. */
 export const RecallInputSchema = z.strictObject({
   query: QuerySchema,
   viewer: ViewerSchema.default({}),
-  topK: topK(10),
+  topK: TopKSchema,
   /** Adds a one-line explanation of its score to every hit. */
   explain: z.boolean({ error: 'explain must be true or false' }).default(false),
   /** `hybrid` or `recent-first`; the policy's mode when left out. */
@@ -227,8 +227,9 @@ export type RecallInput = z.input<typeof RecallInputSchema>;
 export const ContextInputSchema = z.strictObject({
   query: QuerySchema,
   viewer: ViewerSchema.default({}),
-  topK: topK(5),
-  conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(true),
+  topK: TopKSchema,
+  /** Appends the viewer channel's latest user messages to the query; the policy's `context.conversationAware` when left out. */
+  conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).optional(),
 });
 export type ContextInput = z.input<typeof ContextInputSchema>;
 

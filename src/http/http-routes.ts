@@ -312,4 +312,13 @@ export const apiRoutes: readonly Route[] = [
     access: { kind: 'admin', reason: 'stats count memories of every scope and show the most accessed ones' },
     handle: async ({ mneme }) => mneme.stats(),
   }),
+  defineRoute({
+    method: 'get',
+    path: '/api/policy',
+    summary: "The database's policy: its preset, the settings changed on top of it, and the effective policy",
+    tag: 'analytics',
+    returns: 'The preset, its version, the changed settings and the effective policy',
+    access: { kind: 'admin', reason: "the policy says how every user's memories are kept and recalled" },
+    handle: async ({ mneme }) => mneme.policy(),
+  }),
 ];

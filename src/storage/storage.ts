@@ -7,6 +7,7 @@ import type { MaintenanceStore } from './maintenance-store.js';
 import type { MembershipStore } from './membership-store.js';
 import type { MemoryStore } from './memory-store.js';
 import type { MessageStore } from './message-store.js';
+import type { PolicyStore } from './policy-store.js';
 import type { VectorBackfillStore } from './vector-backfill-store.js';
 
 /** The model and dimensions the vector index holds. */
@@ -32,6 +33,8 @@ export interface Storage {
   readonly extraction: ExtractionStore;
   /** Paged reads and transactional merges of decay, consolidation, linking and dream. */
   readonly maintenance: MaintenanceStore;
+  /** The policy the database runs under: its preset and changed settings, every version kept. */
+  readonly policy: PolicyStore;
   /** Memories that lack a vector of the current model, and the writes that give them one. */
   readonly vectorBackfill: VectorBackfillStore;
   /** The model whose vectors the index holds, or null before any model was configured. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
+import { loadPolicy } from '../policy-state.js';
 import { parseInput, timeSchema } from '../schemas.js';
 import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
 import { type DecayReport, runDecay } from './decay-task.js';
@@ -51,36 +52,40 @@ const runners: { [Task in MaintenanceTask]: (context: EngineContext, now: number
 };
 
 const alreadyRunning = 'already running';
+const offInPolicy = "not among this database's maintenance tasks (policy maintenance.tasks)";
 
-const skippedReports: { [Task in MaintenanceTask]: (context: EngineContext) => TaskReports[Task] } = {
-  decay: (context) => ({
-    policy: context.policy.decay,
-    checked: 0,
-    decayed: 0,
-    archived: 0,
-    skipped: alreadyRunning,
-  }),
-  episodes: () => ({ channels: 0, messages: 0, episodes: 0, skipped: alreadyRunning }),
-  consolidate: () => ({ checked: 0, clusters: 0, merged: 0, skipped: alreadyRunning }),
-  link: () => ({ checked: 0, created: 0, removed: 0, skipped: alreadyRunning }),
-  dream: () => ({ owners: 0, insights: 0, skipped: alreadyRunning }),
+const skippedReports: {
+  [Task in MaintenanceTask]: (context: EngineContext, skipped: string) => TaskReports[Task];
+} = {
+  decay: (context, skipped) => ({ policy: context.policy.decay, checked: 0, decayed: 0, archived: 0, skipped }),
+  episodes: (_context, skipped) => ({ channels: 0, messages: 0, episodes: 0, skipped }),
+  consolidate: (_context, skipped) => ({ checked: 0, clusters: 0, merged: 0, skipped }),
+  link: (_context, skipped) => ({ checked: 0, created: 0, removed: 0, skipped }),
+  dream: (_context, skipped) => ({ owners: 0, insights: 0, skipped }),
 };
 
 /**
- * The engine's `maintain`: runs the asked tasks one after another at one time. A task still
- * running from an earlier call (the scheduler's, say) is not started twice: its report says
- * `skipped: 'already running'`.
+ * The engine's `maintain`: runs the asked tasks one after another at one time, under the database's
+ * policy as stored now (another process may have changed it). A task the policy leaves out
+ * (`maintenance.tasks`) is reported skipped, also when asked for by name; one still running from an
+ * earlier call (the scheduler's, say) is not started twice: its report says `skipped: 'already running'`.
  */
 export function createMaintain(context: EngineContext): (input?: MaintainInput) => Promise<MaintenanceReport> {
   const running = new Set<MaintenanceTask>();
 
   return async (input = {}) => {
     const parsed = parseInput(MaintainInputSchema, input, 'maintenance input');
+    context.policy = (await loadPolicy(context.storage.policy, context.policy, context.clock.now())).policy;
     const now = parsed.now ?? context.clock.now();
     const report: MaintenanceReport = { now: toIso(now) };
     for (const task of parsed.tasks) {
-      if (running.has(task)) {
-        Object.assign(report, { [task]: skippedReports[task](context) });
+      const skipped = !context.policy.maintenance.tasks.includes(task)
+        ? offInPolicy
+        : running.has(task)
+          ? alreadyRunning
+          : null;
+      if (skipped) {
+        Object.assign(report, { [task]: skippedReports[task](context, skipped) });
         continue;
       }
       running.add(task);

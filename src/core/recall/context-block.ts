@@ -18,8 +18,8 @@ export interface ContextResult {
 }
 
 /**
- * The context block for the next reply: a recall (conversation-aware unless told otherwise, topK 5
- * by default) formatted within the word budget. Only the memories that made it into the block are
+ * The context block for the next reply: a recall (conversation-aware and topK 5 unless the call or
+ * the policy's `context` section say otherwise) formatted within the word budget. Only the memories that made it into the block are
  * touched (best effort, through `touches`): one left out for the budget was not seen by the model.
  */
 export async function buildContext(
@@ -28,7 +28,13 @@ export async function buildContext(
   touches: TouchQueue,
 ): Promise<ContextResult> {
   const request = parseInput(ContextInputSchema, input, 'context input');
-  const found = await findHits(context, { ...request, explain: false });
+  const { policy } = context;
+  const found = await findHits(context, {
+    ...request,
+    topK: request.topK ?? policy.context.topK,
+    conversationAware: request.conversationAware ?? policy.context.conversationAware,
+    explain: false,
+  });
   const formatted = formatContext(found.hits, context.policy.context);
   const inBlock = formatted.included.flatMap((index) => found.hits[index] ?? []);
   return {

@@ -74,8 +74,19 @@ const RecentFirstSchema = z.strictObject({
   recentHits: count(5, 'recentFirst.recentHits', 100),
 });
 
+/** How many direct hits a recall returns when the call does not say: at least 1, at most 100. */
+const topK = (fallback: number, name: string) =>
+  z
+    .number({ error: `${name} must be a whole number` })
+    .int(`${name} must be a whole number`)
+    .min(1, `${name} must be at least 1`)
+    .max(100, `${name} must be at most 100`)
+    .default(fallback);
+
 /** How `recall` finds and ranks memories. */
 export const RecallPolicySchema = z.strictObject({
+  /** Direct hits `recall` returns when the call gives no `topK`. */
+  topK: topK(10, 'recall.topK'),
   /**
    * `hybrid`: full-text and vector legs, fused and scored, plus linked memories.
    * `recent-first` (the salience system's recall): the best full-text matches, then the most recently
@@ -108,8 +119,15 @@ export const ContextTemplateSchema = z.strictObject({
     .refine((item) => item.includes('{content}'), 'the template item must contain {content}'),
 });
 
-/** How `context` formats the block it returns. */
+/** How `context` recalls and formats the block it returns. */
 export const ContextPolicySchema = z.strictObject({
+  /** Memories `context` asks recall for when the call gives no `topK`. */
+  topK: topK(5, 'context.topK'),
+  /**
+   * Whether `context` appends the channel's latest user messages to the query (`recall.conversationMessages`
+   * of them) when the call does not say.
+   */
+  conversationAware: z.boolean({ error: 'context.conversationAware must be true or false' }).default(true),
   /**
    * `relevant-memories`: `[Relevant Memories]`, `- 2024-06-15: "..."` and `  (match: hybrid, importance: 5)`.
    * `memory-context`: `[Memory context]` and `- "..." (semantic)`. Or a custom template.

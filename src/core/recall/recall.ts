@@ -84,7 +84,8 @@ export function candidatePoolSize(
  * `touches`, best effort. A constant number of storage calls, whatever topK is.
  */
 export async function recall(context: EngineContext, input: unknown, touches: TouchQueue): Promise<RecallResult> {
-  const request = parseInput(RecallInputSchema, input, 'recall input');
+  const parsed = parseInput(RecallInputSchema, input, 'recall input');
+  const request = { ...parsed, topK: parsed.topK ?? context.policy.recall.topK };
   const result = await findHits(context, request);
   return { ...result, hits: await touchHits(context, result.hits, touches) };
 }

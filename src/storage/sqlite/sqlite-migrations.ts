@@ -316,6 +316,22 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
+  {
+    version: 10,
+    name: 'the policy a database runs under: its preset and settings, every version kept',
+    sql: `
+      -- The newest version is the policy; a database from before presets gets its first version when
+      -- it is next opened (the options it is opened with, else the mneme preset).
+      CREATE TABLE policy_versions (
+        version INTEGER PRIMARY KEY,
+        preset TEXT NOT NULL,
+        overrides TEXT NOT NULL CHECK (json_valid(overrides)),
+        change TEXT NOT NULL,
+        actor TEXT,
+        created_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

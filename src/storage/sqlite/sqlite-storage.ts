@@ -14,6 +14,7 @@ import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
 import { createSqliteMembershipStore } from './sqlite-membership-store.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteMessageStore } from './sqlite-message-store.js';
+import { createSqlitePolicyStore } from './sqlite-policy-store.js';
 import { createSqliteScheduler, scheduleSqliteStorage } from './sqlite-scheduler.js';
 import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
@@ -38,6 +39,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     extraction: createSqliteExtractionStore(database, vectors),
     maintenance: createSqliteMaintenanceStore(database, vectors),
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
+    policy: createSqlitePolicyStore(database),
     async vectorIndex() {
       return vectors.info();
     },

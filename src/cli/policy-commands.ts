@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+import { type PolicyChange, type PolicyState, settingsToPolicy } from '../core/policy-state.js';
+import { presets } from '../core/presets.js';
+import type { PolicyVersion } from '../storage/policy-store.js';
+import type { WithEngine } from './cli-io.js';
+
+/** init, policy show, policy set, policy history: the policy a database runs under. */
+export function registerPolicyCommands(program: Command, withEngine: WithEngine): void {
+  const collect = (value: string, previous: string[]) => [...previous, value];
+  program
+    .command('init')
+    .description(`create a database under a preset (${Object.keys(presets).join(', ')}) and settings`)
+    .option('--preset <name>', 'the preset (default mneme)')
+    .option('--set <key=value>', 'a setting on top of the preset, e.g. recall.topK=8 (repeatable)', collect, [])
+    .action(
+      withEngine(
+        (mneme) => mneme.policy(),
+        (state) => `this database runs under the ${state.preset} preset (policy version ${state.version})\n${formatPolicy(state)}`,
+        (options: { preset?: string; set: string[] }) => ({
+          preset: options.preset,
+          policy: settingsToPolicy(parseSettings(options.set)),
+        }),
+      ),
+    );
+
+  const policy = program.command('policy').description('the policy this database runs under');
+  policy
+    .command('show')
+    .description('the preset, the settings changed on top of it, and the effective policy')
+    .action(withEngine((mneme) => mneme.policy(), formatPolicy));
+  policy
+    .command('set')
+    .description('change settings (or the preset: preset=<name>), validated, kept as a new version')
+    .argument('<key=value...>', 'settings by dotted path; values are JSON (8, true, ["decay"]) or plain text')
+    .action(
+      withEngine(async (mneme, pairs: string[]) => {
+        const { preset, ...settings } = parseSettings(pairs);
+        return mneme.setPolicy({
+          ...(preset === undefined ? {} : { preset: preset as PolicyChange['preset'] }),
+          settings,
+          actor: 'cli',
+        });
+      }, formatPolicy),
+    );
+  policy
+    .command('history')
+    .description('every version of the policy: when, who, what changed')
+    .action(withEngine((mneme) => mneme.policyHistory(), formatHistory));
+}
+
+/** `key=value` pairs as settings: the value is JSON when it parses as JSON, else the text itself. */
+export function parseSettings(pairs: readonly string[]): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const equals = pair.indexOf('=');
+    if (equals <= 0) {
+      throw new MnemeError(ErrorCode.InvalidInput, `a setting is key=value (e.g. recall.topK=8), not "${pair}"`);
+    }
+    const text = pair.slice(equals + 1);
+    settings[pair.slice(0, equals).trim()] = parseValue(text);
+  }
+  return settings;
+}
+
+function parseValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The preset, what is changed, then every effective setting as `path = value`, one a line. */
+function formatPolicy(state: PolicyState): string {
+  const changed = leaves(state.overrides);
+  return [
+    `preset: ${state.preset} (${presets[state.preset].from}); policy version ${state.version}`,
+    changed.length === 0 ? 'changed settings: none' : `changed settings: ${changed.map(([path]) => path).join(', ')}`,
+    ...leaves(state.policy).map(([path, value]) => `  ${path} = ${JSON.stringify(value)}`),
+  ].join('\n');
+}
+
+function formatHistory(versions: PolicyVersion[]): string {
+  return versions
+    .map((version) => `v${version.version} ${version.createdAt} ${version.actor ?? '-'} [${version.preset}] ${version.change}`)
+    .join('\n');
+}
+
+/** Every leaf of a nested settings object as [dotted path, value]; arrays and templates are leaves. */
+function leaves(value: unknown, path: string[] = []): Array<[string, unknown]> {
+  const isNested =
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !('item' in value && 'header' in value);
+  if (!isNested) return [[path.join('.'), value]];
+  return Object.entries(value).flatMap(([key, inner]) => leaves(inner, [...path, key]));
+}

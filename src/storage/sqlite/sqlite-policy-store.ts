@@ -1,0 +1,53 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import type { PolicyStore, PolicyVersion } from '../policy-store.js';
+import { readSqlite, writeSqlite } from './sqlite-database.js';
+
+interface PolicyVersionRow {
+  version: number;
+  preset: string;
+  overrides: string;
+  change: string;
+  actor: string | null;
+  created_at: number;
+}
+
+/** The SQLite implementation of the PolicyStore port: one row per version in `policy_versions`. */
+export function createSqlitePolicyStore(database: Database.Database): PolicyStore {
+  const statements = {
+    current: database.prepare<[], PolicyVersionRow>('SELECT * FROM policy_versions ORDER BY version DESC LIMIT 1'),
+    history: database.prepare<[], PolicyVersionRow>('SELECT * FROM policy_versions ORDER BY version'),
+    append: database.prepare<[number, string, string, string, string | null, number]>(
+      `INSERT INTO policy_versions (version, preset, overrides, change, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (version) DO NOTHING`,
+    ),
+  };
+  return {
+    async current() {
+      return readSqlite('reading the policy', () => {
+        const row = statements.current.get();
+        return row ? toVersion(row) : null;
+      });
+    },
+    async history() {
+      return readSqlite('reading the policy history', () => statements.history.all().map(toVersion));
+    },
+    async append(next, at) {
+      return writeSqlite(database, 'storing the policy', () => {
+        const { version, preset, overrides, change, actor } = next;
+        return statements.append.run(version, preset, JSON.stringify(overrides), change, actor, at).changes === 1;
+      });
+    },
+  };
+}
+
+function toVersion(row: PolicyVersionRow): PolicyVersion {
+  return {
+    version: row.version,
+    preset: row.preset,
+    overrides: JSON.parse(row.overrides) as Record<string, unknown>,
+    change: row.change,
+    actor: row.actor,
+    createdAt: toIso(row.created_at),
+  };
+}
