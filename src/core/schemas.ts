@@ -220,6 +220,8 @@ export const RecallInputSchema = z.strictObject({
   mode: z.enum(['hybrid', 'recent-first'], { error: 'mode must be hybrid or recent-first' }).optional(),
   /** Appends the viewer channel's latest user messages to the query. */
   conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(false),
+  /** Looks without touching: no access count, last access or reinforcement is written (a debug search). */
+  inspect: z.boolean({ error: 'inspect must be true or false' }).default(false),
 });
 export type RecallInput = z.input<typeof RecallInputSchema>;
 
@@ -229,6 +231,8 @@ export const ContextInputSchema = z.strictObject({
   viewer: ViewerSchema.default({}),
   topK: topK(5),
   conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(true),
+  /** Builds the block without touching its memories: nothing is written (a debug look at the context). */
+  inspect: z.boolean({ error: 'inspect must be true or false' }).default(false),
 });
 export type ContextInput = z.input<typeof ContextInputSchema>;
 
