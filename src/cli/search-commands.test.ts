@@ -24,13 +24,54 @@ describe('mneme search and mneme context', () => {
     const asOz = await run('search', 'kestrel', '--user', 'oz');
     expect(asOz).toMatchObject({ code: 0, stderr: '' });
     const lines = asOz.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^1\. #2 0\.\d{3} fts \[personal:oz\] Oz named his cat kestrel$/);
-    expect(lines[1]).toMatch(/^2\. #1 0\.\d{3} fts \[global\] kestrel is the staging server$/);
+    const times = String.raw`\(created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, accessed \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)`;
+    expect(lines[0]).toMatch(
+      new RegExp(String.raw`^1\. #2 0\.\d{3} fts \[personal:oz\] ${times} Oz named his cat kestrel$`),
+    );
+    expect(lines[1]).toMatch(
+      new RegExp(String.raw`^2\. #1 0\.\d{3} fts \[global\] ${times} kestrel is the staging server$`),
+    );
     expect(lines[2]).toBe('(lexical only: no embedding model is configured)');
     expect(asOz.stdout).not.toContain('Ann');
 
     const explained = await run('search', 'kestrel', '--top', '1', '--explain');
     expect(explained.stdout).toMatch(/^1\. #1 .*\n {3}fts #1 \| relevance 1\.00x0\.8 .* = 0\.\d{3}\n/);
+  });
+
+  it('prints when each hit was made and when it was last accessed, to the second, or never', async () => {
+    const run = cli();
+    await run('add', 'kestrel is the staging server');
+    const json = JSON.parse((await run('search', 'kestrel', '--inspect', '--json')).stdout);
+    const createdAt = String(json.hits[0].memory.createdAt).replace(/\.\d+Z$/, 'Z');
+    const inspected = await run('search', 'kestrel', '--inspect');
+    expect(inspected.stdout).toContain(`[global] (created ${createdAt}, accessed never) kestrel is the staging server`);
+
+    await run('search', 'kestrel');
+    const [memory] = JSON.parse((await run('list', '--json')).stdout).memories;
+    const accessedAt = String(memory.lastAccessedAt).replace(/\.\d+Z$/, 'Z');
+    expect((await run('search', 'kestrel', '--inspect')).stdout).toContain(
+      `(created ${createdAt}, accessed ${accessedAt}) kestrel`,
+    );
+  });
+
+  it('touches nothing with --inspect, in search and context; a search without it counts the access', async () => {
+    const run = cli();
+    await run('add', 'Oz prefers dark mode', '--scope', 'personal', '--user', 'oz');
+    // The stored fields a retrieval writes (strength, shown as of now, fades with the wall clock: left out).
+    const read = async () => {
+      const { accessCount, lastAccessedAt, salience, importance } = JSON.parse(
+        (await run('get', '1', '--json')).stdout,
+      );
+      return { accessCount, lastAccessedAt, salience, importance };
+    };
+    const before = await read();
+    const inspected = JSON.parse((await run('search', 'dark mode', '--user', 'oz', '--inspect', '--json')).stdout);
+    expect(inspected.hits[0].memory).toMatchObject({ id: 1, accessCount: 0, lastAccessedAt: null });
+    expect((await run('context', 'dark mode', '--user', 'oz', '--inspect')).stdout).toContain('Oz prefers dark mode');
+    expect(await read()).toEqual(before);
+
+    await run('search', 'dark mode', '--user', 'oz');
+    expect(await read()).toMatchObject({ accessCount: 1, lastAccessedAt: expect.any(String) });
   });
 
   it('prints the whole result as JSON with --json, in recent-first mode when asked', async () => {

@@ -20,13 +20,19 @@ export function registerSearchCommands(program: Command, withEngine: WithEngine)
     .option('--top <n>', 'how many direct hits (default 10, at most 100)')
     .option('--explain', 'show how each score was made')
     .option('--mode <mode>', 'hybrid | recent-first (default: the policy mode, hybrid)')
+    .option('--inspect', 'look without touching: no access count, last access or reinforcement is written')
     .action(
       withEngine(
         (mneme, query: string, options: ViewerOptions) =>
           mneme.recall({
             query,
             viewer: viewerOf(options),
-            ...defined({ topK: numeric(options.top), explain: options.explain, mode: options.mode }),
+            ...defined({
+              topK: numeric(options.top),
+              explain: options.explain,
+              mode: options.mode,
+              inspect: options.inspect,
+            }),
           } as Parameters<Mneme['recall']>[0]),
         formatRecall,
       ),
@@ -39,13 +45,14 @@ export function registerSearchCommands(program: Command, withEngine: WithEngine)
       .argument('<query>', 'the message to answer'),
   )
     .option('--top <n>', 'how many direct hits (default 5, at most 100)')
+    .option('--inspect', "look without touching: the block's memories are not marked as retrieved")
     .action(
       withEngine(
         (mneme, query: string, options: ViewerOptions) =>
           mneme.context({
             query,
             viewer: viewerOf(options),
-            ...defined({ topK: numeric(options.top) }),
+            ...defined({ topK: numeric(options.top), inspect: options.inspect }),
           } as Parameters<Mneme['context']>[0]),
         formatContextResult,
       ),
@@ -81,9 +88,19 @@ function owner(memory: Memory): string {
   return field ? `${memory.scope}:${memory[field]}` : memory.scope;
 }
 
+/** An ISO 8601 time to the second (`2024-06-15T12:00:00Z`), or `never`. */
+function time(iso: string | null): string {
+  return iso === null ? 'never' : iso.replace(/\.\d+Z$/, 'Z');
+}
+
+/** `(created 2024-06-15T12:00:00Z, accessed never)`: when a memory was made and last retrieved. */
+function times(memory: Memory): string {
+  return `(created ${time(memory.createdAt)}, accessed ${time(memory.lastAccessedAt)})`;
+}
+
 function formatRecall(result: RecallResult): string {
   const lines = result.hits.flatMap((hit, index) => [
-    `${index + 1}. #${hit.memory.id} ${hit.score.toFixed(3)} ${hit.match} [${owner(hit.memory)}] ${hit.memory.content}`,
+    `${index + 1}. #${hit.memory.id} ${hit.score.toFixed(3)} ${hit.match} [${owner(hit.memory)}] ${times(hit.memory)} ${hit.memory.content}`,
     ...(hit.explanation ? [`   ${hit.explanation}`] : []),
   ]);
   const note = vectorNotes[result.vectorLeg];

@@ -1,9 +1,11 @@
 import { createApiKeys } from './api-keys.js';
+import { asOfNow } from './current-values.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
 import { guardMneme } from './guarded-mneme.js';
 import { createIngest } from './ingest/ingest.js';
 import { createMaintain } from './maintenance/maintain.js';
+import { memoryStats } from './memory-stats.js';
 import type { Mneme } from './mneme.js';
 import { changePolicy, loadPolicy } from './policy-state.js';
 import { buildContext } from './recall/context-block.js';
@@ -13,6 +15,7 @@ import { remember } from './remember.js';
 import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
 import { visibleOwners } from './scope.js';
 import { createTouchQueue } from './touch-queue.js';
+import type { Memory } from './types.js';
 import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
 import { requireVisible } from './visibility.js';
 
@@ -22,6 +25,8 @@ export function createEngine(context: EngineContext): Mneme {
   const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
   const ingest = createIngest(context);
   const touches = createTouchQueue({ store: storage.memories, logger: context.logger });
+  /** A memory as every face shows it: its decaying fields as of now, under the engine's decay policy. */
+  const current = async (memory: Memory) => (await asOfNow(context, [memory]))[0] ?? memory;
 
   const engine: Mneme = {
     ...ingest,
@@ -32,12 +37,12 @@ export function createEngine(context: EngineContext): Mneme {
 
     async get(input) {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
-      return requireVisible(context, parsed.id, parsed.viewer);
+      return current(await requireVisible(context, parsed.id, parsed.viewer));
     },
 
-    update: (input) => updateMemory(context, input),
-    forget: (input) => forgetMemory(context, byId(input)),
-    restore: (input) => restoreMemory(context, byId(input)),
+    update: async (input) => current(await updateMemory(context, input)),
+    forget: async (input) => current(await forgetMemory(context, byId(input))),
+    restore: async (input) => current(await restoreMemory(context, byId(input))),
 
     async purgeUser(userId) {
       return storage.memories.purgeUser(parseInput(UserIdSchema, userId, 'user id'));
@@ -45,7 +50,8 @@ export function createEngine(context: EngineContext): Mneme {
 
     async list(filter = {}) {
       const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
-      return storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
+      const page = await storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
+      return { ...page, memories: await asOfNow(context, page.memories) };
     },
 
     async history(input) {
@@ -60,7 +66,7 @@ export function createEngine(context: EngineContext): Mneme {
       return storage.links.of(parsed.id);
     },
 
-    stats: () => storage.memories.stats(clock.now()),
+    stats: () => memoryStats(context),
 
     async policy() {
       const state = await loadPolicy(storage.policy, context.policy, clock.now());

@@ -56,6 +56,16 @@ describe('the engine acting for a user (Mneme.as)', () => {
     expect(square.hits.map((hit) => hit.memory.content)).toEqual(['The fire drill is on Friday']);
   });
 
+  it('passes inspect through: a user may search and build a context without touching what it sees', async () => {
+    const memory = await asAnn.remember({ content: 'Ann parks on level 3', scope: 'personal', userId: 'ann' });
+    const inspected = await asAnn.recall({ query: 'parks', inspect: true });
+    expect(inspected.hits.map((hit) => hit.memory.id)).toEqual([memory.id]);
+    await asAnn.context({ query: 'parks', inspect: true });
+    expect(await mneme.get(memory.id)).toMatchObject({ accessCount: 0, lastAccessedAt: null });
+    await asAnn.recall({ query: 'parks' });
+    expect(await mneme.get(memory.id)).toMatchObject({ accessCount: 1 });
+  });
+
   it('lets a user post only user messages as itself into channels and topics it belongs to', async () => {
     await mneme.putChannel({ id: 'dm-ann', visibility: 'direct', members: ['ann'] });
     await mneme.putChannel({ id: 'dm-bob', visibility: 'direct', members: ['bob'] });

@@ -10,7 +10,7 @@ import { parseInput } from './schemas.js';
  * Each section belongs to the part of the engine that reads it; every field has a default.
  */
 export const PolicySchema = z.strictObject({
-  /** Which signal decays and is reinforced: Ebbinghaus strength, salience, or importance steps (core/decay/). */
+  /** Which signal decays and is reinforced: Ebbinghaus strength, salience, importance steps, or recency-only (nothing stored or archived; core/decay/). */
   decay: z.enum(decayPolicyNames).default('ebbinghaus'),
   /** How recall finds, scores and expands hits (core/recall-policy.ts). */
   recall: RecallPolicySchema.prefault({}),

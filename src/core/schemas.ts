@@ -220,6 +220,8 @@ export const RecallInputSchema = z.strictObject({
   mode: z.enum(['hybrid', 'recent-first'], { error: 'mode must be hybrid or recent-first' }).optional(),
   /** Appends the viewer channel's latest user messages to the query. */
   conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).default(false),
+  /** Looks without touching: no access count, last access or reinforcement is written (a debug search). */
+  inspect: z.boolean({ error: 'inspect must be true or false' }).default(false),
 });
 export type RecallInput = z.input<typeof RecallInputSchema>;
 
@@ -230,6 +232,8 @@ export const ContextInputSchema = z.strictObject({
   topK: TopKSchema,
   /** Appends the viewer channel's latest user messages to the query; the policy's `context.conversationAware` when left out. */
   conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).optional(),
+  /** Builds the block without touching its memories: nothing is written (a debug look at the context). */
+  inspect: z.boolean({ error: 'inspect must be true or false' }).default(false),
 });
 export type ContextInput = z.input<typeof ContextInputSchema>;
 

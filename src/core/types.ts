@@ -89,7 +89,11 @@ export interface MemoryStats {
   byScope: Record<string, number>;
   byCategory: Record<string, number>;
   addedLast7Days: number;
-  /** Active, unpinned memories at importance 0: the importance-steps policy soft-deletes them after 7 days. */
+  /**
+   * Active, unpinned memories the engine's decay policy will archive or remove within the next 7 days
+   * unless they are retrieved (those already past its line, not yet archived by maintenance, included);
+   * always 0 under a policy that never archives (recency-only).
+   */
   expiring: number;
   mostAccessed: Array<Pick<Memory, 'id' | 'content' | 'accessCount' | 'lastAccessedAt'>>;
   messages: number;

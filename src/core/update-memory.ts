@@ -7,10 +7,14 @@ import { sectorOf } from './scope.js';
 import type { Memory } from './types.js';
 import { requireVisible } from './visibility.js';
 
-/** Edits a memory; new content is re-embedded; a version row records the diff. */
+/**
+ * Edits a memory; new content is re-embedded; a version row records the diff. An importance given is
+ * the importance as of now: its decay restarts from the edit.
+ */
 export async function updateMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(UpdateInputSchema, input, 'update');
   if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
+  const now = context.clock.now();
   const changes: MemoryChanges = {};
   if (parsed.content !== undefined) {
     changes.content = parsed.content;
@@ -21,10 +25,13 @@ export async function updateMemory(context: EngineContext, input: unknown): Prom
     changes.category = parsed.category;
     changes.sector = sectorOf(parsed.category);
   }
-  if (parsed.importance !== undefined) changes.importance = parsed.importance;
+  if (parsed.importance !== undefined) {
+    changes.importance = parsed.importance;
+    changes.decayedAt = now;
+  }
   if (parsed.pinned !== undefined) changes.pinned = parsed.pinned;
   return context.storage.memories.update(parsed.id, changes, {
-    at: context.clock.now(),
+    at: now,
     actor: parsed.actor ?? null,
     reason: parsed.reason ?? null,
   });

@@ -351,6 +351,42 @@ describe('the HTTP API', () => {
     );
   });
 
+  it('searches and builds a context without touching anything when the body says inspect, as the OpenAPI document shows', async () => {
+    const created = (await (
+      await send('POST', '/api/memories', { content: 'kestrel is the staging server' })
+    ).json()) as {
+      id: number;
+    };
+    const read = async () =>
+      (await (await send('GET', `/api/memories/${created.id}`)).json()) as Record<string, unknown>;
+    const before = await read();
+    const search = await send('POST', '/api/memories/search', { query: 'kestrel', inspect: true });
+    expect(search.status).toBe(200);
+    const found = (await search.json()) as { hits: Array<{ memory: Record<string, unknown> }> };
+    expect(found.hits.map((hit) => hit.memory)).toEqual([before]);
+    const context = await send('POST', '/api/context', { query: 'kestrel', inspect: true });
+    expect(((await context.json()) as { text: string }).text).toMatch(/kestrel/);
+    expect(await read()).toEqual(before);
+    await expectProblem(
+      await send('POST', '/api/context', { query: 'kestrel', inspect: 'yes' }),
+      422,
+      'INVALID_INPUT',
+      /inspect must be true or false/,
+    );
+
+    await send('POST', '/api/memories/search', { query: 'kestrel' });
+    expect(await read()).toMatchObject({ accessCount: 1, lastAccessedAt: '2024-06-15T12:00:00.000Z' });
+
+    const document = (await (await send('GET', '/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>>;
+    };
+    for (const path of ['/api/memories/search', '/api/context']) {
+      expect(document.paths[path]?.post?.requestBody?.content['application/json']?.schema, path).toMatchObject({
+        properties: { inspect: { type: 'boolean', default: false } },
+      });
+    }
+  });
+
   it('creates topics and projects, extracts conversations and refuses work extraction outside a managed project', async () => {
     expect((await send('POST', '/api/projects', { id: 'apollo', managed: false })).status).toBe(201);
     expect(

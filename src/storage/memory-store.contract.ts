@@ -274,6 +274,33 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(nearest[0]?.score).toBeCloseTo(1, 5);
     });
 
+    it('reads the time decay is applied up to: set by an edit that gives one, or by stored downgrades', async () => {
+      const [edited, downgraded, untouched] = await storage.memories.insert(
+        [await newMemory('Oz likes tea'), await newMemory('Mia uses vim'), await newMemory('the printer is broken')],
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      expect(await storage.memories.decayedAt([id(edited), id(downgraded), id(untouched)])).toEqual(new Map());
+      const before = await storage.memories.history(id(edited));
+      const same = await storage.memories.update(id(edited), { importance: 0.5, decayedAt: at + 1000 }, context);
+      expect(same).toMatchObject({ importance: 0.5 });
+      expect(await storage.memories.history(id(edited))).toEqual(before);
+      await storage.maintenance.applyImportanceChanges(
+        [{ id: id(downgraded), importance: 0.4, decayedAt: at + 2000 }],
+        {
+          ...context,
+          reason: 'decay',
+        },
+      );
+      expect(await storage.memories.decayedAt([id(untouched), id(downgraded), id(edited), 424_242])).toEqual(
+        new Map([
+          [id(downgraded), at + 2000],
+          [id(edited), at + 1000],
+        ]),
+      );
+      expect(await storage.memories.decayedAt([])).toEqual(new Map());
+    });
+
     it('refuses to edit an archived memory and an unknown one', async () => {
       const [stored] = await storage.memories.insert([await newMemory('temporary')], context);
       const id = stored?.id ?? 0;
@@ -505,7 +532,7 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(bobHistory.map((version) => version.actor)).toEqual(['tester', null]);
     });
 
-    it('counts totals, scopes, categories, pinned, recent additions and expiring memories', async () => {
+    it('counts totals, scopes, categories, pinned and recent additions, leaving expiring to the decay policy', async () => {
       await storage.memories.insert(
         [
           await newMemory('pinned fact', { pinned: true }),
@@ -524,11 +551,11 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         archived: 1,
         pinned: 1,
         addedLast7Days: 4,
-        expiring: 1,
         byScope: { global: 3, personal: 1 },
         byCategory: { fact: 3, preference: 1 },
         mostAccessed: [],
       });
+      expect(stats).not.toHaveProperty('expiring');
     });
 
     it('records a retrieval of many memories in one call: access count, time and reinforcement fields', async () => {

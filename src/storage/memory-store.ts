@@ -46,6 +46,11 @@ export interface MemoryChanges {
   category?: string;
   sector?: Sector;
   importance?: number;
+  /**
+   * The time (epoch milliseconds) up to which the stored importance's decay is applied: an edit of
+   * importance sets it to the edit's time, so the value given is the value as of then. No version row of its own.
+   */
+  decayedAt?: number;
   pinned?: boolean;
   embedding?: StoredEmbedding | null;
   /** Replaces the provenance list (extraction appends the message that confirmed the memory). No version row of its own. */
@@ -101,6 +106,9 @@ export interface MemoryTouch {
   importance?: number;
 }
 
+/** What `MemoryStore.stats` counts; how many memories are expiring is the decay policy's, computed in core. */
+export type StoredMemoryStats = Omit<MemoryStats, 'expiring'>;
+
 /** Memories: the port every storage backend implements. All writes are transactional. */
 export interface MemoryStore {
   /** Writes text, FTS and vector of each memory, and a `create` version, in one transaction. */
@@ -113,6 +121,11 @@ export interface MemoryStore {
   restore(id: number, embedding: StoredEmbedding | null, context: WriteContext): Promise<Memory>;
   /** The memories with these ids that exist, in the order asked. */
   get(ids: readonly number[]): Promise<Memory[]>;
+  /**
+   * The time (epoch milliseconds) up to which the stored decay of each of these memories is applied
+   * (importance-steps downgrades, an edit of importance), for those that have one; one query.
+   */
+  decayedAt(ids: readonly number[]): Promise<Map<number, number>>;
   list(query: MemoryListQuery): Promise<MemoryPage>;
   history(id: number): Promise<MemoryVersion[]>;
   /** Full-text candidates among active memories, scope-filtered inside the query. */
@@ -130,7 +143,7 @@ export interface MemoryStore {
    * retrieval time, or creation time for a memory never retrieved; newest first. One query.
    */
   recentlyAccessed(owners: readonly string[] | null, limit: number): Promise<Memory[]>;
-  stats(now: number): Promise<MemoryStats>;
+  stats(now: number): Promise<StoredMemoryStats>;
   /**
    * Hard-deletes everything about one user, in one transaction: their messages and the replies to them,
    * their memories, memories built from those messages or memories (episodes, merges, insights),

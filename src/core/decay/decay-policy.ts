@@ -10,6 +10,9 @@ export type DecayFields = Pick<
   'strength' | 'salience' | 'importance' | 'pinned' | 'lastAccessedAt' | 'createdAt'
 >;
 
+/** The fields a decay policy fades: what `get`, `list` and recall hits show as of now. */
+export type DecayValues = Pick<Memory, 'strength' | 'salience' | 'importance'>;
+
 /** What a retrieval changes besides access count and time. */
 export interface Reinforcement {
   strength?: number;
@@ -29,18 +32,27 @@ export interface DecayStep {
 
 /**
  * One way memories fade and are reinforced: what recall scores as recency, what a retrieval writes,
- * and what maintenance stores or archives. Pure: every answer is computed from the memory and `now`
- * (epoch milliseconds), so a missed maintenance run is caught up exactly.
+ * what a memory's signals are as of now, and what maintenance stores or archives. Pure: every answer
+ * is computed from the memory and `now` (epoch milliseconds), so a missed maintenance run is caught
+ * up exactly.
  */
 export interface DecayPolicy {
   /** The recall score's recency term at `now`, 0..1. */
   recency(memory: DecayFields, now: number): number;
   /** What one retrieval at `now` writes besides access count and time. */
   reinforcement(memory: DecayFields, now: number): Reinforcement;
+  /**
+   * Strength, salience and importance as of `now`: the stored values with the decay since then applied,
+   * given the time the stored changes are applied up to (`decayedAt`). A pinned memory keeps its stored
+   * values. Storing what `step` asks for at any time before `now` leaves the answer unchanged.
+   */
+  current(memory: DecayFields, decayedAt: number | null, now: number): DecayValues;
   /** Where the memory stands at `now`, given the time its stored changes are applied up to (`decayedAt`). */
   step(memory: DecayFields, decayedAt: number | null, now: number): DecayStep;
-  /** The version reason of an archive by this policy. */
-  readonly archiveReason: string;
+  /** Whether `current` and `step` read `decayedAt`; when false, callers pass null instead of reading it from storage. */
+  readonly usesDecayedAt: boolean;
+  /** The version reason of an archive by this policy; a policy whose `step` never expires a memory has none. */
+  readonly archiveReason?: string;
   /** The version reason of the changes `step` stores; a policy whose `step` stores none has none. */
   readonly changeReason?: string;
 }
@@ -61,6 +73,11 @@ export function decayAnchor(memory: DecayFields): number {
 /** Whole and fractional days from `time` to `now`, never negative. */
 export function daysSince(time: number, now: number): number {
   return Math.max(0, (now - time) / DAY_MS);
+}
+
+/** The stored strength, salience and importance of a memory. */
+export function storedValues(memory: DecayFields): DecayValues {
+  return { strength: memory.strength, salience: memory.salience, importance: memory.importance };
 }
 
 /** `value` limited to 0..1. */

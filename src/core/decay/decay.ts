@@ -1,6 +1,7 @@
 import type { DecayFields, DecayPolicy, Reinforcement } from './decay-policy.js';
 import { ebbinghausDecay } from './ebbinghaus-decay.js';
 import { importanceStepsDecay } from './importance-steps-decay.js';
+import { recencyOnlyDecay } from './recency-only-decay.js';
 import { salienceDecay } from './salience-decay.js';
 
 export { DAY_MS } from './decay-policy.js';
@@ -11,6 +12,7 @@ export const decayPolicies = {
   ebbinghaus: ebbinghausDecay,
   salience: salienceDecay,
   'importance-steps': importanceStepsDecay,
+  'recency-only': recencyOnlyDecay,
 } as const satisfies Record<string, DecayPolicy>;
 
 /** The name of a decay policy. */

@@ -22,4 +22,16 @@ describe('ebbinghaus decay', () => {
     expect(ebbinghausDecay.step(base, null, at(46.5))).toEqual({ isDecayed: true, isExpired: false, change: null });
     expect(ebbinghausDecay.step(base, null, at(46.51))).toEqual({ isDecayed: true, isExpired: true, change: null });
   });
+
+  it('shows strength as the retention of now, and salience and importance as stored', () => {
+    expect(ebbinghausDecay.current(base, null, at(14))).toEqual({ strength: 0.5, salience: 1, importance: 0.4 });
+    expect(ebbinghausDecay.current({ ...base, pinned: true }, null, at(14)).strength).toBe(1);
+  });
+
+  it('expires exactly when the strength it shows falls below 0.10', () => {
+    for (const day of [46.5, 46.51, 60]) {
+      const shown = ebbinghausDecay.current(base, null, at(day)).strength;
+      expect(ebbinghausDecay.step(base, null, at(day)).isExpired).toBe(shown < 0.1);
+    }
+  });
 });

@@ -1,4 +1,12 @@
-import { clamp01, type DecayFields, type DecayPolicy, daysSince, decayAnchor, thresholdStep } from './decay-policy.js';
+import {
+  clamp01,
+  type DecayFields,
+  type DecayPolicy,
+  daysSince,
+  decayAnchor,
+  storedValues,
+  thresholdStep,
+} from './decay-policy.js';
 
 /** Ebbinghaus half-life: retention halves every 14 days without a retrieval. */
 export const HALF_LIFE_DAYS = 14;
@@ -18,7 +26,9 @@ export function retention(memory: DecayFields, now: number): number {
 export const ebbinghausDecay: DecayPolicy = {
   recency: (memory, now) => clamp01(retention(memory, now)),
   reinforcement: () => ({ strength: 1 }),
+  current: (memory, _decayedAt, now) => ({ ...storedValues(memory), strength: retention(memory, now) }),
   step: (memory, _decayedAt, now) =>
     thresholdStep(memory, memory.strength, retention(memory, now), RETENTION_ARCHIVE_BELOW),
+  usesDecayedAt: false,
   archiveReason: `decay: Ebbinghaus retention fell below ${RETENTION_ARCHIVE_BELOW.toFixed(2)}`,
 };

@@ -35,4 +35,14 @@ describe('importance-steps decay', () => {
     expect(importanceStepsDecay.recency({ ...base, importance: 1 }, at(14))).toBeCloseTo(0.5, 10);
     expect(importanceStepsDecay.recency({ ...base, importance: 0 }, at(14))).toBeCloseTo(0.5, 10);
   });
+
+  it('shows the importance of now: one step less per whole 7 days since the last retrieval or stored downgrade', () => {
+    expect(importanceStepsDecay.current(base, null, at(6.9))).toEqual({ strength: 1, salience: 1, importance: 0.4 });
+    expect(importanceStepsDecay.current(base, null, at(7)).importance).toBe(0.2);
+    expect(importanceStepsDecay.current(base, null, at(14)).importance).toBe(0);
+    expect(importanceStepsDecay.current({ ...base, importance: 0.8 }, at(14), at(20.9)).importance).toBe(0.8);
+    expect(importanceStepsDecay.current({ ...base, importance: 0.8 }, at(14), at(21)).importance).toBe(0.6);
+    expect(importanceStepsDecay.current({ ...base, importance: 0.5 }, null, at(3)).importance).toBe(0.5);
+    expect(importanceStepsDecay.current({ ...base, pinned: true }, null, at(365)).importance).toBe(0.4);
+  });
 });

@@ -1,4 +1,12 @@
-import { clamp01, DAY_MS, type DecayFields, type DecayPolicy, daysSince, decayAnchor } from './decay-policy.js';
+import {
+  clamp01,
+  DAY_MS,
+  type DecayFields,
+  type DecayPolicy,
+  daysSince,
+  decayAnchor,
+  storedValues,
+} from './decay-policy.js';
 import { HALF_LIFE_DAYS } from './ebbinghaus-decay.js';
 
 /** The importance-steps policy works on a 0..5 scale; importance 0..1 is stored as step / 5. */
@@ -54,6 +62,11 @@ export const importanceStepsDecay: DecayPolicy = {
   reinforcement: (memory) => ({
     importance: Math.min(IMPORTANCE_STEPS, importanceStep(memory.importance) + 1) / IMPORTANCE_STEPS,
   }),
+  current(memory, decayedAt, now) {
+    const { step } = importanceDecay(memory, decayedAt, now);
+    const importance = step === importanceStep(memory.importance) ? memory.importance : step / IMPORTANCE_STEPS;
+    return { ...storedValues(memory), importance };
+  },
   step(memory, decayedAt, now) {
     const state = importanceDecay(memory, decayedAt, now);
     const appliedUpTo = state.decayedAt === decayedAt ? null : state.decayedAt;
@@ -63,6 +76,7 @@ export const importanceStepsDecay: DecayPolicy = {
       change: appliedUpTo === null ? null : { importance: state.step / IMPORTANCE_STEPS, decayedAt: appliedUpTo },
     };
   },
+  usesDecayedAt: true,
   archiveReason: `decay: importance 0 for ${IMPORTANCE_EXPIRY_DAYS} days without a retrieval`,
   changeReason: `decay: importance steps, one step down per ${IMPORTANCE_STEP_DAYS} days without a retrieval`,
 };

@@ -20,4 +20,17 @@ describe('salience decay', () => {
   it('scores recency as the share of the largest salience', () => {
     expect(salienceDecay.recency({ ...base, salience: 2.5 }, at(1))).toBe(0.5);
   });
+
+  it('shows salience as of now, and strength and importance as stored', () => {
+    expect(salienceDecay.current(base, null, at(1))).toEqual({ strength: 1, salience: 1, importance: 0.4 });
+    expect(salienceDecay.current(base, null, at(15)).salience).toBeCloseTo(0.98 ** 14, 10);
+    expect(salienceDecay.current({ ...base, pinned: true }, null, at(15)).salience).toBe(1);
+  });
+
+  it('expires exactly when the salience it shows falls below 0.1', () => {
+    for (const day of [1 + 113, 1 + 114]) {
+      const shown = salienceDecay.current(base, null, at(day)).salience;
+      expect(salienceDecay.step(base, null, at(day)).isExpired).toBe(shown < 0.1);
+    }
+  });
 });

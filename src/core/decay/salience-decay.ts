@@ -5,6 +5,7 @@ import {
   type DecayPolicy,
   daysSince,
   decayAnchor,
+  storedValues,
   thresholdStep,
 } from './decay-policy.js';
 
@@ -29,7 +30,9 @@ export function currentSalience(memory: DecayFields, now: number): number {
 export const salienceDecay: DecayPolicy = {
   recency: (memory, now) => clamp01(currentSalience(memory, now) / SALIENCE_MAX),
   reinforcement: (memory, now) => ({ salience: Math.min(SALIENCE_MAX, currentSalience(memory, now) + SALIENCE_HIT) }),
+  current: (memory, _decayedAt, now) => ({ ...storedValues(memory), salience: currentSalience(memory, now) }),
   step: (memory, _decayedAt, now) =>
     thresholdStep(memory, memory.salience, currentSalience(memory, now), SALIENCE_REMOVE_BELOW),
+  usesDecayedAt: false,
   archiveReason: `decay: salience fell below ${SALIENCE_REMOVE_BELOW}`,
 };

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { daysAfter, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
-import { decayPolicyNames } from '../decay/decay.js';
+import { decayPolicies, decayPolicyNames } from '../decay/decay.js';
 import { retention } from '../decay/ebbinghaus-decay.js';
 import { importanceDecay } from '../decay/importance-steps-decay.js';
 import { currentSalience, SALIENCE_MAX } from '../decay/salience-decay.js';
@@ -142,14 +142,42 @@ describe('the decay policies', () => {
     });
   });
 
+  describe('recency-only', () => {
+    it('archives nothing and stores nothing, even a year after the last retrieval', async () => {
+      const engine = await open('recency-only');
+      const memory = await engine.mneme.remember({ content: 'the API answers on port 8443', importance: 0 });
+      await engine.mneme.recall({ query: 'port' });
+      for (const days of [7, 30, 365]) {
+        expect(await decayAt(engine, days)).toEqual({
+          policy: 'recency-only',
+          checked: 1,
+          decayed: 0,
+          archived: 0,
+          skipped: null,
+        });
+      }
+      engine.clock.set(daysAfter(start, 365));
+      expect(await engine.mneme.get(memory.id)).toMatchObject({
+        archivedAt: null,
+        strength: 1,
+        salience: 1,
+        importance: 0,
+        accessCount: 1,
+      });
+      expect((await engine.mneme.history(memory.id)).map((version) => version.action)).toEqual(['create']);
+      expect((await engine.mneme.stats()).expiring).toBe(0);
+    });
+  });
+
   it('never decays a pinned memory, under any policy', async () => {
     for (const decay of decayPolicyNames) {
       const engine = await open(decay);
       const pinned = await engine.mneme.remember({ content: 'Oz is allergic to peanuts', pinned: true, importance: 1 });
-      await engine.mneme.remember({ content: 'an unpinned note', importance: 0.2 });
+      const note = await engine.mneme.remember({ content: 'an unpinned note', importance: 0.2 });
+      const archives = decayPolicies[decay].archiveReason !== undefined;
       const report = await decayAt(engine, 3650);
-      expect(report, decay).toMatchObject({ checked: 1, archived: 1 });
-      expect(await activeIds(engine), decay).toEqual([pinned.id]);
+      expect(report, decay).toMatchObject({ checked: 1, archived: archives ? 1 : 0 });
+      expect(await activeIds(engine), decay).toEqual(archives ? [pinned.id] : [pinned.id, note.id]);
       expect((await engine.mneme.get(pinned.id)).importance).toBe(1);
     }
   });

@@ -1,4 +1,5 @@
-import type { ImportanceChange } from '../../storage/maintenance-store.js';
+import type { DecayCandidate, ImportanceChange } from '../../storage/maintenance-store.js';
+import type { Storage } from '../../storage/storage.js';
 import { decayPolicies } from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
 import type { MnemePolicy } from '../policy.js';
@@ -30,11 +31,7 @@ export async function runDecay(context: EngineContext, now: number): Promise<Dec
   const decay = decayPolicies[policy.decay];
   const report: DecayReport = { policy: policy.decay, checked: 0, decayed: 0, archived: 0, skipped: null };
   const writeContext = { at: now, actor: MAINTENANCE_ACTOR };
-  let afterId = 0;
-  for (;;) {
-    const page = await storage.maintenance.decayCandidates(afterId, PAGE_SIZE);
-    if (page.length === 0) break;
-    afterId = page.at(-1)?.id ?? afterId;
+  for await (const page of decayCandidatePages(storage)) {
     report.checked += page.length;
     const expired: number[] = [];
     const changes: ImportanceChange[] = [];
@@ -47,8 +44,20 @@ export async function runDecay(context: EngineContext, now: number): Promise<Dec
     if (decay.changeReason) {
       await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason });
     }
-    report.archived += await archiveEach(context, expired, { ...writeContext, reason: decay.archiveReason });
+    const archiveReason = decay.archiveReason ?? `decay: ${policy.decay}`;
+    report.archived += await archiveEach(context, expired, { ...writeContext, reason: archiveReason });
   }
   await storage.maintenanceState.set(ALL_CHANNELS, 'decay', { lastRunAt: now });
   return report;
+}
+
+/** The active, unpinned memories decay reads, a page of 500 at a time, by id. */
+export async function* decayCandidatePages(storage: Pick<Storage, 'maintenance'>): AsyncGenerator<DecayCandidate[]> {
+  let afterId = 0;
+  for (;;) {
+    const page = await storage.maintenance.decayCandidates(afterId, PAGE_SIZE);
+    if (page.length === 0) return;
+    afterId = page.at(-1)?.id ?? afterId;
+    yield page;
+  }
 }

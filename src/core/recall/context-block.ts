@@ -1,3 +1,4 @@
+import { currentValues } from '../current-values.js';
 import type { EngineContext } from '../engine-context.js';
 import { ContextInputSchema, parseInput } from '../schemas.js';
 import type { TouchQueue } from '../touch-queue.js';
@@ -19,8 +20,10 @@ export interface ContextResult {
 
 /**
  * The context block for the next reply: a recall (conversation-aware and topK 5 unless the call or
- * the policy's `context` section say otherwise) formatted within the word budget. Only the memories that made it into the block are
- * touched (best effort, through `touches`): one left out for the budget was not seen by the model.
+ * the policy's `context` section say otherwise) formatted within the word budget, each memory's values
+ * as of now. Only the memories that made it into the block are touched (best effort, through
+ * `touches`): one left out for the budget was not seen by the model. With `inspect`, none is: nothing
+ * is written.
  */
 export async function buildContext(
   context: EngineContext,
@@ -35,11 +38,16 @@ export async function buildContext(
     conversationAware: request.conversationAware ?? policy.context.conversationAware,
     explain: false,
   });
-  const formatted = formatContext(found.hits, context.policy.context);
+  const current = await currentValues(
+    context,
+    found.hits.map((hit) => hit.memory),
+  );
+  const shown = (hits: readonly RecallHit[]) => hits.map((hit) => ({ ...hit, memory: current(hit.memory) }));
+  const formatted = formatContext(shown(found.hits), policy.context);
   const inBlock = formatted.included.flatMap((index) => found.hits[index] ?? []);
   return {
     text: formatted.text,
-    hits: await touchHits(context, inBlock, touches),
+    hits: shown(request.inspect ? inBlock : await touchHits(context, inBlock, touches)),
     omitted: found.hits.length - inBlock.length,
     words: formatted.words,
     vectorLeg: found.vectorLeg,

@@ -9,6 +9,7 @@ import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model
 import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../storage/storage.js';
 import { createFixedClock } from '../../testing.js';
+import { decayPolicyNames } from '../decay/decay.js';
 import { DAY_MS } from '../decay/decay-policy.js';
 import type { Mneme } from '../mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../policy.js';
@@ -384,6 +385,20 @@ describe('recall: the policy score', () => {
   });
 });
 
+/** Counts every SQL statement better-sqlite3 executes (run, get, all, iterate) while `work` runs. */
+async function countStatements(work: () => Promise<unknown>): Promise<string[]> {
+  const probe = new Database(':memory:');
+  const statementPrototype = Object.getPrototypeOf(probe.prepare('SELECT 1'));
+  probe.close();
+  const spies = (['run', 'get', 'all', 'iterate'] as const).map((method) => vi.spyOn(statementPrototype, method));
+  try {
+    await work();
+    return spies.flatMap((spy) => spy.mock.contexts.map((statement) => String(statement.source).trim()));
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
 describe('recall: touch and reinforcement', () => {
   it('counts the access and restarts the Ebbinghaus clock of every returned memory, graph matches included', async () => {
     const { mneme, add, storage, clock } = await openEngine();
@@ -428,6 +443,34 @@ describe('recall: touch and reinforcement', () => {
       steps.push((await mneme.get(id)).importance);
     }
     expect(steps).toEqual([0.8, 1, 1]);
+  });
+
+  it('writes nothing for an inspect search or context: access count, last access and decay values stay as they were', async () => {
+    for (const decay of decayPolicyNames) {
+      const { mneme, add, clock } = await openEngine({ policy: { decay } });
+      const id = await add('kestrel is the staging server', { importance: 0.6 });
+      clock.advance(3 * DAY_MS);
+      const before = await mneme.get(id);
+      const statements = await countStatements(async () => {
+        const inspected = await mneme.recall({ query: 'kestrel', inspect: true });
+        expect(inspected.hits.map((hit) => hit.memory)).toEqual([before]);
+        const block = await mneme.context({ query: 'kestrel', inspect: true });
+        expect(block.hits.map((hit) => hit.memory)).toEqual([before]);
+      });
+      expect(statements.length, decay).toBeGreaterThan(0);
+      expect(
+        statements.filter((sql) => /\b(INSERT|UPDATE|DELETE|REPLACE|BEGIN)\b/i.test(sql)),
+        decay,
+      ).toEqual([]);
+      expect(await mneme.get(id), decay).toEqual(before);
+
+      await mneme.recall({ query: 'kestrel' });
+      const after = await mneme.get(id);
+      expect(after, decay).toMatchObject({ accessCount: 1, lastAccessedAt: new Date(clock.now()).toISOString() });
+      // Every policy but recency-only also reinforces a retrieved memory.
+      const values = (memory: typeof before) => [memory.strength, memory.salience, memory.importance];
+      if (decay !== 'recency-only') expect(values(after), decay).not.toEqual(values(before));
+    }
   });
 
   it('leaves strength, salience and importance alone when the policy does not move them', async () => {
@@ -505,20 +548,6 @@ describe('recall: recent-first mode', () => {
 });
 
 describe('recall: cost', () => {
-  /** Counts every SQL statement better-sqlite3 executes (run, get, all, iterate) while `work` runs. */
-  async function countStatements(work: () => Promise<unknown>): Promise<string[]> {
-    const probe = new Database(':memory:');
-    const statementPrototype = Object.getPrototypeOf(probe.prepare('SELECT 1'));
-    probe.close();
-    const spies = (['run', 'get', 'all', 'iterate'] as const).map((method) => vi.spyOn(statementPrototype, method));
-    try {
-      await work();
-      return spies.flatMap((spy) => spy.mock.contexts.map((statement) => String(statement.source).trim()));
-    } finally {
-      for (const spy of spies) spy.mockRestore();
-    }
-  }
-
   it('runs the same number of SQL statements whatever topK is', async () => {
     const { mneme, add, storage, clock } = await openEngine();
     const ids: number[] = [];

@@ -1,6 +1,7 @@
 import type { LinkType } from '../../storage/link-store.js';
 import type { MemoryTouch } from '../../storage/memory-store.js';
 import { toIso } from '../clock.js';
+import { currentValues } from '../current-values.js';
 import { reinforcement } from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
 import { errorMessage } from '../errors.js';
@@ -30,7 +31,10 @@ export type VectorLegStatus = 'used' | 'no-model' | 'model-failed' | 'not-in-mod
 
 /** One memory a recall returned, with the reasons it was chosen. */
 export interface RecallHit {
-  /** The memory as stored after this retrieval (access count and reinforcement applied). */
+  /**
+   * The memory after this retrieval (access count and reinforcement applied, unless `inspect`), its
+   * strength, salience and importance as of now under the decay policy.
+   */
   memory: Memory;
   /** Weighted mean of the breakdown, 0..1; computed for this recall, never stored. */
   score: number;
@@ -81,13 +85,19 @@ export function candidatePoolSize(
  * Finds the memories that matter for a query, on behalf of a viewer: full-text and vector legs
  * restricted to the viewer's scopes, fused by RRF (k = 60), scored by the recall policy, joined by
  * up to 3 linked memories; every returned memory is touched (access count, reinforcement) through
- * `touches`, best effort. A constant number of storage calls, whatever topK is.
+ * `touches`, best effort, unless the request is `inspect` (then nothing is written). Hits show their
+ * memories' values as of now. A constant number of storage calls, whatever topK is.
  */
 export async function recall(context: EngineContext, input: unknown, touches: TouchQueue): Promise<RecallResult> {
   const parsed = parseInput(RecallInputSchema, input, 'recall input');
   const request = { ...parsed, topK: parsed.topK ?? context.policy.recall.topK };
   const result = await findHits(context, request);
-  return { ...result, hits: await touchHits(context, result.hits, touches) };
+  const current = await currentValues(
+    context,
+    result.hits.map((hit) => hit.memory),
+  );
+  const hits = request.inspect ? result.hits : await touchHits(context, result.hits, touches);
+  return { ...result, hits: hits.map((hit) => ({ ...hit, memory: current(hit.memory) })) };
 }
 
 /** The recall pipeline without the touch: `context` touches only the hits that fit its block. */

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type { MemoryStats } from '../../core/types.js';
+import type { StoredMemoryStats } from '../memory-store.js';
 import { getRow } from './sqlite-database.js';
 import type { MemoryRow } from './sqlite-memory-rows.js';
 
@@ -10,18 +10,16 @@ interface TotalsRow {
   archived: number;
   pinned: number;
   addedLast7Days: number;
-  expiring: number;
 }
 
 /** The counts of `MemoryStore.stats` at `now` (epoch milliseconds), read in a few queries. */
-export function readSqliteMemoryStats(database: Database.Database, now: number): MemoryStats {
+export function readSqliteMemoryStats(database: Database.Database, now: number): StoredMemoryStats {
   const totals = getRow(
     database.prepare<[number], TotalsRow>(`SELECT COUNT(*) AS total,
         COALESCE(SUM(archived_at IS NULL), 0) AS active,
         COALESCE(SUM(archived_at IS NOT NULL), 0) AS archived,
         COALESCE(SUM(pinned = 1 AND archived_at IS NULL), 0) AS pinned,
-        COALESCE(SUM(created_at >= ?), 0) AS addedLast7Days,
-        COALESCE(SUM(archived_at IS NULL AND pinned = 0 AND importance = 0), 0) AS expiring
+        COALESCE(SUM(created_at >= ?), 0) AS addedLast7Days
       FROM memories`),
     now - 7 * 24 * 60 * 60 * 1000,
   );

@@ -100,6 +100,18 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
+    async decayedAt(ids) {
+      if (ids.length === 0) return new Map();
+      return readSqlite('reading decay times', () => {
+        const rows = database
+          .prepare<number[], { id: number; decayed_at: number }>(
+            `SELECT id, decayed_at FROM memories WHERE decayed_at IS NOT NULL AND id IN (${placeholders(ids.length)})`,
+          )
+          .all(...ids);
+        return new Map(rows.map((row) => [row.id, row.decayed_at]));
+      });
+    },
+
     async list(filter) {
       return readSqlite('listing memories', () => {
         const { where, values } = listConditions(filter);

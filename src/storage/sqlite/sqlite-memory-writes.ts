@@ -23,7 +23,7 @@ export interface SqliteMemoryWrites {
   insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
   /**
    * Applies `changes` to memory `id` and writes an `update` version with the diff (none when only
-   * the vector or the provenance changed). NOT_FOUND when it does not exist, CONFLICT when it is archived.
+   * the vector, the provenance or the decay time changed). NOT_FOUND when it does not exist, CONFLICT when it is archived.
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
@@ -94,6 +94,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         assignments.push(`${column} = @${field}`);
         values[field] = typeof value === 'boolean' ? Number(value) : value;
       }
+      if (changes.decayedAt !== undefined) {
+        assignments.push('decayed_at = @decayedAt');
+        values.decayedAt = changes.decayedAt;
+      }
       if (changes.sourceMessageIds !== undefined) {
         assignments.push('source_message_ids = @sourceMessageIds');
         values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
@@ -110,7 +114,8 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         importance: changes.importance ?? previous.importance,
         pinned: changes.pinned ?? previous.pinned,
       });
-      const unchanged = changes.embedding === undefined && changes.sourceMessageIds === undefined;
+      const unchanged =
+        changes.embedding === undefined && changes.sourceMessageIds === undefined && changes.decayedAt === undefined;
       if (Object.keys(diff).length === 0 && unchanged) return before;
       const after = getRow(
         database.prepare<Record<string, unknown>, MemoryRow>(
