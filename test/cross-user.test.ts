@@ -536,7 +536,7 @@ describe('what the original report found, each case refused', () => {
     expect(canariesIn(bob.text)).toContain('hunter2');
   });
 
-  it("refuses a user key naming B's direct channel to read, list, show the history of or delete B's exchange memories, and its conversation-aware search echoes none of B's messages", async () => {
+  it("refuses a user key naming B's direct channel to read, list, show the history of or delete B's exchange memories or read its turns, and its conversation-aware search echoes none of B's messages", async () => {
     const exchange = memoryWith(await allMemories(world.mneme), /zanzibar-b-dm-garage/, {
       source: 'exchange',
       channelId: B.dm,
@@ -552,6 +552,9 @@ describe('what the original report found, each case refused', () => {
       ['DELETE', `/api/memories/${exchange.id}`],
       ['DELETE', `/api/memories/${exchange.id}?channelId=${B.dm}`],
       ['GET', `/api/channels/${B.dm}`],
+      ['GET', `/api/channels/${B.dm}/turns`],
+      ['GET', `/api/channels/${B.dm}/turns?count=50`],
+      ['GET', `/api/channels/${B.room}/turns?count=1`],
     ];
     for (const [method, path] of refused) {
       const response = await world.send(world.keys.a, method, path);

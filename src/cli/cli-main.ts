@@ -17,6 +17,7 @@ import { registerMemoryCommands } from './memory-commands.js';
 import { registerPolicyCommands } from './policy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
+import { registerTurnsCommands } from './turns-commands.js';
 
 /** Exit code for each error code; a new code does not compile until it is mapped here. */
 const exitCodes: Record<ErrorCode, number> = {
@@ -98,6 +99,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerMemoryCommands(program, withEngine);
   registerChannelCommands(program, withEngine);
   registerIngestCommands(program, withEngine, io);
+  registerTurnsCommands(program, withEngine);
   registerSearchCommands(program, withEngine);
   registerMaintainCommands(program, withEngine);
   registerDoctorCommands(program, withEngine, io, config);

@@ -91,7 +91,7 @@ describe('mneme search and mneme context', () => {
     const block = await run('context', 'dark mode please', '--user', 'oz');
     expect(block.code).toBe(0);
     expect(block.stdout).toMatch(
-      /^\[Relevant Memories\]\n\(quoted memories: .*\)\n- \d{4}-\d\d-\d\d: "Oz prefers dark mode"\n {2}\(match: fts, importance: 5\)\n$/,
+      /^\[Relevant Memories\]\n\(quoted memories: .*\)\n- \d{4}-\d\d-\d\d \[general\]: "Oz prefers dark mode"\n {2}\(match: fts, importance: 5\)\n$/,
     );
     expect((await run('context', 'dark mode please')).stdout).toBe('no memories found\n');
   });

@@ -373,14 +373,21 @@ export const PutChannelInputSchema = z.strictObject({
 });
 export type PutChannelInput = z.input<typeof PutChannelInputSchema>;
 
+/** How many of a channel's last messages `turns` returns: 1 to 50. */
+const TurnsCountSchema = z
+  .number({ error: 'count must be a whole number from 1 to 50' })
+  .int('count must be a whole number from 1 to 50')
+  .min(1, 'count must be at least 1')
+  .max(50, 'count must be at most 50: turn memory keeps the last 50 turns');
+
 /** Input of `turns`: the last `count` messages of a channel (at most 50; the policy's default when left out). */
 export const TurnsInputSchema = z.strictObject({
   channelId: ChannelIdSchema,
-  count: z
-    .number({ error: 'count must be a whole number from 1 to 50' })
-    .int('count must be a whole number from 1 to 50')
-    .min(1, 'count must be at least 1')
-    .max(50, 'count must be at most 50: turn memory keeps the last 50 turns')
-    .optional(),
+  count: TurnsCountSchema.optional(),
 });
 export type TurnsInput = z.input<typeof TurnsInputSchema>;
+
+/** The query of `GET /api/channels/{id}/turns?count=10`: digits for the count. */
+export const TurnsQuerySchema = z.strictObject({
+  count: queryNumber('count', TurnsCountSchema).optional(),
+});

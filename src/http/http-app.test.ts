@@ -493,6 +493,45 @@ describe('the HTTP API', () => {
     }
   });
 
+  it("returns a channel's last turns oldest first, refuses a count of 0, 51 or abc with 422, and keeps a user key to its own channels", async () => {
+    const admin = await mneme.apiKeys.create({ label: 'ops' });
+    const annKey = await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' });
+    const bobKey = await mneme.apiKeys.create({ label: 'bob-app', userId: 'bob' });
+    const asAdmin = { authorization: `Bearer ${admin.key}` };
+    const asAnn = { authorization: `Bearer ${annKey.key}` };
+    const asBob = { authorization: `Bearer ${bobKey.key}` };
+    await mneme.putChannel({ id: 'dm-ann', visibility: 'direct', members: ['ann'] });
+    for (let index = 0; index < 12; index++) {
+      await mneme.ingest({ channelId: 'dm-ann', sender: 'ann', content: `Ann's note number ${index}` });
+    }
+    const contents = async (path: string, headers: Record<string, string>) => {
+      const response = await send('GET', path, undefined, headers);
+      expect(response.status).toBe(200);
+      return ((await response.json()) as Array<{ content: string }>).map((message) => message.content);
+    };
+    expect(await contents('/api/channels/dm-ann/turns', asAdmin)).toEqual(
+      Array.from({ length: 10 }, (_, index) => `Ann's note number ${index + 2}`),
+    );
+    expect(await contents('/api/channels/dm-ann/turns?count=2', asAnn)).toEqual([
+      "Ann's note number 10",
+      "Ann's note number 11",
+    ]);
+    for (const count of ['0', '51', 'abc', '2.5', '']) {
+      await expectProblem(
+        await send('GET', `/api/channels/dm-ann/turns?count=${count}`, undefined, asAdmin),
+        422,
+        'INVALID_INPUT',
+        /count/,
+      );
+    }
+    const refused = await expectProblem(
+      await send('GET', '/api/channels/dm-ann/turns', undefined, asBob),
+      403,
+      'FORBIDDEN',
+    );
+    expect(JSON.stringify(refused)).not.toContain('note number');
+  });
+
   it('answers 503 with Retry-After while another process holds the write lock', async () => {
     const path = join(folder, 'busy.db');
     const engine = await createMneme({ path, busyTimeoutMs: 0 });

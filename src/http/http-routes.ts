@@ -15,6 +15,7 @@ import {
   RecallInputSchema,
   RememberInputSchema,
   TopicIdSchema,
+  TurnsQuerySchema,
   UserIdSchema,
   ViewerSchema,
 } from '../core/schemas.js';
@@ -271,6 +272,19 @@ export const apiRoutes: readonly Route[] = [
     params: ChannelParamsSchema,
     access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
     handle: async ({ mneme, params }) => mneme.channel(params.id),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/channels/{id}/turns',
+    summary:
+      "Turn memory: a channel's last `count` messages (1 to 50; the policy's `ingest.turns`, 10 by default, when left out), oldest first (user keys: only channels they belong to, or public ones)",
+    tag: 'ingest',
+    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`, oldest first',
+    params: ChannelParamsSchema,
+    query: TurnsQuerySchema,
+    access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
+    handle: async ({ mneme, params, query }) =>
+      mneme.turns({ channelId: params.id, ...(query.count === undefined ? {} : { count: query.count }) }),
   }),
   defineRoute({
     method: 'put',

@@ -15,7 +15,7 @@ import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
  * the assistant's reply: the exchange, both messages embedded together (the RAG path). Without one
  * (people talking to each other): the message alone, found also by the message before it
  * (search-only context, as a reply is often elliptical: "Yes, in June!"); a short message
- * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored.
+ * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored. Importance: the policy's `exchangeImportance`.
  */
 export async function exchangeChunks(
   context: EngineContext,
@@ -25,7 +25,7 @@ export async function exchangeChunks(
 ): Promise<ExtractedExchange | null> {
   if (!reply && message.content.trim().length <= MAX_SHORT_MESSAGE_CHARS) return null;
   const owner = ownerKey('room', { channelId: message.channelId });
-  const { chunkWords: size, chunkOverlapWords: overlap } = context.policy.ingest;
+  const { chunkWords: size, chunkOverlapWords: overlap, exchangeImportance } = context.policy.ingest;
   const said = `${await displayName(context, message.senderId)}: ${message.content}`;
   const text = reply ? `${said}\n${await displayName(context, reply.senderId)}: ${reply.content}` : said;
   const searchContext =
@@ -47,7 +47,7 @@ export async function exchangeChunks(
     projectId: null,
     topicId: message.topicId,
     source: 'exchange',
-    importance: 0.5,
+    importance: exchangeImportance,
     pinned: false,
     sourceMessageIds: reply ? [message.id, reply.id] : [message.id],
     sourceIds: [],

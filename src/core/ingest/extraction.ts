@@ -8,6 +8,7 @@ import { exchangeChunks } from './exchange-memories.js';
 import { createExtractionLeases, type ExtractionLeases } from './extraction-lease.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
 import { EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
+import { isSkippedMessage, type SkipRule } from './ingest-policy.js';
 import { type ExtractionReport, extractFacts, replyTo } from './message-extraction.js';
 import { createSerialLock } from './serial-lock.js';
 import { extractTopic, runTopicTriggers } from './topic-extraction.js';
@@ -119,8 +120,9 @@ interface UserMessageStep {
 }
 
 /**
- * One user message of a channel: its facts and exchange chunks (not for a command) applied with the
- * watermark moved to it, then its topic's triggers. False when the step was refused (lease lost).
+ * One user message of a channel: its facts and exchange chunks (not for a command, nor for a message
+ * the policy's `skip` rule skips, which is also not used as the next one's search context) applied with
+ * the watermark moved to it, then its topic's triggers. False when the step was refused (lease lost).
  */
 async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step: UserMessageStep): Promise<boolean> {
   const { context, extractor } = run;
@@ -129,14 +131,16 @@ async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step:
   if (!message) return true;
   const { ingest } = context.policy;
   const isCommand = message.content.trimStart().startsWith('/');
+  const gives = !isCommand && !isSkippedMessage(message.content, ingest.skip);
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
-  const reply = await replyTo(batch, index, next);
+  const reply = gives ? await replyTo(batch, index, next) : null;
   const facts =
-    ingest.extraction && !isCommand
+    ingest.extraction && gives
       ? await extractFacts(context, extractor, message, reply, { source: 'extraction' })
       : null;
+  const searchContext = previous && !isSkippedUserMessage(previous, ingest.skip) ? previous : null;
   const exchange =
-    ingest.exchangeMemories && !isCommand ? await exchangeChunks(context, message, reply, previous) : null;
+    ingest.exchangeMemories && gives ? await exchangeChunks(context, message, reply, searchContext) : null;
   const applied = await context.storage.extraction.apply(lease, {
     from,
     to: message.id,
@@ -147,6 +151,11 @@ async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step:
   if (!applied) return false;
   if (message.topicId) await runTopicTriggers(context, extractor, run.leases, message.topicId);
   return true;
+}
+
+/** Whether a message is a user message the policy's `skip` rule skips. */
+function isSkippedUserMessage(message: Message, rule: SkipRule): boolean {
+  return message.role === 'user' && isSkippedMessage(message.content, rule);
 }
 
 /** The channels whose newest message is past their extraction watermark. */

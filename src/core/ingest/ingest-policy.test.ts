@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors.js';
 import { resolvePolicy } from '../policy.js';
-import { ConversationTriggerSchema, conversationTriggerReason } from './ingest-policy.js';
+import { ConversationTriggerSchema, conversationTriggerReason, isSkippedMessage } from './ingest-policy.js';
 
 const minute = 60_000;
 const rule = ConversationTriggerSchema.parse({});
@@ -56,9 +56,46 @@ describe('the ingest policy', () => {
       turns: 10,
       workEveryUserMessages: 10,
       extractionLeaseSeconds: 30,
+      exchangeImportance: 0.5,
+      chatCommands: true,
+      skip: { maxChars: 0, slashPrefixed: false },
     });
     expect(() => resolvePolicy({ ingest: { chunkWords: 50, chunkOverlapWords: 50 } })).toThrow(
       expect.objectContaining({ code: ErrorCode.InvalidInput, message: expect.stringMatching(/chunkOverlapWords/) }),
     );
+  });
+});
+
+describe('the skip rule', () => {
+  it('skips nothing by default', () => {
+    const rule = resolvePolicy().ingest.skip;
+    expect(isSkippedMessage('ok', rule)).toBe(false);
+    expect(isSkippedMessage('/remember I am left-handed', rule)).toBe(false);
+  });
+
+  it('skips a message of at most maxChars characters, spaces aside, and one starting with / when asked', () => {
+    const rule = resolvePolicy({ ingest: { skip: { maxChars: 20, slashPrefixed: true } } }).ingest.skip;
+    expect(isSkippedMessage('   ok thanks   ', rule)).toBe(true);
+    expect(isSkippedMessage('x'.repeat(20), rule)).toBe(true);
+    expect(isSkippedMessage('x'.repeat(21), rule)).toBe(false);
+    expect(isSkippedMessage('  /help me with the deployment checklist', rule)).toBe(true);
+    expect(isSkippedMessage('the path is /usr/local/bin on this machine', rule)).toBe(false);
+    const shortOnly = resolvePolicy({ ingest: { skip: { maxChars: 5 } } }).ingest.skip;
+    expect(isSkippedMessage('/remember I am left-handed', shortOnly)).toBe(false);
+  });
+
+  it('refuses a negative maxChars, an exchange importance outside 0..1 and settings that are not booleans', () => {
+    for (const ingest of [
+      { skip: { maxChars: -1 } },
+      { skip: { maxChars: 2.5 } },
+      { skip: { slashPrefixed: 'yes' } },
+      { exchangeImportance: 1.5 },
+      { exchangeImportance: -0.1 },
+      { chatCommands: 'no' },
+    ]) {
+      expect(() => resolvePolicy({ ingest } as never)).toThrow(
+        expect.objectContaining({ code: ErrorCode.InvalidInput }),
+      );
+    }
   });
 });

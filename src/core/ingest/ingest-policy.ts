@@ -29,7 +29,9 @@ export const MAX_SHORT_MESSAGE_CHARS = 20;
  * - density: at least `burstUserMessages` pending (default 5) sent within `burstMinutes` (default 5),
  *   a lively exchange worth capturing before it scrolls away.
  *
- * The rule is checked after each user message of the topic is processed by the extraction worker.
+ * The rule is checked after each user message of the topic is processed by the extraction worker. A
+ * topic of a project that is not managed (a work session the scoped REST design leaves alone) is
+ * extracted only when `extract(topicId)` is called.
  */
 export const ConversationTriggerSchema = z.strictObject({
   /** Off: topics are extracted only when `extract(topicId)` is called. */
@@ -43,6 +45,27 @@ export const ConversationTriggerSchema = z.strictObject({
 
 export type ConversationTrigger = z.output<typeof ConversationTriggerSchema>;
 
+/**
+ * User messages that are skipped entirely (the salience design: "ok thanks", "/help"): they stay in the
+ * message log, so `turns()` shows them, but give no memory of any kind: no extracted fact (channel,
+ * conversation or work extraction), no exchange memory even with an assistant reply, and a chat command
+ * in them is not run. Both rules are off by default.
+ */
+export const SkipRuleSchema = z.strictObject({
+  /** A user message of at most this many characters, leading and trailing spaces aside, is skipped; 0 turns this off. */
+  maxChars: whole(0, 'skip.maxChars', 0, 10_000),
+  /** A user message starting with `/` (spaces before it aside) is skipped. */
+  slashPrefixed: z.boolean({ error: 'skip.slashPrefixed must be true or false' }).default(false),
+});
+
+export type SkipRule = z.output<typeof SkipRuleSchema>;
+
+/** Whether a user message with this content is skipped entirely under `rule` (see `SkipRuleSchema`). */
+export function isSkippedMessage(content: string, rule: SkipRule): boolean {
+  const trimmed = content.trim();
+  return (rule.maxChars > 0 && trimmed.length <= rule.maxChars) || (rule.slashPrefixed && trimmed.startsWith('/'));
+}
+
 /** How messages become memories: extraction, exchange chunks, triggers and turn memory. */
 export const IngestPolicySchema = z
   .strictObject({
@@ -50,6 +73,19 @@ export const IngestPolicySchema = z
     extraction: z.boolean({ error: 'extraction must be true or false' }).default(true),
     /** Also store each exchange as episodic chunks embedded from user message and reply together. */
     exchangeMemories: z.boolean({ error: 'exchangeMemories must be true or false' }).default(true),
+    /** The importance (0..1) of exchange memories. */
+    exchangeImportance: z
+      .number({ error: 'exchangeImportance must be a number between 0 and 1' })
+      .min(0, 'exchangeImportance must be between 0 and 1')
+      .max(1, 'exchangeImportance must be between 0 and 1')
+      .default(0.5),
+    /**
+     * Run `/remember <text>` and `/forget <pattern>` in user messages as chat commands. Off, they are
+     * messages like any other (a message starting with `/` still gives no extracted fact or exchange memory).
+     */
+    chatCommands: z.boolean({ error: 'chatCommands must be true or false' }).default(true),
+    /** User messages skipped entirely: kept in the log, no memory of any kind (default: none). */
+    skip: SkipRuleSchema.prefault({}),
     /** Words per exchange chunk. */
     chunkWords: whole(300, 'chunkWords', 10, 5_000),
     /** Words each exchange chunk repeats from the one before. */

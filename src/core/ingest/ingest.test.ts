@@ -299,6 +299,27 @@ describe('extraction', () => {
     }
   });
 
+  it('keeps an instruction said with "always" as a personal preference, not only as the exchange', async () => {
+    const { mneme } = await engine();
+    await mneme.ingestExchange({
+      channelId: 'ide',
+      userId: 'oz',
+      userName: 'Oz',
+      userMessage: 'Always use tabs for indentation in Python code',
+      assistantReply: 'Got it, tabs from now on.',
+    });
+    await mneme.whenIdle();
+    expect(await memoriesOf(mneme)).toEqual([
+      expect.objectContaining({
+        content: 'Oz says to always use tabs for indentation in Python code.',
+        category: 'preference',
+        sector: 'semantic',
+        scope: 'personal',
+        userId: 'oz',
+      }),
+    ]);
+  });
+
   it('stores nothing but the log when the extractor is none and exchange memories are off', async () => {
     const { mneme } = await engine({ extractor: 'none', policy: { ingest: { exchangeMemories: false } } });
     await mneme.ingestExchange({
@@ -401,6 +422,23 @@ describe('exchange memories', () => {
     expect(turns.map((memory) => memory.content)).toEqual(['oz: I like tea very much.']);
   });
 
+  it('gives exchange memories importance 0.5, or the policy exchangeImportance', async () => {
+    const exchange = {
+      channelId: 'dm',
+      userId: 'oz',
+      userMessage: 'How do I undo a commit?',
+      assistantReply: 'git revert',
+    };
+    const usual = await engine({ extractor: 'none' });
+    await usual.mneme.ingestExchange(exchange);
+    await usual.mneme.whenIdle();
+    expect((await memoriesOf(usual.mneme, { category: 'exchange' })).map((memory) => memory.importance)).toEqual([0.5]);
+    const low = await engine({ extractor: 'none', policy: { ingest: { exchangeImportance: 0.2 } } });
+    await low.mneme.ingestExchange(exchange);
+    await low.mneme.whenIdle();
+    expect((await memoriesOf(low.mneme, { category: 'exchange' })).map((memory) => memory.importance)).toEqual([0.2]);
+  });
+
   it('stores a short message as a turn when it has a reply', async () => {
     const { mneme } = await engine({ extractor: 'none' });
     await mneme.ingestExchange({ channelId: 'tea', userId: 'oz', userMessage: 'Thanks!', assistantReply: 'Any time.' });
@@ -478,6 +516,100 @@ describe('chat commands', () => {
   });
 });
 
+describe('chat commands turned off', () => {
+  it('keeps /remember and /forget as messages like any other when chatCommands is off', async () => {
+    const { mneme } = await engine({ policy: { ingest: { chatCommands: false } } });
+    const kept = await mneme.remember({ content: 'Oz prefers dark mode', scope: 'personal', userId: 'oz' });
+    const remember = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/remember I am left-handed' });
+    const forget = await mneme.ingestExchange({
+      channelId: 'c',
+      userId: 'oz',
+      userMessage: '/forget dark mode',
+      assistantReply: 'Done.',
+    });
+    expect(remember.command).toBeNull();
+    expect(forget.command).toBeNull();
+    await mneme.whenIdle();
+    expect((await memoriesOf(mneme, { category: 'exchange' })).length).toBe(0);
+    expect((await memoriesOf(mneme)).map((memory) => memory.id)).toEqual([kept.id]);
+    expect((await mneme.turns({ channelId: 'c' })).map((turn) => turn.content)).toEqual([
+      '/remember I am left-handed',
+      '/forget dark mode',
+      'Done.',
+    ]);
+  });
+});
+
+describe('skipping messages entirely', () => {
+  const skipping = { ingest: { skip: { maxChars: 20, slashPrefixed: true } } };
+  const fortyChars = 'I have two cats called Miso and Tofu now';
+
+  it('stores no memory of any kind for a short message or one starting with /, and runs no command, but keeps them in the log', async () => {
+    const { mneme } = await engine({ policy: skipping });
+    const thanks = await mneme.ingestExchange({
+      channelId: 'c',
+      userId: 'oz',
+      userName: 'Oz',
+      userMessage: 'ok thanks',
+      assistantReply: 'You are welcome, see you tomorrow!',
+    });
+    const command = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/remember x' });
+    expect(thanks.command).toBeNull();
+    expect(command.command).toBeNull();
+    await mneme.whenIdle();
+    expect((await mneme.list({ limit: 500 })).memories).toEqual([]);
+    expect((await mneme.turns({ channelId: 'c' })).map((turn) => turn.content)).toEqual([
+      'ok thanks',
+      'You are welcome, see you tomorrow!',
+      '/remember x',
+    ]);
+  });
+
+  it('still extracts a longer message with a fact, and does not use a skipped message as its search context', async () => {
+    expect(fortyChars).toHaveLength(40);
+    const said = async (mneme: Mneme) => {
+      await mneme.ingest({ channelId: 'c', sender: 'ann', senderName: 'Ann', content: 'zebras? really?' });
+      await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: fortyChars });
+      await mneme.whenIdle();
+      const found = await mneme.recall({ query: 'zebras', viewer: { channelId: 'c' } });
+      return found.hits.map((hit) => hit.memory.content);
+    };
+    const skipped = await engine({ policy: skipping });
+    expect(await said(skipped.mneme)).toEqual([]);
+    expect((await memoriesOf(skipped.mneme)).map((memory) => memory.content)).toEqual([
+      'Oz has two cats called Miso and Tofu now.',
+    ]);
+    const usual = await engine();
+    expect(await said(usual.mneme)).toEqual([`Oz: ${fortyChars}`]);
+  });
+
+  it('leaves a skipped message out of conversation extraction', async () => {
+    const { mneme } = await engine({
+      policy: { ingest: { skip: { maxChars: 40 }, conversation: { enabled: false } } },
+    });
+    await mneme.ingest({ channelId: 'c', sender: 'oz', topicId: 't', content: fortyChars });
+    await mneme.whenIdle();
+    expect(await mneme.extract('t')).toMatchObject({ messages: 0, created: [] });
+    expect(await memoriesOf(mneme)).toEqual([]);
+  });
+
+  it("keeps today's behaviour without the setting: an exchange memory for a short message with a reply, and the command", async () => {
+    const { mneme } = await engine();
+    await mneme.ingestExchange({
+      channelId: 'c',
+      userId: 'oz',
+      userMessage: 'ok thanks',
+      assistantReply: 'You are welcome, see you tomorrow!',
+    });
+    const command = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/remember x' });
+    expect(command.command?.remembered).toMatchObject({ content: 'X', pinned: true });
+    await mneme.whenIdle();
+    expect((await memoriesOf(mneme, { category: 'exchange' })).map((memory) => memory.content)).toEqual([
+      'oz: ok thanks\nassistant: You are welcome, see you tomorrow!',
+    ]);
+  });
+});
+
 describe('conversation extraction of a topic', () => {
   async function say(mneme: Mneme, topicId: string, count: number, minutesApart: number, from = 0) {
     for (let index = 0; index < count; index++) {
@@ -536,6 +668,21 @@ describe('conversation extraction of a topic', () => {
   it('refuses an unknown topic', async () => {
     const { mneme } = await engine();
     expect((await refused(mneme.extract('nope'))).code).toBe(ErrorCode.NotFound);
+  });
+
+  it('leaves a work session of a project that is not managed to explicit extraction, and runs by itself for a topic with no project', async () => {
+    const { mneme } = await engine();
+    await mneme.createProject({ id: 'side', managed: false });
+    await mneme.createTopic({ id: 'unmanaged', projectId: 'side' });
+    await mneme.createTopic({ id: 'loose' });
+    await say(mneme, 'unmanaged', 12, 1);
+    expect(await sessionMemories(mneme)).toEqual([]);
+    await say(mneme, 'loose', 12, 1, 100);
+    const loose = await sessionMemories(mneme);
+    expect(loose.length).toBeGreaterThan(0);
+    for (const memory of loose) expect(memory.topicId).toBe('loose');
+    expect(await mneme.extract('unmanaged')).toMatchObject({ topicId: 'unmanaged', messages: 12 });
+    expect((await sessionMemories(mneme)).some((memory) => memory.topicId === 'unmanaged')).toBe(true);
   });
 });
 

@@ -16,6 +16,7 @@ import type { Viewer } from '../types.js';
 import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
 import { createExtraction, type ExtractionReport } from './extraction.js';
 import type { ExtractionScheduler } from './extraction-scheduler.js';
+import { isSkippedMessage } from './ingest-policy.js';
 
 /** Most messages and exchanges one `ingestMany` call takes. */
 export const MAX_INGEST_BATCH = 1_000;
@@ -29,7 +30,10 @@ export interface IngestResult {
    * catch-up pass extracts the messages later (also after a restart).
    */
   queued: boolean;
-  /** What a `/remember` or `/forget` in the user message did, or null. */
+  /**
+   * What a `/remember` or `/forget` in the user message did, or null (also when the policy's
+   * `chatCommands` is off or its `skip` rule skips the message).
+   */
   command: ChatCommandResult | null;
 }
 
@@ -37,7 +41,8 @@ export interface IngestResult {
 export interface MnemeIngest {
   /**
    * Appends one message to the channel's log and returns at once; facts are extracted in the
-   * background. A user message `/remember <text>` or `/forget <pattern>` is also run as a command.
+   * background. A user message `/remember <text>` or `/forget <pattern>` is also run as a command
+   * (policy `ingest.chatCommands`, on by default), unless the `ingest.skip` rule skips the message.
    */
   ingest(input: IngestInput): Promise<IngestResult>;
   /** Appends a user message and the assistant's reply in one transaction and returns at once. */
@@ -50,7 +55,8 @@ export interface MnemeIngest {
   ingestMany(inputs: ReadonlyArray<IngestInput | IngestExchangeInput>): Promise<IngestResult[]>;
   /**
    * Conversation extraction of a topic: its messages not yet extracted become session memories
-   * (source `conversation`). Also runs automatically (see `ConversationTriggerSchema`).
+   * (source `conversation`). Also runs automatically (see `ConversationTriggerSchema`), except for a
+   * topic of a project that is not managed.
    */
   extract(topicId: string): Promise<ExtractionReport & { topicId: string }>;
   /**
@@ -84,6 +90,12 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
   const knownTopics = new Set<string>();
   const membership = createMembership(context);
+
+  /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
+  function commandOf(content: string): ChatCommand | null {
+    const { chatCommands, skip } = context.policy.ingest;
+    return chatCommands && !isSkippedMessage(content, skip) ? parseChatCommand(content) : null;
+  }
 
   /** No worker: extraction runs when `whenIdle()` is awaited. */
   function inlineScheduler(): ExtractionScheduler {
@@ -189,7 +201,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       ],
       topicId: parsed.topicId,
       sender: { id: parsed.sender, name: parsed.senderName },
-      command: parsed.role === 'user' ? parseChatCommand(parsed.content) : null,
+      command: parsed.role === 'user' ? commandOf(parsed.content) : null,
     };
   }
 
@@ -214,7 +226,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       ],
       topicId: parsed.topicId,
       sender: { id: parsed.userId, name: parsed.userName },
-      command: parseChatCommand(parsed.userMessage),
+      command: commandOf(parsed.userMessage),
     };
   }
 

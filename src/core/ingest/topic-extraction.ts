@@ -4,7 +4,7 @@ import { createMembership } from '../membership.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
 import type { ExtractionLeases } from './extraction-lease.js';
 import { EXTRACTION_BATCH_SIZE, ExtractionTask, topicKey } from './extraction-task.js';
-import { conversationTriggerReason } from './ingest-policy.js';
+import { conversationTriggerReason, isSkippedMessage } from './ingest-policy.js';
 import { type ExtractionReport, type ExtractionTarget, extractFacts, replyTo } from './message-extraction.js';
 
 /** A topic run: conversation extraction (session scope) or work extraction (project scope). */
@@ -13,9 +13,9 @@ export type TopicTarget = Exclude<ExtractionTarget, { source: 'extraction' }>;
 /**
  * Extracts the user messages of a topic past the target's watermark (`topic:<id>`, task
  * `conversation` or `work`) into memories of the target, waiting for the topic's lease while another
- * process holds it; each message's facts are applied with the watermark past it. A message of a
- * channel some member of the topic (work: of the project) may not read is left out (ADR 5): its
- * audience is narrower than the memory's would be.
+ * process holds it; each message's facts are applied with the watermark past it. A message the
+ * policy's `skip` rule skips gives nothing. A message of a channel some member of the topic (work: of
+ * the project) may not read is left out (ADR 5): its audience is narrower than the memory's would be.
  */
 export async function extractTopic(
   context: EngineContext,
@@ -63,7 +63,7 @@ async function extractTopicMessages(
     if (batch.length === 0) break;
     for (const [index, message] of batch.entries()) {
       watermark = message.id;
-      if (message.role !== 'user') continue;
+      if (message.role !== 'user' || isSkippedMessage(message.content, context.policy.ingest.skip)) continue;
       if (!(await membership.reaches(message.channelId, space.kind, space.id))) continue;
       const reply = await replyTo(batch, index, () => storage.messages.listTopicAfter(topicId, message.id, 1));
       const step = await apply(message.id, await extractFacts(context, extractor, message, reply, target));
@@ -78,9 +78,10 @@ async function extractTopicMessages(
 
 /**
  * The topic triggers, checked after each user message of a topic: a conversation extraction when
- * the policy's conversation rule fires, then, for a topic of a managed project, a work extraction
- * once `workEveryUserMessages` user messages are pending. A topic another process is extracting is
- * left to it.
+ * the policy's conversation rule fires (not for a work session of a project that is not managed,
+ * which the scoped REST design leaves alone; `extract(topicId)` still runs it), then, for a topic of a
+ * managed project, a work extraction once `workEveryUserMessages` user messages are pending. A topic
+ * another process is extracting is left to it.
  */
 export async function runTopicTriggers(
   context: EngineContext,
@@ -95,8 +96,9 @@ export async function runTopicTriggers(
     leases.hold(topicLeaseKey(target), { wait: false }, (lease) =>
       extractTopicMessages(context, extractor, target, lease, { messages: 0, created: [], updated: [] }),
     );
-  if (await isConversationDue(context, topicId)) await run({ source: 'conversation', topicId });
   const project = topic.projectId ? await directory.getProject(topic.projectId) : null;
+  const unmanagedWork = topic.projectId !== null && !project?.managed;
+  if (!unmanagedWork && (await isConversationDue(context, topicId))) await run({ source: 'conversation', topicId });
   if (project?.managed && (await isWorkDue(context, topicId))) {
     await run({ source: 'work', topicId, projectId: project.id });
   }

@@ -27,7 +27,7 @@ async function open(policy?: PolicyOptions) {
 }
 
 describe('context', () => {
-  it('returns the [Relevant Memories] block of the best 5 memories by default', async () => {
+  it("returns mneme's own block of the best 5 memories by default, each with its date and category", async () => {
     const mneme = await open();
     for (let index = 0; index < 8; index++) await mneme.remember({ content: `kestrel fact number ${index}` });
     const result = await mneme.context({ query: 'kestrel' });
@@ -35,7 +35,7 @@ describe('context', () => {
     expect(result.vectorLeg).toBe('used');
     const lines = result.text.split('\n');
     expect(lines.slice(0, 2)).toEqual(['[Relevant Memories]', DATA_NOTICE]);
-    expect(lines[2]).toMatch(/^- 2024-06-15: "kestrel fact number \d"$/);
+    expect(lines[2]).toMatch(/^- 2024-06-15 \[general\]: "kestrel fact number \d"$/);
     expect(lines[3]).toBe('  (match: hybrid, importance: 3)');
     expect(lines).toHaveLength(2 + 5 * 2);
   });

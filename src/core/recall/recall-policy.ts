@@ -129,14 +129,19 @@ export const ContextPolicySchema = z.strictObject({
    */
   conversationAware: z.boolean({ error: 'context.conversationAware must be true or false' }).default(true),
   /**
-   * `relevant-memories`: `[Relevant Memories]`, `- 2024-06-15: "..."` and `  (match: hybrid, importance: 5)`.
-   * `memory-context`: `[Memory context]` and `- "..." (semantic)`. Or a custom template.
+   * `mneme` (the default): `[Relevant Memories]`, `- 2024-06-15 [preference]: "..."` and
+   * `  (match: hybrid, importance: 5)`, the memory's category with its date.
+   * `relevant-memories` (the Memo RAG design): `[Relevant Memories]`, `- 2024-06-15: "..."` and
+   * `  (match: hybrid, importance: 5)`.
+   * `memory-context` (the salience design): `[Memory context]` and `- "..." (semantic)`.
+   * `scoped-rest` (the scoped REST design): `[Memories]` and `- [preference] "..."`.
+   * Or a custom template.
    */
   format: z
-    .union([z.enum(['relevant-memories', 'memory-context']), ContextTemplateSchema], {
-      error: 'context format must be relevant-memories, memory-context or { header, item }',
+    .union([z.enum(['mneme', 'relevant-memories', 'memory-context', 'scoped-rest']), ContextTemplateSchema], {
+      error: 'context format must be mneme, relevant-memories, memory-context, scoped-rest or { header, item }',
     })
-    .default('relevant-memories'),
+    .default('mneme'),
   /** The most words the block may hold, header included; memories that do not fit are left out. */
   wordBudget: z
     .number({ error: 'wordBudget must be a whole number' })

@@ -53,6 +53,57 @@ describe('the offline extractor', () => {
     expect(facts('That sounds amazing, tell me more about it')).toEqual([]);
   });
 
+  it('keeps a rule said with only "always" or "never" as a personal preference of the speaker, by name', () => {
+    expect(facts('Always use tabs for indentation in Python code')).toEqual([
+      {
+        content: 'Oz says to always use tabs for indentation in Python code.',
+        category: 'preference',
+        importance: 0.8,
+        scope: 'personal',
+      },
+    ]);
+    expect(contents('Never push directly to the main branch on Fridays')).toEqual([
+      'Oz says to never push directly to the main branch on Fridays.',
+    ]);
+    expect(contents('Please always answer in British English. Remember to never book red-eye flights!')).toEqual([
+      'Oz says to always answer in British English.',
+      'Oz says to never book red-eye flights.',
+    ]);
+    expect(facts('Remember: always double-check the invoice totals')[0]).toMatchObject({
+      content: 'Oz says to always double-check the invoice totals.',
+      importance: 0.9,
+    });
+    expect(facts('Tabs should always be used for indentation')[0]).toMatchObject({
+      content: 'Oz says: Tabs should always be used for indentation.',
+      category: 'preference',
+      scope: 'personal',
+    });
+    expect(facts('Honestly, the night bus never comes on time')[0]).toMatchObject({
+      content: 'Oz says: The night bus never comes on time.',
+      category: 'fact',
+      scope: 'personal',
+    });
+  });
+
+  it('keeps questions, small talk and words about the listener with "always" or "never" out', () => {
+    for (const message of [
+      'Do you always work this late at night?',
+      'Why does the printer never work on Mondays?',
+      'Never mind, that was a silly idea anyway',
+      'Always a pleasure chatting with you!',
+      'Never been better, thanks for asking',
+      'You always know what to say to cheer people up',
+      'Always believe in yourself and your dreams',
+      "That's always so much fun to watch together",
+      'Meal times are always fun with them',
+      'Challenging but fun, always admired musicians',
+      'Never had a chance to visit it, sadly',
+      'The sign on the door says "never give up"',
+    ]) {
+      expect(facts(message), message).toEqual([]);
+    }
+  });
+
   it('keeps the fact and drops the chatter around it', () => {
     expect(contents('Hey Mel! Good to see you! I went to a pottery class and made a bowl.')).toEqual([
       'Oz went to a pottery class and made a bowl.',

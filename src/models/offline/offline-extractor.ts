@@ -23,6 +23,55 @@ const months = [
 ];
 const day = 86_400_000;
 
+/** Irregular past tenses a chat sentence uses most (regular ones end in -ed). */
+const pastVerbs = [
+  'went',
+  'got',
+  'saw',
+  'made',
+  'took',
+  'came',
+  'found',
+  'gave',
+  'left',
+  'felt',
+  'bought',
+  'met',
+  'ran',
+  'wrote',
+  'began',
+  'became',
+  'brought',
+  'built',
+  'caught',
+  'chose',
+  'drew',
+  'drove',
+  'ate',
+  'flew',
+  'grew',
+  'heard',
+  'held',
+  'lost',
+  'paid',
+  'read',
+  'rode',
+  'sang',
+  'spent',
+  'swam',
+  'taught',
+  'won',
+  'wore',
+  'did',
+  'had',
+  'was',
+  'were',
+  'sold',
+  'sent',
+  'spoke',
+  'quit',
+];
+
 /** The signals one sentence carries. Patterns run on text with straight apostrophes. */
 const signals = {
   firstSingular: /\b(?:i|me|my|mine|myself|i'm|im|i've|i'll|i'd)\b/i,
@@ -35,53 +84,7 @@ const signals = {
   identity:
     /\b(?:i'm|im|i am)\s+(?:a|an)\s|\bmy name\b|\bcall me\b|\bi work\b|\bworking (?:as|at|for|in)\b|\bi live\b|\bliving in\b|\bi'm from\b|\bi am from\b|\bborn\b|\byears old\b|\bi study\b|\bstudying\b|\bmy job\b|\bbirthday\b|\bpronouns\b|\bmarried\b|\bdivorced\b|\bengaged\b|\bpregnant\b|\bretired\b|\bgraduated\b|\ballergic\b|\ballergy\b|\bdiagnosed\b|\bvegetarian\b|\bvegan\b|\btransgender\b|\bgay\b|\blesbian\b|\bbisexual\b|\bnon-binary\b|\bsingle\b|\bdating\b|\bmy (?:wife|husband|partner|boyfriend|girlfriend|son|daughter|kids|children|mom|mother|dad|father|sister|brother|parents|family|dog|cat|pet)\b/i,
   past: new RegExp(
-    `\\b(?:i|we)\\s+(?:(?:just|finally|recently|also|really|actually|already|once|even|first)\\s+)*(?:[a-z]+ed|${[
-      'went',
-      'got',
-      'saw',
-      'made',
-      'took',
-      'came',
-      'found',
-      'gave',
-      'left',
-      'felt',
-      'bought',
-      'met',
-      'ran',
-      'wrote',
-      'began',
-      'became',
-      'brought',
-      'built',
-      'caught',
-      'chose',
-      'drew',
-      'drove',
-      'ate',
-      'flew',
-      'grew',
-      'heard',
-      'held',
-      'lost',
-      'paid',
-      'read',
-      'rode',
-      'sang',
-      'spent',
-      'swam',
-      'taught',
-      'won',
-      'wore',
-      'did',
-      'had',
-      'was',
-      'were',
-      'sold',
-      'sent',
-      'spoke',
-      'quit',
-    ].join(
+    `\\b(?:i|we)\\s+(?:(?:just|finally|recently|also|really|actually|already|once|even|first)\\s+)*(?:[a-z]+ed|${pastVerbs.join(
       '|',
     )})\\b|\\b(?:i've|we've)\\s+(?:just\\s+)?(?:been|got|gotten|had|done|made|started|finished|visited|moved)\\b`,
     'i',
@@ -164,6 +167,85 @@ const smallTalk = new Set(
     'today yesterday tomorrow tonight im ive ill id dont doesnt didnt cant thats whats youre youve'
   ).split(' '),
 );
+
+/**
+ * "Always" and "never" said without "I" (the salience design's signals of a semantic memory): a rule
+ * the speaker gives ("Always use tabs for indentation", "Please never book a red-eye flight") or holds
+ * ("Tabs should always be used for indentation").
+ */
+const standing = {
+  word: /\b(?:always|never)\b/i,
+  /** An instruction: "always"/"never" first (after "please", "remember to", "make sure to"), then its verb. */
+  instruction:
+    /^(?:please\s+)?(?:(?:remember|make sure|be sure|try)\s+to\s+)?((?:always|never)\s+([\p{L}']+)[\s\S]*)$/iu,
+  /** Small talk that carries the words: "never mind", "never ever", "as always", "always a pleasure". */
+  smallTalk: /\bnever\s+(?:mind|ever|again)\b|\bas always\b|\balways\s+(?:a|an)\s/i,
+  /** What the speaker wants done, or holds as a rule, rather than observes. */
+  wish: /\b(?:should|shouldn't|must|mustn't|ought to|has to|have to|needs? to|shall)\b/i,
+  /** Said of the listener: "you", "your", "yourself". */
+  listener: /\b(?:you|your|yours|yourself|yourselves|you're|you've|you'll|you'd|u)\b/i,
+  /** A subject only the conversation could tell: "it", "that", "those times". */
+  vagueSubject:
+    /^(?:(?:but|and|so|because|plus|still)\s+)?(?:it|it's|its|this|that|that's|these|those|they|they're|he|he's|she|she's|there|there's|here|everything|nothing|something|anything|everyone|everybody|someone|somebody|nobody|one|which|what|who)\b/i,
+};
+
+/**
+ * Words after a first "always"/"never" that show the sentence is no instruction ("Never been better",
+ * "Always here for you", "Never had the chance"): past tenses, auxiliaries and judgements.
+ */
+const notAnInstruction = new Set([
+  ...pastVerbs,
+  ...(
+    'a an the so too very been being be is are am has have would could should will can might must shall here ' +
+    'there better worse enough more less late early sure true fun happy good great nice glad together before ' +
+    'after again ever once thought knew told heard'
+  ).split(' '),
+]);
+
+/**
+ * A sentence whose only signal is "always" or "never", as a personal fact of the speaker's, or null.
+ * An instruction, "Always use tabs for indentation", becomes "Oz says to always use tabs for
+ * indentation" (a preference). A statement, "Family always comes first", becomes "Oz says: Family
+ * always comes first" (a fact; a preference when it says what should be, "Tabs should always be
+ * used"). Left out: small talk, anything said of the listener, fewer than two words of substance, and
+ * a statement whose clause has a vague subject ("That's always fun", "Challenging, always admired
+ * musicians") or says nothing after the word ("Meal times are always fun"), and the words in quotes or
+ * brackets (a sign that says "never give up", an image caption).
+ */
+function saidAsRule(sentence: string, name: string): (Omit<ExtractedFact, 'content'> & { text: string }) | null {
+  // The speaker's own words: quotes and brackets blanked, each character kept in its place.
+  const ownWords = sentence.replace(/\[[^\]]*\]?|"[^"]*"?|“[^”]*”?/gu, (quoted) => ' '.repeat(quoted.length));
+  if (!standing.word.test(ownWords) || standing.smallTalk.test(sentence) || standing.listener.test(sentence)) {
+    return null;
+  }
+  if (contentWords(sentence, name).length < 2) return null;
+  const boost = signals.importanceBoost.test(sentence) ? 0.1 : 0;
+  const instruction = standing.instruction.exec(sentence);
+  if (instruction) {
+    const [, rule = '', verb = ''] = instruction;
+    const lower = verb.toLowerCase();
+    if (notAnInstruction.has(lower) || /(?:ing|ed)$/.test(lower)) return null;
+    const text = `${name} says to ${rule.charAt(0).toLowerCase()}${rule.slice(1)}`;
+    return { text, category: 'preference', importance: 0.8 + boost, scope: 'personal' };
+  }
+  const word = standing.word.exec(ownWords);
+  if (!word) return null;
+  const clause = (
+    ownWords
+      .slice(0, word.index)
+      .split(/[,;:()"\u2013\u2014]|\s-\s/)
+      .at(-1) ?? ''
+  ).trim();
+  const said = ownWords.slice(word.index + word[0].length);
+  if (clause === '' || standing.vagueSubject.test(clause) || contentWords(said, name).length === 0) return null;
+  const wish = standing.wish.test(sentence) || signals.preference.test(sentence);
+  return {
+    text: `${name} says: ${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}`,
+    category: wish ? 'preference' : 'fact',
+    importance: (wish ? 0.8 : 0.6) + boost,
+    scope: 'personal',
+  };
+}
 
 /** Months and days written out, and the speaker's name: a sentence needs a word besides these. */
 function contentWords(sentence: string, name: string): string[] {
@@ -327,7 +409,9 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
  * beyond small talk, rewrites the first person into the speaker's name with verb agreement
  * ("I prefer dark mode" by Oz -> "Oz prefers dark mode"), dates relative times from when the
  * message was sent, and classifies category, importance and scope (about the speaker ->
- * personal; "we", "our team", "this room" -> room; infrastructure and technical -> global).
+ * personal; "we", "our team", "this room" -> room; infrastructure and technical -> global). A
+ * sentence whose only signal is "always" or "never" is what the speaker says ("Always use tabs" ->
+ * "Oz says to always use tabs", a personal preference; see `saidAsRule`).
  * Questions, messages of 20 characters or less and messages starting with `/` give nothing.
  * The assistant's reply is not mined: facts come from what the person said.
  */
@@ -358,14 +442,24 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     let reminder = signals.remember.exec(sentence);
     if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
     if (reminder) sentence = sentence.slice(reminder[0].length);
-    else if (notAFact.test(sentence)) continue;
+    else if (notAFact.test(sentence) && !standing.instruction.test(sentence)) continue;
     sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
-    if (!firstPerson && !reminder && !signals.technical.test(sentence)) continue;
-    if (contentWords(sentence, name).length === 0) continue;
-
-    const traits = classify(sentence, reminder !== null, companion !== null);
-    let content = attributeToSpeaker(sentence, name, { companion });
+    const technical = signals.technical.test(sentence);
+    const rule = firstPerson || technical ? null : saidAsRule(sentence, name);
+    let traits: SentenceFacts;
+    let content: string;
+    if (rule) {
+      const importance = Math.min(1, reminder ? Math.max(rule.importance, 0.9) : rule.importance);
+      traits = { category: rule.category, importance, scope: rule.scope, isEvent: false };
+      content = rule.text;
+    } else if (!firstPerson && !reminder && !technical) {
+      continue;
+    } else {
+      if (contentWords(sentence, name).length === 0) continue;
+      traits = classify(sentence, reminder !== null, companion !== null);
+      content = attributeToSpeaker(sentence, name, { companion });
+    }
     let dated = false;
     if (Number.isFinite(sentAt)) {
       const resolved = resolveRelativeTimes(content, sentAt);
