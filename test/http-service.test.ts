@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { mnemeBinary, startServeProcess } from './serve-process.js';
 
-const binary = resolve(import.meta.dirname, '../dist/cli/mneme.js');
 const folder = mkdtempSync(join(tmpdir(), 'mneme-serve-'));
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -13,40 +13,10 @@ afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
 
-/** Starts `mneme serve` on a free port of 127.0.0.1 and resolves with its URL once it listens. */
-function startService(database: string): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
-  const child = spawn(process.execPath, [binary, 'serve', '--port', '0', '--db', database], {
-    env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stderr = '';
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`mneme serve did not start: ${stderr}`)), 20_000);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolvePromise({ url: match[1], child, stderr: () => stderr });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`mneme serve exited with ${code}: ${stderr}`)));
-  });
-}
-
 describe('mneme serve (the built package)', () => {
   it('ingests a conversation over HTTP, recalls from it, and loses nothing acknowledged on SIGTERM', async () => {
     const database = join(folder, 'service.db');
-    const { url, child, stderr } = await startService(database);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${url}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-    };
+    const { child, stderr, call } = await startServeProcess(database, children);
 
     expect((await call('GET', '/api/health')).body).toEqual({ status: 'ok' });
     expect((await call('PUT', '/api/users/oz', { displayName: 'Oz' })).status).toBe(200);
@@ -100,7 +70,7 @@ describe('mneme serve (the built package)', () => {
   it('refuses to listen beyond loopback while no API key exists', async () => {
     const child = spawn(
       process.execPath,
-      [binary, 'serve', '--host', '0.0.0.0', '--port', '0', '--db', join(folder, 'open.db')],
+      [mnemeBinary, 'serve', '--host', '0.0.0.0', '--port', '0', '--db', join(folder, 'open.db')],
       {
         env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,7 +16,8 @@ export function registerPolicyCommands(program: Command, withEngine: WithEngine)
     .action(
       withEngine(
         (mneme) => mneme.policy(),
-        (state) => `this database runs under the ${state.preset} preset (policy version ${state.version})\n${formatPolicy(state)}`,
+        (state) =>
+          `this database runs under the ${state.preset} preset (policy version ${state.version})\n${formatPolicy(state)}`,
         (options: { preset?: string; set: string[] }) => ({
           preset: options.preset,
           policy: settingsToPolicy(parseSettings(options.set)),
@@ -83,7 +84,10 @@ function formatPolicy(state: PolicyState): string {
 
 function formatHistory(versions: PolicyVersion[]): string {
   return versions
-    .map((version) => `v${version.version} ${version.createdAt} ${version.actor ?? '-'} [${version.preset}] ${version.change}`)
+    .map(
+      (version) =>
+        `v${version.version} ${version.createdAt} ${version.actor ?? '-'} [${version.preset}] ${version.change}`,
+    )
     .join('\n');
 }
 

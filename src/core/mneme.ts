@@ -1,9 +1,9 @@
 import type { MemoryLink } from '../storage/link-store.js';
+import type { PolicyVersion } from '../storage/policy-store.js';
 import type { Principal } from './access.js';
 import type { ApiKeys } from './api-keys.js';
 import type { MnemeDirectory } from './directory.js';
 import type { MnemeIngest } from './ingest/ingest.js';
-import type { PolicyVersion } from '../storage/policy-store.js';
 import type { MaintainInput, MaintenanceReport } from './maintenance/maintain.js';
 import type { PolicyChange, PolicyState } from './policy-state.js';
 import type { ContextResult } from './recall/context-block.js';

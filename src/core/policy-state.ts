@@ -86,7 +86,12 @@ export function stateOf(stored: PolicyVersion): PolicyState {
     );
   }
   const overrides = stored.overrides as PolicyOptions;
-  return { preset, overrides, policy: resolvePolicy(merge(presets[preset].policy, overrides)), version: stored.version };
+  return {
+    preset,
+    overrides,
+    policy: resolvePolicy(merge(presets[preset].policy, overrides)),
+    version: stored.version,
+  };
 }
 
 /**
@@ -105,9 +110,18 @@ export async function changePolicy(store: PolicyStore, input: PolicyChange, at: 
     ...(preset === current.preset ? [] : [`preset ${current.preset} -> ${preset}`]),
     ...Object.entries(change.settings).map(([path, value]) => `${path} = ${JSON.stringify(value)}`),
   ];
-  const next = { version: current.version + 1, preset, overrides, change: words.join('; '), actor: change.actor ?? null };
+  const next = {
+    version: current.version + 1,
+    preset,
+    overrides,
+    change: words.join('; '),
+    actor: change.actor ?? null,
+  };
   if (!(await store.append(next, at))) {
-    throw new MnemeError(ErrorCode.Conflict, 'the policy was changed by another process meanwhile: read it again and retry');
+    throw new MnemeError(
+      ErrorCode.Conflict,
+      'the policy was changed by another process meanwhile: read it again and retry',
+    );
   }
   return { preset, overrides, policy, version: next.version };
 }
@@ -142,13 +156,16 @@ function checkRequest(state: PolicyState, request: PolicyRequest): PolicyState {
       `this database runs under the ${state.preset} preset${state.version > 1 ? ` (policy version ${state.version})` : ''}, but ${asked}: open it without a preset or policy to use its own, or change it with \`mneme policy set\` (setPolicy in the library)`,
     );
   };
-  if (request.preset !== undefined && request.preset !== state.preset) refuse(`the ${request.preset} preset was asked for`);
+  if (request.preset !== undefined && request.preset !== state.preset)
+    refuse(`the ${request.preset} preset was asked for`);
   if (request.policy !== undefined) {
     const asked = resolvePolicy(merge(merge(presets[state.preset].policy, state.overrides), request.policy));
     const differs = difference(asked, state.policy);
     if (differs) {
       const [path, value] = firstLeaf(differs);
-      refuse(`the options ask for ${path} = ${JSON.stringify(value)} (it is ${JSON.stringify(readPath(state.policy, path))})`);
+      refuse(
+        `the options ask for ${path} = ${JSON.stringify(value)} (it is ${JSON.stringify(readPath(state.policy, path))})`,
+      );
     }
   }
   return state;

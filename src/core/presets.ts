@@ -29,7 +29,12 @@ export const presets = {
       decay: 'ebbinghaus',
       recall: { mode: 'hybrid', graphNeighbours: 3 },
       context: { format: 'relevant-memories', conversationAware: false },
-      ingest: { extraction: true, exchangeMemories: false, similarityThreshold: 0.35, conversation: { enabled: false } },
+      ingest: {
+        extraction: true,
+        exchangeMemories: false,
+        similarityThreshold: 0.35,
+        conversation: { enabled: false },
+      },
     },
   },
   'scoped-rest': {

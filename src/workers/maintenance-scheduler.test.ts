@@ -132,10 +132,16 @@ describe('the maintenance scheduler', () => {
     });
     scheduler.start();
     await vi.advanceTimersByTimeAsync(0);
-    expect(failures.map((failure) => failure.split(':')[0])).toEqual(['decay', 'episodes', 'consolidate', 'link']);
+    expect(failures.map((failure) => failure.split(':')[0])).toEqual([
+      'decay',
+      'episodes',
+      'consolidate',
+      'link',
+      'dream',
+    ]);
     expect(failures[0]).toMatch(/database connection is not open/);
     await vi.advanceTimersByTimeAsync(30 * 60_000);
-    expect(failures).toHaveLength(7);
+    expect(failures).toHaveLength(8);
     expect(scheduler.isRunning).toBe(true);
   });
 });

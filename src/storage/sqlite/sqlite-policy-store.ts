@@ -14,30 +14,39 @@ interface PolicyVersionRow {
 
 /** The SQLite implementation of the PolicyStore port: one row per version in `policy_versions`. */
 export function createSqlitePolicyStore(database: Database.Database): PolicyStore {
-  const statements = {
+  // Prepared on first use: a file opened at an older schema (migrateTo, in tests) has no policy_versions.
+  let prepared: ReturnType<typeof prepare> | null = null;
+  const statements = () => {
+    prepared ??= prepare(database);
+    return prepared;
+  };
+  return {
+    async current() {
+      return readSqlite('reading the policy', () => {
+        const row = statements().current.get();
+        return row ? toVersion(row) : null;
+      });
+    },
+    async history() {
+      return readSqlite('reading the policy history', () => statements().history.all().map(toVersion));
+    },
+    async append(next, at) {
+      return writeSqlite(database, 'storing the policy', () => {
+        const { version, preset, overrides, change, actor } = next;
+        return statements().append.run(version, preset, JSON.stringify(overrides), change, actor, at).changes === 1;
+      });
+    },
+  };
+}
+
+function prepare(database: Database.Database) {
+  return {
     current: database.prepare<[], PolicyVersionRow>('SELECT * FROM policy_versions ORDER BY version DESC LIMIT 1'),
     history: database.prepare<[], PolicyVersionRow>('SELECT * FROM policy_versions ORDER BY version'),
     append: database.prepare<[number, string, string, string, string | null, number]>(
       `INSERT INTO policy_versions (version, preset, overrides, change, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (version) DO NOTHING`,
     ),
-  };
-  return {
-    async current() {
-      return readSqlite('reading the policy', () => {
-        const row = statements.current.get();
-        return row ? toVersion(row) : null;
-      });
-    },
-    async history() {
-      return readSqlite('reading the policy history', () => statements.history.all().map(toVersion));
-    },
-    async append(next, at) {
-      return writeSqlite(database, 'storing the policy', () => {
-        const { version, preset, overrides, change, actor } = next;
-        return statements.append.run(version, preset, JSON.stringify(overrides), change, actor, at).changes === 1;
-      });
-    },
   };
 }
 
