@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -179,6 +179,24 @@ describe('each preset run as itself through the CLI', () => {
     expect(items.length).toBe(5);
     for (const item of items) expect(item).toMatch(/^- \d{4}-\d\d-\d\d \[(fact|preference|general|exchange)\]: "/);
     expect(block).toContain('[exchange]');
+  });
+
+  it('refuses init with --as before creating anything, and takes the preset from --set preset= too', async () => {
+    const refused = join(folder, 'as.db');
+    const result = await mneme(refused, '--as', 'bob', 'init', '--preset', 'salience');
+    expect(result.code).toBe(5);
+    expect(existsSync(refused)).toBe(false);
+
+    const set = join(folder, 'set-preset.db');
+    expect((await mneme(set, 'init', '--set', 'preset=memo-rag')).stdout).toContain('runs under the memo-rag preset');
+  });
+
+  it('lets a command run on a new file before init leave the preset open, until something is stored', async () => {
+    const database = join(folder, 'early.db');
+    expect((await mneme(database, 'list')).code).toBe(0);
+    expect((await mneme(database, 'init', '--preset', 'salience')).code).toBe(0);
+    await mneme(database, 'add', 'kestrel is the staging server');
+    expect((await mneme(database, 'init', '--preset', 'memo-rag')).code).toBe(4);
   });
 
   it('refuses to open a database under another preset or setting, and keeps its own for every command', async () => {

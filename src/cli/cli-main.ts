@@ -92,6 +92,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     let top = command;
     while (top.parent && top.parent !== program) top = top.parent;
     if (withoutDatabase.has(top.name())) return;
+    if (top.name() === 'init' && program.opts<GlobalOptions>().as !== undefined) {
+      throw new MnemeError(
+        ErrorCode.Forbidden,
+        'creating a database under a preset needs an administrator; leave out --as',
+      );
+    }
     checkDatabasePath(program.opts<GlobalOptions>().db ?? config.databasePath, top.name() !== 'doctor');
   });
 

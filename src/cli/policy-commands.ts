@@ -18,10 +18,16 @@ export function registerPolicyCommands(program: Command, withEngine: WithEngine)
         (mneme) => mneme.policy(),
         (state) =>
           `this database runs under the ${state.preset} preset (policy version ${state.version})\n${formatPolicy(state)}`,
-        (options: { preset?: string; set: string[] }) => ({
-          preset: options.preset,
-          policy: settingsToPolicy(parseSettings(options.set)),
-        }),
+        (options: { preset?: string; set: string[] }) => {
+          const { preset, ...settings } = parseSettings(options.set);
+          if (preset !== undefined && options.preset !== undefined && preset !== options.preset) {
+            throw new MnemeError(
+              ErrorCode.InvalidInput,
+              `--preset ${options.preset} and --set preset=${String(preset)} disagree`,
+            );
+          }
+          return { preset: options.preset ?? (preset as string | undefined), policy: settingsToPolicy(settings) };
+        },
       ),
     );
 

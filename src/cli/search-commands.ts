@@ -17,7 +17,7 @@ export function registerSearchCommands(program: Command, withEngine: WithEngine)
       .description('recall the memories that matter for a query, best first')
       .argument('<query>', 'what to look for'),
   )
-    .option('--top <n>', 'how many direct hits (default 10, at most 100)')
+    .option('--top <n>', "how many direct hits (default: the policy's recall.topK, 10; at most 100)")
     .option('--explain', 'show how each score was made')
     .option('--mode <mode>', 'hybrid | recent-first (default: the policy mode, hybrid)')
     .option('--inspect', 'look without touching: no access count, last access or reinforcement is written')
@@ -41,10 +41,12 @@ export function registerSearchCommands(program: Command, withEngine: WithEngine)
   withViewerOptions(
     program
       .command('context')
-      .description("print the context block for a prompt (reads the channel's recent user messages)")
+      .description(
+        "print the context block for a prompt (with the channel's recent user messages when the policy's context.conversationAware says so)",
+      )
       .argument('<query>', 'the message to answer'),
   )
-    .option('--top <n>', 'how many direct hits (default 5, at most 100)')
+    .option('--top <n>', "how many direct hits (default: the policy's context.topK, 5; at most 100)")
     .option('--inspect', "look without touching: the block's memories are not marked as retrieved")
     .action(
       withEngine(

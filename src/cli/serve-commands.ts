@@ -65,6 +65,9 @@ async function finishesWithin(work: Promise<unknown>, ms: number): Promise<boole
   }
 }
 
+/** How often `mneme serve` reads the stored policy again. */
+const POLICY_CHECK_MS = 60_000;
+
 /** `mneme serve` and `mneme keys create|list|revoke`. */
 export function registerServeCommands(
   program: Command,
@@ -102,6 +105,7 @@ export function registerServeCommands(
             ),
         });
         let server: RunningHttpServer | null = null;
+        let policyCheck: ReturnType<typeof setInterval> | null = null;
         try {
           if (stop.signal() === null) {
             server = await startHttpServer({
@@ -116,9 +120,15 @@ export function registerServeCommands(
             mneme.whenIdle().catch((error) => io.stderr(`mneme: extraction catch-up failed: ${errorMessage(error)}\n`));
             scheduler.start();
           }
+          // A policy changed by another process (`mneme policy set`) is taken up within a minute.
+          policyCheck = setInterval(() => {
+            mneme.policy().catch((error) => io.stderr(`mneme: keeping the current policy: ${errorMessage(error)}\n`));
+          }, POLICY_CHECK_MS);
+          policyCheck.unref();
           await stop.received;
           await server?.close();
         } finally {
+          if (policyCheck) clearInterval(policyCheck);
           await finishesWithin(scheduler.stop(), MAINTENANCE_STOP_GRACE_MS);
           await mneme.close();
         }

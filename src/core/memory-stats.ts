@@ -9,7 +9,8 @@ export const EXPIRING_WITHIN_DAYS = 7;
 /**
  * The totals of `stats` at the engine's clock; `expiring` counts the active, unpinned memories the
  * engine's decay policy will archive or remove within 7 days unless they are retrieved (already past
- * the line included), read a page at a time as the decay task reads them.
+ * the line included), read a page at a time as the decay task reads them; none when the policy's
+ * maintenance does not run decay.
  */
 export async function memoryStats(context: EngineContext): Promise<MemoryStats> {
   const now = context.clock.now();
@@ -17,7 +18,9 @@ export async function memoryStats(context: EngineContext): Promise<MemoryStats> 
   const horizon = now + EXPIRING_WITHIN_DAYS * DAY_MS;
   const stored = await context.storage.memories.stats(now);
   let expiring = 0;
-  for await (const page of decayCandidatePages(context.storage)) {
+  // A database whose policy does not run decay archives nothing, whatever the decay model says.
+  const decays = context.policy.maintenance.tasks.includes('decay');
+  for await (const page of decays ? decayCandidatePages(context.storage) : []) {
     for (const memory of page) if (decay.step(memory, memory.decayedAt, horizon).isExpired) expiring++;
   }
   const { mostAccessed, messages, links, ...totals } = stored;

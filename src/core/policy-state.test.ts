@@ -133,4 +133,65 @@ describe('the policy a database runs under', () => {
     });
     expect(existsSync(path)).toBe(false);
   });
+
+  it('lets a default nobody asked for give way to a preset while the database is still empty, never after', async () => {
+    await (await openAt({ path })).close();
+    const empty = await openAt({ path, preset: 'salience' });
+    expect(await empty.policy()).toMatchObject({ preset: 'salience', version: 1 });
+    expect(await empty.policyHistory()).toHaveLength(1);
+    await empty.close();
+
+    const other = join(folder, 'used.db');
+    const used = await openAt({ path: other });
+    await used.remember({ content: 'kestrel is the staging server' });
+    await used.close();
+    await expect(openAt({ path: other, preset: 'salience' })).rejects.toMatchObject({ code: ErrorCode.Conflict });
+  });
+
+  it('answers STORE_INCOMPATIBLE for stored settings a newer mneme wrote, and a running engine keeps its policy', async () => {
+    const warnings: string[] = [];
+    const running = await openAt({ path, preset: 'salience', logger: { warn: (message) => warnings.push(message) } });
+    const database = openSqliteDatabase({ path });
+    database
+      .prepare("INSERT INTO policy_versions VALUES (2, 'salience', '{\"recall\":{\"newField\":1}}', 'newer', NULL, 0)")
+      .run();
+    database.close();
+    await expect(openAt({ path })).rejects.toMatchObject({
+      code: ErrorCode.StoreIncompatible,
+      message: expect.stringMatching(/stored policy \(version 2\) has settings this mneme cannot run .*upgrade mneme/),
+    });
+    const report = await running.maintain({ tasks: ['decay'] });
+    expect(report.decay).toMatchObject({ policy: 'salience', skipped: null });
+    expect(warnings).toEqual([expect.stringMatching(/^keeping the policy this engine runs: the stored policy/)]);
+  });
+
+  it('treats maintenance tasks in another order as the same policy', async () => {
+    await (await openAt({ path, preset: 'memo-rag' })).close();
+    const reopened = await openAt({ path, policy: { maintenance: { tasks: ['consolidate', 'decay'] } } });
+    expect((await reopened.policy()).policy.maintenance.tasks).toEqual(['decay', 'consolidate']);
+  });
+
+  it('stores no version for a change that changes nothing', async () => {
+    const mneme = await openAt({ path, preset: 'salience' });
+    expect(await mneme.setPolicy({ settings: { 'recall.weights': {} } })).toMatchObject({ version: 1 });
+    expect(await mneme.setPolicy({ preset: 'salience' })).toMatchObject({ version: 1 });
+    expect(await mneme.policyHistory()).toHaveLength(1);
+  });
+
+  it('refuses a __proto__ key inside a value on every preset', async () => {
+    for (const preset of ['mneme', 'salience'] as const) {
+      const mneme = await openAt({ path: join(folder, `${preset}-proto.db`), preset });
+      const change = { settings: { recall: JSON.parse('{"__proto__":{"topK":3}}') as unknown } };
+      await expect(mneme.setPolicy(change)).rejects.toMatchObject({ code: ErrorCode.InvalidInput });
+      expect((await mneme.policy()).policy.recall.topK).toBe(10);
+    }
+  });
+
+  it('counts nothing as expiring when the policy does not run decay', async () => {
+    const clock = createFixedClock('2024-06-01T00:00:00Z');
+    const mneme = await openAt({ path, preset: 'salience', policy: { maintenance: { tasks: [] } }, clock });
+    await mneme.remember({ content: 'kestrel is the staging server' });
+    clock.set('2024-10-01T00:00:00Z');
+    expect((await mneme.stats()).expiring).toBe(0);
+  });
 });

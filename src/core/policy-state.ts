@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PolicyStore, PolicyVersion } from '../storage/policy-store.js';
-import { ErrorCode, MnemeError } from './errors.js';
+import type { EngineContext } from './engine-context.js';
+import { ErrorCode, isMnemeError, MnemeError } from './errors.js';
 import { type MnemePolicy, type PolicyOptions, resolvePolicy } from './policy.js';
 import { DEFAULT_PRESET, type PresetName, presetNames, presets } from './presets.js';
 import { parseInput } from './schemas.js';
@@ -56,27 +57,51 @@ export function checkPolicyRequest(request: PolicyRequest): void {
   resolvePolicy(merge(presets[preset].policy, request.policy ?? {}));
 }
 
+/** The change text of a version 1 nobody asked for: the default, stored by the first open. */
+const UNASKED = 'created under the mneme preset (the default: nothing was asked for)';
+
 /**
  * The policy the database runs under. A database without one (new, or from before presets) gets the
  * request's (the `mneme` preset when it asks for nothing) as version 1. A database with one answers
  * it, unless the request asks for something else: then CONFLICT, so no face silently runs another
- * policy than the one the database was built under.
+ * policy than the one the database was built under. One exception: a default nobody asked for, in a
+ * database that holds no memory and no message yet (a command run on a new file before `mneme init`),
+ * gives way to the first request that asks for something.
  */
 export async function openPolicy(store: PolicyStore, request: PolicyRequest, at: number): Promise<PolicyState> {
+  const asked = request.preset !== undefined || request.policy !== undefined;
   for (;;) {
     const stored = await store.current();
-    if (stored) return checkRequest(stateOf(stored), request);
     const preset = parseInput(PresetNameSchema, request.preset ?? DEFAULT_PRESET, 'preset');
     const policy = resolvePolicy(merge(presets[preset].policy, request.policy ?? {}));
     const overrides = policyOverrides(preset, policy);
-    const change = `created under the ${preset} preset${Object.keys(overrides).length > 0 ? ', with changed settings' : ''}`;
-    if (await store.append({ version: 1, preset, overrides, change, actor: null }, at)) {
-      return { preset, overrides, policy, version: 1 };
+    const change = !asked
+      ? UNASKED
+      : `created under the ${preset} preset${Object.keys(overrides).length > 0 ? ', with changed settings' : ''}`;
+    const first = { version: 1, preset, overrides, change, actor: null };
+    if (stored) {
+      const state = stateOf(stored);
+      const differs = asked && stored.version === 1 && stored.change === UNASKED && !sameRequest(state, request);
+      if (differs && (await store.replaceUnusedFirst(first, at))) return { preset, overrides, policy, version: 1 };
+      return checkRequest(state, request);
     }
+    if (await store.append(first, at)) return { preset, overrides, policy, version: 1 };
   }
 }
 
-/** The state a stored version describes; STORE_INCOMPATIBLE for a preset this mneme does not know. */
+function sameRequest(state: PolicyState, request: PolicyRequest): boolean {
+  try {
+    checkRequest(state, request);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The state a stored version describes; STORE_INCOMPATIBLE for a preset or settings this mneme does
+ * not know (a newer mneme wrote them).
+ */
 export function stateOf(stored: PolicyVersion): PolicyState {
   const preset = presetNames.find((name) => name === stored.preset);
   if (!preset) {
@@ -86,12 +111,20 @@ export function stateOf(stored: PolicyVersion): PolicyState {
     );
   }
   const overrides = stored.overrides as PolicyOptions;
-  return {
-    preset,
-    overrides,
-    policy: resolvePolicy(merge(presets[preset].policy, overrides)),
-    version: stored.version,
-  };
+  try {
+    return {
+      preset,
+      overrides,
+      policy: resolvePolicy(merge(presets[preset].policy, overrides)),
+      version: stored.version,
+    };
+  } catch (error) {
+    throw new MnemeError(
+      ErrorCode.StoreIncompatible,
+      `the stored policy (version ${stored.version}) has settings this mneme cannot run (${error instanceof Error ? error.message : String(error)}): upgrade mneme to open it`,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -106,6 +139,8 @@ export async function changePolicy(store: PolicyStore, input: PolicyChange, at: 
   const requested = merge(current.overrides, settingsToPolicy(change.settings));
   const policy = resolvePolicy(merge(presets[preset].policy, requested));
   const overrides = policyOverrides(preset, policy);
+  // A change that changes nothing is not a version.
+  if (preset === current.preset && JSON.stringify(policy) === JSON.stringify(current.policy)) return current;
   const words = [
     ...(preset === current.preset ? [] : [`preset ${current.preset} -> ${preset}`]),
     ...Object.entries(change.settings).map(([path, value]) => `${path} = ${JSON.stringify(value)}`),
@@ -148,6 +183,20 @@ export async function loadPolicy(store: PolicyStore, current: MnemePolicy, at: n
   return stored ? stateOf(stored) : openPolicy(store, { policy: current }, at);
 }
 
+/**
+ * Makes the stored policy the engine's, when it can: a policy this mneme cannot run (a newer mneme
+ * wrote it) is reported as a warning and the engine keeps the one it runs, so a running service keeps
+ * working.
+ */
+export async function refreshPolicy(context: EngineContext): Promise<void> {
+  try {
+    context.policy = (await loadPolicy(context.storage.policy, context.policy, context.clock.now())).policy;
+  } catch (error) {
+    if (!isMnemeError(error, ErrorCode.StoreIncompatible)) throw error;
+    context.logger.warn(`keeping the policy this engine runs: ${error.message}`);
+  }
+}
+
 /** CONFLICT when the request asks for another preset or for settings that differ from the stored ones. */
 function checkRequest(state: PolicyState, request: PolicyRequest): PolicyState {
   const refuse = (asked: string): never => {
@@ -179,7 +228,14 @@ export function merge(base: unknown, over: unknown): Record<string, unknown> {
   if (!isRecord(base) || !isRecord(over)) return (over ?? base) as Record<string, unknown>;
   const merged: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(over)) {
-    merged[key] = isRecord(value) && isRecord(base[key]) ? merge(base[key], value) : value;
+    // Defined, not assigned: a key "__proto__" (from JSON) stays an own field, which the schema refuses.
+    const inner = Object.hasOwn(base, key) ? base[key] : undefined;
+    Object.defineProperty(merged, key, {
+      value: isRecord(value) && isRecord(inner) ? merge(inner, value) : value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return merged;
 }

@@ -31,6 +31,8 @@ export const PolicySchema = z.strictObject({
           { error: 'maintenance.tasks must be a list of task names' },
         )
         .refine((tasks) => new Set(tasks).size === tasks.length, 'maintenance.tasks names a task twice')
+        // In cycle order, whatever order they were given in: the order they run in.
+        .transform((tasks) => maintenanceTasks.filter((task) => tasks.includes(task)))
         .default([...maintenanceTasks]),
     })
     .prefault({}),

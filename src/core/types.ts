@@ -42,6 +42,12 @@ export interface Memory {
   validFrom: string;
   supersededBy: number | null;
   archivedAt: string | null;
+  /**
+   * When decay put the memory to rest (ADR 9): it is archived, but recall still finds it, ranked below
+   * active memories, and a recall that returns it brings it back. Null for an active memory and for one
+   * archived by `forget` or a merge, which recall never sees.
+   */
+  fadedAt: string | null;
   createdAt: string;
   updatedAt: string;
   embeddingModel: string | null;

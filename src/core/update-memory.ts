@@ -54,7 +54,9 @@ export async function forgetMemory(context: EngineContext, input: unknown): Prom
 export async function restoreMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(MemoryActionInputSchema, input, 'restore');
   const existing = await requireVisible(context, parsed.id, parsed.viewer);
-  const [embedding = null] = existing.archivedAt === null ? [] : await embedDocuments(context, [existing.content]);
+  // A faded memory kept its vector (ADR 9); a forgotten one is embedded again.
+  const needsVector = existing.archivedAt !== null && existing.fadedAt === null;
+  const [embedding = null] = needsVector ? await embedDocuments(context, [existing.content]) : [];
   return context.storage.memories.restore(parsed.id, embedding, {
     at: context.clock.now(),
     actor: parsed.actor ?? null,

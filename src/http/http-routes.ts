@@ -167,7 +167,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/context',
-    summary: 'The context block for the next reply (conversation-aware, topK 5 by default)',
+    summary:
+      "The context block for the next reply (topK and conversation awareness from the database's policy unless given)",
     tag: 'recall',
     returns:
       "`{ text, hits, omitted, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, the block's word count, and the vector leg's status",

@@ -77,6 +77,8 @@ export interface WriteContext {
 interface ScopedSearch {
   owners: readonly string[] | null;
   limit: number;
+  /** Also find memories that faded (decay put them to rest; ADR 9): recall asks for them, maintenance does not. */
+  includeFaded?: boolean;
 }
 
 /** Words to match, OR-ed; the adapter quotes them, so no user text reaches its query syntax. */
@@ -115,9 +117,14 @@ export interface MemoryStore {
   insert(memories: readonly NewMemory[], context: WriteContext): Promise<Memory[]>;
   /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
   update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;
-  /** Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version. */
-  archive(ids: readonly number[], context: WriteContext): Promise<Memory[]>;
-  /** Clears `archived_at`, stores the new vector if given, writes a `restore` version. */
+  /**
+   * Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version. With `fade`
+   * (decay), the memory is put to rest instead: archived and `faded_at` set, its vector kept so that
+   * recall can still find it. A faded memory may be archived again without `fade` (a `forget`): then
+   * it stops fading and its vector goes.
+   */
+  archive(ids: readonly number[], context: WriteContext, options?: { fade?: boolean }): Promise<Memory[]>;
+  /** Clears `archived_at` (and `faded_at`), stores the new vector if given, writes a `restore` version. */
   restore(id: number, embedding: StoredEmbedding | null, context: WriteContext): Promise<Memory>;
   /** The memories with these ids that exist, in the order asked. */
   get(ids: readonly number[]): Promise<Memory[]>;
@@ -128,14 +135,18 @@ export interface MemoryStore {
   decayedAt(ids: readonly number[]): Promise<Map<number, number>>;
   list(query: MemoryListQuery): Promise<MemoryPage>;
   history(id: number): Promise<MemoryVersion[]>;
-  /** Full-text candidates among active memories, scope-filtered inside the query. */
+  /** Full-text candidates among active memories (and faded ones with `includeFaded`), scope-filtered inside the query. */
   searchText(search: TextSearch): Promise<SearchHit[]>;
-  /** Nearest active memories by cosine, scope-filtered inside the KNN query; [] when `model` is not the indexed one. */
+  /**
+   * Nearest active memories (and faded ones with `includeFaded`) by cosine, scope-filtered inside the
+   * KNN query; [] when `model` is not the indexed one.
+   */
   searchVector(search: VectorSearch): Promise<SearchHit[]>;
   /**
    * Records one retrieval of each memory in a single write: `access_count + 1`, `last_accessed = at`
-   * and the given reinforcement fields. Archived and unknown ids are skipped. No version row: a
-   * retrieval is not an edit.
+   * and the given reinforcement fields. A faded memory is brought back first (archive cleared, a
+   * `restore` version with the reason `recalled after it faded`); other archived and unknown ids are
+   * skipped. No version row for the retrieval itself: a retrieval is not an edit.
    */
   touch(touches: readonly MemoryTouch[], at: number): Promise<void>;
   /**

@@ -24,4 +24,9 @@ export interface PolicyStore {
    * process changed the policy first): then nothing is written and the answer is false.
    */
   append(next: Omit<PolicyVersion, 'createdAt'>, at: number): Promise<boolean>;
+  /**
+   * Replaces version 1 by `first`, only while it is the only version and the database holds no memory
+   * and no message (nothing was made under it); false otherwise.
+   */
+  replaceUnusedFirst(first: Omit<PolicyVersion, 'createdAt'>, at: number): Promise<boolean>;
 }

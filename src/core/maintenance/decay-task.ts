@@ -45,7 +45,8 @@ export async function runDecay(context: EngineContext, now: number): Promise<Dec
       await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason });
     }
     const archiveReason = decay.archiveReason ?? `decay: ${policy.decay}`;
-    report.archived += await archiveEach(context, expired, { ...writeContext, reason: archiveReason });
+    // Decay puts memories to rest, it does not lose them: they stay findable (ADR 9).
+    report.archived += await archiveEach(context, expired, { ...writeContext, reason: archiveReason }, { fade: true });
   }
   await storage.maintenanceState.set(ALL_CHANNELS, 'decay', { lastRunAt: now });
   return report;

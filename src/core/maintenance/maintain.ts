@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
-import { loadPolicy } from '../policy-state.js';
+import { refreshPolicy } from '../policy-state.js';
 import { parseInput, timeSchema } from '../schemas.js';
 import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
 import { type DecayReport, runDecay } from './decay-task.js';
@@ -75,7 +75,7 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
 
   return async (input = {}) => {
     const parsed = parseInput(MaintainInputSchema, input, 'maintenance input');
-    context.policy = (await loadPolicy(context.storage.policy, context.policy, context.clock.now())).policy;
+    await refreshPolicy(context);
     const now = parsed.now ?? context.clock.now();
     const report: MaintenanceReport = { now: toIso(now) };
     for (const task of parsed.tasks) {

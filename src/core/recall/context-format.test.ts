@@ -23,6 +23,7 @@ function entry(
       projectId: null,
       topicId: null,
       source: 'manual',
+      fadedAt: null,
       importance: 1,
       strength: 1,
       salience: 1,

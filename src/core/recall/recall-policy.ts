@@ -98,6 +98,12 @@ export const RecallPolicySchema = z.strictObject({
   /** The quality threshold: a memory found only by the vector leg needs at least this cosine similarity. */
   minSimilarity: unit(0.3, 'minSimilarity'),
   candidatePool: CandidatePoolSchema.prefault({}),
+  /**
+   * What a memory that faded (decay put it to rest; ADR 9) counts for: its score is multiplied by this, so
+   * it ranks below an active memory that matches as well; a recall that returns it brings it back. 0:
+   * faded memories are not searched at all.
+   */
+  fadedWeight: unit(0.8, 'recall.fadedWeight'),
   /** How many memories linked one hop to the hits may join them as `graph` matches; 0 turns this off. */
   graphNeighbours: count(3, 'graphNeighbours', 20),
   /** How many of the channel's latest user messages conversation-aware recall appends to the query. */
@@ -112,10 +118,15 @@ export const RecallPolicySchema = z.strictObject({
  * `{category}`, `{scope}`, `{score}`.
  */
 export const ContextTemplateSchema = z.strictObject({
-  header: z.string({ error: 'the template header must be a string' }).max(2000),
+  header: z
+    // Only a value that is not a string gets this message; a check's own message stays its own.
+    .string({
+      error: (issue) => (typeof issue.input === 'string' ? undefined : 'the template header must be a string'),
+    })
+    .max(2000, 'the template header must be at most 2000 characters'),
   item: z
-    .string({ error: 'the template item must be a string' })
-    .max(2000)
+    .string({ error: (issue) => (typeof issue.input === 'string' ? undefined : 'the template item must be a string') })
+    .max(2000, 'the template item must be at most 2000 characters')
     .refine((item) => item.includes('{content}'), 'the template item must contain {content}'),
 });
 

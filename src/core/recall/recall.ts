@@ -108,7 +108,8 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const mode = request.mode ?? policy.recall.mode;
   const queries = shapeQueries(request.query, await conversationOf(context, request));
   const weights = policy.recall.weights;
-  const explain = (hit: RecallHit) => (request.explain ? { ...hit, explanation: explanationOf(hit, weights) } : hit);
+  const explain = (hit: RecallHit) =>
+    request.explain ? { ...hit, explanation: explanationOf(hit, weights, policy.recall.fadedWeight) } : hit;
 
   if (mode === 'recent-first') {
     const [text = request.query] = queries;
@@ -117,6 +118,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   }
 
   const pool = candidatePoolSize(request.topK, policy.recall.candidatePool);
+  const includeFaded = policy.recall.fadedWeight > 0;
   // The short query of the 7-word rule goes to the vector leg only: its words are a subset of the full
   // query's, so as a second full-text list it would only re-weight towards the first five words.
   const [fullQuery = request.query] = queries;
@@ -124,9 +126,12 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const textLists: Array<RankedList | null> = [
     terms.length === 0
       ? null
-      : { leg: 'fts', hits: await context.storage.memories.searchText({ terms, owners, limit: pool }) },
+      : {
+          leg: 'fts',
+          hits: await context.storage.memories.searchText({ terms, owners, limit: pool, includeFaded }),
+        },
   ];
-  const { lists: vectorLists, status: vectorLeg } = await vectorSearch(context, queries, owners, pool);
+  const { lists: vectorLists, status: vectorLeg } = await vectorSearch(context, queries, owners, pool, includeFaded);
   const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
@@ -212,6 +217,7 @@ async function vectorSearch(
   queries: readonly string[],
   owners: readonly string[],
   pool: number,
+  includeFaded: boolean,
 ): Promise<{ lists: RankedList[]; status: VectorLegStatus }> {
   const { embedder } = context;
   if (!embedder) return { lists: [], status: 'no-model' };
@@ -231,6 +237,7 @@ async function vectorSearch(
         model: embedder.modelId,
         owners,
         limit: pool,
+        includeFaded,
       });
       return { leg: 'vector', hits: hits.filter((hit) => hit.score >= context.policy.recall.minSimilarity) };
     }),
@@ -247,11 +254,12 @@ function directHit(
 ): { hit: RecallHit; fused: number } {
   const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
   const match: MatchType = candidate.ftsRank === null ? 'vector' : candidate.vectorRank === null ? 'fts' : 'hybrid';
+  const faded = memory.fadedAt === null ? 1 : context.policy.recall.fadedWeight;
   return {
     fused: candidate.fused,
     hit: {
       memory,
-      score: weightedScore(breakdown, context.policy.recall.weights),
+      score: weightedScore(breakdown, context.policy.recall.weights) * faded,
       breakdown,
       match,
       ranks: { fts: candidate.ftsRank, vector: candidate.vectorRank },
@@ -316,16 +324,22 @@ async function recentFirstHits(
   const [textHits, recent] = await Promise.all([
     terms.length === 0 || textLimit === 0
       ? Promise.resolve([])
-      : context.storage.memories.searchText({ terms, owners, limit: textLimit }),
+      : context.storage.memories.searchText({
+          terms,
+          owners,
+          limit: textLimit,
+          includeFaded: context.policy.recall.fadedWeight > 0,
+        }),
     context.storage.memories.recentlyAccessed(owners, recentLimit),
   ]);
   const matched = await context.storage.memories.get(textHits.map((hit) => hit.id));
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
     const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
+    const faded = memory.fadedAt === null ? 1 : context.policy.recall.fadedWeight;
     return {
       memory,
-      score: weightedScore(breakdown, context.policy.recall.weights),
+      score: weightedScore(breakdown, context.policy.recall.weights) * faded,
       breakdown,
       match,
       ranks: { fts: ftsRank, vector: null },
@@ -357,7 +371,7 @@ const termLabels: Record<(typeof scoreTerms)[number], string> = {
 };
 
 /** `fts #1, vector #3 (cosine 0.71) | relevance 0.98x0.55 + importance 0.80x0.15 + ... = 0.812` */
-function explanationOf(hit: RecallHit, weights: RecallWeights): string {
+function explanationOf(hit: RecallHit, weights: RecallWeights, fadedWeight: number): string {
   const found =
     hit.match === 'graph' && hit.linkedTo
       ? `linked to #${hit.linkedTo.id} (${hit.linkedTo.type}, strength ${hit.linkedTo.strength.toFixed(2)})`
@@ -374,5 +388,9 @@ function explanationOf(hit: RecallHit, weights: RecallWeights): string {
   const terms = scoreTerms
     .map((term) => `${termLabels[term]} ${hit.breakdown[term].toFixed(2)}x${weights[term]}`)
     .join(' + ');
-  return `${found} | ${terms} = ${hit.score.toFixed(3)}`;
+  const faded =
+    hit.memory.fadedAt === null
+      ? ''
+      : ` x${fadedWeight} (faded ${hit.memory.fadedAt.slice(0, 10)}: decay put it to rest; this recall brings it back)`;
+  return `${found} | ${terms} = ${hit.score.toFixed(3)}${faded}`;
 }

@@ -55,6 +55,22 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
 }
 
 /** Runs a read, wrapping a driver error once (`doing` says what was being done). */
+/**
+ * A statement prepared on first use: for SQL that names a column or table of a later migration, so a
+ * file opened at an older schema (`migrateTo`, in tests of migrations) can still be written by the
+ * statements that existed then.
+ */
+export function preparedOnUse<Parameters extends unknown[] | object, Row = unknown>(
+  database: Database.Database,
+  sql: string,
+): () => Database.Statement<Parameters, Row> {
+  let statement: Database.Statement<Parameters, Row> | null = null;
+  return () => {
+    statement ??= database.prepare<Parameters, Row>(sql);
+    return statement;
+  };
+}
+
 export function readSqlite<T>(doing: string, work: () => T): T {
   try {
     return work();

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { LinkedMemory, LinkStore, LinkType } from '../link-store.js';
-import { toMnemeError, writeSqlite } from './sqlite-database.js';
+import { preparedOnUse, toMnemeError, writeSqlite } from './sqlite-database.js';
 
 interface LinkRow {
   source_id: number;
@@ -43,9 +43,13 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
       ORDER BY strength DESC, edges.id
       LIMIT @limit`,
     ),
-    removeArchived: database.prepare<[]>(`DELETE FROM memory_links WHERE type != 'consolidated' AND (
-      source_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL)
-      OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL))`),
+    // Links of a faded memory stay: a recall may bring it back (ADR 9).
+    removeArchived: preparedOnUse<[]>(
+      database,
+      `DELETE FROM memory_links WHERE type != 'consolidated' AND (
+      source_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL AND faded_at IS NULL)
+      OR target_id IN (SELECT id FROM memories WHERE archived_at IS NOT NULL AND faded_at IS NULL))`,
+    ),
   };
 
   return {
@@ -87,7 +91,7 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
 
     async removeArchived() {
       try {
-        return database.transaction(() => statements.removeArchived.run().changes).immediate();
+        return database.transaction(() => statements.removeArchived().run().changes).immediate();
       } catch (error) {
         throw toMnemeError(error, 'removing links to archived memories');
       }

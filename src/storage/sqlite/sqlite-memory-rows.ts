@@ -33,6 +33,7 @@ export interface MemoryRow {
   valid_from: number;
   superseded_by: number | null;
   archived_at: number | null;
+  faded_at: number | null;
   created_at: number;
   updated_at: number;
   embedding_model: string | null;
@@ -78,6 +79,8 @@ export function toMemory(row: MemoryRow): Memory {
     validFrom: toIso(row.valid_from),
     supersededBy: row.superseded_by,
     archivedAt: row.archived_at === null ? null : toIso(row.archived_at),
+    // Absent in a file at a schema before migration 11 (tests of migrations).
+    fadedAt: typeof row.faded_at === 'number' ? toIso(row.faded_at) : null,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     embeddingModel: row.embedding_model,

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
-import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
+import { getRow, preparedOnUse, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
@@ -17,8 +17,13 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     history: database.prepare<[number], VersionRow>(
       'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
     ),
-    restore: database.prepare<[number, string | null, number], MemoryRow>(
-      'UPDATE memories SET archived_at = NULL, updated_at = ?, embedding_model = ? WHERE id = ? RETURNING *',
+    restore: preparedOnUse<[number, string | null, number], MemoryRow>(
+      database,
+      'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ?, embedding_model = ? WHERE id = ? RETURNING *',
+    ),
+    fadedAmong: preparedOnUse<[string], { id: number }>(
+      database,
+      'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))',
     ),
     touch: database.prepare<{ at: number; touches: string }>(`UPDATE memories SET
         access_count = access_count + 1,
@@ -35,19 +40,21 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC
       LIMIT @limit`),
   };
-  const textSearches = new Map<number, Database.Statement<unknown[], { id: number; rank: number }>>();
+  const textSearches = new Map<string, Database.Statement<unknown[], { id: number; rank: number }>>();
 
-  function textSearchStatement(ownerCount: number) {
-    let statement = textSearches.get(ownerCount);
+  function textSearchStatement(ownerCount: number, includeFaded: boolean) {
+    const key = `${ownerCount}:${includeFaded}`;
+    let statement = textSearches.get(key);
     if (!statement) {
       const filter = ownerCount < 0 ? '' : `AND m.owner IN (${placeholders(ownerCount)})`;
+      const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
       statement = database.prepare<unknown[], { id: number; rank: number }>(
         `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS rank
         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-        WHERE memories_fts MATCH ? AND m.archived_at IS NULL ${filter}
+        WHERE memories_fts MATCH ? AND ${state} ${filter}
         ORDER BY rank LIMIT ?`,
       );
-      textSearches.set(ownerCount, statement);
+      textSearches.set(key, statement);
     }
     return statement;
   }
@@ -71,15 +78,19 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       );
     },
 
-    async archive(ids, context) {
-      return writeSqlite(database, 'archiving memories', () => ids.map((id) => toMemory(writes.archive(id, context))));
+    async archive(ids, context, options = {}) {
+      return writeSqlite(database, 'archiving memories', () =>
+        ids.map((id) => toMemory(writes.archive(id, context, options.fade === true))),
+      );
     },
 
     async restore(id, embedding, context) {
       return writeSqlite(database, `restoring memory ${id}`, () => {
         const before = writes.read(id);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
-        const after = getRow(statements.restore, context.at, embedding?.model ?? null, id);
+        // A faded memory kept its vector: it stays unless a new one is given.
+        const kept = before.faded_at === null ? null : before.embedding_model;
+        const after = getRow(statements.restore(), context.at, embedding?.model ?? kept, id);
         if (embedding) vectors.put(id, after.owner, embedding);
         writes.recordVersion(after, 'restore', { archivedAt: { from: toIso(before.archived_at), to: null } }, context);
         return toMemory(after);
@@ -137,27 +148,42 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async searchText({ terms, owners, limit }) {
+    async searchText({ terms, owners, limit, includeFaded = false }) {
       const query = ftsQuery(terms);
       if (query === null || (owners !== null && owners.length === 0)) return [];
       return readSqlite('searching memories', () =>
-        textSearchStatement(owners === null ? -1 : owners.length)
+        textSearchStatement(owners === null ? -1 : owners.length, includeFaded)
           .all(query, ...(owners ?? []), limit)
           .map((row) => ({ id: row.id, score: -row.rank })),
       );
     },
 
-    async searchVector({ vector, model, owners, limit }) {
-      return readSqlite('searching memory vectors', () => vectors.search(vector, model, owners, limit));
+    async searchVector({ vector, model, owners, limit, includeFaded = false }) {
+      return readSqlite('searching memory vectors', () => {
+        // Archived memories have no vector but faded ones keep theirs: without includeFaded, drop those.
+        const hits = vectors.search(vector, model, owners, limit);
+        if (includeFaded || hits.length === 0) return hits;
+        const faded = new Set(
+          statements
+            .fadedAmong()
+            .all(JSON.stringify(hits.map((hit) => hit.id)))
+            .map((row) => row.id),
+        );
+        return faded.size === 0 ? hits : hits.filter((hit) => !faded.has(hit.id));
+      });
     },
 
     async touch(touches, at) {
       if (touches.length === 0) return;
       // Access statistics are not data a power cut must not lose: no fsync of their own.
+      const ids = JSON.stringify(touches.map((touch) => touch.id));
       writeSqlite(
         database,
         'recording retrievals',
         () => {
+          for (const { id } of statements.fadedAmong().all(ids)) {
+            writes.revive(id, { at, actor: null, reason: 'recalled after it faded' });
+          }
           statements.touch.run({ at, touches: JSON.stringify(touches) });
         },
         { deferred: true },

@@ -3,7 +3,7 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
-import { getRow } from './sqlite-database.js';
+import { getRow, preparedOnUse } from './sqlite-database.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -28,9 +28,12 @@ export interface SqliteMemoryWrites {
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
    * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`.
-   * NOT_FOUND when it does not exist, CONFLICT when it is already archived.
+   * With `fade` (decay), `faded_at` is set too and the vector kept (ADR 9). NOT_FOUND when it does not
+   * exist, CONFLICT when it is already archived (a faded memory may be archived again without `fade`).
    */
-  archive(id: number, context: WriteContext): MemoryRow;
+  archive(id: number, context: WriteContext, fade?: boolean): MemoryRow;
+  /** Brings faded memory `id` back: archive cleared, a `restore` version with `context.reason`. */
+  revive(id: number, context: WriteContext): MemoryRow;
   /** Appends the next version of a memory: what changed, and the snapshot of `row`, the memory after it. */
   recordVersion(row: MemoryRow, action: VersionAction, changes: MemoryVersion['changes'], context: WriteContext): void;
 }
@@ -49,8 +52,17 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       ) RETURNING *`),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
-    archive: database.prepare<[number, number, number], MemoryRow>(
-      'UPDATE memories SET archived_at = ?, updated_at = ?, embedding_model = NULL WHERE id = ? RETURNING *',
+    archive: preparedOnUse<[number, number, number], MemoryRow>(
+      database,
+      'UPDATE memories SET archived_at = ?, faded_at = NULL, updated_at = ?, embedding_model = NULL WHERE id = ? RETURNING *',
+    ),
+    fade: preparedOnUse<[number, number, number, number], MemoryRow>(
+      database,
+      'UPDATE memories SET archived_at = ?, faded_at = ?, updated_at = ? WHERE id = ? RETURNING *',
+    ),
+    revive: preparedOnUse<[number, number], MemoryRow>(
+      database,
+      'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ? WHERE id = ? RETURNING *',
     ),
     version: database.prepare<[number, number, VersionAction, string | null, string | null, string, string, number]>(
       `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
@@ -129,13 +141,26 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       return after;
     },
 
-    archive(id, context) {
-      if (writes.read(id).archived_at !== null) {
+    archive(id, context, fade = false) {
+      const before = writes.read(id);
+      if (before.archived_at !== null && (fade || before.faded_at === null)) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
       }
-      const row = getRow(statements.archive, context.at, context.at, id);
-      vectors.remove([id]);
-      writes.recordVersion(row, 'archive', { archivedAt: { from: null, to: toIso(context.at) } }, context);
+      const row = fade
+        ? getRow(statements.fade(), context.at, context.at, context.at, id)
+        : getRow(statements.archive(), context.at, context.at, id);
+      if (!fade) vectors.remove([id]);
+      const from = before.archived_at === null ? null : toIso(before.archived_at);
+      writes.recordVersion(row, 'archive', { archivedAt: { from, to: toIso(context.at) } }, context);
+      return row;
+    },
+
+    revive(id, context) {
+      const before = writes.read(id);
+      if (before.faded_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} has not faded`);
+      const row = getRow(statements.revive(), context.at, id);
+      const from = before.archived_at === null ? null : toIso(before.archived_at);
+      writes.recordVersion(row, 'restore', { archivedAt: { from, to: null } }, context);
       return row;
     },
 

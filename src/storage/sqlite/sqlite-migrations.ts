@@ -332,6 +332,21 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'memories that faded: archived by decay, still found by recall (ADR 9)',
+    sql: `
+      -- Decay puts a memory to rest instead of losing it: archived (out of lists and contexts unless
+      -- asked for), its vector and full-text row kept, found again by a recall that asks for it.
+      ALTER TABLE memories ADD COLUMN faded_at INTEGER;
+      -- Memories decay archived before this step faded too; their vectors were removed, and the
+      -- background re-embed gives them one again.
+      UPDATE memories SET faded_at = archived_at
+        WHERE archived_at IS NOT NULL
+          AND (SELECT reason FROM memory_versions v WHERE v.memory_id = memories.id ORDER BY version DESC LIMIT 1)
+            LIKE 'decay:%';
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

@@ -30,6 +30,15 @@ export function createSqlitePolicyStore(database: Database.Database): PolicyStor
     async history() {
       return readSqlite('reading the policy history', () => statements().history.all().map(toVersion));
     },
+    async replaceUnusedFirst(first, at) {
+      return writeSqlite(database, 'storing the policy', () => {
+        const unused = statements().unusedFirst.get();
+        if (!unused) return false;
+        const { version, preset, overrides, change, actor } = first;
+        statements().replaceFirst.run(preset, JSON.stringify(overrides), change, actor, at, version);
+        return true;
+      });
+    },
     async append(next, at) {
       return writeSqlite(database, 'storing the policy', () => {
         const { version, preset, overrides, change, actor } = next;
@@ -46,6 +55,13 @@ function prepare(database: Database.Database) {
     append: database.prepare<[number, string, string, string, string | null, number]>(
       `INSERT INTO policy_versions (version, preset, overrides, change, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (version) DO NOTHING`,
+    ),
+    unusedFirst: database.prepare<[], { unused: 1 }>(
+      `SELECT 1 AS unused WHERE (SELECT MAX(version) FROM policy_versions) = 1
+        AND NOT EXISTS (SELECT 1 FROM memories) AND NOT EXISTS (SELECT 1 FROM messages)`,
+    ),
+    replaceFirst: database.prepare<[string, string, string, string | null, number, number]>(
+      'UPDATE policy_versions SET preset = ?, overrides = ?, change = ?, actor = ?, created_at = ? WHERE version = ?',
     ),
   };
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { VectorBackfillStore } from '../vector-backfill-store.js';
-import { getRow, toMnemeError } from './sqlite-database.js';
+import { getRow, preparedOnUse, toMnemeError } from './sqlite-database.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** The SQLite implementation of the VectorBackfillStore port. */
@@ -8,24 +8,29 @@ export function createSqliteVectorBackfillStore(
   database: Database.Database,
   vectors: SqliteVectorIndex,
 ): VectorBackfillStore {
-  const missing = 'archived_at IS NULL AND (embedding_model IS NULL OR embedding_model <> @model)';
+  // Faded memories are searched by recall (ADR 9), so they need a vector too.
+  const missing =
+    '(archived_at IS NULL OR faded_at IS NOT NULL) AND (embedding_model IS NULL OR embedding_model <> @model)';
   const statements = {
-    count: database.prepare<{ model: string }, { count: number }>(
+    count: preparedOnUse<{ model: string }, { count: number }>(
+      database,
       `SELECT COUNT(*) AS count FROM memories WHERE ${missing}`,
     ),
-    list: database.prepare<{ model: string; afterId: number; limit: number }, { id: number; content: string }>(
+    list: preparedOnUse<{ model: string; afterId: number; limit: number }, { id: number; content: string }>(
+      database,
       `SELECT id, content FROM memories WHERE ${missing} AND id > @afterId ORDER BY id LIMIT @limit`,
     ),
-    current: database.prepare<[number], { owner: string; content: string; archived_at: number | null }>(
-      'SELECT owner, content, archived_at FROM memories WHERE id = ?',
-    ),
+    current: preparedOnUse<
+      [number],
+      { owner: string; content: string; archived_at: number | null; faded_at: number | null }
+    >(database, 'SELECT owner, content, archived_at, faded_at FROM memories WHERE id = ?'),
     mark: database.prepare<[string, number]>('UPDATE memories SET embedding_model = ? WHERE id = ?'),
   };
 
   return {
     async countMissing(model) {
       try {
-        return getRow(statements.count, { model }).count;
+        return getRow(statements.count(), { model }).count;
       } catch (error) {
         throw toMnemeError(error, 'counting memories without a vector');
       }
@@ -33,7 +38,7 @@ export function createSqliteVectorBackfillStore(
 
     async listMissing(model, afterId, limit) {
       try {
-        return statements.list.all({ model, afterId, limit });
+        return statements.list().all({ model, afterId, limit });
       } catch (error) {
         throw toMnemeError(error, 'listing memories without a vector');
       }
@@ -44,8 +49,9 @@ export function createSqliteVectorBackfillStore(
         return database
           .transaction(() =>
             entries.flatMap((entry) => {
-              const row = statements.current.get(entry.id);
-              if (!row || row.archived_at !== null || row.content !== entry.content) return [];
+              const row = statements.current().get(entry.id);
+              const searchable = row && (row.archived_at === null || row.faded_at !== null);
+              if (!row || !searchable || row.content !== entry.content) return [];
               vectors.put(entry.id, row.owner, entry.embedding);
               statements.mark.run(entry.embedding.model, entry.id);
               return [entry.id];
