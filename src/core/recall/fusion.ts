@@ -8,6 +8,8 @@ export type SearchLeg = 'fts' | 'vector';
 export interface RankedList {
   leg: SearchLeg;
   hits: ReadonlyArray<{ id: number; score: number }>;
+  /** How much the list counts in the fusion (1 unless said: the recent conversation counts less). */
+  weight?: number;
 }
 
 /** A memory found by at least one list, with its fused score and the best rank it had in each leg. */
@@ -24,12 +26,13 @@ export interface FusedCandidate {
 }
 
 /**
- * Reciprocal Rank Fusion: each list adds 1 / (k + rank) to every memory it holds. Best first;
+ * Reciprocal Rank Fusion: each list adds weight / (k + rank) to every memory it holds. Best first;
  * ties go to the better single rank, then the lower id, so the order is deterministic.
  */
 export function reciprocalRankFusion(lists: readonly RankedList[], k: number = RRF_K): FusedCandidate[] {
   const candidates = new Map<number, FusedCandidate>();
   for (const list of lists) {
+    const weight = list.weight ?? 1;
     list.hits.forEach((hit, index) => {
       const rank = index + 1;
       let candidate = candidates.get(hit.id);
@@ -37,7 +40,7 @@ export function reciprocalRankFusion(lists: readonly RankedList[], k: number = R
         candidate = { id: hit.id, fused: 0, ftsRank: null, vectorRank: null, similarity: null };
         candidates.set(hit.id, candidate);
       }
-      candidate.fused += 1 / (k + rank);
+      candidate.fused += weight / (k + rank);
       if (list.leg === 'fts') candidate.ftsRank = Math.min(candidate.ftsRank ?? rank, rank);
       else {
         candidate.vectorRank = Math.min(candidate.vectorRank ?? rank, rank);
@@ -49,12 +52,17 @@ export function reciprocalRankFusion(lists: readonly RankedList[], k: number = R
 }
 
 /**
- * The relevance term (0..1) of a fused score: the fraction of the best score possible with
- * `listCount` lists, so 1 means first in every list that ran.
+ * The relevance term (0..1) of a fused score: the fraction of the best score possible with lists of
+ * this total weight (their count when each weighs 1), so 1 means first in every list that ran.
  */
-export function relevanceOf(fused: number, listCount: number, k: number = RRF_K): number {
-  if (listCount <= 0) return 0;
-  return Math.min(1, fused / (listCount / (k + 1)));
+export function relevanceOf(fused: number, listWeight: number, k: number = RRF_K): number {
+  if (listWeight <= 0) return 0;
+  return Math.min(1, fused / (listWeight / (k + 1)));
+}
+
+/** The total weight of the lists, as `relevanceOf` counts it. */
+export function listWeight(lists: readonly RankedList[]): number {
+  return lists.reduce((total, list) => total + (list.weight ?? 1), 0);
 }
 
 function bestRank(candidate: FusedCandidate): number {

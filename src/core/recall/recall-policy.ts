@@ -106,8 +106,14 @@ export const RecallPolicySchema = z.strictObject({
   fadedWeight: unit(0.8, 'recall.fadedWeight'),
   /** How many memories linked one hop to the hits may join them as `graph` matches; 0 turns this off. */
   graphNeighbours: count(3, 'graphNeighbours', 20),
-  /** How many of the channel's latest user messages conversation-aware recall appends to the query. */
+  /** How many of the channel's latest user messages conversation-aware recall searches beside the query. */
   conversationMessages: count(3, 'conversationMessages', 20),
+  /**
+   * How much the recent conversation counts beside the query in conversation-aware recall: its lists
+   * weigh this in the fusion (the query's weigh 1), so the question dominates and the conversation
+   * breaks ties; 0 ignores the conversation.
+   */
+  conversationWeight: unit(0.35, 'recall.conversationWeight'),
   /** Recent-first mode: 3 full-text matches, then 5 recently accessed memories, by default. */
   recentFirst: RecentFirstSchema.prefault({}),
 });

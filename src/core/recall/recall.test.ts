@@ -15,7 +15,7 @@ import type { Mneme } from '../mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
 import { visibleOwners } from '../scope.js';
-import { candidatePoolSize, type RecallHit, withoutRedundantExchanges } from './recall.js';
+import { candidatePoolSize, type RecallHit, withoutDuplicates, withoutRedundantExchanges } from './recall.js';
 
 /**
  * An embedding model that knows a few synonyms: every word of a concept maps to the same
@@ -217,7 +217,7 @@ describe('recall: query shaping', () => {
     });
   });
 
-  it("appends the channel's last 3 user messages when conversation-aware", async () => {
+  it("searches the channel's last 3 user messages beside the question when conversation-aware, weighing less", async () => {
     const { mneme, add, storage, clock } = await openEngine({ embedder: null });
     await add('zeppelin hangar keys are at the front desk');
     await add('the obelisk is being repainted');
@@ -241,8 +241,62 @@ describe('recall: query shaping', () => {
     const plain = await mneme.recall({ query: 'remind me again', viewer });
     expect(plain.hits).toEqual([]);
     const aware = await mneme.recall({ query: 'remind me again', viewer, conversationAware: true });
-    expect(aware.queries[0]).toBe('remind me again\nok thanks\nnext: the kestrel launch\nwhat about it?');
+    expect(aware.queries).toEqual(['remind me again', 'ok thanks\nnext: the kestrel launch\nwhat about it?']);
     expect(contents(aware.hits)).toEqual(['the kestrel launch checklist lives in the wiki']);
+  });
+
+  it('lets the question dominate the recent conversation, and never recalls the message being answered', async () => {
+    const { mneme, add, storage, clock } = await openEngine({ embedder: null });
+    await add('Oz must avoid food with peanuts');
+    await add('the kestrel launch checklist lives in the wiki');
+    await add('the kestrel launch is on Friday');
+    const say = (content: string) => ({
+      channelId: 'general',
+      senderId: 'oz',
+      role: 'user' as const,
+      content,
+      topicId: null,
+      createdAt: clock.now(),
+    });
+    await storage.messages.append([say('is the kestrel launch checklist ready?'), say('when is the kestrel launch?')]);
+    const [question] = await storage.messages.recentUserMessages('general', 1);
+    const own = await storage.memories.insert(
+      [
+        {
+          content: 'oz: any food I should avoid?',
+          category: 'exchange',
+          sector: 'episodic',
+          scope: 'room',
+          owner: 'room:general',
+          userId: 'oz',
+          channelId: 'general',
+          projectId: null,
+          topicId: null,
+          source: 'exchange',
+          importance: 0.5,
+          pinned: false,
+          sourceMessageIds: [(question?.id ?? 0) + 1],
+          sourceIds: [],
+          embedding: null,
+        },
+      ],
+      { at: clock.now(), actor: null },
+    );
+    await storage.messages.append([say('any food I should avoid?')]);
+    const aware = await mneme.recall({
+      query: 'any food I should avoid?',
+      viewer: { channelId: 'general', userId: 'oz' },
+      conversationAware: true,
+    });
+    expect(contents(aware.hits)[0]).toBe('Oz must avoid food with peanuts');
+    expect(aware.hits.map((hit) => hit.memory.id)).not.toContain(own[0]?.id);
+  });
+
+  it('keeps one of several hits with the same content', () => {
+    const hit = (id: number, content: string) => ({ memory: { id, content } }) as unknown as RecallHit;
+    expect(
+      withoutDuplicates([hit(1, 'Oz: hi there'), hit(2, 'oz:  HI there '), hit(3, 'Oz: bye')]).map((h) => h.memory.id),
+    ).toEqual([1, 3]);
   });
 });
 
@@ -585,9 +639,10 @@ describe('recall: cost', () => {
       counts.push(statements.length);
     }
     expect(new Set(counts).size).toBe(1);
-    // messages, 1 full-text, 2 vector, candidates, neighbours, neighbour memories, the touch's look for
-    // faded memories and the touch (+ BEGIN/COMMIT) and the two pragmas around its deferred commit.
-    expect(counts[0]).toBeLessThanOrEqual(13);
+    // messages, 2 full-text (question, conversation), 3 vector, candidates, neighbours, neighbour
+    // memories, the touch's look for faded memories and the touch (+ BEGIN/COMMIT) and the two pragmas
+    // around its deferred commit.
+    expect(counts[0]).toBeLessThanOrEqual(15);
   });
 });
 

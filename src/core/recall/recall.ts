@@ -9,7 +9,14 @@ import { parseInput, RecallInputSchema } from '../schemas.js';
 import { visibleOwners } from '../scope.js';
 import type { TouchQueue } from '../touch-queue.js';
 import type { Memory, Viewer } from '../types.js';
-import { type FusedCandidate, type RankedList, RRF_K, reciprocalRankFusion, relevanceOf } from './fusion.js';
+import {
+  type FusedCandidate,
+  listWeight,
+  type RankedList,
+  RRF_K,
+  reciprocalRankFusion,
+  relevanceOf,
+} from './fusion.js';
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
@@ -106,7 +113,8 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const now = context.clock.now();
   const owners = visibleOwners(request.viewer);
   const mode = request.mode ?? policy.recall.mode;
-  const queries = shapeQueries(request.query, await conversationOf(context, request));
+  const { conversation, answered } = await conversationOf(context, request);
+  const queries = shapeQueries(request.query);
   const weights = policy.recall.weights;
   const explain = (hit: RecallHit) =>
     request.explain ? { ...hit, explanation: explanationOf(hit, weights, policy.recall.fadedWeight) } : hit;
@@ -121,33 +129,49 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const includeFaded = policy.recall.fadedWeight > 0;
   // The short query of the 7-word rule goes to the vector leg only: its words are a subset of the full
   // query's, so as a second full-text list it would only re-weight towards the first five words.
+  // The recent conversation is searched beside the question, in lists of its own that weigh less
+  // (`recall.conversationWeight`), so the question dominates and the conversation breaks ties.
   const [fullQuery = request.query] = queries;
-  const terms = queryTerms(fullQuery);
-  const textLists: Array<RankedList | null> = [
-    terms.length === 0
-      ? null
-      : {
-          leg: 'fts',
-          hits: await context.storage.memories.searchText({ terms, owners, limit: pool, includeFaded }),
-        },
+  const conversationWeight = conversation === null ? 0 : policy.recall.conversationWeight;
+  const texts = [
+    { text: fullQuery, weight: 1 },
+    ...(conversationWeight > 0 && conversation !== null ? [{ text: conversation, weight: conversationWeight }] : []),
   ];
-  const { lists: vectorLists, status: vectorLeg } = await vectorSearch(context, queries, owners, pool, includeFaded);
+  const textLists = await Promise.all(
+    texts.map(async ({ text, weight }): Promise<RankedList | null> => {
+      const terms = queryTerms(text);
+      if (terms.length === 0) return null;
+      const hits = await context.storage.memories.searchText({ terms, owners, limit: pool, includeFaded });
+      return { leg: 'fts', hits, weight };
+    }),
+  );
+  const vectorTexts = [...queries.map((text) => ({ text, weight: 1 })), ...texts.filter((text) => text.weight < 1)];
+  const { lists: vectorLists, status: vectorLeg } = await vectorSearch(
+    context,
+    vectorTexts,
+    owners,
+    pool,
+    includeFaded,
+  );
   const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
   const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const totalWeight = listWeight(lists);
   const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
-      return memory ? [directHit(context, memory, candidate, relevanceOf(candidate.fused, lists.length), now)] : [];
+      if (!memory || isTheMessageAnswered(memory, answered)) return [];
+      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now)];
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
-  const direct = withoutRedundantExchanges(ranked, request.topK * 2).slice(0, request.topK);
+  const direct = withoutDuplicates(withoutRedundantExchanges(ranked, request.topK * 2)).slice(0, request.topK);
 
   const linked = await graphHits(context, direct, owners, now);
-  return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries, weights };
+  const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
+  return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
 }
 
 /**
@@ -198,13 +222,54 @@ export async function touchHits(
   }));
 }
 
-/** The channel's latest user messages, oldest first, when conversation-aware recall is asked for. */
-async function conversationOf(context: EngineContext, request: RecallRequest): Promise<string[]> {
-  const count = context.policy.recall.conversationMessages;
+/**
+ * What the viewer's channel says about the query: `answered`, the id of its latest user message when
+ * that message is the query itself (the message being answered, never recalled as a memory of itself);
+ * `conversation`, with conversation-aware recall, its latest user messages besides that one, oldest
+ * first, as one text (null when there is none).
+ */
+async function conversationOf(
+  context: EngineContext,
+  request: RecallRequest,
+): Promise<{ conversation: string | null; answered: number | null }> {
   const channelId = request.viewer.channelId;
-  if (!request.conversationAware || !channelId || count === 0) return [];
-  const messages = await context.storage.messages.recentUserMessages(channelId, count);
-  return messages.map((message) => message.content);
+  if (!channelId) return { conversation: null, answered: null };
+  const wanted = request.conversationAware ? context.policy.recall.conversationMessages : 0;
+  const messages = await context.storage.messages.recentUserMessages(channelId, Math.max(1, wanted));
+  const latest = messages.at(-1);
+  const answered = latest && sameText(latest.content, request.query) ? latest.id : null;
+  const others = messages
+    .slice(-Math.max(1, wanted))
+    .filter((message) => message.id !== answered && !sameText(message.content, request.query))
+    .map((message) => message.content.trim())
+    .filter((content) => content.length > 0);
+  return { conversation: wanted > 0 && others.length > 0 ? others.join('\n') : null, answered };
+}
+
+function sameText(a: string, b: string): boolean {
+  const normal = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
+  return normal(a) === normal(b);
+}
+
+/** A memory made only of the message being answered (its own exchange memory): not a memory of it. */
+function isTheMessageAnswered(memory: Memory, answered: number | null): boolean {
+  return (
+    answered !== null && memory.sourceMessageIds.length > 0 && memory.sourceMessageIds.every((id) => id === answered)
+  );
+}
+
+/**
+ * Keeps the first (best) of hits with the same content, spaces and case aside: copies of one turn (a
+ * message said twice, an exchange stored in two channels) give the block nothing twice.
+ */
+export function withoutDuplicates(hits: readonly RecallHit[]): RecallHit[] {
+  const seen = new Set<string>();
+  return hits.filter((hit) => {
+    const key = hit.memory.content.trim().replace(/\s+/g, ' ').toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /**
@@ -214,7 +279,7 @@ async function conversationOf(context: EngineContext, request: RecallRequest): P
  */
 async function vectorSearch(
   context: EngineContext,
-  queries: readonly string[],
+  queries: ReadonlyArray<{ text: string; weight: number }>,
   owners: readonly string[],
   pool: number,
   includeFaded: boolean,
@@ -223,7 +288,10 @@ async function vectorSearch(
   if (!embedder) return { lists: [], status: 'no-model' };
   let vectors: Float32Array[];
   try {
-    vectors = await embedder.embed(queries, 'query');
+    vectors = await embedder.embed(
+      queries.map((query) => query.text),
+      'query',
+    );
   } catch (error) {
     context.logger.warn(
       `embedding the query with ${embedder.modelId} failed, recall is lexical only: ${errorMessage(error)}`,
@@ -231,7 +299,7 @@ async function vectorSearch(
     return { lists: [], status: 'model-failed' };
   }
   const lists = await Promise.all(
-    vectors.map(async (vector): Promise<RankedList> => {
+    vectors.map(async (vector, index): Promise<RankedList> => {
       const hits = await context.storage.memories.searchVector({
         vector,
         model: embedder.modelId,
@@ -239,7 +307,11 @@ async function vectorSearch(
         limit: pool,
         includeFaded,
       });
-      return { leg: 'vector', hits: hits.filter((hit) => hit.score >= context.policy.recall.minSimilarity) };
+      return {
+        leg: 'vector',
+        hits: hits.filter((hit) => hit.score >= context.policy.recall.minSimilarity),
+        weight: queries[index]?.weight ?? 1,
+      };
     }),
   );
   return { lists, status: 'used' };
