@@ -57,9 +57,13 @@ describe('mneme eval locomo', () => {
     expect(run.stdout).toContain('evidence recall@k');
     expect(run.stdout).toContain('tiny-1');
     const report = JSON.parse(readFileSync(file, 'utf8'));
-    expect(Object.keys(report)).toEqual(['mneme', 'baseline']);
+    expect(Object.keys(report)).toEqual(['mode', 'preset', 'mneme', 'baseline']);
+    expect(report.mode).toBe('static');
+    expect(report.preset).toBe('mneme');
+    expect(report.mneme.decayedShare).toBe(0);
+    expect(Object.keys(report.mneme)).toEqual(['overall', 'categories', 'adversarial', 'decayedShare']);
+    expect(Object.keys(report.baseline)).toEqual(['overall', 'categories', 'adversarial']);
     for (const system of [report.mneme, report.baseline]) {
-      expect(Object.keys(system)).toEqual(['overall', 'categories', 'adversarial']);
       expect(Object.keys(system.categories)).toEqual(['multi-hop', 'temporal', 'open-domain', 'single-hop']);
       expect(system.overall.questions).toBe(3);
       expect(system.adversarial.questions).toBe(1);
