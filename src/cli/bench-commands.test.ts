@@ -7,6 +7,8 @@ import { runCli } from '../../test/cli-harness.js';
 const folder = mkdtempSync(join(tmpdir(), 'mneme-bench-cli-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const tinyLocomo = new URL('../../test/fixtures/locomo-tiny.json', import.meta.url).pathname;
+/** Two sessions 150 days apart (see src/bench/locomo/run-locomo.test.ts). */
+const liveLocomo = new URL('../../test/fixtures/locomo-live.json', import.meta.url).pathname;
 
 /** Runs the CLI in-process; bench and eval make their own databases, so `--db` is not used. */
 const cli = (...argv: string[]) => runCli(join(folder, 'unused.db'), argv);
@@ -57,9 +59,13 @@ describe('mneme eval locomo', () => {
     expect(run.stdout).toContain('evidence recall@k');
     expect(run.stdout).toContain('tiny-1');
     const report = JSON.parse(readFileSync(file, 'utf8'));
-    expect(Object.keys(report)).toEqual(['mneme', 'baseline']);
+    expect(Object.keys(report)).toEqual(['mode', 'preset', 'mneme', 'baseline']);
+    expect(report.mode).toBe('static');
+    expect(report.preset).toBe('mneme');
+    expect(report.mneme.decayedShare).toBe(0);
+    expect(Object.keys(report.mneme)).toEqual(['overall', 'categories', 'adversarial', 'decayedShare']);
+    expect(Object.keys(report.baseline)).toEqual(['overall', 'categories', 'adversarial']);
     for (const system of [report.mneme, report.baseline]) {
-      expect(Object.keys(system)).toEqual(['overall', 'categories', 'adversarial']);
       expect(Object.keys(system.categories)).toEqual(['multi-hop', 'temporal', 'open-domain', 'single-hop']);
       expect(system.overall.questions).toBe(3);
       expect(system.adversarial.questions).toBe(1);
@@ -74,6 +80,56 @@ describe('mneme eval locomo', () => {
     const second = await cli('eval', 'locomo', '--data', tinyLocomo, '--json');
     expect(first.code).toBe(0);
     expect(JSON.parse(first.stdout)).toEqual(JSON.parse(second.stdout));
+  });
+
+  it('replays live with --live, says so in the JSON, and writes the same bytes on a second run', async () => {
+    const first = join(folder, 'live-1.json');
+    const second = join(folder, 'live-2.json');
+    const runs = [
+      await cli('eval', 'locomo', '--data', liveLocomo, '--live', '--preset', 'mneme', `--json=${first}`),
+      await cli('eval', 'locomo', '--data', liveLocomo, '--live', `--json=${second}`),
+    ];
+    expect(runs.map((run) => run.code)).toEqual([0, 0]);
+    expect(runs[0]?.stdout).toContain('live: each session at its own time');
+    expect(runs[0]?.stdout).toMatch(/share of the memories created that decay archived by question time: \d/);
+    const text = readFileSync(first, 'utf8');
+    expect(readFileSync(second, 'utf8')).toBe(text);
+    const report = JSON.parse(text);
+    expect(Object.keys(report)).toEqual(['mode', 'preset', 'askAfterDays', 'mneme', 'baseline']);
+    expect([report.mode, report.preset, report.askAfterDays]).toEqual(['live', 'mneme', 0]);
+    expect(report.mneme.decayedShare).toBeGreaterThan(0);
+  });
+
+  it('asks later with --ask-after, under the preset of --preset', async () => {
+    const run = await cli(
+      '--json',
+      'eval',
+      'locomo',
+      '--data',
+      liveLocomo,
+      '--live',
+      '--ask-after',
+      '90',
+      '--preset',
+      'salience',
+    );
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout);
+    expect([report.mode, report.preset, report.askAfterDays]).toEqual(['live', 'salience', 90]);
+  });
+
+  it.each([
+    [['--live', '--ask-after', '-1'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "-1"'],
+    [['--live', '--ask-after', 'abc'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "abc"'],
+    [['--live', '--ask-after', '1e3'], '--ask-after must be a number of days'],
+    [['--ask-after', '90'], '--ask-after needs --live'],
+    [['--preset', 'nope'], '--preset must be one of mneme, matrix-bot, scoped-rest, memo-rag, salience, not "nope"'],
+  ])('refuses %j with exit code 2 and one line', async (flags, message) => {
+    const run = await cli('eval', 'locomo', '--data', liveLocomo, ...flags);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stdout).toBe('');
   });
 
   it('says which conversations exist when asked for one that does not', async () => {

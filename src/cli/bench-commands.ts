@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatBenchTable } from '../bench/bench-report.js';
 import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
-import { runLocomo } from '../bench/locomo/run-locomo.js';
+import { MAX_ASK_AFTER_DAYS, runLocomo } from '../bench/locomo/run-locomo.js';
 import { createProgressBar } from '../bench/progress-bar.js';
 import { runBench } from '../bench/run-bench.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import { DEFAULT_PRESET, presetNames } from '../core/presets.js';
 
 /** Where the measuring commands write. */
 export interface BenchIo {
@@ -63,10 +64,19 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .option('--conversations <ids>', 'only these sample ids, comma-separated (e.g. conv-26,conv-30)')
     .option('--embedder <setting>', "mneme's embedding model: none (default, offline), auto, ollama[:model], ...")
     .option('--chat <setting>', "mneme's chat model for extraction and episodes: none (default, offline), auto, ...")
+    .option('--preset <name>', `the preset of the databases: ${presetNames.join(', ')} (default ${DEFAULT_PRESET})`)
+    .option('--live', 'replay each conversation on its own clock, maintenance (decay) between sessions')
+    .option('--ask-after <days>', 'with --live: ask the questions this many days after the last session (default 0)')
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
     .allowExcessArguments()
     .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
       const json = jsonTarget(command, options.json);
+      const preset = presetName(options.preset);
+      const live = options.live === true;
+      const askAfterDays = options.askAfter === undefined ? undefined : days(options.askAfter, 'ask-after');
+      if (askAfterDays !== undefined && !live) {
+        throw new MnemeError(ErrorCode.InvalidInput, '--ask-after needs --live: a static run asks with no time passed');
+      }
       const conversations =
         typeof options.conversations === 'string'
           ? options.conversations
@@ -84,6 +94,9 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           embedder: typeof options.embedder === 'string' ? options.embedder : 'none',
           chat: typeof options.chat === 'string' ? options.chat : 'none',
           providers: loadConfig(io.env).providers,
+          preset,
+          mode: live ? 'live' : 'static',
+          ...(askAfterDays === undefined ? {} : { askAfterDays }),
         });
         writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
       } finally {
@@ -133,6 +146,31 @@ function whole(value: string | boolean | undefined, name: string, fallback: numb
   const number = Number(value);
   if (!Number.isInteger(number) || number < min) {
     throw new MnemeError(ErrorCode.InvalidInput, `--${name} must be a whole number of at least ${min}`);
+  }
+  return number;
+}
+
+function presetName(value: string | boolean | undefined): string {
+  if (value === undefined) return DEFAULT_PRESET;
+  const name = String(value);
+  if (!(presetNames as readonly string[]).includes(name)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `--preset must be one of ${presetNames.join(', ')}, not ${JSON.stringify(name)}`,
+    );
+  }
+  return name;
+}
+
+/** A number of days: digits with an optional decimal part, from 0 to `MAX_ASK_AFTER_DAYS`. */
+function days(value: string | boolean, name: string): number {
+  const text = String(value).trim();
+  const number = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
+  if (!(number >= 0 && number <= MAX_ASK_AFTER_DAYS)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `--${name} must be a number of days from 0 to ${MAX_ASK_AFTER_DAYS} (e.g. 90), not ${JSON.stringify(text)}`,
+    );
   }
   return number;
 }

@@ -3,10 +3,15 @@ import type { LocomoReport } from './run-locomo.js';
 
 /** The evaluation as text: one table per figure (recall@k, any-hit@k, context words@k), mneme beside the baseline. */
 export function formatLocomoTable(report: LocomoReport, machine: string): string {
-  const { mneme, baseline } = report.figures;
+  const { mneme, baseline, mode, preset, askAfterDays } = report.figures;
+  const when =
+    mode === 'live'
+      ? `live: each session at its own time, maintenance between sessions, asked ${askAfterDays ? `${askAfterDays} days after` : 'at the end of'} the last session`
+      : 'static: every turn ingested, then asked';
   const lines = [
     `mneme eval locomo: ${report.conversations.length} conversations, ${mneme.overall.questions} questions in categories 1-4, ${mneme.adversarial.questions} adversarial; ${machine}`,
-    `mneme: embedder ${report.settings.embedder}, chat ${report.settings.chat}; baseline: plain FTS5 over raw turns (porter, words OR-ed, stopwords dropped)`,
+    `mneme: preset ${preset}, embedder ${report.settings.embedder}, chat ${report.settings.chat}; ${when}`,
+    'baseline: plain FTS5 over raw turns (porter, words OR-ed, stopwords dropped)',
   ];
   const sections: Array<[string, keyof Pick<ScoreSummary, 'recallAt' | 'anyAt' | 'contextWordsAt'>, number]> = [
     ['evidence recall@k', 'recallAt', 3],
@@ -22,15 +27,17 @@ export function formatLocomoTable(report: LocomoReport, machine: string): string
     ]);
     lines.push('', title, ...table(header, rows));
   }
-  lines.push('', 'memories in mneme after ingest, extraction and maintenance');
+  lines.push('', 'memories in mneme at question time (created: every memory of the run; decayed: archived by decay)');
   lines.push(
     ...table(
-      ['conversation', 'turns', 'questions', 'skipped', 'memories', 'by category'],
+      ['conversation', 'turns', 'questions', 'skipped', 'created', 'decayed', 'active', 'active by category'],
       report.conversations.map((info) => [
         info.sampleId,
         String(info.turns),
         String(info.questions),
         String(info.skippedQuestions),
+        String(info.createdMemories),
+        String(info.decayedMemories),
         String(Object.values(info.memories).reduce((total, count) => total + count, 0)),
         Object.entries(info.memories)
           .map(([category, count]) => `${category} ${count}`)
@@ -41,6 +48,9 @@ export function formatLocomoTable(report: LocomoReport, machine: string): string
   const through = Object.entries(report.foundThrough)
     .map(([category, share]) => `${category} ${(share * 100).toFixed(1)}%`)
     .join(', ');
+  lines.push(
+    `share of the memories created that decay archived by question time: ${(mneme.decayedShare * 100).toFixed(1)}%`,
+  );
   lines.push('', `evidence mneme found in its top 10, credited through: ${through || 'nothing found'}`);
   return lines.join('\n');
 }
