@@ -133,8 +133,9 @@ describe('runLocomo modes', () => {
     expect(report.figures.mneme.decayedShare).toBe(
       Math.round(((info?.decayedMemories ?? 0) / (info?.createdMemories ?? 1)) * 10_000) / 10_000,
     );
-    // The puppy and the cello (session 1) decayed; Lisbon and the driving test (session 2) are found.
-    expect(report.figures.mneme.overall.recallAt['20']).toBe(0.5);
+    // The puppy and the cello (session 1) faded and are still found (ADR 9), as are Lisbon and the
+    // driving test (session 2).
+    expect(report.figures.mneme.overall.recallAt['20']).toBe(1);
     expect(report.figures.baseline.overall.recallAt['20']).toBe(1);
   });
 

@@ -48,7 +48,9 @@ describe('memories that faded (ADR 9)', () => {
     expect(found.hits.map((hit) => hit.memory.id)).toEqual([fresh.id, old.id]);
     const [active, rested] = found.hits;
     expect(rested?.score).toBeLessThan(active?.score ?? 0);
-    expect(rested?.explanation).toMatch(/x0\.8 \(faded 2024-07-31: decay put it to rest; this recall brings it back\)/);
+    expect(rested?.explanation).toMatch(
+      /x0\.95 \(faded 2024-07-31: decay put it to rest; this recall brings it back\)/,
+    );
   });
 
   it('is brought back by a recall that returns it: active again, reinforced, with a restore version saying why', async () => {

@@ -103,7 +103,7 @@ export const RecallPolicySchema = z.strictObject({
    * it ranks below an active memory that matches as well; a recall that returns it brings it back. 0:
    * faded memories are not searched at all.
    */
-  fadedWeight: unit(0.8, 'recall.fadedWeight'),
+  fadedWeight: unit(0.95, 'recall.fadedWeight'),
   /** How many memories linked one hop to the hits may join them as `graph` matches; 0 turns this off. */
   graphNeighbours: count(3, 'graphNeighbours', 20),
   /** How many of the channel's latest user messages conversation-aware recall searches beside the query. */
