@@ -783,6 +783,19 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
     });
 
+    it('keeps when a memory was said apart from when it was stored, and moves it on update without a version', async () => {
+      const said = Date.parse('2023-01-02T03:04:05.000Z');
+      const [memory] = await storage.memories.insert(
+        [{ ...(await newMemory('Oz likes tea')), validFrom: said }],
+        context,
+      );
+      expect(memory).toMatchObject({ validFrom: '2023-01-02T03:04:05.000Z', createdAt: '2024-06-15T12:00:00.000Z' });
+      const later = Date.parse('2023-02-01T00:00:00.000Z');
+      const updated = await storage.memories.update(memory?.id ?? 0, { validFrom: later }, context);
+      expect(updated.validFrom).toBe('2023-02-01T00:00:00.000Z');
+      expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
+    });
+
     describe('extraction', () => {
       const lease = (owner: string, ttlMs = 60_000): ExtractionLease => ({
         channelId: 'room',

@@ -38,6 +38,11 @@ export interface NewMemory {
   searchContext?: string | null;
   /** The message `searchContext` quotes: purging its sender clears the context. */
   searchContextMessageId?: number | null;
+  /**
+   * When what the memory says was said or became true (epoch milliseconds): the time of the message it
+   * comes from. Left out: the write's time. `createdAt` is always the write's time.
+   */
+  validFrom?: number;
 }
 
 /** Fields an update may change. `embedding: null` removes the vector; leaving it out keeps it. */
@@ -55,6 +60,8 @@ export interface MemoryChanges {
   embedding?: StoredEmbedding | null;
   /** Replaces the provenance list (extraction appends the message that confirmed the memory). No version row of its own. */
   sourceMessageIds?: readonly number[];
+  /** When what the memory says was said (epoch milliseconds): a later message restating it moves it. No version row of its own. */
+  validFrom?: number;
 }
 
 /** The filters of `list`, with the viewer already turned into the owner keys it may see (`null`: all). */

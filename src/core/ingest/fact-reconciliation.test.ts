@@ -26,6 +26,8 @@ function memory(id: number, content: string, overrides: Partial<Memory> = {}) {
     importance: 0.5,
     pinned: false,
     sourceMessageIds: [1],
+    validFrom: '2024-03-05T10:00:00.000Z',
+    supersededBy: null,
     ...overrides,
   };
 }
@@ -106,7 +108,7 @@ describe('factChanges', () => {
       importance: 0.6,
       scope: 'personal' as const,
     };
-    expect(factChanges(known, fact, 9)).toEqual({
+    expect(factChanges(known, fact, { id: 9, saidAt: Date.parse('2024-03-01T10:00:00Z') })).toEqual({
       sourceMessageIds: [1, 9],
       importance: 0.7,
       content: 'Oz prefers green tea',
@@ -123,6 +125,23 @@ describe('factChanges', () => {
       importance: 0.8,
       scope: 'personal' as const,
     };
-    expect(factChanges(known, fact, 9)).toEqual({ sourceMessageIds: [1, 9], importance: 0.8 });
+    expect(factChanges(known, fact, { id: 9, saidAt: Date.parse('2024-03-05T10:00:00Z') })).toEqual({
+      sourceMessageIds: [1, 9],
+      importance: 0.8,
+    });
+  });
+
+  it('moves the time of the memory to the message when it was said later, never earlier', () => {
+    const known = memory(1, 'Oz flies to Lisbon in June');
+    const fact = {
+      content: 'Oz flies to Lisbon in June',
+      category: 'fact',
+      importance: 0.5,
+      scope: 'personal' as const,
+    };
+    const later = Date.parse('2024-04-01T08:00:00Z');
+    expect(factChanges(known, fact, { id: 9, saidAt: later }).validFrom).toBe(later);
+    const earlier = Date.parse('2024-01-01T08:00:00Z');
+    expect(factChanges(known, fact, { id: 9, saidAt: earlier })).not.toHaveProperty('validFrom');
   });
 });

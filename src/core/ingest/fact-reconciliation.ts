@@ -66,19 +66,23 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
 }
 
 /**
- * The changes that fold a fact of message `messageId` into `memory`: the message cited, the higher
- * importance, the fact's text when it differs, and its category unless the memory is pinned. The
- * new text's vector is left to the caller.
+ * The changes that fold a fact of a message (its id, and when it was said in epoch milliseconds) into
+ * `memory`: the message cited, the higher importance, the fact's text when it differs, its category
+ * unless the memory is pinned, and the time it was said when that is later than the memory's
+ * `validFrom` (a memory's time is that of the latest message saying it). The new text's vector is
+ * left to the caller.
  */
 export function factChanges(
-  memory: Pick<Memory, 'content' | 'category' | 'importance' | 'pinned' | 'sourceMessageIds'>,
+  memory: Pick<Memory, 'content' | 'category' | 'importance' | 'pinned' | 'sourceMessageIds' | 'validFrom'>,
   fact: ExtractedFact,
-  messageId: number,
+  message: { id: number; saidAt: number },
 ): MemoryChanges {
   const changes: MemoryChanges = {
-    sourceMessageIds: [...memory.sourceMessageIds, messageId],
+    sourceMessageIds: [...memory.sourceMessageIds, message.id],
     importance: Math.max(memory.importance, fact.importance),
   };
+  if (message.saidAt > Date.parse(memory.validFrom)) changes.validFrom = message.saidAt;
+
   if (memory.content !== fact.content) changes.content = fact.content;
   if (memory.category !== fact.category && !memory.pinned) {
     changes.category = fact.category;

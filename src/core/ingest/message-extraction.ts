@@ -2,6 +2,7 @@ import type { ExtractedFacts } from '../../storage/extraction-store.js';
 import type { MemoryChanges, NewMemory } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { scopeWithinAudience } from '../audience.js';
+import { toIso } from '../clock.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { createMembership } from '../membership.js';
@@ -47,7 +48,7 @@ interface MessageRun {
  * with the watermark past the message: one full-text search in the sender's scopes gives the
  * extractor's `related` memories and the candidates each fact is reconciled with (`reconcileFact`),
  * joined by every memory already citing the message; matched memories are updated (a version each),
- * new facts inserted together, and the facts of the message linked as `co_extracted`. A memory
+ * new facts inserted together, each valid from the message's time, and the facts of the message linked as `co_extracted`. A memory
  * already citing the message is left alone, so a re-run writes nothing twice.
  */
 export async function extractFacts(
@@ -91,7 +92,7 @@ async function applyFact(context: EngineContext, run: MessageRun, fact: Extracte
   if (decision.action === 'insert') run.pending.push(memory);
   if (decision.action === 'done') putById(run.written, decision.memory);
   if (decision.action !== 'update') return;
-  const changes = await factUpdate(context, decision.memory, fact, run.message.id);
+  const changes = await factUpdate(context, decision.memory, fact, run.message);
   run.updates.push({ id: decision.memory.id, changes });
   const updated = withChanges(decision.memory, changes);
   putById(run.candidates, updated);
@@ -200,17 +201,18 @@ function factMemory(fact: ExtractedFact, message: Message, target: ExtractionTar
     sourceMessageIds: [message.id],
     sourceIds: [],
     embedding: null,
+    validFrom: Date.parse(message.createdAt),
   };
 }
 
-/** The changes folding a fact of message `messageId` into `memory` (`factChanges`), with the vector of a new text. */
+/** The changes folding a fact of `message` into `memory` (`factChanges`), with the vector of a new text. */
 async function factUpdate(
   context: EngineContext,
   memory: Memory,
   fact: ExtractedFact,
-  messageId: number,
+  message: Message,
 ): Promise<MemoryChanges> {
-  const changes = factChanges(memory, fact, messageId);
+  const changes = factChanges(memory, fact, { id: message.id, saidAt: Date.parse(message.createdAt) });
   if (changes.content !== undefined) {
     const [embedding = null] = await embedDocuments(context, [changes.content]);
     changes.embedding = embedding;
@@ -227,6 +229,7 @@ function withChanges(memory: Memory, changes: MemoryChanges): Memory {
     sector: changes.sector ?? memory.sector,
     importance: changes.importance ?? memory.importance,
     sourceMessageIds: changes.sourceMessageIds ? [...changes.sourceMessageIds] : memory.sourceMessageIds,
+    validFrom: changes.validFrom === undefined ? memory.validFrom : toIso(changes.validFrom),
   };
 }
 

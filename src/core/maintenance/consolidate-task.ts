@@ -181,7 +181,10 @@ async function mergeCluster(
   }
 }
 
-/** The merged memory: the first original's scope and owner, the commonest category, the highest importance, every source. */
+/**
+ * The merged memory: the first original's scope and owner, the commonest category, the highest
+ * importance, every source, valid from the latest original's `validFrom`.
+ */
 async function mergedMemory(context: EngineContext, originals: readonly Memory[], content: string): Promise<NewMemory> {
   const [first] = originals;
   if (!first) throw new Error('a cluster needs at least one memory');
@@ -206,6 +209,7 @@ async function mergedMemory(context: EngineContext, originals: readonly Memory[]
     sourceMessageIds: union(originals.flatMap((memory) => memory.sourceMessageIds)),
     sourceIds: union(originals.flatMap((memory) => [memory.id, ...memory.sourceIds])),
     embedding,
+    validFrom: Math.max(...originals.map((memory) => Date.parse(memory.validFrom))),
   };
 }
 

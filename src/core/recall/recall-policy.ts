@@ -108,7 +108,7 @@ export const RecallPolicySchema = z.strictObject({
 
 /**
  * A custom context block: `header` starts it, then one `item` per memory. Placeholders in `item`:
- * `{content}` (quoted, on one line), `{date}`, `{match}`, `{importance}` (1-5), `{sector}`,
+ * `{content}` (quoted, on one line), `{date}` (the memory's `validFrom`: when it was said), `{match}`, `{importance}` (1-5), `{sector}`,
  * `{category}`, `{scope}`, `{score}`.
  */
 export const ContextTemplateSchema = z.strictObject({

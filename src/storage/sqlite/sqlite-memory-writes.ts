@@ -17,13 +17,14 @@ export interface SqliteMemoryWrites {
   read(id: number): MemoryRow;
   /**
    * Writes one memory: its row (the FTS row follows by trigger), its vector when it has one, and its
-   * first version, `create` (or `merge` for a consolidated memory) with `context.reason`. NOT_FOUND for
-   * a session memory whose topic does not exist.
+   * first version, `create` (or `merge` for a consolidated memory) with `context.reason`; `valid_from`
+   * is `memory.validFrom`, or the write's time. NOT_FOUND for a session memory whose topic does not exist.
    */
   insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
   /**
    * Applies `changes` to memory `id` and writes an `update` version with the diff (none when only
-   * the vector, the provenance or the decay time changed). NOT_FOUND when it does not exist, CONFLICT when it is archived.
+   * the vector, the provenance, the decay time or the validity changed). NOT_FOUND when it does not
+   * exist, CONFLICT when it is archived.
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
@@ -44,7 +45,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         search_context, search_context_message_id
       ) VALUES (
         @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext,
+        @importance, @pinned, @sourceMessageIds, @sourceIds, @validFrom, @at, @at, @embeddingModel, @searchContext,
         @searchContextMessageId
       ) RETURNING *`),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
@@ -102,6 +103,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         assignments.push('source_message_ids = @sourceMessageIds');
         values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
       }
+      if (changes.validFrom !== undefined) {
+        assignments.push('valid_from = @validFrom');
+        values.validFrom = changes.validFrom;
+      }
       if (changes.embedding !== undefined) {
         assignments.push('embedding_model = @embeddingModel');
         values.embeddingModel = changes.embedding?.model ?? null;
@@ -115,7 +120,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         pinned: changes.pinned ?? previous.pinned,
       });
       const unchanged =
-        changes.embedding === undefined && changes.sourceMessageIds === undefined && changes.decayedAt === undefined;
+        changes.embedding === undefined &&
+        changes.sourceMessageIds === undefined &&
+        changes.decayedAt === undefined &&
+        changes.validFrom === undefined;
       if (Object.keys(diff).length === 0 && unchanged) return before;
       const after = getRow(
         database.prepare<Record<string, unknown>, MemoryRow>(
@@ -184,6 +192,7 @@ function insertParameters(memory: NewMemory, at: number) {
     sourceMessageIds: JSON.stringify(memory.sourceMessageIds),
     sourceIds: JSON.stringify(memory.sourceIds),
     at,
+    validFrom: memory.validFrom ?? at,
     embeddingModel: memory.embedding?.model ?? null,
     searchContext: memory.searchContext ?? null,
     searchContextMessageId: memory.searchContextMessageId ?? null,
