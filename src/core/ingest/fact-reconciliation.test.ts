@@ -6,8 +6,11 @@ const vocabulary =
   'amber basil cedar delta ember fjord grove heron iris jade kelp lotus maple nutmeg onyx pearl quill raven sage thyme umber'.split(
     ' ',
   );
-/** Words `first` to `last - 1` of a vocabulary without stop words, so overlaps are easy to count. */
-const words = (first: number, last: number) => vocabulary.slice(first, last).join(' ');
+/**
+ * A fact about Oz (the speaker, left out of the overlap) saying words `first` to `last - 1` of a
+ * vocabulary without stop words, so overlaps are easy to count.
+ */
+const words = (first: number, last: number) => `Oz ${vocabulary.slice(first, last).join(' ')}`;
 
 const options: ReconciliationOptions = { threshold: 0.35, speaker: 'Oz', pending: [] };
 const fromMessage = (content: string) => ({ content, owner: 'user:oz', messageId: 9 });
@@ -95,6 +98,42 @@ describe('reconcileFact', () => {
     expect(reconcileFact(fact, [known], { ...options, pending: elsewhere })).toEqual({
       action: 'update',
       memory: known,
+    });
+  });
+});
+
+describe('reconcileFact with subjects', () => {
+  it('never updates a memory about another subject, however many words they share', () => {
+    const sam = memory(1, "Sam's team uses PostgreSQL 15.");
+    expect(reconcileFact(fromMessage("Lee's team uses PostgreSQL 15."), [sam], options)).toEqual({ action: 'insert' });
+    const leeChen = memory(2, 'Lee Chen plays jazz piano every Friday.');
+    expect(reconcileFact(fromMessage('Lee Park plays jazz piano every Friday.'), [leeChen], options)).toEqual({
+      action: 'insert',
+    });
+    const mia = memory(3, "Oz's sister Mia works as a nurse in Bergen.");
+    expect(reconcileFact(fromMessage("Oz's sister Ada works as a nurse in Bergen."), [mia], options)).toEqual({
+      action: 'insert',
+    });
+    expect(reconcileFact(fromMessage('Oz works as a nurse in Bergen.'), [mia], options)).toEqual({ action: 'insert' });
+  });
+
+  it('still dedupes a restatement about the same subject, whatever its case or opening date', () => {
+    const sam = memory(1, "Sam's team uses PostgreSQL 15.");
+    expect(reconcileFact(fromMessage("sam's team uses postgresql 15 in production"), [sam], options)).toEqual({
+      action: 'update',
+      memory: sam,
+    });
+    const hike = memory(2, 'Oz went hiking in the Rondane mountains (mentioned on 1 March 2024).', {
+      category: 'event',
+    });
+    const again = fromMessage('On 5 March 2024 Oz went hiking in the Rondane mountains again.');
+    expect(reconcileFact(again, [hike], options)).toEqual({ action: 'update', memory: hike });
+  });
+
+  it('calls a pending fact about another subject no repeat', () => {
+    const pending = [{ content: "Sam's team uses PostgreSQL 15.", owner: 'user:oz' }];
+    expect(reconcileFact(fromMessage("Lee's team uses PostgreSQL 15."), [], { ...options, pending })).toEqual({
+      action: 'insert',
     });
   });
 });

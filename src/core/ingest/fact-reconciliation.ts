@@ -1,4 +1,5 @@
 import type { MemoryChanges } from '../../storage/memory-store.js';
+import { factSubject } from '../fact-subject.js';
 import type { ExtractedFact } from '../ports/fact-extractor.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import { jaccard, wordSet } from '../similarity.js';
@@ -36,11 +37,13 @@ export type FactReconciliation<Candidate extends ReconciliationCandidate> =
 
 /**
  * Decides what one fact of a message writes, given the memories found for that message. Only
- * candidates of the fact's owner are compared; the closest (the first of equals) by Jaccard word
- * overlap decides: at or above the threshold it is updated (`update`), or left alone when it already
+ * candidates of the fact's owner and about the same subject are compared (`factSubject`, read with
+ * the speaker: "Sam's team" and "Lee's team" are different facts however alike; a fact whose subject
+ * cannot be told is compared with any); the closest (the first of equals) by Jaccard word overlap
+ * decides: at or above the threshold it is updated (`update`), or left alone when it already
  * cites the message (`done`: an earlier run or fact did the work); below it, or with no candidate,
- * the fact is new (`insert`). A fact that says what a pending fact of the same owner says is
- * `repeated`: nothing to write. No I/O.
+ * the fact is new (`insert`). A fact that says what a pending fact of the same owner and subject
+ * says is `repeated`: nothing to write. No I/O.
  */
 export function reconcileFact<Candidate extends ReconciliationCandidate>(
   fact: PlacedFact,
@@ -49,14 +52,21 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
 ): FactReconciliation<Candidate> {
   const ignore = [...wordSet(options.speaker, { keepStopWords: true }), 'others'];
   const words = wordSet(fact.content, { ignore });
+  const subject = factSubject(fact.content, options.speaker);
+  const isAboutSubject = (content: string) => {
+    const other = factSubject(content, options.speaker);
+    return subject === null || other === null || other === subject;
+  };
   const isRepeated = options.pending.some(
     (pending) =>
-      pending.owner === fact.owner && jaccard(words, wordSet(pending.content, { ignore })) >= options.threshold,
+      pending.owner === fact.owner &&
+      isAboutSubject(pending.content) &&
+      jaccard(words, wordSet(pending.content, { ignore })) >= options.threshold,
   );
   if (isRepeated) return { action: 'repeated' };
   let closest: { memory: Candidate; score: number } | null = null;
   for (const memory of candidates) {
-    if (ownerKey(memory.scope, memory) !== fact.owner) continue;
+    if (ownerKey(memory.scope, memory) !== fact.owner || !isAboutSubject(memory.content)) continue;
     const score = jaccard(words, wordSet(memory.content, { ignore }));
     if (!closest || score > closest.score) closest = { memory, score };
   }
