@@ -832,6 +832,42 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         expect(await storage.extraction.claim(lease('second'))).toBe(true);
       });
 
+      it('marks a memory superseded by the new fact that changes it, links it, and makes it current again when that fact is archived', async () => {
+        const [monday, forgotten] = await storage.memories.insert(
+          [await roomMemory('The standup is on Monday'), await roomMemory('The standup is at 9')],
+          context,
+        );
+        await storage.memories.archive([forgotten?.id ?? 0], context);
+        await storage.extraction.claim(lease('worker'));
+        const applied = await storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: 7,
+          at: at + 1,
+          facts: {
+            context: factContext,
+            updates: [],
+            inserts: [await roomMemory('The standup moved to Wednesday'), await roomMemory('The standup is at 10')],
+            linked: [],
+            supersedes: [
+              { insert: 0, memoryId: monday?.id ?? 0 },
+              { insert: 1, memoryId: forgotten?.id ?? 0 },
+            ],
+          },
+        });
+        const [wednesday, ten] = applied?.created ?? [];
+        const [older, archived] = await storage.memories.get([monday?.id ?? 0, forgotten?.id ?? 0]);
+        expect(older).toMatchObject({ supersededBy: wednesday?.id, archivedAt: null });
+        expect(archived?.supersededBy).toBeNull();
+        expect(
+          (await storage.links.of(monday?.id ?? 0)).map((link) => [link.sourceId, link.targetId, link.type]),
+        ).toEqual([[wednesday?.id, monday?.id, 'supersedes']]);
+        expect((await storage.links.of(ten?.id ?? 0)).filter((link) => link.type === 'supersedes')).toEqual([]);
+        expect(await storage.memories.history(monday?.id ?? 0)).toHaveLength(1);
+
+        await storage.memories.archive([wednesday?.id ?? 0], context);
+        expect((await storage.memories.get([monday?.id ?? 0]))[0]?.supersededBy).toBeNull();
+      });
+
       it('lets another holder take over a lease that expired', async () => {
         expect(await storage.extraction.claim(lease('dead', 0))).toBe(true);
         expect(await storage.extraction.claim(lease('successor'))).toBe(true);

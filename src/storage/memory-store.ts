@@ -122,7 +122,10 @@ export interface MemoryStore {
   insert(memories: readonly NewMemory[], context: WriteContext): Promise<Memory[]>;
   /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
   update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;
-  /** Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version. */
+  /**
+   * Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version; a memory it
+   * superseded is current again (`supersededBy` cleared).
+   */
   archive(ids: readonly number[], context: WriteContext): Promise<Memory[]>;
   /** Clears `archived_at`, stores the new vector if given, writes a `restore` version. */
   restore(id: number, embedding: StoredEmbedding | null, context: WriteContext): Promise<Memory>;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Memory } from '../types.js';
-import { factChanges, type ReconciliationOptions, reconcileFact } from './fact-reconciliation.js';
+import {
+  factChanges,
+  type ReconciliationOptions,
+  reconcileFact,
+  saysChange,
+  statementRelation,
+} from './fact-reconciliation.js';
 
 const vocabulary =
   'amber basil cedar delta ember fjord grove heron iris jade kelp lotus maple nutmeg onyx pearl quill raven sage thyme umber'.split(
@@ -13,7 +19,7 @@ const vocabulary =
 const words = (first: number, last: number) => `Oz ${vocabulary.slice(first, last).join(' ')}`;
 
 const options: ReconciliationOptions = { threshold: 0.35, speaker: 'Oz', pending: [] };
-const fromMessage = (content: string) => ({ content, owner: 'user:oz', messageId: 9 });
+const fromMessage = (content: string, category = 'fact') => ({ content, category, owner: 'user:oz', messageId: 9 });
 
 /** A memory as reconciliation reads it: Oz's personal fact, cited by message 1. */
 function memory(id: number, content: string, overrides: Partial<Memory> = {}) {
@@ -126,7 +132,7 @@ describe('reconcileFact with subjects', () => {
     const hike = memory(2, 'Oz went hiking in the Rondane mountains (mentioned on 1 March 2024).', {
       category: 'event',
     });
-    const again = fromMessage('On 5 March 2024 Oz went hiking in the Rondane mountains again.');
+    const again = fromMessage('On 5 March 2024 Oz went hiking in the Rondane mountains again.', 'event');
     expect(reconcileFact(again, [hike], options)).toEqual({ action: 'update', memory: hike });
   });
 
@@ -135,6 +141,113 @@ describe('reconcileFact with subjects', () => {
     expect(reconcileFact(fromMessage("Lee's team uses PostgreSQL 15."), [], { ...options, pending })).toEqual({
       action: 'insert',
     });
+  });
+});
+
+describe('reconcileFact with changed facts', () => {
+  it('supersedes what a fact says has changed, with change words', () => {
+    const vim = memory(1, 'Oz uses Vim for everything.');
+    const switched = fromMessage('Oz switched from Vim to VS Code (mentioned on 5 March 2024).', 'event');
+    expect(reconcileFact(switched, [vim], options)).toEqual({ action: 'supersede', memory: vim });
+    const monday = memory(2, "Oz's standup is on Monday.");
+    expect(reconcileFact(fromMessage("Oz's standup moved to Wednesday."), [monday], options)).toEqual({
+      action: 'supersede',
+      memory: monday,
+    });
+    const oslo = memory(3, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Oz now lives in Bergen.'), [oslo], options)).toEqual({
+      action: 'supersede',
+      memory: oslo,
+    });
+    const meat = memory(4, 'Oz eats meat.');
+    expect(reconcileFact(fromMessage('Oz no longer eats meat.'), [meat], options)).toEqual({
+      action: 'supersede',
+      memory: meat,
+    });
+  });
+
+  it('supersedes a similar fact whose value the new one replaces', () => {
+    const fifteen = memory(1, "Oz's team runs PostgreSQL 15 in production.");
+    expect(reconcileFact(fromMessage("Oz's team runs PostgreSQL 16 in production."), [fifteen], options)).toEqual({
+      action: 'supersede',
+      memory: fifteen,
+    });
+  });
+
+  it('updates a restatement that brings no new value, change words or not', () => {
+    const switched = memory(1, 'Oz switched from Vim to VS Code.');
+    expect(reconcileFact(fromMessage('Oz switched from Vim to VS Code.'), [switched], options)).toEqual({
+      action: 'update',
+      memory: switched,
+    });
+    const oslo = memory(2, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Oz lives in Oslo, Norway.'), [oslo], options)).toEqual({
+      action: 'update',
+      memory: oslo,
+    });
+  });
+
+  it('keeps another event with another value as a new memory, neither updated nor superseded', () => {
+    const lee = memory(1, 'Oz met Lee at the climbing gym (mentioned on 1 March 2024).', { category: 'event' });
+    const sam = fromMessage('Oz met Sam at the climbing gym (mentioned on 5 March 2024).', 'event');
+    expect(reconcileFact(sam, [lee], options)).toEqual({ action: 'insert' });
+  });
+
+  it('leaves an event that was no change true, and a memory of another subject alone', () => {
+    const visit = memory(1, 'Oz visited Paris in June (mentioned on 1 July 2023).', { category: 'event' });
+    expect(reconcileFact(fromMessage('Oz now lives in Paris.'), [visit], options)).toEqual({ action: 'insert' });
+    const oslo = memory(2, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Lee now lives in Bergen.'), [oslo], options)).toEqual({ action: 'insert' });
+  });
+
+  it('leaves a superseded memory alone: it is history', () => {
+    const vim = memory(1, 'Oz uses Vim for everything.', { supersededBy: 2 });
+    expect(reconcileFact(fromMessage('Oz uses Vim for everything.'), [vim], options)).toEqual({ action: 'insert' });
+    const cited = memory(3, 'Oz uses Vim for everything.', { supersededBy: 2, sourceMessageIds: [9] });
+    expect(reconcileFact(fromMessage('Oz uses Vim for everything.'), [cited], options)).toEqual({
+      action: 'done',
+      memory: cited,
+    });
+  });
+});
+
+describe('statementRelation', () => {
+  const compare = (newer: string, older: string, categories: [string, string] = ['fact', 'fact']) =>
+    statementRelation(
+      { content: newer, category: categories[0] },
+      { content: older, category: categories[1] },
+      { threshold: 0.35, ignore: ['oz', 'others'], subject: 'oz' },
+    );
+
+  it('tells a change, another event, a restatement and an unrelated statement apart', () => {
+    const zed = compare('Oz switched from VS Code to Zed.', 'Oz switched from Vim to VS Code.', ['event', 'event']);
+    expect(zed).toBe('change');
+    expect(compare('Oz met Sam in Oslo.', 'Oz met Lee in Oslo.', ['event', 'event'])).toBe('another-event');
+    expect(compare('Oz loves hiking in the mountains.', 'Oz likes hiking in the mountains.')).toBe('restatement');
+    expect(compare('Oz has a cat named Pixel.', 'Oz lives in Oslo.')).toBe('unrelated');
+  });
+
+  it('never changes an episode or an exchange: they record what was said', () => {
+    const older = 'Oz: our standup is on Monday';
+    expect(compare("Oz's standup moved to Wednesday.", older, ['fact', 'exchange'])).not.toBe('change');
+  });
+});
+
+describe('saysChange', () => {
+  it('reads change words, but not a "now" that only means at present, nor a negated "quit"', () => {
+    expect(saysChange('Oz switched from Vim to VS Code.')).toBe(true);
+    expect(saysChange('Oz now lives in Bergen.')).toBe(true);
+    expect(saysChange("Oz doesn't drink coffee anymore.")).toBe(true);
+    expect(saysChange('Oz is now a nurse.')).toBe(true);
+    expect(saysChange('Our team now uses PostgreSQL 16.')).toBe(true);
+    expect(saysChange('Oz quit smoking.')).toBe(true);
+    expect(saysChange('Oz is tired right now.')).toBe(false);
+    expect(saysChange('Oz is fine for now.')).toBe(false);
+    expect(saysChange('Oz has been playing for about four months now.')).toBe(false);
+    expect(saysChange('Oz is learning German now - tough but fun.')).toBe(false);
+    expect(saysChange('Now Oz is ready to help others.')).toBe(false);
+    expect(saysChange("Oz won't quit, no matter what.")).toBe(false);
+    expect(saysChange('Oz likes Vim.')).toBe(false);
   });
 });
 

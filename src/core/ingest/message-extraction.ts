@@ -41,6 +41,8 @@ interface MessageRun {
   /** Every existing memory the message's facts point at (linked as `co_extracted`). */
   written: Memory[];
   updates: Array<{ id: number; changes: MemoryChanges }>;
+  /** Which pending fact (its index) supersedes which existing memory: a fact that changed. */
+  supersedes: Array<{ insert: number; memoryId: number }>;
 }
 
 /**
@@ -48,7 +50,9 @@ interface MessageRun {
  * with the watermark past the message: one full-text search in the sender's scopes gives the
  * extractor's `related` memories and the candidates each fact is reconciled with (`reconcileFact`),
  * joined by every memory already citing the message; matched memories are updated (a version each),
- * new facts inserted together, each valid from the message's time, and the facts of the message linked as `co_extracted`. A memory
+ * new facts inserted together, each valid from the message's time, and the facts of the message
+ * linked as `co_extracted`. A fact that changes what a memory said is inserted and supersedes it
+ * (the older memory stays, marked `supersededBy`, with a `supersedes` link from the newer). A memory
  * already citing the message is left alone, so a re-run writes nothing twice.
  */
 export async function extractFacts(
@@ -67,7 +71,16 @@ export async function extractFacts(
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
-  const run: MessageRun = { message, target, speaker, candidates, pending: [], written: [], updates: [] };
+  const run: MessageRun = {
+    message,
+    target,
+    speaker,
+    candidates,
+    pending: [],
+    written: [],
+    updates: [],
+    supersedes: [],
+  };
   const writeContext = {
     at: context.clock.now(),
     actor: `extractor:${extractor?.id ?? 'none'}`,
@@ -80,16 +93,25 @@ export async function extractFacts(
     updates: run.updates,
     inserts: await withEmbeddings(context, run.pending),
     linked: run.written.map((memory) => memory.id),
+    supersedes: run.supersedes,
   };
 }
 
-/** Reconciles one fact with the message's candidates: an update of the memory it matches, or an insertion. */
+/**
+ * Reconciles one fact with the message's candidates: an update of the memory it matches, an
+ * insertion that supersedes the memory whose fact changed, or an insertion.
+ */
 async function applyFact(context: EngineContext, run: MessageRun, fact: ExtractedFact): Promise<void> {
   const memory = factMemory(fact, run.message, run.target);
-  const placed = { content: fact.content, owner: memory.owner, messageId: run.message.id };
+  const placed = { content: fact.content, category: fact.category, owner: memory.owner, messageId: run.message.id };
   const threshold = context.policy.ingest.similarityThreshold;
   const decision = reconcileFact(placed, run.candidates, { threshold, speaker: run.speaker, pending: run.pending });
   if (decision.action === 'insert') run.pending.push(memory);
+  if (decision.action === 'supersede') {
+    run.pending.push(memory);
+    run.supersedes.push({ insert: run.pending.length - 1, memoryId: decision.memory.id });
+    run.candidates = run.candidates.filter((candidate) => candidate.id !== decision.memory.id);
+  }
   if (decision.action === 'done') putById(run.written, decision.memory);
   if (decision.action !== 'update') return;
   const changes = await factUpdate(context, decision.memory, fact, run.message);

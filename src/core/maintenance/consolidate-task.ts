@@ -35,7 +35,7 @@ export interface ConsolidateReport extends TaskReport {
 
 /**
  * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
- * (`sameSubject`), never pinned memories, episodes or exchanges: (1) each memory newer
+ * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
  * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
  * 0.35; (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
@@ -116,12 +116,17 @@ export async function runConsolidate(
 }
 
 /**
- * Pinned memories are the user's own, episodes each summarise a different hour and exchanges each
- * record a different turn of a conversation: none is merged.
+ * Pinned memories are the user's own, episodes each summarise a different hour, exchanges each
+ * record a different turn of a conversation, and a superseded memory is what held before a change
+ * (merged, it would pass for current): none is merged.
  */
 function isMergeable(memory: Memory): boolean {
   return (
-    memory.archivedAt === null && !memory.pinned && memory.category !== 'episode' && memory.category !== 'exchange'
+    memory.archivedAt === null &&
+    !memory.pinned &&
+    memory.supersededBy === null &&
+    memory.category !== 'episode' &&
+    memory.category !== 'exchange'
   );
 }
 

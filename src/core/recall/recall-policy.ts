@@ -97,6 +97,13 @@ export const RecallPolicySchema = z.strictObject({
   scopeBonus: ScopeBonusSchema.prefault({}),
   /** The quality threshold: a memory found only by the vector leg needs at least this cosine similarity. */
   minSimilarity: unit(0.3, 'minSimilarity'),
+  /**
+   * What the score of a superseded memory (one a newer statement of a changed fact replaced: "I
+   * switched from Vim to VS Code" after "I use Vim") is multiplied by, so the newer statement ranks
+   * above it for the same query while the older stays findable ("which editor did I use before?").
+   * 1 ranks them as equals; 0 puts every superseded memory last.
+   */
+  supersededWeight: unit(0.8, 'supersededWeight'),
   candidatePool: CandidatePoolSchema.prefault({}),
   /** How many memories linked one hop to the hits may join them as `graph` matches; 0 turns this off. */
   graphNeighbours: count(3, 'graphNeighbours', 20),

@@ -28,10 +28,22 @@ export interface SqliteMemoryWrites {
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
-   * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`.
-   * NOT_FOUND when it does not exist, CONFLICT when it is already archived.
+   * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`;
+   * the memories it superseded are current again (their `superseded_by` cleared). NOT_FOUND when it
+   * does not exist, CONFLICT when it is already archived.
    */
   archive(id: number, context: WriteContext): MemoryRow;
+  /**
+   * Marks memory `id` superseded by memory `by` (a newer statement of what changed), when it is active
+   * and not superseded yet; no version row of its own (the `supersedes` link records it). The row
+   * after, or null when nothing was marked.
+   */
+  supersede(id: number, by: number, context: WriteContext): MemoryRow | null;
+  /**
+   * Makes every active memory superseded by one of `from` superseded by `to` instead (a merge replaces
+   * them); returns their ids.
+   */
+  transferSupersession(from: readonly number[], to: number): number[];
   /** Appends the next version of a memory: what changed, and the snapshot of `row`, the memory after it. */
   recordVersion(row: MemoryRow, action: VersionAction, changes: MemoryVersion['changes'], context: WriteContext): void;
 }
@@ -52,6 +64,14 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
     topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
     archive: database.prepare<[number, number, number], MemoryRow>(
       'UPDATE memories SET archived_at = ?, updated_at = ?, embedding_model = NULL WHERE id = ? RETURNING *',
+    ),
+    supersede: database.prepare<[number, number, number], MemoryRow>(
+      `UPDATE memories SET superseded_by = ?, updated_at = ?
+      WHERE id = ? AND archived_at IS NULL AND superseded_by IS NULL RETURNING *`,
+    ),
+    clearSupersession: database.prepare<[number]>('UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?'),
+    transferSupersession: database.prepare<[number, number], { id: number }>(
+      'UPDATE memories SET superseded_by = ? WHERE superseded_by = ? AND archived_at IS NULL RETURNING id',
     ),
     version: database.prepare<[number, number, VersionAction, string | null, string | null, string, string, number]>(
       `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
@@ -142,9 +162,18 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
       }
       const row = getRow(statements.archive, context.at, context.at, id);
+      statements.clearSupersession.run(id);
       vectors.remove([id]);
       writes.recordVersion(row, 'archive', { archivedAt: { from: null, to: toIso(context.at) } }, context);
       return row;
+    },
+
+    supersede(id, by, context) {
+      return statements.supersede.get(by, context.at, id) ?? null;
+    },
+
+    transferSupersession(from, to) {
+      return from.flatMap((id) => statements.transferSupersession.all(to, id).map((row) => row.id));
     },
 
     recordVersion(row, action, changes, context) {
