@@ -28,6 +28,12 @@ export interface ExtractedFacts {
    * every pair of these followed by the inserts, when there are two or more.
    */
   linked: readonly number[];
+  /**
+   * Facts that change what a memory said: `inserts[insert]` supersedes memory `memoryId`, which is
+   * marked `superseded_by` it (if still active and not superseded already) and linked `supersedes`
+   * from it.
+   */
+  supersedes?: ReadonlyArray<{ insert: number; memoryId: number }>;
 }
 
 /** One message's exchange as chunks: `chunks[i]` is chunk `i` of message `messageId`, stored once. */

@@ -44,8 +44,9 @@ export interface MaintenanceStore {
   /**
    * Consolidates, in one transaction: writes `merged` (text, FTS, vector and a `merge` version)
    * first, then archives each original (vector removed, `archive` version "merged into #id"), then
-   * links the merged memory to each original (`consolidated`). If any step fails, nothing is
-   * written: the originals stay visible. CONFLICT when an original is already archived.
+   * links the merged memory to each original (`consolidated`). Memories an original superseded are
+   * superseded by the merged memory instead (with a `supersedes` link from it). If any step fails,
+   * nothing is written: the originals stay visible. CONFLICT when an original is already archived.
    */
   merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
 }

@@ -783,6 +783,19 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
     });
 
+    it('keeps when a memory was said apart from when it was stored, and moves it on update without a version', async () => {
+      const said = Date.parse('2023-01-02T03:04:05.000Z');
+      const [memory] = await storage.memories.insert(
+        [{ ...(await newMemory('Oz likes tea')), validFrom: said }],
+        context,
+      );
+      expect(memory).toMatchObject({ validFrom: '2023-01-02T03:04:05.000Z', createdAt: '2024-06-15T12:00:00.000Z' });
+      const later = Date.parse('2023-02-01T00:00:00.000Z');
+      const updated = await storage.memories.update(memory?.id ?? 0, { validFrom: later }, context);
+      expect(updated.validFrom).toBe('2023-02-01T00:00:00.000Z');
+      expect(await storage.memories.history(memory?.id ?? 0)).toHaveLength(1);
+    });
+
     describe('extraction', () => {
       const lease = (owner: string, ttlMs = 60_000): ExtractionLease => ({
         channelId: 'room',
@@ -817,6 +830,42 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         expect(await storage.extraction.claim(lease('second'))).toBe(false);
         await storage.extraction.release(lease('first'));
         expect(await storage.extraction.claim(lease('second'))).toBe(true);
+      });
+
+      it('marks a memory superseded by the new fact that changes it, links it, and makes it current again when that fact is archived', async () => {
+        const [monday, forgotten] = await storage.memories.insert(
+          [await roomMemory('The standup is on Monday'), await roomMemory('The standup is at 9')],
+          context,
+        );
+        await storage.memories.archive([forgotten?.id ?? 0], context);
+        await storage.extraction.claim(lease('worker'));
+        const applied = await storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: 7,
+          at: at + 1,
+          facts: {
+            context: factContext,
+            updates: [],
+            inserts: [await roomMemory('The standup moved to Wednesday'), await roomMemory('The standup is at 10')],
+            linked: [],
+            supersedes: [
+              { insert: 0, memoryId: monday?.id ?? 0 },
+              { insert: 1, memoryId: forgotten?.id ?? 0 },
+            ],
+          },
+        });
+        const [wednesday, ten] = applied?.created ?? [];
+        const [older, archived] = await storage.memories.get([monday?.id ?? 0, forgotten?.id ?? 0]);
+        expect(older).toMatchObject({ supersededBy: wednesday?.id, archivedAt: null });
+        expect(archived?.supersededBy).toBeNull();
+        expect(
+          (await storage.links.of(monday?.id ?? 0)).map((link) => [link.sourceId, link.targetId, link.type]),
+        ).toEqual([[wednesday?.id, monday?.id, 'supersedes']]);
+        expect((await storage.links.of(ten?.id ?? 0)).filter((link) => link.type === 'supersedes')).toEqual([]);
+        expect(await storage.memories.history(monday?.id ?? 0)).toHaveLength(1);
+
+        await storage.memories.archive([wednesday?.id ?? 0], context);
+        expect((await storage.memories.get([monday?.id ?? 0]))[0]?.supersededBy).toBeNull();
       });
 
       it('lets another holder take over a lease that expired', async () => {

@@ -38,6 +38,11 @@ export interface NewMemory {
   searchContext?: string | null;
   /** The message `searchContext` quotes: purging its sender clears the context. */
   searchContextMessageId?: number | null;
+  /**
+   * When what the memory says was said or became true (epoch milliseconds): the time of the message it
+   * comes from. Left out: the write's time. `createdAt` is always the write's time.
+   */
+  validFrom?: number;
 }
 
 /** Fields an update may change. `embedding: null` removes the vector; leaving it out keeps it. */
@@ -55,6 +60,8 @@ export interface MemoryChanges {
   embedding?: StoredEmbedding | null;
   /** Replaces the provenance list (extraction appends the message that confirmed the memory). No version row of its own. */
   sourceMessageIds?: readonly number[];
+  /** When what the memory says was said (epoch milliseconds): a later message restating it moves it. No version row of its own. */
+  validFrom?: number;
 }
 
 /** The filters of `list`, with the viewer already turned into the owner keys it may see (`null`: all). */
@@ -118,10 +125,11 @@ export interface MemoryStore {
   /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
   update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;
   /**
-   * Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version. With `fade`
-   * (decay), the memory is put to rest instead: archived and `faded_at` set, its vector kept so that
-   * recall can still find it. A faded memory may be archived again without `fade` (a `forget`): then
-   * it stops fading and its vector goes.
+   * Soft-deletes: sets `archived_at`, removes the vector, writes an `archive` version; a memory it
+   * superseded is current again (`supersededBy` cleared). With `fade` (decay), the memory is put to
+   * rest instead: archived and `faded_at` set, its vector kept so that recall can still find it, and
+   * what it superseded stays superseded. A faded memory may be archived again without `fade` (a
+   * `forget`): then it stops fading and its vector goes.
    */
   archive(ids: readonly number[], context: WriteContext, options?: { fade?: boolean }): Promise<Memory[]>;
   /** Clears `archived_at` (and `faded_at`), stores the new vector if given, writes a `restore` version. */

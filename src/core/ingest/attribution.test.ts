@@ -28,6 +28,7 @@ describe('attributeToSpeaker', () => {
     ['I’m allergic to peanuts', 'Oz is allergic to peanuts'],
     ['That book is mine', "That book is Oz's"],
     ['I taught myself to code', 'Oz taught themselves to code'],
+    ['I no longer eat meat', 'Oz no longer eats meat'],
   ])('rewrites "%s" as "%s"', (text, expected) => {
     expect(attributeToSpeaker(text, 'Oz')).toBe(expected);
   });

@@ -103,7 +103,8 @@ export function attributeToSpeaker(text: string, name: string, options: Attribut
     const lower = word.toLowerCase();
     const between = tokens[index - 1] ?? '';
     if (expectVerb && /^[\s,]*$/.test(between) && !between.includes(',')) {
-      if (isAdverb(lower)) continue;
+      if (isAdverb(lower) || (lower === 'no' && (tokens[index + 2] ?? '').toLowerCase() === 'longer')) continue;
+      if (lower === 'longer' && (tokens[index - 2] ?? '').toLowerCase() === 'no') continue;
       expectVerb = false;
       if (lower === 'am' && (tokens[index + 2] ?? '').toLowerCase() === 'not') {
         tokens[index] = matchCase('is', word);

@@ -48,7 +48,8 @@ export function matchesForgetPattern(content: string, pattern: string): boolean 
 
 /**
  * Runs a chat command of `message`'s sender. `/remember <text>` stores a personal, pinned memory
- * at importance 1 (source `command`), first person rewritten into the sender's name;
+ * at importance 1 (source `command`), first person rewritten into the sender's name, valid from
+ * the message's time;
  * `/forget <pattern>` archives every active memory of the sender that the sender can see in
  * this channel and that matches the pattern, and says how many.
  */
@@ -97,6 +98,7 @@ async function rememberCommand(
         sourceMessageIds: [message.id],
         sourceIds: [],
         embedding,
+        validFrom: Date.parse(message.createdAt),
       },
     ],
     { at: context.clock.now(), actor: message.senderId, reason: '/remember' },

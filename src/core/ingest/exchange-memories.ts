@@ -15,7 +15,8 @@ import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
  * the assistant's reply: the exchange, both messages embedded together (the RAG path). Without one
  * (people talking to each other): the message alone, found also by the message before it
  * (search-only context, as a reply is often elliptical: "Yes, in June!"); a short message
- * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored. Importance: the policy's `exchangeImportance`.
+ * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored. Importance: the policy's `exchangeImportance`;
+ * `validFrom`: when the turn was said (the later of the message and its reply).
  */
 export async function exchangeChunks(
   context: EngineContext,
@@ -53,6 +54,7 @@ export async function exchangeChunks(
     sourceIds: [],
     searchContext,
     searchContextMessageId: searchContext ? (previous?.id ?? null) : null,
+    validFrom: Math.max(...[message, reply].flatMap((said) => (said ? [Date.parse(said.createdAt)] : []))),
   };
   return {
     context: {

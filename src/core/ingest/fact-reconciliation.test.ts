@@ -1,16 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import type { Memory } from '../types.js';
-import { factChanges, type ReconciliationOptions, reconcileFact } from './fact-reconciliation.js';
+import {
+  factChanges,
+  type ReconciliationOptions,
+  reconcileFact,
+  saysChange,
+  statementRelation,
+} from './fact-reconciliation.js';
 
 const vocabulary =
   'amber basil cedar delta ember fjord grove heron iris jade kelp lotus maple nutmeg onyx pearl quill raven sage thyme umber'.split(
     ' ',
   );
-/** Words `first` to `last - 1` of a vocabulary without stop words, so overlaps are easy to count. */
-const words = (first: number, last: number) => vocabulary.slice(first, last).join(' ');
+/**
+ * A fact about Oz (the speaker, left out of the overlap) saying words `first` to `last - 1` of a
+ * vocabulary without stop words, so overlaps are easy to count.
+ */
+const words = (first: number, last: number) => `Oz ${vocabulary.slice(first, last).join(' ')}`;
 
 const options: ReconciliationOptions = { threshold: 0.35, speaker: 'Oz', pending: [] };
-const fromMessage = (content: string) => ({ content, owner: 'user:oz', messageId: 9 });
+const fromMessage = (content: string, category = 'fact') => ({ content, category, owner: 'user:oz', messageId: 9 });
 
 /** A memory as reconciliation reads it: Oz's personal fact, cited by message 1. */
 function memory(id: number, content: string, overrides: Partial<Memory> = {}) {
@@ -26,6 +35,8 @@ function memory(id: number, content: string, overrides: Partial<Memory> = {}) {
     importance: 0.5,
     pinned: false,
     sourceMessageIds: [1],
+    validFrom: '2024-03-05T10:00:00.000Z',
+    supersededBy: null,
     ...overrides,
   };
 }
@@ -97,6 +108,149 @@ describe('reconcileFact', () => {
   });
 });
 
+describe('reconcileFact with subjects', () => {
+  it('never updates a memory about another subject, however many words they share', () => {
+    const sam = memory(1, "Sam's team uses PostgreSQL 15.");
+    expect(reconcileFact(fromMessage("Lee's team uses PostgreSQL 15."), [sam], options)).toEqual({ action: 'insert' });
+    const leeChen = memory(2, 'Lee Chen plays jazz piano every Friday.');
+    expect(reconcileFact(fromMessage('Lee Park plays jazz piano every Friday.'), [leeChen], options)).toEqual({
+      action: 'insert',
+    });
+    const mia = memory(3, "Oz's sister Mia works as a nurse in Bergen.");
+    expect(reconcileFact(fromMessage("Oz's sister Ada works as a nurse in Bergen."), [mia], options)).toEqual({
+      action: 'insert',
+    });
+    expect(reconcileFact(fromMessage('Oz works as a nurse in Bergen.'), [mia], options)).toEqual({ action: 'insert' });
+  });
+
+  it('still dedupes a restatement about the same subject, whatever its case or opening date', () => {
+    const sam = memory(1, "Sam's team uses PostgreSQL 15.");
+    expect(reconcileFact(fromMessage("sam's team uses postgresql 15 in production"), [sam], options)).toEqual({
+      action: 'update',
+      memory: sam,
+    });
+    const hike = memory(2, 'Oz went hiking in the Rondane mountains (mentioned on 1 March 2024).', {
+      category: 'event',
+    });
+    const again = fromMessage('On 5 March 2024 Oz went hiking in the Rondane mountains again.', 'event');
+    expect(reconcileFact(again, [hike], options)).toEqual({ action: 'update', memory: hike });
+  });
+
+  it('calls a pending fact about another subject no repeat', () => {
+    const pending = [{ content: "Sam's team uses PostgreSQL 15.", owner: 'user:oz' }];
+    expect(reconcileFact(fromMessage("Lee's team uses PostgreSQL 15."), [], { ...options, pending })).toEqual({
+      action: 'insert',
+    });
+  });
+});
+
+describe('reconcileFact with changed facts', () => {
+  it('supersedes what a fact says has changed, with change words', () => {
+    const vim = memory(1, 'Oz uses Vim for everything.');
+    const switched = fromMessage('Oz switched from Vim to VS Code (mentioned on 5 March 2024).', 'event');
+    expect(reconcileFact(switched, [vim], options)).toEqual({ action: 'supersede', memory: vim });
+    const monday = memory(2, "Oz's standup is on Monday.");
+    expect(reconcileFact(fromMessage("Oz's standup moved to Wednesday."), [monday], options)).toEqual({
+      action: 'supersede',
+      memory: monday,
+    });
+    const oslo = memory(3, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Oz now lives in Bergen.'), [oslo], options)).toEqual({
+      action: 'supersede',
+      memory: oslo,
+    });
+    const meat = memory(4, 'Oz eats meat.');
+    expect(reconcileFact(fromMessage('Oz no longer eats meat.'), [meat], options)).toEqual({
+      action: 'supersede',
+      memory: meat,
+    });
+  });
+
+  it('supersedes a similar fact whose value the new one replaces', () => {
+    const fifteen = memory(1, "Oz's team runs PostgreSQL 15 in production.");
+    expect(reconcileFact(fromMessage("Oz's team runs PostgreSQL 16 in production."), [fifteen], options)).toEqual({
+      action: 'supersede',
+      memory: fifteen,
+    });
+  });
+
+  it('updates a restatement that brings no new value, change words or not', () => {
+    const switched = memory(1, 'Oz switched from Vim to VS Code.');
+    expect(reconcileFact(fromMessage('Oz switched from Vim to VS Code.'), [switched], options)).toEqual({
+      action: 'update',
+      memory: switched,
+    });
+    const oslo = memory(2, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Oz lives in Oslo, Norway.'), [oslo], options)).toEqual({
+      action: 'update',
+      memory: oslo,
+    });
+  });
+
+  it('keeps another event with another value as a new memory, neither updated nor superseded', () => {
+    const lee = memory(1, 'Oz met Lee at the climbing gym (mentioned on 1 March 2024).', { category: 'event' });
+    const sam = fromMessage('Oz met Sam at the climbing gym (mentioned on 5 March 2024).', 'event');
+    expect(reconcileFact(sam, [lee], options)).toEqual({ action: 'insert' });
+  });
+
+  it('leaves an event that was no change true, and a memory of another subject alone', () => {
+    const visit = memory(1, 'Oz visited Paris in June (mentioned on 1 July 2023).', { category: 'event' });
+    expect(reconcileFact(fromMessage('Oz now lives in Paris.'), [visit], options)).toEqual({ action: 'insert' });
+    const oslo = memory(2, 'Oz lives in Oslo.');
+    expect(reconcileFact(fromMessage('Lee now lives in Bergen.'), [oslo], options)).toEqual({ action: 'insert' });
+  });
+
+  it('leaves a superseded memory alone: it is history', () => {
+    const vim = memory(1, 'Oz uses Vim for everything.', { supersededBy: 2 });
+    expect(reconcileFact(fromMessage('Oz uses Vim for everything.'), [vim], options)).toEqual({ action: 'insert' });
+    const cited = memory(3, 'Oz uses Vim for everything.', { supersededBy: 2, sourceMessageIds: [9] });
+    expect(reconcileFact(fromMessage('Oz uses Vim for everything.'), [cited], options)).toEqual({
+      action: 'done',
+      memory: cited,
+    });
+  });
+});
+
+describe('statementRelation', () => {
+  const compare = (newer: string, older: string, categories: [string, string] = ['fact', 'fact']) =>
+    statementRelation(
+      { content: newer, category: categories[0] },
+      { content: older, category: categories[1] },
+      { threshold: 0.35, ignore: ['oz', 'others'], subject: 'oz' },
+    );
+
+  it('tells a change, another event, a restatement and an unrelated statement apart', () => {
+    const zed = compare('Oz switched from VS Code to Zed.', 'Oz switched from Vim to VS Code.', ['event', 'event']);
+    expect(zed).toBe('change');
+    expect(compare('Oz met Sam in Oslo.', 'Oz met Lee in Oslo.', ['event', 'event'])).toBe('another-event');
+    expect(compare('Oz loves hiking in the mountains.', 'Oz likes hiking in the mountains.')).toBe('restatement');
+    expect(compare('Oz has a cat named Pixel.', 'Oz lives in Oslo.')).toBe('unrelated');
+  });
+
+  it('never changes an episode or an exchange: they record what was said', () => {
+    const older = 'Oz: our standup is on Monday';
+    expect(compare("Oz's standup moved to Wednesday.", older, ['fact', 'exchange'])).not.toBe('change');
+  });
+});
+
+describe('saysChange', () => {
+  it('reads change words, but not a "now" that only means at present, nor a negated "quit"', () => {
+    expect(saysChange('Oz switched from Vim to VS Code.')).toBe(true);
+    expect(saysChange('Oz now lives in Bergen.')).toBe(true);
+    expect(saysChange("Oz doesn't drink coffee anymore.")).toBe(true);
+    expect(saysChange('Oz is now a nurse.')).toBe(true);
+    expect(saysChange('Our team now uses PostgreSQL 16.')).toBe(true);
+    expect(saysChange('Oz quit smoking.')).toBe(true);
+    expect(saysChange('Oz is tired right now.')).toBe(false);
+    expect(saysChange('Oz is fine for now.')).toBe(false);
+    expect(saysChange('Oz has been playing for about four months now.')).toBe(false);
+    expect(saysChange('Oz is learning German now - tough but fun.')).toBe(false);
+    expect(saysChange('Now Oz is ready to help others.')).toBe(false);
+    expect(saysChange("Oz won't quit, no matter what.")).toBe(false);
+    expect(saysChange('Oz likes Vim.')).toBe(false);
+  });
+});
+
 describe('factChanges', () => {
   it('cites the message, keeps the higher importance and takes the fact text and category', () => {
     const known = memory(1, 'Oz likes tea', { importance: 0.7 });
@@ -106,7 +260,7 @@ describe('factChanges', () => {
       importance: 0.6,
       scope: 'personal' as const,
     };
-    expect(factChanges(known, fact, 9)).toEqual({
+    expect(factChanges(known, fact, { id: 9, saidAt: Date.parse('2024-03-01T10:00:00Z') })).toEqual({
       sourceMessageIds: [1, 9],
       importance: 0.7,
       content: 'Oz prefers green tea',
@@ -123,6 +277,23 @@ describe('factChanges', () => {
       importance: 0.8,
       scope: 'personal' as const,
     };
-    expect(factChanges(known, fact, 9)).toEqual({ sourceMessageIds: [1, 9], importance: 0.8 });
+    expect(factChanges(known, fact, { id: 9, saidAt: Date.parse('2024-03-05T10:00:00Z') })).toEqual({
+      sourceMessageIds: [1, 9],
+      importance: 0.8,
+    });
+  });
+
+  it('moves the time of the memory to the message when it was said later, never earlier', () => {
+    const known = memory(1, 'Oz flies to Lisbon in June');
+    const fact = {
+      content: 'Oz flies to Lisbon in June',
+      category: 'fact',
+      importance: 0.5,
+      scope: 'personal' as const,
+    };
+    const later = Date.parse('2024-04-01T08:00:00Z');
+    expect(factChanges(known, fact, { id: 9, saidAt: later }).validFrom).toBe(later);
+    const earlier = Date.parse('2024-01-01T08:00:00Z');
+    expect(factChanges(known, fact, { id: 9, saidAt: earlier })).not.toHaveProperty('validFrom');
   });
 });

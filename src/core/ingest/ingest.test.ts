@@ -205,6 +205,41 @@ describe('extraction', () => {
     });
   });
 
+  it('dates facts and the exchange by when the message was said, and keeps the time they were stored', async () => {
+    const { mneme } = await engine({ clock: createFixedClock('2026-11-30T09:00:00Z') });
+    await mneme.ingestExchange({
+      channelId: 'dm-oz',
+      userId: 'oz',
+      userName: 'Oz',
+      userMessage: 'I prefer dark mode in every editor',
+      assistantReply: 'Noted, dark mode it is.',
+      createdAt: '2024-03-05T10:00:00Z',
+    });
+    await mneme.whenIdle();
+    const facts = await memoriesOf(mneme);
+    const [exchange] = await memoriesOf(mneme, { category: 'exchange' });
+    expect(facts.map((memory) => memory.content)).toEqual(['Oz prefers dark mode in every editor.']);
+    for (const memory of [...facts, exchange]) {
+      expect(memory).toMatchObject({ validFrom: '2024-03-05T10:00:00.000Z', createdAt: '2026-11-30T09:00:00.000Z' });
+    }
+    const { text } = await mneme.context({ query: 'dark mode editor', viewer: { userId: 'oz', channelId: 'dm-oz' } });
+    expect(text).toContain('- 2024-03-05 [preference]: "Oz prefers dark mode in every editor."');
+    expect(text).not.toContain('2026-11-30');
+  });
+
+  it('moves the time of a memory to the latest message that says it again', async () => {
+    const { mneme } = await engine();
+    const say = (content: string, createdAt: string) =>
+      mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content, createdAt });
+    await say('I prefer dark mode in every editor', '2024-03-05T10:00:00Z');
+    await say('I still prefer dark mode in every editor', '2024-05-01T10:00:00Z');
+    await say('I really prefer dark mode in every editor', '2024-04-01T10:00:00Z');
+    await mneme.whenIdle();
+    const memories = await memoriesOf(mneme);
+    expect(memories).toHaveLength(1);
+    expect(memories[0]?.validFrom).toBe('2024-05-01T10:00:00.000Z');
+  });
+
   it('takes the display name given with a message', async () => {
     const { mneme } = await engine();
     await mneme.ingest({

@@ -2,6 +2,7 @@ import type { ExtractedFacts } from '../../storage/extraction-store.js';
 import type { MemoryChanges, NewMemory } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { scopeWithinAudience } from '../audience.js';
+import { toIso } from '../clock.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { createMembership } from '../membership.js';
@@ -40,6 +41,8 @@ interface MessageRun {
   /** Every existing memory the message's facts point at (linked as `co_extracted`). */
   written: Memory[];
   updates: Array<{ id: number; changes: MemoryChanges }>;
+  /** Which pending fact (its index) supersedes which existing memory: a fact that changed. */
+  supersedes: Array<{ insert: number; memoryId: number }>;
 }
 
 /**
@@ -47,7 +50,9 @@ interface MessageRun {
  * with the watermark past the message: one full-text search in the sender's scopes gives the
  * extractor's `related` memories and the candidates each fact is reconciled with (`reconcileFact`),
  * joined by every memory already citing the message; matched memories are updated (a version each),
- * new facts inserted together, and the facts of the message linked as `co_extracted`. A memory
+ * new facts inserted together, each valid from the message's time, and the facts of the message
+ * linked as `co_extracted`. A fact that changes what a memory said is inserted and supersedes it
+ * (the older memory stays, marked `supersededBy`, with a `supersedes` link from the newer). A memory
  * already citing the message is left alone, so a re-run writes nothing twice.
  */
 export async function extractFacts(
@@ -66,7 +71,16 @@ export async function extractFacts(
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
-  const run: MessageRun = { message, target, speaker, candidates, pending: [], written: [], updates: [] };
+  const run: MessageRun = {
+    message,
+    target,
+    speaker,
+    candidates,
+    pending: [],
+    written: [],
+    updates: [],
+    supersedes: [],
+  };
   const writeContext = {
     at: context.clock.now(),
     actor: `extractor:${extractor?.id ?? 'none'}`,
@@ -79,19 +93,28 @@ export async function extractFacts(
     updates: run.updates,
     inserts: await withEmbeddings(context, run.pending),
     linked: run.written.map((memory) => memory.id),
+    supersedes: run.supersedes,
   };
 }
 
-/** Reconciles one fact with the message's candidates: an update of the memory it matches, or an insertion. */
+/**
+ * Reconciles one fact with the message's candidates: an update of the memory it matches, an
+ * insertion that supersedes the memory whose fact changed, or an insertion.
+ */
 async function applyFact(context: EngineContext, run: MessageRun, fact: ExtractedFact): Promise<void> {
   const memory = factMemory(fact, run.message, run.target);
-  const placed = { content: fact.content, owner: memory.owner, messageId: run.message.id };
+  const placed = { content: fact.content, category: fact.category, owner: memory.owner, messageId: run.message.id };
   const threshold = context.policy.ingest.similarityThreshold;
   const decision = reconcileFact(placed, run.candidates, { threshold, speaker: run.speaker, pending: run.pending });
   if (decision.action === 'insert') run.pending.push(memory);
+  if (decision.action === 'supersede') {
+    run.pending.push(memory);
+    run.supersedes.push({ insert: run.pending.length - 1, memoryId: decision.memory.id });
+    run.candidates = run.candidates.filter((candidate) => candidate.id !== decision.memory.id);
+  }
   if (decision.action === 'done') putById(run.written, decision.memory);
   if (decision.action !== 'update') return;
-  const changes = await factUpdate(context, decision.memory, fact, run.message.id);
+  const changes = await factUpdate(context, decision.memory, fact, run.message);
   run.updates.push({ id: decision.memory.id, changes });
   const updated = withChanges(decision.memory, changes);
   putById(run.candidates, updated);
@@ -200,17 +223,18 @@ function factMemory(fact: ExtractedFact, message: Message, target: ExtractionTar
     sourceMessageIds: [message.id],
     sourceIds: [],
     embedding: null,
+    validFrom: Date.parse(message.createdAt),
   };
 }
 
-/** The changes folding a fact of message `messageId` into `memory` (`factChanges`), with the vector of a new text. */
+/** The changes folding a fact of `message` into `memory` (`factChanges`), with the vector of a new text. */
 async function factUpdate(
   context: EngineContext,
   memory: Memory,
   fact: ExtractedFact,
-  messageId: number,
+  message: Message,
 ): Promise<MemoryChanges> {
-  const changes = factChanges(memory, fact, messageId);
+  const changes = factChanges(memory, fact, { id: message.id, saidAt: Date.parse(message.createdAt) });
   if (changes.content !== undefined) {
     const [embedding = null] = await embedDocuments(context, [changes.content]);
     changes.embedding = embedding;
@@ -227,6 +251,7 @@ function withChanges(memory: Memory, changes: MemoryChanges): Memory {
     sector: changes.sector ?? memory.sector,
     importance: changes.importance ?? memory.importance,
     sourceMessageIds: changes.sourceMessageIds ? [...changes.sourceMessageIds] : memory.sourceMessageIds,
+    validFrom: changes.validFrom === undefined ? memory.validFrom : toIso(changes.validFrom),
   };
 }
 

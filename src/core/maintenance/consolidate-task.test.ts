@@ -110,6 +110,24 @@ describe('the consolidation task', () => {
     expect(await active(engine)).toHaveLength(11);
   });
 
+  it('never merges facts about different people, however alike, and still merges those about one', async () => {
+    const engine = await open(true);
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    const sam = await engine.mneme.remember({ content: "Sam's team uses PostgreSQL 15 in production", ...oz });
+    const lee = await engine.mneme.remember({ content: "Lee's team uses PostgreSQL 15 in production", ...oz });
+    const leeChen = await engine.mneme.remember({ content: 'Lee Chen runs PostgreSQL 15 in production', ...oz });
+    const samAgain = await engine.mneme.remember({
+      content: "sam's team uses PostgreSQL 15 in production daily",
+      ...oz,
+    });
+    expect(jaccard(sam.content, lee.content)).toBeGreaterThanOrEqual(CONSOLIDATION_JACCARD);
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+    const remaining = await active(engine);
+    expect(remaining.map((memory) => memory.id).slice(0, 2)).toEqual([lee.id, leeChen.id]);
+    expect(remaining[2]).toMatchObject({ source: 'consolidation', sourceIds: [sam.id, samAgain.id] });
+  });
+
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
     const engine = await open(true);
     const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });

@@ -2,6 +2,7 @@ import type { NewMemory } from '../../storage/memory-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../errors.js';
+import { sameSubject } from '../fact-subject.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
@@ -33,9 +34,10 @@ export interface ConsolidateReport extends TaskReport {
 }
 
 /**
- * Merges near-duplicates into one memory, never across owners (scope), users or sectors, never pinned
- * memories, episodes or exchanges: (1) each memory newer than the consolidation watermark with its full-text
- * candidates of the same owner at Jaccard >= 0.35; (2) when vectors exist, the 200 most recent
+ * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
+ * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
+ * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
+ * 0.35; (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
@@ -49,6 +51,8 @@ export async function runConsolidate(
   const state = await storage.maintenanceState.get(ALL_CHANNELS, 'consolidate');
   const latest = await storage.maintenance.latestMemoryId();
   const done = new Set<number>();
+  /** Display names of the users whose memories are compared, by user id. */
+  const speakers = new Map<string, string>();
 
   let afterId = state?.watermark ?? 0;
   while (afterId < latest) {
@@ -69,10 +73,11 @@ export async function runConsolidate(
       const candidates = await storage.memories.get(
         hits.map((hit) => hit.id).filter((id) => id !== seed.id && !done.has(id)),
       );
+      await learnSpeakers(context, [seed], speakers);
       const cluster = [seed];
       for (const candidate of candidates) {
         if (cluster.length >= MAX_CLUSTER) break;
-        if (!isMergeable(candidate) || !isTogether(seed, candidate)) continue;
+        if (!isMergeable(candidate) || !isTogether(seed, candidate, speakers)) continue;
         if (jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD) cluster.push(candidate);
       }
       if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'jaccard', now, done, report);
@@ -88,6 +93,7 @@ export async function runConsolidate(
       context.embedder.modelId,
     );
     const oldestFirst = recent.sort((left, right) => left.id - right.id);
+    await learnSpeakers(context, oldestFirst, speakers);
     for (const seed of oldestFirst) {
       const seedVector = vectors.get(seed.id);
       if (!seedVector || done.has(seed.id)) continue;
@@ -95,7 +101,7 @@ export async function runConsolidate(
       for (const other of oldestFirst) {
         if (cluster.length >= MAX_CLUSTER) break;
         const otherVector = vectors.get(other.id);
-        if (other.id === seed.id || !otherVector || done.has(other.id) || !isTogether(seed, other)) continue;
+        if (other.id === seed.id || !otherVector || done.has(other.id) || !isTogether(seed, other, speakers)) continue;
         if (cosine(seedVector, otherVector) >= CONSOLIDATION_COSINE) cluster.push(other);
       }
       if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'cosine', now, done, report);
@@ -110,21 +116,45 @@ export async function runConsolidate(
 }
 
 /**
- * Pinned memories are the user's own, episodes each summarise a different hour and exchanges each
- * record a different turn of a conversation: none is merged.
+ * Pinned memories are the user's own, episodes each summarise a different hour, exchanges each
+ * record a different turn of a conversation, and a superseded memory is what held before a change
+ * (merged, it would pass for current): none is merged.
  */
 function isMergeable(memory: Memory): boolean {
   return (
-    memory.archivedAt === null && !memory.pinned && memory.category !== 'episode' && memory.category !== 'exchange'
+    memory.archivedAt === null &&
+    !memory.pinned &&
+    memory.supersededBy === null &&
+    memory.category !== 'episode' &&
+    memory.category !== 'exchange'
   );
 }
 
 /**
- * Visible together (the same owner, hence the same scope), of the same sector, and about the same
- * user (so that purging a user still deletes every merged memory made from theirs).
+ * Visible together (the same owner, hence the same scope), of the same sector, about the same user
+ * (so that purging a user still deletes every merged memory made from theirs), and saying something
+ * of the same subject (`sameSubject`, read with the display name of that user, who said both:
+ * "Sam's team ..." and "Lee's team ..." are never merged).
  */
-function isTogether(left: Memory, right: Memory): boolean {
-  return ownerOf(left) === ownerOf(right) && left.sector === right.sector && left.userId === right.userId;
+function isTogether(left: Memory, right: Memory, speakers: ReadonlyMap<string, string>): boolean {
+  return (
+    ownerOf(left) === ownerOf(right) &&
+    left.sector === right.sector &&
+    left.userId === right.userId &&
+    sameSubject(left.content, right.content, left.userId === null ? undefined : speakers.get(left.userId))
+  );
+}
+
+/** Adds the display names of the users of `memories` that `speakers` does not hold yet (one read each). */
+async function learnSpeakers(
+  context: EngineContext,
+  memories: readonly Memory[],
+  speakers: Map<string, string>,
+): Promise<void> {
+  for (const { userId } of memories) {
+    if (userId === null || speakers.has(userId)) continue;
+    speakers.set(userId, (await context.storage.directory.getUser(userId))?.displayName ?? userId);
+  }
 }
 
 function ownerOf(memory: Memory): string {
@@ -181,7 +211,10 @@ async function mergeCluster(
   }
 }
 
-/** The merged memory: the first original's scope and owner, the commonest category, the highest importance, every source. */
+/**
+ * The merged memory: the first original's scope and owner, the commonest category, the highest
+ * importance, every source, valid from the latest original's `validFrom`.
+ */
 async function mergedMemory(context: EngineContext, originals: readonly Memory[], content: string): Promise<NewMemory> {
   const [first] = originals;
   if (!first) throw new Error('a cluster needs at least one memory');
@@ -206,6 +239,7 @@ async function mergedMemory(context: EngineContext, originals: readonly Memory[]
     sourceMessageIds: union(originals.flatMap((memory) => memory.sourceMessageIds)),
     sourceIds: union(originals.flatMap((memory) => [memory.id, ...memory.sourceIds])),
     embedding,
+    validFrom: Math.max(...originals.map((memory) => Date.parse(memory.validFrom))),
   };
 }
 

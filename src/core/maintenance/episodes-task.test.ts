@@ -48,7 +48,7 @@ async function episodes(engine: MaintenanceEngine) {
 }
 
 describe('the episodes task', () => {
-  it('turns each closed 60-minute window of 4 or more messages into one attributed episode of the room', async () => {
+  it('turns each closed 60-minute window of 4 or more messages into one attributed episode of the room, dated by its last message', async () => {
     const engine = await open();
     const first = await say(engine, 'ops', [
       [0, 'u-oz', 'Morning! The nightly deploy failed again.'],
@@ -78,6 +78,8 @@ describe('the episodes task', () => {
       source: 'episode',
       sourceMessageIds: first,
       content: 'Mia: The staging database ran out of disk space. Oz: I will move the backups to the kestrel volume.',
+      validFrom: new Date(minutes(40)).toISOString(),
+      createdAt: new Date(minutes(180)).toISOString(),
     });
     expect(await engine.storage.maintenanceState.get('ops', 'episodes')).toMatchObject({ watermark: sparse.at(-1) });
     expect(await engine.mneme.list({ viewer: { channelId: 'ops' }, category: 'episode' })).toMatchObject({ total: 1 });

@@ -34,7 +34,8 @@ export interface EpisodesReport extends TaskReport {
  * Writes episode memories, per channel, from the message log after the channel's episode
  * watermark: once 6 or more messages are new, they are grouped in 60-minute windows and each
  * closed window (its hour is over at `now`) of 4 or more messages becomes one `episode` memory in
- * the channel's room scope, with its source messages. The watermark moves past every closed window;
+ * the channel's room scope, with its source messages, valid from the window's last message. The
+ * watermark moves past every closed window;
  * the open one waits for the next run. A summariser failure leaves the watermark before its window.
  */
 export async function runEpisodes(
@@ -98,6 +99,7 @@ async function summariseChannel(
             sourceMessageIds: window.map((message) => message.id),
             sourceIds: [],
             embedding,
+            validFrom: Math.max(...window.map((message) => Date.parse(message.createdAt))),
           },
         ],
         { at: now, actor: MAINTENANCE_ACTOR, reason: `episode of ${window.length} messages in ${channelId}` },

@@ -46,13 +46,13 @@ function entry(
 const contextPolicy = (options: PolicyOptions) => resolvePolicy(options).context;
 
 describe('the context block', () => {
-  it("formats mneme's own block by default: [Relevant Memories] with the date, the category, the quoted content, the match and importance 1-5", () => {
+  it("formats mneme's own block by default: [Relevant Memories] with the date it was said (not stored), the category, the quoted content, the match and importance 1-5", () => {
     const { text } = formatContext(
       [
         entry('Oz prefers dark mode', { category: 'preference' }),
         entry(
           'launch was on Monday',
-          { createdAt: '2024-05-02T08:00:00.000Z', importance: 0.4, category: 'event' },
+          { validFrom: '2024-05-02T08:00:00.000Z', importance: 0.4, category: 'event' },
           'graph',
         ),
       ],
@@ -75,7 +75,7 @@ describe('the context block', () => {
     const { text } = formatContext(
       [
         entry('Oz prefers dark mode', { category: 'preference' }),
-        entry('launch was on Monday', { createdAt: '2024-05-02T08:00:00.000Z', importance: 0.4 }, 'graph'),
+        entry('launch was on Monday', { validFrom: '2024-05-02T08:00:00.000Z', importance: 0.4 }, 'graph'),
       ],
       contextPolicy({ context: { format: 'relevant-memories' } }),
     );

@@ -107,7 +107,7 @@ function fillTemplate(item: string, entry: ContextEntry): string {
   const { memory } = entry;
   const values: Record<string, string> = {
     content: quoteAsData(memory.content),
-    date: memory.createdAt.slice(0, 10),
+    date: memory.validFrom.slice(0, 10),
     match: entry.match,
     importance: String(importanceStep(memory.importance)),
     sector: memory.sector,

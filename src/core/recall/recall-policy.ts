@@ -97,6 +97,13 @@ export const RecallPolicySchema = z.strictObject({
   scopeBonus: ScopeBonusSchema.prefault({}),
   /** The quality threshold: a memory found only by the vector leg needs at least this cosine similarity. */
   minSimilarity: unit(0.3, 'minSimilarity'),
+  /**
+   * What the score of a superseded memory (one a newer statement of a changed fact replaced: "I
+   * switched from Vim to VS Code" after "I use Vim") is multiplied by, so the newer statement ranks
+   * above it for the same query while the older stays findable ("which editor did I use before?").
+   * 1 ranks them as equals; 0 puts every superseded memory last.
+   */
+  supersededWeight: unit(0.8, 'supersededWeight'),
   candidatePool: CandidatePoolSchema.prefault({}),
   /**
    * What a memory that faded (decay put it to rest; ADR 9) counts for: its score is multiplied by this, so
@@ -120,7 +127,7 @@ export const RecallPolicySchema = z.strictObject({
 
 /**
  * A custom context block: `header` starts it, then one `item` per memory. Placeholders in `item`:
- * `{content}` (quoted, on one line), `{date}`, `{match}`, `{importance}` (1-5), `{sector}`,
+ * `{content}` (quoted, on one line), `{date}` (the memory's `validFrom`: when it was said), `{match}`, `{importance}` (1-5), `{sector}`,
  * `{category}`, `{scope}`, `{score}`.
  */
 export const ContextTemplateSchema = z.strictObject({

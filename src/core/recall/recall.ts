@@ -116,8 +116,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const { conversation, answered } = await conversationOf(context, request);
   const queries = shapeQueries(request.query);
   const weights = policy.recall.weights;
-  const explain = (hit: RecallHit) =>
-    request.explain ? { ...hit, explanation: explanationOf(hit, weights, policy.recall.fadedWeight) } : hit;
+  const explain = (hit: RecallHit) => (request.explain ? { ...hit, explanation: explanationOf(hit, weights) } : hit);
 
   if (mode === 'recent-first') {
     const [text = request.query] = queries;
@@ -326,12 +325,11 @@ function directHit(
 ): { hit: RecallHit; fused: number } {
   const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
   const match: MatchType = candidate.ftsRank === null ? 'vector' : candidate.vectorRank === null ? 'fts' : 'hybrid';
-  const faded = memory.fadedAt === null ? 1 : context.policy.recall.fadedWeight;
   return {
     fused: candidate.fused,
     hit: {
       memory,
-      score: weightedScore(breakdown, context.policy.recall.weights) * faded,
+      score: weightedScore(breakdown, context.policy.recall.weights),
       breakdown,
       match,
       ranks: { fts: candidate.ftsRank, vector: candidate.vectorRank },
@@ -408,10 +406,9 @@ async function recentFirstHits(
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
     const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
-    const faded = memory.fadedAt === null ? 1 : context.policy.recall.fadedWeight;
     return {
       memory,
-      score: weightedScore(breakdown, context.policy.recall.weights) * faded,
+      score: weightedScore(breakdown, context.policy.recall.weights),
       breakdown,
       match,
       ranks: { fts: ftsRank, vector: null },
@@ -443,7 +440,7 @@ const termLabels: Record<(typeof scoreTerms)[number], string> = {
 };
 
 /** `fts #1, vector #3 (cosine 0.71) | relevance 0.98x0.55 + importance 0.80x0.15 + ... = 0.812` */
-function explanationOf(hit: RecallHit, weights: RecallWeights, fadedWeight: number): string {
+function explanationOf(hit: RecallHit, weights: RecallWeights): string {
   const found =
     hit.match === 'graph' && hit.linkedTo
       ? `linked to #${hit.linkedTo.id} (${hit.linkedTo.type}, strength ${hit.linkedTo.strength.toFixed(2)})`
@@ -460,9 +457,12 @@ function explanationOf(hit: RecallHit, weights: RecallWeights, fadedWeight: numb
   const terms = scoreTerms
     .map((term) => `${termLabels[term]} ${hit.breakdown[term].toFixed(2)}x${weights[term]}`)
     .join(' + ');
-  const faded =
-    hit.memory.fadedAt === null
-      ? ''
-      : ` x${fadedWeight} (faded ${hit.memory.fadedAt.slice(0, 10)}: decay put it to rest; this recall brings it back)`;
-  return `${found} | ${terms} = ${hit.score.toFixed(3)}${faded}`;
+  const { superseded = 1, faded = 1 } = hit.breakdown;
+  const factors = [
+    superseded < 1 ? ` x${superseded} (superseded by #${hit.memory.supersededBy})` : '',
+    faded < 1 && hit.memory.fadedAt !== null
+      ? ` x${faded} (faded ${hit.memory.fadedAt.slice(0, 10)}: decay put it to rest; this recall brings it back)`
+      : '',
+  ].join('');
+  return `${found} | ${terms}${factors} = ${hit.score.toFixed(3)}`;
 }

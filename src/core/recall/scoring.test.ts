@@ -15,6 +15,8 @@ const memory = {
   salience: 1,
   lastAccessedAt: null,
   createdAt: created,
+  supersededBy: null as number | null,
+  fadedAt: null as string | null,
 };
 
 describe('the recall score', () => {
@@ -49,6 +51,34 @@ describe('the recall score', () => {
     const fresh = weightedScore(scoreBreakdown(memory, 0.8, policy, now), policy.recall.weights);
     const stale = weightedScore(scoreBreakdown(memory, 0.8, policy, now + 60 * DAY_MS), policy.recall.weights);
     expect(fresh).toBeGreaterThan(stale);
+  });
+
+  it('multiplies the score of a superseded memory by supersededWeight, so the newer statement ranks first', () => {
+    const policy = resolvePolicy();
+    expect(policy.recall.supersededWeight).toBe(0.8);
+    const current = scoreBreakdown(memory, 0.9, policy, now);
+    const superseded = scoreBreakdown({ ...memory, supersededBy: 42 }, 1, policy, now);
+    expect(current.superseded).toBe(1);
+    expect(superseded.superseded).toBe(0.8);
+    const unpenalised = weightedScore({ ...superseded, superseded: 1 }, policy.recall.weights);
+    expect(weightedScore(superseded, policy.recall.weights)).toBeCloseTo(unpenalised * 0.8, 12);
+    // The older statement matched the query better, and still ranks below the newer one.
+    expect(weightedScore(current, policy.recall.weights)).toBeGreaterThan(
+      weightedScore(superseded, policy.recall.weights),
+    );
+    const equals = resolvePolicy({ recall: { supersededWeight: 1 } });
+    expect(weightedScore(scoreBreakdown({ ...memory, supersededBy: 42 }, 1, equals, now), equals.recall.weights)).toBe(
+      weightedScore(scoreBreakdown(memory, 1, equals, now), equals.recall.weights),
+    );
+  });
+
+  it('refuses a supersededWeight outside 0..1', () => {
+    expect(() => resolvePolicy({ recall: { supersededWeight: 1.5 } })).toThrow(
+      /supersededWeight must be between 0 and 1/,
+    );
+    expect(() => resolvePolicy({ recall: { supersededWeight: -0.1 } })).toThrow(
+      /supersededWeight must be between 0 and 1/,
+    );
   });
 
   it('grows the access-frequency term with the logarithm of the count, reaching 1 at 50', () => {

@@ -3,15 +3,35 @@ import type { MnemePolicy } from '../policy.js';
 import type { Memory } from '../types.js';
 import { type RecallWeights, type ScoreTerm, scoreTerms } from './recall-policy.js';
 
-/** Each score term of one hit, in 0..1; the score is their weighted mean. */
-export type ScoreBreakdown = Record<ScoreTerm, number>;
+/**
+ * Each score term of one hit, in 0..1, and the factors their weighted mean is multiplied by: the score
+ * is `weighted mean x superseded x faded`.
+ */
+export type ScoreBreakdown = Record<ScoreTerm, number> & {
+  /**
+   * 1, or the policy's `recall.supersededWeight` (0.8 by default) for a memory a newer statement
+   * supersedes, so the newer ranks first while the older stays findable. Left out: 1.
+   */
+  superseded?: number;
+  /** 1, or the policy's `recall.fadedWeight` (0.95 by default) for a memory that faded (ADR 9). Left out: 1. */
+  faded?: number;
+};
 
 /** The access count at which the access-frequency term reaches 1 (it grows with the logarithm). */
 export const ACCESS_SATURATION = 50;
 
 type ScoredFields = Pick<
   Memory,
-  'scope' | 'importance' | 'accessCount' | 'pinned' | 'strength' | 'salience' | 'lastAccessedAt' | 'createdAt'
+  | 'scope'
+  | 'importance'
+  | 'accessCount'
+  | 'pinned'
+  | 'strength'
+  | 'salience'
+  | 'lastAccessedAt'
+  | 'createdAt'
+  | 'supersededBy'
+  | 'fadedAt'
 >;
 
 /** The access-frequency term: log(1 + count) / log(1 + 50), capped at 1. */
@@ -21,7 +41,9 @@ export function accessFrequencyScore(accessCount: number): number {
 
 /**
  * The per-term breakdown of a memory found with `relevance` (0..1): importance as stored, recency from
- * the active decay policy, access frequency, the scope bonus of its scope, and 1 when pinned.
+ * the active decay policy, access frequency, the scope bonus of its scope, 1 when pinned; and
+ * `superseded`, `recall.supersededWeight` when a newer memory supersedes it, else 1; `faded`,
+ * `recall.fadedWeight` when decay put it to rest, else 1.
  */
 export function scoreBreakdown(
   memory: ScoredFields,
@@ -36,10 +58,12 @@ export function scoreBreakdown(
     accessFrequency: accessFrequencyScore(memory.accessCount),
     scope: policy.recall.scopeBonus[memory.scope],
     pinned: memory.pinned ? 1 : 0,
+    superseded: memory.supersededBy === null ? 1 : policy.recall.supersededWeight,
+    faded: memory.fadedAt === null ? 1 : policy.recall.fadedWeight,
   };
 }
 
-/** The weighted mean of the terms: 0..1, never stored. */
+/** The weighted mean of the terms, times the breakdown's `superseded` and `faded` factors: 0..1, never stored. */
 export function weightedScore(breakdown: ScoreBreakdown, weights: RecallWeights): number {
   let total = 0;
   let weightSum = 0;
@@ -47,7 +71,7 @@ export function weightedScore(breakdown: ScoreBreakdown, weights: RecallWeights)
     total += weights[term] * breakdown[term];
     weightSum += weights[term];
   }
-  return weightSum === 0 ? 0 : total / weightSum;
+  return weightSum === 0 ? 0 : (total / weightSum) * (breakdown.superseded ?? 1) * (breakdown.faded ?? 1);
 }
 
 function clamp01(value: number): number {

@@ -30,7 +30,7 @@ Rules:
 - Turn relative times ("yesterday", "next Friday") into dates, counting from when the message was sent.
 - category: "preference" for likes and dislikes, "event" for something that happened or is planned at a time, "fact" for other facts about the speaker, "general" for anything else.
 - importance: 0.9 for things that must not be forgotten (health, names of family, hard constraints), 0.5 for ordinary facts, 0.2 for trivia.
-- scope: "personal" for facts about the speaker, "room" for facts about this channel, team or its shared work, "global" for general or technical knowledge that is true for everyone.
+- scope: "personal" for facts about the speaker, "room" for facts about this channel, team or its shared work (anything said with "we", "our" or "us", even when it is technical), "global" for general or technical knowledge that is true for everyone.
 - Reply with JSON only: {"facts": [{"content": "...", "category": "...", "importance": 0.5, "scope": "personal"}]}. Reply {"facts": []} when nothing is worth keeping.`;
 
 /** The messages sent to the model for one exchange. */

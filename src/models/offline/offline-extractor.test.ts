@@ -165,6 +165,28 @@ describe('the offline extractor', () => {
     });
   });
 
+  it('keeps what "we", "us", "our team" or "this room" say in the room, even about infrastructure', () => {
+    const scopes = (message: string) => facts(message).map((fact) => [fact.content, fact.scope]);
+    expect(scopes('Our team uses PostgreSQL 15 for every service')).toEqual([
+      ["Oz's team uses PostgreSQL 15 for every service.", 'room'],
+    ]);
+    expect(scopes('We deploy to production on Fridays after lunch')[0]?.[1]).toBe('room');
+    expect(scopes('Our standup moved to Wednesday at 10am')[0]?.[1]).toBe('room');
+    expect(scopes('The nginx config for us lives in the ops repo')[0]?.[1]).toBe('room');
+    expect(scopes('In this room the staging server is on port 8080')[0]?.[1]).toBe('room');
+    expect(scopes('Everyone here should rotate their ssh keys monthly')[0]?.[1]).toBe('room');
+    // Nobody in it: general knowledge, global as before; the speaker's own: personal.
+    expect(scopes('The staging server runs on port 8080 behind nginx')[0]?.[1]).toBe('global');
+    expect(scopes('I run PostgreSQL 15 on my laptop')[0]?.[1]).toBe('personal');
+  });
+
+  it('keeps a technical "we" that means the speaker and the companion they named with the speaker', () => {
+    expect(facts('My brother and I built a homelab. We run kubernetes on three old laptops.')[1]).toMatchObject({
+      content: "Oz and Oz's brother run kubernetes on three old laptops.",
+      scope: 'personal',
+    });
+  });
+
   it('reads "we" as the speaker and the companion they just named', () => {
     expect(contents('I took my kids to the lake. We went swimming all afternoon!')).toEqual([
       "Oz took Oz's kids to the lake.",

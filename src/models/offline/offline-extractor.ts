@@ -370,9 +370,12 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
   const isHabit = signals.habit.test(sentence);
   const isIdentity = signals.identity.test(sentence);
 
+  // "We", "our team", "this room" decide before technical terms: "Our team uses PostgreSQL 15" is the
+  // room's fact, not knowledge for every viewer. A "we" that means the speaker and the companion they
+  // named ("my kids ... we went") is the speaker's own; only a sentence with no one in it is global.
   let scope: ExtractedFact['scope'] = 'personal';
-  if (technical && !firstSingular) scope = 'global';
-  else if (!firstSingular && (signals.room.test(sentence) || (firstPlural && !hasCompanion))) scope = 'room';
+  if (!firstSingular && (signals.room.test(sentence) || (firstPlural && !hasCompanion))) scope = 'room';
+  else if (technical && !firstSingular && !firstPlural) scope = 'global';
 
   let category: string;
   let importance: number;
@@ -409,7 +412,8 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
  * beyond small talk, rewrites the first person into the speaker's name with verb agreement
  * ("I prefer dark mode" by Oz -> "Oz prefers dark mode"), dates relative times from when the
  * message was sent, and classifies category, importance and scope (about the speaker ->
- * personal; "we", "our team", "this room" -> room; infrastructure and technical -> global). A
+ * personal; "we", "our team", "this room" -> room, whatever else the sentence mentions;
+ * infrastructure and technical with no person in it -> global). A
  * sentence whose only signal is "always" or "never" is what the speaker says ("Always use tabs" ->
  * "Oz says to always use tabs", a personal preference; see `saidAsRule`).
  * Questions, messages of 20 characters or less and messages starting with `/` give nothing.

@@ -37,6 +37,10 @@ function prepareStatements(database: Database.Database) {
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES (?, ?, 'co_extracted', 1, ?)
       ON CONFLICT (source_id, target_id, type) DO UPDATE SET strength = excluded.strength`,
     ),
+    supersedesLink: database.prepare<[number, number, number]>(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES (?, ?, 'supersedes', 1, ?)
+      ON CONFLICT (source_id, target_id, type) DO NOTHING`,
+    ),
     messageExists: database.prepare<[number], 1>('SELECT 1 FROM messages WHERE id = ?'),
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
@@ -112,9 +116,15 @@ export function createSqliteExtractionStore(database: Database.Database, vectors
           if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
           if (step.facts && sql.messageExists.get(step.to)) {
-            const { context, updates, inserts, linked } = step.facts;
+            const { context, updates, inserts, linked, supersedes = [] } = step.facts;
             for (const { id, changes } of updates) applied.updated.push(toMemory(writes.update(id, changes, context)));
             for (const memory of inserts) applied.created.push(toMemory(writes.insert(memory, context)));
+            for (const { insert, memoryId } of supersedes) {
+              const newer = applied.created[insert];
+              if (newer && writes.supersede(memoryId, newer.id, context)) {
+                sql.supersedesLink.run(newer.id, memoryId, context.at);
+              }
+            }
             const group = [...linked, ...applied.created.map((memory) => memory.id)];
             for (const [index, sourceId] of group.entries()) {
               for (const targetId of group.slice(index + 1)) {

@@ -41,6 +41,10 @@ export function createSqliteMaintenanceStore(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
       VALUES (?, ?, 'consolidated', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`,
     ),
+    supersedesLink: database.prepare<[number, number, number]>(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
+      VALUES (?, ?, 'supersedes', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`,
+    ),
   };
 
   return {
@@ -118,6 +122,9 @@ export function createSqliteMaintenanceStore(
       return writeSqlite(database, 'merging memories', () => {
         const sources = originalIds.map((id) => `#${id}`).join(', ');
         const row = writes.insert(merged, { ...context, reason: context.reason ?? `merged from ${sources}` }, 'merge');
+        for (const id of writes.transferSupersession(originalIds, row.id)) {
+          statements.supersedesLink.run(row.id, id, context.at);
+        }
         const archived = originalIds.map((id) => {
           const after = writes.archive(id, { ...context, reason: `merged into #${row.id}` });
           statements.link.run(row.id, id, context.at);

@@ -17,23 +17,36 @@ export interface SqliteMemoryWrites {
   read(id: number): MemoryRow;
   /**
    * Writes one memory: its row (the FTS row follows by trigger), its vector when it has one, and its
-   * first version, `create` (or `merge` for a consolidated memory) with `context.reason`. NOT_FOUND for
-   * a session memory whose topic does not exist.
+   * first version, `create` (or `merge` for a consolidated memory) with `context.reason`; `valid_from`
+   * is `memory.validFrom`, or the write's time. NOT_FOUND for a session memory whose topic does not exist.
    */
   insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
   /**
    * Applies `changes` to memory `id` and writes an `update` version with the diff (none when only
-   * the vector, the provenance or the decay time changed). NOT_FOUND when it does not exist, CONFLICT when it is archived.
+   * the vector, the provenance, the decay time or the validity changed). NOT_FOUND when it does not
+   * exist, CONFLICT when it is archived.
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
   /**
-   * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`.
-   * With `fade` (decay), `faded_at` is set too and the vector kept (ADR 9). NOT_FOUND when it does not
-   * exist, CONFLICT when it is already archived (a faded memory may be archived again without `fade`).
+   * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`;
+   * the memories it superseded are current again (their `superseded_by` cleared). With `fade` (decay),
+   * `faded_at` is set too, the vector kept and supersession left as it is (ADR 9). NOT_FOUND when it does
+   * not exist, CONFLICT when it is already archived (a faded memory may be archived again without `fade`).
    */
   archive(id: number, context: WriteContext, fade?: boolean): MemoryRow;
   /** Brings faded memory `id` back: archive cleared, a `restore` version with `context.reason`. */
   revive(id: number, context: WriteContext): MemoryRow;
+  /**
+   * Marks memory `id` superseded by memory `by` (a newer statement of what changed), when it is active
+   * and not superseded yet; no version row of its own (the `supersedes` link records it). The row
+   * after, or null when nothing was marked.
+   */
+  supersede(id: number, by: number, context: WriteContext): MemoryRow | null;
+  /**
+   * Makes every active memory superseded by one of `from` superseded by `to` instead (a merge replaces
+   * them); returns their ids.
+   */
+  transferSupersession(from: readonly number[], to: number): number[];
   /** Appends the next version of a memory: what changed, and the snapshot of `row`, the memory after it. */
   recordVersion(row: MemoryRow, action: VersionAction, changes: MemoryVersion['changes'], context: WriteContext): void;
 }
@@ -47,7 +60,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         search_context, search_context_message_id
       ) VALUES (
         @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @at, @at, @at, @embeddingModel, @searchContext,
+        @importance, @pinned, @sourceMessageIds, @sourceIds, @validFrom, @at, @at, @embeddingModel, @searchContext,
         @searchContextMessageId
       ) RETURNING *`),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
@@ -63,6 +76,14 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
     revive: preparedOnUse<[number, number], MemoryRow>(
       database,
       'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ? WHERE id = ? RETURNING *',
+    ),
+    supersede: database.prepare<[number, number, number], MemoryRow>(
+      `UPDATE memories SET superseded_by = ?, updated_at = ?
+      WHERE id = ? AND archived_at IS NULL AND superseded_by IS NULL RETURNING *`,
+    ),
+    clearSupersession: database.prepare<[number]>('UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?'),
+    transferSupersession: database.prepare<[number, number], { id: number }>(
+      'UPDATE memories SET superseded_by = ? WHERE superseded_by = ? AND archived_at IS NULL RETURNING id',
     ),
     version: database.prepare<[number, number, VersionAction, string | null, string | null, string, string, number]>(
       `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
@@ -114,6 +135,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         assignments.push('source_message_ids = @sourceMessageIds');
         values.sourceMessageIds = JSON.stringify(changes.sourceMessageIds);
       }
+      if (changes.validFrom !== undefined) {
+        assignments.push('valid_from = @validFrom');
+        values.validFrom = changes.validFrom;
+      }
       if (changes.embedding !== undefined) {
         assignments.push('embedding_model = @embeddingModel');
         values.embeddingModel = changes.embedding?.model ?? null;
@@ -127,7 +152,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
         pinned: changes.pinned ?? previous.pinned,
       });
       const unchanged =
-        changes.embedding === undefined && changes.sourceMessageIds === undefined && changes.decayedAt === undefined;
+        changes.embedding === undefined &&
+        changes.sourceMessageIds === undefined &&
+        changes.decayedAt === undefined &&
+        changes.validFrom === undefined;
       if (Object.keys(diff).length === 0 && unchanged) return before;
       const after = getRow(
         database.prepare<Record<string, unknown>, MemoryRow>(
@@ -149,7 +177,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       const row = fade
         ? getRow(statements.fade(), context.at, context.at, context.at, id)
         : getRow(statements.archive(), context.at, context.at, id);
-      if (!fade) vectors.remove([id]);
+      if (!fade) {
+        statements.clearSupersession.run(id);
+        vectors.remove([id]);
+      }
       const from = before.archived_at === null ? null : toIso(before.archived_at);
       writes.recordVersion(row, 'archive', { archivedAt: { from, to: toIso(context.at) } }, context);
       return row;
@@ -162,6 +193,14 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       const from = before.archived_at === null ? null : toIso(before.archived_at);
       writes.recordVersion(row, 'restore', { archivedAt: { from, to: null } }, context);
       return row;
+    },
+
+    supersede(id, by, context) {
+      return statements.supersede.get(by, context.at, id) ?? null;
+    },
+
+    transferSupersession(from, to) {
+      return from.flatMap((id) => statements.transferSupersession.all(to, id).map((row) => row.id));
     },
 
     recordVersion(row, action, changes, context) {
@@ -209,6 +248,7 @@ function insertParameters(memory: NewMemory, at: number) {
     sourceMessageIds: JSON.stringify(memory.sourceMessageIds),
     sourceIds: JSON.stringify(memory.sourceIds),
     at,
+    validFrom: memory.validFrom ?? at,
     embeddingModel: memory.embedding?.model ?? null,
     searchContext: memory.searchContext ?? null,
     searchContextMessageId: memory.searchContextMessageId ?? null,

@@ -1,0 +1,153 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import type { Memory } from '../src/core/types.js';
+import { createFixedClock } from '../src/testing.js';
+
+const engines: Mneme[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((mneme) => mneme.close()));
+});
+
+/** An engine as a new user gets it: SQLite in memory, the offline extractor, no embedding model. */
+async function open(): Promise<Mneme> {
+  const mneme = await createMneme({ path: ':memory:', clock: createFixedClock('2026-11-30T09:00:00Z') });
+  engines.push(mneme);
+  return mneme;
+}
+
+/** Oz says each line in the channel, a day apart from 1 March 2024. */
+async function ozSays(mneme: Mneme, channelId: string, ...lines: string[]): Promise<void> {
+  for (const [index, content] of lines.entries()) {
+    const createdAt = new Date(Date.parse('2024-03-01T10:00:00Z') + index * 86_400_000).toISOString();
+    await mneme.ingest({ channelId, sender: 'oz', senderName: 'Oz', content, createdAt });
+  }
+  await mneme.whenIdle();
+}
+
+async function facts(mneme: Mneme): Promise<Memory[]> {
+  const { memories } = await mneme.list({ limit: 100 });
+  return memories.filter((memory) => memory.category !== 'exchange').reverse();
+}
+
+describe('a fact that changes', () => {
+  it('puts the newer statement first and keeps the older one, marked superseded, for "before" questions', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I use Vim for everything', 'I switched from Vim to VS Code');
+    const [vim, vsCode, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(vim).toMatchObject({ content: 'Oz uses Vim for everything.', supersededBy: vsCode?.id, archivedAt: null });
+    expect(vsCode).toMatchObject({
+      content: expect.stringContaining('Oz switched from Vim to VS Code'),
+      supersededBy: null,
+    });
+    expect(await mneme.history(vim?.id ?? 0)).toHaveLength(1);
+    expect(
+      (await mneme.links(vsCode?.id ?? 0)).map((link) => [link.sourceId, link.targetId, link.type]),
+    ).toContainEqual([vsCode?.id, vim?.id, 'supersedes']);
+
+    const viewer = { userId: 'oz', channelId: 'dm-oz' };
+    const now = await mneme.recall({ query: 'which editor does Oz use', viewer });
+    expect(now.hits[0]?.memory.id).toBe(vsCode?.id);
+    const older = now.hits.find((hit) => hit.memory.id === vim?.id);
+    expect(older?.memory.supersededBy).toBe(vsCode?.id);
+    expect(older?.breakdown.superseded).toBe(0.8);
+
+    const before = await mneme.recall({ query: 'which editor did Oz use before', viewer });
+    expect(before.hits.map((hit) => hit.memory.id)).toContain(vim?.id);
+  });
+
+  it('does the same for a fact of the room', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'team-room', 'our standup is on Monday', 'our standup moved to Wednesday');
+    const [monday, wednesday] = await facts(mneme);
+    expect(monday).toMatchObject({ content: "Oz's standup is on Monday.", scope: 'room', supersededBy: wednesday?.id });
+    expect(wednesday).toMatchObject({ content: "Oz's standup moved to Wednesday.", scope: 'room', supersededBy: null });
+    const { hits } = await mneme.recall({ query: 'when is our standup', viewer: { channelId: 'team-room' } });
+    expect(hits[0]?.memory.id).toBe(wednesday?.id);
+    expect(hits.map((hit) => hit.memory.id)).toContain(monday?.id);
+  });
+
+  it('still updates a restatement in place, a version kept, with nothing superseded', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I prefer dark mode in every editor', 'I really prefer dark mode in every editor');
+    const [memory, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(memory).toMatchObject({ content: 'Oz really prefers dark mode in every editor.', supersededBy: null });
+    expect((await mneme.history(memory?.id ?? 0)).map((version) => version.action)).toEqual(['create', 'update']);
+  });
+
+  it('makes the older statement current again when the newer one is forgotten', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I use Vim for everything', 'I switched from Vim to VS Code');
+    const [vim, vsCode] = await facts(mneme);
+    await mneme.forget(vsCode?.id ?? 0);
+    expect((await mneme.get(vim?.id ?? 0)).supersededBy).toBeNull();
+  });
+});
+
+describe('consolidation of a fact that changed', () => {
+  it('never merges the superseded memory, and hands it to the merge of the newer one', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I use Vim for everything', 'I switched from Vim to VS Code');
+    const [vim, vsCode] = await facts(mneme);
+    const again = await mneme.remember({
+      content: 'Oz switched from Vim to VS Code last spring',
+      scope: 'personal',
+      userId: 'oz',
+      category: 'event',
+    });
+    expect(await mneme.maintain({ tasks: ['consolidate'] })).toMatchObject({ consolidate: { clusters: 1, merged: 2 } });
+    const [older, merged, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(merged).toMatchObject({ source: 'consolidation', sourceIds: [vsCode?.id, again.id] });
+    expect(merged?.validFrom).toBe(again.validFrom);
+    expect(older).toMatchObject({ id: vim?.id, supersededBy: merged?.id, archivedAt: null });
+    const links = await mneme.links(merged?.id ?? 0);
+    expect(links.map((link) => [link.sourceId, link.targetId, link.type])).toContainEqual([
+      merged?.id,
+      vim?.id,
+      'supersedes',
+    ]);
+  });
+});
+
+describe('facts about different people', () => {
+  it('are stored apart however alike, and consolidation never merges them', async () => {
+    const mneme = await open();
+    await mneme.putChannel({ id: 'town-square', visibility: 'public' });
+    await ozSays(
+      mneme,
+      'town-square',
+      "Sam's team uses PostgreSQL 15",
+      "Lee's team uses PostgreSQL 15",
+      "Sam's team uses PostgreSQL 15",
+      "Lee's team uses PostgreSQL 15",
+    );
+    const stored = await facts(mneme);
+    expect(stored.map((memory) => memory.content)).toEqual([
+      "Sam's team uses PostgreSQL 15.",
+      "Lee's team uses PostgreSQL 15.",
+    ]);
+    for (const memory of stored) expect(await mneme.history(memory.id)).toHaveLength(1);
+    await mneme.maintain({ tasks: ['consolidate'] });
+    expect((await facts(mneme)).map((memory) => memory.id)).toEqual(stored.map((memory) => memory.id));
+  });
+});
+
+describe('facts said with "we" or "our"', () => {
+  it('stay in the room even in a public channel and when they name infrastructure', async () => {
+    const mneme = await open();
+    await mneme.putChannel({ id: 'town-square', visibility: 'public' });
+    await ozSays(
+      mneme,
+      'town-square',
+      'Our team uses PostgreSQL 15',
+      'The staging server runs on port 8080 behind nginx',
+    );
+    expect((await facts(mneme)).map((memory) => [memory.content, memory.scope])).toEqual([
+      ["Oz's team uses PostgreSQL 15.", 'room'],
+      ['The staging server runs on port 8080 behind nginx.', 'global'],
+    ]);
+  });
+});
