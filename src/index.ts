@@ -21,6 +21,7 @@ export type { MaintainInput, MaintenanceReport } from './core/maintenance/mainta
 export type { MaintenanceTask } from './core/maintenance/maintenance-task.js';
 export type { Mneme } from './core/mneme.js';
 export type { MnemePolicy, PolicyOptions } from './core/policy.js';
+export type { PolicyChange, PolicyState } from './core/policy-state.js';
 export type { Dreamer, DreamInput, DreamInsight, DreamMemory } from './core/ports/dreamer.js';
 export type {
   EpisodeInput,
@@ -30,6 +31,7 @@ export type {
 } from './core/ports/episode-summariser.js';
 export type { ExtractedFact, ExtractionInput, FactExtractor } from './core/ports/fact-extractor.js';
 export type { MemoryMerger, MergeCandidate, MergedMemory, MergeInput } from './core/ports/memory-merger.js';
+export { type PresetName, presetNames, presets } from './core/presets.js';
 export type { ContextResult } from './core/recall/context-block.js';
 export type { MatchType, RecallHit, RecallMode, RecallResult, VectorLegStatus } from './core/recall/recall.js';
 export type { ScoreBreakdown } from './core/recall/scoring.js';
@@ -70,6 +72,7 @@ export type { Project, Topic, User } from './storage/directory-store.js';
 export type { LinkType, MemoryLink } from './storage/link-store.js';
 export type { Channel, ChannelVisibility } from './storage/membership-store.js';
 export type { Message, MessageRole } from './storage/message-store.js';
+export type { PolicyVersion } from './storage/policy-store.js';
 export {
   createMaintenanceScheduler,
   defaultMaintenanceIntervals,

@@ -23,7 +23,7 @@ export interface PolicyRequest {
   policy?: PolicyOptions | undefined;
 }
 
-export const PresetNameSchema = z.enum(presetNames, {
+const PresetNameSchema = z.enum(presetNames, {
   error: () => `preset must be one of ${presetNames.join(', ')}`,
 });
 
@@ -102,7 +102,7 @@ function sameRequest(state: PolicyState, request: PolicyRequest): boolean {
  * The state a stored version describes; STORE_INCOMPATIBLE for a preset or settings this mneme does
  * not know (a newer mneme wrote them).
  */
-export function stateOf(stored: PolicyVersion): PolicyState {
+function stateOf(stored: PolicyVersion): PolicyState {
   const preset = presetNames.find((name) => name === stored.preset);
   if (!preset) {
     throw new MnemeError(
@@ -170,7 +170,7 @@ export function settingsToPolicy(settings: Record<string, unknown>): PolicyOptio
 }
 
 /** The settings of `policy` that differ from `preset`'s, nested as in the policy. */
-export function policyOverrides(preset: PresetName, policy: MnemePolicy): PolicyOptions {
+function policyOverrides(preset: PresetName, policy: MnemePolicy): PolicyOptions {
   return (difference(policy, resolvePolicy(presets[preset].policy)) ?? {}) as PolicyOptions;
 }
 
@@ -224,7 +224,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `over` laid on `base`: records merge key by key, anything else (arrays, templates over names) replaces. */
-export function merge(base: unknown, over: unknown): Record<string, unknown> {
+function merge(base: unknown, over: unknown): Record<string, unknown> {
   if (!isRecord(base) || !isRecord(over)) return (over ?? base) as Record<string, unknown>;
   const merged: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(over)) {
