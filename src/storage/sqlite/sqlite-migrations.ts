@@ -411,6 +411,14 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       database.exec('DROP TABLE memory_vectors');
     },
   },
+  {
+    version: 12,
+    name: 'full-text matches filtered by scope without reading memory rows',
+    sql: `
+      -- Covers the join of a full-text search: each match's owner, for active memories only.
+      CREATE INDEX memories_active_owner ON memories(id, owner) WHERE archived_at IS NULL;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
