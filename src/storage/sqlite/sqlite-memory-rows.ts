@@ -99,6 +99,9 @@ export interface VersionRow {
 
 /** The memory a row of `memories` holds, times as ISO 8601 strings. */
 export function toMemory(row: MemoryRow): Memory {
+  // Most rows were created, valid from and updated at one time: format it once.
+  const createdAt = toIso(row.created_at);
+  const sameAsCreated = (at: number) => (at === row.created_at ? createdAt : toIso(at));
   return {
     id: row.id,
     content: row.content,
@@ -116,15 +119,20 @@ export function toMemory(row: MemoryRow): Memory {
     accessCount: row.access_count,
     lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
     pinned: row.pinned === 1,
-    sourceMessageIds: JSON.parse(row.source_message_ids) as number[],
-    sourceIds: JSON.parse(row.source_ids) as number[],
-    validFrom: toIso(row.valid_from),
+    sourceMessageIds: idList(row.source_message_ids),
+    sourceIds: idList(row.source_ids),
+    validFrom: sameAsCreated(row.valid_from),
     supersededBy: row.superseded_by,
     archivedAt: row.archived_at === null ? null : toIso(row.archived_at),
-    createdAt: toIso(row.created_at),
-    updatedAt: toIso(row.updated_at),
+    createdAt,
+    updatedAt: sameAsCreated(row.updated_at),
     embeddingModel: row.embedding_model,
   };
+}
+
+/** A JSON list of ids as stored; most are empty. */
+function idList(json: string): number[] {
+  return json === '[]' ? [] : (JSON.parse(json) as number[]);
 }
 
 /** The fields of a memory a version row records. */
