@@ -13,6 +13,11 @@ export interface SystemFigures {
   ingestPerSecond?: number;
   /** The first `maintain()` cycle (all tasks) over the store, after the ingest; mneme only, at most 10,000 memories. */
   maintenanceMs?: number;
+  /**
+   * mneme only: the share of the exact 10 nearest visible memories (the baseline's brute-force KNN) that
+   * mneme's vector leg ranks in its 10 best, averaged over the queries, per viewer.
+   */
+  vectorRecallVsExact?: Record<RecallViewer, number>;
   bytesPer10k: number;
   peakRssBytes: number;
 }
@@ -30,7 +35,12 @@ export interface BenchRunInfo {
   machine: string;
 }
 
-type Row = [label: string, mneme: number | undefined, baseline: number | undefined, kind: 'ms' | 'rate' | 'bytes'];
+type Row = [
+  label: string,
+  mneme: number | undefined,
+  baseline: number | undefined,
+  kind: 'ms' | 'rate' | 'bytes' | 'share',
+];
 
 /**
  * The report as a table per size: each figure for mneme and the baseline, and mneme / baseline
@@ -51,6 +61,10 @@ export function formatBenchTable(report: BenchReport, info: BenchRunInfo): strin
         rows.push([`recall ${leg}, ${viewer}: p95 ms`, ours.p95Ms, theirs.p95Ms, 'ms']);
         rows.push([`recall ${leg}, ${viewer}: p99 ms`, ours.p99Ms, theirs.p99Ms, 'ms']);
       }
+    }
+    for (const viewer of recallViewers) {
+      const share = mneme.vectorRecallVsExact?.[viewer];
+      rows.push([`vector leg recall@10 vs exact, ${viewer}`, share, share === undefined ? undefined : 1, 'share']);
     }
     rows.push(['remember: memories/s', mneme.rememberPerSecond, baseline.rememberPerSecond, 'rate']);
     rows.push(['ingest: messages/s', mneme.ingestPerSecond, baseline.ingestPerSecond, 'rate']);
@@ -81,6 +95,7 @@ function formatValue(value: number | undefined, kind: Row[3]): string {
   if (value === undefined || Number.isNaN(value)) return '-';
   if (kind === 'bytes') return formatBytes(value);
   if (kind === 'rate') return value.toFixed(0);
+  if (kind === 'share') return value.toFixed(3);
   return value < 10 ? value.toFixed(2) : value.toFixed(1);
 }
 

@@ -32,6 +32,8 @@ export interface BaselineHit {
   id: number;
   content: string;
   owner: string;
+  /** Cosine distance, from `vector` only. */
+  distance?: number;
 }
 
 const RRF_K = 60;
@@ -97,7 +99,7 @@ export function createNaiveBaseline(options: { path: string; dimensions: number 
           SELECT rowid AS id, distance FROM documents_vec
           WHERE embedding MATCH ? AND k = ? AND owner IN (${marks(owners.length)})
         )
-        SELECT documents.id, documents.content, documents.owner
+        SELECT documents.id, documents.content, documents.owner, vec_matches.distance
         FROM vec_matches JOIN documents ON documents.id = vec_matches.id
         ORDER BY vec_matches.distance`,
       );

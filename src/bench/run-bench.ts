@@ -1,6 +1,6 @@
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createMneme, type Mneme, type Viewer } from '../index.js';
+import { createMneme, type Mneme, type PolicyOptions, type Viewer } from '../index.js';
 import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
@@ -90,14 +90,29 @@ function ownerKeyOf(memory: { scope: string; userId?: string; channelId?: string
   return 'global';
 }
 
-/** Opens the two systems over their files: the baseline, and mneme with and without the embedding model. */
+/**
+ * The recall policy that ranks by the vector leg alone: every neighbour with a cosine of 0 or more
+ * kept, relevance the only score term, so a vector-only recall returns the leg's own order.
+ */
+const vectorLegOnly: PolicyOptions = {
+  recall: {
+    minSimilarity: 0,
+    weights: { relevance: 1, importance: 0, recency: 0, accessFrequency: 0, scope: 0, pinned: 0 },
+  },
+};
+
+/**
+ * Opens the two systems over their files: the baseline, and mneme with and without the embedding model
+ * (and with `vectorLegOnly`, to compare the vector leg with exact search).
+ */
 function systems(paths: { baseline: string; mneme: string }, model: PrecomputedEmbeddingModel) {
-  const open = (embedder: PrecomputedEmbeddingModel | 'none') =>
-    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet });
+  const open = (embedder: PrecomputedEmbeddingModel | 'none', policy?: PolicyOptions) =>
+    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet, ...(policy ? { policy } : {}) });
   return {
     baseline: () => createNaiveBaseline({ path: paths.baseline, dimensions: DIMENSIONS }),
     mneme: () => open(model),
     mnemeLexical: () => open('none'),
+    mnemeVectorLeg: () => open(model, vectorLegOnly),
   };
 }
 
@@ -223,6 +238,41 @@ async function measureSize(
     latencies.mneme[leg][viewer] = summariseLatencies(durations.mneme);
   }
   bar.finish();
+
+  // The vector leg against exact search, untimed: the 10 best of mneme's vector-only recall (as deep a
+  // search as the timed ones, ranked by the vector leg alone) beside the baseline's brute-force KNN.
+  const vectorLeg = await open.mnemeVectorLeg();
+  const recallBar = options.progress('vector leg recall against exact search', 2 * queries.length);
+  const vectorRecallVsExact = { unscoped: 0, scoped: 0 };
+  let compared = 0;
+  for (const viewer of ['unscoped', 'scoped'] as const) {
+    let share = 0;
+    let counted = 0;
+    for (const [index, query] of queries.entries()) {
+      if (index < WARM_UP) continue;
+      // The exact neighbours with a cosine of 0 or more: the engine's minSimilarity can go no lower.
+      const exact = new Set(
+        baseline
+          .vector(query.vector, ownersOf(query, viewer), TOP_K)
+          .filter((hit) => (hit.distance ?? 0) <= 1)
+          .map((hit) => hit.content),
+      );
+      const result = await vectorLeg.recall({
+        query: vectorOnlyText(index),
+        viewer: viewerOf(query, viewer),
+        topK: TOP_K,
+      });
+      const ranked = result.hits.filter((hit) => hit.ranks.vector !== null && hit.ranks.vector <= TOP_K);
+      if (exact.size > 0) {
+        share += ranked.filter((hit) => exact.has(hit.memory.content)).length / exact.size;
+        counted++;
+      }
+      if (++compared % SAMPLE_EVERY === 0) recallBar.update(compared);
+    }
+    vectorRecallVsExact[viewer] = counted === 0 ? Number.NaN : Math.round((share / counted) * 1000) / 1000;
+  }
+  recallBar.finish();
+  await vectorLeg.close();
   baseline.close();
   await mnemeLexical.close();
 
@@ -288,6 +338,7 @@ async function measureSize(
       rememberPerSecond: rate(size, buildMs.mneme),
       ingestPerSecond: rate(options.messages, ingestMs),
       ...(maintenanceMs === undefined ? {} : { maintenanceMs }),
+      vectorRecallVsExact,
       bytesPer10k: per10k(bytes.mneme),
       peakRssBytes: mnemeRss.peak(),
     },

@@ -23,6 +23,7 @@ describe('mneme bench', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('40 memories');
     expect(run.stdout).toMatch(/recall hybrid, scoped: p95 ms/);
+    expect(run.stdout).toMatch(/vector leg recall@10 vs exact, unscoped +1\.000/);
     expect(run.stderr).toContain('storing 40 memories in each system');
     const report = JSON.parse(readFileSync(file, 'utf8'));
     expect(Object.keys(report)).toEqual(['sizes']);
@@ -32,6 +33,7 @@ describe('mneme bench', () => {
         rememberPerSecond: expect.any(Number),
         ingestPerSecond: expect.any(Number),
         maintenanceMs: expect.any(Number),
+        vectorRecallVsExact: { unscoped: expect.any(Number), scoped: expect.any(Number) },
         bytesPer10k: expect.any(Number),
         peakRssBytes: expect.any(Number),
       },

@@ -432,6 +432,53 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(hits.map((hit) => hit.id)).toEqual([mine?.id]);
     });
 
+    it('keeps the scope filter inside the vector index: 1,000 closer vectors of other users do not hide the visible ones', async () => {
+      const query = 'kestrel nesting on the old mill tower';
+      const others = await Promise.all(
+        Array.from({ length: 1000 }, (_, index) =>
+          newMemory(
+            `${query} ${index}`,
+            index % 4
+              ? { scope: 'personal', userId: `neighbour-${index}` }
+              : {
+                  scope: 'room',
+                  channelId: `room-${index}`,
+                },
+          ),
+        ),
+      );
+      await storage.memories.insert(others, context);
+      const [mine, shared, unrelated] = await storage.memories.insert(
+        [
+          await newMemory('a kestrel nesting somewhere', { scope: 'personal', userId: 'me' }),
+          await newMemory('the mill tower is old'),
+          await newMemory('invoices fall due every monday'),
+        ],
+        context,
+      );
+      const hits = await storage.memories.searchVector({
+        vector: await queryVector(query),
+        model: model.modelId,
+        owners: visibleOwners({ userId: 'me' }),
+        limit: 10,
+      });
+      expect(hits.map((hit) => hit.id).sort()).toEqual([mine?.id, shared?.id, unrelated?.id].sort());
+      expect(hits[2]?.id).toBe(unrelated?.id);
+      const neighbour = await storage.memories.searchVector({
+        vector: await queryVector(query),
+        model: model.modelId,
+        owners: visibleOwners({ userId: 'neighbour-7' }),
+        limit: 1,
+      });
+      const [seven] = await storage.memories
+        .list({
+          ...allActive(),
+          owners: ['user:neighbour-7'],
+        })
+        .then((page) => page.memories);
+      expect(neighbour.map((hit) => hit.id)).toEqual([seven?.id]);
+    });
+
     it('never compares vectors of two models: a model change empties the index', async () => {
       await storage.memories.insert([await newMemory('vectors of the first model')], context);
       const reset = await storage.configureVectors({ model: 'other-model', dimensions: 16 });

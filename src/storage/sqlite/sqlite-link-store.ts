@@ -26,18 +26,17 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
       'SELECT * FROM memory_links WHERE source_id = ? OR target_id = ? ORDER BY created_at, source_id, target_id',
     ),
     neighbours: database.prepare<{ seeds: string; owners: string | null; limit: number }, LinkedMemory>(
-      `WITH seeds(id) AS (SELECT value FROM json_each(@seeds)),
-      edges AS (
-        SELECT target_id AS id, source_id AS linked_to, type, strength FROM memory_links
-          WHERE source_id IN (SELECT id FROM seeds)
+      `WITH edges AS (
+        SELECT l.target_id AS id, l.source_id AS linked_to, l.type AS type, l.strength AS strength
+          FROM json_each(@seeds) AS s JOIN memory_links AS l ON l.source_id = s.value
         UNION ALL
-        SELECT source_id AS id, target_id AS linked_to, type, strength FROM memory_links
-          WHERE target_id IN (SELECT id FROM seeds)
+        SELECT l.source_id, l.target_id, l.type, l.strength
+          FROM json_each(@seeds) AS s JOIN memory_links AS l ON l.target_id = s.value
       )
       SELECT edges.id AS id, edges.linked_to AS linkedTo, edges.type AS type, MAX(edges.strength) AS strength
       FROM edges JOIN memories m ON m.id = edges.id
       WHERE m.archived_at IS NULL
-        AND edges.id NOT IN (SELECT id FROM seeds)
+        AND edges.id NOT IN (SELECT value FROM json_each(@seeds))
         AND (@owners IS NULL OR m.owner IN (SELECT value FROM json_each(@owners)))
       GROUP BY edges.id
       ORDER BY strength DESC, edges.id

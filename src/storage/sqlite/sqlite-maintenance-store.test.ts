@@ -139,7 +139,14 @@ describe('the SQLite maintenance store', () => {
       return {
         columns,
         fullText: raw.prepare('SELECT content, search_context FROM memories_fts WHERE rowid = ?').get(id),
-        vector: raw.prepare('SELECT embedding, owner FROM memory_vectors WHERE memory_id = ?').get(BigInt(id)),
+        vector: {
+          bits: raw
+            .prepare('SELECT bits, bucket, owner_id FROM memory_vector_bits WHERE memory_id = ?')
+            .get(BigInt(id)),
+          slices: raw
+            .prepare('SELECT key - ? AS slice, vector, norm2 FROM memory_vector_slices WHERE key BETWEEN ? AND ?')
+            .all(id * 64, id * 64, id * 64 + 63),
+        },
       };
     };
     const fromInsert = written(inserted?.id ?? 0);
@@ -149,7 +156,8 @@ describe('the SQLite maintenance store', () => {
       search_context: 'Ann: when do you sail?',
       search_context_message_id: 3,
     });
-    expect(fromInsert.vector).toBeDefined();
+    expect(fromInsert.vector.bits).toBeDefined();
+    expect(fromInsert.vector.slices).not.toEqual([]);
     expect(fromMerge).toEqual(fromInsert);
   });
 

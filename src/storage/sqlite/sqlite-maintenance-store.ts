@@ -98,20 +98,8 @@ export function createSqliteMaintenanceStore(
     },
 
     async vectors(ids, model) {
-      const found = new Map<number, Float32Array>();
-      if (ids.length === 0 || vectors.info()?.model !== model) return found;
-      return readSqlite('reading memory vectors', () => {
-        const select = database.prepare<[bigint], { embedding: Buffer }>(
-          'SELECT embedding FROM memory_vectors WHERE memory_id = ?',
-        );
-        for (const id of ids) {
-          const row = select.get(BigInt(id));
-          if (!row) continue;
-          const bytes = Uint8Array.from(row.embedding);
-          found.set(id, new Float32Array(bytes.buffer, 0, bytes.byteLength / 4));
-        }
-        return found;
-      });
+      if (ids.length === 0 || vectors.info()?.model !== model) return new Map<number, Float32Array>();
+      return readSqlite('reading memory vectors', () => vectors.vectors(ids));
     },
 
     async latestMemoryId() {

@@ -4,9 +4,17 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
 import { getRow, preparedOnUse, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
-import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
+import {
+  type MemoryRow,
+  memoryColumns,
+  memoryRowOf,
+  toMemory,
+  toVersion,
+  type VersionRow,
+} from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
+import { createSqliteTermFrequencies } from './sqlite-term-frequencies.js';
 import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -14,6 +22,10 @@ import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 export function createSqliteMemoryStore(database: Database.Database, vectors: SqliteVectorIndex): MemoryStore {
   const writes = createSqliteMemoryWrites(database, vectors);
   const statements = {
+    byIds: preparedOnUse<[string], unknown[]>(
+      database,
+      `SELECT ${memoryColumns} FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
     history: database.prepare<[number], VersionRow>(
       'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
     ),
@@ -40,19 +52,41 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC
       LIMIT @limit`),
   };
+  const frequencies = createSqliteTermFrequencies(database);
   const textSearches = new Map<string, Database.Statement<unknown[], { id: number; rank: number }>>();
 
-  function textSearchStatement(ownerCount: number, includeFaded: boolean) {
-    const key = `${ownerCount}:${includeFaded}`;
+  /**
+   * The full-text search among active memories (and faded ones with `includeFaded`) of `ownerCount`
+   * owners (-1: any). `split`: the very common terms only score the memories that the rarer terms match
+   * (one FTS5 query over the rarer terms, one over `common AND rare` whose BM25 is the whole query's for
+   * the memories it matches, as BM25 sums over the query's terms), so their posting lists are not scored
+   * whole.
+   */
+  function textSearchStatement(ownerCount: number, split: boolean, includeFaded: boolean) {
+    const key = `${ownerCount}:${split}:${includeFaded}`;
     let statement = textSearches.get(key);
     if (!statement) {
       const filter = ownerCount < 0 ? '' : `AND m.owner IN (${placeholders(ownerCount)})`;
-      const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
+      // The partial index holds the searchable memories: active, and faded (ADR 9); faded_at tells them apart.
+      const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
+      const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
       statement = database.prepare<unknown[], { id: number; rank: number }>(
-        `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS rank
-        FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-        WHERE memories_fts MATCH ? AND ${state} ${filter}
-        ORDER BY rank LIMIT ?`,
+        split
+          ? `WITH by_rare AS (
+              SELECT rowid AS id, bm25(memories_fts, 1.0, 1.0) AS rank FROM memories_fts WHERE memories_fts MATCH ?
+            ),
+            with_common AS MATERIALIZED (
+              SELECT rowid AS id, bm25(memories_fts, 1.0, 1.0) AS rank FROM memories_fts WHERE memories_fts MATCH ?
+            )
+            SELECT m.id AS id, COALESCE(with_common.rank, by_rare.rank) AS rank
+            FROM by_rare LEFT JOIN with_common ON with_common.id = by_rare.id
+            JOIN memories m INDEXED BY memories_searchable_owner ON m.id = by_rare.id
+            WHERE ${state} ${filter}
+            ORDER BY rank LIMIT ?`
+          : `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS rank
+            FROM memories_fts JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
+            WHERE memories_fts MATCH ? AND ${state} ${filter}
+            ORDER BY rank LIMIT ?`,
       );
       textSearches.set(key, statement);
     }
@@ -100,9 +134,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async get(ids) {
       if (ids.length === 0) return [];
       return readSqlite('reading memories', () => {
-        const rows = database
-          .prepare<number[], MemoryRow>(`SELECT * FROM memories WHERE id IN (${placeholders(ids.length)})`)
-          .all(...ids);
+        const rows = statements.byIds().raw().all(JSON.stringify(ids)).map(memoryRowOf);
         const byId = new Map(rows.map((row) => [row.id, row]));
         return ids.flatMap((id) => {
           const row = byId.get(id);
@@ -149,13 +181,17 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     },
 
     async searchText({ terms, owners, limit, includeFaded = false }) {
-      const query = ftsQuery(terms);
-      if (query === null || (owners !== null && owners.length === 0)) return [];
-      return readSqlite('searching memories', () =>
-        textSearchStatement(owners === null ? -1 : owners.length, includeFaded)
-          .all(query, ...(owners ?? []), limit)
-          .map((row) => ({ id: row.id, score: -row.rank })),
-      );
+      if (owners !== null && owners.length === 0) return [];
+      return readSqlite('searching memories', () => {
+        const { rare, common } = frequencies.split(terms, limit);
+        const rareQuery = ftsQuery(rare);
+        const commonQuery = ftsQuery(common);
+        if (rareQuery === null) return [];
+        const matches = commonQuery === null ? [rareQuery] : [rareQuery, `(${commonQuery}) AND (${rareQuery})`];
+        return textSearchStatement(owners === null ? -1 : owners.length, commonQuery !== null, includeFaded)
+          .all(...matches, ...(owners ?? []), limit)
+          .map((row) => ({ id: row.id, score: -row.rank }));
+      });
     },
 
     async searchVector({ vector, model, owners, limit, includeFaded = false }) {

@@ -347,6 +347,111 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
             LIKE 'decay:%';
     `,
   },
+  {
+    version: 12,
+    name: 'a binary-quantised vector index over owner buckets, with float32 slices to rank by (ADR 10)',
+    sql: `
+      -- The owner keys that have vectors, under a number the bit index filters on, and how many each has.
+      CREATE TABLE vector_owners (
+        id INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL UNIQUE,
+        vectors INTEGER NOT NULL
+      );
+      -- Each vector in float32 slices of 192 numbers (768 bytes, five to a page), key = memory id * 64 + slice,
+      -- each with the squared norm of the whole vector.
+      CREATE TABLE memory_vector_slices (
+        key INTEGER PRIMARY KEY,
+        vector BLOB NOT NULL,
+        norm2 REAL NOT NULL
+      );
+    `,
+    after(database) {
+      // The vectors of the float32 vec0 table `memory_vectors` move to the new index as this version
+      // writes it: sign bits in `memory_vector_bits` (bucket 0 for global, 1 + owner id % 31 for the
+      // others, 128 rows a chunk), slices of 192 floats (more per slice above 12,288 dimensions).
+      const legacy = database
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_vectors'")
+        .get();
+      const index = database
+        .prepare<[], { dimensions: number }>('SELECT dimensions FROM vector_index WHERE id = 1')
+        .get();
+      if (!index) {
+        if (legacy) database.exec('DROP TABLE memory_vectors');
+        return;
+      }
+      const { dimensions } = index;
+      database.exec(`CREATE VIRTUAL TABLE memory_vector_bits USING vec0(
+          memory_id INTEGER PRIMARY KEY, bucket INTEGER PARTITION KEY, bits bit[${Math.ceil(dimensions / 8) * 8}],
+          owner_id INTEGER, chunk_size=128
+        );
+        CREATE INDEX memory_vector_bits_chunks_by_bucket ON memory_vector_bits_chunks (partition00);`);
+      if (!legacy) return;
+      if (dimensions % 8 !== 0) {
+        // vec_quantize_binary wants whole bytes: these vectors are embedded again (mneme reembed).
+        database.exec(`DROP TABLE memory_vectors;
+          UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL;`);
+        return;
+      }
+      // Read chunk by chunk from vec0's own tables (its row-by-row reads walk a 3 MB chunk each time).
+      const chunks = database
+        .prepare<[], { chunk_id: number; validity: Buffer; rowids: Buffer }>(
+          'SELECT chunk_id, validity, rowids FROM memory_vectors_chunks ORDER BY chunk_id',
+        )
+        .all();
+      const chunkVectors = database
+        .prepare<[number], Buffer>('SELECT vectors FROM memory_vectors_vector_chunks00 WHERE rowid = ?')
+        .pluck();
+      const ownerOf = database.prepare<[number], string>('SELECT owner FROM memories WHERE id = ?').pluck();
+      const countUp = database
+        .prepare<[string], number>(
+          `INSERT INTO vector_owners (owner, vectors) VALUES (?, 1)
+          ON CONFLICT (owner) DO UPDATE SET vectors = vectors + 1 RETURNING id`,
+        )
+        .pluck();
+      const insertBits = database.prepare(
+        'INSERT INTO memory_vector_bits (memory_id, bucket, bits, owner_id) VALUES (?, ?, vec_bit(?), ?)',
+      );
+      const insertSlice = database.prepare('INSERT INTO memory_vector_slices (key, vector, norm2) VALUES (?, ?, ?)');
+      const floats = Math.max(192, Math.ceil(dimensions / 64));
+      for (const chunk of chunks) {
+        const bytes = chunkVectors.get(chunk.chunk_id);
+        if (!bytes) continue;
+        const all = new Float32Array(Uint8Array.from(bytes).buffer);
+        const rowids = new BigInt64Array(Uint8Array.from(chunk.rowids).buffer);
+        for (let slot = 0; slot < rowids.length; slot++) {
+          if ((((chunk.validity[slot >> 3] ?? 0) >> (slot & 7)) & 1) === 0) continue;
+          const id = Number(rowids[slot]);
+          const owner = ownerOf.get(id);
+          if (owner === undefined) continue;
+          const vector = all.subarray(slot * dimensions, (slot + 1) * dimensions);
+          const ownerId = countUp.get(owner) ?? 0;
+          const code = Buffer.alloc(dimensions / 8);
+          for (let index = 0; index < dimensions; index++) {
+            if ((vector[index] ?? 0) > 0) code[index >> 3] = (code[index >> 3] ?? 0) | (1 << (index & 7));
+          }
+          const bucket = owner === 'global' ? 0 : 1 + (ownerId % 31);
+          insertBits.run(BigInt(id), BigInt(bucket), code, BigInt(ownerId));
+          let norm2 = 0;
+          for (const value of vector) norm2 += value * value;
+          for (let slice = 0; slice * floats < dimensions; slice++) {
+            const part = vector.slice(slice * floats, Math.min(dimensions, (slice + 1) * floats));
+            insertSlice.run(id * 64 + slice, Buffer.from(part.buffer), norm2);
+          }
+        }
+      }
+      database.exec('DROP TABLE memory_vectors');
+    },
+  },
+  {
+    version: 13,
+    name: 'full-text matches filtered by scope without reading memory rows',
+    sql: `
+      -- Covers the join of a full-text search: each match's owner, for the memories recall may find
+      -- (active ones and those that faded, told apart by faded_at; ADR 9).
+      CREATE INDEX memories_searchable_owner ON memories(id, owner, faded_at)
+        WHERE archived_at IS NULL OR faded_at IS NOT NULL;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

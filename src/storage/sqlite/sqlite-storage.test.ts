@@ -11,7 +11,7 @@ import { ErrorCode } from '../../core/errors.js';
 import { describeStorageContract } from '../memory-store.contract.js';
 import type { NewMemory } from '../memory-store.js';
 import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
-import { latestSchemaVersion, sqliteMigrations } from './sqlite-migrations.js';
+import { sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-sqlite-'));
@@ -43,6 +43,43 @@ function globalMemory(content: string, overrides: Partial<NewMemory> = {}): NewM
     sourceIds: [],
     embedding: null,
     ...overrides,
+  };
+}
+
+/** A unit vector along `values`. */
+function unit(values: number[]): Float32Array {
+  const norm = Math.hypot(...values);
+  return Float32Array.from(values, (value) => value / norm);
+}
+
+/**
+ * Stores memories with vectors in a file of schema 10 or older as mneme wrote them then: a float32
+ * vec0 table `memory_vectors` with the owner as a metadata column, recorded in `vector_index`.
+ */
+function legacyVectorStore(database: Database.Database, model: string, dimensions: number) {
+  database.exec(`CREATE VIRTUAL TABLE memory_vectors USING vec0(
+    memory_id INTEGER PRIMARY KEY, embedding float[${dimensions}] distance_metric=cosine, owner TEXT
+  )`);
+  database.prepare('INSERT INTO vector_index (id, model, dimensions) VALUES (1, ?, ?)').run(model, dimensions);
+  const memory = database.prepare<Record<string, unknown>, { id: number }>(
+    `INSERT INTO memories (content, category, sector, scope, owner, user_id, source, channel_id, importance, valid_from,
+      created_at, updated_at, embedding_model)
+    VALUES (@content, 'fact', 'semantic', @scope, @owner, @userId, @source, @channelId, 0.5, @at, @at, @at, @model)
+    RETURNING id`,
+  );
+  const vector = database.prepare('INSERT INTO memory_vectors (memory_id, embedding, owner) VALUES (?, ?, ?)');
+  return (
+    content: string,
+    source: 'extraction' | 'manual',
+    channelId: string | null,
+    embedding: Float32Array,
+    owner = 'global',
+  ): number => {
+    const userId = owner.startsWith('user:') ? owner.slice(5) : null;
+    const scope = userId ? 'personal' : 'global';
+    const id = memory.get({ content, scope, owner, userId, source, channelId, at, model })?.id ?? 0;
+    vector.run(BigInt(id), Buffer.from(embedding.buffer, embedding.byteOffset, embedding.byteLength), owner);
+    return id;
   };
 }
 
@@ -157,13 +194,15 @@ describe('SQLite storage', () => {
 
   it('migrates a database of the previous schema version and keeps its data', async () => {
     const path = newFile();
-    const old = openSqliteDatabase({ path, migrateTo: latestSchemaVersion - 1 });
+    // The step before the latest (numbers may skip one that another branch takes).
+    const previous = sqliteMigrations.at(-2)?.version ?? 0;
+    const old = openSqliteDatabase({ path, migrateTo: previous });
     old
       .prepare(`INSERT INTO memories (content, category, sector, scope, owner, source, importance, valid_from, created_at, updated_at)
         VALUES ('written by the previous version', 'fact', 'semantic', 'global', 'global', 'manual', 0.5, ?, ?, ?)`)
       .run(at, at, at);
     expect(old.prepare('SELECT MAX(version) AS version FROM schema_migrations').get()).toEqual({
-      version: latestSchemaVersion - 1,
+      version: previous,
     });
     old.close();
 
@@ -235,23 +274,13 @@ describe('SQLite storage', () => {
 
   it('narrows facts a schema 7 file extracted as global from a channel to that room, vectors included (migration 8)', async () => {
     const path = newFile();
-    const old = createSqliteStorage({ path, migrateTo: 7 });
-    await old.configureVectors({ model: 'm', dimensions: 2 });
-    const fact = (content: string, source: 'extraction' | 'manual', channelId: string | null): NewMemory => ({
-      ...globalMemory(content),
-      source,
-      channelId,
-      embedding: { model: 'm', vector: new Float32Array([1, 0]) },
-    });
-    await old.memories.insert(
-      [
-        fact('The production password is hunter2', 'extraction', 'dm-bob'),
-        fact('The office opens at 8', 'manual', null),
-        fact('Standup is at 10', 'manual', 'team'),
-      ],
-      { at, actor: null },
-    );
-    await old.close();
+    const old = openSqliteDatabase({ path, migrateTo: 7 });
+    const store = legacyVectorStore(old, 'm', 8);
+    const east = unit([1, 0, 0, 0, 0, 0, 0, 0]);
+    store('The production password is hunter2', 'extraction', 'dm-bob', east);
+    store('The office opens at 8', 'manual', null, east);
+    store('Standup is at 10', 'manual', 'team', east);
+    old.close();
 
     const storage = createSqliteStorage({ path });
     const { memories } = await storage.memories.list({ archived: 'exclude', limit: 10, offset: 0, owners: null });
@@ -260,21 +289,57 @@ describe('SQLite storage', () => {
       ['The office opens at 8', 'global'],
       ['The production password is hunter2', 'room'],
     ]);
-    const globalHits = await storage.memories.searchVector({
-      vector: new Float32Array([1, 0]),
-      model: 'm',
-      owners: ['global'],
-      limit: 10,
-    });
+    const globalHits = await storage.memories.searchVector({ vector: east, model: 'm', owners: ['global'], limit: 10 });
     expect(globalHits).toHaveLength(2);
     const roomHits = await storage.memories.searchVector({
-      vector: new Float32Array([1, 0]),
+      vector: east,
       model: 'm',
       owners: ['room:dm-bob'],
       limit: 10,
     });
     expect(roomHits).toHaveLength(1);
     await storage.close();
+  });
+
+  it('moves the vectors of a schema 9 file into the bit index and the float32 slices, exactly (migration 12)', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 9 });
+    const store = legacyVectorStore(old, 'm', 400);
+    const vectors = Array.from({ length: 6 }, (_, index) =>
+      unit(Array.from({ length: 400 }, (_, dimension) => Math.sin((index + 1) * (dimension + 1)))),
+    );
+    const ids = vectors.map((vector, index) =>
+      store(`memory ${index}`, 'manual', index % 2 ? 'team' : null, vector, index % 3 ? 'global' : 'user:ann'),
+    );
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    expect(await storage.vectorIndex()).toEqual({ model: 'm', dimensions: 400 });
+    const read = await storage.maintenance.vectors(ids, 'm');
+    expect(ids.map((id) => [...(read.get(id) ?? [])])).toEqual(vectors.map((vector) => [...vector]));
+    const hits = await storage.memories.searchVector({
+      vector: vectors[4] ?? new Float32Array(400),
+      model: 'm',
+      owners: ['global'],
+      limit: 10,
+    });
+    expect(hits.map((hit) => hit.id).sort()).toEqual([ids[1], ids[2], ids[4], ids[5]].sort());
+    expect(hits[0]).toEqual({ id: ids[4], score: expect.closeTo(1, 6) });
+    const annHits = await storage.memories.searchVector({
+      vector: vectors[3] ?? new Float32Array(400),
+      model: 'm',
+      owners: ['user:ann'],
+      limit: 10,
+    });
+    expect(annHits.map((hit) => hit.id)).toEqual([ids[3], ids[0]]);
+    await storage.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'memory_vectors'").all()).toEqual([]);
+    expect(raw.prepare('SELECT owner, vectors FROM vector_owners ORDER BY owner').all()).toEqual([
+      { owner: 'global', vectors: 4 },
+      { owner: 'user:ann', vectors: 2 },
+    ]);
+    raw.close();
   });
 
   it('numbers the exchange chunks of a schema 8 file by message, a duplicate too, and knows what each memory cites (migration 9)', async () => {
@@ -465,7 +530,7 @@ describe('SQLite storage', () => {
     sqliteVec.load(check);
     const tables = check
       .prepare<[], { name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name != 'memory_vectors'",
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name != 'memory_vector_bits'",
       )
       .all()
       .map((row) => row.name);
@@ -486,7 +551,7 @@ describe('SQLite storage', () => {
     expect(fts).toEqual([]);
     const messageFts = check.prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'hello OR hi'").all();
     expect(messageFts).toEqual([]);
-    expect(check.prepare('SELECT memory_id FROM memory_vectors ORDER BY memory_id').all()).toEqual([
+    expect(check.prepare('SELECT memory_id FROM memory_vector_bits ORDER BY memory_id').all()).toEqual([
       { memory_id: other?.id },
       { memory_id: bobTurn?.id },
     ]);

@@ -4,54 +4,240 @@ import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
 
 /**
- * The `memory_vectors` vec0 table: cosine distance, one row per active memory, the owner key as a
- * metadata column so that `owner IN (...)` filters inside the KNN scan (not after it). It holds the
- * vectors of exactly one model, recorded in `vector_index`; configuring another model recreates it.
+ * The vector index of one database (ADR 10), for the one model recorded in `vector_index`; configuring
+ * another model empties it. Every write runs inside the caller's transaction, with the memory it
+ * belongs to, so the index is never out of step with the rows, crash or not. Three tables:
+ *
+ * - `memory_vector_bits`, a sqlite-vec `vec0` table: the sign bit of every dimension (binary
+ *   quantisation, 1/32 of the float32 size), partitioned into owner buckets (`bucket`: 0 is `global`
+ *   alone, each other owner key shares one of 31 buckets) with the owner as an integer metadata column
+ *   (`owner_id`), so the scope filter is part of the KNN scan itself;
+ * - `memory_vector_slices`: the exact float32 vector, in slices of 192 numbers (768 bytes, five to a
+ *   4 KiB page, where a whole 3 KiB vector takes a page of its own), each with the vector's squared norm;
+ * - `vector_owners`: the owner keys that have vectors, their number (`id`) and how many vectors each has.
+ *
+ * A search asks the bit index for the nearest candidates by Hamming distance among the viewer's
+ * owners (a few times more than it must return, more in larger scopes), then ranks those by exact
+ * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
   configure(info: VectorIndexInfo): boolean;
   put(memoryId: number, owner: string, embedding: StoredEmbedding): void;
+  /** Removes the vectors of these memories; returns how many there were. */
   remove(memoryIds: readonly number[]): number;
   search(vector: Float32Array, model: string, owners: readonly string[] | null, limit: number): SearchHit[];
+  /** The stored vectors of those of these memories that have one. */
+  vectors(memoryIds: readonly number[]): Map<number, Float32Array>;
 }
 
 /** sqlite-vec's largest `k`. */
-const MAX_K = 4096;
+export const MAX_K = 4096;
+/** Buckets (vec0 partitions) shared by the owner keys other than `global`, which has bucket 0 to itself. */
+export const OWNER_BUCKETS = 31;
+/** Rows per vec0 chunk: what an almost empty bucket costs (about 14 KiB with 768 dimensions). */
+const CHUNK_SIZE = 128;
+/** Float32 numbers per stored slice: 768 bytes, so five slices fill a 4 KiB page. */
+const SLICE_FLOATS = 192;
+/** Slice numbers per memory in `memory_vector_slices.key` (memory id * 64 + slice). */
+const SLICE_SLOTS = 64;
+/** Candidates ranked by exact cosine: this many per hit asked for... */
+const OVERSAMPLING = 4;
+/** ...and at least this share of the vectors the viewer may see (more near ties to tell apart in larger scopes). */
+const CANDIDATE_SHARE = 1 / 100;
+/** Hamming distances of recent searches kept per partition filter, to bound the next scan. */
+const THRESHOLD_HISTORY = 8;
+/** The bound is the largest of them plus this share, so a search a little farther from its neighbours stays within it. */
+const THRESHOLD_SLACK = 0.05;
+const THRESHOLD_FILTERS = 1024;
+
+/** The bucket (vec0 partition) of an owner key with number `ownerId`. */
+export function ownerBucket(owner: string, ownerId: number): number {
+  return owner === 'global' ? 0 : 1 + (ownerId % OWNER_BUCKETS);
+}
+
+/** Float32 numbers per slice for `dimensions`: 192, more above 12,288 dimensions. */
+export function sliceFloats(dimensions: number): number {
+  return Math.max(SLICE_FLOATS, Math.ceil(dimensions / SLICE_SLOTS));
+}
+
+/**
+ * The sign bits of a vector as sqlite-vec's `vec_quantize_binary` lays them out (bit i%8 of byte i/8
+ * set when value i is positive), padded with zero bits to whole bytes.
+ */
+export function binaryCode(vector: Float32Array): Buffer {
+  const code = Buffer.alloc(Math.ceil(vector.length / 8));
+  for (let index = 0; index < vector.length; index++) {
+    if ((vector[index] ?? 0) > 0) code[index >> 3] = (code[index >> 3] ?? 0) | (1 << (index & 7));
+  }
+  return code;
+}
+
+/** The `memory_vector_bits` table for vectors of `dimensions` (bits padded to whole bytes), with its bucket index. */
+export function createVectorBitsTable(database: Database.Database, dimensions: number): void {
+  database.exec(`CREATE VIRTUAL TABLE memory_vector_bits USING vec0(
+      memory_id INTEGER PRIMARY KEY,
+      bucket INTEGER PARTITION KEY,
+      bits bit[${Math.ceil(dimensions / 8) * 8}],
+      owner_id INTEGER,
+      chunk_size=${CHUNK_SIZE}
+    );
+    CREATE INDEX memory_vector_bits_chunks_by_bucket ON memory_vector_bits_chunks (partition00);`);
+}
+
+interface OwnerRow {
+  id: number;
+  owner: string;
+  vectors: number;
+}
+
+/** One KNN scan of the bit index: a bucket (null: all) and the owners to keep in it (null: all). */
+interface Scan {
+  bucket: number | null;
+  ownerIds: number[] | null;
+  /** Vectors the viewer may see in it. */
+  rows: number;
+}
+
+interface Neighbour {
+  id: number;
+  distance: number;
+}
 
 export function createSqliteVectorIndex(database: Database.Database): SqliteVectorIndex {
   let current =
     database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
-  const searches = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
-  let insert: Database.Statement<[bigint, Buffer, string]> | undefined;
-  let remove: Database.Statement<[bigint]> | undefined;
-
-  function create(info: VectorIndexInfo): void {
-    database.exec(`CREATE VIRTUAL TABLE memory_vectors USING vec0(
-      memory_id INTEGER PRIMARY KEY,
-      embedding float[${info.dimensions}] distance_metric=cosine,
-      owner TEXT
-    )`);
-  }
+  let prepared: ReturnType<typeof prepareStatements> | null = null;
+  const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
+  const rescores = new Map<
+    number,
+    Database.Statement<[Record<string, unknown>], { id: number; score: number | null }>
+  >();
+  /** Per scan filter, the distance of the last candidate of recent full scans. */
+  const thresholds = new Map<string, number[]>();
 
   function statements() {
-    insert ??= database.prepare<[bigint, Buffer, string]>(
-      'INSERT INTO memory_vectors (memory_id, embedding, owner) VALUES (?, ?, ?)',
-    );
-    remove ??= database.prepare<[bigint]>('DELETE FROM memory_vectors WHERE memory_id = ?');
-    return { insert, remove };
+    prepared ??= prepareStatements(database);
+    return prepared;
   }
 
-  function searchStatement(ownerCount: number) {
-    let statement = searches.get(ownerCount);
+  function reset(): void {
+    prepared = null;
+    scans.clear();
+    rescores.clear();
+    thresholds.clear();
+  }
+
+  function scanStatement(scan: Scan, bounded: boolean) {
+    const key = `${scan.bucket === null ? '*' : 'b'}:${scan.ownerIds?.length ?? '*'}:${bounded}`;
+    let statement = scans.get(key);
     if (!statement) {
-      const filter = ownerCount < 0 ? '' : `AND owner IN (${placeholders(ownerCount)})`;
-      statement = database.prepare<unknown[], { id: number; distance: number }>(
-        `SELECT memory_id AS id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ? ${filter}`,
+      const conditions = [
+        scan.bucket === null ? '' : 'AND bucket = ?',
+        scan.ownerIds === null ? '' : `AND owner_id IN (${placeholders(scan.ownerIds.length)})`,
+        bounded ? 'AND distance <= ?' : '',
+      ].join(' ');
+      statement = database.prepare<unknown[], Neighbour>(
+        `SELECT memory_id AS id, distance FROM memory_vector_bits WHERE bits MATCH vec_bit(?) AND k = ? ${conditions}`,
       );
-      searches.set(ownerCount, statement);
+      scans.set(key, statement);
     }
     return statement;
+  }
+
+  function rescoreStatement(slices: number) {
+    let statement = rescores.get(slices);
+    if (!statement) {
+      const querySlice =
+        slices === 1
+          ? '@s0'
+          : `CASE s.key % ${SLICE_SLOTS} ${Array.from({ length: slices - 1 }, (_, index) => `WHEN ${index} THEN @s${index}`).join(' ')} ELSE @s${slices - 1} END`;
+      // |q - v|^2 is the sum over the slices, and cos(q, v) = (|q|^2 + |v|^2 - |q - v|^2) / (2 |q| |v|).
+      statement = database.prepare<[Record<string, unknown>], { id: number; score: number | null }>(
+        `SELECT c.value AS id, (
+          SELECT (@queryNorm2 + max(s.norm2) - sum(pow(vec_distance_l2(s.vector, ${querySlice}), 2)))
+            / (2 * sqrt(@queryNorm2 * max(s.norm2)))
+          FROM memory_vector_slices AS s
+          WHERE s.key BETWEEN c.value * ${SLICE_SLOTS} AND c.value * ${SLICE_SLOTS} + ${SLICE_SLOTS - 1}
+        ) AS score
+        FROM json_each(@ids) AS c`,
+      );
+      rescores.set(slices, statement);
+    }
+    return statement;
+  }
+
+  /** The nearest `wanted` vectors of one scan by Hamming distance, bounded by recent scans when it can be. */
+  function nearest(scan: Scan, code: Buffer, wanted: number): Neighbour[] {
+    const filter = `${scan.bucket ?? '*'}:${scan.ownerIds?.join(',') ?? '*'}`;
+    const parameters = (bound: number | null) => [
+      code,
+      wanted,
+      ...(scan.bucket === null ? [] : [BigInt(scan.bucket)]),
+      ...(scan.ownerIds ?? []).map(BigInt),
+      ...(bound === null ? [] : [bound]),
+    ];
+    const recent = thresholds.get(filter);
+    let found: Neighbour[] | null = null;
+    if (recent && scan.rows > wanted) {
+      // sqlite-vec keeps its k best per chunk with a selection that costs k passes over the chunk:
+      // with the distance bounded, only the few rows within it are candidates. Whatever the bound,
+      // the answer is the k nearest when at least k rows are within it; otherwise scan again unbounded.
+      found = scanStatement(scan, true).all(...parameters(Math.ceil(Math.max(...recent) * (1 + THRESHOLD_SLACK))));
+      if (found.length < wanted) found = null;
+    }
+    found ??= scanStatement(scan, false).all(...parameters(null));
+    const last = found[wanted - 1];
+    if (last) {
+      const history = thresholds.get(filter) ?? [];
+      history.push(last.distance);
+      if (history.length > THRESHOLD_HISTORY) history.shift();
+      thresholds.delete(filter);
+      thresholds.set(filter, history);
+      if (thresholds.size > THRESHOLD_FILTERS) thresholds.delete(thresholds.keys().next().value ?? '');
+    }
+    return found;
+  }
+
+  /** Exact cosine similarity of `vector` with each of these memories' stored vectors. */
+  function rescore(vector: Float32Array, ids: readonly number[]): SearchHit[] {
+    if (ids.length === 0 || !current) return [];
+    const floats = sliceFloats(current.dimensions);
+    const parameters: Record<string, unknown> = { ids: JSON.stringify(ids), queryNorm2: squaredNorm(vector) };
+    const slices = Math.ceil(vector.length / floats);
+    for (let slice = 0; slice < slices; slice++) {
+      parameters[`s${slice}`] = vectorBytes(
+        vector.subarray(slice * floats, Math.min(vector.length, (slice + 1) * floats)),
+      );
+    }
+    return rescoreStatement(slices)
+      .all(parameters)
+      .map((row) => ({ id: row.id, score: Math.min(1, Math.max(-1, row.score ?? 0)) }));
+  }
+
+  /** The scans that cover these owners: one per bucket, filtered on the owners in it. */
+  function scansOf(owners: readonly OwnerRow[], all: boolean): Scan[] {
+    if (all) return [{ bucket: null, ownerIds: null, rows: owners.reduce((sum, row) => sum + row.vectors, 0) }];
+    const byBucket = new Map<number, Scan>();
+    for (const row of owners) {
+      const bucket = ownerBucket(row.owner, row.id);
+      const scan = byBucket.get(bucket) ?? { bucket, ownerIds: bucket === 0 ? null : [], rows: 0 };
+      scan.ownerIds?.push(row.id);
+      scan.rows += row.vectors;
+      byBucket.set(bucket, scan);
+    }
+    return [...byBucket.values()];
+  }
+
+  function removeOne(memoryId: number): boolean {
+    const sql = statements();
+    const row = sql.ownerOf.get(BigInt(memoryId));
+    if (!row) return false;
+    sql.removeBits.run(BigInt(memoryId));
+    sql.removeSlices.run(memoryId * SLICE_SLOTS, memoryId * SLICE_SLOTS + SLICE_SLOTS - 1);
+    sql.countDown.run(row.owner_id);
+    sql.forgetOwner.run(row.owner_id);
+    return true;
   }
 
   return {
@@ -59,11 +245,13 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
 
     configure(info) {
       if (current && current.model === info.model && current.dimensions === info.dimensions) return false;
-      const reset = current !== null;
+      const wasSet = current !== null;
       database
         .transaction(() => {
-          database.exec('DROP TABLE IF EXISTS memory_vectors');
-          create(info);
+          database.exec(`DROP TABLE IF EXISTS memory_vector_bits;
+            DELETE FROM memory_vector_slices;
+            DELETE FROM vector_owners;`);
+          createVectorBitsTable(database, info.dimensions);
           database.prepare('UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL').run();
           database
             .prepare(
@@ -74,10 +262,8 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
         })
         .immediate();
       current = { ...info };
-      insert = undefined;
-      remove = undefined;
-      searches.clear();
-      return reset;
+      reset();
+      return wasSet;
     },
 
     put(memoryId, owner, embedding) {
@@ -87,22 +273,29 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
           `cannot store a vector of model ${embedding.model}: the index holds ${current?.model ?? 'no model'}`,
         );
       }
-      if (embedding.vector.length !== current.dimensions) {
+      const { vector } = embedding;
+      if (vector.length !== current.dimensions) {
         throw new MnemeError(
           ErrorCode.ModelFailed,
-          `model ${embedding.model} returned ${embedding.vector.length} dimensions, expected ${current.dimensions}`,
+          `model ${embedding.model} returned ${vector.length} dimensions, expected ${current.dimensions}`,
         );
       }
-      const { insert: insertVector, remove: removeVector } = statements();
-      removeVector.run(BigInt(memoryId));
-      insertVector.run(BigInt(memoryId), vectorBytes(embedding.vector), owner);
+      removeOne(memoryId);
+      const sql = statements();
+      const { id: ownerId } = sql.countUp.get(owner) ?? { id: 0 };
+      sql.insertBits.run(BigInt(memoryId), BigInt(ownerBucket(owner, ownerId)), binaryCode(vector), BigInt(ownerId));
+      const floats = sliceFloats(vector.length);
+      const norm2 = squaredNorm(vector);
+      for (let slice = 0; slice * floats < vector.length; slice++) {
+        const part = vector.subarray(slice * floats, Math.min(vector.length, (slice + 1) * floats));
+        sql.insertSlice.run(memoryId * SLICE_SLOTS + slice, vectorBytes(part), norm2);
+      }
     },
 
     remove(memoryIds) {
       if (!current) return 0;
-      const { remove: removeVector } = statements();
       let removed = 0;
-      for (const id of memoryIds) removed += removeVector.run(BigInt(id)).changes;
+      for (const id of memoryIds) if (removeOne(id)) removed++;
       return removed;
     },
 
@@ -110,15 +303,85 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
-      return searchStatement(owners === null ? -1 : owners.length)
-        .all(vectorBytes(vector), k, ...(owners ?? []))
-        .map((row) => ({ id: row.id, score: 1 - row.distance }));
+      const sql = statements();
+      const found = owners === null ? sql.allOwners.all() : sql.ownersNamed.all(JSON.stringify(owners));
+      const scans = scansOf(found, owners === null);
+      const visible = scans.reduce((sum, scan) => sum + scan.rows, 0);
+      if (visible === 0) return [];
+      const wanted = Math.min(MAX_K, visible, Math.max(k * OVERSAMPLING, Math.ceil(visible * CANDIDATE_SHARE)));
+      const code = binaryCode(vector);
+      const candidates = scans
+        .flatMap((scan) => (scan.rows === 0 ? [] : nearest(scan, code, Math.min(wanted, scan.rows))))
+        .sort((a, b) => a.distance - b.distance || a.id - b.id)
+        .slice(0, wanted);
+      return rescore(
+        vector,
+        candidates.map((candidate) => candidate.id),
+      )
+        .sort((a, b) => b.score - a.score || a.id - b.id)
+        .slice(0, k);
     },
+
+    vectors(memoryIds) {
+      const found = new Map<number, Float32Array>();
+      if (!current) return found;
+      const { slicesOf } = statements();
+      for (const id of memoryIds) {
+        const parts = slicesOf.all(id * SLICE_SLOTS, id * SLICE_SLOTS + SLICE_SLOTS - 1);
+        if (parts.length === 0) continue;
+        const vector = new Float32Array(current.dimensions);
+        let offset = 0;
+        for (const part of parts) {
+          const floats = new Float32Array(Uint8Array.from(part).buffer);
+          vector.set(floats.subarray(0, Math.max(0, Math.min(floats.length, vector.length - offset))), offset);
+          offset += floats.length;
+        }
+        found.set(id, vector);
+      }
+      return found;
+    },
+  };
+}
+
+function prepareStatements(database: Database.Database) {
+  return {
+    ownerOf: database.prepare<[bigint], { owner_id: number }>(
+      'SELECT owner_id FROM memory_vector_bits WHERE memory_id = ?',
+    ),
+    removeBits: database.prepare<[bigint]>('DELETE FROM memory_vector_bits WHERE memory_id = ?'),
+    removeSlices: database.prepare<[number, number]>('DELETE FROM memory_vector_slices WHERE key BETWEEN ? AND ?'),
+    countUp: database.prepare<[string], { id: number }>(
+      `INSERT INTO vector_owners (owner, vectors) VALUES (?, 1)
+      ON CONFLICT (owner) DO UPDATE SET vectors = vectors + 1 RETURNING id`,
+    ),
+    countDown: database.prepare<[number]>('UPDATE vector_owners SET vectors = vectors - 1 WHERE id = ?'),
+    forgetOwner: database.prepare<[number]>('DELETE FROM vector_owners WHERE id = ? AND vectors <= 0'),
+    insertBits: database.prepare<[bigint, bigint, Buffer, bigint]>(
+      'INSERT INTO memory_vector_bits (memory_id, bucket, bits, owner_id) VALUES (?, ?, vec_bit(?), ?)',
+    ),
+    insertSlice: database.prepare<[number, Buffer, number]>(
+      'INSERT INTO memory_vector_slices (key, vector, norm2) VALUES (?, ?, ?)',
+    ),
+    slicesOf: database
+      .prepare<[number, number], Buffer>(
+        'SELECT vector FROM memory_vector_slices WHERE key BETWEEN ? AND ? ORDER BY key',
+      )
+      .pluck(),
+    allOwners: database.prepare<[], OwnerRow>('SELECT id, owner, vectors FROM vector_owners'),
+    ownersNamed: database.prepare<[string], OwnerRow>(
+      'SELECT id, owner, vectors FROM vector_owners WHERE owner IN (SELECT value FROM json_each(?))',
+    ),
   };
 }
 
 export function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
+}
+
+function squaredNorm(vector: Float32Array): number {
+  let sum = 0;
+  for (const value of vector) sum += value * value;
+  return sum;
 }
 
 function vectorBytes(vector: Float32Array): Buffer {

@@ -1,0 +1,72 @@
+import type Database from 'better-sqlite3';
+import { ftsQuery } from './sqlite-fts-query.js';
+
+/**
+ * How common the terms of a full-text search are. BM25 weighs a term by its rarity, so a term found
+ * in a large share of the memories moves a match only a little, yet FTS5 scores every memory on its
+ * posting list: searched like the others, it makes the search cost as much as that list is long. A
+ * term is very common when more than {@link COMMON_SHARE} of the memories, and more than
+ * {@link COMMON_MIN_MEMORIES}, contain it. When the rarer terms alone match at least as many memories
+ * as a search asks for, they decide which memories are candidates, and every term still scores them
+ * (see `createSqliteMemoryStore`): only memories that have none but very common terms are left out.
+ */
+export interface SqliteTermFrequencies {
+  /** The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the others. */
+  split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
+}
+
+/** A term in more than this share of the memories (BM25 weight under ln 99, against ln 10,000 for a term in 10 of 100,000)... */
+export const COMMON_SHARE = 0.01;
+/** ...and in more than this many memories is very common; below it, a posting list is short anyway. */
+export const COMMON_MIN_MEMORIES = 1000;
+/** Terms whose frequency is remembered. */
+const CACHED_TERMS = 10_000;
+/** A remembered frequency is counted again once the number of memories moved by more than this share. */
+const STALE_SHARE = 0.1;
+
+export function createSqliteTermFrequencies(database: Database.Database): SqliteTermFrequencies {
+  let statements: { size: Database.Statement<[], number>; count: Database.Statement<[string], number> } | null = null;
+  const cache = new Map<string, { frequency: number; size: number }>();
+
+  function prepared() {
+    statements ??= {
+      // An upper bound on the rows of the full-text index: memory ids only grow.
+      size: database.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM memories').pluck(),
+      count: database.prepare<[string], number>('SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?').pluck(),
+    };
+    return statements;
+  }
+
+  /** Memories (archived ones too) whose text contains `term`, remembered while the store keeps its size. */
+  function frequency(term: string, size: number): number {
+    const known = cache.get(term);
+    cache.delete(term);
+    if (known && Math.abs(size - known.size) <= known.size * STALE_SHARE) {
+      cache.set(term, known);
+      return known.frequency;
+    }
+    const query = ftsQuery([term]);
+    const counted = query === null ? 0 : (prepared().count.get(query) ?? 0);
+    cache.set(term, { frequency: counted, size });
+    if (cache.size > CACHED_TERMS) cache.delete(cache.keys().next().value ?? '');
+    return counted;
+  }
+
+  return {
+    split(terms, limit) {
+      const none = { rare: terms, common: [] };
+      if (terms.length < 2) return none;
+      const size = prepared().size.get() ?? 0;
+      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * size);
+      if (size <= threshold) return none;
+      const counted = terms.map((term) => ({ term, frequency: frequency(term, size) }));
+      const rare = counted.filter((entry) => entry.frequency <= threshold);
+      if (rare.length === counted.length || rare.length === 0) return none;
+      if (Math.max(...rare.map((entry) => entry.frequency)) < limit) return none;
+      return {
+        rare: rare.map((entry) => entry.term),
+        common: counted.filter((entry) => entry.frequency > threshold).map((entry) => entry.term),
+      };
+    },
+  };
+}

@@ -1,0 +1,148 @@
+import type Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSyntheticCorpus } from '../../bench/synthetic-corpus.js';
+import { openSqliteDatabase } from './sqlite-database.js';
+import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
+
+const opened: Database.Database[] = [];
+afterEach(() => {
+  for (const database of opened.splice(0)) database.close();
+});
+
+/** A fresh database with an index for `dimensions`; memory rows are not needed by the index itself. */
+function openIndex(dimensions: number): { database: Database.Database; index: SqliteVectorIndex } {
+  const database = openSqliteDatabase({ path: ':memory:' });
+  opened.push(database);
+  const index = createSqliteVectorIndex(database);
+  index.configure({ model: 'm', dimensions });
+  return { database, index };
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += (a[i] ?? 0) * (b[i] ?? 0);
+    aa += (a[i] ?? 0) ** 2;
+    bb += (b[i] ?? 0) ** 2;
+  }
+  return dot / Math.sqrt(aa * bb);
+}
+
+/** 6,000 clustered vectors of 256 dimensions (64 topics, half global), written through `put`. */
+function syntheticStore(dimensions = 256) {
+  const { database, index } = openIndex(dimensions);
+  const corpus = createSyntheticCorpus({ seed: 5, dimensions });
+  const stored: Array<{ id: number; owner: string; vector: Float32Array }> = [];
+  database.transaction(() => {
+    for (let position = 0; position < 6000; position++) {
+      const memory = corpus.memory(position);
+      const owner =
+        memory.scope === 'personal'
+          ? `user:${memory.userId}`
+          : memory.scope === 'room'
+            ? `room:${memory.channelId}`
+            : 'global';
+      index.put(position + 1, owner, { model: 'm', vector: memory.vector });
+      stored.push({ id: position + 1, owner, vector: memory.vector });
+    }
+  })();
+  return { database, index, corpus, stored };
+}
+
+describe('the SQLite vector index', () => {
+  it('ranks at least 90% of the exact 10 nearest first on a clustered set it cannot search exactly', () => {
+    const { index, corpus, stored } = syntheticStore();
+    for (const viewer of ['unscoped', 'scoped'] as const) {
+      let found = 0;
+      const queries = 30;
+      for (let position = 0; position < queries; position++) {
+        const query = corpus.query(position, stored.length);
+        const owners = viewer === 'scoped' ? ['global', `user:${query.userId}`] : ['global'];
+        const visible = stored.filter((entry) => owners.includes(entry.owner));
+        // About 3,000 visible vectors, 80 candidates for 20 hits: the bit index decides which are ranked exactly.
+        expect(visible.length).toBeGreaterThan(2500);
+        const exact = visible
+          .map((entry) => ({ id: entry.id, score: cosine(query.vector, entry.vector) }))
+          .sort((a, b) => b.score - a.score)
+          .slice(0, 10);
+        const hits = index.search(query.vector, 'm', owners, 20).slice(0, 10);
+        const ids = new Set(hits.map((hit) => hit.id));
+        found += exact.filter((hit) => ids.has(hit.id)).length / 10;
+        for (const hit of hits) {
+          const entry = visible.find((candidate) => candidate.id === hit.id);
+          expect(entry, 'every hit is visible').toBeDefined();
+          expect(hit.score).toBeCloseTo(cosine(query.vector, entry?.vector ?? query.vector), 5);
+        }
+      }
+      expect(found / queries, `${viewer} recall@10 against exact search`).toBeGreaterThanOrEqual(0.9);
+    }
+  });
+
+  it('answers the same whether or not earlier searches bound its scan', () => {
+    const { database, index, corpus, stored } = syntheticStore();
+    for (let position = 0; position < 40; position++) {
+      const query = corpus.query(position, stored.length);
+      const owners = position % 2 ? ['global'] : ['global', `user:${query.userId}`];
+      // `index` has seen the searches before this one; a new index over the same tables has not.
+      const warm = index.search(query.vector, 'm', owners, 50);
+      const cold = createSqliteVectorIndex(database).search(query.vector, 'm', owners, 50);
+      expect(warm).toEqual(cold);
+    }
+  });
+
+  it('searches every owner when asked for none, and nothing for an empty list', () => {
+    const { index, corpus, stored } = syntheticStore();
+    const query = corpus.query(3, stored.length);
+    const exact = stored
+      .map((entry) => ({ id: entry.id, score: cosine(query.vector, entry.vector) }))
+      .sort((a, b) => b.score - a.score);
+    expect(index.search(query.vector, 'm', null, 1).map((hit) => hit.id)).toEqual([exact[0]?.id]);
+    expect(index.search(query.vector, 'm', [], 10)).toEqual([]);
+    expect(index.search(query.vector, 'other-model', null, 10)).toEqual([]);
+  });
+
+  it('keeps a count per owner key and forgets a key once its last vector goes', () => {
+    const { database, index } = openIndex(8);
+    const vector = (value: number) => ({ model: 'm', vector: Float32Array.from({ length: 8 }, (_, i) => i - value) });
+    index.put(1, 'user:ann', vector(1));
+    index.put(2, 'user:ann', vector(2));
+    index.put(3, 'global', vector(3));
+    index.put(2, 'user:ann', vector(4));
+    const owners = () => database.prepare('SELECT owner, vectors FROM vector_owners ORDER BY owner').all();
+    expect(owners()).toEqual([
+      { owner: 'global', vectors: 1 },
+      { owner: 'user:ann', vectors: 2 },
+    ]);
+    expect(index.remove([1, 2, 99])).toBe(2);
+    expect(owners()).toEqual([{ owner: 'global', vectors: 1 }]);
+    expect(database.prepare('SELECT count(*) AS n FROM memory_vector_slices').get()).toEqual({ n: 1 });
+    expect(index.search(vector(3).vector, 'm', ['user:ann'], 10)).toEqual([]);
+  });
+
+  it('writes the sign bits as vec_quantize_binary does, padded to whole bytes', () => {
+    const { database } = openIndex(8);
+    const vector = Float32Array.from({ length: 24 }, (_, i) => Math.sin(i * 1.7));
+    const quantised = database
+      .prepare<[Buffer], { bits: Buffer }>('SELECT vec_quantize_binary(?) AS bits')
+      .get(Buffer.from(vector.buffer));
+    expect(binaryCode(vector)).toEqual(quantised?.bits);
+    expect([...binaryCode(Float32Array.from([1, -1, 1]))]).toEqual([0b101]);
+  });
+
+  it.each([3, 20, 200, 8192])('stores and ranks %i-dimensional vectors exactly', (dimensions) => {
+    const { index } = openIndex(dimensions);
+    const vectors = Array.from({ length: 5 }, (_, n) =>
+      Float32Array.from({ length: dimensions }, (_, i) => Math.cos((n + 2) * (i + 1))),
+    );
+    vectors.forEach((vector, n) => {
+      index.put(n + 1, n % 2 ? 'global' : 'room:r', { model: 'm', vector });
+    });
+    expect([...(index.vectors([4]).get(4) ?? [])]).toEqual([...(vectors[3] ?? [])]);
+    const query = vectors[2] ?? new Float32Array(dimensions);
+    const hits = index.search(query, 'm', null, 5);
+    expect(hits[0]?.id).toBe(3);
+    for (const hit of hits) expect(hit.score).toBeCloseTo(cosine(query, vectors[hit.id - 1] ?? query), 5);
+  });
+});
