@@ -1,6 +1,6 @@
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createMneme, type Mneme, type PolicyOptions, type Viewer } from '../index.js';
+import { createMneme, type Mneme, type Viewer } from '../index.js';
 import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
@@ -91,14 +91,13 @@ function ownerKeyOf(memory: { scope: string; userId?: string; channelId?: string
 }
 
 /**
- * The recall policy that ranks by the vector leg alone: every neighbour with a cosine of 0 or more
- * kept, relevance the only score term, so a vector-only recall returns the leg's own order.
+ * The settings that rank by the vector leg alone: every neighbour with a cosine of 0 or more kept,
+ * relevance the only score term, so a vector-only recall returns the leg's own order. The measurement
+ * sets them on the database's policy (a database runs under one policy) and puts them back after.
  */
-const vectorLegOnly: PolicyOptions = {
-  recall: {
-    minSimilarity: 0,
-    weights: { relevance: 1, importance: 0, recency: 0, accessFrequency: 0, scope: 0, pinned: 0 },
-  },
+const vectorLegOnly = {
+  'recall.minSimilarity': 0,
+  'recall.weights': { relevance: 1, importance: 0, recency: 0, accessFrequency: 0, scope: 0, pinned: 0 },
 };
 
 /**
@@ -106,13 +105,13 @@ const vectorLegOnly: PolicyOptions = {
  * (and with `vectorLegOnly`, to compare the vector leg with exact search).
  */
 function systems(paths: { baseline: string; mneme: string }, model: PrecomputedEmbeddingModel) {
-  const open = (embedder: PrecomputedEmbeddingModel | 'none', policy?: PolicyOptions) =>
-    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet, ...(policy ? { policy } : {}) });
+  const open = (embedder: PrecomputedEmbeddingModel | 'none') =>
+    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet });
   return {
     baseline: () => createNaiveBaseline({ path: paths.baseline, dimensions: DIMENSIONS }),
     mneme: () => open(model),
     mnemeLexical: () => open('none'),
-    mnemeVectorLeg: () => open(model, vectorLegOnly),
+    mnemeVectorLeg: () => open(model),
   };
 }
 
@@ -242,6 +241,8 @@ async function measureSize(
   // The vector leg against exact search, untimed: the 10 best of mneme's vector-only recall (as deep a
   // search as the timed ones, ranked by the vector leg alone) beside the baseline's brute-force KNN.
   const vectorLeg = await open.mnemeVectorLeg();
+  const { recall: usual } = (await vectorLeg.policy()).policy;
+  await vectorLeg.setPolicy({ settings: vectorLegOnly, actor: 'bench' });
   const recallBar = options.progress('vector leg recall against exact search', 2 * queries.length);
   const vectorRecallVsExact = { unscoped: 0, scoped: 0 };
   let compared = 0;
@@ -272,6 +273,10 @@ async function measureSize(
     vectorRecallVsExact[viewer] = counted === 0 ? Number.NaN : Math.round((share / counted) * 1000) / 1000;
   }
   recallBar.finish();
+  await vectorLeg.setPolicy({
+    settings: { 'recall.minSimilarity': usual.minSimilarity, 'recall.weights': usual.weights },
+    actor: 'bench',
+  });
   await vectorLeg.close();
   baseline.close();
   await mnemeLexical.close();
