@@ -8,8 +8,8 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import { ErrorCode } from '../../core/errors.js';
+import { globalMemory } from '../global-memory.fixture.js';
 import { describeStorageContract } from '../memory-store.contract.js';
-import type { NewMemory } from '../memory-store.js';
 import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
@@ -23,28 +23,6 @@ describeStorageContract('SQLite :memory:', async () => createSqliteStorage({ pat
 describeStorageContract('SQLite file', async () => createSqliteStorage({ path: newFile() }));
 
 const at = Date.parse('2024-06-15T12:00:00.000Z');
-
-/** A global memory without a vector; override what the test is about. */
-function globalMemory(content: string, overrides: Partial<NewMemory> = {}): NewMemory {
-  return {
-    content,
-    category: 'fact',
-    sector: 'semantic',
-    scope: 'global',
-    owner: 'global',
-    userId: null,
-    channelId: null,
-    projectId: null,
-    topicId: null,
-    source: 'manual',
-    importance: 0.5,
-    pinned: false,
-    sourceMessageIds: [],
-    sourceIds: [],
-    embedding: null,
-    ...overrides,
-  };
-}
 
 /** A unit vector along `values`. */
 function unit(values: number[]): Float32Array {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { globalMemory } from '../global-memory.fixture.js';
 import type { NewMemory } from '../memory-store.js';
 import type { Storage } from '../storage.js';
 import { openSqliteDatabase } from './sqlite-database.js';
@@ -13,34 +14,14 @@ afterEach(async () => {
   for (const storage of opened.splice(0)) await storage.close();
 });
 
-function memory(content: string): NewMemory {
-  return {
-    content,
-    category: 'fact',
-    sector: 'semantic',
-    scope: 'global',
-    owner: 'global',
-    userId: null,
-    channelId: null,
-    projectId: null,
-    topicId: null,
-    source: 'manual',
-    importance: 0.5,
-    pinned: false,
-    sourceMessageIds: [],
-    sourceIds: [],
-    embedding: null,
-  };
-}
-
 function orchardMemories(): NewMemory[] {
   return Array.from({ length: 3000 }, (_, index) => {
-    if (index < 30) return memory(`apple apple apple apple ${index}`);
+    if (index < 30) return globalMemory(`apple apple apple apple ${index}`);
     const words = [`note ${index} about the orchard and its long rows of trees`];
     if (index % 5 < 2) words.push('apple');
     if (index % 20 === 1) words.push('zebra');
     if (index % 100 === 1) words.push('yak yak');
-    return memory(words.join(' '));
+    return globalMemory(words.join(' '));
   });
 }
 
@@ -99,7 +80,7 @@ describe('full-text searches with very common terms', () => {
     opened.push(small);
     await small.memories.insert(
       Array.from({ length: COMMON_MIN_MEMORIES / 2 }, (_, index) =>
-        memory(index % 10 ? 'apple apple apple' : `apple zebra ${index}`),
+        globalMemory(index % 10 ? 'apple apple apple' : `apple zebra ${index}`),
       ),
       { at, actor: null },
     );
