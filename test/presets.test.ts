@@ -176,7 +176,9 @@ describe('each preset run as itself through the CLI', () => {
     const block = await context(database, 'green tea in the morning', '--user', 'oz', '--channel', 'dm-oz');
     expect(block).toMatch(/^\[Relevant Memories\]\n/);
     const items = block.split('\n').filter((line) => line.startsWith('- '));
-    expect(items.length).toBe(5);
+    // topK 5, less what falls under the quality threshold (context.minRelevance).
+    expect(items.length).toBeGreaterThanOrEqual(3);
+    expect(items.length).toBeLessThanOrEqual(5);
     for (const item of items) expect(item).toMatch(/^- \d{4}-\d\d-\d\d \[(fact|preference|general|exchange)\]: "/);
     expect(block).toContain('[exchange]');
   });

@@ -120,7 +120,24 @@ describe('mneme eval locomo', () => {
     expect([report.mode, report.preset, report.askAfterDays]).toEqual(['live', 'salience', 90]);
   });
 
+  it('scores only the hits above --min-relevance, keeping their places, as context keeps fewer of its top k', async () => {
+    const runs = await Promise.all(
+      [[], ['--min-relevance', '0.5']].map((flags) => cli('--json', 'eval', 'locomo', '--data', tinyLocomo, ...flags)),
+    );
+    expect(runs.map((run) => run.code)).toEqual([0, 0]);
+    const [all, strict] = runs.map((run) => JSON.parse(run.stdout));
+    expect(all.minRelevance).toBeUndefined();
+    expect(strict.minRelevance).toBe(0.5);
+    for (const k of ['1', '5', '10', '20']) {
+      expect(strict.mneme.overall.recallAt[k]).toBeLessThanOrEqual(all.mneme.overall.recallAt[k]);
+      expect(strict.mneme.overall.contextWordsAt[k]).toBeLessThanOrEqual(all.mneme.overall.contextWordsAt[k]);
+    }
+    expect(strict.mneme.overall.contextWordsAt['20']).toBeLessThan(all.mneme.overall.contextWordsAt['20']);
+  });
+
   it.each([
+    [['--min-relevance', '1.5'], '--min-relevance must be a number from 0 to 1 (e.g. 0.1), not "1.5"'],
+    [['--min-relevance', 'high'], '--min-relevance must be a number from 0 to 1 (e.g. 0.1), not "high"'],
     [['--live', '--ask-after', '-1'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "-1"'],
     [['--live', '--ask-after', 'abc'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "abc"'],
     [['--live', '--ask-after', '1e3'], '--ask-after must be a number of days'],

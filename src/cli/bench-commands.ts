@@ -67,10 +67,12 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .option('--preset <name>', `the preset of the databases: ${presetNames.join(', ')} (default ${DEFAULT_PRESET})`)
     .option('--live', 'replay each conversation on its own clock, maintenance (decay) between sessions')
     .option('--ask-after <days>', 'with --live: ask the questions this many days after the last session (default 0)')
+    .option('--min-relevance <t>', 'score only hits of at least this calibrated relevance, as context keeps them')
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
     .allowExcessArguments()
     .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
       const json = jsonTarget(command, options.json);
+      const minRelevance = options.minRelevance === undefined ? undefined : unitNumber(options.minRelevance);
       const preset = presetName(options.preset);
       const live = options.live === true;
       const askAfterDays = options.askAfter === undefined ? undefined : days(options.askAfter, 'ask-after');
@@ -97,6 +99,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           preset,
           mode: live ? 'live' : 'static',
           ...(askAfterDays === undefined ? {} : { askAfterDays }),
+          ...(minRelevance === undefined ? {} : { minRelevance }),
         });
         writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
       } finally {
@@ -163,6 +166,18 @@ function presetName(value: string | boolean | undefined): string {
 }
 
 /** A number of days: digits with an optional decimal part, from 0 to `MAX_ASK_AFTER_DAYS`. */
+function unitNumber(value: string | boolean): number {
+  const text = String(value).trim();
+  const number = /^(0|1)(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
+  if (!(number >= 0 && number <= 1)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `--min-relevance must be a number from 0 to 1 (e.g. 0.1), not ${JSON.stringify(text)}`,
+    );
+  }
+  return number;
+}
+
 function days(value: string | boolean, name: string): number {
   const text = String(value).trim();
   const number = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;

@@ -28,7 +28,7 @@ export const presets = {
     policy: {
       decay: 'ebbinghaus',
       recall: { mode: 'hybrid', graphNeighbours: 3 },
-      context: { format: 'relevant-memories', conversationAware: false },
+      context: { format: 'relevant-memories', conversationAware: false, minRelevance: 0 },
       ingest: {
         extraction: true,
         exchangeMemories: false,
@@ -50,7 +50,7 @@ export const presets = {
         scopeBonus: { session: 1, project: 1, personal: 0.5, room: 0.5, global: 0.5 },
         graphNeighbours: 0,
       },
-      context: { format: 'scoped-rest', topK: 5, conversationAware: false },
+      context: { format: 'scoped-rest', topK: 5, conversationAware: false, minRelevance: 0 },
       ingest: { extraction: false, exchangeMemories: false, chatCommands: false },
       maintenance: { tasks: [] },
     },
@@ -62,7 +62,7 @@ export const presets = {
     policy: {
       decay: 'importance-steps',
       recall: { mode: 'hybrid', graphNeighbours: 0, conversationMessages: 3 },
-      context: { format: 'relevant-memories', topK: 5, conversationAware: true },
+      context: { format: 'relevant-memories', topK: 5, conversationAware: true, minRelevance: 0 },
       ingest: {
         extraction: false,
         exchangeMemories: true,
@@ -82,7 +82,7 @@ export const presets = {
     policy: {
       decay: 'salience',
       recall: { mode: 'recent-first', recentFirst: { textHits: 3, recentHits: 5 }, graphNeighbours: 0 },
-      context: { format: 'memory-context', topK: 8, conversationAware: false },
+      context: { format: 'memory-context', topK: 8, conversationAware: false, minRelevance: 0 },
       ingest: {
         extraction: true,
         exchangeMemories: true,

@@ -96,7 +96,7 @@ describe('the HTTP API', () => {
     expect(health?.description).toMatch(/no key needed/);
     expect(Object.keys(health?.responses ?? {})).toEqual(['200', 'default']);
     expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
-      description: expect.stringMatching(/^`\{ text, hits, omitted, words, vectorLeg \}`/),
+      description: expect.stringMatching(/^`\{ text, hits, omitted, belowThreshold, words, vectorLeg \}`/),
     });
   });
 

@@ -171,7 +171,7 @@ export const apiRoutes: readonly Route[] = [
       "The context block for the next reply (topK and conversation awareness from the database's policy unless given)",
     tag: 'recall',
     returns:
-      "`{ text, hits, omitted, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, the block's word count, and the vector leg's status",
+      "`{ text, hits, omitted, belowThreshold, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, how many were under the quality threshold (`context.minRelevance`), the block's word count, and the vector leg's status",
     body: ContextInputSchema,
     access: { kind: 'viewer', requested: ({ body }) => body.viewer },
     handle: async ({ mneme, body, viewer }) => mneme.context({ ...body, viewer }),

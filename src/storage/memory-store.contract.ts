@@ -135,6 +135,20 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(vector[0]?.score).toBeCloseTo(1, 5);
     });
 
+    it('counts the memories each search term is in, stemmed as the full-text search matches it', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('Oz edits code in Helix'),
+          await newMemory('Oz switched editors twice'),
+          await newMemory('the editor crashed'),
+        ],
+        context,
+      );
+      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs']);
+      expect(counted.counts).toEqual([2, 2, 1, 0]);
+      expect(counted.memories).toBeGreaterThanOrEqual(3);
+    });
+
     it('finds a memory by its search-only context, which stays out of its content', async () => {
       const [stored] = await storage.memories.insert(
         [{ ...(await newMemory('Bob: Up to the glacier lake!')), searchContext: 'Ann: Where did you go hiking?' }],

@@ -98,6 +98,14 @@ export interface VectorSearch extends ScopedSearch {
   model: string;
 }
 
+/** What `termCounts` answers. */
+export interface TermCounts {
+  /** The number of memories, archived ones too (an upper bound is fine). */
+  memories: number;
+  /** For each term asked about, in order: the memories the full-text index finds it in. */
+  counts: number[];
+}
+
 /** One candidate of a search leg, best first; `score` is higher-is-better (negated BM25, or 1 - cosine distance). */
 export interface SearchHit {
   id: number;
@@ -145,6 +153,12 @@ export interface MemoryStore {
   history(id: number): Promise<MemoryVersion[]>;
   /** Full-text candidates among active memories (and faded ones with `includeFaded`), scope-filtered inside the query. */
   searchText(search: TextSearch): Promise<SearchHit[]>;
+  /**
+   * How common each of `terms` is: the number of memories (archived ones too) whose text the full-text
+   * index finds it in, in the order given, and the number of memories (an upper bound is fine). Recall
+   * weighs query words by rarity with it; it may be approximate (counted again only when the store grew).
+   */
+  termCounts(terms: readonly string[]): Promise<TermCounts>;
   /**
    * Nearest active memories (and faded ones with `includeFaded`) by cosine, scope-filtered inside the
    * KNN query; [] when `model` is not the indexed one.

@@ -3,14 +3,14 @@ import type { LocomoReport } from './run-locomo.js';
 
 /** The evaluation as text: one table per figure (recall@k, any-hit@k, context words@k), mneme beside the baseline. */
 export function formatLocomoTable(report: LocomoReport, machine: string): string {
-  const { mneme, baseline, mode, preset, askAfterDays } = report.figures;
+  const { mneme, baseline, mode, preset, askAfterDays, minRelevance } = report.figures;
   const when =
     mode === 'live'
       ? `live: each session at its own time, maintenance between sessions, asked ${askAfterDays ? `${askAfterDays} days after` : 'at the end of'} the last session`
       : 'static: every turn ingested, then asked';
   const lines = [
     `mneme eval locomo: ${report.conversations.length} conversations, ${mneme.overall.questions} questions in categories 1-4, ${mneme.adversarial.questions} adversarial; ${machine}`,
-    `mneme: preset ${preset}, embedder ${report.settings.embedder}, chat ${report.settings.chat}; ${when}`,
+    `mneme: preset ${preset}, embedder ${report.settings.embedder}, chat ${report.settings.chat}; ${when}${minRelevance ? `; only hits of calibrated relevance >= ${minRelevance}` : ''}`,
     'baseline: plain FTS5 over raw turns (porter, words OR-ed, stopwords dropped)',
   ];
   const sections: Array<[string, keyof Pick<ScoreSummary, 'recallAt' | 'anyAt' | 'contextWordsAt'>, number]> = [

@@ -37,6 +37,11 @@ export interface LocomoOptions {
   mode?: LocomoMode;
   /** Live mode: ask the questions this many days after the last session (0 by default). */
   askAfterDays?: number;
+  /**
+   * Scores only the memories whose calibrated relevance is at least this (0..1), as `context` keeps those
+   * of `context.minRelevance`: what the block would carry. 0 (the default): every hit, as `recall` returns them.
+   */
+  minRelevance?: number;
   /** Live mode: how maintenance runs between and after sessions (`compressed` by default; see `LiveMaintenance`). */
   liveMaintenance?: LiveMaintenance;
 }
@@ -55,6 +60,8 @@ export interface LocomoFigures {
   preset: string;
   /** Live mode only: days between the end of the last session and the questions. */
   askAfterDays?: number;
+  /** With `--min-relevance`: the calibrated relevance a hit needed to be scored. */
+  minRelevance?: number;
   /**
    * `decayedShare`: of every memory the run created (active or archived, all conversations pooled),
    * the share that is archived at question time by decay (see `countDecayed`).
@@ -117,6 +124,10 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
       `--ask-after must be a number of days from 0 to ${MAX_ASK_AFTER_DAYS}, e.g. 90`,
     );
   }
+  const minRelevance = options.minRelevance ?? 0;
+  if (!(minRelevance >= 0 && minRelevance <= 1)) {
+    throw new MnemeError(ErrorCode.InvalidInput, '--min-relevance must be a number from 0 to 1, e.g. 0.1');
+  }
   if (mode === 'static' && options.askAfterDays !== undefined) {
     throw new MnemeError(ErrorCode.InvalidInput, '--ask-after needs --live: a static run asks with no time passed');
   }
@@ -148,7 +159,7 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
     const { outcomes, info } = await evaluateConversation(
       conversation,
       options,
-      { mode, preset, askAfterDays },
+      { mode, preset, askAfterDays, minRelevance },
       credited,
     );
     ours.push(...outcomes);
@@ -162,6 +173,7 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
       mode,
       preset,
       ...(mode === 'live' ? { askAfterDays } : {}),
+      ...(minRelevance > 0 ? { minRelevance } : {}),
       mneme: { ...evaluate(ours), decayedShare: created === 0 ? 0 : Math.round((decayed / created) * 10_000) / 10_000 },
       baseline: evaluate(theirs),
     },
@@ -202,6 +214,7 @@ interface RunMode {
   mode: LocomoMode;
   preset: string;
   askAfterDays: number;
+  minRelevance: number;
 }
 
 async function evaluateConversation(
@@ -262,10 +275,13 @@ async function evaluateConversation(
     const outcomes: QuestionOutcome[] = [];
     const questionBar = options.progress(`${label} asking questions`, conversation.questions.length);
     for (const [index, question] of conversation.questions.entries()) {
-      const memories = await recallAsEvaluator(mneme, question.question, viewers);
+      const hits = await recallAsEvaluator(mneme, question.question, viewers);
+      // Under a threshold, a hit below it keeps its place but carries nothing: the top k hold fewer memories, as
+      // `context` keeps fewer of its top k.
+      const memories = hits.map((hit) => (hit.calibratedRelevance >= run.minRelevance ? hit.memory : null));
       const retrieved: RetrievedItem[] = memories.map((memory) => ({
-        diaIds: memory.sourceMessageIds.flatMap((id) => diaIdOfMessage.get(id) ?? []),
-        words: countWords(memory.content),
+        diaIds: memory?.sourceMessageIds.flatMap((id) => diaIdOfMessage.get(id) ?? []) ?? [],
+        words: memory ? countWords(memory.content) : 0,
       }));
       const outcome: QuestionOutcome = { category: question.category, evidence: question.evidence, retrieved };
       outcomes.push(outcome);
@@ -429,28 +445,41 @@ export async function countDecayed(mneme: Mneme): Promise<number> {
  * memories (and global ones). A mneme viewer carries one user id, so the question is recalled once
  * as each speaker in the conversation's channel (topK 20 each); the two lists are merged by memory,
  * keeping its higher score, direct hits ordered by score, then linked (`graph`) hits by score, as
- * one recall orders them; the first 20 are scored.
+ * one recall orders them; the first 20 are scored, each with its calibrated relevance.
  */
-export async function recallAsEvaluator(mneme: Mneme, query: string, viewers: readonly Viewer[]): Promise<Memory[]> {
-  const best = new Map<number, { memory: Memory; score: number; graph: boolean }>();
+export async function recallAsEvaluator(
+  mneme: Mneme,
+  query: string,
+  viewers: readonly Viewer[],
+): Promise<Array<{ memory: Memory; calibratedRelevance: number }>> {
+  const best = new Map<number, { memory: Memory; score: number; graph: boolean; calibratedRelevance: number }>();
   for (const viewer of viewers) {
     const result = await mneme.recall({ query, viewer, topK: RETRIEVED });
     for (const hit of result.hits) {
       const graph = hit.match === 'graph';
       const known = best.get(hit.memory.id);
       if (!known || (known.graph && !graph) || (known.graph === graph && hit.score > known.score)) {
-        best.set(hit.memory.id, { memory: hit.memory, score: hit.score, graph });
+        best.set(hit.memory.id, {
+          memory: hit.memory,
+          score: hit.score,
+          graph,
+          calibratedRelevance: hit.calibratedRelevance,
+        });
       }
     }
   }
   return [...best.values()]
     .sort((a, b) => Number(a.graph) - Number(b.graph) || b.score - a.score || a.memory.id - b.memory.id)
     .slice(0, RETRIEVED)
-    .map((entry) => entry.memory);
+    .map(({ memory, calibratedRelevance }) => ({ memory, calibratedRelevance }));
 }
 
 /** Counts, per memory category, the evidence turns first found in the top 10 through a memory of it. */
-function creditFound(outcome: QuestionOutcome, memories: readonly Memory[], credited: Map<string, number>): void {
+function creditFound(
+  outcome: QuestionOutcome,
+  memories: ReadonlyArray<Memory | null>,
+  credited: Map<string, number>,
+): void {
   const wanted = new Set(outcome.evidence);
   const seen = new Set<string>();
   outcome.retrieved.slice(0, 10).forEach((item, index) => {

@@ -40,6 +40,32 @@ describe('context', () => {
     expect(lines).toHaveLength(2 + 5 * 2);
   });
 
+  it('leaves out of the block a memory that shares only a common name with the question', async () => {
+    const mneme = await open();
+    for (const content of [
+      'Oz has four RTX 3090 cards in the GPU server',
+      'Oz lives in Bergen',
+      'Oz plays chess on Sundays',
+      'Oz works on the search team',
+      'Oz prefers Helix as his editor',
+    ]) {
+      await mneme.remember({ content });
+    }
+    const question = { query: 'which editor does Oz like', inspect: true };
+    const recalled = await mneme.recall({ ...question, explain: true });
+    const weak = recalled.hits.find((hit) => hit.memory.content.startsWith('Oz has four'));
+    expect(weak?.calibratedRelevance).toBeLessThan(0.1);
+    expect(weak?.explanation).toMatch(/calibrated 0\.0\d/);
+
+    const block = await mneme.context(question);
+    expect(block.hits.map((hit) => hit.memory.content)).toContain('Oz prefers Helix as his editor');
+    expect(block.text).not.toContain('RTX 3090');
+    expect(block.belowThreshold).toBeGreaterThan(0);
+
+    const everything = await (await open({ context: { minRelevance: 0 } })).context(question);
+    expect(everything.belowThreshold).toBe(0);
+  });
+
   it('uses the configured format', async () => {
     const mneme = await open({ context: { format: 'memory-context' } });
     await mneme.remember({ content: 'launch was on Monday', category: 'event' });

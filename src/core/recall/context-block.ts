@@ -13,6 +13,8 @@ export interface ContextResult {
   hits: RecallHit[];
   /** Memories found but left out because they did not fit the word budget. */
   omitted: number;
+  /** Memories found but left out because their calibrated relevance is below `context.minRelevance`. */
+  belowThreshold: number;
   /** How many words the block holds (at most the policy's word budget). */
   words: number;
   vectorLeg: VectorLegStatus;
@@ -20,8 +22,8 @@ export interface ContextResult {
 
 /**
  * The context block for the next reply: a recall (conversation-aware and topK 5 unless the call or
- * the policy's `context` section say otherwise) formatted within the word budget, each memory's values
- * as of now. Only the memories that made it into the block are touched (best effort, through
+ * the policy's `context` section say otherwise), without the hits under the quality threshold
+ * (`context.minRelevance`), formatted within the word budget, each memory's values as of now. Only the memories that made it into the block are touched (best effort, through
  * `touches`): one left out for the budget was not seen by the model. With `inspect`, none is: nothing
  * is written.
  */
@@ -38,17 +40,19 @@ export async function buildContext(
     conversationAware: request.conversationAware ?? policy.context.conversationAware,
     explain: false,
   });
+  const relevant = found.hits.filter((hit) => hit.calibratedRelevance >= policy.context.minRelevance);
   const current = await currentValues(
     context,
-    found.hits.map((hit) => hit.memory),
+    relevant.map((hit) => hit.memory),
   );
   const shown = (hits: readonly RecallHit[]) => hits.map((hit) => ({ ...hit, memory: current(hit.memory) }));
-  const formatted = formatContext(shown(found.hits), policy.context);
-  const inBlock = formatted.included.flatMap((index) => found.hits[index] ?? []);
+  const formatted = formatContext(shown(relevant), policy.context);
+  const inBlock = formatted.included.flatMap((index) => relevant[index] ?? []);
   return {
     text: formatted.text,
     hits: shown(request.inspect ? inBlock : await touchHits(context, inBlock, touches)),
-    omitted: found.hits.length - inBlock.length,
+    omitted: relevant.length - inBlock.length,
+    belowThreshold: found.hits.length - relevant.length,
     words: formatted.words,
     vectorLeg: found.vectorLeg,
   };

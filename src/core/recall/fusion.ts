@@ -23,6 +23,8 @@ export interface FusedCandidate {
   vectorRank: number | null;
   /** Highest cosine similarity in any vector list, or null. */
   similarity: number | null;
+  /** Highest cosine similarity times its list's weight (the recent conversation's lists weigh less), or null. */
+  weightedSimilarity: number | null;
 }
 
 /**
@@ -37,7 +39,14 @@ export function reciprocalRankFusion(lists: readonly RankedList[], k: number = R
       const rank = index + 1;
       let candidate = candidates.get(hit.id);
       if (!candidate) {
-        candidate = { id: hit.id, fused: 0, ftsRank: null, vectorRank: null, similarity: null };
+        candidate = {
+          id: hit.id,
+          fused: 0,
+          ftsRank: null,
+          vectorRank: null,
+          similarity: null,
+          weightedSimilarity: null,
+        };
         candidates.set(hit.id, candidate);
       }
       candidate.fused += weight / (k + rank);
@@ -45,6 +54,7 @@ export function reciprocalRankFusion(lists: readonly RankedList[], k: number = R
       else {
         candidate.vectorRank = Math.min(candidate.vectorRank ?? rank, rank);
         candidate.similarity = Math.max(candidate.similarity ?? hit.score, hit.score);
+        candidate.weightedSimilarity = Math.max(candidate.weightedSimilarity ?? 0, weight * hit.score);
       }
     });
   }

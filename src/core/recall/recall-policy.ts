@@ -166,6 +166,12 @@ export const ContextPolicySchema = z.strictObject({
       error: 'context format must be mneme, relevant-memories, memory-context, scoped-rest or { header, item }',
     })
     .default('mneme'),
+  /**
+   * The quality threshold of the block: a memory whose calibrated relevance (the share of the query's
+   * words it contains, weighted by their rarity, or its cosine similarity) is below this is left out, so a
+   * memory that shares only a name with the question does not fill the prompt. 0 keeps every hit.
+   */
+  minRelevance: unit(0.1, 'context.minRelevance'),
   /** The most words the block may hold, header included; memories that do not fit are left out. */
   wordBudget: z
     .number({ error: 'wordBudget must be a whole number' })

@@ -407,7 +407,7 @@ describe('recall: the policy score', () => {
 
     const explained = await mneme.recall({ query: 'dark mode', viewer: { userId: 'oz' }, explain: true });
     expect(explained.hits[0]?.explanation).toMatch(
-      /^fts #1, vector #1 \(cosine 0\.\d\d\) \| relevance 1\.00x0\.8 \+ importance 0\.90x0\.06 \+ .* = 0\.\d{3}$/,
+      /^fts #1, vector #1 \(cosine 0\.\d\d\), calibrated \d\.\d\d \| relevance 1\.00x0\.8 \+ importance 0\.90x0\.06 \+ .* = 0\.\d{3}$/,
     );
   });
 
@@ -624,6 +624,8 @@ describe('recall: cost', () => {
 
     const counts: number[] = [];
     const long = 'alpha kestrel catalogue item of the whole big list please';
+    // The first recall counts how common its words are (one statement per word, remembered after).
+    await mneme.recall({ query: long, viewer: { channelId: 'general' }, conversationAware: true, inspect: true });
     for (const topK of [1, 10, 50, 100]) {
       let returned = 0;
       const statements = await countStatements(async () => {
@@ -639,7 +641,7 @@ describe('recall: cost', () => {
       counts.push(statements.length);
     }
     expect(new Set(counts).size).toBe(1);
-    // messages, the store size, 2 full-text (question, conversation), 3 vector searches of 3 each (the
+    // messages, the store size (twice: the common-term split and the term weights), 2 full-text (question, conversation), 3 vector searches of 3 each (the
     // viewer's owners, the bit index, the exact rescoring), candidates, neighbours, neighbour memories,
     // the touch's look for faded memories and the touch (+ BEGIN/COMMIT) and the two pragmas around its
     // deferred commit.

@@ -10,6 +10,13 @@ import { visibleOwners } from '../scope.js';
 import type { TouchQueue } from '../touch-queue.js';
 import type { Memory, Viewer } from '../types.js';
 import {
+  coverage,
+  inverseDocumentFrequency,
+  textStems,
+  type WeightedTerms,
+  weightedTerms,
+} from './calibrated-relevance.js';
+import {
   type FusedCandidate,
   listWeight,
   type RankedList,
@@ -52,6 +59,14 @@ export interface RecallHit {
   ranks: { fts: number | null; vector: number | null };
   /** The highest cosine similarity the vector leg measured for it, or null. */
   similarity: number | null;
+  /**
+   * How well the memory matches the query, comparable across queries (0..1), unlike the rank-based
+   * relevance term: the share of the query's words it contains, each word weighted by how rare it is
+   * among the memories, or its cosine similarity, whichever is higher (the recent conversation's lists
+   * count at their weight). A graph match: its link's strength times the calibrated relevance of the hit
+   * it is linked to. The context's quality threshold (`context.minRelevance`) reads it.
+   */
+  calibratedRelevance: number;
   /** For a `graph` match: the hit it is linked to, and how. */
   linkedTo: { id: number; type: LinkType; strength: number } | null;
   /** With `explain`: the ranks and the score as one line of text. */
@@ -155,14 +170,18 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
-  const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
+  const [memories, weighted] = await Promise.all([
+    context.storage.memories.get(candidates.map((candidate) => candidate.id)),
+    weightedTexts(context, texts),
+  ]);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
   const totalWeight = listWeight(lists);
   const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
       if (!memory || isTheMessageAnswered(memory, answered)) return [];
-      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now)];
+      const calibrated = Math.max(lexicalRelevance(weighted, memory.content), candidate.weightedSimilarity ?? 0);
+      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), calibrated, now)];
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
@@ -171,6 +190,25 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
+}
+
+/** The search texts' words with their weights (one storage call), each text with the weight its lists have. */
+async function weightedTexts(
+  context: EngineContext,
+  texts: ReadonlyArray<{ text: string; weight: number }>,
+): Promise<Array<{ terms: WeightedTerms; weight: number }>> {
+  const terms = [...new Set(texts.flatMap(({ text }) => queryTerms(text)))];
+  const counted = terms.length === 0 ? null : await context.storage.memories.termCounts(terms);
+  const idf = new Map(
+    terms.map((term, index) => [term, inverseDocumentFrequency(counted?.memories ?? 0, counted?.counts[index] ?? 0)]),
+  );
+  return texts.map(({ text, weight }) => ({ terms: weightedTerms(text, (term) => idf.get(term) ?? 0), weight }));
+}
+
+/** The best weighted coverage of a memory's text by any search text (the calibrated lexical relevance). */
+function lexicalRelevance(texts: ReadonlyArray<{ terms: WeightedTerms; weight: number }>, content: string): number {
+  const stems = textStems(content);
+  return Math.max(0, ...texts.map(({ terms, weight }) => weight * coverage(terms, stems)));
 }
 
 /**
@@ -321,6 +359,7 @@ function directHit(
   memory: Memory,
   candidate: FusedCandidate,
   relevance: number,
+  calibratedRelevance: number,
   now: number,
 ): { hit: RecallHit; fused: number } {
   const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
@@ -334,6 +373,7 @@ function directHit(
       match,
       ranks: { fts: candidate.ftsRank, vector: candidate.vectorRank },
       similarity: candidate.similarity,
+      calibratedRelevance,
       linkedTo: null,
     },
   };
@@ -361,7 +401,8 @@ async function graphHits(
     .flatMap((neighbour): RecallHit[] => {
       const memory = byId.get(neighbour.id);
       if (!memory) return [];
-      const seedRelevance = seeds.get(neighbour.linkedTo)?.breakdown.relevance ?? 0;
+      const seed = seeds.get(neighbour.linkedTo);
+      const seedRelevance = seed?.breakdown.relevance ?? 0;
       const breakdown = scoreBreakdown(memory, seedRelevance * neighbour.strength, context.policy, now);
       return [
         {
@@ -371,6 +412,7 @@ async function graphHits(
           match: 'graph',
           ranks: { fts: null, vector: null },
           similarity: null,
+          calibratedRelevance: (seed?.calibratedRelevance ?? 0) * neighbour.strength,
           linkedTo: { id: neighbour.linkedTo, type: neighbour.type, strength: neighbour.strength },
         },
       ];
@@ -402,7 +444,10 @@ async function recentFirstHits(
         }),
     context.storage.memories.recentlyAccessed(owners, recentLimit),
   ]);
-  const matched = await context.storage.memories.get(textHits.map((hit) => hit.id));
+  const [matched, [weighted]] = await Promise.all([
+    context.storage.memories.get(textHits.map((hit) => hit.id)),
+    weightedTexts(context, [{ text, weight: 1 }]),
+  ]);
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
     const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
@@ -413,6 +458,7 @@ async function recentFirstHits(
       match,
       ranks: { fts: ftsRank, vector: null },
       similarity: null,
+      calibratedRelevance: weighted ? lexicalRelevance([weighted], memory.content) : 0,
       linkedTo: null,
     };
   };
@@ -439,7 +485,7 @@ const termLabels: Record<(typeof scoreTerms)[number], string> = {
   pinned: 'pinned',
 };
 
-/** `fts #1, vector #3 (cosine 0.71) | relevance 0.98x0.55 + importance 0.80x0.15 + ... = 0.812` */
+/** `fts #1, vector #3 (cosine 0.71), calibrated 0.64 | relevance 0.98x0.55 + importance 0.80x0.15 + ... = 0.812` */
 function explanationOf(hit: RecallHit, weights: RecallWeights): string {
   const found =
     hit.match === 'graph' && hit.linkedTo
@@ -451,6 +497,7 @@ function explanationOf(hit: RecallHit, weights: RecallWeights): string {
             hit.ranks.vector === null
               ? null
               : `vector #${hit.ranks.vector} (cosine ${(hit.similarity ?? 0).toFixed(2)})`,
+            `calibrated ${hit.calibratedRelevance.toFixed(2)}`,
           ]
             .filter((part) => part !== null)
             .join(', ');

@@ -194,6 +194,10 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
+    async termCounts(terms) {
+      return readSqlite('counting search terms', () => frequencies.counts(terms));
+    },
+
     async searchVector({ vector, model, owners, limit, includeFaded = false }) {
       return readSqlite('searching memory vectors', () => {
         // Archived memories have no vector but faded ones keep theirs: without includeFaded, drop those.

@@ -13,6 +13,8 @@ import { ftsQuery } from './sqlite-fts-query.js';
 export interface SqliteTermFrequencies {
   /** The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the others. */
   split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
+  /** The memories each term is in (remembered while the store keeps its size), and the number of memories. */
+  counts(terms: readonly string[]): { memories: number; counts: number[] };
 }
 
 /** A term in more than this share of the memories (BM25 weight under ln 99, against ln 10,000 for a term in 10 of 100,000)... */
@@ -53,6 +55,10 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
   }
 
   return {
+    counts(terms) {
+      const size = prepared().size.get() ?? 0;
+      return { memories: size, counts: terms.map((term) => frequency(term, size)) };
+    },
     split(terms, limit) {
       const none = { rare: terms, common: [] };
       if (terms.length < 2) return none;

@@ -1,0 +1,55 @@
+import { porterStem } from './porter-stem.js';
+import { queryTerms } from './query-terms.js';
+
+/**
+ * How informative each search word is, from how many memories contain it (BM25's inverse document
+ * frequency, `ln(1 + (N - n + 0.5) / (n + 0.5))`): a word in most memories (the user's name) weighs
+ * little, a word in a few weighs much.
+ */
+export function inverseDocumentFrequency(memories: number, containing: number): number {
+  const total = Math.max(memories, containing);
+  return Math.log(1 + (total - containing + 0.5) / (containing + 0.5));
+}
+
+/** A query text's words as the index stems them, each with its weight (its inverse document frequency). */
+export interface WeightedTerms {
+  stems: ReadonlyMap<string, number>;
+  /** The sum of the weights: what a memory containing every word covers. */
+  total: number;
+}
+
+/** Lower case, diacritics removed, Porter-stemmed: how the full-text index (`porter unicode61 remove_diacritics 2`) sees a word. */
+export function indexStem(word: string): string {
+  return porterStem(word.normalize('NFD').replace(/\p{M}+/gu, ''));
+}
+
+/** The weighted stems of a text's search words, given each word's weight (missing words weigh like a word no memory has). */
+export function weightedTerms(text: string, weightOf: (term: string) => number): WeightedTerms {
+  const stems = new Map<string, number>();
+  for (const term of queryTerms(text)) {
+    const stem = indexStem(term);
+    stems.set(stem, Math.max(stems.get(stem) ?? 0, weightOf(term)));
+  }
+  let total = 0;
+  for (const weight of stems.values()) total += weight;
+  return { stems, total };
+}
+
+const wordPattern = /[\p{L}\p{N}\p{M}]+/gu;
+
+/** The distinct stems of a memory's text. */
+export function textStems(text: string): Set<string> {
+  return new Set((text.toLowerCase().match(wordPattern) ?? []).map(indexStem));
+}
+
+/**
+ * The calibrated lexical relevance of a text to a query: the share of the query's word weight that the
+ * text contains (0 none of its words, 1 all of them). Unlike a rank, it says how well a memory matches,
+ * whatever else matched: a memory sharing only a common word (a name) with the query gets little.
+ */
+export function coverage(query: WeightedTerms, stems: ReadonlySet<string>): number {
+  if (query.total <= 0) return 0;
+  let covered = 0;
+  for (const [stem, weight] of query.stems) if (stems.has(stem)) covered += weight;
+  return covered / query.total;
+}
