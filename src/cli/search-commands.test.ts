@@ -35,7 +35,9 @@ describe('mneme search and mneme context', () => {
     expect(asOz.stdout).not.toContain('Ann');
 
     const explained = await run('search', 'kestrel', '--top', '1', '--explain');
-    expect(explained.stdout).toMatch(/^1\. #1 .*\n {3}fts #1, calibrated 1\.00 \| relevance 1\.00x0\.8 .* = 0\.\d{3}\n/);
+    expect(explained.stdout).toMatch(
+      /^1\. #1 .*\n {3}fts #1, calibrated 1\.00 \| relevance 1\.00x0\.8 .* = 0\.\d{3}\n/,
+    );
   });
 
   it('prints when each hit was made and when it was last accessed, to the second, or never', async () => {
