@@ -83,6 +83,35 @@ describe('a fact that changes', () => {
     const [vim, vsCode] = await facts(mneme);
     await mneme.forget(vsCode?.id ?? 0);
     expect((await mneme.get(vim?.id ?? 0)).supersededBy).toBeNull();
+    await mneme.restore(vsCode?.id ?? 0);
+    expect((await mneme.get(vim?.id ?? 0)).supersededBy).toBe(vsCode?.id);
+  });
+
+  it('reads a move as a change of where someone lives, and moving a meeting as nothing of the kind', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I live in Oslo', 'I moved the weekly meeting to Friday', 'I moved to Bergen');
+    const [oslo, meeting, bergen, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(oslo).toMatchObject({ content: 'Oz lives in Oslo.', supersededBy: bergen?.id });
+    expect(meeting).toMatchObject({ content: expect.stringContaining('meeting to Friday'), supersededBy: null });
+    expect(bergen).toMatchObject({ content: expect.stringContaining('Oz moved to Bergen'), supersededBy: null });
+  });
+
+  it('reads two members\' "our standup" in one room as one standup that changed', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'team-room', 'our standup is on Monday');
+    await mneme.ingest({
+      channelId: 'team-room',
+      sender: 'lee',
+      senderName: 'Lee',
+      content: 'our standup moved to Wednesday',
+      createdAt: '2024-03-05T10:00:00Z',
+    });
+    await mneme.whenIdle();
+    const [monday, wednesday, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(monday).toMatchObject({ content: "Oz's standup is on Monday.", supersededBy: wednesday?.id });
+    expect(wednesday).toMatchObject({ content: "Lee's standup moved to Wednesday.", supersededBy: null });
   });
 });
 

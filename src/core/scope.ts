@@ -17,7 +17,8 @@ export const scopeOwnerField = {
   global: null,
 } as const satisfies Record<Scope, keyof OwnerIds | null>;
 
-const ownerPrefix: Record<Scope, string> = {
+/** The prefix of each scope's owner keys (see `ownerKey`). */
+export const ownerPrefix: Readonly<Record<Scope, string>> = {
   personal: 'user:',
   room: 'room:',
   project: 'project:',

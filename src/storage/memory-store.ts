@@ -140,7 +140,11 @@ export interface MemoryStore {
    * `forget`): then it stops fading and its vector goes.
    */
   archive(ids: readonly number[], context: WriteContext, options?: { fade?: boolean }): Promise<Memory[]>;
-  /** Clears `archived_at` (and `faded_at`), stores the new vector if given, writes a `restore` version. */
+  /**
+   * Clears `archived_at` (and `faded_at`), stores the new vector if given, writes a `restore` version.
+   * The memories it superseded (its `supersedes` links) that are still active and current are superseded
+   * by it again, as its archive had made them current.
+   */
   restore(id: number, embedding: StoredEmbedding | null, context: WriteContext): Promise<Memory>;
   /** The memories with these ids that exist, in the order asked. */
   get(ids: readonly number[]): Promise<Memory[]>;

@@ -172,7 +172,8 @@ describe('runLocomo modes', () => {
     expect(compressed.figures.mneme.decayedShare).toBeGreaterThan(0);
     expect(scheduled.figures).toEqual(compressed.figures);
     expect(scheduled.conversations).toEqual(compressed.conversations);
-  });
+    // A thousand maintenance ticks: seconds alone, much longer on a loaded machine.
+  }, 180_000);
 
   it('refuses askAfterDays without live mode, a negative one and an unknown preset', async () => {
     await expect(run({ askAfterDays: 3 })).rejects.toThrow('--ask-after needs --live');

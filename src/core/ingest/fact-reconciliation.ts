@@ -1,7 +1,7 @@
 import type { MemoryChanges } from '../../storage/memory-store.js';
 import { factSubject } from '../fact-subject.js';
 import type { ExtractedFact } from '../ports/fact-extractor.js';
-import { ownerKey, sectorOf } from '../scope.js';
+import { ownerKey, ownerPrefix, sectorOf } from '../scope.js';
 import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 
@@ -77,9 +77,10 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   const ignore = [...wordSet(options.speaker, { keepStopWords: true }), 'others'];
   const words = wordSet(fact.content, { ignore });
   const subject = factSubject(fact.content, options.speaker);
+  const shared = sharedSubject(subject, fact.owner, options.speaker);
   const isAboutSubject = (content: string) => {
     const other = factSubject(content, options.speaker);
-    return subject === null || other === null || other === subject;
+    return subject === null || other === null || other === subject || (shared !== null && ownedPart(other) === shared);
   };
   const isRepeated = options.pending.some(
     (pending) =>
@@ -109,6 +110,52 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   }
   if (changed) return { action: 'supersede', memory: changed.memory };
   return { action: 'insert' };
+}
+
+/**
+ * What a fact of a room says "our" of: a room fact whose subject the speaker owns ("our standup", written
+ * "Oz's standup") is about the room's thing, which another member's "our standup" ("Lee's standup") is
+ * about too. The owned part ("standup"), or null for any other fact.
+ */
+function sharedSubject(subject: string | null, owner: string, speaker: string): string | null {
+  if (subject === null || !owner.startsWith(ownerPrefix.room)) return null;
+  const [possessor, ...owned] = subject.split("'s ");
+  return possessor === speaker.toLowerCase() && owned.length > 0 ? owned.join("'s ") : null;
+}
+
+/** "standup" of "lee's standup"; null for a subject that owns nothing. */
+function ownedPart(subject: string): string | null {
+  const [, ...owned] = subject.split("'s ");
+  return owned.length > 0 ? owned.join("'s ") : null;
+}
+
+/**
+ * Ways of saying the same kind of fact in other words: where someone lives ("lives in Oslo", "moved to
+ * Bergen", "is based in Lyon") and where they work ("works at Acme", "joined Initech"). Each adds its
+ * slot to the words two statements are compared by, so a new value of the slot reads as a change of it.
+ */
+const factSlots: ReadonlyArray<{ slot: string; pattern: RegExp; words: readonly string[] }> = [
+  {
+    slot: 'slot:home',
+    pattern:
+      /\b(?:live[sd]?|living|based|resides?|residing|settled)\s+(?:in|at|near)\b|\b(?:moved|moving|relocated|relocating)\s+(?:back\s+)?to\s+\p{Lu}|\bhome(?:town)?\s+is\s+(?:in\s+)?\p{Lu}/u,
+    words: ['live', 'based', 'resides', 'settled', 'moved', 'relocated', 'home'],
+  },
+  {
+    slot: 'slot:work',
+    pattern:
+      /\b(?:works?|working|worked|employed)\s+(?:at|for)\s+\p{Lu}|\b(?:joined|hired\s+by|job\s+at|started\s+at)\s+\p{Lu}/u,
+    words: ['work', 'employed', 'joined', 'hired', 'job'],
+  },
+];
+
+/**
+ * The words other statements of the same kind of fact use ("live", "moved", "based" for where someone
+ * lives), for a text that states one: the search for the memories a fact may change looks for them too,
+ * so "Oz moved to Bergen" finds "Oz lives in Oslo".
+ */
+export function slotSearchTerms(text: string): string[] {
+  return factSlots.flatMap(({ pattern, words }) => (pattern.test(text) ? words : []));
 }
 
 /** Words that say a fact changed, whatever else the sentence says (see `saysChange`). */
@@ -233,7 +280,9 @@ function ownerOfSubject(subject: string | null): string {
 
 /** The words two statements are compared by: dates, change words and `ignore` left out. */
 function comparedWords(text: string, ignore: readonly string[]): Set<string> {
-  return wordSet(withoutDates(text), { ignore: [...ignore, ...changeVocabulary] });
+  const words = wordSet(withoutDates(text), { ignore: [...ignore, ...changeVocabulary] });
+  for (const { slot, pattern } of factSlots) if (pattern.test(text)) words.add(slot);
+  return words;
 }
 
 function withoutDates(text: string): string {

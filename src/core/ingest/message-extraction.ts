@@ -11,7 +11,7 @@ import { queryTerms } from '../recall/query-terms.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
 import { displayName } from './display-name.js';
-import { factChanges, reconcileFact } from './fact-reconciliation.js';
+import { factChanges, reconcileFact, slotSearchTerms } from './fact-reconciliation.js';
 
 /** What one extraction run wrote. */
 export interface ExtractionReport {
@@ -144,7 +144,8 @@ async function relatedMemories(
 ): Promise<Memory[]> {
   if (limit <= 0) return [];
   const { memories } = context.storage;
-  const hits = await memories.searchText({ terms: queryTerms(text), owners, limit: limit * 2 });
+  const terms = [...new Set([...queryTerms(text), ...slotSearchTerms(text)])];
+  const hits = await memories.searchText({ terms, owners, limit: limit * 2 });
   const found = await memories.get(hits.map((hit) => hit.id));
   return found.filter((memory) => memory.category !== 'exchange' && memory.archivedAt === null).slice(0, limit);
 }

@@ -82,7 +82,7 @@ const signals = {
   preference:
     /\b(?:prefer|prefers|preferred|like|likes|love|loves|enjoy|enjoys|hate|hates|dislike|dislikes|adore|favou?rite|fan of|into|can't stand|cannot stand|rather|fond of|passionate about|obsessed with|keen on|crazy about)\b/i,
   identity:
-    /\b(?:i'm|im|i am)\s+(?:a|an)\s|\bmy name\b|\bcall me\b|\bi work\b|\bworking (?:as|at|for|in)\b|\bi live\b|\bliving in\b|\bi'm from\b|\bi am from\b|\bborn\b|\byears old\b|\bi study\b|\bstudying\b|\bmy job\b|\bbirthday\b|\bpronouns\b|\bmarried\b|\bdivorced\b|\bengaged\b|\bpregnant\b|\bretired\b|\bgraduated\b|\ballergic\b|\ballergy\b|\bdiagnosed\b|\bvegetarian\b|\bvegan\b|\btransgender\b|\bgay\b|\blesbian\b|\bbisexual\b|\bnon-binary\b|\bsingle\b|\bdating\b|\bmy (?:wife|husband|partner|boyfriend|girlfriend|son|daughter|kids|children|mom|mother|dad|father|sister|brother|parents|family|dog|cat|pet)\b/i,
+    /\b(?:i'm|im|i am)\s+(?:a|an)\s|\bmy name\b|\bcall me\b|\bi work\b|\bworking (?:as|at|for|in)\b|\bi live\b|\bliving in\b|\b(?:moved|relocated) to\b|\bbased in\b|\bi'm from\b|\bi am from\b|\bborn\b|\byears old\b|\bi study\b|\bstudying\b|\bmy job\b|\bbirthday\b|\bpronouns\b|\bmarried\b|\bdivorced\b|\bengaged\b|\bpregnant\b|\bretired\b|\bgraduated\b|\ballergic\b|\ballergy\b|\bdiagnosed\b|\bvegetarian\b|\bvegan\b|\btransgender\b|\bgay\b|\blesbian\b|\bbisexual\b|\bnon-binary\b|\bsingle\b|\bdating\b|\bmy (?:wife|husband|partner|boyfriend|girlfriend|son|daughter|kids|children|mom|mother|dad|father|sister|brother|parents|family|dog|cat|pet)\b/i,
   past: new RegExp(
     `\\b(?:i|we)\\s+(?:(?:just|finally|recently|also|really|actually|already|once|even|first)\\s+)*(?:[a-z]+ed|${pastVerbs.join(
       '|',
@@ -431,7 +431,10 @@ export function createOfflineExtractor(): FactExtractor {
 /** The offline extractor's rules as a plain function (see `createOfflineExtractor`). */
 export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const message = input.userMessage.replaceAll('’', "'").trim();
-  if (message.length <= MAX_SHORT_MESSAGE_CHARS || message.startsWith('/')) return [];
+  if (message.startsWith('/')) return [];
+  // A short message is small talk ("ok see you soon") unless it says who the speaker is ("I live in Oslo").
+  const saysWhoIAm = signals.firstSingular.test(message) && signals.identity.test(message);
+  if (message.length <= MAX_SHORT_MESSAGE_CHARS && !saysWhoIAm) return [];
   const name = input.speaker.displayName.trim() || input.speaker.userId;
   const sentAt = input.createdAt ? Date.parse(input.createdAt) : Number.NaN;
   const known = new Set(input.related.map((memory) => memory.content.toLowerCase()));

@@ -33,6 +33,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       database,
       'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ?, embedding_model = ? WHERE id = ? RETURNING *',
     ),
+    // A restored memory supersedes again what its `supersedes` links name, when still current.
+    resupersede: database.prepare<[number, number]>(
+      `UPDATE memories SET superseded_by = ? WHERE archived_at IS NULL AND superseded_by IS NULL
+        AND id IN (SELECT target_id FROM memory_links WHERE source_id = ? AND type = 'supersedes')`,
+    ),
     fadedAmong: preparedOnUse<[string], { id: number }>(
       database,
       'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))',
@@ -126,6 +131,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
         const kept = before.faded_at === null ? null : before.embedding_model;
         const after = getRow(statements.restore(), context.at, embedding?.model ?? kept, id);
         if (embedding) vectors.put(id, after.owner, embedding);
+        if (after.superseded_by === null) statements.resupersede.run(id, id);
         writes.recordVersion(after, 'restore', { archivedAt: { from: toIso(before.archived_at), to: null } }, context);
         return toMemory(after);
       });
