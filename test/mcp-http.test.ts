@@ -132,6 +132,13 @@ describe('MCP over streamable HTTP on a real mneme serve', () => {
     expect(naming.status).toBe(403);
     expect(naming.headers.get('content-type')).toContain('application/problem+json');
     await expect(connect(keys.alice, { 'Mneme-User': 'bob' })).rejects.toThrow();
+    const blank = await fetch(`${serve.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.admin}`, 'content-type': 'application/json', 'mneme-channel': ' ' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(blank.status).toBe(422);
+    expect(((await blank.json()) as { detail: string }).detail).toContain('channelId must not be empty');
     await expect(connect(null)).rejects.toThrow();
     await expect(connect('mneme_not_a_real_key')).rejects.toThrow();
 
