@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,6 +142,13 @@ describe('mneme mcp over stdio (the built CLI)', () => {
       ['assistant', 'assistant', 'desk'],
     ]);
 
+    // The turn becomes memory in the background: the exchange itself, and the fact extracted from it.
+    await expect
+      .poll(async () => textOf(await call(client, 'recall', { query: 'where does Alice live, Lyon' })), {
+        timeout: 15_000,
+      })
+      .toContain('Lyon');
+
     const resource = await client.readResource({ uri: `memory://${memory.id}` });
     expect(JSON.parse(String((resource.contents[0] as { text: string }).text))).toMatchObject({ id: memory.id });
     await expect(client.readResource({ uri: 'memory://999999' })).rejects.toThrow(/memory 999999 does not exist/);
@@ -230,5 +239,36 @@ describe('mneme mcp over stdio (the built CLI)', () => {
     const refused = await runCli(database, ['mcp', '--user', ' ']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('userId must not be empty');
+  });
+
+  it('ignores a malformed line, answers the next message, and exits cleanly when the host closes stdin', async () => {
+    const child = spawn(process.execPath, [mnemeBinary, 'mcp', '--db', database, '--user', 'alice'], {
+      env: { PATH: process.env.PATH ?? '', MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = once(child, 'exit');
+    child.stdin.write('this is not JSON\n');
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
+    child.stdin.write(`${JSON.stringify(initialize)}\n`);
+    await expect.poll(() => stdout, { timeout: 20_000 }).toContain('"id":1');
+    const answer = JSON.parse(stdout.trim().split('\n')[0] ?? '') as { result: { serverInfo: { name: string } } };
+    expect(answer.result.serverInfo.name).toBe('mneme');
+    expect(stderr).toContain('ignored a malformed MCP message');
+    child.stdin.end();
+    const [code] = await exited;
+    expect(code).toBe(0);
   });
 });
