@@ -60,9 +60,11 @@ describe('the MCP face', () => {
     }>;
     expect(hits.map((hit) => hit.memory.channelId)).toContain('kitchen');
     const remembered = await call(client, 'remember', { content: 'Bob bakes on Saturdays' });
-    expect(remembered.structuredContent?.memory).toMatchObject({ scope: 'personal', userId: 'bob' });
-    const versions = (await call(client, 'history', { id: (remembered.structuredContent?.memory as Memory).id }))
-      .structuredContent?.versions as Array<{ actor: string }>;
+    const memory = remembered.structuredContent?.memory as Memory;
+    expect(memory).toMatchObject({ scope: 'personal', userId: 'bob' });
+    const versions = (await call(client, 'history', { id: memory.id })).structuredContent?.versions as Array<{
+      actor: string;
+    }>;
     expect(versions[0]?.actor).toBe('operator');
   });
 
