@@ -13,7 +13,7 @@ import {
   TopKSchema,
 } from '../core/schemas.js';
 import { scopeOwnerField } from '../core/scope.js';
-import type { Memory, MemoryVersion, Scope } from '../core/types.js';
+import type { Memory, MemoryVersion } from '../core/types.js';
 import type { McpSession } from './mcp-session.js';
 
 /** What a tool returns: the structured result and a short text rendering of it. */
@@ -118,9 +118,9 @@ export const mcpTools: readonly McpTool[] = [
     readOnly: false,
     async run(session, input) {
       const { viewer } = session;
-      const scope: Scope = input.scope ?? (viewer.userId === undefined ? 'global' : 'personal');
+      const scope: ManualScope = input.scope ?? (viewer.userId === undefined ? 'global' : 'personal');
       // The author, and the one space the scope needs (a memory is listed under every space it names).
-      const space = spaceOf[scope as ManualScope];
+      const space = spaceOf[scope];
       const spaceId = space && viewer[space.field];
       if (space && spaceId === undefined) {
         throw new MnemeError(
