@@ -138,6 +138,10 @@ describe('MCP over streamable HTTP on a real mneme serve', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(blank.status).toBe(422);
+    const stream = await fetch(`${serve.url}/mcp`, {
+      headers: { authorization: `Bearer ${keys.alice}`, accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(405);
     expect(((await blank.json()) as { detail: string }).detail).toContain('channelId must not be empty');
     await expect(connect(null)).rejects.toThrow();
     await expect(connect('mneme_not_a_real_key')).rejects.toThrow();

@@ -27,8 +27,11 @@ export interface McpRequestOptions {
  * Answers one request to `/mcp` (streamable HTTP, stateless: every request carries its key and is
  * answered with JSON). The viewer comes from the `Mneme-User`, `Mneme-Channel`, `Mneme-Project` and
  * `Mneme-Topic` headers: INVALID_INPUT when one is malformed, FORBIDDEN when a user key names another user.
+ * GET and DELETE are 405: a stateless server has no stream to open and no session to end.
  */
 export async function handleMcpRequest(request: Request, options: McpRequestOptions): Promise<Response> {
+  // Stateless: no stream for server-initiated messages (GET) and no session to end (DELETE).
+  if (request.method !== 'POST') return methodNotAllowed();
   const requested = Object.fromEntries(
     Object.entries(mcpViewerHeaders).flatMap(([field, header]) => {
       const value = request.headers.get(header);
@@ -49,4 +52,17 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   } finally {
     await server.close();
   }
+}
+
+/** What a stateless server answers to GET and DELETE, so that clients do not wait on a stream. */
+function methodNotAllowed(): Response {
+  const body = {
+    jsonrpc: '2.0',
+    error: { code: -32000, message: 'Method not allowed: send MCP messages with POST' },
+    id: null,
+  };
+  return new Response(JSON.stringify(body), {
+    status: 405,
+    headers: { 'Content-Type': 'application/json', Allow: 'POST' },
+  });
 }
