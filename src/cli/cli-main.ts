@@ -13,6 +13,7 @@ import type { CliIo, WithEngine } from './cli-io.js';
 import { registerDoctorCommands } from './doctor-commands.js';
 import { registerIngestCommands } from './ingest-commands.js';
 import { registerMaintainCommands } from './maintain-commands.js';
+import { registerMcpCommands } from './mcp-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
 import { registerPolicyCommands } from './policy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
@@ -111,6 +112,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerDoctorCommands(program, withEngine, io, config);
   registerBenchCommands(program, io);
   registerServeCommands(program, withEngine, io, config);
+  registerMcpCommands(program, io, config);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

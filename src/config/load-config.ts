@@ -6,6 +6,11 @@ export interface EnvironmentConfig {
   databasePath: string;
   /** `MNEME_EMBEDDER` (default `auto`), `MNEME_CHAT` (default `none`), provider URLs, key and model folders. */
   providers: ProviderSettings;
+  /**
+   * `MNEME_USER`, `MNEME_CHANNEL`, `MNEME_PROJECT`, `MNEME_TOPIC`: the viewer of `mneme mcp` when its
+   * flags leave them out (unset or blank: none).
+   */
+  mcpViewer: { userId?: string; channelId?: string; projectId?: string; topicId?: string };
 }
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): EnvironmentConfig {
@@ -13,5 +18,18 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Enviro
   return {
     databasePath: databasePath ? databasePath : './data/mneme.db',
     providers: readProviderSettings(environment),
+    mcpViewer: nonBlank({
+      userId: environment.MNEME_USER,
+      channelId: environment.MNEME_CHANNEL,
+      projectId: environment.MNEME_PROJECT,
+      topicId: environment.MNEME_TOPIC,
+    }),
   };
+}
+
+/** The entries whose value has text. */
+function nonBlank(values: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).filter((entry): entry is [string, string] => (entry[1]?.trim() ?? '') !== ''),
+  );
 }

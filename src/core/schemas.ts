@@ -202,7 +202,7 @@ export const QuerySchema = z
   .max(MAX_QUERY_CHARS, `query is longer than ${MAX_QUERY_CHARS} characters`);
 
 /** Direct hits to return; the database policy's (`recall.topK`, `context.topK`) when left out. */
-const TopKSchema = z
+export const TopKSchema = z
   .number({ error: 'topK must be a number' })
   .int('topK must be a whole number')
   .min(1, 'topK must be at least 1')

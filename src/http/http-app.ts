@@ -4,6 +4,7 @@ import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
+import { handleMcpRequest } from '../mcp/mcp-http.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
@@ -41,6 +42,12 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   app.notFound((context) =>
     sendProblem(404, problem(404, 'NOT_FOUND', `no route for ${context.req.method} ${context.req.path}`)),
   );
+
+  // MCP over streamable HTTP (ADR 13): the API's keys; the viewer from the Mneme-* headers.
+  app.on(['GET', 'POST', 'DELETE'], '/mcp', async (context) => {
+    const principal = await authenticate(context, apiKeys, options.open === true);
+    return handleMcpRequest(context.req.raw, { mneme, principal, maxBodyBytes, logError });
+  });
 
   for (const route of apiRoutes) {
     const path = route.path.replaceAll(/\{(\w+)\}/g, ':$1');
