@@ -7,6 +7,7 @@ import { parseInput } from '../core/schemas.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
+import { mountInspector } from './inspector/inspector.js';
 
 export interface HttpAppOptions {
   mneme: Mneme;
@@ -54,6 +55,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       return context.json((await route.handle(request)) as object, route.status ?? 200);
     });
   }
+  mountInspector(app);
   return app;
 }
 
