@@ -112,3 +112,17 @@ export function formQuery(form) {
     if (String(value).trim() !== '') query.set(name, String(value).trim());
   return query;
 }
+
+/** Replaces a container's children, leaving out null, undefined and false. */
+export function put(container, ...children) {
+  container.replaceChildren(
+    ...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false),
+  );
+}
+
+/** Appends to a container, leaving out null, undefined and false. */
+export function add(container, ...children) {
+  container.append(
+    ...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false),
+  );
+}

@@ -1,5 +1,5 @@
 // The inspector's views. Each renders into `main` from the URL's query (its state) and the JSON API.
-import { api, errorBox, field, formQuery, h, select, time } from './inspector-api.js';
+import { add, api, errorBox, field, formQuery, h, put, select, time } from './inspector-api.js';
 
 const viewerNames = [
   ['user', 'userId', 'User'],
@@ -58,7 +58,8 @@ function memoryLink(memory, viewer = {}) {
 
 function home(main) {
   const card = (href, title, text) => h('li', {}, h('a', { href }, title), h('p', {}, text));
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, 'mneme inspector'),
     h('p', {}, 'Look at what the agent remembers, why a memory is recalled, and what maintenance did.'),
     h(
@@ -106,7 +107,8 @@ async function search(main, params, { navigate }) {
     navigate(`/search?${formQuery(form)}`);
   });
   const results = h('section', { 'aria-live': 'polite', 'aria-label': 'Results' });
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, 'Debug search'),
     h('p', { class: 'muted' }, 'Searches with inspect: no access count, last access or reinforcement is written.'),
     form,
@@ -126,7 +128,8 @@ async function search(main, params, { navigate }) {
       }),
       api('POST', '/api/context', request),
     ]);
-    results.replaceChildren(
+    put(
+      results,
       h(
         'h2',
         {},
@@ -185,7 +188,7 @@ async function search(main, params, { navigate }) {
         : h('p', { class: 'empty' }, 'The context block would be empty.'),
     );
   } catch (error) {
-    results.replaceChildren(errorBox(error));
+    put(results, errorBox(error));
   }
 }
 
@@ -195,7 +198,8 @@ async function analytics(main) {
     h('div', { class: 'figure' }, h('dt', {}, label), h('dd', { 'data-testid': testid }, String(value)));
   const buckets = (values) =>
     values.map((count, index) => [`${(index / 10).toFixed(1)}–${((index + 1) / 10).toFixed(1)}`, count]);
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, 'Analytics'),
     h(
       'dl',
@@ -282,7 +286,7 @@ async function memories(main, params, { navigate }) {
     event.preventDefault();
     navigate(`/memories?${formQuery(form)}`);
   });
-  main.replaceChildren(h('h1', {}, 'Memories'), form);
+  put(main, h('h1', {}, 'Memories'), form);
   const query = new URLSearchParams(params);
   query.set('limit', String(limit));
   query.set('offset', String(offset));
@@ -294,7 +298,8 @@ async function memories(main, params, { navigate }) {
     next.set('offset', String(to));
     return h('a', { href: `/memories?${next}`, rel: to > offset ? 'next' : 'prev' }, text);
   };
-  main.append(
+  add(
+    main,
     h(
       'p',
       { 'data-testid': 'page-info' },
@@ -400,7 +405,7 @@ async function memory(main, params, { id, navigate }) {
       await navigate(`/memories/${id}${suffix}`);
       main.querySelector('.status')?.replaceChildren(h('p', { class: 'notice' }, done));
     } catch (error) {
-      status.replaceChildren(errorBox(error));
+      put(status, errorBox(error));
     }
   };
   const edit = h(
@@ -451,7 +456,8 @@ async function memory(main, params, { id, navigate }) {
     'sourceMessageIds',
     'sourceIds',
   ];
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, `Memory #${id}`, current.archivedAt ? h('span', { class: 'badge badge-archived' }, 'archived') : null),
     h('blockquote', { class: 'content', 'data-testid': 'memory-content' }, current.content),
     status,
@@ -558,7 +564,8 @@ async function memory(main, params, { id, navigate }) {
 async function conversations(main, params) {
   const channels = await api('GET', '/api/channels');
   const selected = params.get('channel');
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, 'Conversations'),
     channels.length === 0
       ? h('p', { class: 'empty' }, 'No channel has messages yet.')
@@ -593,7 +600,8 @@ async function conversations(main, params) {
   if (!selected) return;
   const after = Number(params.get('after') ?? 0);
   const page = await api('GET', `/api/channels/${encodeURIComponent(selected)}/messages?after=${after}&limit=50`);
-  main.append(
+  add(
+    main,
     h('h2', {}, `Channel ${selected}`),
     page.messages.length === 0
       ? h('p', { class: 'empty' }, 'No messages here.')
@@ -644,7 +652,7 @@ async function maintenance(main, _params, { navigate }) {
   const status = await api('GET', '/api/maintenance');
   const output = h('section', { 'aria-live': 'polite', 'aria-label': 'Last run' });
   const run = async (task) => {
-    output.replaceChildren(h('p', {}, `Running ${task}...`));
+    put(output, h('p', {}, `Running ${task}...`));
     try {
       const report = await api('POST', '/api/maintenance/run', { tasks: task });
       await navigate('/maintenance');
@@ -655,10 +663,11 @@ async function maintenance(main, _params, { navigate }) {
           h('pre', { 'data-testid': 'run-report' }, JSON.stringify(report, null, 2)),
         );
     } catch (error) {
-      output.replaceChildren(errorBox(error));
+      put(output, errorBox(error));
     }
   };
-  main.replaceChildren(
+  put(
+    main,
     h('h1', {}, 'Maintenance'),
     output,
     h(
