@@ -240,7 +240,7 @@ describe('the inspector in a browser', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${serve.url}/search?q=tea&user=oz`);
     await page.getByTestId('hit').first().waitFor(wait);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     await shot('search-phone');
     await page.setViewportSize({ width: 1180, height: 860 });
@@ -257,7 +257,7 @@ describe('the inspector in a browser', () => {
     await page.getByRole('textbox', { name: 'API key' }).fill(oz.key);
     await page.keyboard.press('Enter');
     await page.getByTestId('memory-content').waitFor(wait);
-    expect(await page.evaluate(() => sessionStorage.getItem('mneme.apiKey'))).toBe(oz.key);
+    expect(await page.evaluate<string | null>("sessionStorage.getItem('mneme.apiKey')")).toBe(oz.key);
     await page.goto(`${serve.url}/memories/${ids.ann}`);
     await page.getByTestId('error').waitFor(wait);
     expect(await page.getByTestId('error').locator('.error-title').textContent()).toBe('Not Found');
