@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import type { Memory, MemoryPage, MemoryStats, MemoryVersion } from '../src/core/types.js';
 import { createFixedClock } from '../src/testing.js';
 import { type ServeProcess, startServeProcess } from './serve-process.js';
 
@@ -70,9 +71,9 @@ async function seed(path: string): Promise<void> {
   await mneme.close();
 }
 
-async function json(path: string, key?: string): Promise<any> {
-  const response = await fetch(`${serve.url}${path}`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
-  return response.json();
+/** A JSON answer of the served API, read as `T`. */
+async function json<T>(path: string): Promise<T> {
+  return (await (await fetch(`${serve.url}${path}`)).json()) as T;
 }
 
 async function shot(name: string): Promise<void> {
@@ -112,7 +113,7 @@ describe('the inspector in a browser', () => {
   });
 
   it('shows a shared debug search link with each hit’s breakdown and badge, and leaves access counts unchanged', async () => {
-    const before = await json(`/api/memories?userId=oz&limit=100`);
+    const before = await json<MemoryPage>(`/api/memories?userId=oz&limit=100`);
     await page.goto(`${serve.url}/search?q=tea&user=oz&channel=oz-dm`);
     await page.getByTestId('hit').first().waitFor(wait);
     const hits = page.getByTestId('hit');
@@ -128,8 +129,9 @@ describe('the inspector in a browser', () => {
     expect(await page.getByLabel('Query').inputValue()).toBe('tea');
     await shot('search');
     const shown = await hits.evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-memory-id'))));
-    const after = await json(`/api/memories?userId=oz&limit=100`);
-    const count = (page: any, id: number) => page.memories.find((memory: any) => memory.id === id)?.accessCount;
+    const after = await json<MemoryPage>(`/api/memories?userId=oz&limit=100`);
+    const count = (listed: MemoryPage, id: number) =>
+      listed.memories.find((memory) => memory.id === id)?.accessCount ?? -1;
     for (const id of shown) expect(count(after, id)).toBe(count(before, id));
     expect(shown.some((id) => count(before, id) > 0)).toBe(true);
   });
@@ -148,7 +150,7 @@ describe('the inspector in a browser', () => {
   });
 
   it('shows the analytics figures equal to /api/stats, with the charts', async () => {
-    const stats = await json('/api/stats');
+    const stats = await json<MemoryStats>('/api/stats');
     await page.goto(`${serve.url}/analytics`);
     await page.getByTestId('stat-total').waitFor(wait);
     expect(await page.getByTestId('stat-total').textContent()).toBe(String(stats.total));
@@ -157,7 +159,7 @@ describe('the inspector in a browser', () => {
     expect(await page.getByTestId('stat-expiring').textContent()).toBe(String(stats.expiring));
     const mostAccessed = await page.getByTestId('most-accessed').locator('li').allTextContents();
     expect(mostAccessed).toHaveLength(stats.mostAccessed.length);
-    expect(mostAccessed[0]).toContain(stats.mostAccessed[0].content);
+    expect(mostAccessed[0]).toContain(stats.mostAccessed[0]?.content);
     expect(await page.getByTestId('chart-per-day').locator('tr').count()).toBe(30);
     await shot('analytics');
   });
@@ -186,14 +188,14 @@ describe('the inspector in a browser', () => {
     expect(await page.getByTestId('history').locator('ins').last().textContent()).toBe(
       'Oz likes jasmine tea after dinner, never before noon',
     );
-    expect((await json(`/api/memories/${ids.tea}/history`)).length).toBe(versions + 1);
+    expect((await json<MemoryVersion[]>(`/api/memories/${ids.tea}/history`)).length).toBe(versions + 1);
 
     await page.getByRole('button', { name: 'Forget' }).click();
     await page.getByRole('button', { name: 'Restore' }).waitFor(wait);
-    expect((await json(`/api/memories/${ids.tea}`)).archivedAt).not.toBeNull();
+    expect((await json<Memory>(`/api/memories/${ids.tea}`)).archivedAt).not.toBeNull();
     await page.getByRole('button', { name: 'Restore' }).click();
     await page.getByRole('button', { name: 'Forget' }).waitFor(wait);
-    expect((await json(`/api/memories/${ids.tea}`)).archivedAt).toBeNull();
+    expect((await json<Memory>(`/api/memories/${ids.tea}`)).archivedAt).toBeNull();
     expect(await page.getByTestId('version').count()).toBe(versions + 3);
   });
 

@@ -10,7 +10,15 @@ import { createFixedClock } from '../src/testing.js';
  */
 
 let mneme: Mneme;
-let send: (key: string, path: string) => Promise<{ status: number; body: any }>;
+/** A JSON answer, read loosely: the assertions say what each field must be. */
+// biome-ignore lint/suspicious/noExplicitAny: the answers of seven routes, each asserted field by field
+type Json = any;
+interface Listed {
+  content: string;
+  memories: Array<{ scope: string }>;
+}
+
+let send: (key: string, path: string) => Promise<{ status: number; body: Json }>;
 const keys = { admin: '', oz: '', ann: '' };
 let annMemoryId = 0;
 let ozMemoryId = 0;
@@ -84,14 +92,14 @@ describe("the inspector's routes under another user's key", () => {
   it("shows oz the shared channel's messages but not the memories extracted into ann's personal space", async () => {
     const oz = await send(keys.oz, '/api/channels/kitchen/messages');
     expect(oz.status).toBe(200);
-    const byContent = new Map(oz.body.messages.map((message: any) => [message.content, message.memories]));
+    const byContent = new Map(oz.body.messages.map((message: Listed) => [message.content, message.memories]));
     const scopes = (content: string) =>
       (byContent.get(content) as Array<{ scope: string }>).map((memory) => memory.scope);
     expect(scopes('I prefer rooibos tea over coffee')).toEqual(['room']);
     expect(scopes('I prefer green tea over coffee')).toContain('personal');
     const admin = await send(keys.admin, '/api/channels/kitchen/messages');
-    const annMessage = admin.body.messages.find((message: any) => message.content.includes('rooibos'));
-    expect(annMessage.memories.map((memory: any) => memory.scope)).toContain('personal');
+    const annMessage = admin.body.messages.find((message: Listed) => message.content.includes('rooibos'));
+    expect(annMessage.memories.map((memory: { scope: string }) => memory.scope)).toContain('personal');
   });
 
   it('pages messages with after and limit, and refuses a bad page with 422', async () => {
