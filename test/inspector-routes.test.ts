@@ -18,6 +18,7 @@ interface Listed {
   memories: Array<{ scope: string }>;
 }
 
+let app: ReturnType<typeof createHttpApp>;
 let send: (key: string, path: string) => Promise<{ status: number; body: Json }>;
 const keys = { admin: '', oz: '', ann: '' };
 let annMemoryId = 0;
@@ -53,7 +54,7 @@ beforeAll(async () => {
   keys.admin = (await mneme.apiKeys.create({ label: 'ops' })).key;
   keys.oz = (await mneme.apiKeys.create({ label: 'oz-app', userId: 'oz' })).key;
   keys.ann = (await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' })).key;
-  const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+  app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
   send = async (key, path) => {
     const response = await app.request(path, { headers: { authorization: `Bearer ${key}` } });
     return { status: response.status, body: await response.json() };
@@ -150,5 +151,43 @@ describe("the inspector's routes under another user's key", () => {
     expect(series.addedPerDay.at(-1)).toEqual({ day: '2026-03-02', count: stats.total });
     expect(total(series.distributions.strength)).toBe(stats.active);
     expect(total(series.distributions.importance)).toBe(stats.active);
+  });
+});
+
+describe("the inspector's pages", () => {
+  it('serves the shell at every view path without a key, same-origin only, and its modules from the package', async () => {
+    for (const path of [
+      '/',
+      '/search?q=tea&user=oz',
+      '/analytics',
+      '/memories',
+      '/memories/12',
+      '/conversations',
+      '/maintenance',
+    ]) {
+      const page = await app.request(path);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
+      expect(await page.text()).toContain('<script type="module" src="/inspector/inspector.js">');
+    }
+    for (const name of ['inspector.js', 'inspector-views.js', 'inspector-api.js']) {
+      const module = await app.request(`/inspector/${name}`);
+      expect(module.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+      expect(await module.text()).toMatch(/^\/\/ The inspector/);
+    }
+  });
+
+  it('answers 404 problem+json for any other file or page', async () => {
+    for (const path of [
+      '/inspector/secrets.json',
+      '/inspector/..%2F..%2Fpackage.json',
+      '/memories/abc',
+      '/elsewhere',
+    ]) {
+      const response = await app.request(path);
+      expect(response.status).toBe(404);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+    }
   });
 });
