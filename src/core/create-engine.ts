@@ -4,7 +4,16 @@ import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
 import { guardMneme } from './guarded-mneme.js';
 import { createIngest } from './ingest/ingest.js';
+import {
+  analyticsSeries,
+  channelMessages,
+  listChannels,
+  maintenanceStatus,
+  memorySources,
+  recordReports,
+} from './inspection.js';
 import { createMaintain } from './maintenance/maintain.js';
+import type { MaintenanceTask } from './maintenance/maintenance-task.js';
 import { memoryStats } from './memory-stats.js';
 import type { Mneme } from './mneme.js';
 import { changePolicy, loadPolicy } from './policy-state.js';
@@ -26,6 +35,8 @@ export function createEngine(context: EngineContext): Mneme {
   const ingest = createIngest(context);
   const touches = createTouchQueue({ store: storage.memories, logger: context.logger });
   /** A memory as every face shows it: its decaying fields as of now, under the engine's decay policy. */
+  const maintain = createMaintain(context);
+  const lastReports = new Map<MaintenanceTask, { report: unknown; at: string }>();
   const current = async (memory: Memory) => (await asOfNow(context, [memory]))[0] ?? memory;
 
   const engine: Mneme = {
@@ -66,7 +77,26 @@ export function createEngine(context: EngineContext): Mneme {
       return storage.links.of(parsed.id);
     },
 
+    async sources(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'sources');
+      return memorySources(context, parsed.id, parsed.viewer);
+    },
+
     stats: () => memoryStats(context),
+    analytics: () => analyticsSeries(context),
+    channels: () => listChannels(context),
+    messages: (input) =>
+      // An administrator sees every memory a message's extraction can write: the sender's, the channel's, the topic's and its project's.
+      channelMessages(context, input, async (message) => {
+        const projectId = message.topicId && (await storage.directory.getTopic(message.topicId))?.projectId;
+        return {
+          userId: message.senderId,
+          channelId: message.channelId,
+          ...(message.topicId === null ? {} : { topicId: message.topicId }),
+          ...(projectId ? { projectId } : {}),
+        };
+      }),
+    maintenanceStatus: () => maintenanceStatus(context, lastReports),
 
     async policy() {
       const state = await loadPolicy(storage.policy, context.policy, clock.now());
@@ -82,7 +112,7 @@ export function createEngine(context: EngineContext): Mneme {
 
     policyHistory: () => storage.policy.history(),
 
-    maintain: createMaintain(context),
+    maintain: async (input) => recordReports(lastReports, await maintain(input)),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),
     apiKeys: createApiKeys(storage.apiKeys, clock),

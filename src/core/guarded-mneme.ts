@@ -1,6 +1,7 @@
 import type { Principal } from './access.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
+import { channelMessages, listChannels, MessagePageInputSchema } from './inspection.js';
 import { createMembership } from './membership.js';
 import type { Mneme } from './mneme.js';
 import {
@@ -95,6 +96,14 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     if (!readable) throw new MnemeError(ErrorCode.NotFound, `message ${messageId} does not exist`);
   }
 
+  /** Whether the user may read a channel's messages: a member, or the channel is public. */
+  async function mayReadChannel(channelId: string): Promise<boolean> {
+    return (
+      (await membership.isPublic(channelId)) ||
+      (await context.storage.memberships.isMember('channel', channelId, userId))
+    );
+  }
+
   const exchangeRefused = () =>
     refuse('posting an exchange (it carries the assistant reply; post the user message with ingest)');
 
@@ -187,6 +196,22 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       return engine.ingest(input);
     },
 
+    async sources(input) {
+      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'sources');
+      const messages = await engine.sources({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
+      const shown = [];
+      for (const message of messages) if (await mayReadChannel(message.channelId)) shown.push(message);
+      return shown;
+    },
+
+    channels: () => listChannels(context, (channelId) => mayReadChannel(channelId)),
+
+    async messages(input) {
+      const parsed = parseInput(MessagePageInputSchema, input, 'messages');
+      const viewer = await viewerOf({ channelId: parsed.channelId });
+      return channelMessages(context, parsed, async () => viewer);
+    },
+
     ingestExchange: async () => exchangeRefused(),
 
     async ingestMany(inputs) {
@@ -227,6 +252,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       return engine.workSessionViewer(id);
     },
     stats: async () => refuse('stats over every scope'),
+    analytics: async () => refuse('analytics over every scope'),
+    maintenanceStatus: async () => refuse("maintenance's state"),
     maintain: async () => refuse('maintenance'),
     policy: async () => refuse("reading the database's policy"),
     setPolicy: async () => refuse("changing the database's policy"),

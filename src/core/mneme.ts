@@ -1,9 +1,17 @@
 import type { MemoryLink } from '../storage/link-store.js';
+import type { Message } from '../storage/message-store.js';
 import type { PolicyVersion } from '../storage/policy-store.js';
 import type { Principal } from './access.js';
 import type { ApiKeys } from './api-keys.js';
 import type { MnemeDirectory } from './directory.js';
 import type { MnemeIngest } from './ingest/ingest.js';
+import type {
+  AnalyticsSeries,
+  ChannelSummary,
+  MaintenanceStatus,
+  MessagePage,
+  MessagePageInput,
+} from './inspection.js';
 import type { MaintainInput, MaintenanceReport } from './maintenance/maintain.js';
 import type { PolicyChange, PolicyState } from './policy-state.js';
 import type { ContextResult } from './recall/context-block.js';
@@ -51,7 +59,17 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   history(input: GetInput | number | string): Promise<MemoryVersion[]>;
   /** Every link from or to a memory; with a viewer, NOT_FOUND unless that viewer may see it. */
   links(input: GetInput | number): Promise<MemoryLink[]>;
+  /** The messages a memory came from; with a viewer, NOT_FOUND unless that viewer may see the memory. */
+  sources(input: GetInput | number): Promise<Message[]>;
   stats(): Promise<MemoryStats>;
+  /** The series of the inspector's analytics: additions per day, decay distributions, archives by cause, backlog. */
+  analytics(): Promise<AnalyticsSeries>;
+  /** Every channel with messages, its visibility and extraction watermark. */
+  channels(): Promise<ChannelSummary[]>;
+  /** A page of a channel's messages, oldest first, each with the memories extracted from it. */
+  messages(input: MessagePageInput): Promise<MessagePage>;
+  /** Each maintenance task's state and last report (of this process), and the extraction backlog per channel. */
+  maintenanceStatus(): Promise<MaintenanceStatus>;
   /**
    * The policy the database runs under (its preset, the settings changed on top of it, the effective
    * policy), as stored now: a change another process made is taken up by this engine too.

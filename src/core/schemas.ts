@@ -176,7 +176,7 @@ export type ListFilter = z.input<typeof ListFilterSchema>;
 export type ParsedListFilter = z.output<typeof ListFilterSchema>;
 
 /** A number as a query string carries it: a number, or decimal digits (`1e3`, `0x10`, `true` are refused). */
-function queryNumber(name: string, schema: z.ZodType<number, number>) {
+export function queryNumber(name: string, schema: z.ZodType<number, number>) {
   const digits = z
     .string()
     .regex(/^\s*[+-]?\d+(\.\d+)?\s*$/)

@@ -8,6 +8,7 @@ import { handleMcpRequest } from '../mcp/mcp-http.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
+import { mountInspector } from './inspector/inspector.js';
 
 export interface HttpAppOptions {
   mneme: Mneme;
@@ -61,6 +62,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       return context.json((await route.handle(request)) as object, route.status ?? 200);
     });
   }
+  mountInspector(app);
   return app;
 }
 

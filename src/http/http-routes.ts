@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import {
   ChannelIdSchema,
@@ -12,6 +13,7 @@ import {
   MemoryIdSchema,
   MemoryPatchSchema,
   PutChannelInputSchema,
+  queryNumber,
   RecallInputSchema,
   RememberInputSchema,
   TopicIdSchema,
@@ -38,6 +40,19 @@ const memoryRequest = {
     requested: ({ query }: { query: Viewer }) => (Object.keys(query).length > 0 ? query : undefined),
   },
 } as const;
+
+/** A page of a channel's messages as the query string gives it: `?after=<message id>&limit=`. */
+const MessagePageQuerySchema = z.strictObject({
+  after: queryNumber('after', z.number().int().min(0, 'after must not be negative')).default(0),
+  limit: queryNumber(
+    'limit',
+    z
+      .number()
+      .int()
+      .min(1, 'limit must be at least 1')
+      .max(MAX_MESSAGE_PAGE, `limit must be at most ${MAX_MESSAGE_PAGE}`),
+  ).default(50),
+});
 
 /** Extraction over a whole topic (a conversation or a work session): administrator keys only. */
 const topicExtraction = {
@@ -153,6 +168,15 @@ export const apiRoutes: readonly Route[] = [
     returns: 'The links: `{ sourceId, targetId, type, strength, createdAt }`',
     ...memoryRequest,
     handle: async ({ mneme, params, viewer }) => mneme.links({ id: params.id, viewer }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/memories/{id}/sources',
+    summary: 'The messages a memory came from (user keys: only those of channels they belong to, or public ones)',
+    tag: 'memories',
+    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`',
+    ...memoryRequest,
+    handle: async ({ mneme, params, viewer }) => mneme.sources({ id: params.id, viewer }),
   }),
   defineRoute({
     method: 'post',
@@ -276,6 +300,28 @@ export const apiRoutes: readonly Route[] = [
   }),
   defineRoute({
     method: 'get',
+    path: '/api/channels',
+    summary: 'Every channel with messages (user keys: only channels they belong to, or public ones)',
+    tag: 'directory',
+    returns: 'The channels: `{ id, visibility, latestMessageId, extractedThrough }`, by id',
+    access: { kind: 'viewer', requested: () => undefined },
+    handle: async ({ mneme }) => mneme.channels(),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/channels/{id}/messages',
+    summary: `A channel's messages after \`after\` (a message id, 0 by default), oldest first, \`limit\` at a time (1 to ${MAX_MESSAGE_PAGE}, 50 by default), each with the active memories extracted from it that the key may see (user keys: only channels they belong to, or public ones)`,
+    tag: 'ingest',
+    returns:
+      '`{ channelId, messages, nextAfterId }`: each message with `memories: [{ id, content, scope, category, source }]`',
+    params: ChannelParamsSchema,
+    query: MessagePageQuerySchema,
+    access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
+    handle: async ({ mneme, params, query }) =>
+      mneme.messages({ channelId: params.id, afterId: query.after, limit: query.limit }),
+  }),
+  defineRoute({
+    method: 'get',
     path: '/api/channels/{id}/turns',
     summary:
       "Turn memory: a channel's last `count` messages (1 to 50; the policy's `ingest.turns`, 10 by default, when left out), oldest first (user keys: only channels they belong to, or public ones)",
@@ -317,6 +363,27 @@ export const apiRoutes: readonly Route[] = [
     body: MaintainInputSchema,
     access: { kind: 'admin', reason: 'maintenance rewrites memories of every scope' },
     handle: async ({ mneme, body }) => mneme.maintain(body),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/maintenance',
+    summary:
+      "Each maintenance task's state (watermark, last run), its last report in this process, and the extraction backlog per channel",
+    tag: 'maintenance',
+    returns:
+      '`{ tasks: [{ task, enabled, states, lastReport, lastReportAt }], extraction: [{ channelId, watermark, backlog, lastRunAt }] }`',
+    access: { kind: 'admin', reason: 'maintenance state covers every channel and scope' },
+    handle: async ({ mneme }) => mneme.maintenanceStatus(),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/analytics',
+    summary:
+      'The series of the analytics charts: memories added per day (30 days), strength / salience / importance distributions under the decay, archives by cause, extraction backlog',
+    tag: 'analytics',
+    returns: '`{ addedPerDay, distributions, archivedBy, recentlyFaded, extractionBacklog }`',
+    access: { kind: 'admin', reason: 'analytics count memories of every scope' },
+    handle: async ({ mneme }) => mneme.analytics(),
   }),
   defineRoute({
     method: 'get',
