@@ -95,6 +95,17 @@ describe('retried writes over HTTP', () => {
     expect(JSON.parse(later.text)).toMatchObject({ displayName: 'Annie' });
   });
 
+  it('drops stored responses when a user is purged, since they may quote what the user said', async () => {
+    await mneme.putChannel({ id: 'carol-dm', members: ['carol'] });
+    const body = { channelId: 'carol-dm', sender: 'carol', content: 'My locker code is 4512' };
+    const first = await call('POST', '/api/messages', body, keys.admin, 'carol-key');
+    expect(first.status).toBe(202);
+    expect((await call('POST', '/api/messages', body, keys.admin, 'carol-key')).replayed).toBe(true);
+    expect((await call('DELETE', '/api/users/carol/data', undefined, keys.admin)).status).toBe(200);
+    const after = await call('POST', '/api/messages', body, keys.admin, 'carol-key');
+    expect(after).toMatchObject({ status: 202, replayed: false });
+  });
+
   it('acknowledges a message sent again under its externalId with duplicate: true and the stored id', async () => {
     const message = { ...post('Our standup moved to 9:30'), externalId: '$matrix-event-1' };
     const first = JSON.parse((await call('POST', '/api/messages', message, keys.ann)).text);
