@@ -9,9 +9,15 @@ export type { ApiKeys, CreateApiKeyInput, CreatedApiKey } from './core/api-keys.
 export type { Clock } from './core/clock.js';
 export type { Logger } from './core/engine-context.js';
 export { ErrorCode, type FieldIssue, isMnemeError, MnemeError } from './core/errors.js';
+export type {
+  IdempotencyClaimHandle,
+  IdempotencyKeys,
+  IdempotentRequest,
+  IdempotentResponse,
+} from './core/idempotency.js';
 export type { ChatCommandResult } from './core/ingest/chat-commands.js';
 export type { ExtractionReport } from './core/ingest/extraction.js';
-export type { IngestResult } from './core/ingest/ingest.js';
+export type { IngestManyOptions, IngestResult } from './core/ingest/ingest.js';
 export type { ConsolidateReport } from './core/maintenance/consolidate-task.js';
 export type { DecayReport } from './core/maintenance/decay-task.js';
 export type { DreamReport } from './core/maintenance/dream-task.js';
@@ -71,7 +77,7 @@ export type { ApiKeyRecord } from './storage/api-key-store.js';
 export type { Project, Topic, User } from './storage/directory-store.js';
 export type { LinkType, MemoryLink } from './storage/link-store.js';
 export type { Channel, ChannelVisibility } from './storage/membership-store.js';
-export type { Message, MessageRole } from './storage/message-store.js';
+export type { AppendedMessage, IngestFileProgress, Message, MessageRole } from './storage/message-store.js';
 export type { PolicyVersion } from './storage/policy-store.js';
 export {
   createMaintenanceScheduler,

@@ -94,6 +94,9 @@ const fixedValues: Record<string, unknown> = {
   count: 50,
   createdAt: Date.parse(START) - 60_000,
   now: Date.parse(START),
+  // One id for every message A sends: after the first, A's messages into a channel are duplicates.
+  externalId: 'ann-event-1',
+  replyExternalId: 'ann-event-2',
 };
 
 /** A field of an input: an id (A's or B's goes there), a choice (each option is tried) or a fixed value. */
@@ -160,6 +163,10 @@ function fieldsOf(schema: z.ZodType, path: readonly string[], fields: Field[] = 
       fields.push({ path, type: 'choice', options: [true, false] });
       return fields;
     case 'array': {
+      // The one list of items the engine checks itself: the messages of POST /api/messages/batch.
+      if (defOf(part(def.element, where)).type === 'custom') {
+        return fieldsOf(IngestInputSchema, [...path, '0'], fields, optional);
+      }
       const kind = idSchemas.get(part(def.element, where));
       if (!kind) throw new CannotBuild(`no values for the list ${where}`);
       fields.push({ path, type: 'id', kind, many: true, optional });
@@ -214,10 +221,10 @@ interface Variant {
 
 function setAt(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
   let node = target;
-  for (const key of path.slice(0, -1)) {
-    node[key] ??= {};
+  path.slice(0, -1).forEach((key, index) => {
+    node[key] ??= /^\d+$/.test(path[index + 1] ?? '') ? [] : {};
     node = node[key] as Record<string, unknown>;
-  }
+  });
   const last = path.at(-1);
   if (last !== undefined) node[last] = value;
 }
@@ -366,6 +373,8 @@ const methodInputs: Record<string, readonly z.ZodType[] | 'no argument'> = {
   channels: 'no argument',
   messages: [MessagePageInputSchema],
   policy: 'no argument',
+  // Refused to any user whatever path it is given.
+  ingestProgress: 'no argument',
   // Refused to any user whatever it is given; its settings are a record the walker cannot build.
   setPolicy: 'no argument',
   policyHistory: 'no argument',
@@ -387,7 +396,7 @@ const methodInputs: Record<string, readonly z.ZodType[] | 'no argument'> = {
 };
 
 /** Members of `Mneme` called by hand below (their input is not one schema). */
-const handCalled = new Set(['ingestMany', 'as', 'apiKeys']);
+const handCalled = new Set(['ingestMany', 'as', 'apiKeys', 'idempotency']);
 
 /** Members of `Mneme` the library walker does not call, and why. */
 const methodsNotCalled: Record<string, string> = {
@@ -428,6 +437,8 @@ const adminOnlyMethods = new Set([
   'extract',
   'extractWork',
   'apiKeys',
+  'idempotency',
+  'ingestProgress',
   'as',
 ]);
 
@@ -1036,6 +1047,20 @@ describe('mneme.as(A) against B through every method of the engine', () => {
             .recall({ query: 'garage', viewer: { channelId: B.dm } }),
       },
       { method: 'apiKeys', attacked: [], what: 'read apiKeys', call: () => guarded.apiKeys.list() },
+      {
+        method: 'idempotency',
+        attacked: [],
+        what: "claim B's idempotency key",
+        call: () =>
+          guarded.idempotency.begin({ principal: { kind: 'user', userId: B.user, label: 'b' }, key: 'k', request: {} }),
+      },
+      {
+        method: 'ingestMany',
+        attacked: ['file'],
+        what: "record a file's progress",
+        call: () =>
+          guarded.ingestMany([legit], { file: { path: '/tmp/b.jsonl', line: 1, prefixSha256: '0'.repeat(64) } }),
+      },
       {
         method: 'apiKeys',
         attacked: [],

@@ -1,4 +1,5 @@
-import { createReadStream, type Stats, statSync } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { createReadStream, realpathSync, type Stats, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
@@ -21,8 +22,14 @@ export interface IngestIo {
 
 /** What one `mneme ingest` run did. */
 export interface IngestSummary {
+  /** Lines read by this run (after the resumed line, with `--resume`). */
   lines: number;
+  /** With `--resume`: the last line an earlier run committed, which this run continued after (0: from the start). */
+  resumedAfter: number;
+  /** Messages appended. */
   messages: number;
+  /** Messages already stored under their `externalId`, acknowledged and not appended again. */
+  duplicates: number;
   exchanges: number;
   commands: number;
   /** Jobs the full extraction queue dropped; their messages were extracted by the catch-up pass. */
@@ -58,10 +65,11 @@ function createProgress(write: (text: string) => void, totalBytes: number | null
 /** Lines appended in one transaction. */
 const BATCH_LINES = 500;
 
-/** One checked line, with its number for the errors that name it. */
+/** One checked line, with its number for the errors that name it and the hash of the file up to it. */
 interface IngestLine {
   number: number;
   input: IngestInput | IngestExchangeInput;
+  prefixSha256: string;
 }
 
 /** Errors about what one line says (not about the store), for which the lines before it are written one at a time. */
@@ -92,31 +100,63 @@ function checkLine(value: unknown): IngestInput | IngestExchangeInput {
  * lines and a UTF-8 byte-order mark are skipped. A malformed line, or one the engine refuses (a
  * `replyTo` that names no message of its channel), stops the run with its line number (exit 2);
  * nothing of that line is written, the lines before it are kept. Waits for extraction before it exits.
+ *
+ * A line may carry `externalId` (and an exchange `replyExternalId`): a message its channel already has
+ * is acknowledged and counted as a duplicate, not appended. Each batch records, in its own transaction,
+ * the file's resolved path, its last line and the SHA-256 of the lines up to it; `--resume` continues
+ * after that line, and refuses (CONFLICT) a file whose lines up to it changed.
  */
 export function registerIngestCommands(program: Command, withEngine: WithEngine, io: IngestIo): void {
   program
     .command('ingest')
     .description('append messages or exchanges from a JSON-lines file (- for stdin) and extract memories')
     .argument('<file>', 'a .jsonl file, or - to read standard input')
+    .option('--resume', 'continue after the last line an earlier run committed from this file')
     .option('--progress', 'always show the progress bar (default: only when stderr is a terminal)')
     .option('--no-progress', 'never show the progress bar')
     .action(
       withEngine(
-        async (mneme, file: string, options: { progress?: boolean }) => {
+        async (mneme, file: string, options: { progress?: boolean; resume?: boolean }) => {
           const started = Date.now();
           const fromStdin = file === '-';
+          if (fromStdin && options.resume) {
+            throw new MnemeError(
+              ErrorCode.InvalidInput,
+              '--resume needs a file: standard input has no lines to continue after',
+            );
+          }
           const totalBytes = fromStdin ? null : fileSize(file);
+          const path = fromStdin ? null : realpathSync(file);
+          const recorded = path === null ? null : await mneme.ingestProgress(path);
+          const resumeAfter = options.resume ? (recorded?.line ?? 0) : 0;
+          if (recorded && !options.resume) {
+            io.stderr(
+              `note: lines 1-${recorded.line} of ${file} were ingested before; --resume continues after them\n`,
+            );
+          }
           const input = fromStdin ? (io.stdin ?? process.stdin) : createReadStream(file);
           const showProgress = options.progress ?? process.stderr.isTTY === true;
           const progress = showProgress ? createProgress(io.stderr, totalBytes) : null;
           const before = (await mneme.stats()).active;
-          const summary = { lines: 0, messages: 0, exchanges: 0, commands: 0, droppedJobs: 0 };
+          const summary = {
+            lines: 0,
+            resumedAfter: resumeAfter,
+            messages: 0,
+            duplicates: 0,
+            exchanges: 0,
+            commands: 0,
+            droppedJobs: 0,
+          };
+          const prefix = createHash('sha256');
+          let lineNumber = 0;
           let bytes = 0;
           let batch: IngestLine[] = [];
           const count = (results: IngestResult[]) => {
             for (const result of results) {
-              summary.messages += result.messages.length;
-              if (result.messages.length === 2) summary.exchanges++;
+              const duplicates = result.messages.filter((message) => message.duplicate).length;
+              summary.messages += result.messages.length - duplicates;
+              summary.duplicates += duplicates;
+              if (result.messages.length === 2 && !result.duplicate) summary.exchanges++;
               if (result.command) summary.commands++;
               if (!result.queued) summary.droppedJobs++;
             }
@@ -125,8 +165,17 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             const lines = batch;
             batch = [];
             if (lines.length === 0) return;
+            const progressOf = (line: IngestLine | undefined) =>
+              path === null || line === undefined
+                ? {}
+                : { file: { path, line: line.number, prefixSha256: line.prefixSha256 } };
             try {
-              count(await mneme.ingestMany(lines.map((line) => line.input)));
+              count(
+                await mneme.ingestMany(
+                  lines.map((line) => line.input),
+                  progressOf(lines.at(-1)),
+                ),
+              );
             } catch (error) {
               if (!isMnemeError(error) || !lineErrorCodes.has(error.code)) {
                 throw new MnemeError(
@@ -138,36 +187,39 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               // The engine refused one line before writing any: keep the lines before it, one at a time.
               for (const line of lines) {
                 try {
-                  count([
-                    'userMessage' in line.input
-                      ? await mneme.ingestExchange(line.input)
-                      : await mneme.ingest(line.input),
-                  ]);
+                  count(await mneme.ingestMany([line.input], progressOf(line)));
                 } catch (lineFailure) {
-                  throw lineError(line.number, lineFailure);
+                  throw lineError(line.number, withoutBatchIndex(lineFailure));
                 }
               }
             }
           };
           try {
             for await (const line of readLines(input, file)) {
-              summary.lines++;
+              lineNumber++;
               bytes += Buffer.byteLength(line) + 1;
-              const text = summary.lines === 1 ? line.replace(/^\uFEFF/, '') : line;
+              prefix.update(`${line}\n`);
+              if (lineNumber <= resumeAfter) {
+                if (lineNumber === resumeAfter) assertUnchanged(file, recorded, prefix);
+                continue;
+              }
+              summary.lines++;
+              const text = lineNumber === 1 ? line.replace(/^\uFEFF/, '') : line;
               if (text.trim() === '') continue;
               let checked: IngestInput | IngestExchangeInput;
               try {
                 checked = checkLine(JSON.parse(text));
               } catch (error) {
                 await flush();
-                throw lineError(summary.lines, error);
+                throw lineError(lineNumber, error);
               }
-              batch.push({ number: summary.lines, input: checked });
+              batch.push({ number: lineNumber, input: checked, prefixSha256: prefix.copy().digest('hex') });
               if (batch.length >= BATCH_LINES) await flush();
-              progress?.update(summary.lines, bytes);
+              progress?.update(lineNumber, bytes);
             }
+            if (lineNumber < resumeAfter) assertUnchanged(file, recorded, null);
             await flush();
-            progress?.update(summary.lines, totalBytes ?? bytes, true);
+            progress?.update(lineNumber, totalBytes ?? bytes, true);
           } finally {
             progress?.done();
             if (progress) io.stderr('extracting memories...\n');
@@ -182,10 +234,22 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           } satisfies IngestSummary;
         },
         (summary) =>
-          `ingested ${summary.messages} messages (${summary.exchanges} exchanges, ${summary.commands} commands) from ${summary.lines} lines; ` +
+          `ingested ${summary.messages} messages (${summary.exchanges} exchanges, ${summary.commands} commands) from ${summary.lines} lines` +
+          (summary.resumedAfter > 0 ? ` after line ${summary.resumedAfter}` : '') +
+          (summary.duplicates > 0 ? `, ${summary.duplicates} already stored` : '') +
+          '; ' +
           `${summary.newMemories} new memories; ${summary.seconds.toFixed(1)} s, ${summary.messagesPerSecond} messages/s`,
       ),
     );
+}
+
+/** CONFLICT unless the file's lines up to the recorded one hash as they did (`prefix` null: the file ended before it). */
+function assertUnchanged(file: string, recorded: { line: number; prefixSha256: string } | null, prefix: Hash | null) {
+  if (!recorded || (prefix !== null && prefix.copy().digest('hex') === recorded.prefixSha256)) return;
+  throw new MnemeError(
+    ErrorCode.Conflict,
+    `${file} changed since an earlier run committed its lines 1-${recorded.line} (${prefix === null ? 'it is shorter now' : 'they differ now'}); nothing was written. Ingest it without --resume (lines with an externalId are not stored twice), or restore the file`,
+  );
 }
 
 /** The size of the file to read: NOT_FOUND when it does not exist, INVALID_INPUT when it is not a regular file. */
@@ -220,6 +284,13 @@ async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGene
       },
     );
   }
+}
+
+/** The error of a one-line `ingestMany` as the line's own: the line number names it, not "at index 0". */
+function withoutBatchIndex(error: unknown): unknown {
+  if (!isMnemeError(error)) return error;
+  const message = error.message.replace(/^(invalid (?:message|exchange)) at index 0:/, '$1:');
+  return new MnemeError(error.code, message, { cause: error.cause, issues: error.issues });
 }
 
 function lineError(lineNumber: number, error: unknown): MnemeError {

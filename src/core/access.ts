@@ -13,14 +13,14 @@ export type Principal = { kind: 'admin'; label: string } | { kind: 'user'; userI
  *
  * - `admin`: administrator keys only; `reason` says why user-bound keys are refused.
  * - `self`: an administrator, or a user-bound key acting for its own user; `user` names the user the
- *   request acts for (undefined when it acts for none).
+ *   request acts for (a list when it acts for several, as a batch; undefined when it acts for none).
  * - `viewer`: any key; `requested` is the viewer the request asks for, and a user-bound key's
  *   `userId` is forced into it (see `viewerFor`).
  * - `open`: no key at all; `reason` says why.
  */
 export type AccessRule<Input> =
   | { kind: 'admin'; reason: string }
-  | { kind: 'self'; user(input: Input): string | undefined }
+  | { kind: 'self'; user(input: Input): string | readonly string[] | undefined }
   | { kind: 'viewer'; requested(input: Input): Viewer | undefined }
   | { kind: 'open'; reason: string };
 
@@ -41,8 +41,8 @@ export function admit<Input>(
     return undefined;
   }
   if (rule.kind === 'viewer') return viewerFor(principal, rule.requested(input));
-  const userId = rule.user(input);
-  if (userId !== undefined) assertMayActFor(principal, userId);
+  const users = rule.user(input);
+  for (const userId of typeof users === 'string' ? [users] : (users ?? [])) assertMayActFor(principal, userId);
   return undefined;
 }
 

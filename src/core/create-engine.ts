@@ -3,6 +3,7 @@ import { asOfNow } from './current-values.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
 import { guardMneme } from './guarded-mneme.js';
+import { createIdempotencyKeys } from './idempotency.js';
 import { createIngest } from './ingest/ingest.js';
 import {
   analyticsSeries,
@@ -116,6 +117,7 @@ export function createEngine(context: EngineContext): Mneme {
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),
     apiKeys: createApiKeys(storage.apiKeys, clock),
+    idempotency: createIdempotencyKeys(storage.idempotency, clock),
     as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal)),
 
     async close() {

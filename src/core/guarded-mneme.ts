@@ -214,7 +214,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
 
     ingestExchange: async () => exchangeRefused(),
 
-    async ingestMany(inputs) {
+    async ingestMany(inputs, options = {}) {
+      if (options.file !== undefined) refuse("recording a file's ingest progress");
       if (Array.isArray(inputs)) {
         for (const [index, input] of inputs.entries()) {
           if (typeof input === 'object' && input !== null && 'userMessage' in input) exchangeRefused();
@@ -223,6 +224,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
       }
       return engine.ingestMany(inputs);
     },
+
+    ingestProgress: async () => refuse("reading a file's ingest progress"),
 
     async setDisplayName(input) {
       const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
@@ -262,6 +265,9 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     vectorStatus: async () => refuse('the vector index status'),
     get apiKeys() {
       return refuse('managing API keys');
+    },
+    get idempotency() {
+      return refuse('idempotency keys (the HTTP face keeps them per principal)');
     },
     as: (other) =>
       other.kind === 'user' && other.userId === userId

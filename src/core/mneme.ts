@@ -4,6 +4,7 @@ import type { PolicyVersion } from '../storage/policy-store.js';
 import type { Principal } from './access.js';
 import type { ApiKeys } from './api-keys.js';
 import type { MnemeDirectory } from './directory.js';
+import type { IdempotencyKeys } from './idempotency.js';
 import type { MnemeIngest } from './ingest/ingest.js';
 import type {
   AnalyticsSeries,
@@ -98,6 +99,8 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   vectorStatus(): Promise<VectorStatus>;
   /** API keys of the HTTP service: created, listed, revoked, checked. */
   readonly apiKeys: ApiKeys;
+  /** Idempotency keys of the HTTP service: a retried write replays the first response (ADR 14). */
+  readonly idempotency: IdempotencyKeys;
   /**
    * The same engine acting for `principal`: an administrator's is this engine; a user's checks, before
    * every call, that the user names only the channels, topics and projects it belongs to and writes only

@@ -30,6 +30,8 @@ export const AssistantIdSchema = externalId('assistantId');
 export const ChannelIdSchema = externalId('channelId');
 export const ProjectIdSchema = externalId('projectId');
 export const TopicIdSchema = externalId('topicId');
+/** A chat platform's id of a message (its event id): a message stored again under it is a duplicate. */
+export const MessageExternalIdSchema = externalId('externalId');
 
 /** A memory id: a positive integer, or a string of digits (as typed on a command line or in a URL). */
 export const MemoryIdSchema = z
@@ -314,6 +316,11 @@ export const IngestInputSchema = z.strictObject({
   topicId: TopicIdSchema.optional(),
   /** The id of the message this one answers. */
   replyTo: MemoryIdSchema.optional(),
+  /**
+   * The chat platform's id of the message, unique per channel: when the channel already has a message
+   * with it, nothing is appended and that message comes back with `duplicate: true`.
+   */
+  externalId: MessageExternalIdSchema.optional(),
 });
 export type IngestInput = z.input<typeof IngestInputSchema>;
 
@@ -329,8 +336,25 @@ export const IngestExchangeInputSchema = z.strictObject({
   assistantId: AssistantIdSchema.default('assistant'),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
+  /** The chat platform's id of the user message, unique per channel (see `IngestInputSchema`). */
+  externalId: MessageExternalIdSchema.optional(),
+  /**
+   * The chat platform's id of the reply. Without one, the reply of a user message already stored is a
+   * duplicate when that message already has a reply from `assistantId`.
+   */
+  replyExternalId: externalId('replyExternalId').optional(),
 });
 export type IngestExchangeInput = z.input<typeof IngestExchangeInputSchema>;
+
+/** A file's progress that `ingestMany` records with its inputs (`mneme ingest --resume`). */
+export const IngestFileProgressSchema = z.strictObject({
+  path: z.string({ error: 'path must be a string' }).min(1, 'path must not be empty').max(4096, 'path is too long'),
+  line: z
+    .number({ error: 'line must be a number' })
+    .int('line must be a whole number')
+    .positive('line must be positive'),
+  prefixSha256: z.string().regex(/^[0-9a-f]{64}$/, 'prefixSha256 must be 64 lowercase hex digits'),
+});
 
 /** Input of `setDisplayName`. */
 export const DisplayNameInputSchema = z.strictObject({ userId: UserIdSchema, displayName: DisplayNameSchema });

@@ -5,6 +5,7 @@ import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
+import { respondIdempotently } from './http-idempotency.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
@@ -59,7 +60,10 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       const input = await parseRequest(route, context, maxBodyBytes);
       const viewer = principal && admit(principal, route.access, input, what);
       const request = { mneme: principal ? mneme.as(principal) : mneme, ...input, principal, viewer };
-      return context.json((await route.handle(request)) as object, route.status ?? 200);
+      return respondIdempotently(context, mneme.idempotency, route, principal, input, async () => ({
+        status: route.status ?? 200,
+        body: await route.handle(request),
+      }));
     });
   }
   mountInspector(app);

@@ -40,6 +40,16 @@ const accessDocumentation: Record<AccessRule<unknown>['kind'], { description: st
   open: { description: 'Access: no key needed.' },
 };
 
+/** The header a write takes to be retried safely (ADR 14). */
+const idempotencyKeyParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "Makes a write safe to retry: the first response (2xx) is stored for 24 hours under the key and this key's principal; a retry with the same key and the same request gets it again (header `Idempotent-Replayed: true`) without the work being done again; the same key with another request is 422, and while the first is still running 409. 1 to 255 visible ASCII characters; a UUID is a good key.",
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
     string,
@@ -63,7 +73,11 @@ function parametersOf(schema: z.ZodType | undefined, location: 'path' | 'query')
 export function buildOpenApiDocument(routes: readonly Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
-    const parameters = [...parametersOf(route.params, 'path'), ...parametersOf(route.query, 'query')];
+    const parameters = [
+      ...parametersOf(route.params, 'path'),
+      ...parametersOf(route.query, 'query'),
+      ...(route.method === 'get' || route.access.kind === 'open' ? [] : [idempotencyKeyParameter]),
+    ];
     const isOpen = route.access.kind === 'open';
     const { description, refusal } = accessDocumentation[route.access.kind];
     paths[route.path] ??= {};

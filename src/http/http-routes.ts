@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import {
@@ -7,7 +8,9 @@ import {
   CreateProjectInputSchema,
   CreateTopicInputSchema,
   DisplayNameInputSchema,
+  type IngestExchangeInput,
   IngestExchangeInputSchema,
+  type IngestInput,
   IngestInputSchema,
   ListQuerySchema,
   MemoryIdSchema,
@@ -59,6 +62,38 @@ const topicExtraction = {
   kind: 'admin',
   reason: "it runs over every message of the topic, possibly several users', and returns the new memories' content",
 } as const;
+
+/** The input schema's JSON Schema, for the document of a body whose items the engine validates itself. */
+const documented = (schema: z.ZodType) => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  return rest;
+};
+
+/**
+ * `POST /api/messages/batch`: messages and exchanges (an item with `userMessage`), each checked by
+ * `ingestMany`, which names a bad one by its index and writes nothing of the batch.
+ */
+const IngestBatchSchema = z.strictObject({
+  messages: z
+    .array(
+      z
+        .custom<IngestInput | IngestExchangeInput>(
+          (item) => typeof item === 'object' && item !== null && !Array.isArray(item),
+          { error: 'each item must be a message or an exchange (an object)' },
+        )
+        .meta({ anyOf: [documented(IngestInputSchema), documented(IngestExchangeInputSchema)] }),
+      { error: 'messages must be a list of messages and exchanges' },
+    )
+    .min(1, 'messages must not be empty')
+    .max(MAX_INGEST_BATCH, `messages holds more than ${MAX_INGEST_BATCH} items; send several batches`),
+});
+
+/** The user a message or exchange acts for (a user message's sender, an exchange's user), when it names one as text. */
+function speakerOf(item: IngestInput | IngestExchangeInput): string[] {
+  const { role = 'user', sender, userId } = item as { role?: unknown; sender?: unknown; userId?: unknown };
+  const speaker = 'userMessage' in item ? userId : role === 'user' ? sender : undefined;
+  return typeof speaker === 'string' ? [speaker.trim()] : [];
+}
 
 let openApiDocument: Record<string, unknown> | undefined;
 
@@ -211,6 +246,18 @@ export const apiRoutes: readonly Route[] = [
     body: IngestInputSchema,
     access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
     handle: async ({ mneme, body }) => mneme.ingest(body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/messages/batch',
+    summary: `Append up to ${MAX_INGEST_BATCH} messages and exchanges in one transaction, in order (as the library's ingestMany); a bad item refuses the whole batch, naming its index; 202 at once`,
+    tag: 'ingest',
+    returns:
+      '`{ results }`: for each item, in order, `{ messages, duplicate, queued, command }` as `POST /api/messages` answers',
+    status: 202,
+    body: IngestBatchSchema,
+    access: { kind: 'self', user: ({ body }) => body.messages.flatMap(speakerOf) },
+    handle: async ({ mneme, body }) => ({ results: await mneme.ingestMany(body.messages) }),
   }),
   defineRoute({
     method: 'post',

@@ -759,7 +759,8 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
           createdAt: at + 1,
         },
       ]);
-      const [question, answer, hello] = stored;
+      expect(stored.map((message) => message.duplicate)).toEqual([false, false, false]);
+      const [question, answer, hello] = stored.map(({ duplicate: _, ...message }) => message);
       expect(question).toEqual({
         id: expect.any(Number),
         channelId: 'room',
@@ -768,6 +769,7 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
         content: 'Where is the wiki?',
         topicId: 't1',
         replyTo: null,
+        externalId: null,
         createdAt: '2024-06-15T12:00:00.000Z',
       });
       expect(answer).toMatchObject({ role: 'assistant', replyTo: question?.id });
@@ -785,6 +787,120 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(await storage.messages.channelIds()).toEqual(['other', 'room']);
       expect(await storage.messages.searchText('room', ['wiki'], 10)).toEqual([question]);
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
+    });
+
+    it('appends a message once per channel and external id, answering the stored one as a duplicate', async () => {
+      const say = (content: string, externalId: string | null, extra: Record<string, unknown> = {}) => ({
+        channelId: 'room',
+        senderId: 'oz',
+        role: 'user' as const,
+        content,
+        topicId: null,
+        externalId,
+        createdAt: at,
+        ...extra,
+      });
+      const [first] = await storage.messages.append([say('first', 'evt-1')]);
+      expect(first).toMatchObject({ externalId: 'evt-1', duplicate: false });
+      const again = await storage.messages.append([
+        say('first, sent again with other words', 'evt-1'),
+        say('second', 'evt-2'),
+        say('second, twice in one call', 'evt-2'),
+        say('elsewhere', 'evt-1', { channelId: 'other' }),
+        say('no id', null),
+        say('no id', null),
+      ]);
+      expect(again.map((message) => [message.content, message.duplicate])).toEqual([
+        ['first', true],
+        ['second', false],
+        ['second', true],
+        ['elsewhere', false],
+        ['no id', false],
+        ['no id', false],
+      ]);
+      expect(again[0]?.id).toBe(first?.id);
+      expect(await storage.messages.countAfter('room', 0)).toBe(4);
+
+      // A reply without an id of its own after a duplicate: the stored reply when there is one.
+      const reply = { ...say('the reply', null), senderId: 'bot', role: 'assistant' as const, repliesToPrevious: true };
+      const [, answered] = await storage.messages.append([say('question', 'evt-3'), reply]);
+      const retried = await storage.messages.append([say('question', 'evt-3'), reply]);
+      expect(retried.map((message) => [message.id, message.duplicate])).toEqual([
+        [answered?.replyTo, true],
+        [answered?.id, true],
+      ]);
+      const late = await storage.messages.append([say('first', 'evt-1'), reply]);
+      expect(late.map((message) => [message.duplicate, message.replyTo])).toEqual([
+        [true, null],
+        [false, first?.id],
+      ]);
+    });
+
+    it('stores one message when two calls append the same external id at once', async () => {
+      const message = {
+        channelId: 'room',
+        senderId: 'oz',
+        role: 'user' as const,
+        content: 'raced',
+        topicId: null,
+        externalId: 'evt-race',
+        createdAt: at,
+      };
+      const results = await Promise.all(Array.from({ length: 4 }, () => storage.messages.append([message])));
+      expect(results.map(([stored]) => stored?.duplicate).sort()).toEqual([false, true, true, true]);
+      expect(new Set(results.map(([stored]) => stored?.id)).size).toBe(1);
+      expect(await storage.messages.countAfter('room', 0)).toBe(1);
+    });
+
+    it("records a file's ingest progress with the messages it covers, and not when they are refused", async () => {
+      const valid = {
+        channelId: 'room',
+        senderId: 'oz',
+        role: 'user' as const,
+        content: 'a',
+        topicId: null,
+        createdAt: at,
+      };
+      const progress = { path: '/data/chat.jsonl', line: 3, prefixSha256: 'a'.repeat(64) };
+      expect(await storage.messages.ingestFile(progress.path)).toBeNull();
+      await storage.messages.append([valid], { file: { ...progress, at } });
+      expect(await storage.messages.ingestFile(progress.path)).toEqual(progress);
+      await expect(
+        storage.messages.append([valid, { ...valid, role: 'robot' as never }], {
+          file: { ...progress, line: 9, prefixSha256: 'b'.repeat(64), at },
+        }),
+      ).rejects.toBeInstanceOf(MnemeError);
+      expect(await storage.messages.ingestFile(progress.path)).toEqual(progress);
+    });
+
+    it('claims an idempotency key once, stores its response, hands over a stale claim and forgets expired keys', async () => {
+      const claim = {
+        principal: 'user:ann',
+        key: 'k1',
+        requestSha256: 'r1',
+        now: at,
+        lockedUntil: at + 100,
+        expiresAt: at + 1_000,
+      };
+      expect(await storage.idempotency.claim(claim)).toBeNull();
+      expect(await storage.idempotency.claim(claim)).toEqual({
+        requestSha256: 'r1',
+        status: null,
+        body: null,
+        lockedUntil: at + 100,
+      });
+      expect(await storage.idempotency.claim({ ...claim, principal: 'user:bob' })).toBeNull();
+      // The claimant died: once its lock passed, the same request takes the key over; another one does not.
+      const later = { ...claim, now: at + 100, lockedUntil: at + 200 };
+      expect(await storage.idempotency.claim({ ...later, requestSha256: 'r2' })).toMatchObject({ requestSha256: 'r1' });
+      expect(await storage.idempotency.claim(later)).toBeNull();
+      await storage.idempotency.complete(claim, { status: 202, body: '{"ok":true}' });
+      expect(await storage.idempotency.claim(later)).toMatchObject({ status: 202, body: '{"ok":true}' });
+      await storage.idempotency.release('user:ann', 'k1');
+      expect(await storage.idempotency.claim(later)).toMatchObject({ status: 202 });
+      await storage.idempotency.release('user:bob', 'k1');
+      expect(await storage.idempotency.claim({ ...claim, principal: 'user:bob' })).toBeNull();
+      expect(await storage.idempotency.claim({ ...claim, now: at + 1_000, requestSha256: 'r3' })).toBeNull();
     });
 
     it('appends nothing of a call when one message is refused', async () => {

@@ -12,8 +12,26 @@ export interface Message {
   topicId: string | null;
   /** The message this one answers (an assistant reply points at the user message of its exchange). */
   replyTo: number | null;
+  /** A chat platform's id of the message (its event id), unique per channel, or null. */
+  externalId: string | null;
   /** ISO-8601. */
   createdAt: string;
+}
+
+/** A message `append` was given, as stored: a duplicate is the message stored before, not a new row. */
+export interface AppendedMessage extends Message {
+  /** True when the message was already stored (same channel and external id) and nothing was appended for it. */
+  duplicate: boolean;
+}
+
+/** How far `mneme ingest` got in one file: the last line committed, and a hash of the lines up to it. */
+export interface IngestFileProgress {
+  /** The file's resolved path. */
+  path: string;
+  /** The number of the last line whose messages are committed (1-based). */
+  line: number;
+  /** SHA-256 (hex) of lines 1..line, each followed by a newline: tells a changed file. */
+  prefixSha256: string;
 }
 
 /** A message as core hands it to storage: validated, time in epoch milliseconds. */
@@ -30,13 +48,27 @@ export interface NewMessage {
    * (how an exchange's reply points at its user message before either has an id).
    */
   repliesToPrevious?: boolean;
+  /** A chat platform's id of the message, unique per channel; null or left out: none. */
+  externalId?: string | null;
   createdAt: number;
 }
 
 /** The message log: append-only, full-text indexed, read by extraction, recall and maintenance. */
 export interface MessageStore {
-  /** Appends the messages in one transaction, in order; returns them with their ids. */
-  append(messages: readonly NewMessage[]): Promise<Message[]>;
+  /**
+   * Appends the messages in one transaction, in order; returns them with their ids. A message whose
+   * channel already has one with its `externalId` (stored before, or earlier in this call) is not
+   * appended: the stored one comes back with `duplicate: true`. So is a reply (`repliesToPrevious`)
+   * without an external id of its own after a duplicate, when the duplicate already has a reply of the
+   * same sender and role. Race-safe: of two concurrent calls with one external id, one appends it.
+   * With `file`, that file's progress is written in the same transaction.
+   */
+  append(
+    messages: readonly NewMessage[],
+    options?: { file?: IngestFileProgress & { at: number } },
+  ): Promise<AppendedMessage[]>;
+  /** The progress recorded for a file (by resolved path), or null when none was. */
+  ingestFile(path: string): Promise<IngestFileProgress | null>;
   /** The messages with these ids that exist, in the order asked. */
   get(ids: readonly number[]): Promise<Message[]>;
   /** Up to `limit` messages of a channel with an id greater than `afterMessageId` (0: from the start), oldest first. */

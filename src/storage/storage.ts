@@ -1,6 +1,7 @@
 import type { ApiKeyStore } from './api-key-store.js';
 import type { DirectoryStore } from './directory-store.js';
 import type { ExtractionStore } from './extraction-store.js';
+import type { IdempotencyStore } from './idempotency-store.js';
 import type { LinkStore } from './link-store.js';
 import type { MaintenanceStateStore } from './maintenance-state-store.js';
 import type { MaintenanceStore } from './maintenance-store.js';
@@ -25,8 +26,10 @@ export interface Storage {
   readonly memberships: MembershipStore;
   /** API keys of the HTTP service (prefix and hash only). */
   readonly apiKeys: ApiKeyStore;
-  /** The append-only message log. */
+  /** The append-only message log (and how far `mneme ingest` got in each file). */
   readonly messages: MessageStore;
+  /** Idempotency keys of the HTTP face and the responses stored under them. */
+  readonly idempotency: IdempotencyStore;
   /** Per-channel watermarks of the background tasks. */
   readonly maintenanceState: MaintenanceStateStore;
   /** Leases on the extraction watermarks, and each message's extraction committed with its watermark. */

@@ -1,10 +1,11 @@
-import type { Message, NewMessage } from '../../storage/message-store.js';
+import type { AppendedMessage, IngestFileProgress, Message, NewMessage } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
 import {
   type IngestExchangeInput,
   IngestExchangeInputSchema,
+  IngestFileProgressSchema,
   type IngestInput,
   IngestInputSchema,
   parseInput,
@@ -23,8 +24,13 @@ export const MAX_INGEST_BATCH = 1_000;
 
 /** What `ingest` and `ingestExchange` return, at once: extraction runs in the background. */
 export interface IngestResult {
-  /** The appended messages with their ids (an exchange: the user message, then the reply). */
-  messages: Message[];
+  /**
+   * The appended messages with their ids (an exchange: the user message, then the reply); a message
+   * its channel already had under its `externalId` is the stored one, with `duplicate: true`.
+   */
+  messages: AppendedMessage[];
+  /** True when every message of the input was already stored: nothing was appended, run or scheduled. */
+  duplicate: boolean;
   /**
    * False when the extraction queue was full and this job was dropped; nothing is lost: the
    * catch-up pass extracts the messages later (also after a restart).
@@ -52,7 +58,12 @@ export interface MnemeIngest {
    * transaction, in order: for importing history. Every input is validated first; when one is
    * invalid nothing is written (INVALID_INPUT names it by position). At most 1000 a call.
    */
-  ingestMany(inputs: ReadonlyArray<IngestInput | IngestExchangeInput>): Promise<IngestResult[]>;
+  ingestMany(
+    inputs: ReadonlyArray<IngestInput | IngestExchangeInput>,
+    options?: IngestManyOptions,
+  ): Promise<IngestResult[]>;
+  /** How far `ingestMany`'s `file` option recorded a file (by resolved path), or null. */
+  ingestProgress(path: string): Promise<IngestFileProgress | null>;
   /**
    * Conversation extraction of a topic: its messages not yet extracted become session memories
    * (source `conversation`). Also runs automatically (see `ConversationTriggerSchema`), except for a
@@ -71,6 +82,15 @@ export interface MnemeIngest {
   turns(input: TurnsInput): Promise<Message[]>;
   /** Resolves once every message ingested so far has been through extraction. */
   whenIdle(): Promise<void>;
+}
+
+/** Options of `ingestMany`. */
+export interface IngestManyOptions {
+  /**
+   * A file's progress, written in the transaction of these inputs (how `mneme ingest --resume` knows
+   * where to continue): the last line they came from and the SHA-256 of the file's lines up to it.
+   */
+  file?: IngestFileProgress;
 }
 
 /** One validated input, ready to append. */
@@ -154,15 +174,18 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   }
 
   /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
-  async function append(inputs: readonly PreparedInput[]): Promise<IngestResult[]> {
+  async function append(inputs: readonly PreparedInput[], file?: IngestFileProgress): Promise<IngestResult[]> {
     await checkReplies(inputs);
     const names = new Map<string, string>();
     for (const input of inputs) {
       names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name));
       await ensureTopic(input.topicId);
     }
-    const stored = await storage.messages.append(inputs.flatMap((input) => input.messages));
-    await membership.learn(stored);
+    const stored = await storage.messages.append(
+      inputs.flatMap((input) => input.messages),
+      file ? { file: { ...file, at: clock.now() } } : {},
+    );
+    await membership.learn(stored.filter((message) => !message.duplicate));
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;
@@ -170,16 +193,17 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       const own = stored.slice(offset, offset + input.messages.length);
       offset += input.messages.length;
       const [first] = own;
+      // A duplicate was handled when it was first stored: its command is not run again.
       const command =
-        input.command && first
+        input.command && first && !first.duplicate
           ? await runChatCommand(context, input.command, first, names.get(input.sender.id) ?? input.sender.id)
           : null;
       let queued = true;
-      if (first && own.some((message) => message.role === 'user')) {
+      if (first && own.some((message) => message.role === 'user' && !message.duplicate)) {
         if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
         queued = scheduled.get(first.channelId) ?? true;
       }
-      results.push({ messages: own, queued, command });
+      results.push({ messages: own, duplicate: own.every((message) => message.duplicate), queued, command });
     }
     return results;
   }
@@ -196,6 +220,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
           content: parsed.content,
           topicId: parsed.topicId ?? null,
           replyTo: parsed.replyTo ?? null,
+          externalId: parsed.externalId ?? null,
           createdAt: parsed.createdAt ?? clock.now(),
         },
       ],
@@ -215,13 +240,20 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     return {
       what,
       messages: [
-        { ...common, senderId: parsed.userId, role: 'user', content: parsed.userMessage },
+        {
+          ...common,
+          senderId: parsed.userId,
+          role: 'user',
+          content: parsed.userMessage,
+          externalId: parsed.externalId ?? null,
+        },
         {
           ...common,
           senderId: parsed.assistantId,
           role: 'assistant',
           content: parsed.assistantReply,
           repliesToPrevious: true,
+          externalId: parsed.replyExternalId ?? null,
         },
       ],
       topicId: parsed.topicId,
@@ -240,7 +272,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     ingest: async (input) => only(append([prepareMessage(input, 'message')])),
     ingestExchange: async (input) => only(append([prepareExchange(input, 'exchange')])),
 
-    async ingestMany(inputs) {
+    async ingestMany(inputs, options = {}) {
+      const file = options.file === undefined ? undefined : parseInput(IngestFileProgressSchema, options.file, 'file');
       if (!Array.isArray(inputs) || inputs.length > MAX_INGEST_BATCH) {
         throw new MnemeError(
           ErrorCode.InvalidInput,
@@ -252,8 +285,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
           ? prepareExchange(input, `exchange at index ${index}`)
           : prepareMessage(input, `message at index ${index}`),
       );
-      return prepared.length === 0 ? [] : append(prepared);
+      return prepared.length === 0 ? [] : append(prepared, file);
     },
+
+    ingestProgress: async (path) =>
+      storage.messages.ingestFile(parseInput(IngestFileProgressSchema.shape.path, path, 'file path')),
 
     extract: (topicId) => extraction.extractTopic(parseInput(TopicIdSchema, topicId, 'topic id')),
     extractWork: (sessionId) => extraction.extractWork(parseInput(TopicIdSchema, sessionId, 'session id')),

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type { Message, MessageRole, MessageStore } from '../message-store.js';
-import { getRow, readSqlite, toMnemeError } from './sqlite-database.js';
+import type { AppendedMessage, Message, MessageRole, MessageStore } from '../message-store.js';
+import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 
 interface MessageRow {
@@ -12,6 +12,7 @@ interface MessageRow {
   content: string;
   topic_id: string | null;
   reply_to: number | null;
+  external_id: string | null;
   created_at: number;
 }
 
@@ -24,10 +25,6 @@ interface CountParameters {
 /** The SQLite implementation of the MessageStore port, over the append-only `messages` table. */
 export function createSqliteMessageStore(database: Database.Database): MessageStore {
   const statements = {
-    insert: database.prepare<[string, string, MessageRole, string, string | null, number | null, number], MessageRow>(
-      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    ),
     get: database.prepare<[number], MessageRow>('SELECT * FROM messages WHERE id = ?'),
     listAfter: database.prepare<[string, number, number], MessageRow>(
       'SELECT * FROM messages WHERE channel_id = ? AND id > ? ORDER BY id LIMIT ?',
@@ -59,33 +56,86 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
     ),
   };
 
+  // Migration 14's column and table.
+  const retryable = {
+    insert: preparedOnUse<
+      [string, string, MessageRole, string, string | null, number | null, string | null, number],
+      MessageRow
+    >(
+      database,
+      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING *`,
+    ),
+    byExternalId: preparedOnUse<[string, string], MessageRow>(
+      database,
+      'SELECT * FROM messages WHERE channel_id = ? AND external_id = ?',
+    ),
+    replyOf: preparedOnUse<[number, string, MessageRole], MessageRow>(
+      database,
+      'SELECT * FROM messages WHERE reply_to = ? AND sender_id = ? AND role = ? ORDER BY id LIMIT 1',
+    ),
+    putFile: preparedOnUse<[string, number, string, number]>(
+      database,
+      `INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (path) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
+        updated_at = excluded.updated_at`,
+    ),
+    getFile: preparedOnUse<[string], { path: string; line: number; prefix_sha256: string }>(
+      database,
+      'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = ?',
+    ),
+  };
+
   return {
-    async append(messages) {
+    async append(messages, options = {}) {
       try {
         return database
           .transaction(() => {
-            const stored: Message[] = [];
+            const stored: AppendedMessage[] = [];
             for (const message of messages) {
               const previous = stored.at(-1);
               const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
-              const row = getRow(
-                statements.insert,
-                message.channelId,
-                message.senderId,
-                message.role,
-                message.content,
-                message.topicId,
-                replyTo,
-                message.createdAt,
-              );
-              stored.push(toMessage(row));
+              const externalId = message.externalId ?? null;
+              // A reply without an id of its own, after a duplicate that already has its reply, is that reply.
+              const earlier =
+                externalId === null
+                  ? message.repliesToPrevious && previous?.duplicate
+                    ? retryable.replyOf().get(previous.id, message.senderId, message.role)
+                    : undefined
+                  : retryable.byExternalId().get(message.channelId, externalId);
+              const row =
+                earlier ??
+                retryable
+                  .insert()
+                  .get(
+                    message.channelId,
+                    message.senderId,
+                    message.role,
+                    message.content,
+                    message.topicId,
+                    replyTo,
+                    externalId,
+                    message.createdAt,
+                  );
+              if (!row)
+                throw new Error(`message ${externalId} of channel ${message.channelId} was neither stored nor found`);
+              stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
             }
+            const file = options.file;
+            if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
             return stored;
           })
           .immediate();
       } catch (error) {
         throw toMnemeError(error, 'appending messages');
       }
+    },
+    async ingestFile(path) {
+      return readSqlite(`reading the ingest progress of ${path}`, () => {
+        const row = retryable.getFile().get(path);
+        return row ? { path: row.path, line: row.line, prefixSha256: row.prefix_sha256 } : null;
+      });
     },
     async get(ids) {
       return readSqlite('reading messages', () =>
@@ -155,6 +205,7 @@ function toMessage(row: MessageRow): Message {
     content: row.content,
     topicId: row.topic_id,
     replyTo: row.reply_to,
+    externalId: row.external_id,
     createdAt: toIso(row.created_at),
   };
 }

@@ -452,6 +452,34 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE archived_at IS NULL OR faded_at IS NOT NULL;
     `,
   },
+  {
+    version: 14,
+    name: 'ingest that can be retried: external message ids, file progress, idempotency keys',
+    sql: `
+      -- A chat platform's event id, unique per channel: a message stored again under it is a duplicate (ADR 14).
+      ALTER TABLE messages ADD COLUMN external_id TEXT;
+      CREATE UNIQUE INDEX messages_by_external_id ON messages(channel_id, external_id) WHERE external_id IS NOT NULL;
+      -- How far \`mneme ingest\` got in a file: written in the transaction of the lines it covers.
+      CREATE TABLE ingest_files (
+        path TEXT PRIMARY KEY,
+        line INTEGER NOT NULL,
+        prefix_sha256 TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      -- HTTP Idempotency-Key: pending while the first request runs (until locked_until), then its response.
+      CREATE TABLE idempotency_keys (
+        principal TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_sha256 TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        locked_until INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (principal, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys(expires_at);
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

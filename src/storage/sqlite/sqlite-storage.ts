@@ -8,6 +8,7 @@ import {
 } from './sqlite-database.js';
 import { createSqliteDirectoryStore } from './sqlite-directory-store.js';
 import { createSqliteExtractionStore } from './sqlite-extraction-store.js';
+import { createSqliteIdempotencyStore } from './sqlite-idempotency-store.js';
 import { createSqliteLinkStore } from './sqlite-link-store.js';
 import { createSqliteMaintenanceStateStore } from './sqlite-maintenance-state-store.js';
 import { createSqliteMaintenanceStore } from './sqlite-maintenance-store.js';
@@ -35,6 +36,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     directory: createSqliteDirectoryStore(database),
     memberships: createSqliteMembershipStore(database),
     messages: createSqliteMessageStore(database),
+    idempotency: createSqliteIdempotencyStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
     extraction: createSqliteExtractionStore(database, vectors),
     maintenance: createSqliteMaintenanceStore(database, vectors),

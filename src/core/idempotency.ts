@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import type { IdempotencyStore } from '../storage/idempotency-store.js';
+import type { Principal } from './access.js';
+import type { Clock } from './clock.js';
+import { ErrorCode, MnemeError } from './errors.js';
+
+/** How long a key and the response stored under it are kept: 24 hours after the first request. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a first request still running holds its key: retries meanwhile get CONFLICT. If the process
+ * died mid-request, a retry after this does the work (ADR 14).
+ */
+export const IDEMPOTENCY_LOCK_MS = 5 * 60 * 1000;
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** A request under an idempotency key: who sent it, the key, and what it asked (hashed). */
+export interface IdempotentRequest {
+  principal: Principal;
+  key: string;
+  /** Anything that tells two requests apart (method, path, parsed input); hashed, never stored. */
+  request: unknown;
+}
+
+/** A response stored under a key. */
+export interface IdempotentResponse {
+  status: number;
+  /** JSON text, replayed byte for byte. */
+  body: string;
+}
+
+/** The first request under a key, while it holds it: stores its response, or gives the key back. */
+export interface IdempotencyClaimHandle {
+  complete(response: IdempotentResponse): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** Idempotency keys (the HTTP face's `Idempotency-Key`): keys are per principal and expire (ADR 14). */
+export interface IdempotencyKeys {
+  /**
+   * Claims the key for this request: the claim when the caller is the first (do the work, then
+   * `complete`, or `release` when it failed); the stored response when the same request already
+   * finished. INVALID_INPUT for a malformed key or a key used before with a different request;
+   * CONFLICT while the first request is still running.
+   */
+  begin(request: IdempotentRequest): Promise<IdempotencyClaimHandle | IdempotentResponse>;
+}
+
+/** Whose key space a principal's keys live in: a user's id, or an administrator key's label. */
+function keySpace(principal: Principal): string {
+  return principal.kind === 'user' ? `user:${principal.userId}` : `admin:${principal.label}`;
+}
+
+export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
+  return {
+    async begin({ principal, key, request }) {
+      if (!KEY_PATTERN.test(key)) {
+        throw new MnemeError(
+          ErrorCode.InvalidInput,
+          'Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good key)',
+        );
+      }
+      const claim = {
+        principal: keySpace(principal),
+        key,
+        requestSha256: createHash('sha256').update(JSON.stringify(request)).digest('hex'),
+      };
+      const now = clock.now();
+      const expiresAt = now + IDEMPOTENCY_KEY_TTL_MS;
+      const existing = await store.claim({ ...claim, now, lockedUntil: now + IDEMPOTENCY_LOCK_MS, expiresAt });
+      if (existing === null) {
+        return {
+          complete: (response) => store.complete({ ...claim, expiresAt }, response),
+          release: () => store.release(claim.principal, key),
+        };
+      }
+      if (existing.requestSha256 !== claim.requestSha256) {
+        throw new MnemeError(
+          ErrorCode.InvalidInput,
+          `Idempotency-Key ${key} was used with a different request; send a new key for a new request`,
+        );
+      }
+      if (existing.status === null || existing.body === null) {
+        throw new MnemeError(
+          ErrorCode.Conflict,
+          `a request with Idempotency-Key ${key} is still running; retry in a moment to get its response`,
+        );
+      }
+      return { status: existing.status, body: existing.body };
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/** A stored idempotency key: the request it was first used with and, once that finished, its response. */
+export interface IdempotencyRecord {
+  /** SHA-256 (hex) of the first request (method, path, query, body). */
+  requestSha256: string;
+  /** The first request's response status, or null while it is still running. */
+  status: number | null;
+  /** The first request's response body (JSON text), or null while it is still running. */
+  body: string | null;
+  /** Epoch ms until which a running first request holds the key. */
+  lockedUntil: number;
+}
+
+/** A claim on a key: who (the principal's key space), which key, for which request, until when. */
+export interface IdempotencyClaim {
+  principal: string;
+  key: string;
+  requestSha256: string;
+  /** Epoch ms: rows whose `expiresAt` is not after it are deleted first. */
+  now: number;
+  /** How long the claimant holds the key while it works. */
+  lockedUntil: number;
+  /** When the row (and its stored response) is deleted. */
+  expiresAt: number;
+}
+
+/** Idempotency keys of the HTTP face (ADR 14): one row per principal and key, until it expires. */
+export interface IdempotencyStore {
+  /**
+   * In one transaction: deletes expired keys, then claims this one. Returns null when the caller now
+   * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed, taken
+   * over); otherwise the existing row, unchanged.
+   */
+  claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
+  /** Stores the response of the request that holds the key (written even if the row was deleted meanwhile). */
+  complete(
+    claim: Pick<IdempotencyClaim, 'principal' | 'key' | 'requestSha256' | 'expiresAt'>,
+    response: { status: number; body: string },
+  ): Promise<void>;
+  /** Deletes the key while it is still running, so the request may be tried again (it failed). */
+  release(principal: string, key: string): Promise<void>;
+}
