@@ -4,6 +4,7 @@ import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
+import { accessLog } from './http-access-log.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
@@ -21,6 +22,8 @@ export interface HttpAppOptions {
   maxBodyBytes?: number;
   /** Where unexpected errors are logged (never sent to clients). */
   logError?: (error: unknown) => void;
+  /** Receives one access-log line per request (see `accessLog`); none when left out. */
+  accessLog?: (line: string) => void;
 }
 
 /**
@@ -32,6 +35,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const logError = options.logError ?? ((error: unknown) => console.error(error));
   const app = new Hono();
+  if (options.accessLog) app.use(accessLog(options.accessLog));
 
   app.onError((error) => {
     const { body, headers } = problemOf(error);
