@@ -7,7 +7,7 @@ import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
-import { createProgressBar, progressMode, withProgressOptions } from './progress-bar.js';
+import { createProgressBar, progressMode } from './progress-bar.js';
 
 /** What `mneme doctor` reports. */
 export interface DoctorReport {
@@ -51,28 +51,29 @@ export function registerDoctorCommands(
       }
     });
 
-  withProgressOptions(
-    program
-      .command('reembed')
-      .description('give every memory without a vector of the current embedding model one (resumable)')
-      .addOption(wholeNumberOption('--batch-size <n>', 'memories per model call (default 64)', 1)),
-  ).action(
-    withEngine(async (mneme, options: { batchSize?: number; progress?: boolean }) => {
-      const mode = progressMode(options.progress);
-      const bar = mode.off ? null : createProgressBar(io.stderr, 're-embedding', { interactive: mode.interactive });
-      const { batchSize } = options;
-      try {
-        const result = await mneme.reembed({
-          ...(batchSize === undefined ? {} : { batchSize }),
-          onProgress: (progress) => bar?.update(progress.done, progress.total),
-        });
-        bar?.finish();
-        return result;
-      } finally {
-        bar?.interrupt();
-      }
-    }, formatReembed),
-  );
+  program
+    .command('reembed')
+    .description('give every memory without a vector of the current embedding model one (resumable)')
+    .addOption(wholeNumberOption('--batch-size <n>', 'memories per model call (default 64)', 1))
+    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
+    .option('--no-progress', 'no progress bar (default: drawn on a terminal, else one final line on stderr)')
+    .action(
+      withEngine(async (mneme, options: { batchSize?: number; progress?: boolean }) => {
+        const mode = progressMode(options.progress);
+        const bar = mode.off ? null : createProgressBar(io.stderr, 're-embedding', { interactive: mode.interactive });
+        const { batchSize } = options;
+        try {
+          const result = await mneme.reembed({
+            ...(batchSize === undefined ? {} : { batchSize }),
+            onProgress: (progress) => bar?.update(progress.done, progress.total),
+          });
+          bar?.finish();
+          return result;
+        } finally {
+          bar?.interrupt();
+        }
+      }, formatReembed),
+    );
 }
 
 function formatReembed(progress: ReembedProgress): string {

@@ -11,7 +11,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { WithEngine } from './cli-io.js';
-import { createProgressBar, progressMode, withProgressOptions } from './progress-bar.js';
+import { createProgressBar, progressMode } from './progress-bar.js';
 
 /** What `mneme ingest` needs besides the engine: where progress goes and, for `-`, where lines come from. */
 export interface IngestIo {
@@ -73,104 +73,108 @@ function checkLine(value: unknown): IngestInput | IngestExchangeInput {
  * nothing of that line is written, the lines before it are kept. Waits for extraction before it exits.
  */
 export function registerIngestCommands(program: Command, withEngine: WithEngine, io: IngestIo): void {
-  const command = program
+  program
     .command('ingest')
     .description('append messages or exchanges from a JSON-lines file (- for stdin) and extract memories')
-    .argument('<file>', 'a .jsonl file, or - to read standard input');
-  withProgressOptions(command).action(
-    withEngine(
-      async (mneme, file: string, options: { progress?: boolean }) => {
-        const started = Date.now();
-        const fromStdin = file === '-';
-        const totalBytes = fromStdin ? null : fileSize(file);
-        const input = fromStdin ? (io.stdin ?? process.stdin) : createReadStream(file);
-        const mode = progressMode(options.progress);
-        let lines = 0;
-        // By bytes of the file when its size is known (standard input: lines read so far).
-        const progress = mode.off
-          ? null
-          : createProgressBar(io.stderr, 'ingesting', {
-              interactive: mode.interactive,
-              unit: () => `${lines.toLocaleString('en-US')} lines`,
-            });
-        const before = (await mneme.stats()).active;
-        const summary = { lines: 0, messages: 0, exchanges: 0, commands: 0, droppedJobs: 0 };
-        let bytes = 0;
-        let batch: IngestLine[] = [];
-        const count = (results: IngestResult[]) => {
-          for (const result of results) {
-            summary.messages += result.messages.length;
-            if (result.messages.length === 2) summary.exchanges++;
-            if (result.command) summary.commands++;
-            if (!result.queued) summary.droppedJobs++;
-          }
-        };
-        const flush = async () => {
-          const lines = batch;
-          batch = [];
-          if (lines.length === 0) return;
-          try {
-            count(await mneme.ingestMany(lines.map((line) => line.input)));
-          } catch (error) {
-            if (!isMnemeError(error) || !lineErrorCodes.has(error.code)) {
-              throw new MnemeError(
-                isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
-                `lines ${lines[0]?.number}-${lines.at(-1)?.number}: ${errorMessage(error)}`,
-                { cause: error },
-              );
+    .argument('<file>', 'a .jsonl file, or - to read standard input')
+    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
+    .option('--no-progress', 'no progress bar (default: drawn on a terminal, else one final line on stderr)')
+    .action(
+      withEngine(
+        async (mneme, file: string, options: { progress?: boolean }) => {
+          const started = Date.now();
+          const fromStdin = file === '-';
+          const totalBytes = fromStdin ? null : fileSize(file);
+          const input = fromStdin ? (io.stdin ?? process.stdin) : createReadStream(file);
+          const mode = progressMode(options.progress);
+          let lines = 0;
+          // By bytes of the file when its size is known (standard input: lines read so far).
+          const progress = mode.off
+            ? null
+            : createProgressBar(io.stderr, 'ingesting', {
+                interactive: mode.interactive,
+                unit: () => `${lines.toLocaleString('en-US')} lines`,
+              });
+          const before = (await mneme.stats()).active;
+          const summary = { lines: 0, messages: 0, exchanges: 0, commands: 0, droppedJobs: 0 };
+          let bytes = 0;
+          let batch: IngestLine[] = [];
+          const count = (results: IngestResult[]) => {
+            for (const result of results) {
+              summary.messages += result.messages.length;
+              if (result.messages.length === 2) summary.exchanges++;
+              if (result.command) summary.commands++;
+              if (!result.queued) summary.droppedJobs++;
             }
-            // The engine refused one line before writing any: keep the lines before it, one at a time.
-            for (const line of lines) {
-              try {
-                count([
-                  'userMessage' in line.input ? await mneme.ingestExchange(line.input) : await mneme.ingest(line.input),
-                ]);
-              } catch (lineFailure) {
-                throw lineError(line.number, lineFailure);
+          };
+          const flush = async () => {
+            const lines = batch;
+            batch = [];
+            if (lines.length === 0) return;
+            try {
+              count(await mneme.ingestMany(lines.map((line) => line.input)));
+            } catch (error) {
+              if (!isMnemeError(error) || !lineErrorCodes.has(error.code)) {
+                throw new MnemeError(
+                  isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
+                  `lines ${lines[0]?.number}-${lines.at(-1)?.number}: ${errorMessage(error)}`,
+                  { cause: error },
+                );
+              }
+              // The engine refused one line before writing any: keep the lines before it, one at a time.
+              for (const line of lines) {
+                try {
+                  count([
+                    'userMessage' in line.input
+                      ? await mneme.ingestExchange(line.input)
+                      : await mneme.ingest(line.input),
+                  ]);
+                } catch (lineFailure) {
+                  throw lineError(line.number, lineFailure);
+                }
               }
             }
-          }
-        };
-        try {
-          for await (const line of readLines(input, file)) {
-            summary.lines++;
-            bytes += Buffer.byteLength(line) + 1;
-            const text = summary.lines === 1 ? line.replace(/^\uFEFF/, '') : line;
-            if (text.trim() === '') continue;
-            let checked: IngestInput | IngestExchangeInput;
-            try {
-              checked = checkLine(JSON.parse(text));
-            } catch (error) {
-              await flush();
-              throw lineError(summary.lines, error);
+          };
+          try {
+            for await (const line of readLines(input, file)) {
+              summary.lines++;
+              bytes += Buffer.byteLength(line) + 1;
+              const text = summary.lines === 1 ? line.replace(/^\uFEFF/, '') : line;
+              if (text.trim() === '') continue;
+              let checked: IngestInput | IngestExchangeInput;
+              try {
+                checked = checkLine(JSON.parse(text));
+              } catch (error) {
+                await flush();
+                throw lineError(summary.lines, error);
+              }
+              batch.push({ number: summary.lines, input: checked });
+              if (batch.length >= BATCH_LINES) await flush();
+              lines = summary.lines;
+              progress?.update(bytes, totalBytes ?? 0);
             }
-            batch.push({ number: summary.lines, input: checked });
-            if (batch.length >= BATCH_LINES) await flush();
+            await flush();
             lines = summary.lines;
-            progress?.update(bytes, totalBytes ?? 0);
+            progress?.update(totalBytes ?? bytes, totalBytes ?? 0);
+            progress?.finish();
+          } finally {
+            progress?.interrupt();
+            if (progress && mode.interactive) io.stderr('extracting memories...\n');
+            await mneme.whenIdle();
           }
-          await flush();
-          lines = summary.lines;
-          progress?.update(totalBytes ?? bytes, totalBytes ?? 0);
-          progress?.finish();
-        } finally {
-          progress?.interrupt();
-          if (progress && mode.interactive) io.stderr('extracting memories...\n');
-          await mneme.whenIdle();
-        }
-        const seconds = (Date.now() - started) / 1000;
-        return {
-          ...summary,
-          newMemories: (await mneme.stats()).active - before,
-          seconds,
-          messagesPerSecond: seconds > 0 ? Math.round(summary.messages / seconds) : summary.messages,
-        } satisfies IngestSummary;
-      },
-      (summary) =>
-        `ingested ${summary.messages} messages (${summary.exchanges} exchanges, ${summary.commands} commands) from ${summary.lines} lines; ` +
-        `${summary.newMemories} new memories; ${summary.seconds.toFixed(1)} s, ${summary.messagesPerSecond} messages/s`,
-    ),
-  );
+          const seconds = (Date.now() - started) / 1000;
+          return {
+            ...summary,
+            newMemories: (await mneme.stats()).active - before,
+            seconds,
+            messagesPerSecond: seconds > 0 ? Math.round(summary.messages / seconds) : summary.messages,
+          } satisfies IngestSummary;
+        },
+        (summary) =>
+          `ingested ${summary.messages} messages (${summary.exchanges} exchanges, ${summary.commands} commands) from ${summary.lines} lines; ` +
+          `${summary.newMemories} new memories; ${summary.seconds.toFixed(1)} s, ${summary.messagesPerSecond} messages/s`,
+      ),
+    );
 }
 
 /** The size of the file to read: NOT_FOUND when it does not exist, INVALID_INPUT when it is not a regular file. */

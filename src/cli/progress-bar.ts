@@ -1,5 +1,3 @@
-import type { Command } from 'commander';
-
 /**
  * The one progress bar of the CLI and the benchmarks: `re-embedding [#####-----]  50% 20/40`, always on
  * stderr (the caller's `write`). On a terminal it is redrawn in place, at most every 200 ms; anywhere else
@@ -36,16 +34,9 @@ export function isInteractive(forced?: boolean): boolean {
 }
 
 /**
- * Adds `--progress` (draw the bar in place even when stderr is not a terminal) and `--no-progress` (no bar at
- * all) to a command; read them with `progressMode(options.progress)`.
+ * What a command's `--progress` (draw in place even when stderr is not a terminal) and `--no-progress`
+ * (no bar at all) asked for: `off`, or whether to draw in place.
  */
-export function withProgressOptions(command: Command): Command {
-  return command
-    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
-    .option('--no-progress', 'no progress bar (default: drawn on a terminal, else one final line on stderr)');
-}
-
-/** What `--progress` / `--no-progress` asked for: `off`, or whether to draw in place. */
 export function progressMode(option: boolean | undefined): { off: boolean; interactive: boolean } {
   return { off: option === false, interactive: isInteractive(option === true ? true : undefined) };
 }
