@@ -154,10 +154,14 @@ async function measureStop(holdLock) {
 
 async function measureLock() {
   const path = await backlog('lock');
-  const setup = spawn(process.execPath, [binary, '--db', path, 'add', 'The staging server is called kestrel'], {
-    env,
-    stdio: 'ignore',
-  });
+  const setup = spawn(
+    process.execPath,
+    [binary, '--db', path, '--create', 'add', 'The staging server is called kestrel'],
+    {
+      env,
+      stdio: 'ignore',
+    },
+  );
   await new Promise((resolve) => setup.once('exit', resolve));
   const server = serve(path);
   const { url } = await server.listening;

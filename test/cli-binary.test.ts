@@ -14,14 +14,14 @@ describe('the built mneme binary', () => {
   it('stores and lists a memory in a new database file', async () => {
     expect(existsSync(binary), 'run `npm run build` first').toBe(true);
     const env = { ...process.env, MNEME_DB: join(folder, 'nested', 'smoke.db') };
-    await run(process.execPath, [binary, 'add', 'The smoke test ran', '--category', 'event'], { env });
+    await run(process.execPath, [binary, '--create', 'add', 'The smoke test ran', '--category', 'event'], { env });
     const { stdout } = await run(process.execPath, [binary, 'list'], { env });
     expect(stdout).toMatch(/#1\tglobal\tevent\t0.50\tThe smoke test ran\n1-1 of 1\n/);
   });
 
   it('exits with code 2 and one line on stderr for bad input', async () => {
     const env = { ...process.env, MNEME_DB: join(folder, 'bad.db') };
-    const failure = await run(process.execPath, [binary, 'add', ''], { env }).then(
+    const failure = await run(process.execPath, [binary, '--create', 'add', ''], { env }).then(
       () => null,
       (error: { code: number; stderr: string }) => error,
     );

@@ -6,15 +6,18 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the `mneme` CLI in-process against `database`; no embedding model unless `env` names one. */
+/**
+ * Runs the `mneme` CLI in-process against `database`; no embedding model unless `env` names one. The
+ * database is created when missing (`--create`) unless `create: false`: the tests of the refusal pass that.
+ */
 export async function runCli(
   database: string,
   argv: readonly string[],
-  options: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream } = {},
+  options: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream; create?: boolean } = {},
 ): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
-  const code = await main(['--db', database, ...argv], {
+  const code = await main(['--db', database, ...(options.create === false ? [] : ['--create']), ...argv], {
     stdout: (text) => {
       stdout += text;
     },

@@ -185,7 +185,7 @@ describe('extraction across processes', () => {
           },
     );
     writeFileSync(file, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
-    await run(process.execPath, [binary, '--db', path, 'stats'], { env: cliEnvironment });
+    await run(process.execPath, [binary, '--db', path, '--create', 'stats'], { env: cliEnvironment });
 
     const imports = await Promise.all(
       [1, 2].map(() => run(process.execPath, [binary, '--db', path, 'ingest', file], { env: cliEnvironment })),

@@ -195,7 +195,7 @@ describe('each preset run as itself through the CLI', () => {
 
   it('lets a command run on a new file before init leave the preset open, until something is stored', async () => {
     const database = join(folder, 'early.db');
-    expect((await mneme(database, 'list')).code).toBe(0);
+    expect((await mneme(database, '--create', 'list')).code).toBe(0);
     expect((await mneme(database, 'init', '--preset', 'salience')).code).toBe(0);
     await mneme(database, 'add', 'kestrel is the staging server');
     expect((await mneme(database, 'init', '--preset', 'memo-rag')).code).toBe(4);

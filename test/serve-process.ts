@@ -19,14 +19,23 @@ export interface ServeProcess {
 }
 
 /**
- * Starts the built `mneme serve` on a free port of 127.0.0.1 (offline, no models) and resolves once
- * it listens. The caller kills the child (`children` collects it for an afterAll).
+ * Starts the built `mneme serve` on a free port of 127.0.0.1 (offline, no models unless `env` names
+ * them; `args` are added to the command line) and resolves once it listens. The caller kills the child
+ * (`children` collects it for an afterAll).
  */
-export function startServeProcess(database: string, children: ChildProcess[]): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [mnemeBinary, 'serve', '--port', '0', '--db', database], {
-    env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function startServeProcess(
+  database: string,
+  children: ChildProcess[],
+  options: { args?: readonly string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<ServeProcess> {
+  const child = spawn(
+    process.execPath,
+    [mnemeBinary, 'serve', '--port', '0', '--db', database, ...(options.args ?? [])],
+    {
+      env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let stderr = '';
   return new Promise((resolvePromise, reject) => {

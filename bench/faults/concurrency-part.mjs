@@ -114,7 +114,7 @@ export async function newFileOpeners({ folder, processes, rounds, log }) {
   for (let round = 0; round < rounds; round++) {
     const database = join(folder, `new-file-${round}.db`);
     const runs = await Promise.all(
-      Array.from({ length: processes }, () => runMneme(['--db', database, 'stats'], { timeoutMs: 60_000 })),
+      Array.from({ length: processes }, () => runMneme(['--db', database, '--create', 'stats'], { timeoutMs: 60_000 })),
     );
     failures.push(
       ...runs.filter((run) => run.code !== 0).map((run) => `exit ${run.signal ?? run.code}: ${firstLine(run.stderr)}`),

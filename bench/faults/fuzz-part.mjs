@@ -305,6 +305,7 @@ export async function fuzzCli({ folder, quick, log }) {
   const prepared = await runMneme([
     '--db',
     database,
+    '--create',
     'add',
     'Ana drinks rooibos',
     '--scope',

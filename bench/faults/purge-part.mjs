@@ -31,7 +31,7 @@ export async function purgeScan({ folder, seed, wordCount, log }) {
   const database = join(folder, 'purge.db');
   const random = seededRandom(seed + 29);
   const words = distinctiveWords(random, wordCount);
-  const created = await runMneme(['--db', database, '--json', 'keys', 'create', '--label', 'fault-suite']);
+  const created = await runMneme(['--db', database, '--create', '--json', 'keys', 'create', '--label', 'fault-suite']);
   if (created.code !== 0) throw new Error(`purge: could not create an administrator key: ${created.stderr}`);
   const headers = { authorization: `Bearer ${JSON.parse(created.stdout).key}` };
   const server = await startServer(database);

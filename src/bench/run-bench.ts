@@ -1,11 +1,11 @@
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ProgressBar } from '../cli/progress-bar.js';
 import { createMneme, type Mneme, type Viewer } from '../index.js';
 import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
 import { createPrecomputedEmbeddingModel, type PrecomputedEmbeddingModel } from './precomputed-embedding-model.js';
-import type { ProgressBar } from './progress-bar.js';
 import { createSyntheticCorpus, type SyntheticCorpus, type SyntheticQuery } from './synthetic-corpus.js';
 
 /** What one `mneme bench` run does. */
@@ -20,7 +20,7 @@ export interface BenchOptions {
   /** An existing folder for the databases; each is deleted when measured. */
   directory: string;
   /** A progress bar for a step of `total` units. */
-  progress: (label: string, total: number) => ProgressBar;
+  progress: (label: string, total: number) => Pick<ProgressBar, 'update' | 'finish'>;
   /** A line of progress for a step without units. */
   log: (line: string) => void;
 }

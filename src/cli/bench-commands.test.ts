@@ -49,7 +49,9 @@ describe('mneme bench', () => {
   it('refuses a size that is not a whole number', async () => {
     const run = await cli('bench', '--sizes', '10,ten');
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('--sizes must be whole numbers');
+    expect(run.stderr).toBe(
+      "mneme: option '--sizes <list>' argument '10,ten' is invalid. expected whole numbers from 1 to 10000000, comma-separated, e.g. 10000,100000\n",
+    );
   });
 });
 
@@ -136,13 +138,13 @@ describe('mneme eval locomo', () => {
   });
 
   it.each([
-    [['--min-relevance', '1.5'], '--min-relevance must be a number from 0 to 1 (e.g. 0.1), not "1.5"'],
-    [['--min-relevance', 'high'], '--min-relevance must be a number from 0 to 1 (e.g. 0.1), not "high"'],
-    [['--live', '--ask-after', '-1'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "-1"'],
-    [['--live', '--ask-after', 'abc'], '--ask-after must be a number of days from 0 to 36500 (e.g. 90), not "abc"'],
-    [['--live', '--ask-after', '1e3'], '--ask-after must be a number of days'],
+    [['--min-relevance', '1.5'], "argument '1.5' is invalid. expected a number from 0 to 1"],
+    [['--min-relevance', 'high'], "argument 'high' is invalid. expected a number from 0 to 1"],
+    [['--live', '--ask-after', '-1'], "argument '-1' is invalid. expected a number from 0 to 36500"],
+    [['--live', '--ask-after', 'abc'], "argument 'abc' is invalid. expected a number from 0 to 36500"],
+    [['--live', '--ask-after', '1e3'], "option '--ask-after <days>' argument '1e3' is invalid"],
     [['--ask-after', '90'], '--ask-after needs --live'],
-    [['--preset', 'nope'], '--preset must be one of mneme, matrix-bot, scoped-rest, memo-rag, salience, not "nope"'],
+    [['--preset', 'nope'], 'Allowed choices are mneme, matrix-bot, scoped-rest, memo-rag, salience.'],
   ])('refuses %j with exit code 2 and one line', async (flags, message) => {
     const run = await cli('eval', 'locomo', '--data', liveLocomo, ...flags);
     expect(run.code).toBe(2);

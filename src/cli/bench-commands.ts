@@ -1,15 +1,37 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { formatBenchTable } from '../bench/bench-report.js';
 import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
 import { MAX_ASK_AFTER_DAYS, runLocomo } from '../bench/locomo/run-locomo.js';
-import { createProgressBar } from '../bench/progress-bar.js';
 import { runBench } from '../bench/run-bench.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import { DEFAULT_PRESET, presetNames } from '../core/presets.js';
+import { choiceOption, decimalNumberOption, wholeNumberOption } from './cli-arguments.js';
+import { createProgressBar, type ProgressBar } from './progress-bar.js';
+
+interface BenchOptions {
+  sizes?: number[];
+  seed?: number;
+  queries?: number;
+  messages?: number;
+  quick?: boolean;
+  json?: string | boolean;
+}
+
+interface EvalOptions {
+  data: string;
+  conversations?: string;
+  embedder?: string;
+  chat?: string;
+  preset?: string;
+  live?: boolean;
+  askAfter?: number;
+  minRelevance?: number;
+  json?: string | boolean;
+}
 
 /** Where the measuring commands write. */
 export interface BenchIo {
@@ -24,26 +46,35 @@ const QUICK_SIZES = [1_000];
 
 /** `mneme bench` and `mneme eval locomo`: the instruments of docs/performance.md and docs/evaluation.md. */
 export function registerBenchCommands(program: Command, io: BenchIo): void {
-  const interactive = process.stderr.isTTY === true;
-  const progress = (label: string, total: number) => createProgressBar({ write: io.stderr, label, total, interactive });
+  /** A bar per step; the runners sample their updates, so a finished step is drawn whole. */
+  const progress = (label: string, total: number): Pick<ProgressBar, 'update' | 'finish'> => {
+    const bar = createProgressBar({ write: io.stderr, label, total });
+    return {
+      update: (done) => bar.update(done),
+      finish() {
+        bar.update(total);
+        bar.finish();
+      },
+    };
+  };
 
   program
     .command('bench')
     .description('measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline')
-    .option('--sizes <list>', 'store sizes, comma-separated (default 10000,100000)')
-    .option('--seed <n>', 'seed of the synthetic corpus (default 42)')
-    .option('--queries <n>', 'recalls timed per leg and viewer (default 200; 30 with --quick)')
-    .option('--messages <n>', 'messages ingested per size (default 1000; 100 with --quick)')
+    .addOption(new Option('--sizes <list>', 'store sizes, comma-separated (default 10000,100000)').argParser(sizeList))
+    .addOption(wholeNumberOption('--seed <n>', 'seed of the synthetic corpus (default 42)', 0))
+    .addOption(wholeNumberOption('--queries <n>', 'recalls timed per leg and viewer (default 200; 30 with --quick)', 1))
+    .addOption(wholeNumberOption('--messages <n>', 'messages ingested per size (default 1000; 100 with --quick)', 0))
     .option('--quick', 'a run under a minute: 1,000 memories unless --sizes is given, fewer recalls and messages')
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
     .allowExcessArguments()
-    .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+    .action(async (options: BenchOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
       const quick = options.quick === true;
-      const sizes = options.sizes === undefined ? (quick ? QUICK_SIZES : DEFAULT_SIZES) : sizeList(options.sizes);
-      const seed = whole(options.seed, 'seed', 42, 0);
-      const queries = whole(options.queries, 'queries', quick ? 30 : 200, 1);
-      const messages = whole(options.messages, 'messages', quick ? 100 : 1_000, 0);
+      const sizes = options.sizes ?? (quick ? QUICK_SIZES : DEFAULT_SIZES);
+      const seed = options.seed ?? 42;
+      const queries = options.queries ?? (quick ? 30 : 200);
+      const messages = options.messages ?? (quick ? 100 : 1_000);
       const directory = mkdtempSync(join(tmpdir(), 'mneme-bench-'));
       try {
         const log = (line: string) => io.stderr(`${line}\n`);
@@ -64,18 +95,31 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .option('--conversations <ids>', 'only these sample ids, comma-separated (e.g. conv-26,conv-30)')
     .option('--embedder <setting>', "mneme's embedding model: none (default, offline), auto, ollama[:model], ...")
     .option('--chat <setting>', "mneme's chat model for extraction and episodes: none (default, offline), auto, ...")
-    .option('--preset <name>', `the preset of the databases: ${presetNames.join(', ')} (default ${DEFAULT_PRESET})`)
+    .addOption(choiceOption('--preset <name>', `the preset of the databases (default ${DEFAULT_PRESET})`, presetNames))
     .option('--live', 'replay each conversation on its own clock, maintenance (decay) between sessions')
-    .option('--ask-after <days>', 'with --live: ask the questions this many days after the last session (default 0)')
-    .option('--min-relevance <t>', 'score only hits of at least this calibrated relevance, as context keeps them')
+    .addOption(
+      decimalNumberOption(
+        '--ask-after <days>',
+        'with --live: ask the questions this many days after the last session (default 0)',
+        0,
+        MAX_ASK_AFTER_DAYS,
+      ),
+    )
+    .addOption(
+      decimalNumberOption(
+        '--min-relevance <t>',
+        'score only hits of at least this calibrated relevance, as context keeps them',
+        0,
+        1,
+      ),
+    )
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
     .allowExcessArguments()
-    .action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+    .action(async (options: EvalOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
-      const minRelevance = options.minRelevance === undefined ? undefined : unitNumber(options.minRelevance);
-      const preset = presetName(options.preset);
+      const preset = options.preset ?? DEFAULT_PRESET;
       const live = options.live === true;
-      const askAfterDays = options.askAfter === undefined ? undefined : days(options.askAfter, 'ask-after');
+      const askAfterDays = options.askAfter;
       if (askAfterDays !== undefined && !live) {
         throw new MnemeError(ErrorCode.InvalidInput, '--ask-after needs --live: a static run asks with no time passed');
       }
@@ -99,7 +143,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           preset,
           mode: live ? 'live' : 'static',
           ...(askAfterDays === undefined ? {} : { askAfterDays }),
-          ...(minRelevance === undefined ? {} : { minRelevance }),
+          ...(options.minRelevance === undefined ? {} : { minRelevance: options.minRelevance }),
         });
         writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
       } finally {
@@ -134,60 +178,13 @@ function writeResult(io: BenchIo, json: string | 'stdout' | null, figures: unkno
   io.stdout(`${table}\n`);
 }
 
-function sizeList(value: string | boolean): number[] {
-  const sizes = String(value)
-    .split(',')
-    .map((part) => Number(part.trim().replace(/_/g, '')));
-  if (sizes.length === 0 || sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 10_000_000)) {
-    throw new MnemeError(ErrorCode.InvalidInput, `--sizes must be whole numbers from 1 to 10000000, e.g. 10000,100000`);
+/** `--sizes 10000,100_000`: whole numbers from 1 to 10,000,000. */
+function sizeList(value: string): number[] {
+  const sizes = value.split(',').map((part) => Number(part.trim().replace(/_/g, '')));
+  if (sizes.some((size) => !Number.isInteger(size) || size < 1 || size > 10_000_000)) {
+    throw new InvalidArgumentError('expected whole numbers from 1 to 10000000, comma-separated, e.g. 10000,100000');
   }
   return sizes;
-}
-
-function whole(value: string | boolean | undefined, name: string, fallback: number, min: number): number {
-  if (value === undefined) return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < min) {
-    throw new MnemeError(ErrorCode.InvalidInput, `--${name} must be a whole number of at least ${min}`);
-  }
-  return number;
-}
-
-function presetName(value: string | boolean | undefined): string {
-  if (value === undefined) return DEFAULT_PRESET;
-  const name = String(value);
-  if (!(presetNames as readonly string[]).includes(name)) {
-    throw new MnemeError(
-      ErrorCode.InvalidInput,
-      `--preset must be one of ${presetNames.join(', ')}, not ${JSON.stringify(name)}`,
-    );
-  }
-  return name;
-}
-
-/** A number of days: digits with an optional decimal part, from 0 to `MAX_ASK_AFTER_DAYS`. */
-function unitNumber(value: string | boolean): number {
-  const text = String(value).trim();
-  const number = /^(0|1)(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
-  if (!(number >= 0 && number <= 1)) {
-    throw new MnemeError(
-      ErrorCode.InvalidInput,
-      `--min-relevance must be a number from 0 to 1 (e.g. 0.1), not ${JSON.stringify(text)}`,
-    );
-  }
-  return number;
-}
-
-function days(value: string | boolean, name: string): number {
-  const text = String(value).trim();
-  const number = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
-  if (!(number >= 0 && number <= MAX_ASK_AFTER_DAYS)) {
-    throw new MnemeError(
-      ErrorCode.InvalidInput,
-      `--${name} must be a number of days from 0 to ${MAX_ASK_AFTER_DAYS} (e.g. 90), not ${JSON.stringify(text)}`,
-    );
-  }
-  return number;
 }
 
 /** `2 cores (model), Node v20.x, linux x64`: printed with every figure. */

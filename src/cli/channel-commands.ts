@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Channel } from '../storage/membership-store.js';
-import { defined } from './cli-arguments.js';
+import { choiceOption, defined } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
 /** channels put, channels get: who may read a channel (ADR 5). */
@@ -10,7 +10,9 @@ export function registerChannelCommands(program: Command, withEngine: WithEngine
     .command('put')
     .description('declare a channel: its visibility and, when given, its members (replacing them)')
     .argument('<id>', 'channel id')
-    .option('--visibility <visibility>', 'direct | private | public (default private)')
+    .addOption(
+      choiceOption('--visibility <visibility>', 'who may read it (default private)', ['direct', 'private', 'public']),
+    )
     .option('--members <ids>', 'comma-separated user ids')
     .action(
       withEngine(

@@ -67,14 +67,18 @@ describe('the mneme CLI', () => {
     const refusals: Array<[string[], number, RegExp]> = [
       [['add', '   '], 2, /^mneme: invalid memory: content: content must not be empty\n$/],
       [['add', 'x', '--scope', 'personal'], 2, /userId: scope personal needs userId/],
-      [['add', 'x', '--scope', 'planet'], 2, /scope must be one of/],
-      [['add', 'x', '--importance', 'high'], 2, /importance: importance must be a number/],
+      [['add', 'x', '--scope', 'planet'], 2, /argument 'planet' is invalid. Allowed choices are personal, room/],
+      [
+        ['add', 'x', '--importance', 'high'],
+        2,
+        /^mneme: option '--importance <0..1>' argument 'high' is invalid. expected a number/,
+      ],
       [['add', 'x', '--scope', 'session', '--topic', 't1'], 2, /session memories come from conversation extraction/],
       [['get', '42'], 3, /^mneme: memory 42 does not exist\n$/],
       [['get', 'forty-two'], 2, /id must be a positive integer/],
       [['update', '1'], 2, /nothing to update/],
       [['forget', '9'], 3, /memory 9 does not exist/],
-      [['list', '--limit', 'lots'], 2, /limit must be a number/],
+      [['list', '--limit', 'lots'], 2, /argument 'lots' is invalid. expected a whole number from 1 to 500/],
       [['frobnicate'], 2, /unknown command 'frobnicate'/],
     ];
     for (const [argv, code, message] of refusals) {
@@ -94,7 +98,7 @@ describe('the mneme CLI', () => {
       stderr: () => {},
       env: { MNEME_DB: database, MNEME_EMBEDDER: 'none' },
     };
-    expect(await main(['add', 'stored via the environment'], io)).toBe(0);
+    expect(await main(['--create', 'add', 'stored via the environment'], io)).toBe(0);
     stdout = '';
     await main(['--db', database, 'list', '--json'], { ...io, env: { MNEME_EMBEDDER: 'none' } });
     expect(JSON.parse(stdout).memories[0].content).toBe('stored via the environment');

@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, type Stats, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
@@ -36,25 +36,56 @@ const exitCodes: Record<ErrorCode, number> = {
 /** Commands that never open the database; `doctor` opens it only when the file exists. */
 const withoutDatabase = new Set(['bench', 'eval', 'help']);
 
+/**
+ * Commands for which a missing database file is no error: those that create it, and doctor, which reports
+ * it. Every other command refuses a missing file unless `--create` is given.
+ */
+const mayStartWithoutDatabase = new Set(['init', 'serve', 'mcp', 'ingest', 'import', 'doctor']);
+
 interface GlobalOptions {
   db?: string;
   json?: boolean;
   as?: string;
+  create?: boolean;
+}
+
+/** The package's version, from the package.json two folders up (`src/cli/` and `dist/cli/` alike). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: string;
+  };
+  return manifest.version ?? 'unknown';
+}
+
+/** True when `--json` comes before a `--` that ends the options: errors are then printed as JSON too. */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).some((word) => word === '--json' || word.startsWith('--json='));
+}
+
+/** Prints an error on stderr: one line `mneme: <message>`, or `{ "error": { "code", "message" } }` with --json. */
+function printError(io: CliIo, json: boolean, code: string, message: string): void {
+  io.stderr(json ? `${JSON.stringify({ error: { code, message } })}\n` : `mneme: ${message}\n`);
 }
 
 /** Runs the `mneme` command line with `argv` (without `node` and the script) and returns the exit code. */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const config = loadConfig(io.env);
+  const json = wantsJson(argv);
   const program = new Command('mneme')
     .description('Long-term memory for conversational AI agents.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .option('--db <path>', 'database file (MNEME_DB, else ./data/mneme.db)')
-    .option('--json', 'print JSON for scripts')
+    .option('--create', 'create the database when the file does not exist (init, serve, ingest and import always do)')
+    .option('--json', 'print JSON for scripts (errors too, on stderr)')
     .option('--as <user>', "act as this user, with a user key's rights (ADR 5), instead of as the administrator")
     .exitOverride()
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: io.stdout,
       writeErr: io.stderr,
-      outputError: (text, write) => write(text),
+      // Commander's own errors (a bad option value, an unknown command) are printed by the catch below.
+      outputError: () => {},
     });
 
   /** Opens the engine for one command, runs it, prints its result (or JSON with --json), closes the engine. */
@@ -99,7 +130,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         'creating a database under a preset needs an administrator; leave out --as',
       );
     }
-    checkDatabasePath(program.opts<GlobalOptions>().db ?? config.databasePath, top.name() !== 'doctor');
+    const globals = program.opts<GlobalOptions>();
+    checkDatabasePath(globals.db ?? config.databasePath, {
+      createFolder: top.name() !== 'doctor',
+      mayCreate: globals.create === true || mayStartWithoutDatabase.has(top.name()),
+    });
   });
 
   registerPolicyCommands(program, withEngine);
@@ -107,7 +142,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerChannelCommands(program, withEngine);
   registerIngestCommands(program, withEngine, io);
   registerTurnsCommands(program, withEngine);
-  registerSearchCommands(program, withEngine);
+  registerSearchCommands(program, withEngine, io);
   registerMaintainCommands(program, withEngine);
   registerDoctorCommands(program, withEngine, io, config);
   registerBenchCommands(program, io);
@@ -118,12 +153,19 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return 0;
+      // `mneme` alone printed its help; any other commander error is a usage error: one line.
+      if (error.code !== 'commander.help' && error.code !== 'commander.helpDisplayed') {
+        printError(io, json, ErrorCode.InvalidInput, error.message.replace(/^error: /, '').trim());
+      }
+      return 2;
+    }
     if (isMnemeError(error)) {
-      io.stderr(`mneme: ${error.message}\n`);
+      printError(io, json, error.code, error.message);
       return exitCodes[error.code];
     }
-    io.stderr(`mneme: unexpected error: ${errorMessage(error)}\n`);
+    printError(io, json, 'UNEXPECTED', `unexpected error: ${errorMessage(error)}`);
     return 1;
   }
 }
@@ -136,9 +178,10 @@ function userPrincipal(userId: string): Principal {
 /**
  * STORE_FAILED, before anything opens it, unless `path` is `:memory:`, a regular file, or a new file
  * in a writable folder (created, one level at a time, when `createFolder`; Node's recursive mkdir never
- * returns for some paths under /proc).
+ * returns for some paths under /proc). A file that does not exist is NOT_FOUND unless `mayCreate`, so
+ * that a mistyped --db is not a new empty database.
  */
-function checkDatabasePath(path: string, createFolder: boolean): void {
+function checkDatabasePath(path: string, options: { createFolder: boolean; mayCreate: boolean }): void {
   if (path === ':memory:') return;
   const refuse = (reason: string) =>
     new MnemeError(
@@ -159,7 +202,13 @@ function checkDatabasePath(path: string, createFolder: boolean): void {
     if (!file.isFile()) throw refuse(file.isDirectory() ? 'it is a folder' : 'it is not a regular file');
     return;
   }
-  if (!createFolder) return;
+  if (!options.mayCreate) {
+    throw new MnemeError(
+      ErrorCode.NotFound,
+      `no database at ${path}: check --db or MNEME_DB, or create it (mneme init, or --create)`,
+    );
+  }
+  if (!options.createFolder) return;
   const missing: string[] = [];
   let folder = dirname(resolve(path));
   for (let stats = existing(folder); !stats; stats = existing(folder)) {

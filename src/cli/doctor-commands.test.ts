@@ -95,9 +95,8 @@ describe('mneme reembed', () => {
 
     const result = await online('reembed', '--batch-size', '2');
     expect(result).toMatchObject({ code: 0, stdout: 're-embedded 3 of 3 memories with ollama:nomic-embed-text\n' });
-    expect(result.stderr).toBe(
-      `\rre-embedding [${'-'.repeat(30)}] 0/3\rre-embedding [${'#'.repeat(20)}${'-'.repeat(10)}] 2/3\rre-embedding [${'#'.repeat(30)}] 3/3\n`,
-    );
+    // Not a terminal: no bar redrawn in place, one plain final line.
+    expect(result.stderr).toBe(`re-embedding [${'#'.repeat(30)}] 100% 3/3\n`);
     const embeds = server.requests.filter((request) => request.path === '/api/embed').slice(1);
     expect(embeds.map((request) => request.body)).toEqual([
       { model: 'nomic-embed-text', input: ['search_document: Oz keeps bees', 'search_document: Ana plays the cello'] },

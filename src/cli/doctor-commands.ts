@@ -5,9 +5,9 @@ import type { EnvironmentConfig } from '../config/load-config.js';
 import { diagnoseProviders, type ProviderReport } from '../config/provider-checks.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
-import { numeric } from './cli-arguments.js';
+import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
-import { createProgressBar } from './progress-bar.js';
+import { createProgressBar, progressMode } from './progress-bar.js';
 
 /** What `mneme doctor` reports. */
 export interface DoctorReport {
@@ -54,21 +54,23 @@ export function registerDoctorCommands(
   program
     .command('reembed')
     .description('give every memory without a vector of the current embedding model one (resumable)')
-    .option('--batch-size <n>', 'memories per model call (default 64)')
+    .addOption(wholeNumberOption('--batch-size <n>', 'memories per model call (default 64)', 1))
+    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
+    .option('--no-progress', 'no progress bar (default: drawn on a terminal, else one final line on stderr)')
     .action(
-      withEngine(async (mneme, options: { batchSize?: string }) => {
-        const bar = createProgressBar(io.stderr, 're-embedding');
-        const batchSize = numeric(options.batchSize);
-        if (batchSize !== undefined && typeof batchSize !== 'number') {
-          throw new MnemeError(ErrorCode.InvalidInput, '--batch-size must be a positive whole number');
-        }
+      withEngine(async (mneme, options: { batchSize?: number; progress?: boolean }) => {
+        const mode = progressMode(options.progress);
+        const bar = mode.off ? null : createProgressBar(io.stderr, 're-embedding', { interactive: mode.interactive });
+        const { batchSize } = options;
         try {
-          return await mneme.reembed({
+          const result = await mneme.reembed({
             ...(batchSize === undefined ? {} : { batchSize }),
-            onProgress: (progress) => bar.update(progress.done, progress.total),
+            onProgress: (progress) => bar?.update(progress.done, progress.total),
           });
+          bar?.finish();
+          return result;
         } finally {
-          bar.finish();
+          bar?.interrupt();
         }
       }, formatReembed),
     );

@@ -51,7 +51,7 @@ describe('mneme ingest', () => {
       message('/remember I am allergic to peanuts'),
     ]);
     const result = await run(database, ['--json', 'ingest', file]);
-    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result).toMatchObject({ code: 0, stderr: `ingesting [${'#'.repeat(30)}] 100% 4 lines\n` });
     expect(JSON.parse(result.stdout)).toMatchObject({
       lines: 4,
       messages: 4,
@@ -132,7 +132,7 @@ describe('mneme ingest', () => {
     const lines = Array.from({ length: 200 }, (_, index) => message(`I visited museum number ${index} in Paris`));
     const result = await run(database, ['ingest', '--progress', jsonl(lines)]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain('[##############################] 100%  200 lines');
+    expect(result.stderr).toContain('\ringesting [##############################] 100% 200 lines\n');
     expect(result.stderr).toContain('extracting memories...');
     const missing = await run(database, ['ingest', join(folder, 'nope.jsonl')]);
     expect(missing).toMatchObject({ code: 3, stderr: expect.stringMatching(/cannot read .*nope\.jsonl/) });

@@ -12,6 +12,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { WithEngine } from './cli-io.js';
+import { createProgressBar, progressMode } from './progress-bar.js';
 
 /** What `mneme ingest` needs besides the engine: where progress goes and, for `-`, where lines come from. */
 export interface IngestIo {
@@ -38,28 +39,6 @@ export interface IngestSummary {
   newMemories: number;
   seconds: number;
   messagesPerSecond: number;
-}
-
-/** A progress bar on stderr, redrawn at most every 200 ms. */
-function createProgress(write: (text: string) => void, totalBytes: number | null) {
-  let last = 0;
-  return {
-    update(lines: number, bytes: number, force = false) {
-      const now = Date.now();
-      if (!force && now - last < 200) return;
-      last = now;
-      if (totalBytes && totalBytes > 0) {
-        const share = Math.min(1, bytes / totalBytes);
-        const filled = Math.round(share * 30);
-        write(`\r[${'#'.repeat(filled)}${'.'.repeat(30 - filled)}] ${Math.round(share * 100)}%  ${lines} lines`);
-      } else {
-        write(`\r${lines} lines`);
-      }
-    },
-    done() {
-      write('\n');
-    },
-  };
 }
 
 /** Lines appended in one transaction. */
@@ -112,8 +91,8 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
     .description('append messages or exchanges from a JSON-lines file (- for stdin) and extract memories')
     .argument('<file>', 'a .jsonl file, or - to read standard input')
     .option('--resume', 'continue after the last line an earlier run committed from this file')
-    .option('--progress', 'always show the progress bar (default: only when stderr is a terminal)')
-    .option('--no-progress', 'never show the progress bar')
+    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
+    .option('--no-progress', 'no progress bar (default: drawn on a terminal, else one final line on stderr)')
     .action(
       withEngine(
         async (mneme, file: string, options: { progress?: boolean; resume?: boolean }) => {
@@ -135,8 +114,15 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             );
           }
           const input = fromStdin ? (io.stdin ?? process.stdin) : createReadStream(file);
-          const showProgress = options.progress ?? process.stderr.isTTY === true;
-          const progress = showProgress ? createProgress(io.stderr, totalBytes) : null;
+          const mode = progressMode(options.progress);
+          let lines = 0;
+          // By bytes of the file when its size is known (standard input: lines read so far).
+          const progress = mode.off
+            ? null
+            : createProgressBar(io.stderr, 'ingesting', {
+                interactive: mode.interactive,
+                unit: () => `${lines.toLocaleString('en-US')} lines`,
+              });
           const before = (await mneme.stats()).active;
           const summary = {
             lines: 0,
@@ -215,14 +201,17 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               }
               batch.push({ number: lineNumber, input: checked, prefixSha256: prefix.copy().digest('hex') });
               if (batch.length >= BATCH_LINES) await flush();
-              progress?.update(lineNumber, bytes);
+              lines = lineNumber;
+              progress?.update(bytes, totalBytes ?? 0);
             }
             if (lineNumber < resumeAfter) assertUnchanged(file, recorded, null);
             await flush();
-            progress?.update(lineNumber, totalBytes ?? bytes, true);
+            lines = lineNumber;
+            progress?.update(totalBytes ?? bytes, totalBytes ?? 0);
+            progress?.finish();
           } finally {
-            progress?.done();
-            if (progress) io.stderr('extracting memories...\n');
+            progress?.interrupt();
+            if (progress && mode.interactive) io.stderr('extracting memories...\n');
             await mneme.whenIdle();
           }
           const seconds = (Date.now() - started) / 1000;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { MaintenanceReport } from '../core/maintenance/maintain.js';
-import { defined } from './cli-arguments.js';
+import { maintenanceTasks } from '../core/maintenance/maintenance-task.js';
+import { choiceOption, defined } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
 /** maintain. */
@@ -8,7 +9,7 @@ export function registerMaintainCommands(program: Command, withEngine: WithEngin
   program
     .command('maintain')
     .description('run background maintenance now: decay, episodes, consolidation, links, dream')
-    .option('--task <task>', 'decay | episodes | consolidate | link | dream | all (default all)')
+    .addOption(choiceOption('--task <task>', 'which task (default all)', [...maintenanceTasks, 'all']))
     .option('--now <time>', 'run as of this ISO 8601 time (default: now)')
     .action(
       withEngine(

@@ -1,9 +1,12 @@
 import { type Command, Option } from 'commander';
 import type { Mneme } from '../core/mneme.js';
+import { MAX_PAGE_SIZE, ScopeSchema } from '../core/schemas.js';
 import { scopeOwnerField } from '../core/scope.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion } from '../core/types.js';
-import { defined, numeric } from './cli-arguments.js';
+import { choiceOption, defined, finiteNumber, wholeNumberOption } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
+
+const scopes = ScopeSchema.options;
 
 /** add, get, update, list, forget, restore, history, stats. */
 export function registerMemoryCommands(program: Command, withEngine: WithEngine): void {
@@ -11,17 +14,19 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .command('add')
     .description('store a memory')
     .argument('<text>', 'what to remember')
-    .addOption(new Option('--scope <scope>', 'personal | room | project | global (default global)'))
+    .addOption(choiceOption('--scope <scope>', 'where it belongs (default global)', scopes))
     .option('--user <id>', 'user id (personal scope)')
     .option('--channel <id>', 'channel id (room scope)')
     .option('--project <id>', 'project id (project scope)')
     .option('--topic <id>', 'topic id')
     .option('--category <label>', 'fact | preference | event | episode | general, or your own label')
-    .option('--importance <0..1>', 'how much it matters (default 0.5; clamped to 0..1)')
+    .addOption(
+      new Option('--importance <0..1>', 'how much it matters (default 0.5; clamped to 0..1)').argParser(finiteNumber),
+    )
     .option('--pin', 'pin it: pinned memories never decay')
     .action(
       withEngine(
-        (mneme, text: string, options: Record<string, string | boolean | undefined>) =>
+        (mneme, text: string, options: Record<string, string | number | boolean | undefined>) =>
           mneme.remember({
             content: text,
             ...defined({
@@ -31,7 +36,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
               projectId: options.project,
               topicId: options.topic,
               category: options.category,
-              importance: numeric(options.importance),
+              importance: options.importance,
               pinned: options.pin,
             }),
             actor: 'cli',
@@ -52,18 +57,18 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .argument('<id>', 'memory id')
     .option('--content <text>', 'new content')
     .option('--category <label>', 'new category')
-    .option('--importance <0..1>', 'new importance')
-    .option('--pin', 'pin it')
-    .option('--unpin', 'unpin it')
+    .addOption(new Option('--importance <0..1>', 'new importance (clamped to 0..1)').argParser(finiteNumber))
+    .addOption(new Option('--pin', 'pin it').conflicts('unpin'))
+    .addOption(new Option('--unpin', 'unpin it').conflicts('pin'))
     .action(
       withEngine(
-        (mneme, id: string, options: Record<string, string | boolean | undefined>) =>
+        (mneme, id: string, options: Record<string, string | number | boolean | undefined>) =>
           mneme.update({
             id,
             ...defined({
               content: options.content,
               category: options.category,
-              importance: numeric(options.importance),
+              importance: options.importance,
               pinned: options.pin ? true : options.unpin ? false : undefined,
             }),
             actor: 'cli',
@@ -75,18 +80,20 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
   program
     .command('list')
     .description('list memories, newest first')
-    .option('--scope <scope>', 'only this scope')
+    .addOption(choiceOption('--scope <scope>', 'only this scope', scopes))
     .option('--user <id>', 'only this user id')
     .option('--channel <id>', 'only this channel id')
     .option('--project <id>', 'only this project id')
     .option('--topic <id>', 'only this topic id')
     .option('--category <label>', 'only this category')
-    .option('--archived <which>', 'exclude | include | only (default exclude)')
-    .option('--limit <n>', 'page size (default 50)')
-    .option('--offset <n>', 'skip this many')
+    .addOption(
+      choiceOption('--archived <which>', 'archived memories (default exclude)', ['exclude', 'include', 'only']),
+    )
+    .addOption(wholeNumberOption('--limit <n>', `page size (default 50, at most ${MAX_PAGE_SIZE})`, 1, MAX_PAGE_SIZE))
+    .addOption(wholeNumberOption('--offset <n>', 'skip this many', 0))
     .action(
       withEngine(
-        (mneme, options: Record<string, string | undefined>) =>
+        (mneme, options: Record<string, string | number | undefined>) =>
           mneme.list(
             defined({
               scope: options.scope,
@@ -96,8 +103,8 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
               topicId: options.topic,
               category: options.category,
               archived: options.archived,
-              limit: numeric(options.limit),
-              offset: numeric(options.offset),
+              limit: options.limit,
+              offset: options.offset,
             }) as Parameters<Mneme['list']>[0],
           ),
         formatPage,

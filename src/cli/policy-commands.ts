@@ -3,6 +3,7 @@ import { ErrorCode, MnemeError } from '../core/errors.js';
 import { type PolicyChange, type PolicyState, settingsToPolicy } from '../core/policy-state.js';
 import { presets } from '../core/presets.js';
 import type { PolicyVersion } from '../storage/policy-store.js';
+import { choiceOption } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
 /** init, policy show, policy set, policy history: the policy a database runs under. */
@@ -11,7 +12,7 @@ export function registerPolicyCommands(program: Command, withEngine: WithEngine)
   program
     .command('init')
     .description(`create a database under a preset (${Object.keys(presets).join(', ')}) and settings`)
-    .option('--preset <name>', 'the preset (default mneme)')
+    .addOption(choiceOption('--preset <name>', 'the preset (default mneme)', Object.keys(presets)))
     .option('--set <key=value>', 'a setting on top of the preset, e.g. recall.topK=8 (repeatable)', collect, [])
     .action(
       withEngine(

@@ -102,9 +102,14 @@ describe('mneme search and mneme context', () => {
     const run = cli();
     const tooMany = await run('search', 'kestrel', '--top', '500');
     expect(tooMany).toMatchObject({ code: 2, stdout: '' });
-    expect(tooMany.stderr).toBe('mneme: invalid recall input: topK: topK must be at most 100\n');
+    expect(tooMany.stderr).toBe(
+      "mneme: option '--top <n>' argument '500' is invalid. expected a whole number from 1 to 100\n",
+    );
     const mode = await run('search', 'kestrel', '--mode', 'fastest');
-    expect(mode.stderr).toMatch(/mode must be hybrid or recent-first/);
+    expect(mode).toMatchObject({ code: 2, stdout: '' });
+    expect(mode.stderr).toBe(
+      "mneme: option '--mode <mode>' argument 'fastest' is invalid. Allowed choices are hybrid, recent-first.\n",
+    );
     expect((await run('context', '   ')).stderr).toMatch(/query must not be empty/);
   });
 });

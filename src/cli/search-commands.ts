@@ -2,40 +2,54 @@ import type { Command } from 'commander';
 import type { Mneme } from '../core/mneme.js';
 import type { ContextResult } from '../core/recall/context-block.js';
 import type { RecallResult, VectorLegStatus } from '../core/recall/recall.js';
+import { MAX_TOP_K } from '../core/schemas.js';
 import { scopeOwnerField } from '../core/scope.js';
-import type { Memory } from '../core/types.js';
-import { defined, numeric } from './cli-arguments.js';
-import type { WithEngine } from './cli-io.js';
+import type { Memory, MemoryStats } from '../core/types.js';
+import { choiceOption, defined, wholeNumberOption } from './cli-arguments.js';
+import type { CliIo, WithEngine } from './cli-io.js';
 
-type ViewerOptions = Record<string, string | boolean | undefined>;
+type ViewerOptions = Record<string, string | number | boolean | undefined>;
 
 /** search, context. */
-export function registerSearchCommands(program: Command, withEngine: WithEngine): void {
+export function registerSearchCommands(program: Command, withEngine: WithEngine, io: Pick<CliIo, 'stderr'>): void {
+  /** Says on stderr what the viewer could not see, when it searched as the administrator. */
+  const noteHidden = async (mneme: Mneme, options: ViewerOptions) => {
+    if (program.opts<{ as?: string }>().as !== undefined) return;
+    const note = hiddenNote(options, await mneme.stats());
+    if (note) io.stderr(`mneme: ${note}\n`);
+  };
   withViewerOptions(
     program
       .command('search')
       .description('recall the memories that matter for a query, best first')
       .argument('<query>', 'what to look for'),
   )
-    .option('--top <n>', "how many direct hits (default: the policy's recall.topK, 10; at most 100)")
+    .addOption(
+      wholeNumberOption(
+        '--top <n>',
+        `how many direct hits (default: the policy's recall.topK, 10; at most ${MAX_TOP_K})`,
+        1,
+        MAX_TOP_K,
+      ),
+    )
     .option('--explain', 'show how each score was made')
-    .option('--mode <mode>', 'hybrid | recent-first (default: the policy mode, hybrid)')
+    .addOption(choiceOption('--mode <mode>', 'how to rank (default: the policy mode, hybrid)', recallModes))
     .option('--inspect', 'look without touching: no access count, last access or reinforcement is written')
     .action(
-      withEngine(
-        (mneme, query: string, options: ViewerOptions) =>
-          mneme.recall({
-            query,
-            viewer: viewerOf(options),
-            ...defined({
-              topK: numeric(options.top),
-              explain: options.explain,
-              mode: options.mode,
-              inspect: options.inspect,
-            }),
-          } as Parameters<Mneme['recall']>[0]),
-        formatRecall,
-      ),
+      withEngine(async (mneme, query: string, options: ViewerOptions) => {
+        const result = await mneme.recall({
+          query,
+          viewer: viewerOf(options),
+          ...defined({
+            topK: options.top,
+            explain: options.explain,
+            mode: options.mode,
+            inspect: options.inspect,
+          }),
+        } as Parameters<Mneme['recall']>[0]);
+        await noteHidden(mneme, options);
+        return result;
+      }, formatRecall),
     );
 
   withViewerOptions(
@@ -46,19 +60,63 @@ export function registerSearchCommands(program: Command, withEngine: WithEngine)
       )
       .argument('<query>', 'the message to answer'),
   )
-    .option('--top <n>', "how many direct hits (default: the policy's context.topK, 5; at most 100)")
+    .addOption(
+      wholeNumberOption(
+        '--top <n>',
+        `how many direct hits (default: the policy's context.topK, 5; at most ${MAX_TOP_K})`,
+        1,
+        MAX_TOP_K,
+      ),
+    )
     .option('--inspect', "look without touching: the block's memories are not marked as retrieved")
     .action(
-      withEngine(
-        (mneme, query: string, options: ViewerOptions) =>
-          mneme.context({
-            query,
-            viewer: viewerOf(options),
-            ...defined({ topK: numeric(options.top), inspect: options.inspect }),
-          } as Parameters<Mneme['context']>[0]),
-        formatContextResult,
-      ),
+      withEngine(async (mneme, query: string, options: ViewerOptions) => {
+        const result = await mneme.context({
+          query,
+          viewer: viewerOf(options),
+          ...defined({ topK: options.top, inspect: options.inspect }),
+        } as Parameters<Mneme['context']>[0]);
+        await noteHidden(mneme, options);
+        return result;
+      }, formatContextResult),
     );
+}
+
+const recallModes = ['hybrid', 'recent-first'] as const;
+
+/** The scopes a viewer sees only with an id, and the option that gives it. */
+const viewerParts = [
+  { scope: 'personal', option: 'user', label: 'user' },
+  { scope: 'room', option: 'channel', label: 'channel' },
+  { scope: 'project', option: 'project', label: 'project' },
+  { scope: 'session', option: 'topic', label: 'topic' },
+] as const;
+
+/**
+ * `searched as no user, channel, project or topic: 3 personal and 1 room memories are not visible; pass --user
+ * or --channel to see them`: which viewer was used and how many active memories it could not see, by
+ * scope (counts only, never their content). Null when it could see every scope that holds memories.
+ */
+export function hiddenNote(options: ViewerOptions, stats: Pick<MemoryStats, 'byScope'>): string | null {
+  const missing = viewerParts.filter((part) => options[part.option] === undefined);
+  const hidden = missing.filter((part) => (stats.byScope[part.scope] ?? 0) > 0);
+  if (hidden.length === 0) return null;
+  const given = viewerParts.filter((part) => options[part.option] !== undefined);
+  const viewer =
+    given.length === 0
+      ? 'no user, channel, project or topic'
+      : `${given.map((part) => `${part.label} ${String(options[part.option])}`).join(', ')} (no ${orList(missing.map((part) => part.label))})`;
+  const counts = hidden.map((part) => `${stats.byScope[part.scope]} ${part.scope}`);
+  const total = hidden.reduce((sum, part) => sum + (stats.byScope[part.scope] ?? 0), 0);
+  return `searched as ${viewer}: ${andList(counts)} ${total === 1 ? 'memory is' : 'memories are'} not visible; pass ${orList(hidden.map((part) => `--${part.option}`))} to see them`;
+}
+
+function andList(words: readonly string[]): string {
+  return words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;
+}
+
+function orList(words: readonly string[]): string {
+  return words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }
 
 function withViewerOptions(command: Command): Command {

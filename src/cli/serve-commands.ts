@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
+import { resolveChatModel, resolveEmbedder } from '../config/providers.js';
+import { errorMessage } from '../core/errors.js';
 import { type RunningHttpServer, startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { createMaintenanceScheduler } from '../workers/maintenance-scheduler.js';
-import { numeric } from './cli-arguments.js';
+import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 
 /** Milliseconds a stopping service waits for a maintenance task in progress before closing the database under it. */
@@ -79,20 +80,22 @@ export function registerServeCommands(
     .command('serve')
     .description('run the HTTP service with the extraction worker and the maintenance scheduler')
     .option('--host <address>', 'address to bind (default 127.0.0.1; others need an API key)')
-    .option('--port <port>', 'port (default 7370; 0 picks a free one)')
+    .addOption(wholeNumberOption('--port <port>', 'port (default 7370; 0 picks a free one)', 0, 65_535))
     .option('--open', 'no authentication even though API keys exist (loopback only; every caller is an administrator)')
-    .action(async (options: { host?: string; port?: string; open?: boolean }) => {
+    .option('--quiet', 'no access log (one line per request on stderr: time, method, path, status, milliseconds)')
+    .action(async (options: { host?: string; port?: number; open?: boolean; quiet?: boolean }) => {
       const globals = program.opts<{ db?: string }>();
       const path = globals.db ?? config.databasePath;
-      const port = portOf(options.port);
+      const { port } = options;
       const stop = catchStopSignals(io);
       try {
         io.stderr(`mneme: opening ${path}\n`);
+        const embedder = (await resolveEmbedder(config.providers.embedder, config.providers)).model;
+        const chat = (await resolveChatModel(config.providers.chat, config.providers)).model;
         const mneme = await createMneme({
           path,
-          embedder: config.providers.embedder,
-          chat: config.providers.chat,
-          providers: config.providers,
+          ...(embedder ? { embedder } : {}),
+          ...(chat ? { chat } : {}),
           logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
         });
         const scheduler = createMaintenanceScheduler({
@@ -113,10 +116,13 @@ export function registerServeCommands(
               ...(options.host ? { host: options.host } : {}),
               ...(port === undefined ? {} : { port }),
               ...(options.open ? { open: true } : {}),
+              ...(options.quiet ? {} : { accessLog: (line: string) => io.stderr(`mneme: ${line}\n`) }),
               logError: (error) =>
                 io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
             });
-            io.stderr(`mneme listening on ${server.url} (database ${path})\n`);
+            io.stderr(
+              `mneme listening on ${server.url} (database ${path}; ${activeModels(embedder?.modelId, chat?.modelId)})\n`,
+            );
             mneme.whenIdle().catch((error) => io.stderr(`mneme: extraction catch-up failed: ${errorMessage(error)}\n`));
             scheduler.start();
           }
@@ -177,12 +183,8 @@ function formatKeys(keys: ApiKeyRecord[]): string {
     .join('\n');
 }
 
-/** `--port` as a number, or INVALID_INPUT before anything is opened. */
-function portOf(value: string | undefined): number | undefined {
-  const port = numeric(value);
-  if (port === undefined) return undefined;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${value}`);
-  }
-  return port;
+/** `models: embedding ollama:nomic-embed-text, chat offline`, or `models: offline` when neither is set. */
+export function activeModels(embedder: string | undefined, chat: string | undefined): string {
+  if (!embedder && !chat) return 'models: offline (lexical search, offline extractor)';
+  return `models: embedding ${embedder ?? 'none (lexical search)'}, chat ${chat ?? 'none (offline extractor)'}`;
 }

@@ -58,16 +58,12 @@ describe('mneme turns', () => {
   });
 
   it('refuses a count of 0, 51 or abc and a missing --channel with exit code 2 and one clear line', async () => {
-    for (const [count, reason] of [
-      ['0', /count must be at least 1/],
-      ['51', /count must be at most 50/],
-      ['abc', /count must be a whole number from 1 to 50/],
-      ['2.5', /count must be a whole number from 1 to 50/],
-    ] as const) {
+    for (const count of ['0', '51', 'abc', '2.5']) {
       const result = await run('turns', '--channel', 'room', '--count', count);
       expect(result, count).toMatchObject({ code: 2, stdout: '' });
-      expect(result.stderr).toMatch(/^mneme: invalid turns: count: /);
-      expect(result.stderr).toMatch(reason);
+      expect(result.stderr).toBe(
+        `mneme: option '--count <n>' argument '${count}' is invalid. expected a whole number from 1 to 50\n`,
+      );
     }
     const missing = await run('turns');
     expect(missing).toMatchObject({ code: 2, stdout: '' });

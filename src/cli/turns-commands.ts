@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Mneme } from '../core/mneme.js';
 import type { Message } from '../storage/message-store.js';
-import { defined, numeric } from './cli-arguments.js';
+import { defined, wholeNumberOption } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
 /** turns: turn memory, a channel's last messages. */
@@ -10,13 +10,13 @@ export function registerTurnsCommands(program: Command, withEngine: WithEngine):
     .command('turns')
     .description("show a channel's last messages, oldest first (turn memory)")
     .requiredOption('--channel <id>', 'channel id')
-    .option('--count <n>', 'how many (1 to 50; default 10, the policy ingest.turns)')
+    .addOption(wholeNumberOption('--count <n>', 'how many (1 to 50; default 10, the policy ingest.turns)', 1, 50))
     .action(
       withEngine(
-        (mneme, options: { channel: string; count?: string }) =>
+        (mneme, options: { channel: string; count?: number }) =>
           mneme.turns({
             channelId: options.channel,
-            ...defined({ count: numeric(options.count) }),
+            ...defined({ count: options.count }),
           } as Parameters<Mneme['turns']>[0]),
         formatTurns,
       ),

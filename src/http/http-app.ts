@@ -5,6 +5,7 @@ import type { ApiKeys } from '../core/api-keys.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
+import { accessLog } from './http-access-log.js';
 import { respondIdempotently } from './http-idempotency.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
@@ -24,6 +25,8 @@ export interface HttpAppOptions {
   maxBodyBytes?: number;
   /** Where unexpected errors are logged (never sent to clients). */
   logError?: (error: unknown) => void;
+  /** Receives one access-log line per request (see `accessLog`); none when left out. */
+  accessLog?: (line: string) => void;
 }
 
 /**
@@ -35,6 +38,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const logError = options.logError ?? ((error: unknown) => console.error(error));
   const app = new Hono();
+  if (options.accessLog) app.use(accessLog(options.accessLog));
 
   app.onError((error) => {
     const { body, headers } = problemOf(error);

@@ -15,6 +15,8 @@ export interface HttpServerOptions {
   port?: number;
   maxBodyBytes?: number;
   logError?: (error: unknown) => void;
+  /** Receives one access-log line per request (method, path, status, ms); none when left out. */
+  accessLog?: (line: string) => void;
 }
 
 /** Milliseconds `close` waits for requests in flight before it closes their connections. */
@@ -60,6 +62,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     ...(options.open ? { open: true } : {}),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.logError ? { logError: options.logError } : {}),
+    ...(options.accessLog ? { accessLog: options.accessLog } : {}),
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(started));

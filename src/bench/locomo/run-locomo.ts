@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ProgressBar } from '../../cli/progress-bar.js';
 import { EPISODE_WINDOW_MS } from '../../core/maintenance/episodes-task.js';
 import { maintenanceTasks } from '../../core/maintenance/maintenance-task.js';
 import { DEFAULT_PRESET, presetNames } from '../../core/presets.js';
 import type { ChatModel, EmbeddingModel, MaintenanceTask, Memory, Mneme, Viewer } from '../../index.js';
 import { createMneme, defaultMaintenanceIntervals, ErrorCode, MnemeError } from '../../index.js';
 import { createFixedClock } from '../../testing.js';
-import type { ProgressBar } from '../progress-bar.js';
 import { type LocomoConversation, type LocomoTurn, loadLocomo } from './locomo-dataset.js';
 import { createTurnSearch } from './locomo-fts-baseline.js';
 import {
@@ -24,7 +24,7 @@ export interface LocomoOptions {
   conversations?: readonly string[];
   /** An existing folder for the per-conversation databases; each is deleted after use. */
   directory: string;
-  progress: (label: string, total: number) => ProgressBar;
+  progress: (label: string, total: number) => Pick<ProgressBar, 'update' | 'finish'>;
   /** mneme's embedding model: `'none'` (offline, the default) or any `createMneme` setting or model. */
   embedder?: EmbeddingModel | string;
   /** mneme's chat model: `'none'` (offline, the default) or any `createMneme` setting or model. */
