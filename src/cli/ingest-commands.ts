@@ -189,7 +189,7 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
 }
 
 /** The size of the file to read: NOT_FOUND when it does not exist, INVALID_INPUT when it is not a regular file. */
-function fileSize(file: string): number {
+export function fileSize(file: string): number {
   let stats: Stats;
   try {
     stats = statSync(file);
@@ -208,7 +208,7 @@ function fileSize(file: string): number {
 }
 
 /** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
-async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
+export async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
   try {
     yield* createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   } catch (error) {

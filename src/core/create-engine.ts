@@ -15,6 +15,8 @@ import { remember } from './remember.js';
 import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
 import { visibleOwners } from './scope.js';
 import { createTouchQueue } from './touch-queue.js';
+import { exportData } from './transfer/export-data.js';
+import { importData } from './transfer/import-data.js';
 import type { Memory } from './types.js';
 import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
 import { requireVisible } from './visibility.js';
@@ -82,6 +84,8 @@ export function createEngine(context: EngineContext): Mneme {
 
     policyHistory: () => storage.policy.history(),
 
+    exportData: (options) => exportData(context, options),
+    importData: (lines, options) => importData(context, lines, options),
     maintain: createMaintain(context),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),
