@@ -85,7 +85,11 @@ export function createEngine(context: EngineContext): Mneme {
     policyHistory: () => storage.policy.history(),
 
     exportData: (options) => exportData(context, options),
-    importData: (lines, options) => importData(context, lines, options),
+    async importData(lines, options) {
+      // The import holds the write transaction: extraction owed from before must not run inside it.
+      await ingest.whenIdle();
+      return importData(context, lines, options);
+    },
     maintain: createMaintain(context),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),

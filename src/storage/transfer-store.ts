@@ -153,6 +153,12 @@ export interface ImportSession {
  * import. Pages are ordered by id (or by key) and start after the last id (or key) of the previous one.
  */
 export interface TransferStore {
+  /**
+   * The highest message, memory and link ids now (0 when none): an export writes no row above them, so
+   * rows written while it runs (extraction, another process) never leave a reference to a row the
+   * file does not hold.
+   */
+  horizon(): Promise<{ messageId: number; memoryId: number; linkId: number }>;
   /** True when no user, topic, project, channel, member, message, memory or API key exists yet. */
   isEmpty(): Promise<boolean>;
   users(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferUser[]>;

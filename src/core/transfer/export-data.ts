@@ -33,6 +33,7 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   const transfer = storage.transfer;
   const userId = options.userId === undefined ? undefined : parseInput(UserIdSchema, options.userId, 'user id');
   const filter = userId === undefined ? undefined : await filterOf(context, userId);
+  const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
   const policy = await storage.policy.current();
   const header: ExportHeader = {
@@ -87,17 +88,21 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     yield line({ type: 'membership', ...member, addedAt: toIso(member.addedAt) });
   }
   for await (const message of pages((after: number) => transfer.messages(after, PAGE, filter), byNumber, 0)) {
+    if (message.id > horizon.messageId) break;
     // A reply to a message the export leaves out would name a row the file does not hold.
     const replyTo =
-      message.replyTo !== null && (await exportedMessages(context, [message.replyTo], filter)).has(message.replyTo)
+      message.replyTo !== null &&
+      (await exportedMessages(context, [message.replyTo], filter, horizon)).has(message.replyTo)
         ? message.replyTo
         : null;
     yield line({ type: 'message', ...message, replyTo });
   }
-  for await (const page of memoryPages(context, filter)) {
+  for await (const page of memoryPages(context, filter, horizon)) {
     for (const memory of page) yield line(memory);
   }
   for await (const link of pages((after: number) => transfer.links(after, PAGE, filter), byNumber, 0)) {
+    if (link.id > horizon.linkId) break;
+    if (link.sourceId > horizon.memoryId || link.targetId > horizon.memoryId) continue;
     yield line({
       type: 'link',
       sourceId: link.sourceId,
@@ -152,15 +157,19 @@ async function filterOf(context: EngineContext, userId: string): Promise<Transfe
   return { userId, channelIds, owners };
 }
 
-/** Of these message ids, those the export writes (all that exist, or those the filter lets through). */
+/** The newest rows an export writes (`TransferStore.horizon`). */
+type Horizon = Awaited<ReturnType<EngineContext['storage']['transfer']['horizon']>>;
+
+/** Of these message ids, those the export writes (up to the horizon: all that exist, or those the filter lets through). */
 async function exportedMessages(
   context: EngineContext,
   ids: readonly number[],
   filter: TransferFilter | undefined,
+  horizon: Horizon,
 ): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const channels = new Set(filter?.channelIds);
-  const messages = await context.storage.messages.get([...new Set(ids)]);
+  const messages = await context.storage.messages.get([...new Set(ids)].filter((id) => id <= horizon.messageId));
   return new Set(
     messages
       .filter((message) => !filter || channels.has(message.channelId) || message.senderId === filter.userId)
@@ -173,10 +182,11 @@ async function exportedMemories(
   context: EngineContext,
   ids: readonly number[],
   filter: TransferFilter | undefined,
+  horizon: Horizon,
 ): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const owners = new Set(filter?.owners);
-  const memories = await context.storage.memories.get([...new Set(ids)]);
+  const memories = await context.storage.memories.get([...new Set(ids)].filter((id) => id <= horizon.memoryId));
   return new Set(
     memories
       .filter((memory) => {
@@ -192,11 +202,13 @@ async function exportedMemories(
 async function* memoryPages(
   context: EngineContext,
   filter: TransferFilter | undefined,
+  horizon: Horizon,
 ): AsyncGenerator<ExportRecord[]> {
   const transfer = context.storage.transfer;
   let after = 0;
   for (;;) {
-    const memories = await transfer.memories(after, PAGE, filter);
+    const page = await transfer.memories(after, PAGE, filter);
+    const memories = page.filter((memory) => memory.id <= horizon.memoryId);
     if (memories.length === 0) return;
     after = memories.at(-1)?.id ?? after;
     const versions = new Map<number, MemoryVersion[]>();
@@ -214,10 +226,10 @@ async function* memoryPages(
       ...memory.sourceIds,
       ...(memory.supersededBy === null ? [] : [memory.supersededBy]),
     ]);
-    const messages = await exportedMessages(context, messageIds, filter);
-    const related = await exportedMemories(context, memoryIds, filter);
+    const messages = await exportedMessages(context, messageIds, filter, horizon);
+    const related = await exportedMemories(context, memoryIds, filter, horizon);
     yield memories.map((memory) => memoryRecord(memory, versions.get(memory.id) ?? [], messages, related));
-    if (memories.length < PAGE) return;
+    if (page.length < PAGE || memories.length < page.length) return;
   }
 }
 

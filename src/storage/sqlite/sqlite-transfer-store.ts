@@ -85,6 +85,11 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
         + EXISTS (SELECT 1 FROM channels) + EXISTS (SELECT 1 FROM members) + EXISTS (SELECT 1 FROM messages)
         + EXISTS (SELECT 1 FROM memories) + EXISTS (SELECT 1 FROM api_keys) AS found`,
     ),
+    horizon: database.prepare<[], { messageId: number; memoryId: number; linkId: number }>(
+      `SELECT (SELECT COALESCE(MAX(id), 0) FROM messages) AS messageId,
+        (SELECT COALESCE(MAX(id), 0) FROM memories) AS memoryId,
+        (SELECT COALESCE(MAX(id), 0) FROM memory_links) AS linkId`,
+    ),
     memberships: database.prepare<
       { kind: string | null; spaceId: string; userId: string; limit: number; only: string | null },
       { kind: SpaceKind; space_id: string; user_id: string; added_at: number }
@@ -147,6 +152,12 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
   };
 
   return {
+    async horizon() {
+      return readSqlite('reading the newest ids', () => {
+        const row = statements.horizon.get();
+        return row ?? { messageId: 0, memoryId: 0, linkId: 0 };
+      });
+    },
     async isEmpty() {
       return readSqlite('checking that the database is empty', () => statements.empty.get()?.found === 0);
     },
