@@ -27,6 +27,9 @@ interface MessageRow {
   created_at: number;
 }
 
+/** KiB of page cache while an import runs (SQLite's default is 2,000), given back when it ends. */
+const IMPORT_CACHE_KIB = 65_536;
+
 /** The named parameters of a filtered read: the filter's lists as JSON (read with `json_each`). */
 interface FilterParameters {
   filtered: 0 | 1;
@@ -280,6 +283,8 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
     },
     async beginImport() {
       try {
+        // One transaction holds the whole import: a larger page cache keeps its pages from spilling.
+        database.pragma(`cache_size = -${IMPORT_CACHE_KIB}`);
         database.exec('BEGIN IMMEDIATE');
       } catch (error) {
         throw toMnemeError(error, 'starting the import');
@@ -380,6 +385,7 @@ function createImportSession(database: Database.Database): ImportSession {
     if (!open) return;
     open = false;
     if (database.inTransaction) database.exec('ROLLBACK');
+    database.pragma('cache_size = -2000');
   }
 
   return {
@@ -497,6 +503,7 @@ function createImportSession(database: Database.Database): ImportSession {
       write('committing the import', () => {
         database.exec('COMMIT');
         open = false;
+        database.pragma('cache_size = -2000');
       }),
     async rollback() {
       rollback();
