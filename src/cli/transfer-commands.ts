@@ -59,6 +59,28 @@ function toStream(stream: NodeJS.WritableStream) {
 }
 
 /**
+ * Writes the lines to standard output; a reader that stops early (`mneme export | head`) ends the
+ * export quietly instead of failing it.
+ */
+async function writeToPipe(lines: AsyncIterable<string>, stream: NodeJS.WritableStream): Promise<void> {
+  let broken: unknown = null;
+  const onError = (error: unknown) => {
+    broken = error;
+  };
+  stream.on('error', onError);
+  try {
+    await writeLines(lines, async (text) => {
+      if (broken) throw broken;
+      if (!stream.write(text)) await once(stream, 'drain');
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException | null)?.code !== 'EPIPE') throw error;
+  } finally {
+    stream.off('error', onError);
+  }
+}
+
+/**
  * `mneme export [--user <id>] [--format jsonl] [--out <file>]` and `mneme import <file|-> [--from mneme|mem0]`
  * (docs/export-format.md).
  */
@@ -77,7 +99,8 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
             mnemeVersion: mnemeVersion(),
           });
           if (options.out === undefined) {
-            await writeLines(lines, io.stdoutStream ? toStream(io.stdoutStream) : (text) => io.stdout(text));
+            if (io.stdoutStream) await writeToPipe(lines, io.stdoutStream);
+            else await writeLines(lines, (text) => io.stdout(text));
             return undefined;
           }
           // Written next to the target and renamed at the end, so a failed export leaves no partial file.
