@@ -58,6 +58,9 @@ export type {
   TurnsInput,
   UpdateInput,
 } from './core/schemas.js';
+export type { ExportOptions } from './core/transfer/export-data.js';
+export { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from './core/transfer/export-format.js';
+export type { ImportOptions, ImportReport, ImportSource } from './core/transfer/import-lines.js';
 export type {
   Memory,
   MemoryPage,

@@ -74,7 +74,7 @@ describe('the architecture', () => {
       .filter((entry) => entry.isDirectory())
       .map((entry) => entry.name)
       .sort();
-    expect(folders).toEqual(['decay', 'ingest', 'maintenance', 'ports', 'recall']);
+    expect(folders).toEqual(['decay', 'ingest', 'maintenance', 'ports', 'recall', 'transfer']);
   });
 
   it('keeps the faces off storage and model adapters', () => {

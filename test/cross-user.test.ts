@@ -396,7 +396,7 @@ const methodInputs: Record<string, readonly z.ZodType[] | 'no argument'> = {
 };
 
 /** Members of `Mneme` called by hand below (their input is not one schema). */
-const handCalled = new Set(['ingestMany', 'as', 'apiKeys', 'idempotency']);
+const handCalled = new Set(['ingestMany', 'as', 'apiKeys', 'idempotency', 'exportData', 'importData']);
 
 /** Members of `Mneme` the library walker does not call, and why. */
 const methodsNotCalled: Record<string, string> = {
@@ -417,6 +417,7 @@ const readingMethods = new Set([
   'turns',
   'channel',
   'workSessionViewer',
+  'exportData',
 ]);
 
 /** Store-wide operations and declarations: refused to a user whatever the input. */
@@ -440,9 +441,17 @@ const adminOnlyMethods = new Set([
   'idempotency',
   'ingestProgress',
   'as',
+  'importData',
 ]);
 
 // ---------------------------------------------------------------------------------------------
+
+/** Every line of an export, read whole. */
+async function lines(export_: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const line of export_) all.push(line);
+  return all;
+}
 
 const asA = (world: World) => world.mneme.as({ kind: 'user', userId: A.user, label: 'a' });
 
@@ -1045,6 +1054,22 @@ describe('mneme.as(A) against B through every method of the engine', () => {
           guarded
             .as({ kind: 'user', userId: A.user, label: 'a' })
             .recall({ query: 'garage', viewer: { channelId: B.dm } }),
+      },
+      // A's own export (a data-subject access request) is every line of it, read whole: no canary of B may be in it.
+      { method: 'exportData', attacked: [], what: 'of A', call: () => lines(guarded.exportData({ userId: A.user })) },
+      {
+        method: 'exportData',
+        attacked: ['userId'],
+        what: 'of B',
+        call: () => lines(guarded.exportData({ userId: B.user })),
+      },
+      { method: 'exportData', attacked: ['userId'], what: 'of everyone', call: () => lines(guarded.exportData()) },
+      {
+        method: 'importData',
+        attacked: [],
+        what: 'a mem0 memory for B',
+        call: () =>
+          guarded.importData([JSON.stringify({ memory: 'Ann writes into B', user_id: B.user })], { from: 'mem0' }),
       },
       { method: 'apiKeys', attacked: [], what: 'read apiKeys', call: () => guarded.apiKeys.list() },
       {

@@ -8,6 +8,8 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   /** Read by `mneme ingest -`; process.stdin when left out. */
   stdin?: NodeJS.ReadableStream;
+  /** Where `mneme export` streams (with back-pressure); `stdout` when left out. */
+  stdoutStream?: NodeJS.WritableStream;
 }
 
 /**

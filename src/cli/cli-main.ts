@@ -18,6 +18,7 @@ import { registerMemoryCommands } from './memory-commands.js';
 import { registerPolicyCommands } from './policy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
+import { registerTransferCommands } from './transfer-commands.js';
 import { registerTurnsCommands } from './turns-commands.js';
 
 /** Exit code for each error code; a new code does not compile until it is mapped here. */
@@ -114,7 +115,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       try {
         const principal = globals.as === undefined ? null : userPrincipal(globals.as);
         const result = await run(principal ? mneme.as(principal) : mneme, ...commandArguments);
-        io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
+        // A command that printed its own output (`mneme export` to stdout) returns nothing more to print.
+        if (result !== undefined) io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
       } finally {
         await mneme.close();
       }
@@ -148,6 +150,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerBenchCommands(program, io);
   registerServeCommands(program, withEngine, io, config);
   registerMcpCommands(program, io, config);
+  registerTransferCommands(program, withEngine, io);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -242,7 +242,7 @@ function assertUnchanged(file: string, recorded: { line: number; prefixSha256: s
 }
 
 /** The size of the file to read: NOT_FOUND when it does not exist, INVALID_INPUT when it is not a regular file. */
-function fileSize(file: string): number {
+export function fileSize(file: string): number {
   let stats: Stats;
   try {
     stats = statSync(file);
@@ -261,7 +261,7 @@ function fileSize(file: string): number {
 }
 
 /** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
-async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
+export async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
   try {
     yield* createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   } catch (error) {

@@ -25,6 +25,8 @@ import { remember } from './remember.js';
 import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
 import { visibleOwners } from './scope.js';
 import { createTouchQueue } from './touch-queue.js';
+import { exportData } from './transfer/export-data.js';
+import { importData } from './transfer/import-data.js';
 import type { Memory } from './types.js';
 import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
 import { requireVisible } from './visibility.js';
@@ -113,6 +115,12 @@ export function createEngine(context: EngineContext): Mneme {
 
     policyHistory: () => storage.policy.history(),
 
+    exportData: (options) => exportData(context, options),
+    async importData(lines, options) {
+      // The import holds the write transaction: extraction owed from before must not run inside it.
+      await ingest.whenIdle();
+      return importData(context, lines, options);
+    },
     maintain: async (input) => recordReports(lastReports, await maintain(input)),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),

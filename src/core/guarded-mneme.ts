@@ -262,6 +262,13 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     setPolicy: async () => refuse("changing the database's policy"),
     policyHistory: async () => refuse("reading the policy's history"),
     reembed: async () => refuse('re-embedding'),
+    exportData(options = {}) {
+      // A user may ask for their own data (a data-subject access request), never for another's or for all.
+      if (options.userId === undefined) refuse('exporting every user');
+      if (options.userId !== userId) forOtherUser('exporting', String(options.userId));
+      return engine.exportData({ ...options, userId });
+    },
+    importData: async () => refuse('importing'),
     vectorStatus: async () => refuse('the vector index status'),
     get apiKeys() {
       return refuse('managing API keys');

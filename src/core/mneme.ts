@@ -27,6 +27,8 @@ import type {
   RememberInput,
   UpdateInput,
 } from './schemas.js';
+import type { ExportOptions } from './transfer/export-data.js';
+import type { ImportOptions, ImportReport } from './transfer/import-lines.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion, PurgeReport } from './types.js';
 
 /** The memory engine: one object, the same behaviour behind every face. */
@@ -97,6 +99,18 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   reembed(options?: ReembedOptions): Promise<ReembedProgress>;
   /** The model the vector index holds and how many active memories lack a vector of the current model. */
   vectorStatus(): Promise<VectorStatus>;
+  /**
+   * The database (or, with `userId`, what that user may see and what they said) as JSON lines of the
+   * export format (docs/export-format.md), streamed a page at a time; each string is one line without
+   * its newline.
+   */
+  exportData(options?: ExportOptions): AsyncIterable<string>;
+  /**
+   * Restores an export into this database, which must be empty (CONFLICT otherwise), or adds a mem0
+   * export's memories (`from: 'mem0'`), in one transaction: a bad line (INVALID_INPUT naming it) leaves
+   * the database unchanged. Imported memories have no vector: re-embed them (`reembed`).
+   */
+  importData(lines: AsyncIterable<string> | Iterable<string>, options?: ImportOptions): Promise<ImportReport>;
   /** API keys of the HTTP service: created, listed, revoked, checked. */
   readonly apiKeys: ApiKeys;
   /** Idempotency keys of the HTTP service: a retried write replays the first response (ADR 14). */

@@ -9,6 +9,7 @@ import type { MembershipStore } from './membership-store.js';
 import type { MemoryStore } from './memory-store.js';
 import type { MessageStore } from './message-store.js';
 import type { PolicyStore } from './policy-store.js';
+import type { TransferStore } from './transfer-store.js';
 import type { VectorBackfillStore } from './vector-backfill-store.js';
 
 /** The model and dimensions the vector index holds. */
@@ -40,6 +41,8 @@ export interface Storage {
   readonly policy: PolicyStore;
   /** Memories that lack a vector of the current model, and the writes that give them one. */
   readonly vectorBackfill: VectorBackfillStore;
+  /** Paged reads of everything (export) and the one transaction of an import. */
+  readonly transfer: TransferStore;
   /** The model whose vectors the index holds, or null before any model was configured. */
   vectorIndex(): Promise<VectorIndexInfo | null>;
   /**

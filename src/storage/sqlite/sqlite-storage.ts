@@ -17,6 +17,7 @@ import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteMessageStore } from './sqlite-message-store.js';
 import { createSqlitePolicyStore } from './sqlite-policy-store.js';
 import { createSqliteScheduler, scheduleSqliteStorage } from './sqlite-scheduler.js';
+import { createSqliteTransferStore } from './sqlite-transfer-store.js';
 import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -42,6 +43,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     maintenance: createSqliteMaintenanceStore(database, vectors),
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     policy: createSqlitePolicyStore(database),
+    transfer: createSqliteTransferStore(database),
     async vectorIndex() {
       return vectors.info();
     },

@@ -1,0 +1,149 @@
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs';
+import { type Command, Option } from 'commander';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
+import type { ImportReport, ImportSource } from '../core/transfer/import-lines.js';
+import type { WithEngine } from './cli-io.js';
+import { fileSize, readLines } from './ingest-commands.js';
+
+/** What `mneme export` and `mneme import` need besides the engine. */
+export interface TransferIo {
+  /** Where `mneme export` without `--out` writes, with back-pressure; the text `stdout` function when left out. */
+  stdoutStream?: NodeJS.WritableStream;
+  stdout: (text: string) => void;
+  /** Read by `mneme import -`; process.stdin when left out. */
+  stdin?: NodeJS.ReadableStream;
+}
+
+/** What `mneme export --out` did. */
+export interface ExportSummary {
+  file: string;
+  lines: number;
+}
+
+/** Bytes gathered before one write: fewer, larger writes. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** The version of this mneme, from its package.json (two folders above `dist/cli/`). */
+function mnemeVersion(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof manifest.version === 'string' ? manifest.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Writes the lines, each with its newline, waiting for the stream to drain; returns how many. */
+async function writeLines(lines: AsyncIterable<string>, write: (text: string) => unknown) {
+  let count = 0;
+  let chunk = '';
+  for await (const line of lines) {
+    count++;
+    chunk += `${line}\n`;
+    if (chunk.length >= CHUNK_BYTES) {
+      await write(chunk);
+      chunk = '';
+    }
+  }
+  if (chunk !== '') await write(chunk);
+  return count;
+}
+
+function toStream(stream: NodeJS.WritableStream) {
+  return async (text: string) => {
+    if (!stream.write(text)) await once(stream, 'drain');
+  };
+}
+
+/**
+ * Writes the lines to standard output; a reader that stops early (`mneme export | head`) ends the
+ * export quietly instead of failing it.
+ */
+async function writeToPipe(lines: AsyncIterable<string>, stream: NodeJS.WritableStream): Promise<void> {
+  let broken: unknown = null;
+  const onError = (error: unknown) => {
+    broken = error;
+  };
+  stream.on('error', onError);
+  try {
+    await writeLines(lines, async (text) => {
+      if (broken) throw broken;
+      if (!stream.write(text)) await once(stream, 'drain');
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException | null)?.code !== 'EPIPE') throw error;
+  } finally {
+    stream.off('error', onError);
+  }
+}
+
+/**
+ * `mneme export [--user <id>] [--format jsonl] [--out <file>]` and `mneme import <file|-> [--from mneme|mem0]`
+ * (docs/export-format.md).
+ */
+export function registerTransferCommands(program: Command, withEngine: WithEngine, io: TransferIo): void {
+  program
+    .command('export')
+    .description('write the database, or what one user may see and said, as JSON lines (docs/export-format.md)')
+    .option('--user <id>', "only this user's data (a data-subject access request)")
+    .addOption(new Option('--format <format>', 'the export format').choices(['jsonl']).default('jsonl'))
+    .option('--out <file>', 'write to this file (replaced once the export is complete) instead of standard output')
+    .action(
+      withEngine(
+        async (mneme, options: { user?: string; out?: string }) => {
+          const lines = mneme.exportData({
+            ...(options.user === undefined ? {} : { userId: options.user }),
+            mnemeVersion: mnemeVersion(),
+          });
+          if (options.out === undefined) {
+            if (io.stdoutStream) await writeToPipe(lines, io.stdoutStream);
+            else await writeLines(lines, (text) => io.stdout(text));
+            return undefined;
+          }
+          // Written next to the target and renamed at the end, so a failed export leaves no partial file.
+          const partial = `${options.out}.partial`;
+          const stream = createWriteStream(partial);
+          try {
+            await once(stream, 'open');
+            const count = await writeLines(lines, toStream(stream));
+            stream.end();
+            await once(stream, 'finish');
+            renameSync(partial, options.out);
+            return { file: options.out, lines: count } satisfies ExportSummary;
+          } catch (error) {
+            stream.destroy();
+            rmSync(partial, { force: true });
+            throw error instanceof MnemeError
+              ? error
+              : new MnemeError(ErrorCode.InvalidInput, `cannot write ${options.out}: ${errorMessage(error)}`, {
+                  cause: error,
+                });
+          }
+        },
+        (summary: ExportSummary | undefined) => (summary ? `exported ${summary.lines} lines to ${summary.file}` : ''),
+      ),
+    );
+
+  program
+    .command('import')
+    .description('restore an export into an empty database, or add a mem0 export (docs/export-format.md)')
+    .argument('<file>', 'the export (.jsonl; a mem0 export: .json or .jsonl), or - to read standard input')
+    .addOption(new Option('--from <format>', 'what the file is').choices(['mneme', 'mem0']).default('mneme'))
+    .action(
+      withEngine(
+        async (mneme, file: string, options: { from: ImportSource }) => {
+          if (file !== '-') fileSize(file);
+          const input = file === '-' ? (io.stdin ?? process.stdin) : createReadStream(file);
+          return mneme.importData(readLines(input, file), { from: options.from });
+        },
+        (report: ImportReport) =>
+          `imported ${report.users} users, ${report.projects} projects, ${report.topics} topics, ${report.channels} channels, ` +
+          `${report.memberships} memberships, ${report.messages} messages, ${report.memories} memories ` +
+          `(${report.versions} versions), ${report.links} links` +
+          (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : ''),
+      ),
+    );
+}

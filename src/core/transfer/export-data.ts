@@ -1,0 +1,261 @@
+import type { TransferFilter, TransferMemory } from '../../storage/transfer-store.js';
+import { toIso } from '../clock.js';
+import type { EngineContext } from '../engine-context.js';
+import { parseInput, UserIdSchema } from '../schemas.js';
+import { ownerKey } from '../scope.js';
+import type { MemoryVersion } from '../types.js';
+import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION, type ExportHeader, type ExportRecord } from './export-format.js';
+
+/** What `exportData` writes. */
+export interface ExportOptions {
+  /**
+   * Only what this user may see and what they said (a data-subject access request; see
+   * docs/export-format.md): left out, everything.
+   */
+  userId?: string;
+  /** The mneme version written in the header (the faces pass the package's). */
+  mnemeVersion?: string;
+}
+
+/** Rows read per query: no export holds more than a page of any table in memory. */
+const PAGE = 500;
+
+const iso = (time: number | null) => (time === null ? null : toIso(time));
+
+/**
+ * The export as JSON lines (without their newlines), streamed: the header, every record in the
+ * order of the format, then the end line with the number of records. Every id a record names is the
+ * id of a row the same file holds (a reference to anything the export leaves out is dropped), so
+ * `importData` can restore it as it is.
+ */
+export async function* exportData(context: EngineContext, options: ExportOptions = {}): AsyncGenerator<string> {
+  const { storage } = context;
+  const transfer = storage.transfer;
+  const userId = options.userId === undefined ? undefined : parseInput(UserIdSchema, options.userId, 'user id');
+  const filter = userId === undefined ? undefined : await filterOf(context, userId);
+  const horizon = await transfer.horizon();
+  const referenced = filter ? await transfer.referencedBy(filter) : null;
+  const policy = await storage.policy.current();
+  const header: ExportHeader = {
+    type: 'header',
+    format: EXPORT_FORMAT,
+    version: EXPORT_FORMAT_VERSION,
+    mneme: options.mnemeVersion ?? 'unknown',
+    exportedAt: toIso(context.clock.now()),
+    user: userId ?? null,
+    preset: policy?.preset ?? 'mneme',
+    overrides: policy?.overrides ?? {},
+  };
+  yield JSON.stringify(header);
+  let records = 0;
+  const line = (record: ExportRecord) => {
+    records++;
+    return JSON.stringify(record);
+  };
+
+  if (!filter) {
+    for (const version of await storage.policy.history()) {
+      yield line({ type: 'policy', ...version });
+    }
+  }
+  for await (const user of pages((after: string | null) => transfer.users(after, PAGE, referenced?.userIds), byId)) {
+    yield line({ type: 'user', ...user, createdAt: toIso(user.createdAt), updatedAt: toIso(user.updatedAt) });
+  }
+  for await (const project of pages(
+    (after: string | null) => transfer.projects(after, PAGE, referenced?.projectIds),
+    byId,
+  )) {
+    yield line({ type: 'project', ...project, createdAt: toIso(project.createdAt) });
+  }
+  for await (const topic of pages((after: string | null) => transfer.topics(after, PAGE, referenced?.topicIds), byId)) {
+    yield line({ type: 'topic', ...topic, createdAt: toIso(topic.createdAt) });
+  }
+  for await (const channel of pages(
+    (after: string | null) => transfer.channels(after, PAGE, filter?.channelIds),
+    byId,
+  )) {
+    yield line({
+      type: 'channel',
+      ...channel,
+      createdAt: toIso(channel.createdAt),
+      updatedAt: toIso(channel.updatedAt),
+    });
+  }
+  for await (const member of pages(
+    (after: Parameters<typeof transfer.memberships>[0]) => transfer.memberships(after, PAGE, userId),
+    (last) => last,
+  )) {
+    yield line({ type: 'membership', ...member, addedAt: toIso(member.addedAt) });
+  }
+  for await (const message of pages((after: number) => transfer.messages(after, PAGE, filter), byNumber, 0)) {
+    if (message.id > horizon.messageId) break;
+    // A reply to a message the export leaves out would name a row the file does not hold.
+    const replyTo =
+      message.replyTo !== null &&
+      (await exportedMessages(context, [message.replyTo], filter, horizon)).has(message.replyTo)
+        ? message.replyTo
+        : null;
+    const { externalId, ...fields } = message;
+    yield line({ type: 'message', ...fields, replyTo, ...(externalId === null ? {} : { externalId }) });
+  }
+  for await (const page of memoryPages(context, filter, horizon)) {
+    for (const memory of page) yield line(memory);
+  }
+  for await (const link of pages((after: number) => transfer.links(after, PAGE, filter), byNumber, 0)) {
+    if (link.id > horizon.linkId) break;
+    if (link.sourceId > horizon.memoryId || link.targetId > horizon.memoryId) continue;
+    yield line({
+      type: 'link',
+      sourceId: link.sourceId,
+      targetId: link.targetId,
+      linkType: link.type,
+      strength: link.strength,
+      createdAt: toIso(link.createdAt),
+    });
+  }
+  if (!filter) {
+    for (const state of await transfer.watermarks()) {
+      yield line({ type: 'watermark', ...state, lastRunAt: iso(state.lastRunAt) });
+    }
+  }
+  yield JSON.stringify({ type: 'end', records });
+}
+
+const byId = (last: { id: string }) => last.id;
+const byNumber = (last: { id: number }) => last.id;
+
+/** Every row of a paged read, one page in memory at a time. */
+async function* pages<Row, Key>(
+  read: (after: Key) => Promise<Row[]>,
+  keyOf: (last: Row) => Key,
+  first: Key | null = null,
+): AsyncGenerator<Row> {
+  let after = first as Key;
+  for (;;) {
+    const rows = await read(after);
+    yield* rows;
+    const last = rows.at(-1);
+    if (rows.length < PAGE || last === undefined) return;
+    after = keyOf(last);
+  }
+}
+
+/**
+ * What one user may see, as owner keys and channels: their personal memories, the room, project and
+ * session memories of the spaces they are a member of, and global memories that carry their id.
+ */
+async function filterOf(context: EngineContext, userId: string): Promise<TransferFilter> {
+  const spaces = await context.storage.transfer.spacesOf(userId);
+  const owners = [ownerKey('personal', { userId })];
+  const channelIds: string[] = [];
+  for (const space of spaces) {
+    if (space.kind === 'channel') {
+      channelIds.push(space.id);
+      owners.push(ownerKey('room', { channelId: space.id }));
+    } else if (space.kind === 'project') owners.push(ownerKey('project', { projectId: space.id }));
+    else owners.push(ownerKey('session', { topicId: space.id }));
+  }
+  return { userId, channelIds, owners };
+}
+
+/** The newest rows an export writes (`TransferStore.horizon`). */
+type Horizon = Awaited<ReturnType<EngineContext['storage']['transfer']['horizon']>>;
+
+/** Of these message ids, those the export writes (up to the horizon: all that exist, or those the filter lets through). */
+async function exportedMessages(
+  context: EngineContext,
+  ids: readonly number[],
+  filter: TransferFilter | undefined,
+  horizon: Horizon,
+): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const channels = new Set(filter?.channelIds);
+  const messages = await context.storage.messages.get([...new Set(ids)].filter((id) => id <= horizon.messageId));
+  return new Set(
+    messages
+      .filter((message) => !filter || channels.has(message.channelId) || message.senderId === filter.userId)
+      .map((message) => message.id),
+  );
+}
+
+/** Of these memory ids, those the export writes. */
+async function exportedMemories(
+  context: EngineContext,
+  ids: readonly number[],
+  filter: TransferFilter | undefined,
+  horizon: Horizon,
+): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const owners = new Set(filter?.owners);
+  const memories = await context.storage.memories.get([...new Set(ids)].filter((id) => id <= horizon.memoryId));
+  return new Set(
+    memories
+      .filter((memory) => {
+        if (!filter) return true;
+        const owner = ownerKey(memory.scope, memory);
+        return owners.has(owner) || (owner === 'global' && memory.userId === filter.userId);
+      })
+      .map((memory) => memory.id),
+  );
+}
+
+/** Memory records a page at a time: with their versions, and references only to rows the export writes. */
+async function* memoryPages(
+  context: EngineContext,
+  filter: TransferFilter | undefined,
+  horizon: Horizon,
+): AsyncGenerator<ExportRecord[]> {
+  const transfer = context.storage.transfer;
+  let after = 0;
+  for (;;) {
+    const page = await transfer.memories(after, PAGE, filter);
+    const memories = page.filter((memory) => memory.id <= horizon.memoryId);
+    if (memories.length === 0) return;
+    after = memories.at(-1)?.id ?? after;
+    const versions = new Map<number, MemoryVersion[]>();
+    for (const version of await transfer.versions(memories.map((memory) => memory.id))) {
+      const list = versions.get(version.memoryId) ?? [];
+      list.push(version);
+      versions.set(version.memoryId, list);
+    }
+    const messageIds = memories.flatMap((memory) => [
+      ...memory.sourceMessageIds,
+      ...(memory.searchContextMessageId === null ? [] : [memory.searchContextMessageId]),
+      ...(memory.chunkMessageId === null ? [] : [memory.chunkMessageId]),
+    ]);
+    const memoryIds = memories.flatMap((memory) => [
+      ...memory.sourceIds,
+      ...(memory.supersededBy === null ? [] : [memory.supersededBy]),
+    ]);
+    const messages = await exportedMessages(context, messageIds, filter, horizon);
+    const related = await exportedMemories(context, memoryIds, filter, horizon);
+    yield memories.map((memory) => memoryRecord(memory, versions.get(memory.id) ?? [], messages, related));
+    if (page.length < PAGE || memories.length < page.length) return;
+  }
+}
+
+function memoryRecord(
+  memory: TransferMemory,
+  versions: readonly MemoryVersion[],
+  messages: ReadonlySet<number>,
+  memories: ReadonlySet<number>,
+): ExportRecord {
+  const { owner: _owner, chunkMessageId, chunkIndex, decayedAt, ...fields } = memory;
+  const quoted = memory.searchContextMessageId;
+  const keepsContext = quoted === null || messages.has(quoted);
+  return {
+    type: 'memory',
+    ...fields,
+    sourceMessageIds: memory.sourceMessageIds.filter((id) => messages.has(id)),
+    sourceIds: memory.sourceIds.filter((id) => memories.has(id)),
+    supersededBy: memory.supersededBy !== null && memories.has(memory.supersededBy) ? memory.supersededBy : null,
+    decayedAt: iso(decayedAt),
+    searchContext: keepsContext ? memory.searchContext : null,
+    searchContextMessageId: keepsContext ? quoted : null,
+    chunk:
+      chunkMessageId !== null && chunkIndex !== null && messages.has(chunkMessageId)
+        ? { messageId: chunkMessageId, index: chunkIndex }
+        : null,
+    versions: versions.map(({ id: _id, memoryId: _memoryId, ...version }) => version),
+  };
+}

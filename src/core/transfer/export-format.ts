@@ -1,0 +1,220 @@
+import { z } from 'zod';
+import { MAX_ID_CHARS, MessageExternalIdSchema } from '../schemas.js';
+import type { MemorySource } from '../types.js';
+
+/**
+ * The mneme export format (docs/export-format.md, ADR 15): JSON lines, a header first, then records
+ * in the order of `RECORD_ORDER`, then an `end` line. `EXPORT_FORMAT_VERSION` changes when a reader of
+ * the previous version could not read a file of the new one; an optional field added to a record does
+ * not change it.
+ */
+export const EXPORT_FORMAT = 'mneme-export';
+export const EXPORT_FORMAT_VERSION = 1;
+
+/** The record types between the header and the end line, in the order a file holds them. */
+export const RECORD_ORDER = [
+  'policy',
+  'user',
+  'project',
+  'topic',
+  'channel',
+  'membership',
+  'message',
+  'memory',
+  'link',
+  'watermark',
+] as const;
+
+export type RecordType = (typeof RECORD_ORDER)[number];
+
+const id = z.string().min(1).max(MAX_ID_CHARS);
+const rowId = z.number().int().positive();
+const text = z.string();
+/** ISO 8601 as `Date.toISOString` writes it; read as epoch milliseconds. */
+const time = z.iso.datetime().transform((value) => Date.parse(value));
+const unit = z.number().min(0).max(1);
+const sources = [
+  'manual',
+  'conversation',
+  'work',
+  'extraction',
+  'exchange',
+  'episode',
+  'consolidation',
+  'dream',
+  'command',
+] as const satisfies readonly MemorySource[];
+
+export const HeaderSchema = z.object({
+  type: z.literal('header'),
+  format: z.literal(EXPORT_FORMAT, { error: `not a ${EXPORT_FORMAT} file (its first line must be the header)` }),
+  version: z.literal(EXPORT_FORMAT_VERSION, {
+    error: `this mneme reads ${EXPORT_FORMAT} version ${EXPORT_FORMAT_VERSION} only`,
+  }),
+  mneme: text,
+  exportedAt: time,
+  /** The user a per-user export is of, or null for everything. */
+  user: id.nullable(),
+  preset: text,
+  overrides: z.record(z.string(), z.unknown()),
+});
+
+const PolicyRecordSchema = z.strictObject({
+  type: z.literal('policy'),
+  version: z.number().int().positive(),
+  preset: text,
+  overrides: z.record(z.string(), z.unknown()),
+  change: text,
+  actor: text.nullable(),
+  createdAt: time,
+});
+
+const UserRecordSchema = z.strictObject({
+  type: z.literal('user'),
+  id,
+  displayName: text.nullable(),
+  createdAt: time,
+  updatedAt: time,
+});
+
+const ProjectRecordSchema = z.strictObject({
+  type: z.literal('project'),
+  id,
+  name: text.nullable(),
+  managed: z.boolean(),
+  createdAt: time,
+});
+
+const TopicRecordSchema = z.strictObject({
+  type: z.literal('topic'),
+  id,
+  projectId: id.nullable(),
+  title: text.nullable(),
+  createdAt: time,
+});
+
+const ChannelRecordSchema = z.strictObject({
+  type: z.literal('channel'),
+  id,
+  visibility: z.enum(['direct', 'private', 'public']),
+  createdAt: time,
+  updatedAt: time,
+});
+
+const MembershipRecordSchema = z.strictObject({
+  type: z.literal('membership'),
+  kind: z.enum(['channel', 'topic', 'project']),
+  spaceId: id,
+  userId: id,
+  addedAt: time,
+});
+
+const MessageRecordSchema = z.strictObject({
+  type: z.literal('message'),
+  id: rowId,
+  channelId: id,
+  senderId: id,
+  role: z.enum(['user', 'assistant', 'system']),
+  content: text,
+  topicId: id.nullable(),
+  replyTo: rowId.nullable(),
+  createdAt: time,
+  // Optional message fields of later releases go here (each `.optional()`, left out when absent), so
+  // that a file without them still reads and the format version stays 1.
+  /** The chat platform's event id the message was ingested with (ADR 14); left out when it had none. */
+  externalId: MessageExternalIdSchema.optional(),
+});
+
+const VersionSchema = z.strictObject({
+  version: z.number().int().positive(),
+  action: z.enum(['create', 'update', 'archive', 'restore', 'merge']),
+  actor: text.nullable(),
+  reason: text.nullable(),
+  changes: z.record(z.string(), z.strictObject({ from: z.unknown(), to: z.unknown() })),
+  snapshot: z.strictObject({
+    content: text,
+    category: text,
+    importance: z.number(),
+    pinned: z.boolean(),
+    archivedAt: z.string().nullable(),
+  }),
+  createdAt: time,
+});
+
+const MemoryRecordSchema = z.strictObject({
+  type: z.literal('memory'),
+  id: rowId,
+  content: text.min(1),
+  category: text.min(1),
+  sector: z.enum(['semantic', 'episodic']),
+  scope: z.enum(['personal', 'room', 'project', 'session', 'global']),
+  userId: id.nullable(),
+  channelId: id.nullable(),
+  projectId: id.nullable(),
+  topicId: id.nullable(),
+  source: z.enum(sources),
+  importance: unit,
+  strength: z.number().finite(),
+  salience: z.number().finite(),
+  accessCount: z.number().int().min(0),
+  lastAccessedAt: time.nullable(),
+  pinned: z.boolean(),
+  sourceMessageIds: z.array(rowId),
+  sourceIds: z.array(rowId),
+  validFrom: time,
+  supersededBy: rowId.nullable(),
+  archivedAt: time.nullable(),
+  fadedAt: time.nullable(),
+  createdAt: time,
+  updatedAt: time,
+  decayedAt: time.nullable(),
+  searchContext: text.nullable(),
+  searchContextMessageId: rowId.nullable(),
+  chunk: z.strictObject({ messageId: rowId, index: z.number().int().min(0) }).nullable(),
+  versions: z.array(VersionSchema),
+});
+
+const LinkRecordSchema = z.strictObject({
+  type: z.literal('link'),
+  sourceId: rowId,
+  targetId: rowId,
+  linkType: z.enum(['co_extracted', 'consolidated', 'semantic', 'supersedes']),
+  strength: unit,
+  createdAt: time,
+});
+
+const WatermarkRecordSchema = z.strictObject({
+  type: z.literal('watermark'),
+  channelId: z.string().max(MAX_ID_CHARS + 10),
+  task: id,
+  watermark: z.number().int().min(0).nullable(),
+  lastRunAt: time.nullable(),
+  details: z.record(z.string(), z.unknown()).nullable(),
+});
+
+export const EndSchema = z.strictObject({
+  type: z.literal('end'),
+  /** How many records lie between the header and this line: a shorter file was cut off. */
+  records: z.number().int().min(0),
+});
+
+export const RecordSchema = z.discriminatedUnion('type', [
+  PolicyRecordSchema,
+  UserRecordSchema,
+  ProjectRecordSchema,
+  TopicRecordSchema,
+  ChannelRecordSchema,
+  MembershipRecordSchema,
+  MessageRecordSchema,
+  MemoryRecordSchema,
+  LinkRecordSchema,
+  WatermarkRecordSchema,
+]);
+
+export type ExportHeader = z.input<typeof HeaderSchema>;
+/** A record as written (times as ISO 8601). */
+export type ExportRecord = z.input<typeof RecordSchema>;
+/** A record as read (times as epoch milliseconds). */
+export type ParsedRecord = z.output<typeof RecordSchema>;
+export type ParsedMemoryRecord = z.output<typeof MemoryRecordSchema>;
+export type ParsedMessageRecord = z.output<typeof MessageRecordSchema>;

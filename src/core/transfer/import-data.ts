@@ -1,0 +1,509 @@
+import type { MaintenanceState } from '../../storage/maintenance-state-store.js';
+import type {
+  ImportedMemory,
+  ImportedMessage,
+  ImportedVersion,
+  ImportSession,
+  TransferChannel,
+  TransferLink,
+  TransferMembership,
+  TransferProject,
+  TransferTopic,
+  TransferUser,
+} from '../../storage/transfer-store.js';
+import type { EngineContext } from '../engine-context.js';
+import { ErrorCode, MnemeError } from '../errors.js';
+import { ExtractionTask, topicKey } from '../ingest/extraction-task.js';
+import type { PolicyOptions } from '../policy.js';
+import { checkPolicyRequest, refreshPolicy } from '../policy-state.js';
+import { parseInput } from '../schemas.js';
+import { ownerKey } from '../scope.js';
+import {
+  EndSchema,
+  HeaderSchema,
+  type ParsedMemoryRecord,
+  type ParsedRecord,
+  RECORD_ORDER,
+  RecordSchema,
+  type RecordType,
+} from './export-format.js';
+import {
+  emptyReport,
+  type ImportOptions,
+  type ImportReport,
+  lineError,
+  type NumberedLine,
+  numberedLines,
+} from './import-lines.js';
+import { importMem0 } from './import-mem0.js';
+
+/** Records written in one batch of the import's transaction. */
+const BATCH = 500;
+
+/**
+ * Restores an export (lines of docs/export-format.md) into this database, which must be empty, or
+ * adds a mem0 export's memories (`from: 'mem0'`). Everything is written in one transaction: a bad
+ * line (named by its number) or a failure leaves the database as it was. Ids are given anew; every
+ * reference (replies, provenance, supersession, links, versions, watermarks) follows its row.
+ */
+export async function importData(
+  context: EngineContext,
+  lines: AsyncIterable<string> | Iterable<string>,
+  options: ImportOptions = {},
+): Promise<ImportReport> {
+  const from = options.from ?? 'mneme';
+  if (from === 'mem0') return importMem0(context, lines);
+  if (!(await context.storage.transfer.isEmpty())) {
+    throw new MnemeError(
+      ErrorCode.Conflict,
+      'the database is not empty: an import restores into a new database only; give another --db (a new file)',
+    );
+  }
+  const session = await context.storage.transfer.beginImport();
+  try {
+    const report = await restore(context, session, numberedLines(lines));
+    await session.commit();
+    await refreshPolicy(context);
+    return report;
+  } catch (error) {
+    await session.rollback();
+    throw error;
+  }
+}
+
+/** Sorted old ids and the new ids they became: the file's ids increase, so a lookup is a binary search. */
+class IdMap {
+  private readonly from: number[] = [];
+  private readonly to: number[] = [];
+
+  add(oldId: number, newId: number): void {
+    this.from.push(oldId);
+    this.to.push(newId);
+  }
+
+  /** The new id of `oldId`, or undefined when the file did not hold it. */
+  get(oldId: number): number | undefined {
+    const index = this.floorIndex(oldId);
+    return index >= 0 && this.from[index] === oldId ? this.to[index] : undefined;
+  }
+
+  /** The new id of the largest old id at most `oldId` (a watermark: everything up to it is done), or 0. */
+  floor(oldId: number): number {
+    const index = this.floorIndex(oldId);
+    return index >= 0 ? (this.to[index] ?? 0) : 0;
+  }
+
+  private floorIndex(oldId: number): number {
+    let low = 0;
+    let high = this.from.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      if ((this.from[middle] ?? 0) <= oldId) {
+        found = middle;
+        low = middle + 1;
+      } else high = middle - 1;
+    }
+    return found;
+  }
+}
+
+type PendingBatch =
+  | { type: 'user'; rows: TransferUser[] }
+  | { type: 'project'; rows: TransferProject[] }
+  | { type: 'topic'; rows: TransferTopic[] }
+  | { type: 'channel'; rows: TransferChannel[] }
+  | { type: 'membership'; rows: TransferMembership[] }
+  | { type: 'message'; rows: Array<{ oldId: number; message: ImportedMessage }> }
+  | { type: 'memory'; rows: Array<{ line: number; record: ParsedMemoryRecord }> }
+  | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> };
+
+async function restore(
+  context: EngineContext,
+  session: ImportSession,
+  lines: AsyncGenerator<NumberedLine>,
+): Promise<ImportReport> {
+  const first = await lines.next();
+  if (first.done) throw new MnemeError(ErrorCode.InvalidInput, 'the file is empty; nothing was imported');
+  let header: ReturnType<typeof HeaderSchema.parse>;
+  try {
+    header = parseInput(HeaderSchema, JSON.parse(first.value.text), 'header');
+    checkPolicyRequest({ preset: header.preset, policy: header.overrides as PolicyOptions });
+  } catch (error) {
+    throw lineError(first.value.number, error);
+  }
+  const report = emptyReport('mneme', header.user);
+  const messages = new IdMap();
+  const memories = new IdMap();
+  const projects = new Set<string>();
+  const topics = new Set<string>();
+  /** The newest new message id of each channel and topic, for the watermarks of a file without them. */
+  const latestOfChannel = new Map<string, number>();
+  const latestOfTopic = new Map<string, number>();
+  /** References between memories (possibly to later ones): set once every memory is in. */
+  const references: Array<{ line: number; id: number; supersededBy: number | null; sourceIds: number[] }> = [];
+  const policies: Parameters<ImportSession['replacePolicy']>[0][number][] = [];
+  const watermarks: MaintenanceState[] = [];
+  let section = -1;
+  let records = 0;
+  let ended: number | null = null;
+  let batch: PendingBatch | null = null;
+  let batchLines: [number, number] = [0, 0];
+
+  /** Old ids of the messages queued but not written yet. */
+  const queuedMessages = new Set<number>();
+  let lastMessage = 0;
+  let lastMemory = 0;
+
+  const flush = async () => {
+    const pending = batch;
+    batch = null;
+    queuedMessages.clear();
+    if (!pending) return;
+    try {
+      await write(pending);
+    } catch (error) {
+      const [from, to] = batchLines;
+      throw lineError(from === to ? from : `lines ${from}-${to}`, error);
+    }
+  };
+
+  const write = async (pending: PendingBatch) => {
+    switch (pending.type) {
+      case 'user':
+        await session.putUsers(pending.rows);
+        report.users += pending.rows.length;
+        return;
+      case 'project':
+        await session.putProjects(pending.rows);
+        report.projects += pending.rows.length;
+        return;
+      case 'topic':
+        await session.putTopics(pending.rows);
+        report.topics += pending.rows.length;
+        return;
+      case 'channel':
+        await session.putChannels(pending.rows);
+        report.channels += pending.rows.length;
+        return;
+      case 'membership':
+        await session.putMemberships(pending.rows);
+        report.memberships += pending.rows.length;
+        return;
+      case 'message': {
+        const ids = await session.appendMessages(pending.rows.map((row) => row.message));
+        pending.rows.forEach((row, index) => {
+          const id = ids[index] ?? 0;
+          messages.add(row.oldId, id);
+          latestOfChannel.set(row.message.channelId, id);
+          if (row.message.topicId !== null) latestOfTopic.set(row.message.topicId, id);
+        });
+        report.messages += ids.length;
+        return;
+      }
+      case 'memory': {
+        const ids = await session.insertMemories(pending.rows.map((row) => importedMemory(row.record, messages)));
+        const versions: ImportedVersion[] = [];
+        pending.rows.forEach((row, index) => {
+          const id = ids[index] ?? 0;
+          memories.add(row.record.id, id);
+          for (const version of row.record.versions) versions.push({ ...version, memoryId: id });
+        });
+        await session.addVersions(versions);
+        report.memories += ids.length;
+        report.versions += versions.length;
+        return;
+      }
+      case 'link':
+        await session.addLinks(pending.rows);
+        report.links += pending.rows.length;
+        return;
+    }
+  };
+
+  const queue = async <Type extends PendingBatch['type']>(
+    type: Type,
+    line: number,
+    row: Extract<PendingBatch, { type: Type }>['rows'][number],
+  ) => {
+    if (batch && (batch.type !== type || batch.rows.length >= BATCH)) await flush();
+    if (!batch) {
+      batch = { type, rows: [] } as unknown as PendingBatch;
+      batchLines = [line, line];
+    }
+    (batch.rows as unknown[]).push(row);
+    batchLines[1] = line;
+  };
+
+  for await (const { number, text } of lines) {
+    let record: ParsedRecord;
+    try {
+      if (ended !== null) throw new Error('a line follows the end line');
+      const value: unknown = JSON.parse(text);
+      if (isEnd(value)) {
+        ended = parseInput(EndSchema, value, 'record').records;
+        continue;
+      }
+      record = parseInput(RecordSchema, value, 'record');
+      const position = RECORD_ORDER.indexOf(record.type);
+      if (position < section) {
+        throw new Error(
+          `a ${record.type} record after ${plural(RECORD_ORDER[section] ?? record.type)}: records must come in the order ${RECORD_ORDER.join(', ')}`,
+        );
+      }
+      section = position;
+      records++;
+      checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
+      if (record.type === 'message') lastMessage = record.id;
+      if (record.type === 'memory') lastMemory = record.id;
+    } catch (error) {
+      throw lineError(number, error);
+    }
+    switch (record.type) {
+      case 'policy':
+        try {
+          checkPolicyRequest({ preset: record.preset, policy: record.overrides as PolicyOptions });
+        } catch (error) {
+          throw lineError(number, error);
+        }
+        policies.push({ ...record });
+        break;
+      case 'user':
+        await queue('user', number, { ...record });
+        break;
+      case 'project':
+        projects.add(record.id);
+        await queue('project', number, { ...record });
+        break;
+      case 'topic':
+        topics.add(record.id);
+        await queue('topic', number, { ...record });
+        break;
+      case 'channel':
+        await queue('channel', number, { ...record });
+        break;
+      case 'membership':
+        await queue('membership', number, { ...record });
+        break;
+      case 'message': {
+        // A reply to a message of this batch needs that message's new id: write the batch first.
+        if (record.replyTo !== null && queuedMessages.has(record.replyTo)) await flush();
+        const { type: _type, id, ...message } = record;
+        await queue('message', number, {
+          oldId: id,
+          message: {
+            ...message,
+            externalId: message.externalId ?? null,
+            replyTo: record.replyTo === null ? null : (messages.get(record.replyTo) ?? null),
+          },
+        });
+        queuedMessages.add(id);
+        break;
+      }
+      case 'memory': {
+        if (record.supersededBy !== null || record.sourceIds.length > 0) {
+          references.push({
+            line: number,
+            id: record.id,
+            supersededBy: record.supersededBy,
+            sourceIds: record.sourceIds,
+          });
+        }
+        await queue('memory', number, { line: number, record });
+        break;
+      }
+      case 'link': {
+        await flush();
+        const sourceId = memories.get(record.sourceId);
+        const targetId = memories.get(record.targetId);
+        if (sourceId === undefined || targetId === undefined) {
+          throw lineError(
+            number,
+            new Error(
+              `the link names memory ${sourceId === undefined ? record.sourceId : record.targetId}, which the file does not hold`,
+            ),
+          );
+        }
+        await queue('link', number, {
+          sourceId,
+          targetId,
+          type: record.linkType,
+          strength: record.strength,
+          createdAt: record.createdAt,
+        });
+        break;
+      }
+      case 'watermark':
+        watermarks.push({
+          channelId: record.channelId,
+          task: record.task,
+          watermark:
+            record.watermark === null
+              ? null
+              : record.channelId === ''
+                ? memories.floor(record.watermark)
+                : messages.floor(record.watermark),
+          lastRunAt: record.lastRunAt,
+          details: record.details,
+        });
+        break;
+    }
+  }
+  await flush();
+  if (ended === null) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      'the file has no end line: it was cut off (or is not a whole export); nothing was imported',
+    );
+  }
+  if (ended !== records) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `the end line counts ${ended} records but the file holds ${records}: it is damaged; nothing was imported`,
+    );
+  }
+  const fixes = references.map((pending) => {
+    const resolve = (id: number) => {
+      const mapped = memories.get(id);
+      if (mapped === undefined)
+        throw lineError(pending.line, new Error(`memory ${id} is named but the file does not hold it`));
+      return mapped;
+    };
+    return {
+      id: memories.get(pending.id) ?? 0,
+      supersededBy: pending.supersededBy === null ? null : resolve(pending.supersededBy),
+      sourceIds: pending.sourceIds.map(resolve),
+    };
+  });
+  await session.setSupersededBy(
+    fixes.flatMap((fix) => (fix.supersededBy === null ? [] : [[fix.id, fix.supersededBy] as const])),
+  );
+  await session.setSourceIds(fixes.map((fix) => [fix.id, fix.sourceIds] as const));
+  await session.setWatermarks(watermarks.length > 0 ? watermarks : caughtUp(latestOfChannel, latestOfTopic));
+  await session.replacePolicy(
+    policies.length > 0
+      ? policies
+      : [
+          {
+            version: 1,
+            preset: header.preset,
+            overrides: header.overrides,
+            change: `imported from ${header.user === null ? 'an export' : `the export of user ${header.user}`} made ${new Date(header.exportedAt).toISOString()}`,
+            actor: null,
+            createdAt: context.clock.now(),
+          },
+        ],
+  );
+  return report;
+}
+
+/**
+ * Watermarks for a file that has none (a per-user export): every imported message counts as
+ * extracted, so extraction does not write again the memories the file brought.
+ */
+function caughtUp(channels: ReadonlyMap<string, number>, topics: ReadonlyMap<string, number>): MaintenanceState[] {
+  const state = (channelId: string, task: string, watermark: number): MaintenanceState => ({
+    channelId,
+    task,
+    watermark,
+    lastRunAt: null,
+    details: null,
+  });
+  return [
+    ...[...channels].flatMap(([channel, id]) => [
+      state(channel, ExtractionTask.channel, id),
+      state(channel, 'episodes', id),
+    ]),
+    ...[...topics].flatMap(([topic, id]) => [
+      state(topicKey(topic), ExtractionTask.conversation, id),
+      state(topicKey(topic), ExtractionTask.work, id),
+    ]),
+  ];
+}
+
+function isEnd(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'end';
+}
+
+function plural(type: RecordType): string {
+  return type === 'policy' ? 'policies' : `${type}s`;
+}
+
+/** Refuses a record naming a row the file does not hold before it (memories may name later memories). */
+function checkReferences(
+  record: ParsedRecord,
+  known: {
+    messages: IdMap;
+    projects: ReadonlySet<string>;
+    topics: ReadonlySet<string>;
+    queuedMessages: ReadonlySet<number>;
+    lastMessage: number;
+    lastMemory: number;
+  },
+): void {
+  const message = (id: number, what: string) => {
+    if (known.messages.get(id) === undefined && !known.queuedMessages.has(id)) {
+      throw new Error(`${what} names message ${id}, which is not earlier in the file`);
+    }
+  };
+  switch (record.type) {
+    case 'topic':
+      if (record.projectId !== null && !known.projects.has(record.projectId)) {
+        throw new Error(`topic ${record.id} names project ${record.projectId}, which is not earlier in the file`);
+      }
+      return;
+    case 'message':
+      if (record.id <= known.lastMessage) {
+        throw new Error(`message ids must increase (${record.id} does not)`);
+      }
+      if (record.replyTo !== null) message(record.replyTo, 'replyTo');
+      return;
+    case 'memory':
+      if (record.id <= known.lastMemory) throw new Error(`memory ids must increase (${record.id} does not)`);
+      if (record.topicId !== null && !known.topics.has(record.topicId)) {
+        throw new Error(`the memory names topic ${record.topicId}, which is not earlier in the file`);
+      }
+      ownerKey(record.scope, record);
+      for (const id of record.sourceMessageIds) message(id, 'sourceMessageIds');
+      if (record.searchContextMessageId !== null) message(record.searchContextMessageId, 'searchContextMessageId');
+      if (record.chunk) message(record.chunk.messageId, 'chunk');
+      return;
+    default:
+      return;
+  }
+}
+
+/** A memory record as the store writes it: message ids remapped, owner key computed, memory references set later when forward. */
+function importedMemory(record: ParsedMemoryRecord, messages: IdMap): ImportedMemory {
+  const message = (id: number) => messages.get(id) ?? 0;
+  return {
+    content: record.content,
+    category: record.category,
+    sector: record.sector,
+    scope: record.scope,
+    owner: ownerKey(record.scope, record),
+    userId: record.userId,
+    channelId: record.channelId,
+    projectId: record.projectId,
+    topicId: record.topicId,
+    source: record.source,
+    importance: record.importance,
+    strength: record.strength,
+    salience: record.salience,
+    accessCount: record.accessCount,
+    lastAccessedAt: record.lastAccessedAt,
+    pinned: record.pinned,
+    sourceMessageIds: record.sourceMessageIds.map(message),
+    sourceIds: [],
+    validFrom: record.validFrom,
+    archivedAt: record.archivedAt,
+    fadedAt: record.fadedAt,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    decayedAt: record.decayedAt,
+    searchContext: record.searchContext,
+    searchContextMessageId: record.searchContextMessageId === null ? null : message(record.searchContextMessageId),
+    chunkMessageId: record.chunk ? message(record.chunk.messageId) : null,
+    chunkIndex: record.chunk?.index ?? null,
+  };
+}

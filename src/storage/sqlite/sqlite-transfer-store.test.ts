@@ -1,0 +1,4 @@
+import { describeTransferStoreContract } from '../transfer-store.contract.js';
+import { createSqliteStorage } from './sqlite-storage.js';
+
+describeTransferStoreContract('SQLite :memory:', async () => createSqliteStorage({ path: ':memory:' }));

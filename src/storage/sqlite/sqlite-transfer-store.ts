@@ -1,0 +1,515 @@
+import type Database from 'better-sqlite3';
+import { toIso } from '../../core/clock.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+import type { MaintenanceState } from '../maintenance-state-store.js';
+import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
+import type { Message, MessageRole } from '../message-store.js';
+import type {
+  ImportSession,
+  TransferChannel,
+  TransferFilter,
+  TransferLink,
+  TransferMembership,
+  TransferMemory,
+  TransferStore,
+} from '../transfer-store.js';
+import { readSqlite, toMnemeError } from './sqlite-database.js';
+import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
+
+interface MessageRow {
+  id: number;
+  channel_id: string;
+  sender_id: string;
+  role: MessageRole;
+  content: string;
+  topic_id: string | null;
+  reply_to: number | null;
+  created_at: number;
+  external_id: string | null;
+}
+
+/** KiB of page cache while an import runs (SQLite's default is 2,000), given back when it ends. */
+const IMPORT_CACHE_KIB = 65_536;
+
+/** The named parameters of a filtered read: the filter's lists as JSON (read with `json_each`). */
+interface FilterParameters {
+  filtered: 0 | 1;
+  userId: string | null;
+  channels: string;
+  owners: string;
+}
+
+const MESSAGE_FILTER = `(@filtered = 0 OR channel_id IN (SELECT value FROM json_each(@channels)) OR sender_id = @userId)`;
+const memoryFilter = (alias: string) =>
+  `(@filtered = 0 OR ${alias}.owner IN (SELECT value FROM json_each(@owners))
+    OR (${alias}.owner = 'global' AND ${alias}.user_id = @userId))`;
+
+function filterParameters(filter: TransferFilter | undefined): FilterParameters {
+  return filter
+    ? {
+        filtered: 1,
+        userId: filter.userId,
+        channels: JSON.stringify(filter.channelIds),
+        owners: JSON.stringify(filter.owners),
+      }
+    : { filtered: 0, userId: null, channels: '[]', owners: '[]' };
+}
+
+/** A page of one table keyed by a text id, optionally only the ids given. */
+function pageById<Row>(database: Database.Database, table: string, order = 'id') {
+  const statement = database.prepare<{ after: string | null; limit: number; ids: string | null }, Row>(
+    `SELECT * FROM ${table} WHERE (@after IS NULL OR id > @after)
+      AND (@ids IS NULL OR id IN (SELECT value FROM json_each(@ids))) ORDER BY ${order} LIMIT @limit`,
+  );
+  return (after: string | null, limit: number, ids?: readonly string[]) =>
+    statement.all({ after, limit, ids: ids ? JSON.stringify(ids) : null });
+}
+
+/** The SQLite implementation of the TransferStore port: paged reads for export, one transaction for an import. */
+export function createSqliteTransferStore(database: Database.Database): TransferStore {
+  const users = pageById<{ id: string; display_name: string | null; created_at: number; updated_at: number }>(
+    database,
+    'users',
+  );
+  const projects = pageById<{ id: string; name: string | null; managed: 0 | 1; created_at: number }>(
+    database,
+    'projects',
+  );
+  const topics = pageById<{ id: string; project_id: string | null; title: string | null; created_at: number }>(
+    database,
+    'topics',
+  );
+  const channels = pageById<{ id: string; visibility: ChannelVisibility; created_at: number; updated_at: number }>(
+    database,
+    'channels',
+  );
+  const statements = {
+    empty: database.prepare<[], { found: number }>(
+      `SELECT EXISTS (SELECT 1 FROM users) + EXISTS (SELECT 1 FROM topics) + EXISTS (SELECT 1 FROM projects)
+        + EXISTS (SELECT 1 FROM channels) + EXISTS (SELECT 1 FROM members) + EXISTS (SELECT 1 FROM messages)
+        + EXISTS (SELECT 1 FROM memories) + EXISTS (SELECT 1 FROM api_keys) AS found`,
+    ),
+    horizon: database.prepare<[], { messageId: number; memoryId: number; linkId: number }>(
+      `SELECT (SELECT COALESCE(MAX(id), 0) FROM messages) AS messageId,
+        (SELECT COALESCE(MAX(id), 0) FROM memories) AS memoryId,
+        (SELECT COALESCE(MAX(id), 0) FROM memory_links) AS linkId`,
+    ),
+    memberships: database.prepare<
+      { kind: string | null; spaceId: string; userId: string; limit: number; only: string | null },
+      { kind: SpaceKind; space_id: string; user_id: string; added_at: number }
+    >(
+      `SELECT * FROM members WHERE (@kind IS NULL OR (kind, space_id, user_id) > (@kind, @spaceId, @userId))
+        AND (@only IS NULL OR user_id = @only) ORDER BY kind, space_id, user_id LIMIT @limit`,
+    ),
+    messages: database.prepare<FilterParameters & { after: number; limit: number }, MessageRow>(
+      `SELECT * FROM messages WHERE id > @after AND ${MESSAGE_FILTER} ORDER BY id LIMIT @limit`,
+    ),
+    memories: database.prepare<FilterParameters & { after: number; limit: number }, MemoryRow & ChunkColumns>(
+      `SELECT * FROM memories m WHERE m.id > @after AND ${memoryFilter('m')} ORDER BY m.id LIMIT @limit`,
+    ),
+    versions: database.prepare<[string], VersionRow>(
+      `SELECT * FROM memory_versions WHERE memory_id IN (SELECT value FROM json_each(?))
+        ORDER BY memory_id, version`,
+    ),
+    links: database.prepare<
+      FilterParameters & { after: number; limit: number },
+      {
+        id: number;
+        source_id: number;
+        target_id: number;
+        type: TransferLink['type'];
+        strength: number;
+        created_at: number;
+      }
+    >(
+      `SELECT l.* FROM memory_links l WHERE l.id > @after AND (@filtered = 0 OR (
+          EXISTS (SELECT 1 FROM memories m WHERE m.id = l.source_id AND ${memoryFilter('m')})
+          AND EXISTS (SELECT 1 FROM memories m WHERE m.id = l.target_id AND ${memoryFilter('m')})))
+        ORDER BY l.id LIMIT @limit`,
+    ),
+    watermarks: database.prepare<
+      [],
+      { channel_id: string; task: string; watermark: number | null; last_run_at: number | null; details: string | null }
+    >('SELECT * FROM maintenance_state ORDER BY channel_id, task'),
+    spacesOf: database.prepare<[string], { kind: SpaceKind; id: string }>(
+      'SELECT kind, space_id AS id FROM members WHERE user_id = ? ORDER BY kind, space_id',
+    ),
+    referencedUsers: database.prepare<FilterParameters, { id: string }>(
+      `SELECT @userId AS id
+        UNION SELECT sender_id FROM messages WHERE ${MESSAGE_FILTER}
+        UNION SELECT m.user_id FROM memories m WHERE m.user_id IS NOT NULL AND ${memoryFilter('m')}
+        ORDER BY id`,
+    ),
+    referencedTopics: database.prepare<FilterParameters, { id: string }>(
+      `SELECT space_id AS id FROM members WHERE kind = 'topic' AND user_id = @userId
+        UNION SELECT topic_id FROM messages WHERE topic_id IS NOT NULL AND ${MESSAGE_FILTER}
+        UNION SELECT m.topic_id FROM memories m WHERE m.topic_id IS NOT NULL AND ${memoryFilter('m')}
+        ORDER BY id`,
+    ),
+    referencedProjects: database.prepare<FilterParameters & { topics: string }, { id: string }>(
+      `SELECT space_id AS id FROM members WHERE kind = 'project' AND user_id = @userId
+        UNION SELECT m.project_id FROM memories m WHERE m.project_id IS NOT NULL AND ${memoryFilter('m')}
+        UNION SELECT project_id FROM topics WHERE project_id IS NOT NULL
+          AND id IN (SELECT value FROM json_each(@topics))
+        ORDER BY id`,
+    ),
+  };
+
+  return {
+    async horizon() {
+      return readSqlite('reading the newest ids', () => {
+        const row = statements.horizon.get();
+        return row ?? { messageId: 0, memoryId: 0, linkId: 0 };
+      });
+    },
+    async isEmpty() {
+      return readSqlite('checking that the database is empty', () => statements.empty.get()?.found === 0);
+    },
+    async users(after, limit, ids) {
+      return readSqlite('reading users', () =>
+        users(after, limit, ids).map((row) => ({
+          id: row.id,
+          displayName: row.display_name,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+        })),
+      );
+    },
+    async projects(after, limit, ids) {
+      return readSqlite('reading projects', () =>
+        projects(after, limit, ids).map((row) => ({
+          id: row.id,
+          name: row.name,
+          managed: row.managed === 1,
+          createdAt: row.created_at,
+        })),
+      );
+    },
+    async topics(after, limit, ids) {
+      return readSqlite('reading topics', () =>
+        topics(after, limit, ids).map((row) => ({
+          id: row.id,
+          projectId: row.project_id,
+          title: row.title,
+          createdAt: row.created_at,
+        })),
+      );
+    },
+    async channels(after, limit, ids) {
+      return readSqlite('reading channels', () =>
+        channels(after, limit, ids).map(
+          (row): TransferChannel => ({
+            id: row.id,
+            visibility: row.visibility,
+            createdAt: row.created_at,
+            updatedAt: row.updated_at,
+          }),
+        ),
+      );
+    },
+    async memberships(after, limit, userId) {
+      return readSqlite('reading memberships', () =>
+        statements.memberships
+          .all({
+            kind: after?.kind ?? null,
+            spaceId: after?.spaceId ?? '',
+            userId: after?.userId ?? '',
+            limit,
+            only: userId ?? null,
+          })
+          .map(
+            (row): TransferMembership => ({
+              kind: row.kind,
+              spaceId: row.space_id,
+              userId: row.user_id,
+              addedAt: row.added_at,
+            }),
+          ),
+      );
+    },
+    async messages(afterId, limit, filter) {
+      return readSqlite('reading messages', () =>
+        statements.messages.all({ ...filterParameters(filter), after: afterId, limit }).map(toMessage),
+      );
+    },
+    async memories(afterId, limit, filter) {
+      return readSqlite('reading memories', () =>
+        statements.memories.all({ ...filterParameters(filter), after: afterId, limit }).map(toTransferMemory),
+      );
+    },
+    async versions(memoryIds) {
+      if (memoryIds.length === 0) return [];
+      return readSqlite('reading versions', () => statements.versions.all(JSON.stringify(memoryIds)).map(toVersion));
+    },
+    async links(afterId, limit, filter) {
+      return readSqlite('reading links', () =>
+        statements.links.all({ ...filterParameters(filter), after: afterId, limit }).map((row) => ({
+          id: row.id,
+          sourceId: row.source_id,
+          targetId: row.target_id,
+          type: row.type,
+          strength: row.strength,
+          createdAt: row.created_at,
+        })),
+      );
+    },
+    async watermarks() {
+      return readSqlite('reading watermarks', () =>
+        statements.watermarks.all().map(
+          (row): MaintenanceState => ({
+            channelId: row.channel_id,
+            task: row.task,
+            watermark: row.watermark,
+            lastRunAt: row.last_run_at,
+            details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>),
+          }),
+        ),
+      );
+    },
+    async spacesOf(userId) {
+      return readSqlite(`reading the spaces of ${userId}`, () => statements.spacesOf.all(userId));
+    },
+    async referencedBy(filter) {
+      return readSqlite('reading what a per-user export names', () => {
+        const parameters = filterParameters(filter);
+        const topicIds = statements.referencedTopics.all(parameters).map((row) => row.id);
+        return {
+          userIds: statements.referencedUsers.all(parameters).map((row) => row.id),
+          topicIds,
+          projectIds: statements.referencedProjects
+            .all({ ...parameters, topics: JSON.stringify(topicIds) })
+            .map((row) => row.id),
+        };
+      });
+    },
+    async beginImport() {
+      try {
+        // One transaction holds the whole import: a larger page cache keeps its pages from spilling.
+        database.pragma(`cache_size = -${IMPORT_CACHE_KIB}`);
+        database.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        throw toMnemeError(error, 'starting the import');
+      }
+      return createImportSession(database);
+    },
+  };
+}
+
+interface ChunkColumns {
+  chunk_message_id: number | null;
+  chunk_index: number | null;
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    channelId: row.channel_id,
+    senderId: row.sender_id,
+    role: row.role,
+    content: row.content,
+    topicId: row.topic_id,
+    replyTo: row.reply_to,
+    externalId: row.external_id,
+    createdAt: toIso(row.created_at),
+  };
+}
+
+function toTransferMemory(row: MemoryRow & ChunkColumns): TransferMemory {
+  const { embeddingModel: _model, ...memory } = toMemory(row);
+  return {
+    ...memory,
+    owner: row.owner,
+    decayedAt: row.decayed_at ?? null,
+    searchContext: row.search_context ?? null,
+    searchContextMessageId: row.search_context_message_id ?? null,
+    chunkMessageId: row.chunk_message_id,
+    chunkIndex: row.chunk_index,
+  };
+}
+
+/** The import's statements, all run inside the one transaction `beginImport` opened. */
+function createImportSession(database: Database.Database): ImportSession {
+  let open = true;
+  const statements = {
+    user: database.prepare(
+      'INSERT OR IGNORE INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)',
+    ),
+    project: database.prepare('INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)'),
+    topic: database.prepare('INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)'),
+    channel: database.prepare('INSERT INTO channels (id, visibility, created_at, updated_at) VALUES (?, ?, ?, ?)'),
+    member: database.prepare('INSERT OR IGNORE INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?)'),
+    message: database.prepare<unknown[], { id: number }>(
+      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at, external_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    ),
+    memory: database.prepare<Record<string, unknown>, { id: number }>(
+      `INSERT INTO memories (content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id,
+        source, importance, strength, salience, access_count, last_accessed, pinned, source_message_ids,
+        source_ids, valid_from, archived_at, faded_at, created_at, updated_at, decayed_at, search_context,
+        search_context_message_id, chunk_message_id, chunk_index)
+      VALUES (@content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
+        @importance, @strength, @salience, @accessCount, @lastAccessedAt, @pinned, @sourceMessageIds, @sourceIds,
+        @validFrom, @archivedAt, @fadedAt, @createdAt, @updatedAt, @decayedAt, @searchContext,
+        @searchContextMessageId, @chunkMessageId, @chunkIndex) RETURNING id`,
+    ),
+    supersededBy: database.prepare('UPDATE memories SET superseded_by = ? WHERE id = ?'),
+    sourceIds: database.prepare('UPDATE memories SET source_ids = ? WHERE id = ?'),
+    version: database.prepare(
+      `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    link: database.prepare(
+      `INSERT OR IGNORE INTO memory_links (source_id, target_id, type, strength, created_at) VALUES (?, ?, ?, ?, ?)`,
+    ),
+    watermark: database.prepare(
+      `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark,
+          last_run_at = excluded.last_run_at, details = excluded.details`,
+    ),
+    clearPolicy: database.prepare('DELETE FROM policy_versions'),
+    policy: database.prepare(
+      'INSERT INTO policy_versions (version, preset, overrides, change, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+  };
+
+  /** Runs one write of the session; the first failure rolls the whole import back. */
+  async function write<T>(doing: string, work: () => T): Promise<T> {
+    if (!open) throw new MnemeError(ErrorCode.StoreFailed, `${doing}: the import was already ended`);
+    try {
+      return work();
+    } catch (error) {
+      rollback();
+      throw toMnemeError(error, doing);
+    }
+  }
+
+  function rollback(): void {
+    if (!open) return;
+    open = false;
+    if (database.inTransaction) database.exec('ROLLBACK');
+    database.pragma('cache_size = -2000');
+  }
+
+  return {
+    putUsers: (users) =>
+      write('importing users', () => {
+        for (const user of users) statements.user.run(user.id, user.displayName, user.createdAt, user.updatedAt);
+      }),
+    putProjects: (projects) =>
+      write('importing projects', () => {
+        for (const project of projects) {
+          statements.project.run(project.id, project.name, project.managed ? 1 : 0, project.createdAt);
+        }
+      }),
+    putTopics: (topics) =>
+      write('importing topics', () => {
+        for (const topic of topics) statements.topic.run(topic.id, topic.projectId, topic.title, topic.createdAt);
+      }),
+    putChannels: (channels) =>
+      write('importing channels', () => {
+        for (const channel of channels) {
+          statements.channel.run(channel.id, channel.visibility, channel.createdAt, channel.updatedAt);
+        }
+      }),
+    putMemberships: (memberships) =>
+      write('importing memberships', () => {
+        for (const member of memberships) {
+          statements.member.run(member.kind, member.spaceId, member.userId, member.addedAt);
+        }
+      }),
+    appendMessages: (messages) =>
+      write('importing messages', () =>
+        messages.map((message) => {
+          const row = statements.message.get(
+            message.channelId,
+            message.senderId,
+            message.role,
+            message.content,
+            message.topicId,
+            message.replyTo,
+            message.createdAt,
+            message.externalId,
+          );
+          if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'a message insert returned no id');
+          return row.id;
+        }),
+      ),
+    insertMemories: (memories) =>
+      write('importing memories', () =>
+        memories.map((memory) => {
+          const row = statements.memory.get({
+            ...memory,
+            pinned: memory.pinned ? 1 : 0,
+            sourceMessageIds: JSON.stringify(memory.sourceMessageIds),
+            sourceIds: JSON.stringify(memory.sourceIds),
+          });
+          if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'a memory insert returned no id');
+          return row.id;
+        }),
+      ),
+    setSupersededBy: (pairs) =>
+      write('importing supersessions', () => {
+        for (const [id, by] of pairs) statements.supersededBy.run(by, id);
+      }),
+    setSourceIds: (pairs) =>
+      write('importing source memories', () => {
+        for (const [id, sourceIds] of pairs) statements.sourceIds.run(JSON.stringify(sourceIds), id);
+      }),
+    addVersions: (versions) =>
+      write('importing versions', () => {
+        for (const version of versions) {
+          statements.version.run(
+            version.memoryId,
+            version.version,
+            version.action,
+            version.actor,
+            version.reason,
+            JSON.stringify(version.changes),
+            JSON.stringify(version.snapshot),
+            version.createdAt,
+          );
+        }
+      }),
+    addLinks: (links) =>
+      write('importing links', () => {
+        for (const link of links) {
+          statements.link.run(link.sourceId, link.targetId, link.type, link.strength, link.createdAt);
+        }
+      }),
+    setWatermarks: (states) =>
+      write('importing watermarks', () => {
+        for (const state of states) {
+          statements.watermark.run(
+            state.channelId,
+            state.task,
+            state.watermark,
+            state.lastRunAt,
+            state.details === null ? null : JSON.stringify(state.details),
+          );
+        }
+      }),
+    replacePolicy: (versions) =>
+      write('importing the policy', () => {
+        statements.clearPolicy.run();
+        for (const version of versions) {
+          statements.policy.run(
+            version.version,
+            version.preset,
+            JSON.stringify(version.overrides),
+            version.change,
+            version.actor,
+            version.createdAt,
+          );
+        }
+      }),
+    commit: () =>
+      write('committing the import', () => {
+        database.exec('COMMIT');
+        open = false;
+        database.pragma('cache_size = -2000');
+      }),
+    async rollback() {
+      rollback();
+    },
+  };
+}

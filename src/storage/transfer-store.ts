@@ -1,0 +1,189 @@
+import type { Memory, MemoryVersion } from '../core/types.js';
+import type { LinkType } from './link-store.js';
+import type { MaintenanceState } from './maintenance-state-store.js';
+import type { ChannelVisibility, SpaceKind } from './membership-store.js';
+import type { Message } from './message-store.js';
+import type { PolicyVersion } from './policy-store.js';
+
+/** Times in this port are epoch milliseconds, as stored; the export format turns them into ISO 8601. */
+
+export interface TransferUser {
+  id: string;
+  displayName: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TransferProject {
+  id: string;
+  name: string | null;
+  managed: boolean;
+  createdAt: number;
+}
+
+export interface TransferTopic {
+  id: string;
+  projectId: string | null;
+  title: string | null;
+  createdAt: number;
+}
+
+/** A row of `channels`: a channel someone declared (or ingest first saw). */
+export interface TransferChannel {
+  id: string;
+  visibility: ChannelVisibility;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One member of one space. Pages are ordered by (kind, spaceId, userId). */
+export interface TransferMembership {
+  kind: SpaceKind;
+  spaceId: string;
+  userId: string;
+  addedAt: number;
+}
+
+/** A memory with everything stored about it but its vector (which belongs to one model and is rebuilt by re-embedding). */
+export interface TransferMemory extends Omit<Memory, 'embeddingModel'> {
+  /** The scope key recall filters on (`user:<id>`, `room:<channel>`, ...). */
+  owner: string;
+  decayedAt: number | null;
+  searchContext: string | null;
+  searchContextMessageId: number | null;
+  /** For an exchange chunk: the message it starts at and its index (unique together). */
+  chunkMessageId: number | null;
+  chunkIndex: number | null;
+}
+
+export interface TransferLink {
+  id: number;
+  sourceId: number;
+  targetId: number;
+  type: LinkType;
+  strength: number;
+  createdAt: number;
+}
+
+/**
+ * What one user may see, as the rows a per-user export reads (a data-subject access request):
+ * messages of the channels in `channelIds` or sent by `userId`, and memories whose owner key is in
+ * `owners` or that are global and carry `userId`.
+ */
+export interface TransferFilter {
+  userId: string;
+  channelIds: readonly string[];
+  owners: readonly string[];
+}
+
+/** A memory as an import writes it: ids already remapped to this database, times in epoch milliseconds. */
+export interface ImportedMemory {
+  content: string;
+  category: string;
+  sector: Memory['sector'];
+  scope: Memory['scope'];
+  owner: string;
+  userId: string | null;
+  channelId: string | null;
+  projectId: string | null;
+  topicId: string | null;
+  source: Memory['source'];
+  importance: number;
+  strength: number;
+  salience: number;
+  accessCount: number;
+  lastAccessedAt: number | null;
+  pinned: boolean;
+  sourceMessageIds: readonly number[];
+  sourceIds: readonly number[];
+  validFrom: number;
+  archivedAt: number | null;
+  fadedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  decayedAt: number | null;
+  searchContext: string | null;
+  searchContextMessageId: number | null;
+  chunkMessageId: number | null;
+  chunkIndex: number | null;
+}
+
+/** A version row as an import writes it (its memory id already remapped). */
+export type ImportedVersion = Omit<MemoryVersion, 'id' | 'createdAt'> & { createdAt: number };
+
+/** A message as an import writes it; optional fields a later format version adds go here too. */
+export interface ImportedMessage extends Omit<Message, 'id' | 'createdAt'> {
+  createdAt: number;
+}
+
+/**
+ * One open import: every write below happens inside a single write transaction that `commit` ends
+ * and `rollback` (or any failed write) undoes entirely. Nothing else may use the database meanwhile.
+ */
+export interface ImportSession {
+  /** Users, kept with their times; an existing user keeps its row (INSERT OR IGNORE). */
+  putUsers(users: readonly TransferUser[]): Promise<void>;
+  putProjects(projects: readonly TransferProject[]): Promise<void>;
+  putTopics(topics: readonly TransferTopic[]): Promise<void>;
+  putChannels(channels: readonly TransferChannel[]): Promise<void>;
+  putMemberships(memberships: readonly TransferMembership[]): Promise<void>;
+  /** Appends messages in order (their `replyTo` already remapped); returns their new ids. */
+  appendMessages(messages: readonly ImportedMessage[]): Promise<number[]>;
+  /**
+   * Inserts memories as given (archived, faded, access counts and times kept; no vector, no version
+   * row: versions come with `addVersions`); returns their new ids.
+   */
+  insertMemories(memories: readonly ImportedMemory[]): Promise<number[]>;
+  /** Sets references that pointed forward in the file: `[memory, supersededBy]` and `[memory, sourceIds]`. */
+  setSupersededBy(pairs: ReadonlyArray<readonly [number, number]>): Promise<void>;
+  setSourceIds(pairs: ReadonlyArray<readonly [number, readonly number[]]>): Promise<void>;
+  addVersions(versions: readonly ImportedVersion[]): Promise<void>;
+  /** Links with their times; an existing (source, target, type) is kept. */
+  addLinks(links: ReadonlyArray<Omit<TransferLink, 'id'>>): Promise<void>;
+  /** Creates or replaces background-task watermarks (already remapped). */
+  setWatermarks(states: readonly MaintenanceState[]): Promise<void>;
+  /** Replaces every policy version by these (oldest first). */
+  replacePolicy(versions: ReadonlyArray<Omit<PolicyVersion, 'createdAt'> & { createdAt: number }>): Promise<void>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
+/**
+ * Paged reads of everything a database holds (export), and one transactional write of a whole
+ * import. Pages are ordered by id (or by key) and start after the last id (or key) of the previous one.
+ */
+export interface TransferStore {
+  /**
+   * The highest message, memory and link ids now (0 when none): an export writes no row above them, so
+   * rows written while it runs (extraction, another process) never leave a reference to a row the
+   * file does not hold.
+   */
+  horizon(): Promise<{ messageId: number; memoryId: number; linkId: number }>;
+  /** True when no user, topic, project, channel, member, message, memory or API key exists yet. */
+  isEmpty(): Promise<boolean>;
+  users(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferUser[]>;
+  projects(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferProject[]>;
+  topics(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferTopic[]>;
+  channels(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferChannel[]>;
+  /** Memberships after `after` in (kind, spaceId, userId) order; with `userId`, only that user's. */
+  memberships(after: TransferMembership | null, limit: number, userId?: string): Promise<TransferMembership[]>;
+  messages(afterId: number, limit: number, filter?: TransferFilter): Promise<Message[]>;
+  /** Every memory (active, archived, faded) after `afterId`, by id. */
+  memories(afterId: number, limit: number, filter?: TransferFilter): Promise<TransferMemory[]>;
+  /** The version rows of these memories, by memory then version. */
+  versions(memoryIds: readonly number[]): Promise<MemoryVersion[]>;
+  /** Links after `afterId`, by id; with a filter, only links whose both ends the filter lets through. */
+  links(afterId: number, limit: number, filter?: TransferFilter): Promise<TransferLink[]>;
+  /** Every row of `maintenance_state`. */
+  watermarks(): Promise<MaintenanceState[]>;
+  /** The channels, topics and projects `userId` is a member of. */
+  spacesOf(userId: string): Promise<Array<{ kind: SpaceKind; id: string }>>;
+  /**
+   * The users, topics and projects the filter's rows name (senders, members of its channels, topics
+   * and projects of its messages and memories, projects of those topics), so a per-user export can
+   * write them before the rows that name them.
+   */
+  referencedBy(filter: TransferFilter): Promise<{ userIds: string[]; topicIds: string[]; projectIds: string[] }>;
+  /** Opens the write transaction of an import (waits for the write lock like any write). */
+  beginImport(): Promise<ImportSession>;
+}
