@@ -96,6 +96,11 @@ export interface TextSearch extends ScopedSearch {
 export interface VectorSearch extends ScopedSearch {
   vector: Float32Array;
   model: string;
+  /**
+   * Only hits at least this close (cosine) are wanted: the store leaves out the others and may use the
+   * bound to search less (a neighbour search of maintenance, not a recall). Omitted: no bound.
+   */
+  minScore?: number;
 }
 
 /** One candidate of a search leg, best first; `score` is higher-is-better (negated BM25, or 1 - cosine distance). */

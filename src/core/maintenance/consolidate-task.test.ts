@@ -1,9 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
-import { jaccard } from '../similarity.js';
+import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
-import { CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
+import {
+  CANDIDATE_TERMS,
+  CONSOLIDATION_COSINE,
+  CONSOLIDATION_JACCARD,
+  candidateTerms,
+  cosine,
+} from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const engines: MaintenanceEngine[] = [];
@@ -31,6 +37,29 @@ async function active(engine: MaintenanceEngine): Promise<Memory[]> {
 }
 
 describe('the consolidation task', () => {
+  it('searches the candidates of a long memory by its longest words, in their order', () => {
+    const words = wordSet(
+      'on the first monday of every month the platform team reviews quarterly infrastructure costs with finance and the accounting department before the board meeting',
+    );
+    const terms = candidateTerms(words);
+    expect(terms).toHaveLength(CANDIDATE_TERMS);
+    // 16 words: the shortest go (team), then the later of those of five letters (month, costs, board).
+    expect(terms.slice(0, 4)).toEqual(['first', 'monday', 'every', 'platform']);
+    expect(terms).toContain('infrastructure');
+    for (const dropped of ['team', 'month', 'costs', 'board']) expect(terms).not.toContain(dropped);
+    expect(candidateTerms(wordSet('Oz prefers dark mode'))).toEqual([...wordSet('Oz prefers dark mode')]);
+  });
+
+  it('merges long near-duplicates found by their longest words', async () => {
+    const engine = await open();
+    const text =
+      'on the first monday of every month the platform team reviews quarterly infrastructure costs with finance and the accounting department';
+    const first = await engine.mneme.remember({ content: text });
+    const second = await engine.mneme.remember({ content: `${text} before the board meeting` });
+    expect(wordSet(first.content).size).toBeGreaterThan(CANDIDATE_TERMS);
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+  });
+
   it('merges a Jaccard cluster into one memory that keeps its sources, links and history', async () => {
     const engine = await open();
     const oz = { scope: 'personal', userId: 'oz', category: 'preference' } as const;

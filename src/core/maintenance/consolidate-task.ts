@@ -20,6 +20,13 @@ export const CONSOLIDATION_RECENT = 200;
 const MAX_CLUSTER = 8;
 /** Full-text candidates looked at per new memory. */
 const TEXT_CANDIDATES = 20;
+/**
+ * Words of a memory its full-text candidates are searched by: its longest (long words are the rarer
+ * ones, so the search reads short posting lists, whatever the memory's length). A memory of up to 18
+ * words misses no memory sharing 35% of its words (those cannot all be among the 6 others); a longer
+ * one may, when all the shared words are short.
+ */
+export const CANDIDATE_TERMS = 12;
 /** New memories read per page. */
 const PAGE_SIZE = 200;
 
@@ -37,7 +44,7 @@ export interface ConsolidateReport extends TaskReport {
  * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
  * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
  * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
- * 0.35; (2) when vectors exist, the 200 most recent
+ * 0.35 (at most 20, searched by its 12 longest words: one bounded search per memory); (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
@@ -66,7 +73,7 @@ export async function runConsolidate(
       const words = wordSet(seed.content);
       if (words.size === 0) continue;
       const hits = await storage.memories.searchText({
-        terms: [...words].slice(0, MAX_QUERY_TERMS),
+        terms: candidateTerms(words),
         owners: [ownerOf(seed)],
         limit: TEXT_CANDIDATES,
       });
@@ -113,6 +120,20 @@ export async function runConsolidate(
     lastRunAt: now,
   });
   return report;
+}
+
+/** The longest of these words, at most {@link CANDIDATE_TERMS}, in their order (ties: the first). */
+export function candidateTerms(words: ReadonlySet<string>): string[] {
+  const list = [...words].slice(0, MAX_QUERY_TERMS);
+  if (list.length <= CANDIDATE_TERMS) return list;
+  const kept = new Set(
+    list
+      .map((word, index) => ({ word, index }))
+      .sort((left, right) => right.word.length - left.word.length || left.index - right.index)
+      .slice(0, CANDIDATE_TERMS)
+      .map((entry) => entry.word),
+  );
+  return list.filter((word) => kept.has(word));
 }
 
 /**

@@ -194,10 +194,13 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async searchVector({ vector, model, owners, limit, includeFaded = false }) {
+    async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {
       return readSqlite('searching memory vectors', () => {
         // Archived memories have no vector but faded ones keep theirs: without includeFaded, drop those.
-        const hits = vectors.search(vector, model, owners, limit);
+        const hits =
+          minScore === undefined
+            ? vectors.search(vector, model, owners, limit)
+            : vectors.searchNear(vector, model, owners, limit, minScore);
         if (includeFaded || hits.length === 0) return hits;
         const faded = new Set(
           statements
