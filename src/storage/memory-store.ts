@@ -91,6 +91,11 @@ interface ScopedSearch {
 /** Words to match, OR-ed; the adapter quotes them, so no user text reaches its query syntax. */
 export interface TextSearch extends ScopedSearch {
   terms: readonly string[];
+  /**
+   * Search by at most this many of the terms, the rarest in the store (a candidate search of
+   * maintenance, bounded whatever the text's length). Omitted: every term.
+   */
+  maxTerms?: number;
 }
 
 export interface VectorSearch extends ScopedSearch {

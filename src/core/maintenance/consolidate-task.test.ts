@@ -3,13 +3,7 @@ import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/mai
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
 import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
-import {
-  CANDIDATE_TERMS,
-  CONSOLIDATION_COSINE,
-  CONSOLIDATION_JACCARD,
-  candidateTerms,
-  cosine,
-} from './consolidate-task.js';
+import { CANDIDATE_TERMS, CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const engines: MaintenanceEngine[] = [];
@@ -37,20 +31,7 @@ async function active(engine: MaintenanceEngine): Promise<Memory[]> {
 }
 
 describe('the consolidation task', () => {
-  it('searches the candidates of a long memory by its longest words, in their order', () => {
-    const words = wordSet(
-      'on the first monday of every month the platform team reviews quarterly infrastructure costs with finance and the accounting department before the board meeting',
-    );
-    const terms = candidateTerms(words);
-    expect(terms).toHaveLength(CANDIDATE_TERMS);
-    // 16 words: the shortest go (team), then the later of those of five letters (month, costs, board).
-    expect(terms.slice(0, 4)).toEqual(['first', 'monday', 'every', 'platform']);
-    expect(terms).toContain('infrastructure');
-    for (const dropped of ['team', 'month', 'costs', 'board']) expect(terms).not.toContain(dropped);
-    expect(candidateTerms(wordSet('Oz prefers dark mode'))).toEqual([...wordSet('Oz prefers dark mode')]);
-  });
-
-  it('merges long near-duplicates found by their longest words', async () => {
+  it('merges long near-duplicates found by their rarest words', async () => {
     const engine = await open();
     const text =
       'on the first monday of every month the platform team reviews quarterly infrastructure costs with finance and the accounting department';

@@ -21,12 +21,11 @@ const MAX_CLUSTER = 8;
 /** Full-text candidates looked at per new memory. */
 const TEXT_CANDIDATES = 20;
 /**
- * Words of a memory its full-text candidates are searched by: its longest (long words are the rarer
- * ones, so the search reads short posting lists, whatever the memory's length). A memory of up to 18
- * words misses no memory sharing 35% of its words (those cannot all be among the 6 others); a longer
- * one may, when all the shared words are short.
+ * Words of a memory its full-text candidates are searched by: its rarest in the store (short posting
+ * lists, and the words a near-duplicate shares that tell it from the rest), whatever its length. A
+ * memory of up to 8 words is searched by all.
  */
-export const CANDIDATE_TERMS = 12;
+export const CANDIDATE_TERMS = 8;
 /** New memories read per page. */
 const PAGE_SIZE = 200;
 
@@ -44,7 +43,7 @@ export interface ConsolidateReport extends TaskReport {
  * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
  * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
  * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
- * 0.35 (at most 20, searched by its 12 longest words: one bounded search per memory); (2) when vectors exist, the 200 most recent
+ * 0.35 (at most 20, searched by its 8 rarest words: one bounded search per memory); (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
@@ -73,7 +72,8 @@ export async function runConsolidate(
       const words = wordSet(seed.content);
       if (words.size === 0) continue;
       const hits = await storage.memories.searchText({
-        terms: candidateTerms(words),
+        terms: [...words].slice(0, MAX_QUERY_TERMS),
+        maxTerms: CANDIDATE_TERMS,
         owners: [ownerOf(seed)],
         limit: TEXT_CANDIDATES,
       });
@@ -120,20 +120,6 @@ export async function runConsolidate(
     lastRunAt: now,
   });
   return report;
-}
-
-/** The longest of these words, at most {@link CANDIDATE_TERMS}, in their order (ties: the first). */
-export function candidateTerms(words: ReadonlySet<string>): string[] {
-  const list = [...words].slice(0, MAX_QUERY_TERMS);
-  if (list.length <= CANDIDATE_TERMS) return list;
-  const kept = new Set(
-    list
-      .map((word, index) => ({ word, index }))
-      .sort((left, right) => right.word.length - left.word.length || left.index - right.index)
-      .slice(0, CANDIDATE_TERMS)
-      .map((entry) => entry.word),
-  );
-  return list.filter((word) => kept.has(word));
 }
 
 /**

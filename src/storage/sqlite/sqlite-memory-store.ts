@@ -180,10 +180,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async searchText({ terms, owners, limit, includeFaded = false }) {
+    async searchText({ terms, owners, limit, includeFaded = false, maxTerms }) {
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
-        const { rare, common } = frequencies.split(terms, limit);
+        const searched = maxTerms === undefined ? terms : frequencies.rarest(terms, maxTerms);
+        const { rare, common } = frequencies.split(searched, limit);
         const rareQuery = ftsQuery(rare);
         const commonQuery = ftsQuery(common);
         if (rareQuery === null) return [];

@@ -13,6 +13,8 @@ import { ftsQuery } from './sqlite-fts-query.js';
 export interface SqliteTermFrequencies {
   /** The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the others. */
   split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
+  /** The `count` rarest of `terms` (ties: the first), in their order; all of them when there are no more. */
+  rarest(terms: readonly string[], count: number): readonly string[];
 }
 
 /** A term in more than this share of the memories (BM25 weight under ln 99, against ln 10,000 for a term in 10 of 100,000)... */
@@ -53,6 +55,19 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
   }
 
   return {
+    rarest(terms, count) {
+      if (terms.length <= count) return terms;
+      const size = prepared().size.get() ?? 0;
+      const kept = new Set(
+        terms
+          .map((term, index) => ({ index, frequency: frequency(term, size) }))
+          .sort((left, right) => left.frequency - right.frequency || left.index - right.index)
+          .slice(0, Math.max(0, count))
+          .map((entry) => entry.index),
+      );
+      return terms.filter((_term, index) => kept.has(index));
+    },
+
     split(terms, limit) {
       const none = { rare: terms, common: [] };
       if (terms.length < 2) return none;
