@@ -11,8 +11,12 @@ export interface SystemFigures {
   rememberPerSecond: number;
   /** Messages per second through ingest and the offline extractor, until extraction is idle (mneme only). */
   ingestPerSecond?: number;
-  /** The first `maintain()` cycle (all tasks) over the store, after the ingest; mneme only, at most 10,000 memories. */
+  /** The first `maintain()` cycle (all tasks) over the store, after the ingest; mneme only. */
   maintenanceMs?: number;
+  /** A `maintain()` cycle after 1,000 more memories were remembered (as many as the store's size below 1,000; mneme only). */
+  maintenanceSteadyMs?: number;
+  /** The process's peak resident set size at the end of the two cycles, an upper bound on theirs (mneme only). */
+  maintenancePeakRssBytes?: number;
   /**
    * mneme only: the share of the exact 10 nearest visible memories (the baseline's brute-force KNN) that
    * mneme's vector leg ranks in its 10 best, averaged over the queries, per viewer.
@@ -69,6 +73,13 @@ export function formatBenchTable(report: BenchReport, info: BenchRunInfo): strin
     rows.push(['remember: memories/s', mneme.rememberPerSecond, baseline.rememberPerSecond, 'rate']);
     rows.push(['ingest: messages/s', mneme.ingestPerSecond, baseline.ingestPerSecond, 'rate']);
     rows.push(['first maintenance cycle: ms', mneme.maintenanceMs, baseline.maintenanceMs, 'ms']);
+    rows.push(['steady maintenance cycle: ms', mneme.maintenanceSteadyMs, baseline.maintenanceSteadyMs, 'ms']);
+    rows.push([
+      'peak RSS bytes up to the cycles',
+      mneme.maintenancePeakRssBytes,
+      baseline.maintenancePeakRssBytes,
+      'bytes',
+    ]);
     rows.push(['database bytes per 10,000 memories', mneme.bytesPer10k, baseline.bytesPer10k, 'bytes']);
     rows.push(['peak RSS bytes', mneme.peakRssBytes, baseline.peakRssBytes, 'bytes']);
 

@@ -25,6 +25,8 @@ describe('mneme bench', () => {
     expect(run.stdout).toMatch(/recall hybrid, scoped: p95 ms/);
     expect(run.stdout).toMatch(/vector leg recall@10 vs exact, unscoped +1\.000/);
     expect(run.stderr).toContain('storing 40 memories in each system');
+    expect(run.stderr).toContain('the first maintenance cycle over 40 memories');
+    expect(run.stdout).toMatch(/steady maintenance cycle: ms +\d/);
     const report = JSON.parse(readFileSync(file, 'utf8'));
     expect(Object.keys(report)).toEqual(['sizes']);
     expect(report.sizes['40']).toEqual({
@@ -33,6 +35,8 @@ describe('mneme bench', () => {
         rememberPerSecond: expect.any(Number),
         ingestPerSecond: expect.any(Number),
         maintenanceMs: expect.any(Number),
+        maintenanceSteadyMs: expect.any(Number),
+        maintenancePeakRssBytes: expect.any(Number),
         vectorRecallVsExact: { unscoped: expect.any(Number), scoped: expect.any(Number) },
         bytesPer10k: expect.any(Number),
         peakRssBytes: expect.any(Number),

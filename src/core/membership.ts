@@ -42,16 +42,24 @@ export function createMembership(context: EngineContext): Membership {
     async learn(messages) {
       const at = context.clock.now();
       const projects = new Map<string, string | null>();
+      const known = new Set<string>();
+      // A sender is usually a member already: a read, and a write only when they are not.
+      const add = async (kind: SpaceKind, id: string, userId: string) => {
+        const key = JSON.stringify([kind, id, userId]);
+        if (known.has(key)) return;
+        known.add(key);
+        if (!(await memberships.isMember(kind, id, userId))) await memberships.addMembers(kind, id, [userId], at);
+      };
       for (const message of messages) {
         if (message.role !== 'user') continue;
-        await memberships.addMembers('channel', message.channelId, [message.senderId], at);
+        await add('channel', message.channelId, message.senderId);
         if (message.topicId === null) continue;
-        await memberships.addMembers('topic', message.topicId, [message.senderId], at);
+        await add('topic', message.topicId, message.senderId);
         if (!projects.has(message.topicId)) {
           projects.set(message.topicId, (await directory.getTopic(message.topicId))?.projectId ?? null);
         }
         const projectId = projects.get(message.topicId);
-        if (projectId) await memberships.addMembers('project', projectId, [message.senderId], at);
+        if (projectId) await add('project', projectId, message.senderId);
       }
     },
 

@@ -288,6 +288,30 @@ export function describeStorageContract(name: string, open: () => Promise<Storag
       expect(nearest[0]?.score).toBeCloseTo(1, 5);
     });
 
+    it('finds by a minimum cosine only the neighbours at least that close, and by the rarest terms when capped', async () => {
+      const texts = ['the cat sleeps on the sofa', 'the cat sleeps on the sofa today', 'the printer is broken'];
+      const stored = await storage.memories.insert(await Promise.all(texts.map((text) => newMemory(text))), context);
+      const query = await queryVector('the cat sleeps on the sofa');
+      const all = await storage.memories.searchVector({ vector: query, model: model.modelId, owners: null, limit: 3 });
+      const threshold = ((all[1]?.score ?? 0) + (all[2]?.score ?? 0)) / 2;
+      const near = await storage.memories.searchVector({
+        vector: query,
+        model: model.modelId,
+        owners: null,
+        limit: 3,
+        minScore: threshold,
+      });
+      expect(near.map((hit) => hit.id)).toEqual(all.slice(0, 2).map((hit) => hit.id));
+      // "cat" is in two memories, "printer" in one: capped to one term, the search is by "printer".
+      const capped = await storage.memories.searchText({
+        terms: ['cat', 'printer'],
+        owners: null,
+        limit: 10,
+        maxTerms: 1,
+      });
+      expect(capped.map((hit) => hit.id)).toEqual([stored[2]?.id]);
+    });
+
     it('reads the time decay is applied up to: set by an edit that gives one, or by stored downgrades', async () => {
       const [edited, downgraded, untouched] = await storage.memories.insert(
         [await newMemory('Oz likes tea'), await newMemory('Mia uses vim'), await newMemory('the printer is broken')],

@@ -91,11 +91,21 @@ interface ScopedSearch {
 /** Words to match, OR-ed; the adapter quotes them, so no user text reaches its query syntax. */
 export interface TextSearch extends ScopedSearch {
   terms: readonly string[];
+  /**
+   * Search by at most this many of the terms, the rarest in the store (a candidate search of
+   * maintenance, bounded whatever the text's length). Omitted: every term.
+   */
+  maxTerms?: number;
 }
 
 export interface VectorSearch extends ScopedSearch {
   vector: Float32Array;
   model: string;
+  /**
+   * Only hits at least this close (cosine) are wanted: the store leaves out the others and may use the
+   * bound to search less (a neighbour search of maintenance, not a recall). Omitted: no bound.
+   */
+  minScore?: number;
 }
 
 /** What `termCounts` answers. */

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
-import { jaccard } from '../similarity.js';
+import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
-import { CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
+import { CANDIDATE_TERMS, CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const engines: MaintenanceEngine[] = [];
@@ -31,6 +31,16 @@ async function active(engine: MaintenanceEngine): Promise<Memory[]> {
 }
 
 describe('the consolidation task', () => {
+  it('merges long near-duplicates found by their rarest words', async () => {
+    const engine = await open();
+    const text =
+      'on the first monday of every month the platform team reviews quarterly infrastructure costs with finance and the accounting department';
+    const first = await engine.mneme.remember({ content: text });
+    await engine.mneme.remember({ content: `${text} before the board meeting` });
+    expect(wordSet(first.content).size).toBeGreaterThan(CANDIDATE_TERMS);
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+  });
+
   it('merges a Jaccard cluster into one memory that keeps its sources, links and history', async () => {
     const engine = await open();
     const oz = { scope: 'personal', userId: 'oz', category: 'preference' } as const;

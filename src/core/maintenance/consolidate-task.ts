@@ -20,6 +20,12 @@ export const CONSOLIDATION_RECENT = 200;
 const MAX_CLUSTER = 8;
 /** Full-text candidates looked at per new memory. */
 const TEXT_CANDIDATES = 20;
+/**
+ * Words of a memory its full-text candidates are searched by: its rarest in the store (short posting
+ * lists, and the words a near-duplicate shares that tell it from the rest), whatever its length. A
+ * memory of up to 8 words is searched by all.
+ */
+export const CANDIDATE_TERMS = 8;
 /** New memories read per page. */
 const PAGE_SIZE = 200;
 
@@ -37,7 +43,7 @@ export interface ConsolidateReport extends TaskReport {
  * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
  * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
  * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
- * 0.35; (2) when vectors exist, the 200 most recent
+ * 0.35 (at most 20, searched by its 8 rarest words: one bounded search per memory); (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
@@ -67,6 +73,7 @@ export async function runConsolidate(
       if (words.size === 0) continue;
       const hits = await storage.memories.searchText({
         terms: [...words].slice(0, MAX_QUERY_TERMS),
+        maxTerms: CANDIDATE_TERMS,
         owners: [ownerOf(seed)],
         limit: TEXT_CANDIDATES,
       });

@@ -22,7 +22,8 @@ export interface LinkReport extends TaskReport {
 
 /**
  * Links each memory newer than the link watermark to its nearest older memories with cosine > 0.85
- * (`semantic`, strength = cosine), one KNN query per memory through the scoped vector search: a
+ * (`semantic`, strength = cosine), one KNN query per memory through the scoped vector search, bounded
+ * by that cosine (the index scans for close codes only and ranks a few candidates exactly): a
  * global memory may link to any owner's, others only to their own owner's and global ones. A page
  * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
@@ -51,6 +52,7 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
           model: embedder.modelId,
           owners: memory.scope === 'global' ? null : [...new Set(['global', owner])],
           limit: LINK_NEIGHBOURS + 1,
+          minScore: LINK_COSINE,
         });
         for (const hit of hits) {
           if (hit.id >= memory.id || hit.score <= LINK_COSINE) continue;

@@ -186,10 +186,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async searchText({ terms, owners, limit, includeFaded = false }) {
+    async searchText({ terms, owners, limit, includeFaded = false, maxTerms }) {
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
-        const { rare, common } = frequencies.split(terms, limit);
+        const searched = maxTerms === undefined ? terms : frequencies.rarest(terms, maxTerms);
+        const { rare, common } = frequencies.split(searched, limit);
         const rareQuery = ftsQuery(rare);
         const commonQuery = ftsQuery(common);
         if (rareQuery === null) return [];
@@ -204,10 +205,13 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       return readSqlite('counting search terms', () => frequencies.counts(terms));
     },
 
-    async searchVector({ vector, model, owners, limit, includeFaded = false }) {
+    async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {
       return readSqlite('searching memory vectors', () => {
         // Archived memories have no vector but faded ones keep theirs: without includeFaded, drop those.
-        const hits = vectors.search(vector, model, owners, limit);
+        const hits =
+          minScore === undefined
+            ? vectors.search(vector, model, owners, limit)
+            : vectors.searchNear(vector, model, owners, limit, minScore);
         if (includeFaded || hits.length === 0) return hits;
         const faded = new Set(
           statements

@@ -37,6 +37,35 @@ async function orchard(): Promise<Storage> {
 }
 
 describe('full-text searches with very common terms', () => {
+  it('search by the rarest terms alone when given a number of terms', async () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      await createSqliteMemoryStore(database, createSqliteVectorIndex(database)).insert(orchardMemories(), {
+        at,
+        actor: null,
+      });
+      const frequencies = createSqliteTermFrequencies(database);
+      expect(frequencies.rarest(['apple', 'zebra', 'orchard', 'yak'], 2)).toEqual(['zebra', 'yak']);
+      expect(frequencies.rarest(['apple', 'zebra'], 2)).toEqual(['apple', 'zebra']);
+    } finally {
+      database.close();
+    }
+    const storage = await orchard();
+    // 50 hits, more than the 29 yak memories: every term searched, the short apple memories rank first.
+    const all = await storage.memories.searchText({ terms: ['apple', 'yak'], owners: ['global'], limit: 50 });
+    const rarest = await storage.memories.searchText({
+      terms: ['apple', 'yak'],
+      owners: ['global'],
+      limit: 50,
+      maxTerms: 1,
+    });
+    const contents = async (hits: readonly { id: number }[]) =>
+      (await storage.memories.get(hits.map((hit) => hit.id))).map((memory) => memory.content);
+    expect(rarest).toHaveLength(29);
+    expect((await contents(rarest)).every((content) => content.includes('yak'))).toBe(true);
+    expect((await contents(all)).some((content) => !content.includes('yak'))).toBe(true);
+  });
+
   it('call a term very common in more than 1% of the memories and more than 1,000, when the rarer terms fill the result', async () => {
     const database = openSqliteDatabase({ path: ':memory:' });
     try {

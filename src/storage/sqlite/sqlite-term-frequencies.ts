@@ -15,6 +15,8 @@ export interface SqliteTermFrequencies {
   split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
   /** The memories each term is in (remembered while the store keeps its size), and the number of memories. */
   counts(terms: readonly string[]): { memories: number; counts: number[] };
+  /** The `count` rarest of `terms` (ties: the first), in their order; all of them when there are no more. */
+  rarest(terms: readonly string[], count: number): readonly string[];
 }
 
 /** A term in more than this share of the memories (BM25 weight under ln 99, against ln 10,000 for a term in 10 of 100,000)... */
@@ -59,6 +61,19 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
       const size = prepared().size.get() ?? 0;
       return { memories: size, counts: terms.map((term) => frequency(term, size)) };
     },
+    rarest(terms, count) {
+      if (terms.length <= count) return terms;
+      const size = prepared().size.get() ?? 0;
+      const kept = new Set(
+        terms
+          .map((term, index) => ({ index, frequency: frequency(term, size) }))
+          .sort((left, right) => left.frequency - right.frequency || left.index - right.index)
+          .slice(0, Math.max(0, count))
+          .map((entry) => entry.index),
+      );
+      return terms.filter((_term, index) => kept.has(index));
+    },
+
     split(terms, limit) {
       const none = { rare: terms, common: [] };
       if (terms.length < 2) return none;

@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createSyntheticCorpus } from '../../bench/synthetic-corpus.js';
 import { openSqliteDatabase } from './sqlite-database.js';
-import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
+import { binaryCode, createSqliteVectorIndex, hammingBound, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
 const opened: Database.Database[] = [];
 afterEach(() => {
@@ -78,6 +79,52 @@ describe('the SQLite vector index', () => {
       }
       expect(found / queries, `${viewer} recall@10 against exact search`).toBeGreaterThanOrEqual(0.9);
     }
+  });
+
+  it('finds by a minimum cosine exactly the neighbours an exact search finds above it', () => {
+    const { database, index, stored } = syntheticStore();
+    const random = createSeededRandom(11);
+    // Near copies of 60 global vectors, from cosine 0.75 to 0.99 with them: a neighbour search's targets.
+    const planted: Array<{ id: number; owner: string; vector: Float32Array }> = [];
+    database.transaction(() => {
+      for (const [position, original] of stored
+        .filter((entry) => entry.owner === 'global')
+        .slice(0, 60)
+        .entries()) {
+        const noise = 0.012 + (position % 12) * 0.006;
+        const vector = original.vector.map((value) => value + noise * random.normal());
+        const id = stored.length + 1 + position;
+        index.put(id, 'global', { model: 'm', vector });
+        planted.push({ id, owner: 'global', vector });
+      }
+    })();
+    const all = [...stored, ...planted];
+    let near = 0;
+    for (const query of planted) {
+      const exact = all
+        .filter((entry) => entry.owner === 'global' && entry.id !== query.id)
+        .map((entry) => ({ id: entry.id, score: cosine(query.vector, entry.vector) }))
+        .filter((entry) => entry.score >= 0.85)
+        .map((entry) => entry.id)
+        .sort((a, b) => a - b);
+      const found = index
+        .searchNear(query.vector, 'm', ['global'], 11, 0.85)
+        .map((hit) => hit.id)
+        .filter((id) => id !== query.id)
+        .sort((a, b) => a - b);
+      expect(found).toEqual(exact);
+      near += exact.length;
+    }
+    // Some planted copies are within 0.85 of their original and some are not.
+    expect(near).toBeGreaterThan(10);
+    expect(near).toBeLessThan(60);
+  });
+
+  it('bounds a minimum-cosine search by a Hamming distance above what such neighbours have', () => {
+    // 768 sign bits of vectors at cosine 0.85 differ in about 136 (angle / pi of them).
+    expect(hammingBound(768, 0.85)).toBeGreaterThan(136 + 40);
+    expect(hammingBound(768, 0.85)).toBeLessThan(384 - 150);
+    expect(hammingBound(768, 1)).toBe(0);
   });
 
   it('answers the same whether or not earlier searches bound its scan', () => {

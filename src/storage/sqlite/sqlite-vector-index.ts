@@ -27,6 +27,18 @@ export interface SqliteVectorIndex {
   /** Removes the vectors of these memories; returns how many there were. */
   remove(memoryIds: readonly number[]): number;
   search(vector: Float32Array, model: string, owners: readonly string[] | null, limit: number): SearchHit[];
+  /**
+   * The nearest `limit` vectors at least `minScore` close (cosine), for maintenance's neighbour searches:
+   * the bit scan keeps only codes within the Hamming distance such a neighbour has ({@link hammingBound}),
+   * so it ranks a few candidates by exact cosine instead of a share of the scope.
+   */
+  searchNear(
+    vector: Float32Array,
+    model: string,
+    owners: readonly string[] | null,
+    limit: number,
+    minScore: number,
+  ): SearchHit[];
   /** The stored vectors of those of these memories that have one. */
   vectors(memoryIds: readonly number[]): Map<number, Float32Array>;
 }
@@ -50,6 +62,20 @@ const THRESHOLD_HISTORY = 8;
 /** The bound is the largest of them plus this share, so a search a little farther from its neighbours stays within it. */
 const THRESHOLD_SLACK = 0.05;
 const THRESHOLD_FILTERS = 1024;
+
+/** Standard deviations above the expected Hamming distance that {@link hammingBound} allows. */
+const HAMMING_DEVIATIONS = 5;
+
+/**
+ * The Hamming distance between the sign bits of two vectors of `dimensions` whose cosine is
+ * `minScore`, with room to spare: a sign bit differs with probability angle / pi (the angle between
+ * the vectors), so the distance is about binomial; the bound is its mean plus five standard deviations.
+ */
+export function hammingBound(dimensions: number, minScore: number): number {
+  const share = Math.acos(Math.min(1, Math.max(-1, minScore))) / Math.PI;
+  const mean = dimensions * share;
+  return Math.ceil(mean + HAMMING_DEVIATIONS * Math.sqrt(dimensions * share * (1 - share)));
+}
 
 /** The bucket (vec0 partition) of an owner key with number `ownerId`. */
 export function ownerBucket(owner: string, ownerId: number): number {
@@ -199,6 +225,25 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
     return found;
   }
 
+  /** At most `wanted` vectors of one scan within Hamming distance `bound`, nearest first. */
+  function within(scan: Scan, code: Buffer, wanted: number, bound: number): Neighbour[] {
+    return scanStatement(scan, true).all(
+      code,
+      wanted,
+      ...(scan.bucket === null ? [] : [BigInt(scan.bucket)]),
+      ...(scan.ownerIds ?? []).map(BigInt),
+      bound,
+    );
+  }
+
+  /** The scans of the viewer's owners and how many vectors they may see. */
+  function scansFor(owners: readonly string[] | null): { scans: Scan[]; visible: number } {
+    const sql = statements();
+    const found = owners === null ? sql.allOwners.all() : sql.ownersNamed.all(JSON.stringify(owners));
+    const scans = scansOf(found, owners === null);
+    return { scans, visible: scans.reduce((sum, scan) => sum + scan.rows, 0) };
+  }
+
   /** Exact cosine similarity of `vector` with each of these memories' stored vectors. */
   function rescore(vector: Float32Array, ids: readonly number[]): SearchHit[] {
     if (ids.length === 0 || !current) return [];
@@ -303,10 +348,7 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
-      const sql = statements();
-      const found = owners === null ? sql.allOwners.all() : sql.ownersNamed.all(JSON.stringify(owners));
-      const scans = scansOf(found, owners === null);
-      const visible = scans.reduce((sum, scan) => sum + scan.rows, 0);
+      const { scans, visible } = scansFor(owners);
       if (visible === 0) return [];
       const wanted = Math.min(MAX_K, visible, Math.max(k * OVERSAMPLING, Math.ceil(visible * CANDIDATE_SHARE)));
       const code = binaryCode(vector);
@@ -318,6 +360,28 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
         vector,
         candidates.map((candidate) => candidate.id),
       )
+        .sort((a, b) => b.score - a.score || a.id - b.id)
+        .slice(0, k);
+    },
+
+    searchNear(vector, model, owners, limit, minScore) {
+      if (!current || current.model !== model || vector.length !== current.dimensions) return [];
+      if (owners !== null && owners.length === 0) return [];
+      const k = Math.min(Math.max(1, limit), MAX_K);
+      const { scans, visible } = scansFor(owners);
+      if (visible === 0) return [];
+      const wanted = Math.min(MAX_K, visible, k * OVERSAMPLING);
+      const code = binaryCode(vector);
+      const bound = hammingBound(current.dimensions, minScore);
+      const candidates = scans
+        .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
+        .sort((a, b) => a.distance - b.distance || a.id - b.id)
+        .slice(0, wanted);
+      return rescore(
+        vector,
+        candidates.map((candidate) => candidate.id),
+      )
+        .filter((hit) => hit.score >= minScore)
         .sort((a, b) => b.score - a.score || a.id - b.id)
         .slice(0, k);
     },
