@@ -130,6 +130,10 @@ export async function crashIngest({ folder, seed, kills, lines, log }) {
   );
   const integrity = [];
   const rounds = [];
+  // The database exists before the first kill: a kill at a moment is about ingest, not about a process
+  // killed (on a loaded machine) before it created the file's tables.
+  const created = await runMneme(['--db', database, 'init']);
+  if (created.code !== 0) throw new Error(`crash: mneme init failed: ${created.stderr}`);
   for (const [round, trigger] of triggers.entries()) {
     const prefix = `ingest${round}`;
     const content = ingestLines(random, { prefix, count: lines, channels: 6 });

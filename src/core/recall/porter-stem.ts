@@ -2,10 +2,10 @@
  * The Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", 1980), as the full-text index's
  * `porter` tokenizer applies it: `editors` and `editor` give `editor`, `moved` and `moving` give `move`. Used
  * where core must tell which query words a memory contains the way the index would. Words of one or two
- * letters, and words with anything but a-z, are returned as they are.
+ * letters, and words with anything but a-z and digits (which count as consonants), are returned as they are.
  */
 export function porterStem(word: string): string {
-  if (word.length <= 2 || !/^[a-z]+$/.test(word)) return word;
+  if (word.length <= 2 || !/^[a-z0-9]+$/.test(word)) return word;
   let stem = step1a(word);
   stem = step1b(stem);
   stem = step1c(stem);
