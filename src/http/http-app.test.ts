@@ -9,9 +9,32 @@ import type { Mneme } from '../core/mneme.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
 import { createFixedClock } from '../testing.js';
 import { createHttpApp } from './http-app.js';
+import { ProblemSchema } from './http-problem.js';
+import type { Route } from './http-route.js';
+import { apiRoutes } from './http-routes.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-http-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+/** The route of the table that answers `method path`, a literal path before a templated one. */
+function routeOf(method: string, url: string): Route | undefined {
+  const path = url.split('?')[0] ?? url;
+  const matches = (route: Route) =>
+    route.method === method.toLowerCase() && new RegExp(`^${route.path.replaceAll(/\{\w+\}/g, '[^/]+')}$`).test(path);
+  return apiRoutes.find((route) => route.path === path && matches(route)) ?? apiRoutes.find(matches);
+}
+
+/** Every route whose success this file has parsed with the route's response schema. */
+const checkedRoutes = new Set<Route>();
+
+/** Parses a success with its route's response schema: the OpenAPI document describes what the API answers. */
+async function checkResponse(method: string, path: string, response: Response): Promise<void> {
+  const route = routeOf(method, path);
+  if (!route || !response.ok) return;
+  const parsed = route.response.safeParse(await response.clone().json());
+  expect(parsed.error?.issues ?? [], `${method} ${path} answers what its response schema says`).toEqual([]);
+  checkedRoutes.add(route);
+}
 
 describe('the HTTP API', () => {
   let mneme: Mneme;
@@ -30,18 +53,30 @@ describe('the HTTP API', () => {
     await mneme.close();
   });
 
-  const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    app.request(path, {
+  const send = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await app.request(path, {
       method,
       headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
+    await checkResponse(method, path, response);
+    return response;
+  };
+
+  afterAll(() => {
+    const unchecked = apiRoutes.filter((route) => !checkedRoutes.has(route));
+    expect(
+      unchecked.map((route) => `${route.method.toUpperCase()} ${route.path}`),
+      'every route answers a success in these tests, parsed with its response schema',
+    ).toEqual([]);
+  });
 
   async function expectProblem(response: Response, status: number, code: string, detail?: RegExp) {
     expect(response.status).toBe(status);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
     const problem = (await response.json()) as Record<string, unknown>;
     expect(problem).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String) });
+    expect(ProblemSchema.safeParse(problem).error?.issues ?? [], 'the Problem schema of the document').toEqual([]);
     if (detail) expect(problem.detail).toMatch(detail);
     expect(JSON.stringify(problem)).not.toMatch(/\n\s+at |\.ts:\d+/);
     return problem;
@@ -98,6 +133,16 @@ describe('the HTTP API', () => {
     expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
       description: expect.stringMatching(/^`\{ text, hits, omitted, belowThreshold, words, vectorLeg \}`/),
     });
+  });
+
+  it('declares a channel and reads it back, and serves the policy the database runs under', async () => {
+    const channel = { id: 'ops', visibility: 'public', members: ['ann', 'bob'] };
+    const declared = await send('PUT', '/api/channels/ops', { visibility: 'public', members: ['ann', 'bob'] });
+    expect(declared.status).toBe(200);
+    expect(await declared.json()).toEqual(channel);
+    expect(await (await send('GET', '/api/channels/ops')).json()).toEqual(channel);
+    const policy = (await (await send('GET', '/api/policy')).json()) as Record<string, unknown>;
+    expect(policy).toMatchObject({ preset: 'mneme', overrides: {}, version: 1, policy: { decay: 'ebbinghaus' } });
   });
 
   it('creates a manual memory with 201, clamping importance, and refuses session scope and project without its id', async () => {
