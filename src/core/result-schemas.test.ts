@@ -2,15 +2,20 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
 import type { Mneme } from './mneme.js';
 import type {
+  AnalyticsSeriesSchema,
   ChannelSchema,
+  ChannelSummarySchema,
   ContextResultSchema,
+  IngestBatchResultSchema,
   IngestResultSchema,
   MaintenanceReportSchema,
+  MaintenanceStatusSchema,
   MemoryLinkSchema,
   MemoryPageSchema,
   MemorySchema,
   MemoryStatsSchema,
   MemoryVersionSchema,
+  MessagePageSchema,
   MessageSchema,
   PolicyStateSchema,
   ProjectSchema,
@@ -60,10 +65,19 @@ describe('the result schemas', () => {
   it('describe exactly what ingest, extraction, turns and maintenance return', () => {
     expectTypeOf<Described<typeof IngestResultSchema>>().toEqualTypeOf<Returned<'ingest'>>();
     expectTypeOf<Described<typeof IngestResultSchema>>().toEqualTypeOf<Returned<'ingestExchange'>>();
+    expectTypeOf<Described<typeof IngestBatchResultSchema>['results']>().toEqualTypeOf<Returned<'ingestMany'>>();
     expectTypeOf<Described<typeof MessageSchema>[]>().toEqualTypeOf<Returned<'turns'>>();
     expectTypeOf<Described<typeof TopicExtractionReportSchema>>().toEqualTypeOf<Returned<'extract'>>();
     expectTypeOf<Described<typeof WorkExtractionReportSchema>>().toEqualTypeOf<Returned<'extractWork'>>();
     expectTypeOf<Described<typeof MaintenanceReportSchema>>().toEqualTypeOf<Returned<'maintain'>>();
+  });
+
+  it("describe exactly what the inspector's reads return", () => {
+    expectTypeOf<Described<typeof MessageSchema>[]>().toEqualTypeOf<Returned<'sources'>>();
+    expectTypeOf<Described<typeof ChannelSummarySchema>[]>().toEqualTypeOf<Returned<'channels'>>();
+    expectTypeOf<Described<typeof MessagePageSchema>>().toEqualTypeOf<Returned<'messages'>>();
+    expectTypeOf<Described<typeof MaintenanceStatusSchema>>().toEqualTypeOf<Returned<'maintenanceStatus'>>();
+    expectTypeOf<Described<typeof AnalyticsSeriesSchema>>().toEqualTypeOf<Returned<'analytics'>>();
   });
 
   it('describe exactly what the directory methods return', () => {

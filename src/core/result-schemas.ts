@@ -143,6 +143,13 @@ export const RecallHitSchema = z
     match: z.enum(['fts', 'vector', 'hybrid', 'graph', 'recent']),
     ranks: z.strictObject({ fts: rowId().nullable(), vector: rowId().nullable() }),
     similarity: z.number().nullable(),
+    calibratedRelevance: z
+      .number()
+      .min(0)
+      .max(1)
+      .describe(
+        "How well the memory matches the query, comparable across queries (0..1): the share of the query's words it contains weighted by rarity, or its cosine similarity, whichever is higher; the context's quality threshold reads it",
+      ),
     linkedTo: z.strictObject({ id: rowId(), type: z.enum(linkTypes), strength: z.number() }).nullable(),
     explanation: z.string().exactOptional(),
   })
@@ -162,7 +169,10 @@ export const ContextResultSchema = z
   .strictObject({
     text: z.string(),
     hits: z.array(RecallHitSchema),
-    omitted: count(),
+    omitted: count().describe('Memories found but left out because they did not fit the word budget'),
+    belowThreshold: count().describe(
+      'Memories found but left out because their calibrated relevance is below `context.minRelevance`',
+    ),
     words: count(),
     vectorLeg,
   })
@@ -177,13 +187,26 @@ export const MessageSchema = z
     content: z.string(),
     topicId: z.string().nullable(),
     replyTo: rowId().nullable(),
+    externalId: z
+      .string()
+      .nullable()
+      .describe('The id the message has in the system it came from (unique in its channel), or null'),
     createdAt: TimeSchema,
   })
   .meta({ id: 'Message', description: 'One entry of the append-only message log' });
 
+export const AppendedMessageSchema = MessageSchema.extend({
+  duplicate: z
+    .boolean()
+    .describe('True when the channel already had the message under its externalId: this is the stored one'),
+}).meta({ id: 'AppendedMessage', description: 'A message an ingest was given, as stored' });
+
 export const IngestResultSchema = z
   .strictObject({
-    messages: z.array(MessageSchema),
+    messages: z.array(AppendedMessageSchema),
+    duplicate: z
+      .boolean()
+      .describe('True when every message of the input was already stored: nothing was appended, run or scheduled'),
     queued: z.boolean(),
     command: z
       .strictObject({
@@ -195,6 +218,10 @@ export const IngestResultSchema = z
       .nullable(),
   })
   .meta({ id: 'IngestResult', description: 'The appended messages; extraction runs in the background' });
+
+export const IngestBatchResultSchema = z
+  .strictObject({ results: z.array(IngestResultSchema).describe('One result per item of the batch, in order') })
+  .meta({ id: 'IngestBatchResult', description: 'What each message and exchange of a batch appended' });
 
 const ExtractionReportSchema = z.strictObject({
   messages: count(),
@@ -294,3 +321,92 @@ export const PolicyStateSchema = z
     version: rowId().describe('The stored version this state is (1 when the database was created)'),
   })
   .meta({ id: 'PolicyState', description: 'The policy a database runs under' });
+
+export const ChannelSummarySchema = z
+  .strictObject({
+    id: z.string(),
+    visibility: z.enum(['direct', 'private', 'public']),
+    latestMessageId: count().describe('The id of its newest message (0: none)'),
+    extractedThrough: count().describe("The extraction worker's watermark in it (0: it never ran there)"),
+  })
+  .meta({ id: 'ChannelSummary', description: 'A channel with messages, and how far extraction has read it' });
+
+export const MessagePageSchema = z
+  .strictObject({
+    channelId: z.string(),
+    messages: z.array(
+      MessageSchema.extend({
+        memories: z
+          .array(
+            z.strictObject({
+              id: rowId(),
+              content: z.string(),
+              scope: ScopeSchema,
+              category: z.string(),
+              source: z.enum(memorySources),
+            }),
+          )
+          .describe('The active memories extracted from the message that the caller may see'),
+      }),
+    ),
+    nextAfterId: rowId()
+      .nullable()
+      .describe('The id to ask the next page after, or null when this page reached the newest message'),
+  })
+  .meta({ id: 'MessagePage', description: "A page of a channel's messages, oldest first, with what was extracted" });
+
+const epochMs = () => z.number().int().nonnegative().describe('Epoch milliseconds');
+
+export const MaintenanceStatusSchema = z
+  .strictObject({
+    tasks: z.array(
+      z.strictObject({
+        task: z.enum(maintenanceTasks),
+        enabled: z.boolean().describe("Whether the database's policy runs it (`maintenance.tasks`)"),
+        states: z.array(
+          z.strictObject({
+            channelId: z.string().describe("The channel, or '' for a store-wide task"),
+            task: z.string(),
+            watermark: z
+              .number()
+              .int()
+              .nonnegative()
+              .nullable()
+              .describe('The last message (or memory) fully processed, or null before the first run'),
+            lastRunAt: epochMs().nullable(),
+            details: z.record(z.string(), z.unknown()).nullable(),
+          }),
+        ),
+        lastReport: z
+          .unknown()
+          .describe("The task's part of the last maintenance report in this process, or null when none ran"),
+        lastReportAt: TimeSchema.nullable(),
+      }),
+    ),
+    extraction: z.array(
+      z.strictObject({
+        channelId: z.string(),
+        watermark: count(),
+        backlog: count().describe('Messages past the watermark'),
+        lastRunAt: epochMs().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'MaintenanceStatus', description: "Each maintenance task's state and the extraction backlog" });
+
+const distribution = () =>
+  z.array(count()).describe('Counts per bucket of 0.1 from 0 to 1, ten buckets (the last includes 1)');
+
+export const AnalyticsSeriesSchema = z
+  .strictObject({
+    addedPerDay: z
+      .array(z.strictObject({ day: z.string().describe('YYYY-MM-DD (UTC)'), count: count() }))
+      .describe('Memories created per day, the last 30 days, oldest first'),
+    distributions: z.strictObject({ strength: distribution(), salience: distribution(), importance: distribution() }),
+    archivedBy: z.record(z.string(), count()).describe('Archived memories by cause'),
+    recentlyFaded: z.array(
+      z.strictObject({ id: rowId(), content: z.string(), fadedAt: TimeSchema, reason: z.string().nullable() }),
+    ),
+    extractionBacklog: count().describe('Messages past the extraction watermark, over every channel'),
+  })
+  .meta({ id: 'AnalyticsSeries', description: "The series of the inspector's analytics charts" });

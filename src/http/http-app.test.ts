@@ -502,6 +502,65 @@ describe('the HTTP API', () => {
     await expectProblem(await send('POST', '/api/maintenance/run', { tasks: ['sleep'] }), 422, 'INVALID_INPUT');
   });
 
+  it("appends a batch once under its external ids and serves the inspector's reads of it, each as its schema says", async () => {
+    const batch = {
+      messages: [
+        { channelId: 'porch', sender: 'ann', content: 'I live in Quillport and I keep bees', externalId: 'evt-1' },
+        { channelId: 'porch', userId: 'ann', userMessage: 'My sister is called Wren', assistantReply: 'Noted' },
+      ],
+    };
+    const appended = await send('POST', '/api/messages/batch', batch);
+    expect(appended.status).toBe(202);
+    const { results } = (await appended.json()) as {
+      results: Array<{ duplicate: boolean; messages: Array<{ id: number; externalId: string | null }> }>;
+    };
+    expect(results.map((result) => result.duplicate)).toEqual([false, false]);
+    expect(results[0]?.messages[0]?.externalId).toBe('evt-1');
+    const again = await send('POST', '/api/messages/batch', { messages: [batch.messages[0]] });
+    expect(((await again.json()) as { results: typeof results }).results).toEqual([
+      expect.objectContaining({
+        duplicate: true,
+        messages: [expect.objectContaining({ id: results[0]?.messages[0]?.id, duplicate: true })],
+      }),
+    ]);
+    await mneme.whenIdle();
+
+    const channels = (await (await send('GET', '/api/channels')).json()) as Array<{
+      id: string;
+      latestMessageId: number;
+    }>;
+    expect(channels).toEqual([expect.objectContaining({ id: 'porch', latestMessageId: 3 })]);
+    const page = (await (await send('GET', '/api/channels/porch/messages?limit=2')).json()) as {
+      messages: Array<{ id: number; externalId: string | null; memories: Array<{ id: number; content: string }> }>;
+      nextAfterId: number | null;
+    };
+    expect(page.messages.map((message) => message.externalId)).toEqual(['evt-1', null]);
+    expect(page.nextAfterId).toBe(page.messages[1]?.id);
+    const fromFirst = page.messages[0]?.memories.find((memory) => memory.content.includes('Quillport'));
+    expect(fromFirst, 'extraction wrote a memory citing the first message').toBeDefined();
+    const sources = (await (await send('GET', `/api/memories/${fromFirst?.id}/sources`)).json()) as Array<{
+      id: number;
+    }>;
+    expect(sources.map((message) => message.id)).toContain(page.messages[0]?.id);
+
+    expect((await send('POST', '/api/maintenance/run', { tasks: ['decay'] })).status).toBe(200);
+    const status = (await (await send('GET', '/api/maintenance')).json()) as {
+      tasks: Array<{ task: string; lastReport: unknown; lastReportAt: string | null }>;
+      extraction: Array<{ channelId: string; backlog: number }>;
+    };
+    expect(status.tasks.find((task) => task.task === 'decay')).toMatchObject({
+      lastReport: expect.any(Object),
+      lastReportAt: '2024-06-15T12:00:00.000Z',
+    });
+    expect(status.extraction).toEqual([expect.objectContaining({ channelId: 'porch', backlog: 0 })]);
+    const analytics = (await (await send('GET', '/api/analytics')).json()) as {
+      addedPerDay: Array<{ day: string; count: number }>;
+    };
+    expect(analytics.addedPerDay).toHaveLength(30);
+    expect(analytics.addedPerDay.at(-1)).toMatchObject({ day: '2024-06-15', count: expect.any(Number) });
+    expect(analytics.addedPerDay.at(-1)?.count).toBeGreaterThan(0);
+  });
+
   it("keeps a user-bound key out of other users' memories in search, context and ingest", async () => {
     const admin = await mneme.apiKeys.create({ label: 'ops' });
     const annKey = await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' });

@@ -3,15 +3,20 @@ import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import {
+  AnalyticsSeriesSchema,
   ChannelSchema,
+  ChannelSummarySchema,
   ContextResultSchema,
+  IngestBatchResultSchema,
   IngestResultSchema,
   MaintenanceReportSchema,
+  MaintenanceStatusSchema,
   MemoryLinkSchema,
   MemoryPageSchema,
   MemorySchema,
   MemoryStatsSchema,
   MemoryVersionSchema,
+  MessagePageSchema,
   MessageSchema,
   PolicyStateSchema,
   ProjectSchema,
@@ -250,9 +255,11 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories/{id}/sources',
+    operationId: 'getMemorySources',
+    response: z.array(MessageSchema),
     summary: 'The messages a memory came from (user keys: only those of channels they belong to, or public ones)',
     tag: 'memories',
-    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`',
+    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, externalId, createdAt }`',
     ...memoryRequest,
     handle: async ({ mneme, params, viewer }) => mneme.sources({ id: params.id, viewer }),
   }),
@@ -290,7 +297,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Append one message; 202 at once, facts are extracted in the background',
     tag: 'ingest',
     returns:
-      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
+      '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
     status: 202,
     body: IngestInputSchema,
     access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
@@ -299,6 +306,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/messages/batch',
+    operationId: 'ingestBatch',
+    response: IngestBatchResultSchema,
     summary: `Append up to ${MAX_INGEST_BATCH} messages and exchanges in one transaction, in order (as the library's ingestMany); a bad item refuses the whole batch, naming its index; 202 at once`,
     tag: 'ingest',
     returns:
@@ -316,7 +325,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Append a user message and the assistant reply; 202 at once, extraction runs in the background',
     tag: 'ingest',
     returns:
-      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
+      '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
     status: 202,
     body: IngestExchangeInputSchema,
     access: { kind: 'self', user: ({ body }) => body.userId },
@@ -411,6 +420,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels',
+    operationId: 'listChannels',
+    response: z.array(ChannelSummarySchema),
     summary: 'Every channel with messages (user keys: only channels they belong to, or public ones)',
     tag: 'directory',
     returns: 'The channels: `{ id, visibility, latestMessageId, extractedThrough }`, by id',
@@ -420,6 +431,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels/{id}/messages',
+    operationId: 'listChannelMessages',
+    response: MessagePageSchema,
     summary: `A channel's messages after \`after\` (a message id, 0 by default), oldest first, \`limit\` at a time (1 to ${MAX_MESSAGE_PAGE}, 50 by default), each with the active memories extracted from it that the key may see (user keys: only channels they belong to, or public ones)`,
     tag: 'ingest',
     returns:
@@ -438,7 +451,8 @@ export const apiRoutes: readonly Route[] = [
     summary:
       "Turn memory: a channel's last `count` messages (1 to 50; the policy's `ingest.turns`, 10 by default, when left out), oldest first (user keys: only channels they belong to, or public ones)",
     tag: 'ingest',
-    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`, oldest first',
+    returns:
+      'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, externalId, createdAt }`, oldest first',
     params: ChannelParamsSchema,
     query: TurnsQuerySchema,
     access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
@@ -485,6 +499,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/maintenance',
+    operationId: 'getMaintenanceStatus',
+    response: MaintenanceStatusSchema,
     summary:
       "Each maintenance task's state (watermark, last run), its last report in this process, and the extraction backlog per channel",
     tag: 'maintenance',
@@ -496,6 +512,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/analytics',
+    operationId: 'getAnalytics',
+    response: AnalyticsSeriesSchema,
     summary:
       'The series of the analytics charts: memories added per day (30 days), strength / salience / importance distributions under the decay, archives by cause, extraction backlog',
     tag: 'analytics',
