@@ -32,7 +32,7 @@ export const PolicySchema = z.strictObject({
         )
         .refine((tasks) => new Set(tasks).size === tasks.length, 'maintenance.tasks names a task twice')
         // In cycle order, whatever order they were given in: the order they run in.
-        .transform((tasks) => maintenanceTasks.filter((task) => tasks.includes(task)))
+        .overwrite((tasks) => maintenanceTasks.filter((task) => tasks.includes(task)))
         .default([...maintenanceTasks]),
     })
     .prefault({}),

@@ -9,9 +9,32 @@ import type { Mneme } from '../core/mneme.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
 import { createFixedClock } from '../testing.js';
 import { createHttpApp } from './http-app.js';
+import { ProblemSchema } from './http-problem.js';
+import type { Route } from './http-route.js';
+import { apiRoutes } from './http-routes.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-http-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+/** The route of the table that answers `method path`, a literal path before a templated one. */
+function routeOf(method: string, url: string): Route | undefined {
+  const path = url.split('?')[0] ?? url;
+  const matches = (route: Route) =>
+    route.method === method.toLowerCase() && new RegExp(`^${route.path.replaceAll(/\{\w+\}/g, '[^/]+')}$`).test(path);
+  return apiRoutes.find((route) => route.path === path && matches(route)) ?? apiRoutes.find(matches);
+}
+
+/** Every route whose success this file has parsed with the route's response schema. */
+const checkedRoutes = new Set<Route>();
+
+/** Parses a success with its route's response schema: the OpenAPI document describes what the API answers. */
+async function checkResponse(method: string, path: string, response: Response): Promise<void> {
+  const route = routeOf(method, path);
+  if (!route || !response.ok) return;
+  const parsed = route.response.safeParse(await response.clone().json());
+  expect(parsed.error?.issues ?? [], `${method} ${path} answers what its response schema says`).toEqual([]);
+  checkedRoutes.add(route);
+}
 
 describe('the HTTP API', () => {
   let mneme: Mneme;
@@ -30,18 +53,30 @@ describe('the HTTP API', () => {
     await mneme.close();
   });
 
-  const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    app.request(path, {
+  const send = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await app.request(path, {
       method,
       headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
+    await checkResponse(method, path, response);
+    return response;
+  };
+
+  afterAll(() => {
+    const unchecked = apiRoutes.filter((route) => !checkedRoutes.has(route));
+    expect(
+      unchecked.map((route) => `${route.method.toUpperCase()} ${route.path}`),
+      'every route answers a success in these tests, parsed with its response schema',
+    ).toEqual([]);
+  });
 
   async function expectProblem(response: Response, status: number, code: string, detail?: RegExp) {
     expect(response.status).toBe(status);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
     const problem = (await response.json()) as Record<string, unknown>;
     expect(problem).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String) });
+    expect(ProblemSchema.safeParse(problem).error?.issues ?? [], 'the Problem schema of the document').toEqual([]);
     if (detail) expect(problem.detail).toMatch(detail);
     expect(JSON.stringify(problem)).not.toMatch(/\n\s+at |\.ts:\d+/);
     return problem;
@@ -98,6 +133,16 @@ describe('the HTTP API', () => {
     expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
       description: expect.stringMatching(/^`\{ text, hits, omitted, belowThreshold, words, vectorLeg \}`/),
     });
+  });
+
+  it('declares a channel and reads it back, and serves the policy the database runs under', async () => {
+    const channel = { id: 'ops', visibility: 'public', members: ['ann', 'bob'] };
+    const declared = await send('PUT', '/api/channels/ops', { visibility: 'public', members: ['ann', 'bob'] });
+    expect(declared.status).toBe(200);
+    expect(await declared.json()).toEqual(channel);
+    expect(await (await send('GET', '/api/channels/ops')).json()).toEqual(channel);
+    const policy = (await (await send('GET', '/api/policy')).json()) as Record<string, unknown>;
+    expect(policy).toMatchObject({ preset: 'mneme', overrides: {}, version: 1, policy: { decay: 'ebbinghaus' } });
   });
 
   it('creates a manual memory with 201, clamping importance, and refuses session scope and project without its id', async () => {
@@ -455,6 +500,65 @@ describe('the HTTP API', () => {
     expect(response.status).toBe(200);
     expect(Object.keys((await response.json()) as object)).toEqual(expect.arrayContaining(['decay', 'link']));
     await expectProblem(await send('POST', '/api/maintenance/run', { tasks: ['sleep'] }), 422, 'INVALID_INPUT');
+  });
+
+  it("appends a batch once under its external ids and serves the inspector's reads of it, each as its schema says", async () => {
+    const batch = {
+      messages: [
+        { channelId: 'porch', sender: 'ann', content: 'I live in Quillport and I keep bees', externalId: 'evt-1' },
+        { channelId: 'porch', userId: 'ann', userMessage: 'My sister is called Wren', assistantReply: 'Noted' },
+      ],
+    };
+    const appended = await send('POST', '/api/messages/batch', batch);
+    expect(appended.status).toBe(202);
+    const { results } = (await appended.json()) as {
+      results: Array<{ duplicate: boolean; messages: Array<{ id: number; externalId: string | null }> }>;
+    };
+    expect(results.map((result) => result.duplicate)).toEqual([false, false]);
+    expect(results[0]?.messages[0]?.externalId).toBe('evt-1');
+    const again = await send('POST', '/api/messages/batch', { messages: [batch.messages[0]] });
+    expect(((await again.json()) as { results: typeof results }).results).toEqual([
+      expect.objectContaining({
+        duplicate: true,
+        messages: [expect.objectContaining({ id: results[0]?.messages[0]?.id, duplicate: true })],
+      }),
+    ]);
+    await mneme.whenIdle();
+
+    const channels = (await (await send('GET', '/api/channels')).json()) as Array<{
+      id: string;
+      latestMessageId: number;
+    }>;
+    expect(channels).toEqual([expect.objectContaining({ id: 'porch', latestMessageId: 3 })]);
+    const page = (await (await send('GET', '/api/channels/porch/messages?limit=2')).json()) as {
+      messages: Array<{ id: number; externalId: string | null; memories: Array<{ id: number; content: string }> }>;
+      nextAfterId: number | null;
+    };
+    expect(page.messages.map((message) => message.externalId)).toEqual(['evt-1', null]);
+    expect(page.nextAfterId).toBe(page.messages[1]?.id);
+    const fromFirst = page.messages[0]?.memories.find((memory) => memory.content.includes('Quillport'));
+    expect(fromFirst, 'extraction wrote a memory citing the first message').toBeDefined();
+    const sources = (await (await send('GET', `/api/memories/${fromFirst?.id}/sources`)).json()) as Array<{
+      id: number;
+    }>;
+    expect(sources.map((message) => message.id)).toContain(page.messages[0]?.id);
+
+    expect((await send('POST', '/api/maintenance/run', { tasks: ['decay'] })).status).toBe(200);
+    const status = (await (await send('GET', '/api/maintenance')).json()) as {
+      tasks: Array<{ task: string; lastReport: unknown; lastReportAt: string | null }>;
+      extraction: Array<{ channelId: string; backlog: number }>;
+    };
+    expect(status.tasks.find((task) => task.task === 'decay')).toMatchObject({
+      lastReport: expect.any(Object),
+      lastReportAt: '2024-06-15T12:00:00.000Z',
+    });
+    expect(status.extraction).toEqual([expect.objectContaining({ channelId: 'porch', backlog: 0 })]);
+    const analytics = (await (await send('GET', '/api/analytics')).json()) as {
+      addedPerDay: Array<{ day: string; count: number }>;
+    };
+    expect(analytics.addedPerDay).toHaveLength(30);
+    expect(analytics.addedPerDay.at(-1)).toMatchObject({ day: '2024-06-15', count: expect.any(Number) });
+    expect(analytics.addedPerDay.at(-1)?.count).toBeGreaterThan(0);
   });
 
   it("keeps a user-bound key out of other users' memories in search, context and ingest", async () => {

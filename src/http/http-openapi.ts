@@ -1,22 +1,7 @@
 import { z } from 'zod';
 import type { AccessRule } from '../core/access.js';
+import { ProblemSchema } from './http-problem.js';
 import type { Route } from './http-route.js';
-
-const problemSchema = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'detail', 'code'],
-  properties: {
-    type: { type: 'string' },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string' },
-    code: { type: 'string' },
-    errors: {
-      type: 'array',
-      items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } },
-    },
-  },
-};
 
 const problemContent = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
@@ -50,12 +35,30 @@ const idempotencyKeyParameter = {
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 
-function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
     string,
     unknown
   >;
   return rest;
+}
+
+/**
+ * Every route's response schema and the problem schema, converted together: each schema named with
+ * `.meta({ id })` (core/result-schemas.ts) becomes one component that the responses reference.
+ */
+function responseSchemasOf(routes: readonly Route[]): {
+  responses: Record<string, unknown>;
+  components: Record<string, unknown>;
+} {
+  const wrapper = z.strictObject({
+    responses: z.strictObject(Object.fromEntries(routes.map((route) => [route.operationId, route.response]))),
+    problem: ProblemSchema,
+  });
+  const converted = JSON.parse(
+    JSON.stringify(jsonSchemaOf(wrapper, 'output')).replaceAll('"#/$defs/', '"#/components/schemas/'),
+  ) as { properties: { responses: { properties: Record<string, unknown> } }; $defs: Record<string, unknown> };
+  return { responses: converted.properties.responses.properties, components: converted.$defs };
 }
 
 function parametersOf(schema: z.ZodType | undefined, location: 'path' | 'query'): unknown[] {
@@ -72,6 +75,7 @@ function parametersOf(schema: z.ZodType | undefined, location: 'path' | 'query')
 /** The OpenAPI 3.1 document of the HTTP API, generated from the same route table and zod schemas the server uses. */
 export function buildOpenApiDocument(routes: readonly Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const { responses, components } = responseSchemasOf(routes);
   for (const route of routes) {
     const parameters = [
       ...parametersOf(route.params, 'path'),
@@ -82,16 +86,20 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
     const { description, refusal } = accessDocumentation[route.access.kind];
     paths[route.path] ??= {};
     (paths[route.path] as Record<string, unknown>)[route.method] = {
+      operationId: route.operationId,
       summary: route.summary,
       description: 'reason' in route.access ? `${description} Why: ${route.access.reason}.` : description,
       tags: [route.tag],
-      ...(isOpen ? { security: [] } : {}),
+      security: isOpen ? [] : [{ bearer: [] }],
       ...(parameters.length ? { parameters } : {}),
       ...(route.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(route.body) } } } }
         : {}),
       responses: {
-        [String(route.status ?? 200)]: { description: route.returns, content: { 'application/json': { schema: {} } } },
+        [String(route.status ?? 200)]: {
+          description: route.returns,
+          content: { 'application/json': { schema: responses[route.operationId] } },
+        },
         ...(isOpen
           ? {}
           : { '401': { description: 'No API key, or an unknown or revoked one', content: problemContent } }),
@@ -109,8 +117,14 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
         'Long-term memory for conversational AI agents. Errors are application/problem+json. Once an API key exists, every route but those marked "no key needed" takes `Authorization: Bearer <key>`; each route says who may call it.',
     },
     components: {
-      schemas: { Problem: problemSchema },
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: components,
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (`mneme keys create`): `Authorization: Bearer <key>`',
+        },
+      },
     },
     security: [{ bearer: [] }],
     paths,

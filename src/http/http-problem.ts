@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ErrorCode, type FieldIssue, isMnemeError } from '../core/errors.js';
 
 /** HTTP status for each error code; a new code does not compile until it is mapped here. */
@@ -30,15 +31,21 @@ const titles: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-/** An RFC 9457 problem document, plus mneme's error `code` and the invalid fields. */
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  errors?: readonly FieldIssue[];
-}
+/** An RFC 9457 problem document, plus mneme's error `code` and the invalid fields: every error the API answers. */
+export const ProblemSchema = z
+  .strictObject({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().describe('INVALID_INPUT, NOT_FOUND, FORBIDDEN, UNAUTHORIZED, ...'),
+    errors: z
+      .array(z.strictObject({ path: z.string(), message: z.string() }))
+      .exactOptional()
+      .describe('The invalid fields of an INVALID_INPUT problem'),
+  })
+  .meta({ id: 'Problem', description: 'An RFC 9457 problem document (application/problem+json)' });
+export type Problem = z.output<typeof ProblemSchema>;
 
 /** A problem raised by the HTTP face itself (authentication, body size, malformed JSON). */
 export class HttpProblem extends Error {
@@ -64,7 +71,7 @@ export function problem(status: number, code: string, detail: string, errors?: r
     status,
     detail,
     code,
-    ...(errors && errors.length > 0 ? { errors } : {}),
+    ...(errors && errors.length > 0 ? { errors: [...errors] } : {}),
   };
 }
 

@@ -34,14 +34,27 @@ export interface RouteDefinition<
   Query extends InputSchema,
   Body extends InputSchema,
   Kind extends AccessKind,
+  Response extends z.ZodType,
 > {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI-style path, e.g. `/api/memories/{id}`. */
   path: string;
+  /**
+   * The operation's stable name in the OpenAPI document, camelCase, verb first (`searchMemories`,
+   * `getChannel`): generated clients name their methods after it, so it never changes once released.
+   */
+  operationId: string;
+  /** One line: what the endpoint does. */
   summary: string;
+  /** The group it is listed under (`memories`, `recall`, `ingest`, ...). */
   tag: string;
-  /** What a success answers with (the OpenAPI response description). */
+  /** What a success answers with, in words (the OpenAPI response description). */
   returns: string;
+  /**
+   * What a success answers with, as a zod schema (from `core/result-schemas.ts`, the schema of what the
+   * engine method returns): the document's response schema. `handle` must return its type.
+   */
+  response: Response;
   /** Success status; 200 unless said. */
   status?: 200 | 201 | 202;
   /** The path parameters' schema, when the path has any. */
@@ -52,18 +65,40 @@ export interface RouteDefinition<
   body?: Body;
   /** Who may call it; checked by the app before the handler runs. */
   access: AccessRule<RouteInput<Parsed<Params>, Parsed<Query>, Parsed<Body>>> & { kind: Kind };
-  handle(request: RouteRequest<RouteInput<Parsed<Params>, Parsed<Query>, Parsed<Body>>, Kind>): Promise<unknown>;
+  handle(
+    request: RouteRequest<RouteInput<Parsed<Params>, Parsed<Query>, Parsed<Body>>, Kind>,
+  ): Promise<z.output<Response>>;
 }
 
-/** A route of the table, its input types erased (the app parses with the route's own schemas before calling it). */
-export type Route = RouteDefinition<InputSchema, InputSchema, InputSchema, AccessKind>;
+/** A route of the table, its types erased (the app parses with the route's own schemas before calling it). */
+export type Route = RouteDefinition<InputSchema, InputSchema, InputSchema, AccessKind, z.ZodType>;
 
-/** Declares a route: the handler's input is typed by the schemas it declares, and `access` is required. */
+/**
+ * Declares a route. Required: `access` (who may call it), `operationId` and `response` (the zod schema of
+ * what it returns), so no route reaches the OpenAPI document untyped or unnamed. The handler's input is
+ * typed by the schemas the route declares, and its result must match `response`. A new route:
+ *
+ * ```ts
+ * defineRoute({
+ *   method: 'get', path: '/api/things/{id}', operationId: 'getThing', summary: 'One thing', tag: 'things',
+ *   returns: 'The thing', response: ThingSchema, // core/result-schemas.ts, checked against the engine's type
+ *   params: z.strictObject({ id: ThingIdSchema }),
+ *   access: { kind: 'viewer', requested: () => undefined },
+ *   handle: async ({ mneme, params }) => mneme.thing(params.id),
+ * });
+ * ```
+ *
+ * A result the document has no schema for yet gets one in `core/result-schemas.ts` (`.meta({ id })` names it
+ * as a component) and a line in `result-schemas.test.ts` holding it equal to the engine's type; a request in
+ * `http-app.test.ts` must answer the route's success, which that file parses with `response` (it fails on a
+ * route none of its requests reached).
+ */
 export function defineRoute<
   Params extends InputSchema = undefined,
   Query extends InputSchema = undefined,
   Body extends InputSchema = undefined,
   Kind extends AccessKind = never,
->(definition: RouteDefinition<Params, Query, Body, Kind>): Route {
+  Response extends z.ZodType = z.ZodType,
+>(definition: RouteDefinition<Params, Query, Body, Kind, Response>): Route {
   return definition;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { defineRoute, type Route } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
 
@@ -35,7 +36,15 @@ describe('the HTTP route table', () => {
 
   it('refuses to compile a route without an access rule, and the table check reports one that slips through', () => {
     const handle = async () => ({});
-    const described = { method: 'get', summary: 'x', tag: 'x', returns: 'x', handle } as const;
+    const described = {
+      method: 'get',
+      operationId: 'x',
+      summary: 'x',
+      tag: 'x',
+      returns: 'x',
+      response: z.object({}),
+      handle,
+    } as const;
     // @ts-expect-error a route without `access` does not compile
     const withoutAccess = defineRoute({ ...described, path: '/nowhere' });
     // @ts-expect-error an open route without a reason does not compile
@@ -47,5 +56,25 @@ describe('the HTTP route table', () => {
       'GET /open: an open rule needs a reason',
       'GET /blank: an open rule needs a reason',
     ]);
+  });
+
+  it('names every operation once, in camelCase, verb first', () => {
+    const operationIds = apiRoutes.map((route) => route.operationId);
+    expect(new Set(operationIds).size).toBe(operationIds.length);
+    for (const operationId of operationIds) expect(operationId).toMatch(/^[a-z]+(?:[A-Z][a-z]*)*$/);
+  });
+
+  it('refuses to compile a route without an operationId or a response schema, or whose handler returns another type', () => {
+    const access = { kind: 'open', reason: 'a test' } as const;
+    const route = { method: 'get', path: '/thing', summary: 'x', tag: 'x', returns: 'x', access } as const;
+    const response = z.strictObject({ name: z.string() });
+    const handle = async () => ({ name: 'kestrel' });
+    // @ts-expect-error a route without an operationId does not compile
+    defineRoute({ ...route, response, handle });
+    // @ts-expect-error a route without a response schema does not compile
+    defineRoute({ ...route, operationId: 'getThing', handle });
+    // @ts-expect-error a handler whose result is not what its response schema describes does not compile
+    defineRoute({ ...route, operationId: 'getThing', response, handle: async () => ({ name: 7 }) });
+    expect(defineRoute({ ...route, operationId: 'getThing', response, handle }).operationId).toBe('getThing');
   });
 });

@@ -3,6 +3,31 @@ import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainInputSchema } from '../core/maintenance/maintain.js';
 import {
+  AnalyticsSeriesSchema,
+  ChannelSchema,
+  ChannelSummarySchema,
+  ContextResultSchema,
+  IngestBatchResultSchema,
+  IngestResultSchema,
+  MaintenanceReportSchema,
+  MaintenanceStatusSchema,
+  MemoryLinkSchema,
+  MemoryPageSchema,
+  MemorySchema,
+  MemoryStatsSchema,
+  MemoryVersionSchema,
+  MessagePageSchema,
+  MessageSchema,
+  PolicyStateSchema,
+  ProjectSchema,
+  PurgeReportSchema,
+  RecallResultSchema,
+  TopicExtractionReportSchema,
+  TopicSchema,
+  UserSchema,
+  WorkExtractionReportSchema,
+} from '../core/result-schemas.js';
+import {
   ChannelIdSchema,
   ContextInputSchema,
   CreateProjectInputSchema,
@@ -27,6 +52,9 @@ import {
 import type { Viewer } from '../core/types.js';
 import { buildOpenApiDocument } from './http-openapi.js';
 import { defineRoute, type Route } from './http-route.js';
+
+const HealthSchema = z.strictObject({ status: z.literal('ok') });
+const OpenApiDocumentSchema = z.record(z.string(), z.unknown()).describe('An OpenAPI 3.1 document');
 
 const UserParamsSchema = z.strictObject({ id: UserIdSchema });
 const ChannelParamsSchema = z.strictObject({ id: ChannelIdSchema });
@@ -102,15 +130,19 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/health',
+    operationId: 'getHealth',
+    response: HealthSchema,
     summary: 'Liveness',
     tag: 'service',
     returns: '`{ status: "ok" }`',
     access: { kind: 'open', reason: 'liveness probes carry no key' },
-    handle: async () => ({ status: 'ok' }),
+    handle: async () => ({ status: 'ok' as const }),
   }),
   defineRoute({
     method: 'get',
     path: '/openapi.json',
+    operationId: 'getOpenApiDocument',
+    response: OpenApiDocumentSchema,
     summary: 'This OpenAPI document',
     tag: 'service',
     returns: 'The OpenAPI 3.1 document of the API',
@@ -123,6 +155,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/memories',
+    operationId: 'createMemory',
+    response: MemorySchema,
     summary: 'Store a manual memory (source manual; scope session refused; project needs projectId)',
     tag: 'memories',
     returns: 'The memory as stored',
@@ -134,6 +168,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories',
+    operationId: 'listMemories',
+    response: MemoryPageSchema,
     summary: 'List memories by scope, owner, category and archive state, newest first',
     tag: 'memories',
     returns:
@@ -149,6 +185,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories/{id}',
+    operationId: 'getMemory',
+    response: MemorySchema,
     summary: 'One memory',
     tag: 'memories',
     returns: 'The memory',
@@ -158,6 +196,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'patch',
     path: '/api/memories/{id}',
+    operationId: 'updateMemory',
+    response: MemorySchema,
     summary: 'Edit a memory: new content is re-embedded, a version is kept, importance is clamped to 0..1',
     tag: 'memories',
     returns: 'The memory as now stored',
@@ -169,6 +209,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'delete',
     path: '/api/memories/{id}',
+    operationId: 'forgetMemory',
+    response: MemorySchema,
     summary: 'Forget a memory: soft delete, vector removed, restorable',
     tag: 'memories',
     returns: 'The memory, archived',
@@ -179,6 +221,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/memories/{id}/restore',
+    operationId: 'restoreMemory',
+    response: MemorySchema,
     summary: 'Restore a forgotten memory',
     tag: 'memories',
     returns: 'The memory, active again',
@@ -189,6 +233,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories/{id}/history',
+    operationId: 'getMemoryHistory',
+    response: z.array(MemoryVersionSchema),
     summary: 'Every version of a memory: who, when, what changed',
     tag: 'memories',
     returns: 'The versions, oldest first',
@@ -198,6 +244,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories/{id}/links',
+    operationId: 'getMemoryLinks',
+    response: z.array(MemoryLinkSchema),
     summary: 'Links from and to a memory',
     tag: 'memories',
     returns: 'The links: `{ sourceId, targetId, type, strength, createdAt }`',
@@ -207,15 +255,19 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/memories/{id}/sources',
+    operationId: 'getMemorySources',
+    response: z.array(MessageSchema),
     summary: 'The messages a memory came from (user keys: only those of channels they belong to, or public ones)',
     tag: 'memories',
-    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`',
+    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, externalId, createdAt }`',
     ...memoryRequest,
     handle: async ({ mneme, params, viewer }) => mneme.sources({ id: params.id, viewer }),
   }),
   defineRoute({
     method: 'post',
     path: '/api/memories/search',
+    operationId: 'searchMemories',
+    response: RecallResultSchema,
     summary: "Recall: hybrid search in the viewer's scopes; every hit carries score, breakdown, match and ranks",
     tag: 'recall',
     returns: '`{ mode, hits, vectorLeg, queries, weights }`',
@@ -226,6 +278,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/context',
+    operationId: 'buildContext',
+    response: ContextResultSchema,
     summary:
       "The context block for the next reply (topK and conversation awareness from the database's policy unless given)",
     tag: 'recall',
@@ -238,10 +292,12 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/messages',
+    operationId: 'ingestMessage',
+    response: IngestResultSchema,
     summary: 'Append one message; 202 at once, facts are extracted in the background',
     tag: 'ingest',
     returns:
-      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
+      '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
     status: 202,
     body: IngestInputSchema,
     access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
@@ -250,6 +306,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/messages/batch',
+    operationId: 'ingestBatch',
+    response: IngestBatchResultSchema,
     summary: `Append up to ${MAX_INGEST_BATCH} messages and exchanges in one transaction, in order (as the library's ingestMany); a bad item refuses the whole batch, naming its index; 202 at once`,
     tag: 'ingest',
     returns:
@@ -262,10 +320,12 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/exchanges',
+    operationId: 'ingestExchange',
+    response: IngestResultSchema,
     summary: 'Append a user message and the assistant reply; 202 at once, extraction runs in the background',
     tag: 'ingest',
     returns:
-      '`{ messages, queued, command }`: the appended messages, whether extraction was queued, what a chat command did',
+      '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
     status: 202,
     body: IngestExchangeInputSchema,
     access: { kind: 'self', user: ({ body }) => body.userId },
@@ -274,6 +334,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/memories/extract/{topicId}',
+    operationId: 'extractTopic',
+    response: TopicExtractionReportSchema,
     summary: 'Conversation extraction of a topic: its new messages become session memories (administrator key)',
     tag: 'ingest',
     returns: '`{ messages, created, updated, ... }`: the memories created and updated, with their content',
@@ -284,6 +346,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/memories/extract-work/{sessionId}',
+    operationId: 'extractWorkSession',
+    response: WorkExtractionReportSchema,
     summary: 'Work extraction of a session of a managed project, refused otherwise (administrator key)',
     tag: 'ingest',
     returns: '`{ messages, created, updated, ... }`: the memories created and updated, with their content',
@@ -294,6 +358,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/topics',
+    operationId: 'createTopic',
+    response: TopicSchema,
     summary: 'Create or rename a topic (a conversation session), or move it into a project (administrator key)',
     tag: 'directory',
     returns: 'The topic',
@@ -309,6 +375,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects',
+    operationId: 'createProject',
+    response: ProjectSchema,
     summary: 'Create or update a project; work sessions are extracted only for managed projects',
     tag: 'directory',
     returns: 'The project',
@@ -323,6 +391,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'put',
     path: '/api/channels/{id}',
+    operationId: 'putChannel',
+    response: ChannelSchema,
     summary:
       'Declare a channel: visibility `direct`, `private` (default) or `public` (facts said there may become global), and, when given, its members (replacing them)',
     tag: 'directory',
@@ -338,6 +408,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels/{id}',
+    operationId: 'getChannel',
+    response: ChannelSchema,
     summary: 'A channel: its visibility and members (user keys: only channels they belong to, or public ones)',
     tag: 'directory',
     returns: '`{ id, visibility, members }`',
@@ -348,6 +420,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels',
+    operationId: 'listChannels',
+    response: z.array(ChannelSummarySchema),
     summary: 'Every channel with messages (user keys: only channels they belong to, or public ones)',
     tag: 'directory',
     returns: 'The channels: `{ id, visibility, latestMessageId, extractedThrough }`, by id',
@@ -357,6 +431,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels/{id}/messages',
+    operationId: 'listChannelMessages',
+    response: MessagePageSchema,
     summary: `A channel's messages after \`after\` (a message id, 0 by default), oldest first, \`limit\` at a time (1 to ${MAX_MESSAGE_PAGE}, 50 by default), each with the active memories extracted from it that the key may see (user keys: only channels they belong to, or public ones)`,
     tag: 'ingest',
     returns:
@@ -370,10 +446,13 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/channels/{id}/turns',
+    operationId: 'listTurns',
+    response: z.array(MessageSchema),
     summary:
       "Turn memory: a channel's last `count` messages (1 to 50; the policy's `ingest.turns`, 10 by default, when left out), oldest first (user keys: only channels they belong to, or public ones)",
     tag: 'ingest',
-    returns: 'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, createdAt }`, oldest first',
+    returns:
+      'The messages: `{ id, channelId, senderId, role, content, topicId, replyTo, externalId, createdAt }`, oldest first',
     params: ChannelParamsSchema,
     query: TurnsQuerySchema,
     access: { kind: 'viewer', requested: ({ params }) => ({ channelId: params.id }) },
@@ -383,6 +462,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'put',
     path: '/api/users/{id}',
+    operationId: 'setDisplayName',
+    response: UserSchema,
     summary: 'Set the display name extracted facts use for a user',
     tag: 'directory',
     returns: 'The user',
@@ -394,6 +475,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'delete',
     path: '/api/users/{id}/data',
+    operationId: 'purgeUser',
+    response: PurgeReportSchema,
     summary: 'Purge everything about a user (messages, memories, vectors, versions, links); returns counts',
     tag: 'users',
     returns: 'How many rows of each kind were deleted',
@@ -404,6 +487,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'post',
     path: '/api/maintenance/run',
+    operationId: 'runMaintenance',
+    response: MaintenanceReportSchema,
     summary: 'Run maintenance now (decay, episodes, consolidate, link, dream; all by default); a report per task',
     tag: 'maintenance',
     returns: 'A report per task that ran',
@@ -414,6 +499,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/maintenance',
+    operationId: 'getMaintenanceStatus',
+    response: MaintenanceStatusSchema,
     summary:
       "Each maintenance task's state (watermark, last run), its last report in this process, and the extraction backlog per channel",
     tag: 'maintenance',
@@ -425,6 +512,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/analytics',
+    operationId: 'getAnalytics',
+    response: AnalyticsSeriesSchema,
     summary:
       'The series of the analytics charts: memories added per day (30 days), strength / salience / importance distributions under the decay, archives by cause, extraction backlog',
     tag: 'analytics',
@@ -435,6 +524,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/stats',
+    operationId: 'getStats',
+    response: MemoryStatsSchema,
     summary: 'Totals, by scope and category, pinned, added in the last 7 days, expiring, the 5 most accessed',
     tag: 'analytics',
     returns: 'The totals',
@@ -444,6 +535,8 @@ export const apiRoutes: readonly Route[] = [
   defineRoute({
     method: 'get',
     path: '/api/policy',
+    operationId: 'getPolicy',
+    response: PolicyStateSchema,
     summary: "The database's policy: its preset, the settings changed on top of it, and the effective policy",
     tag: 'analytics',
     returns: 'The preset, its version, the changed settings and the effective policy',

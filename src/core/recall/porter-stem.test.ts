@@ -19,7 +19,11 @@ describe('porterStem', () => {
     expect(porterStem(word)).toBe(stem);
   });
 
-  it('leaves short words, digits and letters outside a-z as they are', () => {
+  it('leaves short words, numbers and letters outside a-z as they are', () => {
     expect(['is', 'rtx3090', '3090', 'café'].map(porterStem)).toEqual(['is', 'rtx3090', '3090', 'café']);
+  });
+
+  it('stems words with digits as the porter tokenizer does, a digit counting as a consonant', () => {
+    expect(['4ms', 'utf8s', 'a1ing', 'x9ed', '12s'].map(porterStem)).toEqual(['4m', 'utf8', 'a1', 'x9ed', '12']);
   });
 });

@@ -2,7 +2,8 @@
  * The Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", 1980), as the full-text index's
  * `porter` tokenizer applies it: `editors` and `editor` give `editor`, `moved` and `moving` give `move`. Used
  * where core must tell which query words a memory contains the way the index would. Words of one or two
- * letters, and words with anything but a-z and digits (which count as consonants), are returned as they are.
+ * characters, and words with anything but a-z and 0-9, are returned as they are; a digit counts as a
+ * consonant, as in the index (`4ms` gives `4m`, `utf8s` gives `utf8`).
  */
 export function porterStem(word: string): string {
   if (word.length <= 2 || !/^[a-z0-9]+$/.test(word)) return word;
