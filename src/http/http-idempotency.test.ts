@@ -191,6 +191,26 @@ describe('retried writes over HTTP', () => {
     expect(await count('room')).toBe(before + 1);
   });
 
+  it('never replays a search or a context block: a member removed from a channel is refused, key or not', async () => {
+    await mneme.putChannel({ id: 'den', members: ['ann', 'bob'] });
+    await mneme.remember({ content: 'The den safe code is 4471', scope: 'room', channelId: 'den', userId: 'ann' });
+    const search = { query: 'den safe code', viewer: { channelId: 'den' } };
+    const first = await call('POST', '/api/memories/search', search, keys.bob, 'search-1');
+    expect(first).toMatchObject({ status: 200, replayed: false });
+    expect(first.text).toContain('4471');
+    const context = await call('POST', '/api/context', search, keys.bob, 'context-1');
+    expect(context.text).toContain('4471');
+    await mneme.putChannel({ id: 'den', members: ['ann'] });
+    for (const [path, key] of [
+      ['/api/memories/search', 'search-1'],
+      ['/api/context', 'context-1'],
+    ] as const) {
+      const retry = await call('POST', path, search, keys.bob, key);
+      expect(retry).toMatchObject({ status: 403, replayed: false, type: 'application/problem+json' });
+      expect(retry.text).not.toContain('4471');
+    }
+  });
+
   it('documents the batch route and the Idempotency-Key header of every write', async () => {
     const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string }> }>>;
@@ -200,9 +220,9 @@ describe('retried writes over HTTP', () => {
     expect(document.paths['/api/memories/{id}']?.patch?.parameters).toContainEqual(
       expect.objectContaining({ name: 'Idempotency-Key' }),
     );
-    expect(document.paths['/api/memories']?.get?.parameters ?? []).not.toContainEqual(
-      expect.objectContaining({ name: 'Idempotency-Key' }),
-    );
+    for (const read of [document.paths['/api/memories']?.get, document.paths['/api/memories/search']?.post]) {
+      expect(read?.parameters ?? []).not.toContainEqual(expect.objectContaining({ name: 'Idempotency-Key' }));
+    }
   });
 });
 

@@ -4,7 +4,7 @@ import type { Principal } from '../core/access.js';
 import type { IdempotencyKeys } from '../core/idempotency.js';
 import type { Route, RouteInput } from './http-route.js';
 
-/** The methods an `Idempotency-Key` applies to; on reads it is ignored. */
+/** The methods an `Idempotency-Key` applies to; on reads (GET, and POSTs marked `reads`) it is ignored. */
 const writeMethods: ReadonlySet<Route['method']> = new Set(['post', 'put', 'patch', 'delete']);
 
 /**
@@ -27,7 +27,7 @@ export async function respondIdempotently(
       'Content-Type': 'application/json',
       ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}),
     });
-  if (key === undefined || principal === undefined || !writeMethods.has(route.method)) {
+  if (key === undefined || principal === undefined || !writeMethods.has(route.method) || route.reads) {
     const { status, body } = await work();
     return json(status, JSON.stringify(body), false);
   }

@@ -80,7 +80,7 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
     const parameters = [
       ...parametersOf(route.params, 'path'),
       ...parametersOf(route.query, 'query'),
-      ...(route.method === 'get' || route.access.kind === 'open' ? [] : [idempotencyKeyParameter]),
+      ...(route.method === 'get' || route.reads || route.access.kind === 'open' ? [] : [idempotencyKeyParameter]),
     ];
     const isOpen = route.access.kind === 'open';
     const { description, refusal } = accessDocumentation[route.access.kind];

@@ -55,6 +55,11 @@ export interface RouteDefinition<
    * engine method returns): the document's response schema. `handle` must return its type.
    */
   response: Response;
+  /**
+   * A POST that only reads (search, context): an `Idempotency-Key` is ignored as on a GET, so a stored
+   * answer is never replayed to a caller who may no longer read it (membership is checked by the engine).
+   */
+  reads?: true;
   /** Success status; 200 unless said. */
   status?: 200 | 201 | 202;
   /** The path parameters' schema, when the path has any. */

@@ -271,6 +271,7 @@ export const apiRoutes: readonly Route[] = [
     summary: "Recall: hybrid search in the viewer's scopes; every hit carries score, breakdown, match and ranks",
     tag: 'recall',
     returns: '`{ mode, hits, vectorLeg, queries, weights }`',
+    reads: true,
     body: RecallInputSchema,
     access: { kind: 'viewer', requested: ({ body }) => body.viewer },
     handle: async ({ mneme, body, viewer }) => mneme.recall({ ...body, viewer }),
@@ -285,6 +286,7 @@ export const apiRoutes: readonly Route[] = [
     tag: 'recall',
     returns:
       "`{ text, hits, omitted, belowThreshold, words, vectorLeg }`, as the library's `context()` returns it: the block, the memories in it (block order, with the reasons each was chosen), how many found memories did not fit the word budget, how many were under the quality threshold (`context.minRelevance`), the block's word count, and the vector leg's status",
+    reads: true,
     body: ContextInputSchema,
     access: { kind: 'viewer', requested: ({ body }) => body.viewer },
     handle: async ({ mneme, body, viewer }) => mneme.context({ ...body, viewer }),
