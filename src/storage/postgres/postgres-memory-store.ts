@@ -130,9 +130,11 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async searchText({ terms, owners, limit, includeFaded = false }) {
-      if ((owners !== null && owners.length === 0) || limit <= 0 || terms.length === 0) return [];
+    async searchText({ terms: asked, owners, limit, includeFaded = false, maxTerms }) {
+      if ((owners !== null && owners.length === 0) || limit <= 0 || asked.length === 0) return [];
       return withPgErrors('searching memories', async () => {
+        const terms = maxTerms === undefined ? asked : await frequencies.rarest(database, asked, maxTerms);
+        if (terms.length === 0) return [];
         const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
         const { rows } = await database.query<{ id: number; score: number }>(
           `WITH q AS (SELECT ${orTsquery(1, 'english')} AS query),
@@ -152,9 +154,9 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       return withPgErrors('counting search terms', () => frequencies.counts(database, terms));
     },
 
-    async searchVector({ vector, model, owners, limit, includeFaded = false }) {
+    async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {
       return withPgErrors('searching memory vectors', () =>
-        vectors.search({ vector, model, owners, limit, includeFaded }),
+        vectors.search({ vector, model, owners, limit, includeFaded, ...(minScore === undefined ? {} : { minScore }) }),
       );
     },
 

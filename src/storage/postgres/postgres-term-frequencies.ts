@@ -17,6 +17,8 @@ const STALE_SHARE = 0.1;
  */
 export function createPostgresTermFrequencies(): {
   counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts>;
+  /** The `count` rarest of `terms` by these counts (ties: the first), in their order; all when there are no more. */
+  rarest(q: PostgresQueryable, terms: readonly string[], count: number): Promise<readonly string[]>;
 } {
   const cache = new Map<string, { frequency: number; size: number }>();
 
@@ -29,27 +31,41 @@ export function createPostgresTermFrequencies(): {
     return known.frequency;
   };
 
-  return {
-    async counts(q, terms) {
-      const { rows } = await q.query<{ size: number }>('SELECT COALESCE(MAX(id), 0) AS size FROM memories');
-      const size = rows[0]?.size ?? 0;
-      const known = terms.map((term) => remembered(term, size));
-      const missing = [...new Set(terms.filter((_, index) => known[index] === undefined))];
-      if (missing.length > 0) {
-        const counted = await q.query<{ term: string; frequency: number }>(
-          `SELECT term, (SELECT count(*) FROM memories WHERE fts @@ ${orTsqueryOf('term', 'english')}) AS frequency
+  async function counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts> {
+    const { rows } = await q.query<{ size: number }>('SELECT COALESCE(MAX(id), 0) AS size FROM memories');
+    const size = rows[0]?.size ?? 0;
+    const known = terms.map((term) => remembered(term, size));
+    const missing = [...new Set(terms.filter((_, index) => known[index] === undefined))];
+    if (missing.length > 0) {
+      const counted = await q.query<{ term: string; frequency: number }>(
+        `SELECT term, (SELECT count(*) FROM memories WHERE fts @@ ${orTsqueryOf('term', 'english')}) AS frequency
            FROM unnest($1::text[]) AS term`,
-          [missing],
-        );
-        for (const { term, frequency } of counted.rows) {
-          cache.set(term, { frequency, size });
-          if (cache.size > CACHED_TERMS) cache.delete(cache.keys().next().value ?? '');
-        }
+        [missing],
+      );
+      for (const { term, frequency } of counted.rows) {
+        cache.set(term, { frequency, size });
+        if (cache.size > CACHED_TERMS) cache.delete(cache.keys().next().value ?? '');
       }
-      return {
-        memories: size,
-        counts: terms.map((term, index) => known[index] ?? cache.get(term)?.frequency ?? 0),
-      };
+    }
+    return {
+      memories: size,
+      counts: terms.map((term, index) => known[index] ?? cache.get(term)?.frequency ?? 0),
+    };
+  }
+
+  return {
+    counts,
+    async rarest(q, terms, count) {
+      if (terms.length <= count) return terms;
+      const counted = (await counts(q, terms)).counts;
+      const kept = new Set(
+        counted
+          .map((frequency, index) => ({ index, frequency }))
+          .sort((left, right) => left.frequency - right.frequency || left.index - right.index)
+          .slice(0, Math.max(0, count))
+          .map((entry) => entry.index),
+      );
+      return terms.filter((_term, index) => kept.has(index));
     },
   };
 }

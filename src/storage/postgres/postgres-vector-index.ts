@@ -37,6 +37,8 @@ export interface PostgresVectorIndex {
     owners: readonly string[] | null;
     limit: number;
     includeFaded: boolean;
+    /** Only hits at least this close (cosine); omitted: no bound. */
+    minScore?: number;
   }): Promise<SearchHit[]>;
   vectors(memoryIds: readonly number[]): Promise<Map<number, Float32Array>>;
 }
@@ -176,7 +178,7 @@ export async function createPostgresVectorIndex(
       return result.changed;
     },
 
-    async search({ vector, model, owners, limit, includeFaded }) {
+    async search({ vector, model, owners, limit, includeFaded, minScore }) {
       if (!support.available || !current || current.model !== model || vector.length !== current.dimensions) return [];
       if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
       const dimensions = current.dimensions;
@@ -202,7 +204,9 @@ export async function createPostgresVectorIndex(
         visible = counted.rows[0]?.count ?? 0;
         if (visible === 0) return [];
       }
-      if (visible <= exactScanLimit || dimensions > HNSW_MAX_DIMENSIONS) return exact();
+      const close = (hits: SearchHit[]) =>
+        minScore === undefined ? hits : hits.filter((hit) => hit.score >= minScore);
+      if (visible <= exactScanLimit || dimensions > HNSW_MAX_DIMENSIONS) return close(await exact());
       const hits = await database.transaction(async (transaction) => {
         await transaction.query(
           `SELECT set_config('hnsw.iterative_scan', 'strict_order', true),
@@ -211,7 +215,7 @@ export async function createPostgresVectorIndex(
         );
         return (await transaction.query<SearchHit>(select(distance), parameters)).rows.map(toHit);
       });
-      return hits.length < limit && hits.length < visible ? exact() : hits;
+      return close(hits.length < limit && hits.length < visible ? await exact() : hits);
     },
 
     async vectors(memoryIds) {
