@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { describeStorageContract } from '../memory-store.contract.js';
+import { describeTransferStoreContract } from '../transfer-store.contract.js';
 import type { PostgresDatabase } from './postgres-database.js';
 import { createPgliteDatabase } from './postgres-pglite-database.js';
 import { freshPostgresStorage } from './postgres-test-database.fixture.js';
@@ -22,4 +23,8 @@ describeStorageContract(
 describeStorageContract(
   'PGlite + pgvector, HNSW only',
   freshPostgresStorage(() => database, { exactScanLimit: 0 }),
+);
+describeTransferStoreContract(
+  'PGlite',
+  freshPostgresStorage(() => database),
 );

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { describeStorageContract } from '../memory-store.contract.js';
+import { describeTransferStoreContract } from '../transfer-store.contract.js';
 import { createPgPoolDatabase, type PostgresDatabase } from './postgres-database.js';
 import {
   hasPostgresBinaries,
@@ -28,6 +29,10 @@ if (hasPostgresBinaries) {
     'PostgreSQL 15 server',
     freshPostgresStorage(() => database),
     { vectorSearch: false },
+  );
+  describeTransferStoreContract(
+    'PostgreSQL 15 server',
+    freshPostgresStorage(() => database),
   );
 } else {
   describe(`PostgreSQL 15 server (skipped: no initdb and pg_ctl in ${postgresBinaries}; set MNEME_PG_BIN or install postgresql-15)`, () => {

@@ -1,6 +1,4 @@
-import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { Storage } from '../storage.js';
-import type { TransferStore } from '../transfer-store.js';
 import { createPostgresApiKeyStore } from './postgres-api-key-store.js';
 import { type PostgresDatabase, toMnemeErrorPg, withPgErrors } from './postgres-database.js';
 import { createPostgresDirectoryStore } from './postgres-directory-store.js';
@@ -14,6 +12,7 @@ import { createPostgresMemoryStore } from './postgres-memory-store.js';
 import { createPostgresMessageStore } from './postgres-message-store.js';
 import { migratePostgres } from './postgres-migrations.js';
 import { createPostgresPolicyStore } from './postgres-policy-store.js';
+import { createPostgresTransferStore } from './postgres-transfer-store.js';
 import { createPostgresVectorBackfillStore } from './postgres-vector-backfill-store.js';
 import { createPostgresVectorIndex, type PostgresVectorSupport } from './postgres-vector-index.js';
 
@@ -52,7 +51,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     let isOpen = true;
     return {
       vectorSearch: vectors.support,
-      transfer: unsupportedTransfer(database.description),
+      transfer: createPostgresTransferStore(database),
       memories: createPostgresMemoryStore(database, vectors),
       links: createPostgresLinkStore(database),
       apiKeys: createPostgresApiKeyStore(database),
@@ -86,15 +85,4 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     if (options.ownsDatabase !== false) await database.close().catch(() => {});
     throw error;
   }
-}
-
-/** Export and import are not there yet on PostgreSQL: each call says so and how to get there through SQLite. */
-function unsupportedTransfer(description: string): TransferStore {
-  const refuse = async (): Promise<never> => {
-    throw new MnemeError(
-      ErrorCode.ConfigInvalid,
-      `export and import do not work on PostgreSQL yet (${description}): mneme copy the database to a SQLite file, then export that`,
-    );
-  };
-  return new Proxy({} as TransferStore, { get: () => refuse });
 }
