@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   hasPostgresBinaries,
@@ -57,6 +60,42 @@ describe.skipIf(!hasPostgresBinaries)('the CLI on a PostgreSQL URL (postgresql-1
     await admin.close();
     expect(rows).toEqual([]);
   }, 120_000);
+
+  it('exports a PostgreSQL database, per user too, and imports the file into another that exports the same rows', async () => {
+    const source = await server.database('export_source');
+    await runCli(source, ['add', 'Ann keeps bees on the roof', '--scope', 'personal', '--user', 'ann']);
+    await runCli(source, ['add', 'Bob plays the cello', '--scope', 'personal', '--user', 'bob']);
+    await runCli(source, ['add', 'The office closes on Mondays']);
+    const exported = await runCli(source, ['export']);
+    expect(exported).toMatchObject({ code: 0, stderr: '' });
+    const lines = exported.stdout.trim().split('\n');
+    expect(lines.filter((line) => line.includes('"type":"memory"'))).toHaveLength(3);
+    const annOnly = await runCli(source, ['export', '--user', 'ann']);
+    expect(annOnly.code).toBe(0);
+    expect(annOnly.stdout).toContain('Ann keeps bees on the roof');
+    expect(annOnly.stdout).not.toContain('Bob plays the cello');
+
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-pg-export-'));
+    const file = join(folder, 'all.jsonl');
+    writeFileSync(file, exported.stdout);
+    const target = await server.database('export_target');
+    const imported = await runCli(target, ['import', file]);
+    expect(imported).toMatchObject({ code: 0, stderr: '' });
+    const again = await runCli(target, ['export']);
+    const memories = (text: string) =>
+      text
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { type: string; content?: string; owner?: string })
+        .filter((record) => record.type === 'memory')
+        .map((record) => [record.content, record.owner]);
+    expect(memories(again.stdout)).toEqual(memories(exported.stdout));
+    const refused = await runCli(target, ['import', file]);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toMatch(/^mneme: the database is not empty/);
+    expect(memories((await runCli(target, ['export'])).stdout)).toEqual(memories(exported.stdout));
+    rmSync(folder, { recursive: true, force: true });
+  });
 
   it('fails with one clear line when the server cannot be reached', async () => {
     const url = (await server.database('cli')).replace(/:\d+\//, ':1/');
