@@ -5,6 +5,7 @@ import { createMneme, type Mneme, type Viewer } from '../index.js';
 import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
+import { createPostgresBenchDatabase, type PostgresBenchDatabase } from './postgres-bench-database.js';
 import { createPrecomputedEmbeddingModel, type PrecomputedEmbeddingModel } from './precomputed-embedding-model.js';
 import { createSyntheticCorpus, type SyntheticCorpus, type SyntheticQuery } from './synthetic-corpus.js';
 
@@ -23,6 +24,11 @@ export interface BenchOptions {
   progress: (label: string, total: number) => Pick<ProgressBar, 'update' | 'finish'>;
   /** A line of progress for a step without units. */
   log: (line: string) => void;
+  /**
+   * A `postgres://` URL: mneme's stores are databases the bench creates on that server (one per size,
+   * dropped after it; the user needs CREATEDB) instead of SQLite files. The baseline stays SQLite.
+   */
+  server?: string;
 }
 
 const TOP_K = 10;
@@ -143,12 +149,15 @@ async function measureSize(
   options: BenchOptions,
 ): Promise<{ mneme: SystemFigures; baseline: SystemFigures }> {
   const sizeText = size.toLocaleString('en-US');
+  const server: PostgresBenchDatabase | null = options.server
+    ? await createPostgresBenchDatabase(options.server, `mneme_bench_${size}_${process.pid}`)
+    : null;
   const paths = {
     baseline: join(options.directory, `baseline-${size}.db`),
-    mneme: join(options.directory, `mneme-${size}.db`),
+    mneme: server ? server.url : join(options.directory, `mneme-${size}.db`),
   };
   removeDatabase(paths.baseline);
-  removeDatabase(paths.mneme);
+  if (!server) removeDatabase(paths.mneme);
   const model = createPrecomputedEmbeddingModel(MODEL_ID, DIMENSIONS);
   const open = systems(paths, model);
   const queries = Array.from({ length: options.queries + WARM_UP }, (_, index) => corpus.query(index, size));
@@ -201,7 +210,10 @@ async function measureSize(
   build.finish();
   baseline.close();
   await mneme.close();
-  const bytes = { baseline: databaseBytes(paths.baseline), mneme: databaseBytes(paths.mneme) };
+  const bytes = {
+    baseline: databaseBytes(paths.baseline),
+    mneme: server ? await server.bytes() : databaseBytes(paths.mneme),
+  };
 
   // 2. Recalls, each query by both systems in turn.
   baseline = open.baseline();
@@ -349,7 +361,8 @@ async function measureSize(
   await mnemeLexical.close();
   await mneme.close();
   removeDatabase(paths.baseline);
-  removeDatabase(paths.mneme);
+  if (server) await server.drop();
+  else removeDatabase(paths.mneme);
 
   const per10k = (total: number) => Math.round((total / Math.max(1, size)) * 10_000);
   return {

@@ -5,6 +5,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { formatBenchTable } from '../bench/bench-report.js';
 import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
 import { MAX_ASK_AFTER_DAYS, runLocomo } from '../bench/locomo/run-locomo.js';
+import { isBenchServerUrl } from '../bench/postgres-bench-database.js';
 import { runBench } from '../bench/run-bench.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
@@ -30,6 +31,7 @@ interface EvalOptions {
   live?: boolean;
   askAfter?: number;
   minRelevance?: number;
+  store?: 'sqlite' | 'pglite';
   json?: string | boolean;
 }
 
@@ -60,7 +62,9 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
 
   program
     .command('bench')
-    .description('measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline')
+    .description(
+      'measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline (with --db postgres://..., mneme on that server)',
+    )
     .addOption(new Option('--sizes <list>', 'store sizes, comma-separated (default 10000,100000)').argParser(sizeList))
     .addOption(wholeNumberOption('--seed <n>', 'seed of the synthetic corpus (default 42)', 0))
     .addOption(wholeNumberOption('--queries <n>', 'recalls timed per leg and viewer (default 200; 30 with --quick)', 1))
@@ -78,7 +82,19 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
       const directory = mkdtempSync(join(tmpdir(), 'mneme-bench-'));
       try {
         const log = (line: string) => io.stderr(`${line}\n`);
-        const report = await runBench({ sizes, seed, queries, messages, directory, progress, log });
+        // A PostgreSQL URL as the database: mneme is measured there (a file path is not used: the bench builds its own stores).
+        const database = program.opts<{ db?: string }>().db;
+        const server = database !== undefined && isBenchServerUrl(database) ? database : undefined;
+        const report = await runBench({
+          sizes,
+          seed,
+          queries,
+          messages,
+          directory,
+          progress,
+          log,
+          ...(server ? { server } : {}),
+        });
         const table = formatBenchTable(report, { seed, queries, messages, machine: machine() });
         writeResult(io, json, report, table);
       } finally {
@@ -96,6 +112,13 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .option('--embedder <setting>', "mneme's embedding model: none (default, offline), auto, ollama[:model], ...")
     .option('--chat <setting>', "mneme's chat model for extraction and episodes: none (default, offline), auto, ...")
     .addOption(choiceOption('--preset <name>', `the preset of the databases (default ${DEFAULT_PRESET})`, presetNames))
+    .addOption(
+      choiceOption(
+        '--store <kind>',
+        "each conversation's database: sqlite (default) or pglite (PostgreSQL in-process, pgvector)",
+        ['sqlite', 'pglite'],
+      ),
+    )
     .option('--live', 'replay each conversation on its own clock, maintenance (decay) between sessions')
     .addOption(
       decimalNumberOption(
@@ -142,6 +165,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           providers: loadConfig(io.env).providers,
           preset,
           mode: live ? 'live' : 'static',
+          store: options.store ?? 'sqlite',
           ...(askAfterDays === undefined ? {} : { askAfterDays }),
           ...(options.minRelevance === undefined ? {} : { minRelevance: options.minRelevance }),
         });

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
+import { describeDatabase, isDatabaseUrl } from '../config/open-storage.js';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import { parseInput, UserIdSchema } from '../core/schemas.js';
@@ -10,6 +11,7 @@ import { registerBenchCommands } from './bench-commands.js';
 import { registerChannelCommands } from './channel-commands.js';
 import { defined } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
+import { registerCopyCommands } from './copy-commands.js';
 import { registerDoctorCommands } from './doctor-commands.js';
 import { registerIngestCommands } from './ingest-commands.js';
 import { registerMaintainCommands } from './maintain-commands.js';
@@ -35,7 +37,7 @@ const exitCodes: Record<ErrorCode, number> = {
 };
 
 /** Commands that never open the database; `doctor` opens it only when the file exists. */
-const withoutDatabase = new Set(['bench', 'eval', 'help']);
+const withoutDatabase = new Set(['bench', 'eval', 'help', 'copy']);
 
 /**
  * Commands for which a missing database file is no error: those that create it, and doctor, which reports
@@ -76,8 +78,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const program = new Command('mneme')
     .description('Long-term memory for conversational AI agents.')
     .version(packageVersion(), '-V, --version', 'print the version')
-    .option('--db <path>', 'database file (MNEME_DB, else ./data/mneme.db)')
-    .option('--create', 'create the database when the file does not exist (init, serve, ingest and import always do)')
+    .option('--db <path>', 'database file, or a postgres:// URL (MNEME_DB, else ./data/mneme.db)')
+    .option(
+      '--create',
+      'create the database when the file does not exist (init, serve, mcp, ingest and import always do)',
+    )
     .option('--json', 'print JSON for scripts (errors too, on stderr)')
     .option('--as <user>', "act as this user, with a user key's rights (ADR 5), instead of as the administrator")
     .exitOverride()
@@ -108,9 +113,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       }).catch((error: unknown) => {
         throw isMnemeError(error)
           ? error
-          : new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${path}: ${errorMessage(error)}`, {
-              cause: error,
-            });
+          : new MnemeError(
+              ErrorCode.StoreFailed,
+              `cannot open the database at ${describeDatabase(path)}: ${errorMessage(error)}`,
+              {
+                cause: error,
+              },
+            );
       });
       try {
         const principal = globals.as === undefined ? null : userPrincipal(globals.as);
@@ -148,6 +157,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerMaintainCommands(program, withEngine);
   registerDoctorCommands(program, withEngine, io, config);
   registerBenchCommands(program, io);
+  registerCopyCommands(program, io);
   registerServeCommands(program, withEngine, io, config);
   registerMcpCommands(program, io, config);
   registerTransferCommands(program, withEngine, io);
@@ -185,7 +195,7 @@ function userPrincipal(userId: string): Principal {
  * that a mistyped --db is not a new empty database.
  */
 function checkDatabasePath(path: string, options: { createFolder: boolean; mayCreate: boolean }): void {
-  if (path === ':memory:') return;
+  if (path === ':memory:' || isDatabaseUrl(path)) return;
   const refuse = (reason: string) =>
     new MnemeError(
       ErrorCode.StoreFailed,

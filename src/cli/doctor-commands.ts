@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
+import { describeDatabase, isDatabaseUrl } from '../config/open-storage.js';
 import { diagnoseProviders, type ProviderReport } from '../config/provider-checks.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
@@ -32,10 +33,10 @@ export function registerDoctorCommands(
       const path = globals.db ?? config.databasePath;
       const providers = await diagnoseProviders(config.providers);
       let database: DoctorReport['database'] = null;
-      if (path === ':memory:' || existsSync(path)) {
+      if (path === ':memory:' || isDatabaseUrl(path) || existsSync(path)) {
         const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger: { warn: () => {} } });
         try {
-          database = { path, vectors: await mneme.vectorStatus() };
+          database = { path: describeDatabase(path), vectors: await mneme.vectorStatus() };
         } finally {
           await mneme.close();
         }
@@ -100,6 +101,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     const index = vectors.index ? `${vectors.index.model} (${vectors.index.dimensions} dimensions)` : 'no model yet';
     lines.push(`database: ${path}`);
     lines.push(`  vector index: ${index}`);
+    if (!vectors.search.available) lines.push(`  vector search: unavailable: ${vectors.search.reason}`);
     const model = report.embedder.model;
     if (model && vectors.index && vectors.index.model !== model) {
       lines.push(

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
+import { describeDatabase } from '../config/open-storage.js';
 import { resolveChatModel, resolveEmbedder } from '../config/providers.js';
 import { errorMessage } from '../core/errors.js';
 import { type RunningHttpServer, startHttpServer } from '../http/http-server.js';
@@ -89,7 +90,7 @@ export function registerServeCommands(
       const { port } = options;
       const stop = catchStopSignals(io);
       try {
-        io.stderr(`mneme: opening ${path}\n`);
+        io.stderr(`mneme: opening ${describeDatabase(path)}\n`);
         const embedder = (await resolveEmbedder(config.providers.embedder, config.providers)).model;
         const chat = (await resolveChatModel(config.providers.chat, config.providers)).model;
         const mneme = await createMneme({
@@ -121,7 +122,7 @@ export function registerServeCommands(
                 io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
             });
             io.stderr(
-              `mneme listening on ${server.url} (database ${path}; ${activeModels(embedder?.modelId, chat?.modelId)})\n`,
+              `mneme listening on ${server.url} (database ${describeDatabase(path)}; ${activeModels(embedder?.modelId, chat?.modelId)})\n`,
             );
             mneme.whenIdle().catch((error) => io.stderr(`mneme: extraction catch-up failed: ${errorMessage(error)}\n`));
             scheduler.start();

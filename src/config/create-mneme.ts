@@ -19,13 +19,17 @@ import type { EmbeddingModel } from '../models/embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../models/offline/offline-episode-summariser.js';
 import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
 import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
-import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 import { createExtractionQueue } from '../workers/extraction-queue.js';
+import { openStorage } from './open-storage.js';
 import { type ProviderConnections, resolveChatModel, resolveEmbedder } from './providers.js';
 
 /** Options of `createMneme`. Everything but `path` has an offline default. */
 export interface MnemeOptions {
-  /** SQLite database file (created when missing), or `:memory:`. */
+  /**
+   * The database: a SQLite file (created when missing) or `:memory:`; a PostgreSQL URL
+   * (`postgres://user:password@host:5432/db`, pgvector used when the server has it); or PGlite
+   * (`pglite:memory:`, `pglite:<folder>`; needs @electric-sql/pglite installed).
+   */
   path: string;
   /**
    * Milliseconds a write waits for another process's write lock on the file before failing with
@@ -96,7 +100,10 @@ const stderrLogger: Logger = {
  */
 export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   if (typeof options?.path !== 'string' || options.path.trim() === '') {
-    throw new MnemeError(ErrorCode.ConfigInvalid, 'createMneme needs a path: a database file, or ":memory:"');
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      'createMneme needs a path: a database file, ":memory:", or a postgres:// URL',
+    );
   }
   const { busyTimeoutMs } = options;
   if (busyTimeoutMs !== undefined && !(Number.isInteger(busyTimeoutMs) && busyTimeoutMs >= 0)) {
@@ -110,7 +117,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const logger = options.logger ?? stderrLogger;
   const embedder = await chooseEmbedder(options, logger);
   const chat = await chooseChat(options);
-  const storage = createSqliteStorage({
+  const storage = await openStorage({
     path: options.path,
     ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
   });

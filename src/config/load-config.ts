@@ -2,7 +2,7 @@ import { type ProviderSettings, readProviderSettings } from './providers.js';
 
 /** Settings read from the environment. This is the only module that reads `process.env`. */
 export interface EnvironmentConfig {
-  /** `MNEME_DB`: the database file, `./data/mneme.db` when unset. */
+  /** `MNEME_DB`: the database file or URL (`postgres://...`, `pglite:...`), `./data/mneme.db` when unset. */
   databasePath: string;
   /** `MNEME_EMBEDDER` (default `auto`), `MNEME_CHAT` (default `none`), provider URLs, key and model folders. */
   providers: ProviderSettings;

@@ -79,6 +79,7 @@ describe('re-embedding', () => {
       embedder: model.modelId,
       index: { model: model.modelId, dimensions: 32 },
       missing: 5,
+      search: { available: true, reason: null },
     });
     const progress: ReembedProgress[] = [];
     const report = await mneme.reembed({ batchSize: 2, onProgress: (step) => progress.push(step) });
@@ -245,7 +246,12 @@ describe('re-embedding', () => {
       code: ErrorCode.ConfigInvalid,
       message: expect.stringMatching(/set MNEME_EMBEDDER or pass `embedder` to createMneme/),
     });
-    expect(await mneme.vectorStatus()).toEqual({ embedder: null, index: null, missing: 0 });
+    expect(await mneme.vectorStatus()).toEqual({
+      embedder: null,
+      index: null,
+      missing: 0,
+      search: { available: true, reason: null },
+    });
     await mneme.close();
   });
 });

@@ -1,4 +1,4 @@
-import type { VectorIndexInfo } from '../storage/storage.js';
+import type { VectorIndexInfo, VectorSearchSupport } from '../storage/storage.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from './errors.js';
 
@@ -32,6 +32,8 @@ export interface VectorStatus {
   index: VectorIndexInfo | null;
   /** Active memories without a vector of the embedder's model (or, without an embedder, of the indexed one). */
   missing: number;
+  /** Whether the database can search vectors (PostgreSQL without pgvector cannot), and if not why and how to change that. */
+  search: VectorSearchSupport;
 }
 
 /** A batch failure is retried text by text; this many failures in a row (across batches) mean the model is down. */
@@ -150,5 +152,6 @@ export async function vectorStatus(context: EngineContext): Promise<VectorStatus
     embedder: context.embedder?.modelId ?? null,
     index,
     missing: await context.storage.vectorBackfill.countMissing(model),
+    search: { available: context.storage.vectorSearch.available, reason: context.storage.vectorSearch.reason },
   };
 }

@@ -18,6 +18,13 @@ export interface VectorIndexInfo {
   dimensions: number;
 }
 
+/** Whether a storage can search vectors, and if not, why and what would change that. */
+export interface VectorSearchSupport {
+  available: boolean;
+  /** Null when available; else a sentence saying why not and how to make it work. */
+  reason: string | null;
+}
+
 /** One opened database. */
 export interface Storage {
   readonly memories: MemoryStore;
@@ -43,6 +50,11 @@ export interface Storage {
   readonly vectorBackfill: VectorBackfillStore;
   /** Paged reads of everything (export) and the one transaction of an import. */
   readonly transfer: TransferStore;
+  /**
+   * Whether `searchVector` can find anything: always with SQLite (sqlite-vec is bundled); with
+   * PostgreSQL only when the server has pgvector (vectors are stored either way).
+   */
+  readonly vectorSearch: VectorSearchSupport;
   /** The model whose vectors the index holds, or null before any model was configured. */
   vectorIndex(): Promise<VectorIndexInfo | null>;
   /**
@@ -50,5 +62,11 @@ export interface Storage {
    * (and must be re-embedded), so two models' vectors are never compared. Returns true when it reset.
    */
   configureVectors(info: VectorIndexInfo): Promise<boolean>;
+  /**
+   * Takes the cross-process lock named `name` (a maintenance task: `maintenance:<task>`) if no other
+   * process holds it; the returned function releases it, and a process that dies releases it too.
+   * Null when another process holds it. SQLite grants it always (its writes are serialised by the file lock).
+   */
+  tryLock(name: string): Promise<(() => Promise<void>) | null>;
   close(): Promise<void>;
 }

@@ -42,6 +42,8 @@ export interface LocomoOptions {
    * of `context.minRelevance`: what the block would carry. 0 (the default): every hit, as `recall` returns them.
    */
   minRelevance?: number;
+  /** Where each conversation's database is: a SQLite file (the default), or PGlite in memory (PostgreSQL's full text and pgvector). */
+  store?: 'sqlite' | 'pglite';
   /** Live mode: how maintenance runs between and after sessions (`compressed` by default; see `LiveMaintenance`). */
   liveMaintenance?: LiveMaintenance;
 }
@@ -223,7 +225,8 @@ async function evaluateConversation(
   run: RunMode,
   credited: Map<string, number>,
 ): Promise<{ outcomes: QuestionOutcome[]; info: ConversationInfo }> {
-  const path = join(options.directory, `${speakerId(conversation.sampleId)}.db`);
+  const path =
+    options.store === 'pglite' ? 'pglite:memory:' : join(options.directory, `${speakerId(conversation.sampleId)}.db`);
   removeDatabase(path);
   const lastTurn = conversation.turns.at(-1)?.at ?? 0;
   const firstTurn = conversation.turns[0]?.at ?? 0;

@@ -52,6 +52,7 @@ const runners: { [Task in MaintenanceTask]: (context: EngineContext, now: number
 };
 
 const alreadyRunning = 'already running';
+const runningElsewhere = 'already running in another process on this database';
 const offInPolicy = "not among this database's maintenance tasks (policy maintenance.tasks)";
 
 const skippedReports: {
@@ -68,7 +69,8 @@ const skippedReports: {
  * The engine's `maintain`: runs the asked tasks one after another at one time, under the database's
  * policy as stored now (another process may have changed it). A task the policy leaves out
  * (`maintenance.tasks`) is reported skipped, also when asked for by name; one still running from an
- * earlier call (the scheduler's, say) is not started twice: its report says `skipped: 'already running'`.
+ * earlier call (the scheduler's, say) is not started twice: its report says `skipped: 'already running'`,
+ * and one another process on the same database is running is skipped too (`Storage.tryLock`).
  */
 export function createMaintain(context: EngineContext): (input?: MaintainInput) => Promise<MaintenanceReport> {
   const running = new Set<MaintenanceTask>();
@@ -90,7 +92,17 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
       }
       running.add(task);
       try {
-        Object.assign(report, { [task]: await runners[task](context, now) });
+        // One process per task at a time across every process sharing the database (PostgreSQL).
+        const release = await context.storage.tryLock(`maintenance:${task}`);
+        if (!release) {
+          Object.assign(report, { [task]: skippedReports[task](context, runningElsewhere) });
+          continue;
+        }
+        try {
+          Object.assign(report, { [task]: await runners[task](context, now) });
+        } finally {
+          await release();
+        }
       } finally {
         running.delete(task);
       }

@@ -44,6 +44,10 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     policy: createSqlitePolicyStore(database),
     transfer: createSqliteTransferStore(database),
+    vectorSearch: { available: true, reason: null },
+    async tryLock() {
+      return async () => {};
+    },
     async vectorIndex() {
       return vectors.info();
     },

@@ -1,0 +1,38 @@
+import { createPgPoolDatabase, describePostgresUrl, isPostgresUrl } from '../storage/postgres/postgres-database.js';
+import { createPgliteDatabase, isPgliteUrl } from '../storage/postgres/postgres-pglite-database.js';
+import { createPostgresStorage } from '../storage/postgres/postgres-storage.js';
+import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
+import type { Storage } from '../storage/storage.js';
+
+/** How a database setting is opened: everything but the path is optional. */
+export interface OpenStorageOptions {
+  /**
+   * A SQLite file or `:memory:`; `postgres://user:password@host:5432/db` (PostgreSQL, with pgvector
+   * when the server has it); or `pglite:memory:` / `pglite:<folder>` (PGlite, in-process PostgreSQL,
+   * when @electric-sql/pglite is installed).
+   */
+  path: string;
+  /** SQLite only: milliseconds a write waits for another process's lock. */
+  busyTimeoutMs?: number;
+}
+
+/** True when the database setting names a server or PGlite rather than a SQLite file. */
+export function isDatabaseUrl(path: string): boolean {
+  return isPostgresUrl(path) || isPgliteUrl(path);
+}
+
+/** The database setting as it may be printed: a URL's password masked. */
+export function describeDatabase(path: string): string {
+  return isPostgresUrl(path) ? describePostgresUrl(path) : path;
+}
+
+/** Opens the storage a database setting names. The only place that picks a storage adapter. */
+export async function openStorage(options: OpenStorageOptions): Promise<Storage> {
+  const { path } = options;
+  if (isPostgresUrl(path)) return createPostgresStorage({ database: createPgPoolDatabase(path) });
+  if (isPgliteUrl(path)) return createPostgresStorage({ database: await createPgliteDatabase(path) });
+  return createSqliteStorage({
+    path,
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+  });
+}

@@ -1,0 +1,229 @@
+import pg from 'pg';
+import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+
+/** The rows of one statement. */
+export interface PostgresResult<Row> {
+  rows: Row[];
+  /** Rows an INSERT, UPDATE or DELETE changed. */
+  changed: number;
+}
+
+/** Runs one statement with `$1`-style parameters: a pool, one of its connections, or PGlite. */
+export interface PostgresQueryable {
+  query<Row = Record<string, unknown>>(sql: string, parameters?: readonly unknown[]): Promise<PostgresResult<Row>>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+/**
+ * One PostgreSQL database as the adapter uses it: statements on any connection, transactions on one,
+ * session-level advisory locks (held on one connection until released), and closing. `pg.Pool` and
+ * PGlite both fit behind it (see `createPgPoolDatabase`, `createPgliteDatabase`).
+ */
+export interface PostgresDatabase extends PostgresQueryable {
+  /** Where it is, without a password, for messages. */
+  readonly description: string;
+  /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (transaction: PostgresQueryable) => Promise<T>): Promise<T>;
+  /**
+   * Takes the advisory lock named `name` for this process if no other session holds it
+   * (`pg_try_advisory_lock`), on a connection kept for it until the returned function releases it (or
+   * the process dies and its session ends). Null when another session holds it.
+   */
+  tryLock(name: string): Promise<(() => Promise<void>) | null>;
+  close(): Promise<void>;
+}
+
+/** A 64-bit integer as a JavaScript number: ids and epoch milliseconds stay far below 2^53. */
+const toNumber = (value: string) => Number(value);
+const toNumbers = (value: string) =>
+  value === '{}'
+    ? []
+    : value
+        .slice(1, -1)
+        .split(',')
+        .map((item) => (item === 'NULL' ? null : Number(item)));
+
+/** The first key of named locks (`tryLock`), a space apart from the one-key write lock. */
+const NAMED_LOCKS = 0x6d6e6d6c;
+
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+const NUMERIC = 1700;
+
+/** The parsers of a pool: bigint, bigint[] and numeric as numbers, the rest as pg parses them. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8 || oid === NUMERIC) return toNumber;
+    if (oid === INT8_ARRAY) return toNumbers;
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+/** `postgres://user:secret@host/db` without its password, for messages. */
+export function describePostgresUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'a PostgreSQL URL';
+  }
+}
+
+/** True for a `postgres://` or `postgresql://` URL. */
+export function isPostgresUrl(path: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(path);
+}
+
+/** Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). */
+export function createPgPoolDatabase(url: string, options: { max?: number } = {}): PostgresDatabase {
+  const pool = new pg.Pool({ connectionString: url, types, max: options.max ?? 10 });
+  // An idle connection the server dropped must not crash the process: the next statement reconnects.
+  pool.on('error', () => {});
+  const lockClients = new Set<() => Promise<void>>();
+  const run = async <Row>(
+    client: pg.Pool | pg.PoolClient,
+    sql: string,
+    parameters: readonly unknown[] = [],
+  ): Promise<PostgresResult<Row>> => {
+    const result = await client.query(sql, parameters as unknown[]);
+    return { rows: result.rows as Row[], changed: result.rowCount ?? 0 };
+  };
+  return {
+    description: describePostgresUrl(url),
+    query: (sql, parameters) => run(pool, sql, parameters),
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    async transaction(work) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const result = await work({
+          query: (sql, parameters) => run(client, sql, parameters),
+          async exec(sql) {
+            await client.query(sql);
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async tryLock(name) {
+      const client = await pool.connect();
+      // A lock's connection stays checked out: its server dropping it must not crash the process.
+      client.on('error', () => {});
+      try {
+        const { rows } = await client.query<{ locked: boolean }>(
+          `SELECT pg_try_advisory_lock(${NAMED_LOCKS}, hashtext($1)) AS locked`,
+          [name],
+        );
+        if (!rows[0]?.locked) {
+          client.release();
+          return null;
+        }
+      } catch (error) {
+        client.release(true);
+        throw error;
+      }
+      let released = false;
+      const release = async () => {
+        if (released) return;
+        released = true;
+        lockClients.delete(release);
+        try {
+          await client.query(`SELECT pg_advisory_unlock(${NAMED_LOCKS}, hashtext($1))`, [name]);
+          client.release();
+        } catch {
+          client.release(true);
+        }
+      };
+      lockClients.add(release);
+      return release;
+    },
+    async close() {
+      // Locks still held end with their sessions; pool.end() waits for every checked-out connection.
+      await Promise.all([...lockClients].map((release) => release()));
+      await pool.end();
+    },
+  };
+}
+
+/** The SQLSTATE of a driver error (`23505`, `40P01`, ...), or ''. */
+function sqlState(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/** Wraps a driver error once, keeping MnemeErrors as they are. */
+export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
+  if (error instanceof MnemeError) return error;
+  const state = sqlState(error);
+  // serialization_failure, deadlock_detected, lock_not_available, query_canceled (statement timeout)
+  if (['40001', '40P01', '55P03', '57014'].includes(state)) {
+    return new MnemeError(ErrorCode.StoreBusy, `${doing}: the database is busy; try again shortly`, { cause: error });
+  }
+  if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'ECONNRESET'].includes(state) || state.startsWith('08')) {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: cannot reach the PostgreSQL server (${errorMessage(error) || state}); check the URL and that the server runs`,
+      { cause: error },
+    );
+  }
+  if (state === '28P01' || state === '28000' || state === '3D000') {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: ${errorMessage(error)}; check the user, password and database of the URL`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
+}
+
+/** Runs `work`, wrapping a driver error once (`doing` says what was being done). */
+export async function withPgErrors<T>(doing: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw toMnemeErrorPg(error, doing);
+  }
+}
+
+/**
+ * The advisory lock every writing transaction takes first (`pg_advisory_xact_lock`): writes commit one
+ * at a time, as in SQLite, so ids of messages and memories become visible in the order they were
+ * taken (a watermark never skips a row committed late) and two writes never deadlock on row locks.
+ */
+export const WRITE_LOCK = 0x6d6e656d;
+
+/** Runs `work` in one transaction that holds the write lock, wrapping a driver error once. */
+export async function writePg<T>(
+  database: PostgresDatabase,
+  doing: string,
+  work: (transaction: PostgresQueryable) => Promise<T>,
+): Promise<T> {
+  return withPgErrors(doing, () =>
+    database.transaction(async (transaction) => {
+      await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      return work(transaction);
+    }),
+  );
+}
+
+/** The one row a statement known to return one returned. */
+export function firstRow<Row>(result: PostgresResult<Row>, sql: string): Row {
+  const row = result.rows[0];
+  if (row === undefined) throw new MnemeError(ErrorCode.StoreFailed, `no row came back from: ${sql}`);
+  return row;
+}

@@ -1,0 +1,80 @@
+import { toIso } from '../../core/clock.js';
+import type { DirectoryStore, Project, Topic } from '../directory-store.js';
+import { firstRow, type PostgresDatabase, withPgErrors } from './postgres-database.js';
+
+interface ProjectRow {
+  id: string;
+  name: string | null;
+  managed: boolean;
+  created_at: number;
+}
+
+interface TopicRow {
+  id: string;
+  project_id: string | null;
+  title: string | null;
+  created_at: number;
+}
+
+/** The PostgreSQL implementation of the DirectoryStore port. */
+export function createPostgresDirectoryStore(database: PostgresDatabase): DirectoryStore {
+  return {
+    async putUser(user, at) {
+      return withPgErrors(`saving user ${user.id}`, async () => {
+        await database.query(
+          `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $3)
+           ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+          [user.id, user.displayName, at],
+        );
+        return { ...user };
+      });
+    },
+    async getUser(id) {
+      return withPgErrors(`reading user ${id}`, async () => {
+        const { rows } = await database.query<{ id: string; displayName: string | null }>(
+          'SELECT id, display_name AS "displayName" FROM users WHERE id = $1',
+          [id],
+        );
+        return rows[0] ?? null;
+      });
+    },
+    async putProject(project, at) {
+      return withPgErrors(`saving project ${project.id}`, async () => {
+        const sql = `INSERT INTO projects (id, name, managed, created_at) VALUES ($1, $2, $3, $4)
+          ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`;
+        return toProject(
+          firstRow(await database.query<ProjectRow>(sql, [project.id, project.name, project.managed, at]), sql),
+        );
+      });
+    },
+    async getProject(id) {
+      return withPgErrors(`reading project ${id}`, async () => {
+        const row = (await database.query<ProjectRow>('SELECT * FROM projects WHERE id = $1', [id])).rows[0];
+        return row ? toProject(row) : null;
+      });
+    },
+    async putTopic(topic, at) {
+      return withPgErrors(`saving topic ${topic.id}`, async () => {
+        const sql = `INSERT INTO topics (id, project_id, title, created_at) VALUES ($1, $2, $3, $4)
+          ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`;
+        return toTopic(
+          firstRow(await database.query<TopicRow>(sql, [topic.id, topic.projectId, topic.title, at]), sql),
+        );
+      });
+    },
+    async getTopic(id) {
+      return withPgErrors(`reading topic ${id}`, async () => {
+        const row = (await database.query<TopicRow>('SELECT * FROM topics WHERE id = $1', [id])).rows[0];
+        return row ? toTopic(row) : null;
+      });
+    },
+  };
+}
+
+function toProject(row: ProjectRow): Project {
+  return { id: row.id, name: row.name, managed: row.managed, createdAt: toIso(row.created_at) };
+}
+
+function toTopic(row: TopicRow): Topic {
+  return { id: row.id, projectId: row.project_id, title: row.title, createdAt: toIso(row.created_at) };
+}

@@ -1,0 +1,133 @@
+import type { AppliedStep, ExtractionLease, ExtractionStore } from '../extraction-store.js';
+import { type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
+import { memoryColumnsOf, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
+import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
+import type { PostgresVectorIndex } from './postgres-vector-index.js';
+
+/** The database server's clock in epoch milliseconds: every process sharing the database agrees on lease expiry. */
+const now = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
+/**
+ * The PostgreSQL implementation of the ExtractionStore port: leases in `extraction_leases`, expiring
+ * by the database server's clock (so several `mneme serve` processes on several machines agree), and
+ * each step applied in one transaction that checks the lease and the watermark under row locks.
+ */
+export function createPostgresExtractionStore(
+  database: PostgresDatabase,
+  vectors: PostgresVectorIndex,
+): ExtractionStore {
+  const writes = createPostgresMemoryWrites(vectors);
+  const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
+  const link = async (q: PostgresQueryable, sourceId: number, targetId: number, type: string, at: number) =>
+    q.query(
+      `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES ($1, $2, $3, 1, $4)
+       ON CONFLICT (source_id, target_id, type) DO ${type === 'co_extracted' ? 'UPDATE SET strength = excluded.strength' : 'NOTHING'}`,
+      [sourceId, targetId, type, at],
+    );
+
+  return {
+    async claim(lease) {
+      return withPgErrors(`claiming ${leaseOf(lease)}`, async () => {
+        const { rows } = await database.query(
+          `INSERT INTO extraction_leases (channel_id, task, owner, expires_at) VALUES ($1, $2, $3, ${now} + $4)
+           ON CONFLICT (channel_id, task) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+             WHERE extraction_leases.owner = excluded.owner OR extraction_leases.expires_at <= ${now}
+           RETURNING owner`,
+          [lease.channelId, lease.task, lease.owner, lease.ttlMs],
+        );
+        return rows.length > 0;
+      });
+    },
+
+    async release(lease) {
+      await withPgErrors(`releasing ${leaseOf(lease)}`, () =>
+        database.query('DELETE FROM extraction_leases WHERE channel_id = $1 AND task = $2 AND owner = $3', [
+          lease.channelId,
+          lease.task,
+          lease.owner,
+        ]),
+      );
+    },
+
+    async citing(messageId, owners) {
+      if (owners.length === 0) return [];
+      return withPgErrors(`reading the memories citing message ${messageId}`, async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumnsOf('m')} FROM memories m
+           WHERE m.source_message_ids @> ARRAY[$1::bigint] AND m.archived_at IS NULL AND m.owner = ANY($2::text[])
+           ORDER BY m.id`,
+          [messageId, [...owners]],
+        );
+        return rows.map(toMemory);
+      });
+    },
+
+    async apply(lease, step) {
+      return writePg(
+        database,
+        `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`,
+        async (q) => {
+          const holder = await q.query<{ owner: string }>(
+            'SELECT owner FROM extraction_leases WHERE channel_id = $1 AND task = $2 FOR UPDATE',
+            [lease.channelId, lease.task],
+          );
+          if (holder.rows[0]?.owner !== lease.owner) return null;
+          const state = await q.query<{ watermark: number | null }>(
+            'SELECT watermark FROM maintenance_state WHERE channel_id = $1 AND task = $2 FOR UPDATE',
+            [lease.channelId, lease.task],
+          );
+          if ((state.rows[0]?.watermark ?? 0) !== step.from) return null;
+          const messageExists = async (id: number) =>
+            (await q.query('SELECT 1 FROM messages WHERE id = $1', [id])).rows.length > 0;
+          const applied: AppliedStep = { created: [], updated: [], chunks: [] };
+          if (step.facts && (await messageExists(step.to))) {
+            const { context, updates, inserts, linked, supersedes = [] } = step.facts;
+            for (const { id, changes } of updates) {
+              applied.updated.push(toMemory(await writes.update(q, id, changes, context)));
+            }
+            for (const memory of inserts) applied.created.push(toMemory(await writes.insert(q, memory, context)));
+            for (const { insert, memoryId } of supersedes) {
+              const newer = applied.created[insert];
+              if (newer && (await writes.supersede(q, memoryId, newer.id, context))) {
+                await link(q, newer.id, memoryId, 'supersedes', context.at);
+              }
+            }
+            const group = [...linked, ...applied.created.map((memory) => memory.id)];
+            for (const [index, sourceId] of group.entries()) {
+              for (const targetId of group.slice(index + 1)) {
+                if (sourceId !== targetId) await link(q, sourceId, targetId, 'co_extracted', context.at);
+              }
+            }
+          }
+          if (step.exchange && (await messageExists(step.exchange.messageId))) {
+            const { context, messageId, chunks } = step.exchange;
+            for (const [index, memory] of chunks.entries()) {
+              const stored = await q.query('SELECT 1 FROM memories WHERE chunk_message_id = $1 AND chunk_index = $2', [
+                messageId,
+                index,
+              ]);
+              if (stored.rows.length > 0) continue;
+              const row = await writes.insert(q, memory, context);
+              await q.query('UPDATE memories SET chunk_message_id = $1, chunk_index = $2 WHERE id = $3', [
+                messageId,
+                index,
+                row.id,
+              ]);
+              applied.chunks.push(toMemory({ ...row, chunk_message_id: messageId, chunk_index: index }));
+            }
+          }
+          await q.query(
+            `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at`,
+            [lease.channelId, lease.task, step.to, step.at],
+          );
+          await q.query(
+            `UPDATE extraction_leases SET expires_at = ${now} + $4 WHERE channel_id = $1 AND task = $2 AND owner = $3`,
+            [lease.channelId, lease.task, lease.owner, lease.ttlMs],
+          );
+          return applied;
+        },
+      );
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import type { IdempotencyRecord, IdempotencyStore } from '../idempotency-store.js';
+import { firstRow, type PostgresDatabase, writePg } from './postgres-database.js';
+
+interface IdempotencyRow {
+  request_sha256: string;
+  status: number | null;
+  body: string | null;
+  locked_until: number;
+}
+
+/**
+ * The PostgreSQL implementation of the IdempotencyStore port, over `idempotency_keys` (migration 2).
+ * Every call is one transaction under the write lock (`writePg`), so two claims of one key never both win.
+ */
+export function createPostgresIdempotencyStore(database: PostgresDatabase): IdempotencyStore {
+  return {
+    async claim(claim) {
+      return writePg(database, 'claiming an idempotency key', async (q): Promise<IdempotencyRecord | null> => {
+        await q.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [claim.now]);
+        const { principal, key, requestSha256 } = claim;
+        const inserted = await q.query(
+          `INSERT INTO idempotency_keys (principal, key, request_sha256, locked_until, expires_at)
+           VALUES ($1, $2, $3, $4, $5) ON CONFLICT (principal, key) DO NOTHING`,
+          [principal, key, requestSha256, claim.lockedUntil, claim.expiresAt],
+        );
+        if (inserted.changed === 1) return null;
+        const takenOver = await q.query(
+          `UPDATE idempotency_keys SET locked_until = $1
+           WHERE principal = $2 AND key = $3 AND request_sha256 = $4 AND status IS NULL AND locked_until <= $5`,
+          [claim.lockedUntil, principal, key, requestSha256, claim.now],
+        );
+        if (takenOver.changed === 1) return null;
+        const sql =
+          'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = $1 AND key = $2';
+        const row = firstRow(await q.query<IdempotencyRow>(sql, [principal, key]), sql);
+        return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+      });
+    },
+    async complete(claim, response) {
+      await writePg(database, 'storing an idempotent response', async (q) => {
+        await q.query(
+          `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at)
+           VALUES ($1, $2, $3, $4, $5, 0, $6)
+           ON CONFLICT (principal, key) DO UPDATE SET status = excluded.status, body = excluded.body, locked_until = 0`,
+          [claim.principal, claim.key, claim.requestSha256, response.status, response.body, claim.expiresAt],
+        );
+      });
+    },
+    async release(principal, key) {
+      await writePg(database, 'releasing an idempotency key', async (q) => {
+        await q.query('DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL', [
+          principal,
+          key,
+        ]);
+      });
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import type { MaintenanceState, MaintenanceStateStore } from '../maintenance-state-store.js';
+import { firstRow, type PostgresDatabase, withPgErrors } from './postgres-database.js';
+
+interface MaintenanceStateRow {
+  channel_id: string;
+  task: string;
+  watermark: number | null;
+  last_run_at: number | null;
+  details: string | null;
+}
+
+/** The PostgreSQL implementation of the MaintenanceStateStore port: watermarks shared by every process. */
+export function createPostgresMaintenanceStateStore(database: PostgresDatabase): MaintenanceStateStore {
+  return {
+    async get(channelId, task) {
+      return withPgErrors(`reading the ${task} state of channel ${channelId}`, async () => {
+        const row = (
+          await database.query<MaintenanceStateRow>(
+            'SELECT * FROM maintenance_state WHERE channel_id = $1 AND task = $2',
+            [channelId, task],
+          )
+        ).rows[0];
+        return row ? toState(row) : null;
+      });
+    },
+    async set(channelId, task, changes) {
+      return withPgErrors(`saving the ${task} state of channel ${channelId}`, async () => {
+        const sql = `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+          VALUES ($1, $2, $3, $4, $5)
+          ON CONFLICT (channel_id, task) DO UPDATE SET
+            watermark = CASE WHEN $6 THEN excluded.watermark ELSE maintenance_state.watermark END,
+            last_run_at = CASE WHEN $7 THEN excluded.last_run_at ELSE maintenance_state.last_run_at END,
+            details = CASE WHEN $8 THEN excluded.details ELSE maintenance_state.details END
+          RETURNING *`;
+        const row = firstRow(
+          await database.query<MaintenanceStateRow>(sql, [
+            channelId,
+            task,
+            changes.watermark ?? null,
+            changes.lastRunAt ?? null,
+            changes.details == null ? null : JSON.stringify(changes.details),
+            changes.watermark !== undefined,
+            changes.lastRunAt !== undefined,
+            changes.details !== undefined,
+          ]),
+          sql,
+        );
+        return toState(row);
+      });
+    },
+    async list(task) {
+      return withPgErrors(`reading the ${task} state of every channel`, async () =>
+        (
+          await database.query<MaintenanceStateRow>(
+            'SELECT * FROM maintenance_state WHERE task = $1 ORDER BY channel_id COLLATE "C"',
+            [task],
+          )
+        ).rows.map(toState),
+      );
+    },
+  };
+}
+
+function toState(row: MaintenanceStateRow): MaintenanceState {
+  return {
+    channelId: row.channel_id,
+    task: row.task,
+    watermark: row.watermark,
+    lastRunAt: row.last_run_at,
+    details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>),
+  };
+}

@@ -1,0 +1,130 @@
+import { toIso } from '../../core/clock.js';
+import type { DecayCandidate, MaintenanceStore } from '../maintenance-store.js';
+import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
+import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
+import type { PostgresVectorIndex } from './postgres-vector-index.js';
+
+/** The PostgreSQL implementation of the MaintenanceStore port. */
+export function createPostgresMaintenanceStore(
+  database: PostgresDatabase,
+  vectors: PostgresVectorIndex,
+): MaintenanceStore {
+  const writes = createPostgresMemoryWrites(vectors);
+  const link = (type: 'consolidated' | 'supersedes') =>
+    `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES ($1, $2, '${type}', 1, $3)
+     ON CONFLICT (source_id, target_id, type) DO NOTHING`;
+
+  return {
+    async decayCandidates(afterId, limit) {
+      return withPgErrors('reading memories to decay', async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
+           FROM memories WHERE archived_at IS NULL AND NOT pinned AND id > $1 ORDER BY id LIMIT $2`,
+          [afterId, limit],
+        );
+        return rows.map(
+          (row): DecayCandidate => ({
+            id: row.id,
+            strength: row.strength,
+            salience: row.salience,
+            importance: row.importance,
+            pinned: false,
+            lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
+            createdAt: toIso(row.created_at),
+            decayedAt: row.decayed_at,
+          }),
+        );
+      });
+    },
+
+    async applyImportanceChanges(changes, context) {
+      if (changes.length === 0) return 0;
+      return writePg(database, 'storing importance downgrades', async (q) => {
+        let changed = 0;
+        for (const change of changes) {
+          const before = (
+            await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [change.id])
+          ).rows[0];
+          if (!before || before.archived_at !== null) continue;
+          if (before.importance === change.importance) {
+            await q.query('UPDATE memories SET decayed_at = $1 WHERE id = $2', [change.decayedAt, change.id]);
+            continue;
+          }
+          const after = (
+            await q.query<PgMemoryRow>(
+              `UPDATE memories SET importance = $1, decayed_at = $2, updated_at = $3 WHERE id = $4
+               RETURNING ${memoryColumns}`,
+              [change.importance, change.decayedAt, context.at, change.id],
+            )
+          ).rows[0];
+          if (!after) continue;
+          await writes.recordVersion(
+            q,
+            after,
+            'update',
+            { importance: { from: before.importance, to: after.importance } },
+            context,
+          );
+          changed++;
+        }
+        return changed;
+      });
+    },
+
+    async listAfter(afterId, limit) {
+      return withPgErrors('reading memories', async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories WHERE archived_at IS NULL AND id > $1 ORDER BY id LIMIT $2`,
+          [afterId, limit],
+        );
+        return rows.map(toMemory);
+      });
+    },
+
+    async recentWithVectors(model, limit) {
+      return withPgErrors('reading recent memories', async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories WHERE archived_at IS NULL AND embedding_model = $1
+           ORDER BY created_at DESC, id DESC LIMIT $2`,
+          [model, limit],
+        );
+        return rows.map(toMemory);
+      });
+    },
+
+    async vectors(ids, model) {
+      if (ids.length === 0 || vectors.info()?.model !== model) return new Map<number, Float32Array>();
+      return withPgErrors('reading memory vectors', () => vectors.vectors(ids));
+    },
+
+    async latestMemoryId() {
+      return withPgErrors('reading the latest memory id', async () => {
+        const { rows } = await database.query<{ id: number }>('SELECT COALESCE(MAX(id), 0) AS id FROM memories');
+        return rows[0]?.id ?? 0;
+      });
+    },
+
+    async merge(merged, originalIds, context) {
+      return writePg(database, 'merging memories', async (q) => {
+        const sources = originalIds.map((id) => `#${id}`).join(', ');
+        const row = await writes.insert(
+          q,
+          merged,
+          { ...context, reason: context.reason ?? `merged from ${sources}` },
+          'merge',
+        );
+        for (const id of await writes.transferSupersession(q, originalIds, row.id)) {
+          await q.query(link('supersedes'), [row.id, id, context.at]);
+        }
+        const archived = [];
+        for (const id of originalIds) {
+          const after = await writes.archive(q, id, { ...context, reason: `merged into #${row.id}` });
+          await q.query(link('consolidated'), [row.id, id, context.at]);
+          archived.push(toMemory(after));
+        }
+        return { merged: toMemory(row), archived };
+      });
+    },
+  };
+}

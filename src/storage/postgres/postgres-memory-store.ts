@@ -1,0 +1,282 @@
+import { toIso } from '../../core/clock.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
+import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
+import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
+import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
+import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
+import { orTsquery, weightedLexemes } from './postgres-text-query.js';
+import { purgePostgresUser } from './postgres-user-purge.js';
+import type { PostgresVectorIndex } from './postgres-vector-index.js';
+
+/**
+ * The PostgreSQL implementation of the MemoryStore port. Full text: `memories.fts` (a stored
+ * `tsvector` of content and search context, `english`), matched by the OR of the query's lexemes and
+ * ranked by the sum over the lexemes of their BM25 inverse document frequency times `ts_rank` with
+ * length normalisation (`ts_rank` alone does not weigh a word by its rarity across memories).
+ */
+export function createPostgresMemoryStore(database: PostgresDatabase, vectors: PostgresVectorIndex): MemoryStore {
+  const writes = createPostgresMemoryWrites(vectors);
+  const frequencies = createPostgresTermFrequencies();
+
+  return {
+    async insert(memories, context) {
+      return writePg(database, 'storing memories', async (q) => {
+        const stored = [];
+        for (const memory of memories) stored.push(toMemory(await writes.insert(q, memory, context)));
+        return stored;
+      });
+    },
+
+    async update(id, changes, context) {
+      return writePg(database, `updating memory ${id}`, async (q) =>
+        toMemory(await writes.update(q, id, changes, context)),
+      );
+    },
+
+    async archive(ids, context, options = {}) {
+      return writePg(database, 'archiving memories', async (q) => {
+        const archived = [];
+        for (const id of ids) archived.push(toMemory(await writes.archive(q, id, context, options.fade === true)));
+        return archived;
+      });
+    },
+
+    async restore(id, embedding, context) {
+      return writePg(database, `restoring memory ${id}`, async (q) => {
+        const before = await writes.read(q, id);
+        if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
+        // A faded memory kept its vector: it stays unless a new one is given.
+        const kept = before.faded_at === null ? null : before.embedding_model;
+        const sql = `UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = $1, embedding_model = $2
+          WHERE id = $3 RETURNING ${memoryColumns}`;
+        const after = firstRow(await q.query<PgMemoryRow>(sql, [context.at, embedding?.model ?? kept, id]), sql);
+        if (embedding) await vectors.put(q, id, after.owner, embedding);
+        // A restored memory supersedes again what its `supersedes` links name, when still current.
+        if (after.superseded_by === null) {
+          await q.query(
+            `UPDATE memories SET superseded_by = $1 WHERE archived_at IS NULL AND superseded_by IS NULL
+             AND id IN (SELECT target_id FROM memory_links WHERE source_id = $1 AND type = 'supersedes')`,
+            [id],
+          );
+        }
+        await writes.recordVersion(
+          q,
+          after,
+          'restore',
+          { archivedAt: { from: toIso(before.archived_at), to: null } },
+          context,
+        );
+        return toMemory(after);
+      });
+    },
+
+    async get(ids) {
+      if (ids.length === 0) return [];
+      return withPgErrors('reading memories', async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories WHERE id = ANY($1::bigint[])`,
+          [[...ids]],
+        );
+        const byId = new Map(rows.map((row) => [row.id, row]));
+        return ids.flatMap((id) => {
+          const row = byId.get(id);
+          return row ? [toMemory(row)] : [];
+        });
+      });
+    },
+
+    async decayedAt(ids) {
+      if (ids.length === 0) return new Map();
+      return withPgErrors('reading decay times', async () => {
+        const { rows } = await database.query<{ id: number; decayed_at: number }>(
+          'SELECT id, decayed_at FROM memories WHERE decayed_at IS NOT NULL AND id = ANY($1::bigint[])',
+          [[...ids]],
+        );
+        return new Map(rows.map((row) => [row.id, row.decayed_at]));
+      });
+    },
+
+    async list(filter) {
+      return withPgErrors('listing memories', async () => {
+        const { where, values } = listConditions(filter);
+        const counted = await database.query<{ total: number }>(
+          `SELECT count(*) AS total FROM memories ${where}`,
+          values,
+        );
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories ${where} ORDER BY created_at DESC, id DESC
+           LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+          [...values, filter.limit, filter.offset],
+        );
+        return {
+          memories: rows.map(toMemory),
+          total: counted.rows[0]?.total ?? 0,
+          limit: filter.limit,
+          offset: filter.offset,
+        };
+      });
+    },
+
+    async history(id) {
+      return withPgErrors(`reading the history of memory ${id}`, async () => {
+        const exists = await database.query('SELECT 1 FROM memories WHERE id = $1', [id]);
+        if (exists.rows.length === 0) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
+        const { rows } = await database.query<PgVersionRow>(
+          'SELECT * FROM memory_versions WHERE memory_id = $1 ORDER BY version',
+          [id],
+        );
+        return rows.map(toVersion);
+      });
+    },
+
+    async searchText({ terms: asked, owners, limit, includeFaded = false, maxTerms }) {
+      if ((owners !== null && owners.length === 0) || limit <= 0 || asked.length === 0) return [];
+      return withPgErrors('searching memories', async () => {
+        const terms = maxTerms === undefined ? asked : await frequencies.rarest(database, asked, maxTerms);
+        if (terms.length === 0) return [];
+        const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
+        const { rows } = await database.query<{ id: number; score: number }>(
+          `WITH q AS (SELECT ${orTsquery(1, 'english')} AS query),
+             weighted AS MATERIALIZED ${weightedLexemes(1, 'english', 'memories')}
+           SELECT m.id,
+             (SELECT sum(w.idf * ts_rank(m.fts, w.query, 1)) FROM weighted w WHERE m.fts @@ w.query) AS score
+           FROM memories m, q
+           WHERE m.fts @@ q.query AND ${state} ${owners === null ? '' : 'AND m.owner = ANY($3::text[])'}
+           ORDER BY score DESC, m.id LIMIT $2`,
+          [[...terms], limit, ...(owners === null ? [] : [[...owners]])],
+        );
+        return rows.map((row) => ({ id: row.id, score: row.score }));
+      });
+    },
+
+    async termCounts(terms) {
+      return withPgErrors('counting search terms', () => frequencies.counts(database, terms));
+    },
+
+    async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {
+      return withPgErrors('searching memory vectors', () =>
+        vectors.search({ vector, model, owners, limit, includeFaded, ...(minScore === undefined ? {} : { minScore }) }),
+      );
+    },
+
+    async touch(touches, at) {
+      if (touches.length === 0) return;
+      await writePg(database, 'recording retrievals', async (q) => {
+        const ids = touches.map((touch) => touch.id);
+        const faded = await q.query<{ id: number }>(
+          'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id = ANY($1::bigint[]) ORDER BY id',
+          [ids],
+        );
+        for (const { id } of faded.rows) {
+          await writes.revive(q, id, { at, actor: null, reason: 'recalled after it faded' });
+        }
+        await q.query(
+          `UPDATE memories SET
+             access_count = access_count + 1,
+             last_accessed = $1,
+             strength = COALESCE(touched.strength, memories.strength),
+             salience = COALESCE(touched.salience, memories.salience),
+             importance = COALESCE(touched.importance, memories.importance)
+           FROM jsonb_to_recordset($2::jsonb) AS touched(id bigint, strength double precision,
+             salience double precision, importance double precision)
+           WHERE memories.id = touched.id AND memories.archived_at IS NULL`,
+          [at, JSON.stringify(touches)],
+        );
+      });
+    },
+
+    async recentlyAccessed(owners, limit) {
+      if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      return withPgErrors('reading recently accessed memories', async () => {
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories
+           WHERE archived_at IS NULL ${owners === null ? '' : 'AND owner = ANY($2::text[])'}
+           ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC LIMIT $1`,
+          [limit, ...(owners === null ? [] : [[...owners]])],
+        );
+        return rows.map(toMemory);
+      });
+    },
+
+    async stats(now) {
+      return withPgErrors('counting memories', async () => {
+        const totals = firstRow(
+          await database.query<{
+            total: number;
+            active: number;
+            archived: number;
+            pinned: number;
+            addedLast7Days: number;
+          }>(
+            `SELECT count(*) AS total,
+               count(*) FILTER (WHERE archived_at IS NULL) AS active,
+               count(*) FILTER (WHERE archived_at IS NOT NULL) AS archived,
+               count(*) FILTER (WHERE pinned AND archived_at IS NULL) AS pinned,
+               count(*) FILTER (WHERE created_at >= $1) AS "addedLast7Days"
+             FROM memories`,
+            [now - 7 * 24 * 60 * 60 * 1000],
+          ),
+          'memory totals',
+        );
+        const grouped = async (column: 'scope' | 'category') =>
+          Object.fromEntries(
+            (
+              await database.query<{ key: string; count: number }>(
+                `SELECT ${column} AS key, count(*) AS count FROM memories WHERE archived_at IS NULL
+                 GROUP BY ${column} ORDER BY ${column}`,
+              )
+            ).rows.map((row) => [row.key, row.count]),
+          );
+        const mostAccessed = (
+          await database.query<{ id: number; content: string; access_count: number; last_accessed: number | null }>(
+            `SELECT id, content, access_count, last_accessed FROM memories
+             WHERE archived_at IS NULL AND access_count > 0 ORDER BY access_count DESC, id LIMIT 5`,
+          )
+        ).rows.map((row) => ({
+          id: row.id,
+          content: row.content,
+          accessCount: row.access_count,
+          lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
+        }));
+        const count = async (table: 'messages' | 'memory_links') =>
+          (await database.query<{ count: number }>(`SELECT count(*) AS count FROM ${table}`)).rows[0]?.count ?? 0;
+        return {
+          ...totals,
+          byScope: await grouped('scope'),
+          byCategory: await grouped('category'),
+          mostAccessed,
+          messages: await count('messages'),
+          links: await count('memory_links'),
+        };
+      });
+    },
+
+    async purgeUser(userId) {
+      return writePg(database, `purging user ${userId}`, (q) => purgePostgresUser(q, vectors, userId));
+    },
+  };
+}
+
+function listConditions(filter: MemoryListQuery): { where: string; values: unknown[] } {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  const equal = (column: string, value: unknown) => {
+    if (value === undefined) return;
+    values.push(value);
+    conditions.push(`${column} = $${values.length}`);
+  };
+  equal('scope', filter.scope);
+  equal('user_id', filter.userId);
+  equal('channel_id', filter.channelId);
+  equal('project_id', filter.projectId);
+  equal('topic_id', filter.topicId);
+  equal('category', filter.category);
+  if (filter.owners !== null) {
+    values.push([...filter.owners]);
+    conditions.push(`owner = ANY($${values.length}::text[])`);
+  }
+  if (filter.archived === 'exclude') conditions.push('archived_at IS NULL');
+  if (filter.archived === 'only') conditions.push('archived_at IS NOT NULL');
+  return { where: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values };
+}

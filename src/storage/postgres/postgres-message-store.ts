@@ -1,0 +1,201 @@
+import { toIso } from '../../core/clock.js';
+import type { AppendedMessage, Message, MessageRole, MessageStore } from '../message-store.js';
+import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import { orTsquery } from './postgres-text-query.js';
+
+interface MessageRow {
+  id: number;
+  channel_id: string;
+  sender_id: string;
+  role: MessageRole;
+  content: string;
+  topic_id: string | null;
+  reply_to: number | null;
+  external_id: string | null;
+  created_at: number;
+}
+
+const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
+
+/**
+ * The PostgreSQL implementation of the MessageStore port, over the append-only `messages` table
+ * (a trigger refuses updates). Appends take the write lock (`writePg`), so message ids become
+ * visible in order and an extraction watermark never skips a message committed late; an external id
+ * already stored in a channel (migration 2's unique index) is answered with the stored message.
+ */
+export function createPostgresMessageStore(database: PostgresDatabase): MessageStore {
+  const list = async (doing: string, sql: string, parameters: unknown[]) =>
+    withPgErrors(doing, async () => (await database.query<MessageRow>(sql, parameters)).rows.map(toMessage));
+  const count = async (
+    doing: string,
+    column: 'channel_id' | 'topic_id',
+    key: string,
+    after: number,
+    role?: MessageRole,
+  ) =>
+    withPgErrors(doing, async () => {
+      const { rows } = await database.query<{ count: number }>(
+        `SELECT count(*) AS count FROM messages WHERE ${column} = $1 AND id > $2 ${role ? 'AND role = $3' : ''}`,
+        [key, after, ...(role ? [role] : [])],
+      );
+      return rows[0]?.count ?? 0;
+    });
+
+  return {
+    async append(messages, options = {}) {
+      return writePg(database, 'appending messages', async (q) => {
+        const stored: AppendedMessage[] = [];
+        for (const message of messages) {
+          const previous = stored.at(-1);
+          const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
+          const externalId = message.externalId ?? null;
+          // A reply without an id of its own, after a duplicate that already has its reply, is that reply.
+          const earlier =
+            externalId === null
+              ? message.repliesToPrevious && previous?.duplicate
+                ? (
+                    await q.query<MessageRow>(
+                      `SELECT ${columns} FROM messages WHERE reply_to = $1 AND sender_id = $2 AND role = $3
+                       ORDER BY id LIMIT 1`,
+                      [previous.id, message.senderId, message.role],
+                    )
+                  ).rows[0]
+                : undefined
+              : (
+                  await q.query<MessageRow>(
+                    `SELECT ${columns} FROM messages WHERE channel_id = $1 AND external_id = $2`,
+                    [message.channelId, externalId],
+                  )
+                ).rows[0];
+          // The write lock makes the read above current; the conflict clause keeps a race out regardless.
+          const sql = `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING ${columns}`;
+          const row =
+            earlier ??
+            firstRow(
+              await q.query<MessageRow>(sql, [
+                message.channelId,
+                message.senderId,
+                message.role,
+                message.content,
+                message.topicId,
+                replyTo,
+                externalId,
+                message.createdAt,
+              ]),
+              sql,
+            );
+          stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
+        }
+        const file = options.file;
+        if (file) {
+          await q.query(
+            `INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (path) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
+               updated_at = excluded.updated_at`,
+            [file.path, file.line, file.prefixSha256, file.at],
+          );
+        }
+        return stored;
+      });
+    },
+    async ingestFile(path) {
+      return withPgErrors(`reading the ingest progress of ${path}`, async () => {
+        const { rows } = await database.query<{ path: string; line: number; prefix_sha256: string }>(
+          'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = $1',
+          [path],
+        );
+        const row = rows[0];
+        return row ? { path: row.path, line: row.line, prefixSha256: row.prefix_sha256 } : null;
+      });
+    },
+    async get(ids) {
+      if (ids.length === 0) return [];
+      const rows = await list('reading messages', `SELECT ${columns} FROM messages WHERE id = ANY($1::bigint[])`, [
+        [...ids],
+      ]);
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return ids.flatMap((id) => {
+        const row = byId.get(id);
+        return row ? [row] : [];
+      });
+    },
+    async listAfter(channelId, afterMessageId, limit) {
+      return list(
+        `reading messages of channel ${channelId}`,
+        `SELECT ${columns} FROM messages WHERE channel_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+        [channelId, afterMessageId, limit],
+      );
+    },
+    async listTopicAfter(topicId, afterMessageId, limit) {
+      return list(
+        `reading messages of topic ${topicId}`,
+        `SELECT ${columns} FROM messages WHERE topic_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+        [topicId, afterMessageId, limit],
+      );
+    },
+    async recent(channelId, count) {
+      return list(
+        `reading recent messages of channel ${channelId}`,
+        `SELECT * FROM (SELECT ${columns} FROM messages WHERE channel_id = $1 ORDER BY id DESC LIMIT $2) AS last ORDER BY id`,
+        [channelId, count],
+      );
+    },
+    async recentUserMessages(channelId, count) {
+      return list(
+        `reading recent user messages of channel ${channelId}`,
+        `SELECT * FROM (SELECT ${columns} FROM messages WHERE channel_id = $1 AND role = 'user' ORDER BY id DESC LIMIT $2)
+           AS last ORDER BY id`,
+        [channelId, count],
+      );
+    },
+    async countAfter(channelId, afterMessageId, role) {
+      return count(`counting messages of channel ${channelId}`, 'channel_id', channelId, afterMessageId, role);
+    },
+    async countTopicAfter(topicId, afterMessageId, role) {
+      return count(`counting messages of topic ${topicId}`, 'topic_id', topicId, afterMessageId, role);
+    },
+    async latestId(channelId) {
+      return withPgErrors(`reading the newest message of channel ${channelId}`, async () => {
+        const { rows } = await database.query<{ id: number | null }>(
+          'SELECT MAX(id) AS id FROM messages WHERE channel_id = $1',
+          [channelId],
+        );
+        return rows[0]?.id ?? 0;
+      });
+    },
+    async channelIds() {
+      return withPgErrors('listing channels', async () => {
+        const { rows } = await database.query<{ channel_id: string }>(
+          'SELECT DISTINCT channel_id COLLATE "C" AS channel_id FROM messages ORDER BY 1',
+        );
+        return rows.map((row) => row.channel_id);
+      });
+    },
+    async searchText(channelId, terms, limit) {
+      if (terms.length === 0 || limit <= 0) return [];
+      return list(
+        `searching messages of channel ${channelId}`,
+        `WITH q AS (SELECT ${orTsquery(1, 'simple')} AS query)
+         SELECT ${columns} FROM messages m, q WHERE m.fts @@ q.query AND m.channel_id = $2
+         ORDER BY ts_rank(m.fts, q.query, 1) DESC, m.id LIMIT $3`,
+        [[...terms], channelId, limit],
+      );
+    },
+  };
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    channelId: row.channel_id,
+    senderId: row.sender_id,
+    role: row.role,
+    content: row.content,
+    topicId: row.topic_id,
+    replyTo: row.reply_to,
+    externalId: row.external_id,
+    createdAt: toIso(row.created_at),
+  };
+}

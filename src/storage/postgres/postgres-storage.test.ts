@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../core/errors.js';
+import { globalMemory } from '../global-memory.fixture.js';
+import { createPgPoolDatabase, type PostgresDatabase } from './postgres-database.js';
+import { latestPostgresSchemaVersion, migratePostgres, postgresMigrations } from './postgres-migrations.js';
+import { createPgliteDatabase } from './postgres-pglite-database.js';
+import { hasPostgresBinaries, startTestPostgresServer, type TestPostgresServer } from './postgres-server.fixture.js';
+import { createPostgresStorage } from './postgres-storage.js';
+import { freshPostgresStorage } from './postgres-test-database.fixture.js';
+
+const at = Date.parse('2024-06-15T12:00:00.000Z');
+const context = { at, actor: 'tester' };
+
+describe('PostgreSQL storage on PGlite', () => {
+  let database: PostgresDatabase;
+  beforeAll(async () => {
+    database = await createPgliteDatabase('pglite:memory:');
+  });
+  afterAll(async () => {
+    await database.close();
+  });
+  const open = freshPostgresStorage(() => database);
+
+  it('records its schema version and finds pgvector', async () => {
+    const storage = await open();
+    const { rows } = await database.query<{ version: number }>('SELECT MAX(version) AS version FROM schema_migrations');
+    expect(rows[0]?.version).toBe(latestPostgresSchemaVersion);
+    expect(storage.vectorSearch).toMatchObject({ available: true, reason: null });
+    await storage.close();
+  });
+
+  it('refuses a database written by a newer mneme, and leaves it untouched', async () => {
+    const storage = await open();
+    await storage.memories.insert([globalMemory('kept as it was')], context);
+    await storage.close();
+    await database.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 0)");
+    await expect(createPostgresStorage({ database, ownsDatabase: false })).rejects.toMatchObject({
+      code: ErrorCode.StoreIncompatible,
+      message: expect.stringContaining('schema version 99'),
+    });
+    const { rows } = await database.query<{ content: string }>('SELECT content FROM memories');
+    expect(rows).toEqual([{ content: 'kept as it was' }]);
+  });
+
+  it('never reads user text as tsquery syntax: operators, quotes and backslashes are plain words', async () => {
+    const storage = await open();
+    const [plain, quoted] = await storage.memories.insert(
+      [globalMemory('the kestrel nests on the mill'), globalMemory("it's a back\\slash and a colon:star")],
+      context,
+    );
+    const search = (terms: string[]) =>
+      storage.memories.searchText({ terms, owners: null, limit: 10 }).then((hits) => hits.map((hit) => hit.id));
+    for (const terms of [
+      ['!', '&', '|', '(', ')', '<->', ':*'],
+      ["'", '\\', '"'],
+      ['the', 'and', 'a'],
+    ]) {
+      expect(await search(terms)).toEqual([]);
+    }
+    expect(await search(['kestrel&mill', '!nothing'])).toEqual([plain?.id]);
+    expect(await search(['back\\slash'])).toEqual([quoted?.id]);
+    expect(await search(['colon:*'])).toEqual([quoted?.id]);
+    // Words are OR-ed: one matching word is enough, and more matching words rank higher.
+    expect(await search(['kestrel', 'slash', 'nests'])).toEqual([plain?.id, quoted?.id]);
+    // Term counts read the words the same way: syntax and stop words count nothing.
+    const counted = await storage.memories.termCounts(['!', 'the', 'kestrel&mill', 'back\\slash', 'nest', 'nest']);
+    expect(counted.counts).toEqual([0, 0, 1, 1, 1, 1]);
+    expect(await storage.messages.searchText('room', ["'OR'", '&&'], 5)).toEqual([]);
+    await storage.close();
+  });
+
+  it('upgrades a database of schema 1: its messages stay, without external ids, and new ones may carry one', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 1)).toBe(1);
+    await database.query(
+      `INSERT INTO messages (channel_id, sender_id, role, content, created_at) VALUES ('room', 'ann', 'user', 'hi', $1)`,
+      [at],
+    );
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      const [old] = await storage.messages.listAfter('room', 0, 10);
+      expect(old).toMatchObject({ content: 'hi', externalId: null });
+      const say = { channelId: 'room', senderId: 'ann', role: 'user' as const, topicId: null, createdAt: at };
+      const [first] = await storage.messages.append([{ ...say, content: 'again', externalId: 'evt-1' }]);
+      const [second] = await storage.messages.append([{ ...say, content: 'again', externalId: 'evt-1' }]);
+      expect(second).toEqual({ ...first, duplicate: true });
+      const { rows } = await database.query<{ version: number }>(
+        'SELECT MAX(version) AS version FROM schema_migrations',
+      );
+      expect(rows[0]?.version).toBe(latestPostgresSchemaVersion);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('keeps memories across a close and a reopen of a PGlite folder', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
+    try {
+      const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      await first.memories.insert([globalMemory('survives a reopen')], context);
+      await first.close();
+      const second = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      const hits = await second.memories.searchText({ terms: ['reopen'], owners: null, limit: 5 });
+      expect(hits).toHaveLength(1);
+      await second.close();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (postgresql-15, no pgvector)', () => {
+  let server: TestPostgresServer;
+  beforeAll(async () => {
+    server = await startTestPostgresServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('works lexical-only without pgvector, and says why and how to add it', async () => {
+    const storage = await createPostgresStorage({ database: createPgPoolDatabase(await server.database('lexical')) });
+    try {
+      expect(storage.vectorSearch.available).toBe(false);
+      expect(storage.vectorSearch.reason).toMatch(/pgvector/);
+      expect(storage.vectorSearch.reason).toMatch(/install/);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('migrates a new database once when several processes open it at the same moment', async () => {
+    const url = await server.database('together');
+    const storages = await Promise.all(
+      Array.from({ length: 4 }, () => createPostgresStorage({ database: createPgPoolDatabase(url, { max: 2 }) })),
+    );
+    try {
+      const [first] = storages;
+      const reader = createPgPoolDatabase(url);
+      const { rows } = await reader.query('SELECT version FROM schema_migrations');
+      await reader.close();
+      expect(rows.map((row) => row.version).sort()).toEqual(postgresMigrations.map((step) => step.version));
+      await first?.memories.insert([globalMemory('written once migrated')], context);
+    } finally {
+      await Promise.all(storages.map((storage) => storage.close()));
+    }
+  });
+
+  it('gives a named lock to one process at a time, and to the next once released or once its holder is gone', async () => {
+    const url = await server.database('locks');
+    const first = await createPostgresStorage({ database: createPgPoolDatabase(url) });
+    const second = await createPostgresStorage({ database: createPgPoolDatabase(url) });
+    try {
+      const release = await first.tryLock('maintenance:decay');
+      expect(release).not.toBeNull();
+      expect(await second.tryLock('maintenance:decay')).toBeNull();
+      const other = await second.tryLock('maintenance:link');
+      expect(other).not.toBeNull();
+      await release?.();
+      const taken = await second.tryLock('maintenance:decay');
+      expect(taken).not.toBeNull();
+      await second.close();
+      // The holder's sessions ended with it: the lock is free again.
+      expect(await first.tryLock('maintenance:decay')).not.toBeNull();
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('runs a maintenance task on one process at a time: another process holding it makes maintain skip it', async () => {
+    const { createMneme } = await import('../../config/create-mneme.js');
+    const url = await server.database('maintain');
+    const holder = await createPostgresStorage({ database: createPgPoolDatabase(url) });
+    const mneme = await createMneme({ path: url });
+    try {
+      await holder.tryLock('maintenance:decay');
+      const report = await mneme.maintain({ tasks: ['decay', 'link'] });
+      expect(report.decay?.skipped).toBe('already running in another process on this database');
+      expect(report.link?.skipped).not.toBe('already running in another process on this database');
+    } finally {
+      await mneme.close();
+      await holder.close();
+    }
+  });
+
+  it('makes message ids visible in the order they were taken, whatever the interleaving of appends', async () => {
+    const url = await server.database('ordered');
+    const storage = await createPostgresStorage({ database: createPgPoolDatabase(url, { max: 8 }) });
+    try {
+      const seen: number[] = [];
+      let watermark = 0;
+      const message = (index: number) => ({
+        channelId: 'room',
+        senderId: 'ann',
+        role: 'user' as const,
+        content: `message ${index}`,
+        topicId: null,
+        createdAt: at,
+      });
+      const reader = (async () => {
+        for (let round = 0; round < 60; round++) {
+          const page = await storage.messages.listAfter('room', watermark, 1000);
+          for (const read of page) seen.push(read.id);
+          watermark = page.at(-1)?.id ?? watermark;
+        }
+      })();
+      await Promise.all(Array.from({ length: 40 }, (_, index) => storage.messages.append([message(index)])));
+      await reader;
+      for (const read of await storage.messages.listAfter('room', watermark, 1000)) seen.push(read.id);
+      // A watermark reader that never skips: every id seen once, in order.
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      expect(new Set(seen).size).toBe(40);
+    } finally {
+      await storage.close();
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import type { Storage } from '../storage.js';
+import { createPostgresApiKeyStore } from './postgres-api-key-store.js';
+import { type PostgresDatabase, toMnemeErrorPg, withPgErrors } from './postgres-database.js';
+import { createPostgresDirectoryStore } from './postgres-directory-store.js';
+import { createPostgresExtractionStore } from './postgres-extraction-store.js';
+import { createPostgresIdempotencyStore } from './postgres-idempotency-store.js';
+import { createPostgresLinkStore } from './postgres-link-store.js';
+import { createPostgresMaintenanceStateStore } from './postgres-maintenance-state-store.js';
+import { createPostgresMaintenanceStore } from './postgres-maintenance-store.js';
+import { createPostgresMembershipStore } from './postgres-membership-store.js';
+import { createPostgresMemoryStore } from './postgres-memory-store.js';
+import { createPostgresMessageStore } from './postgres-message-store.js';
+import { migratePostgres } from './postgres-migrations.js';
+import { createPostgresPolicyStore } from './postgres-policy-store.js';
+import { createPostgresTransferStore } from './postgres-transfer-store.js';
+import { createPostgresVectorBackfillStore } from './postgres-vector-backfill-store.js';
+import { createPostgresVectorIndex, type PostgresVectorSupport } from './postgres-vector-index.js';
+
+export interface PostgresStorageOptions {
+  /** The database: `createPgPoolDatabase(url)` or `createPgliteDatabase(path)`. */
+  database: PostgresDatabase;
+  /** Search vectors with pgvector when the server has it (true by default); false: lexical only. */
+  vectors?: boolean;
+  /** A scope of at most this many vectors is ranked exactly rather than through the HNSW graph (10,000). */
+  exactScanLimit?: number;
+  /** Close `database` with the storage (true by default). */
+  ownsDatabase?: boolean;
+}
+
+/** A PostgreSQL storage, with what it found out about vector search on its server (pgvector's version too). */
+export interface PostgresStorage extends Storage {
+  readonly vectorSearch: PostgresVectorSupport;
+}
+
+/**
+ * Opens mneme's storage on a PostgreSQL database (a server through `pg`, or PGlite): migrates the
+ * schema (refusing one written by a newer mneme), enables pgvector when the server has it, and returns
+ * the stores. Several processes may open one database: writes take a transaction-level advisory lock
+ * (`writePg`), extraction runs under leases, and everything else (keys, watermarks, the policy) is rows.
+ */
+export async function createPostgresStorage(options: PostgresStorageOptions): Promise<PostgresStorage> {
+  const { database } = options;
+  try {
+    await withPgErrors(`opening the database at ${database.description}`, () => migratePostgres(database));
+    const vectors = await withPgErrors(`opening the vector index at ${database.description}`, () =>
+      createPostgresVectorIndex(database, {
+        ...(options.vectors === undefined ? {} : { vectors: options.vectors }),
+        ...(options.exactScanLimit === undefined ? {} : { exactScanLimit: options.exactScanLimit }),
+      }),
+    );
+    let isOpen = true;
+    return {
+      vectorSearch: vectors.support,
+      transfer: createPostgresTransferStore(database),
+      memories: createPostgresMemoryStore(database, vectors),
+      links: createPostgresLinkStore(database),
+      apiKeys: createPostgresApiKeyStore(database),
+      directory: createPostgresDirectoryStore(database),
+      memberships: createPostgresMembershipStore(database),
+      messages: createPostgresMessageStore(database),
+      maintenanceState: createPostgresMaintenanceStateStore(database),
+      extraction: createPostgresExtractionStore(database, vectors),
+      maintenance: createPostgresMaintenanceStore(database, vectors),
+      vectorBackfill: createPostgresVectorBackfillStore(database, vectors),
+      policy: createPostgresPolicyStore(database),
+      idempotency: createPostgresIdempotencyStore(database),
+      tryLock: (name) => withPgErrors(`taking the lock ${name}`, () => database.tryLock(name)),
+      async vectorIndex() {
+        return vectors.info();
+      },
+      async configureVectors(info) {
+        try {
+          return await vectors.configure(info);
+        } catch (error) {
+          throw toMnemeErrorPg(error, 'configuring the vector index');
+        }
+      },
+      async close() {
+        if (!isOpen) return;
+        isOpen = false;
+        if (options.ownsDatabase !== false) await database.close();
+      },
+    };
+  } catch (error) {
+    if (options.ownsDatabase !== false) await database.close().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,88 @@
+import type { PurgeReport } from '../../core/types.js';
+import type { PostgresQueryable } from './postgres-database.js';
+import type { PostgresVectorIndex } from './postgres-vector-index.js';
+
+/**
+ * Deletes everything about one user inside the caller's transaction, as `purgeSqliteUser` does:
+ * their messages and the replies to them, their memories and the memories built from those
+ * (episodes, merges, insights), with vectors, versions and links, and their memberships; a turn's
+ * search context quoting their messages is cleared; their API keys are deleted (so revoked), and so is
+ * every stored idempotent response (it may quote them). The deleted rows' bytes stay in the table
+ * files until autovacuum reuses the space (`VACUUM FULL` rewrites them at once).
+ */
+export async function purgePostgresUser(
+  q: PostgresQueryable,
+  vectors: PostgresVectorIndex,
+  userId: string,
+): Promise<PurgeReport> {
+  const ids = async (sql: string, parameters: unknown[]) =>
+    (await q.query<{ id: number }>(sql, parameters)).rows.map((row) => row.id);
+  const count = async (sql: string, parameters: unknown[]) =>
+    (await q.query<{ count: number }>(sql, parameters)).rows[0]?.count ?? 0;
+  const spoken = (
+    await q.query<{ channels: string[] | null; topics: string[] | null }>(
+      `SELECT array_agg(DISTINCT channel_id) AS channels,
+         array_agg(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
+       FROM messages WHERE sender_id = $1`,
+      [userId],
+    )
+  ).rows[0];
+  const channels = spoken?.channels ?? [];
+  const topics = spoken?.topics ?? [];
+  const messageIds = await ids(
+    `SELECT id FROM messages WHERE sender_id = $1
+       OR reply_to IN (SELECT id FROM messages WHERE sender_id = $1)`,
+    [userId],
+  );
+  const own = await ids('SELECT id FROM memories WHERE user_id = $1', [userId]);
+  // Memories built from what the user said or from their memories (episodes, merges, insights) go too.
+  const memoryIds = await ids(
+    `SELECT id FROM memories WHERE id = ANY($1::bigint[])
+       OR source_message_ids && $2::bigint[] OR source_ids && $1::bigint[]`,
+    [own, messageIds],
+  );
+  const versions = await count('SELECT count(*) AS count FROM memory_versions WHERE memory_id = ANY($1::bigint[])', [
+    memoryIds,
+  ]);
+  const links = await count(
+    'SELECT count(*) AS count FROM memory_links WHERE source_id = ANY($1::bigint[]) OR target_id = ANY($1::bigint[])',
+    [memoryIds],
+  );
+  const vectorCount = await vectors.remove(q, memoryIds);
+  await q.query(
+    `UPDATE memories SET search_context = NULL, search_context_message_id = NULL
+     WHERE search_context_message_id = ANY($1::bigint[])`,
+    [messageIds],
+  );
+  const memories = (await q.query('DELETE FROM memories WHERE id = ANY($1::bigint[])', [memoryIds])).changed;
+  await q.query('DELETE FROM messages WHERE id = ANY($1::bigint[])', [messageIds]);
+  await q.query('UPDATE memory_versions SET actor = NULL WHERE actor = $1', [userId]);
+  await q.query('DELETE FROM users WHERE id = $1', [userId]);
+  await q.query('DELETE FROM members WHERE user_id = $1', [userId]);
+  const apiKeys = (await q.query('DELETE FROM api_keys WHERE user_id = $1', [userId])).changed;
+  // Stored idempotent responses may quote what the user said, whoever sent them: all go (ADR 14).
+  await q.query('DELETE FROM idempotency_keys');
+  // A topic or channel only the user spoke in, that nothing else refers to now, was theirs alone.
+  await q.query(
+    `DELETE FROM topics WHERE id = ANY($1::text[])
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE topic_id = topics.id)
+       AND NOT EXISTS (SELECT 1 FROM memories WHERE topic_id = topics.id)
+       AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'topic' AND space_id = topics.id)`,
+    [topics],
+  );
+  await q.query(
+    `DELETE FROM channels WHERE id = ANY($1::text[])
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = channels.id)
+       AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'channel' AND space_id = channels.id)`,
+    [channels],
+  );
+  await q.query(
+    `DELETE FROM maintenance_state WHERE channel_id IN ($1, 'user:' || $1)
+       OR (channel_id = ANY($2::text[])
+         AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = maintenance_state.channel_id))
+       OR (channel_id IN (SELECT 'topic:' || topic FROM unnest($3::text[]) AS topic)
+         AND NOT EXISTS (SELECT 1 FROM topics WHERE 'topic:' || id = maintenance_state.channel_id))`,
+    [userId, channels, topics],
+  );
+  return { userId, messages: messageIds.length, memories, vectors: vectorCount, versions, links, apiKeys };
+}
