@@ -3,12 +3,16 @@ import { queryTerms } from './query-terms.js';
 
 /**
  * How informative each search word is, from how many memories contain it (BM25's inverse document
- * frequency, `ln(1 + (N - n + 0.5) / (n + 0.5))`): a word in most memories (the user's name) weighs
- * little, a word in a few weighs much.
+ * frequency, `ln(1 + (N - n + 0.5) / (n + 0.5))`, with n at least 1): a word in most memories (the user's
+ * name) weighs little, a word in a few weighs much.
  */
 export function inverseDocumentFrequency(memories: number, containing: number): number {
-  const total = Math.max(memories, containing);
-  return Math.log(1 + (total - containing + 0.5) / (containing + 0.5));
+  // A word no memory contains weighs like a word in one: it cannot tell memories apart, but the query still
+  // asks for it (left at 0 it would outweigh every word the store knows, and a match on those would count
+  // for almost nothing in a small store).
+  const found = Math.max(1, containing);
+  const total = Math.max(memories, found);
+  return Math.log(1 + (total - found + 0.5) / (found + 0.5));
 }
 
 /** A query text's words as the index stems them, each with its weight (its inverse document frequency). */

@@ -66,6 +66,22 @@ describe('context', () => {
     expect(everything.belowThreshold).toBe(0);
   });
 
+  it('keeps a memory that matches the known words of the question when another word is in no memory', async () => {
+    // The README's first session: "drink" is in no memory, "morning" in both; lexical only.
+    const mneme = await createMneme({ path: ':memory:', clock: createFixedClock('2024-06-15T12:00:00.000Z') });
+    engines.push(mneme);
+    await mneme.ingestExchange({
+      channelId: 'dm-oz',
+      userId: 'oz',
+      userMessage: 'I prefer green tea in the morning, never coffee',
+      assistantReply: 'Noted!',
+    });
+    await mneme.whenIdle();
+    const block = await mneme.context({ query: 'morning drink', viewer: { userId: 'oz' } });
+    expect(block.text).toContain('Oz prefers green tea in the morning, never coffee.');
+    expect(block.belowThreshold).toBe(0);
+  });
+
   it('uses the configured format', async () => {
     const mneme = await open({ context: { format: 'memory-context' } });
     await mneme.remember({ content: 'launch was on Monday', category: 'event' });
