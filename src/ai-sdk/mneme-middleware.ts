@@ -1,0 +1,210 @@
+import type { LanguageModelMiddleware } from 'ai';
+import { z } from 'zod';
+import type { Logger } from '../core/engine-context.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
+import type { Mneme } from '../core/mneme.js';
+import { MAX_QUERY_CHARS, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
+import type { Viewer } from '../core/types.js';
+import {
+  type CallOptions,
+  isFinalReply,
+  latestUserTurn,
+  replyText,
+  type StreamPart,
+  type UserTurn,
+  withContextBlock,
+} from './ai-sdk-prompt.js';
+
+/** What the middleware asks of mneme: an in-process engine (`createMneme`, or `mneme.as(...)`) or a client with the same calls. */
+export type MiddlewareMneme = Pick<Mneme, 'context' | 'ingestExchange'>;
+
+/** Which step failed: the recall before the call, or the ingest after it. */
+export type MiddlewarePhase = 'recall' | 'ingest';
+
+export interface MnemeMiddlewareOptions {
+  mneme: MiddlewareMneme;
+  /**
+   * On whose behalf memories are recalled, and where the exchange is recorded (`userId` and `channelId` are
+   * needed to ingest). Each call may override it through `providerOptions: { mneme: { ... } }`.
+   */
+  viewer?: Viewer;
+  /** Memories in the block; the database policy's `context.topK` when left out. */
+  topK?: number;
+  /** Adds the channel's latest user messages to the query; the policy's `context.conversationAware` when left out. */
+  conversationAware?: boolean;
+  /** `false`: recall only, never record an exchange. On by default. */
+  ingest?: boolean;
+  /** Where warnings go (a failed recall or ingest): `console` when left out. Ignored when `onError` is given. */
+  logger?: Logger;
+  /** Called instead of the logger when a recall or an ingest fails; the user's call goes on either way. */
+  onError?: (error: unknown, phase: MiddlewarePhase) => void;
+}
+
+/** The middleware, and a way to wait for the exchanges it is still recording. */
+export type MnemeMiddleware = LanguageModelMiddleware & {
+  /** Resolves when every ingest started so far has finished (before a serverless function returns, in tests). */
+  settled(): Promise<void>;
+};
+
+const OptionsSchema = z.strictObject({
+  mneme: z.custom<MiddlewareMneme>(
+    (value) =>
+      typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Partial<MiddlewareMneme>).context === 'function' &&
+      typeof (value as Partial<MiddlewareMneme>).ingestExchange === 'function',
+    'mneme must be an engine from createMneme (an object with context and ingestExchange)',
+  ),
+  viewer: ViewerSchema.optional(),
+  topK: TopKSchema,
+  conversationAware: z.boolean({ error: 'conversationAware must be true or false' }).optional(),
+  ingest: z.boolean({ error: 'ingest must be true or false' }).optional(),
+  logger: z
+    .custom<Logger>(
+      (value) => typeof value === 'object' && value !== null && typeof (value as Logger).warn === 'function',
+      'logger must have a warn(message) method',
+    )
+    .optional(),
+  onError: z
+    .custom<MnemeMiddlewareOptions['onError']>((value) => typeof value === 'function', 'onError must be a function')
+    .optional(),
+});
+
+/** What a call may set under `providerOptions.mneme`: the viewer's fields, and `ingest: false` for this call. */
+const CallSettingsSchema = ViewerSchema.extend({
+  ingest: z.boolean({ error: 'ingest must be true or false' }).optional(),
+});
+
+/** What the wrapped call needs after the model answers: who spoke, where, and what they said. */
+interface CallPlan {
+  turn: UserTurn;
+  ingest: { userId: string; channelId: string; topicId: string | undefined } | null;
+}
+
+/**
+ * A language-model middleware for the AI SDK 6 (`wrapLanguageModel({ model, middleware })`): before each
+ * call, the context block for the latest user message goes into a system message of its own (after the
+ * prompt's system messages); after a complete reply (generated or streamed to its end), the exchange is
+ * ingested in the background. A failed recall or ingest is a warning, never a failed call (ADR 17).
+ */
+export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddleware {
+  const settings = parseInput(OptionsSchema, options, 'mneme middleware options');
+  const { mneme } = settings;
+  const logger = settings.logger ?? console;
+  const plans = new WeakMap<CallOptions, CallPlan>();
+  const pending = new Set<Promise<void>>();
+
+  const warn = (error: unknown, phase: MiddlewarePhase) => {
+    try {
+      if (settings.onError) settings.onError(error, phase);
+      else
+        logger.warn(
+          phase === 'recall'
+            ? `mneme: recall failed, the call goes on without memories: ${errorMessage(error)}`
+            : `mneme: the exchange was not recorded: ${errorMessage(error)}`,
+        );
+    } catch {
+      // A warning must never fail the user's call.
+    }
+  };
+
+  /** The viewer and ingest setting of one call: the options', overridden by `providerOptions.mneme`. */
+  const callSettings = (params: CallOptions) => {
+    const own = parseInput(CallSettingsSchema, params.providerOptions?.mneme ?? {}, 'providerOptions.mneme');
+    const { ingest = settings.ingest ?? true, ...fields } = own;
+    const viewer: Viewer = { ...settings.viewer, ...fields };
+    if (ingest && (viewer.userId === undefined || viewer.channelId === undefined)) {
+      throw new MnemeError(
+        ErrorCode.InvalidInput,
+        'mneme middleware: recording the exchange needs a userId and a channelId (in the viewer option or providerOptions.mneme); give both, or set ingest: false',
+      );
+    }
+    return { viewer, ingest };
+  };
+
+  const record = (plan: CallPlan, reply: string) => {
+    if (plan.ingest === null || reply.trim() === '') return;
+    const { userId, channelId, topicId } = plan.ingest;
+    const work = mneme
+      .ingestExchange({
+        userId,
+        channelId,
+        ...(topicId === undefined ? {} : { topicId }),
+        userMessage: plan.turn.text,
+        assistantReply: reply,
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => warn(error, 'ingest'),
+      );
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
+
+  return {
+    specificationVersion: 'v3',
+
+    async transformParams({ params }) {
+      const { viewer, ingest } = callSettings(params);
+      const turn = latestUserTurn(params.prompt);
+      if (turn === null) return params;
+      let block = '';
+      try {
+        const context = await mneme.context({
+          query: turn.text.slice(-MAX_QUERY_CHARS),
+          viewer,
+          ...(settings.topK === undefined ? {} : { topK: settings.topK }),
+          ...(settings.conversationAware === undefined ? {} : { conversationAware: settings.conversationAware }),
+          // A later step of a tool loop recalls for the same message: it looks without reinforcing again.
+          inspect: !turn.last,
+        });
+        block = context.text;
+      } catch (error) {
+        warn(error, 'recall');
+      }
+      const transformed: CallOptions =
+        block === '' ? { ...params } : { ...params, prompt: withContextBlock(params.prompt, block) };
+      const { userId, channelId, topicId } = viewer;
+      plans.set(transformed, {
+        turn,
+        ingest: ingest && userId !== undefined && channelId !== undefined ? { userId, channelId, topicId } : null,
+      });
+      return transformed;
+    },
+
+    async wrapGenerate({ doGenerate, params }) {
+      const result = await doGenerate();
+      const plan = plans.get(params);
+      if (plan !== undefined && isFinalReply(result.finishReason) && params.abortSignal?.aborted !== true) {
+        record(plan, replyText(result));
+      }
+      return result;
+    },
+
+    async wrapStream({ doStream, params }) {
+      const result = await doStream();
+      const plan = plans.get(params);
+      if (plan === undefined || plan.ingest === null) return result;
+      let text = '';
+      let finished = false;
+      let failed = false;
+      const collect = new TransformStream<StreamPart, StreamPart>({
+        transform(part, controller) {
+          if (part.type === 'text-delta') text += part.delta;
+          else if (part.type === 'finish') finished = isFinalReply(part.finishReason);
+          else if (part.type === 'error') failed = true;
+          controller.enqueue(part);
+        },
+        // Only a stream read to its end gets here: an errored or cancelled one records nothing (ADR 17).
+        flush() {
+          if (finished && !failed && params.abortSignal?.aborted !== true) record(plan, text);
+        },
+      });
+      return { ...result, stream: result.stream.pipeThrough(collect) };
+    },
+
+    async settled() {
+      while (pending.size > 0) await Promise.all(pending);
+    },
+  };
+}
