@@ -16,8 +16,12 @@ const allowedFromCore = [
 /** What a face may not import: a storage adapter or a vendor's model adapter (config/ picks those). */
 const refusedFromFaces = [/^src\/storage\/[a-z-]+\//, /^src\/models\/[a-z-]+\//, /^better-sqlite3$/, /^sqlite-vec$/];
 
-/** The faces: thin layers over the engine. */
-const faces = ['cli', 'http', 'mcp'];
+/** The faces: thin layers over the engine (the AI SDK middleware is one too). */
+const faces = ['cli', 'http', 'mcp', 'ai-sdk'];
+
+/** The AI SDK's packages: an optional peer dependency, imported only by the `mneme/ai-sdk` entry and its folder. */
+const aiSdkPackage = /^(ai|@ai-sdk\/[a-z-]+)(\/.*)?$/;
+const aiSdkHome = /^src\/(ai-sdk\/[a-z-]+|ai-sdk)\.ts$/;
 
 function filesUnder(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
@@ -58,6 +62,23 @@ function forbiddenFaceImports(file: string, code: string): string[] {
   );
 }
 
+/**
+ * The imports of `file` that break the AI SDK's rule: outside its home any import of it; inside, a value
+ * import (only types, so the built JavaScript needs no `ai` beyond what the app already has).
+ */
+function forbiddenAiSdkImports(file: string, code: string): string[] {
+  const atHome = aiSdkHome.test(file);
+  const typeOnly = [...code.matchAll(/^import\s+type\s[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((match) => match[1]);
+  const allowed = atHome ? [...typeOnly] : [];
+  return importsOf(code).flatMap((specifier) => {
+    if (!aiSdkPackage.test(specifier)) return [];
+    const typeImport = allowed.indexOf(specifier);
+    if (typeImport === -1) return [`${file} imports ${specifier}`];
+    allowed.splice(typeImport, 1);
+    return [];
+  });
+}
+
 function violationsUnder(folder: string, check: (file: string, code: string) => string[]): string[] {
   return filesUnder(join(source, folder)).flatMap((file) =>
     check(relative(resolve(source, '..'), file), readFileSync(file, 'utf8')),
@@ -79,6 +100,29 @@ describe('the architecture', () => {
 
   it('keeps the faces off storage and model adapters', () => {
     expect(faces.flatMap((face) => violationsUnder(face, forbiddenFaceImports))).toEqual([]);
+  });
+
+  it('keeps the AI SDK inside src/ai-sdk/ and src/ai-sdk.ts, and imports only its types there', () => {
+    expect(violationsUnder('.', forbiddenAiSdkImports)).toEqual([]);
+  });
+
+  it('would notice the AI SDK imported outside its folder, or for a value inside it', () => {
+    const code = [
+      "import type { LanguageModelMiddleware } from 'ai';",
+      "import { wrapLanguageModel } from 'ai';",
+      "import type { LanguageModelV3 } from '@ai-sdk/provider';",
+      "import { MockLanguageModelV3 } from 'ai/test';",
+    ].join('\n');
+    expect(forbiddenAiSdkImports('src/core/example.ts', code)).toEqual([
+      'src/core/example.ts imports ai',
+      'src/core/example.ts imports ai',
+      'src/core/example.ts imports @ai-sdk/provider',
+      'src/core/example.ts imports ai/test',
+    ]);
+    expect(forbiddenAiSdkImports('src/ai-sdk/example.ts', code)).toEqual([
+      'src/ai-sdk/example.ts imports ai',
+      'src/ai-sdk/example.ts imports ai/test',
+    ]);
   });
 
   it('would notice a face importing a storage or model adapter', () => {

@@ -67,6 +67,7 @@ function installEnvironment(): NodeJS.ProcessEnv {
 const consumerScript = `
 import { createMneme } from 'mneme';
 import { createFakeEmbeddingModel, createFixedClock } from 'mneme/testing';
+import { mnemeMiddleware } from 'mneme/ai-sdk';
 
 const mneme = await createMneme({
   path: 'memory.db',
@@ -75,15 +76,36 @@ const mneme = await createMneme({
 });
 const stored = await mneme.remember({ content: 'The staging server is called kestrel' });
 const { hits } = await mneme.recall({ query: 'what is the staging server called' });
+
+// mneme/ai-sdk without the ai package installed: the middleware's calls, as wrapLanguageModel makes them.
+const middleware = mnemeMiddleware({ mneme, viewer: { userId: 'ann', channelId: 'dm-ann' } });
+const question = { role: 'user', content: [{ type: 'text', text: 'What is the staging server called?' }] };
+const params = await middleware.transformParams({ type: 'generate', params: { prompt: [question] } });
+const reply = { type: 'text', text: 'It is called kestrel.' };
+const finishReason = { unified: 'stop', raw: 'stop' };
+await middleware.wrapGenerate({
+  params,
+  doGenerate: async () => ({ content: [reply], finishReason, usage: {}, warnings: [] }),
+});
+await middleware.settled();
+const turns = await mneme.turns({ channelId: 'dm-ann' });
 await mneme.close();
-console.log(JSON.stringify({ stored: stored.id, recalled: hits.map((hit) => hit.memory.content) }));
+console.log(
+  JSON.stringify({
+    stored: stored.id,
+    recalled: hits.map((hit) => hit.memory.content),
+    prompt: params.prompt.map((message) => message.role),
+    block: params.prompt[0].content.includes('kestrel'),
+    turns: turns.map((message) => message.content),
+  }),
+);
 `;
 
 describe('the packed package', () => {
   const folder = mkdtempSync(join(tmpdir(), 'mneme-package-'));
   afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-  it('installs from its tarball into a new project without the network, and mneme and mneme/testing work there', async () => {
+  it('installs from its tarball into a new project without the network, and mneme, mneme/testing and mneme/ai-sdk (without ai installed) work there', async () => {
     expect(existsSync(join(root, 'dist', 'index.js')), 'dist/ is built (npm test builds it first)').toBe(true);
     // --ignore-scripts: pack the dist/ that is built; `prepare` would rebuild it while other tests read it.
     await run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', folder], { cwd: root });
@@ -103,7 +125,14 @@ describe('the packed package', () => {
     expect(existsSync(join(project, 'node_modules', 'mneme', 'LICENSE'))).toBe(true);
 
     const { stdout } = await run(process.execPath, ['consumer.mjs'], { cwd: project });
-    expect(JSON.parse(stdout)).toEqual({ stored: 1, recalled: ['The staging server is called kestrel'] });
+    expect(JSON.parse(stdout)).toEqual({
+      stored: 1,
+      recalled: ['The staging server is called kestrel'],
+      prompt: ['system', 'user'],
+      block: true,
+      turns: ['What is the staging server called?', 'It is called kestrel.'],
+    });
+    expect(existsSync(join(project, 'node_modules', 'ai')), 'the consumer has no ai package').toBe(false);
 
     const help = await run(join(project, 'node_modules', '.bin', 'mneme'), ['--help'], { cwd: project });
     expect(help.stdout).toMatch(/\bserve\b/);
