@@ -25,6 +25,10 @@ describe('the package entries', () => {
     expect(exportsOf('mneme/http')).toEqual(['createHttpApp', 'startHttpServer']);
   });
 
+  it('serves the AI SDK middleware from mneme/ai-sdk', () => {
+    expect(exportsOf('mneme/ai-sdk')).toEqual(['mnemeMiddleware']);
+  });
+
   it('serves the model providers from mneme/models', () => {
     expect(exportsOf('mneme/models')).toEqual(
       expect.arrayContaining([
