@@ -396,4 +396,22 @@ describe('the AI SDK middleware', () => {
       'The oat milk flat white is on the menu.',
     ]);
   });
+
+  it("recalls through a user's view (mneme.as) with ingest: false, and only that user's memories", async () => {
+    const model = new MockLanguageModelV3({ doGenerate: reply('A double espresso.') });
+    const asBob = mneme.as({ kind: 'user', userId: 'bob', label: 'bob-app' });
+    const middleware = middlewareFor({ mneme: asBob, ingest: false, viewer: { userId: 'bob' } });
+    await generateText({ model: wrapLanguageModel({ model, middleware }), prompt: 'How do I drink my coffee?' });
+    const block = systemTexts(model.doGenerateCalls[0]?.prompt ?? []).join('\n');
+    expect(block).toContain('double espresso');
+    expect(block).not.toContain('oat milk');
+    await expect(
+      generateText({
+        model: wrapLanguageModel({ model, middleware: middlewareFor({ mneme: asBob, viewer: { userId: 'ann' } }) }),
+        prompt: 'How do I drink my coffee?',
+        providerOptions: { mneme: { ingest: false } },
+      }),
+    ).resolves.toMatchObject({ text: 'A double espresso.' });
+    expect(warnings).toEqual([{ error: expect.objectContaining({ code: ErrorCode.Forbidden }), phase: 'recall' }]);
+  });
 });

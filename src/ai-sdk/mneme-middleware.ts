@@ -15,7 +15,10 @@ import {
   withContextBlock,
 } from './ai-sdk-prompt.js';
 
-/** What the middleware asks of mneme: an in-process engine (`createMneme`, or `mneme.as(...)`) or a client with the same calls. */
+/**
+ * What the middleware asks of mneme: an engine from `createMneme`, or anything with the same two calls. A
+ * user's view (`mneme.as(...)`) refuses `ingestExchange`: use it with `ingest: false`.
+ */
 export type MiddlewareMneme = Pick<Mneme, 'context' | 'ingestExchange'>;
 
 /** Which step failed: the recall before the call, or the ingest after it. */
