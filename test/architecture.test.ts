@@ -17,7 +17,7 @@ const allowedFromCore = [
 const refusedFromFaces = [/^src\/storage\/[a-z-]+\//, /^src\/models\/[a-z-]+\//, /^better-sqlite3$/, /^sqlite-vec$/];
 
 /** The faces: thin layers over the engine. */
-const faces = ['cli', 'http', 'mcp'];
+const faces = ['cli', 'http', 'mcp', 'proxy'];
 
 function filesUnder(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
