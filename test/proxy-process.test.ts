@@ -89,7 +89,8 @@ describe('mneme proxy (the built CLI in a child process)', () => {
     expect(reply).toBe('Green tea suits your mornings.');
 
     const [request] = upstream.requests;
-    const sent = (request?.body as { messages: Array<{ role: string; content: string }> }).messages;
+    expect(upstream.requests).toHaveLength(1);
+    const sent = (request?.body as { messages?: Array<{ role: string; content: string }> } | undefined)?.messages ?? [];
     expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'user']);
     expect(sent[1]?.content).toMatch(/green tea/);
     expect(request?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
