@@ -135,7 +135,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     const caller = whoCalls(context, principal, request.user);
     const userText = latestUserText(messages as ChatMessage[]);
-    const memory = userText ? await prepare(caller, userText) : { block: '', viewer: null };
+    const memory = await prepare(caller, userText);
     const sent = memory.block ? { ...request, messages: withContextBlock(messages, memory.block) } : request;
     const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
     const ingest = (reply: string) => {
@@ -161,9 +161,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
 
   /**
    * The context block for the caller (or '' when nothing is recalled), and the viewer its exchange is
-   * ingested for (null: it is not ingested). A user key must be a member of the channel it names; its
-   * own `proxy:<userId>` channel it may start. Refusals are 403; any other failure of mneme is logged
-   * and the chat goes on without memory.
+   * ingested for (null: it is not ingested, as when the request has no user text). A user key must be a
+   * member of the channel it names; its own `proxy:<userId>` channel it may start. Refusals are 403;
+   * any other failure of mneme is logged and the chat goes on without memory.
    */
   async function prepare(caller: Caller, query: string): Promise<{ block: string; viewer: Viewer | null }> {
     let viewer: Viewer;
@@ -174,6 +174,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
       return { block: '', viewer: null };
     }
+    if (!query) return { block: '', viewer: null };
     try {
       const result = await mneme.as(caller.principal).context({ query: query.slice(0, MAX_QUERY_CHARS), viewer });
       return { block: result.text, viewer };
