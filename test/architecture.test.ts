@@ -17,7 +17,7 @@ const allowedFromCore = [
 const refusedFromFaces = [/^src\/storage\/[a-z-]+\//, /^src\/models\/[a-z-]+\//, /^better-sqlite3$/, /^sqlite-vec$/];
 
 /** The faces: thin layers over the engine (the AI SDK middleware is one too). */
-const faces = ['cli', 'http', 'mcp', 'ai-sdk'];
+const faces = ['cli', 'http', 'mcp', 'ai-sdk', 'proxy'];
 
 /** The AI SDK's packages: an optional peer dependency, imported only by the `mneme/ai-sdk` entry and its folder. */
 const aiSdkPackage = /^(ai|@ai-sdk\/[a-z-]+)(\/.*)?$/;

@@ -18,6 +18,7 @@ import { registerMaintainCommands } from './maintain-commands.js';
 import { registerMcpCommands } from './mcp-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
 import { registerPolicyCommands } from './policy-commands.js';
+import { registerProxyCommands } from './proxy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
 import { registerTransferCommands } from './transfer-commands.js';
@@ -43,7 +44,7 @@ const withoutDatabase = new Set(['bench', 'eval', 'help', 'copy']);
  * Commands for which a missing database file is no error: those that create it, and doctor, which reports
  * it. Every other command refuses a missing file unless `--create` is given.
  */
-const mayStartWithoutDatabase = new Set(['init', 'serve', 'mcp', 'ingest', 'import', 'doctor']);
+const mayStartWithoutDatabase = new Set(['init', 'serve', 'proxy', 'mcp', 'ingest', 'import', 'doctor']);
 
 interface GlobalOptions {
   db?: string;
@@ -81,7 +82,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--db <path>', 'database file, or a postgres:// URL (MNEME_DB, else ./data/mneme.db)')
     .option(
       '--create',
-      'create the database when the file does not exist (init, serve, mcp, ingest and import always do)',
+      'create the database when the file does not exist (init, serve, proxy, mcp, ingest and import always do)',
     )
     .option('--json', 'print JSON for scripts (errors too, on stderr)')
     .option('--as <user>', "act as this user, with a user key's rights (ADR 5), instead of as the administrator")
@@ -159,6 +160,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerBenchCommands(program, io);
   registerCopyCommands(program, io);
   registerServeCommands(program, withEngine, io, config);
+  registerProxyCommands(program, io, config);
   registerMcpCommands(program, io, config);
   registerTransferCommands(program, withEngine, io);
 

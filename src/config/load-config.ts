@@ -11,10 +11,16 @@ export interface EnvironmentConfig {
    * flags leave them out (unset or blank: none).
    */
   mcpViewer: { userId?: string; channelId?: string; projectId?: string; topicId?: string };
+  /**
+   * `MNEME_UPSTREAM_API_KEY`: the key `mneme proxy` sends its upstream (`Authorization: Bearer`); unset or
+   * blank: none (Ollama, a local server). An environment variable, so it never shows in `ps`.
+   */
+  upstreamApiKey?: string;
 }
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): EnvironmentConfig {
   const databasePath = environment.MNEME_DB?.trim();
+  const upstreamApiKey = environment.MNEME_UPSTREAM_API_KEY?.trim();
   return {
     databasePath: databasePath ? databasePath : './data/mneme.db',
     providers: readProviderSettings(environment),
@@ -24,6 +30,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Enviro
       projectId: environment.MNEME_PROJECT,
       topicId: environment.MNEME_TOPIC,
     }),
+    ...(upstreamApiKey ? { upstreamApiKey } : {}),
   };
 }
 

@@ -75,7 +75,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 }
 
 /** The caller's principal: open (an administrator) only when started open or before any key was ever created. */
-async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
+export async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
   if (open) return { kind: 'admin', label: 'open (started with --open)' };
   if (!(await apiKeys.everCreated())) return { kind: 'admin', label: 'open (no API key was ever created)' };
   const header = context.req.header('authorization') ?? '';
@@ -98,7 +98,7 @@ async function parseRequest(route: Route, context: Context, maxBodyBytes: number
 }
 
 /** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */
-async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unknown> {
+export async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unknown> {
   const tooLarge = () => new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
   const declared = Number(context.req.header('content-length') ?? Number.NaN);
   if (declared > maxBodyBytes) throw tooLarge();
@@ -130,7 +130,7 @@ async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unk
   }
 }
 
-function sendProblem(status: number, body: object, headers: Record<string, string> = {}) {
+export function sendProblem(status: number, body: object, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
     headers: { 'Content-Type': 'application/problem+json', ...headers },

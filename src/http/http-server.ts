@@ -50,12 +50,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   if (!isLoopback(host) && options.open) {
     throw new MnemeError(ErrorCode.ConfigInvalid, `refusing to serve ${host} open (--open): bind 127.0.0.1`);
   }
-  if (!isLoopback(host) && !(await options.mneme.apiKeys.hasAny())) {
-    throw new MnemeError(
-      ErrorCode.ConfigInvalid,
-      `refusing to listen on ${host} without authentication: create a key first (mneme keys create --label <name>), or bind 127.0.0.1`,
-    );
-  }
+  await refuseOpenNetwork(host, options.mneme);
   const app = createHttpApp({
     mneme: options.mneme,
     apiKeys: options.mneme.apiKeys,
@@ -64,8 +59,33 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     ...(options.logError ? { logError: options.logError } : {}),
     ...(options.accessLog ? { accessLog: options.accessLog } : {}),
   });
+  return listenHttp(app.fetch, host, port);
+}
+
+/** CONFIG_INVALID when `host` is not loopback and no API key exists: nothing listens beyond loopback unauthenticated. */
+export async function refuseOpenNetwork(host: string, mneme: Pick<Mneme, 'apiKeys'>): Promise<void> {
+  if (!isLoopback(host) && !(await mneme.apiKeys.hasAny())) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `refusing to listen on ${host} without authentication: create a key first (mneme keys create --label <name>), or bind 127.0.0.1`,
+    );
+  }
+}
+
+/**
+ * Serves `fetch` on `host:port` (0 picks a free port), answering what Node's HTTP parser refuses with
+ * problem+json; `mneme serve` and `mneme proxy` both listen through it.
+ */
+export async function listenHttp(
+  fetch: (request: Request) => Response | Promise<Response>,
+  host: string,
+  port: number,
+): Promise<RunningHttpServer> {
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
+  }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(started));
+    const started = serve({ fetch, hostname: host, port }, () => resolve(started));
     started.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         new MnemeError(

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { completionText, createStreamCollector, latestUserText, withContextBlock } from './chat-messages.js';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+describe('chat messages', () => {
+  it('reads the latest user message from a string or its text parts, skipping images', () => {
+    expect(
+      latestUserText([
+        { role: 'user', content: 'first' },
+        { role: 'assistant', content: 'ok' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look at' },
+            { type: 'image_url', image_url: { url: 'data:' } },
+            { type: 'text', text: 'this' },
+          ],
+        },
+        { role: 'tool', content: 'result' },
+      ]),
+    ).toBe('look at\nthis');
+    expect(latestUserText([{ role: 'system', content: 'rules' }])).toBe('');
+  });
+
+  it('puts the block after the leading system and developer messages, never inside a user message', () => {
+    const messages = [
+      { role: 'system', content: 'a' },
+      { role: 'developer', content: 'b' },
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: 'late' },
+    ];
+    expect(withContextBlock(messages, 'BLOCK').map((message) => `${message.role}:${message.content}`)).toEqual([
+      'system:a',
+      'developer:b',
+      'system:BLOCK',
+      'user:hi',
+      'system:late',
+    ]);
+    expect(withContextBlock([{ role: 'user', content: 'hi' }], 'BLOCK')[0]).toEqual({
+      role: 'system',
+      content: 'BLOCK',
+    });
+    expect(messages).toHaveLength(4);
+  });
+
+  it("reads a completion's first choice", () => {
+    expect(completionText({ choices: [{ index: 0, message: { role: 'assistant', content: 'hello' } }] })).toBe('hello');
+    expect(completionText({ choices: [{ index: 0, message: { role: 'assistant', content: null } }] })).toBe('');
+    expect(completionText('not json')).toBe('');
+  });
+
+  it('collects the first choice of events split anywhere, with CRLF lines and a last event without a blank line', () => {
+    const collector = createStreamCollector();
+    const event = (index: number, content: string) =>
+      `data: ${JSON.stringify({ choices: [{ index, delta: { content } }] })}\r\n\r\n`;
+    const stream = `${event(0, 'Grüß ')}: a comment\n\n${event(1, 'other choice')}${event(0, 'dich')}data: [DONE]`;
+    const encoded = bytes(stream);
+    for (let at = 0; at < encoded.length; at += 7) collector.push(encoded.slice(at, at + 7));
+    expect(collector.text()).toBe('Grüß dich');
+    expect(collector.done()).toBe(true);
+  });
+});

@@ -1,0 +1,298 @@
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import type { Principal } from '../core/access.js';
+import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
+import type { Mneme } from '../core/mneme.js';
+import { ChannelIdSchema, MAX_QUERY_CHARS, parseInput, UserIdSchema } from '../core/schemas.js';
+import type { Viewer } from '../core/types.js';
+import { accessLog } from '../http/http-access-log.js';
+import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
+import { HttpProblem, problem, problemOf } from '../http/http-problem.js';
+import {
+  type ChatMessage,
+  completionText,
+  createStreamCollector,
+  latestUserText,
+  withContextBlock,
+} from './chat-messages.js';
+
+export interface ProxyAppOptions {
+  mneme: Mneme;
+  /** The upstream's base URL, `/v1` included as OpenAI's `baseURL` has it: `http://127.0.0.1:11434/v1`. */
+  upstream: string;
+  /** Sent upstream as `Authorization: Bearer <key>` (`MNEME_UPSTREAM_API_KEY`); no Authorization when left out. */
+  upstreamApiKey?: string;
+  /** Largest accepted request body in bytes (default 16 MiB: chat requests carry whole conversations and images). */
+  maxBodyBytes?: number;
+  /** One line for each thing mneme could not do (recall, ingest) while the chat went on. */
+  log?: (line: string) => void;
+  /** Receives one access-log line per request (see `accessLog`); none when left out. */
+  accessLog?: (line: string) => void;
+}
+
+export interface ProxyApp {
+  app: Hono;
+  /** Resolves once every exchange handed to ingest so far has been written (or has failed and been logged). */
+  whenIdle(): Promise<void>;
+}
+
+/** The header naming the channel a request's exchange belongs to; `proxy:<userId>` without it. */
+export const CHANNEL_HEADER = 'x-mneme-channel';
+
+/** Request headers never sent upstream: the client's credentials, hop-by-hop headers, what fetch sets itself. */
+const requestHeadersKept = (name: string) =>
+  !/^(authorization|proxy-authorization|cookie|host|content-length|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|accept-encoding|x-mneme-.*|mneme-.*)$/i.test(
+    name,
+  );
+
+/** Response headers not relayed: hop-by-hop ones, and those fetch invalidated by decoding the body. */
+const responseHeadersKept = (name: string) =>
+  !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade)$/i.test(name);
+
+/** Who a chat request is for and where its exchange goes. */
+interface Caller {
+  principal: Principal;
+  userId: string;
+  channelId: string;
+}
+
+/**
+ * The OpenAI-compatible proxy (ADR 18): `POST /v1/chat/completions` and `GET /v1/models`, forwarded to
+ * the upstream with its own key. Before a completion it recalls for the request's user with the latest
+ * user message and inserts the context block as a system message; once the reply is complete (streamed
+ * or not) it ingests the exchange in the background. mneme's own failures never block the chat.
+ */
+export function createProxyApp(options: ProxyAppOptions): ProxyApp {
+  const { mneme } = options;
+  const upstream = options.upstream.replace(/\/+$/, '');
+  const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  const log = options.log ?? ((line: string) => console.error(`mneme: ${line}`));
+  const pending = new Set<Promise<void>>();
+  const app = new Hono();
+  if (options.accessLog) app.use(accessLog(options.accessLog));
+
+  app.onError((error, context) => {
+    const { body, headers } = problemOf(error);
+    const clientLeft = context.req.raw.signal.aborted;
+    if (body.status >= 500 && body.code !== 'STORE_BUSY' && !clientLeft)
+      log(`unexpected error: ${errorMessage(error)}`);
+    return sendProblem(body.status, body, headers);
+  });
+  app.notFound((context) =>
+    sendProblem(404, problem(404, 'NOT_FOUND', `no route for ${context.req.method} ${context.req.path}`)),
+  );
+
+  /** Sends a request upstream: the client's headers minus its credentials, the upstream key added. */
+  async function forward(context: Context, path: string, init: { method: string; body?: string }): Promise<Response> {
+    const headers = new Headers();
+    context.req.raw.headers.forEach((value, name) => {
+      if (requestHeadersKept(name)) headers.set(name, value);
+    });
+    if (init.body !== undefined) headers.set('content-type', 'application/json');
+    if (options.upstreamApiKey) headers.set('authorization', `Bearer ${options.upstreamApiKey}`);
+    try {
+      return await fetch(`${upstream}${path}`, {
+        method: init.method,
+        headers,
+        ...(init.body === undefined ? {} : { body: init.body }),
+        signal: context.req.raw.signal,
+      });
+    } catch (error) {
+      if (context.req.raw.signal.aborted) throw error;
+      throw new HttpProblem(
+        502,
+        'UPSTREAM_UNREACHABLE',
+        `the upstream ${upstream} cannot be reached (${causeOf(error)}); check --upstream and that it is running`,
+      );
+    }
+  }
+
+  /** Runs an ingest in the background, logging its failure; `whenIdle` waits for it. */
+  function inBackground(work: () => Promise<unknown>, what: string): void {
+    const done: Promise<void> = work()
+      .then(() => undefined)
+      .catch((error: unknown) => log(`${what} failed: ${errorMessage(error)}`))
+      .finally(() => pending.delete(done));
+    pending.add(done);
+  }
+
+  app.get('/v1/models', async (context) => {
+    await authenticate(context, mneme.apiKeys, false);
+    const answer = await forward(context, '/models', { method: 'GET' });
+    return relayWhole(answer, new Uint8Array(await answer.arrayBuffer()));
+  });
+
+  app.post('/v1/chat/completions', async (context) => {
+    const principal = await authenticate(context, mneme.apiKeys, false);
+    const body = await readJsonBody(context, maxBodyBytes);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', 'the body must be a JSON object (a chat completion request)');
+    }
+    const request = body as Record<string, unknown>;
+    const messages = request.messages;
+    if (!Array.isArray(messages) || messages.some((message) => typeof message !== 'object' || message === null)) {
+      throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', 'messages must be a list of message objects');
+    }
+    const caller = whoCalls(context, principal, request.user);
+    const userText = latestUserText(messages as ChatMessage[]);
+    const memory = await prepare(caller, userText);
+    const sent = memory.block ? { ...request, messages: withContextBlock(messages, memory.block) } : request;
+    const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
+    const ingest = (reply: string) => {
+      if (!memory.viewer || !reply.trim()) return;
+      inBackground(
+        () =>
+          mneme.ingestExchange({
+            channelId: caller.channelId,
+            userId: caller.userId,
+            userMessage: userText,
+            assistantReply: reply,
+          }),
+        `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`,
+      );
+    };
+    if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
+      return relayStream(answer, answer.body, ingest);
+    }
+    const bytes = new Uint8Array(await answer.arrayBuffer());
+    if (answer.ok) ingest(completionText(parseJson(bytes)));
+    return relayWhole(answer, bytes);
+  });
+
+  /**
+   * The context block for the caller (or '' when nothing is recalled), and the viewer its exchange is
+   * ingested for (null: it is not ingested, as when the request has no user text). A user key must be a
+   * member of the channel it names; its own `proxy:<userId>` channel it may start. Refusals are 403;
+   * any other failure of mneme is logged and the chat goes on without memory.
+   */
+  async function prepare(caller: Caller, query: string): Promise<{ block: string; viewer: Viewer | null }> {
+    let viewer: Viewer;
+    try {
+      viewer = await viewerOf(caller);
+    } catch (error) {
+      if (error instanceof HttpProblem) throw error;
+      log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
+      return { block: '', viewer: null };
+    }
+    if (!query) return { block: '', viewer: null };
+    try {
+      const result = await mneme.as(caller.principal).context({ query: query.slice(0, MAX_QUERY_CHARS), viewer });
+      return { block: result.text, viewer };
+    } catch (error) {
+      log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
+      return { block: '', viewer };
+    }
+  }
+
+  async function viewerOf(caller: Caller): Promise<Viewer> {
+    const { principal, userId, channelId } = caller;
+    if (principal.kind === 'admin') return { userId, channelId };
+    let members: readonly string[] | null = null;
+    try {
+      members = (await mneme.channel(channelId)).members;
+    } catch (error) {
+      if (!(isMnemeError(error) && error.code === ErrorCode.NotFound)) throw error;
+    }
+    if (members === null && channelId === defaultChannel(userId)) return { userId };
+    if (members?.includes(userId)) return { userId, channelId };
+    throw new HttpProblem(
+      403,
+      'FORBIDDEN',
+      `user ${userId} is not a member of channel ${channelId}; an administrator adds members, or leave out the X-Mneme-Channel header to use ${defaultChannel(userId)}`,
+    );
+  }
+
+  /** Relays a stream's events as they arrive; the exchange is ingested once it ended, not when the client left. */
+  function relayStream(answer: Response, source: ReadableStream<Uint8Array>, ingest: (reply: string) => void) {
+    const collector = createStreamCollector();
+    const reader = source.getReader();
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          controller.error(error);
+          return;
+        }
+        if (next.done) {
+          controller.close();
+          ingest(collector.text());
+          return;
+        }
+        collector.push(next.value);
+        controller.enqueue(next.value);
+      },
+      async cancel(reason) {
+        await reader.cancel(reason).catch(() => {});
+      },
+    });
+    return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers) });
+  }
+
+  return {
+    app,
+    async whenIdle() {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+  };
+}
+
+/** Who the request is for: a user key's user, or (administrator key) the body's `user` field; and its channel. */
+function whoCalls(context: Context, principal: Principal, user: unknown): Caller {
+  let userId: string;
+  if (principal.kind === 'user') userId = principal.userId;
+  else if (user === undefined || user === null || user === '') {
+    throw new HttpProblem(
+      400,
+      'USER_REQUIRED',
+      'an administrator key (or a database without keys) needs the user the chat is for: set the request body field "user" to their id, or use a key bound to the user (mneme keys create --user <id>)',
+    );
+  } else userId = parseField(UserIdSchema, user, 'user');
+  const header = context.req.header(CHANNEL_HEADER);
+  const channelId = header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER);
+  return { principal, userId, channelId: parseField(ChannelIdSchema, channelId, 'channel') };
+}
+
+/** The channel of a user's exchanges when the request names none. */
+export function defaultChannel(userId: string): string {
+  return `proxy:${userId}`;
+}
+
+function parseField<T>(schema: Parameters<typeof parseInput>[0], value: unknown, what: string): T {
+  try {
+    return parseInput(schema, value, what) as T;
+  } catch (error) {
+    throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', errorMessage(error));
+  }
+}
+
+function relayWhole(answer: Response, bytes: Uint8Array): Response {
+  return new Response(answer.status === 204 || answer.status === 304 ? null : bytes, {
+    status: answer.status,
+    headers: relayedHeaders(answer.headers),
+  });
+}
+
+function relayedHeaders(headers: Headers): Headers {
+  const kept = new Headers();
+  headers.forEach((value, name) => {
+    if (responseHeadersKept(name)) kept.append(name, value);
+  });
+  return kept;
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return null;
+  }
+}
+
+/** The system error under fetch's "fetch failed" (ECONNREFUSED, ENOTFOUND, ...). */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  return errorMessage(cause ?? error);
+}

@@ -1,0 +1,395 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import { type RunningProxyServer, startProxyServer } from '../src/proxy/proxy-server.js';
+import { type FakeUpstream, startFakeUpstream } from './fake-openai-upstream.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-proxy-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+const UPSTREAM_KEY = 'sk-upstream-secret';
+
+interface World {
+  /** The database file. */
+  path: string;
+  mneme: Mneme;
+  upstream: FakeUpstream;
+  proxy: RunningProxyServer;
+  log: string[];
+  /** The API key bound to each named user, and an administrator key. */
+  keys: { ann: string; bob: string; admin: string };
+  client(key: string, headers?: Record<string, string>): OpenAI;
+  /** The messages of a channel, once every exchange handed to ingest is written and extracted. */
+  settled(channelId: string): Promise<Array<{ role: string; content: string; senderId: string }>>;
+}
+
+let world: World;
+let database = 0;
+
+beforeEach(async () => {
+  database += 1;
+  const path = join(folder, `proxy-${database}.db`);
+  const mneme = await createMneme({ path });
+  const upstream = await startFakeUpstream();
+  const log: string[] = [];
+  const proxy = await startProxyServer({
+    mneme,
+    upstream: upstream.url,
+    upstreamApiKey: UPSTREAM_KEY,
+    port: 0,
+    log: (line) => log.push(line),
+  });
+  const keys = {
+    ann: (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key,
+    bob: (await mneme.apiKeys.create({ label: 'bob app', userId: 'bob' })).key,
+    admin: (await mneme.apiKeys.create({ label: 'operator' })).key,
+  };
+  world = {
+    path,
+    mneme,
+    upstream,
+    proxy,
+    log,
+    keys,
+    client: (key, headers = {}) =>
+      new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: headers }),
+    async settled(channelId) {
+      await proxy.whenIdle();
+      await mneme.whenIdle();
+      const page = await mneme.messages({ channelId });
+      return page.messages.map(({ role, content, senderId }) => ({ role, content, senderId }));
+    },
+  };
+});
+
+afterEach(async () => {
+  await world.proxy.close();
+  await world.upstream.close();
+  await world.mneme.close();
+});
+
+/** The messages the upstream received in its `index`th completion request. */
+function sentMessages(index: number): Array<{ role: string; content: string }> {
+  const completions = world.upstream.requests.filter((request) => request.path === '/v1/chat/completions');
+  const body = completions[index]?.body as { messages: Array<{ role: string; content: string }> } | undefined;
+  if (!body) throw new Error(`the upstream received no completion request number ${index}`);
+  return body.messages;
+}
+
+describe('mneme proxy (in-process, the official openai client, a fake upstream on loopback)', () => {
+  it('puts the recalled memory in a system message after the client system message, before the conversation', async () => {
+    await world.mneme.remember({ content: 'Ann prefers green tea in the morning', scope: 'personal', userId: 'ann' });
+
+    const completion = await world.client(world.keys.ann).chat.completions.create({
+      model: 'fake-model',
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'What should I drink in the morning?' },
+      ],
+    });
+
+    expect(completion.choices[0]?.message.content).toBe('Green tea suits your mornings.');
+    const sent = sentMessages(0);
+    expect(sent.map((message) => message.role)).toEqual(['system', 'system', 'user']);
+    expect(sent[0]?.content).toBe('You are a helpful assistant.');
+    expect(sent[1]?.content).toMatch(/green tea/);
+    expect(sent[2]?.content).toBe('What should I drink in the morning?');
+  });
+
+  it('sends the upstream its configured key and never the mneme key or the X-Mneme headers', async () => {
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'proxy:ann' }).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
+    });
+    await world.client(world.keys.ann).models.list();
+
+    expect(world.upstream.requests).toHaveLength(2);
+    for (const request of world.upstream.requests) {
+      expect(request.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+      expect(JSON.stringify(request.headers)).not.toContain(world.keys.ann);
+      expect(JSON.stringify(request.headers)).not.toContain(world.keys.ann.slice(0, 12));
+      expect(request.headers['x-mneme-channel']).toBeUndefined();
+    }
+  });
+
+  it('ingests a plain exchange once, in the user channel, and recalls it in the next request', async () => {
+    const ann = world.client(world.keys.ann);
+    await ann.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'I prefer oolong tea in the afternoon' }] }],
+    });
+
+    expect(await world.settled('proxy:ann')).toEqual([
+      { role: 'user', content: 'I prefer oolong tea in the afternoon', senderId: 'ann' },
+      { role: 'assistant', content: 'Green tea suits your mornings.', senderId: 'assistant' },
+    ]);
+    const recalled = await world.mneme.recall({
+      query: 'oolong tea',
+      viewer: { userId: 'ann', channelId: 'proxy:ann' },
+    });
+    expect(recalled.hits.map((hit) => hit.memory.content).join('\n')).toMatch(/oolong/);
+  });
+
+  it('relays a streamed reply chunk by chunk, and ingests it once after the stream ended', async () => {
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(world.keys.ann).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'My favourite mountain is the Matterhorn' }],
+    });
+    const received: string[] = [];
+    let sentWhenFirstArrived = -1;
+    for await (const chunk of stream) {
+      const content = chunk.choices[0]?.delta.content;
+      if (content) {
+        if (received.length === 0) {
+          sentWhenFirstArrived = world.upstream.sent.length;
+          held.release();
+        }
+        received.push(content);
+      }
+    }
+
+    // The first piece reached the client while the upstream had sent only the role event and that piece.
+    expect(sentWhenFirstArrived).toBe(2);
+    expect(world.upstream.sent.at(-1)).toBe('[DONE]');
+    expect(received).toEqual(['Green ', 'tea ', 'suits ', 'your ', 'mornings.']);
+    expect(await world.settled('proxy:ann')).toEqual([
+      { role: 'user', content: 'My favourite mountain is the Matterhorn', senderId: 'ann' },
+      { role: 'assistant', content: 'Green tea suits your mornings.', senderId: 'assistant' },
+    ]);
+    const recalled = await world.mneme.recall({
+      query: 'Matterhorn',
+      viewer: { userId: 'ann', channelId: 'proxy:ann' },
+    });
+    expect(recalled.hits.length).toBeGreaterThan(0);
+  });
+
+  it('cancels the upstream and ingests nothing when the client leaves in the middle of a stream', async () => {
+    world.upstream.holdStreams();
+    const controller = new AbortController();
+    const stream = await world
+      .client(world.keys.ann)
+      .chat.completions.create(
+        { model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'I collect old maps of Venice' }] },
+        { signal: controller.signal },
+      );
+    const ended = world.upstream.streamEnded();
+    const received: string[] = [];
+    try {
+      for await (const chunk of stream) {
+        const content = chunk.choices[0]?.delta.content;
+        if (content) {
+          received.push(content);
+          controller.abort();
+        }
+      }
+    } catch {
+      // the openai client may raise its abort error here
+    }
+
+    expect(received).toEqual(['Green ']);
+    expect(await ended).toBe('client-left');
+    expect(world.upstream.sent).not.toContain('[DONE]');
+    expect(await world.settled('proxy:ann')).toEqual([]);
+  });
+
+  it("never puts one user's memories in another user's upstream request", async () => {
+    await world.mneme.remember({
+      content: 'Ann keeps her spare key under the blue flowerpot',
+      scope: 'personal',
+      userId: 'ann',
+    });
+    await world.client(world.keys.ann).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Where is my spare key?' }],
+    });
+    await world.client(world.keys.bob).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Where is my spare key?' }],
+    });
+
+    expect(JSON.stringify(sentMessages(0))).toContain('blue flowerpot');
+    expect(JSON.stringify(sentMessages(1))).not.toContain('flowerpot');
+    expect(sentMessages(1).map((message) => message.role)).toEqual(['user']);
+  });
+
+  it("takes an administrator key's user from the body's user field, and refuses the request without one", async () => {
+    await world.mneme.remember({ content: 'Ann plays the cello on Sundays', scope: 'personal', userId: 'ann' });
+    const admin = world.client(world.keys.admin);
+    await admin.chat.completions.create({
+      model: 'fake-model',
+      user: 'ann',
+      messages: [{ role: 'user', content: 'What do I play on Sundays?' }],
+    });
+    expect(JSON.stringify(sentMessages(0))).toContain('cello');
+
+    const refused = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${world.keys.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'What do I play on Sundays?' }],
+      }),
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(await refused.json()).toMatchObject({ status: 400, code: 'USER_REQUIRED' });
+    expect(world.upstream.requests).toHaveLength(1);
+    expect((await world.settled('proxy:ann')).map((message) => message.content)).toEqual([
+      'What do I play on Sundays?',
+      'Green tea suits your mornings.',
+    ]);
+  });
+
+  it('answers 401 problem+json for a missing, unknown or revoked key, and forwards nothing', async () => {
+    const revoked = await world.mneme.apiKeys.create({ label: 'old', userId: 'ann' });
+    await world.mneme.apiKeys.revoke(revoked.prefix);
+    for (const authorization of [undefined, 'Bearer mneme_not_a_key', `Bearer ${revoked.key}`]) {
+      const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      expect(response.status).toBe(401);
+      expect(await response.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+    }
+    const models = await fetch(`${world.proxy.url}/v1/models`);
+    expect(models.status).toBe(401);
+    expect(world.upstream.requests).toEqual([]);
+  });
+
+  it('refuses a user key naming a channel it is not a member of, and forwards nothing', async () => {
+    await world.mneme.putChannel({ id: 'bob-and-carol', members: ['bob', 'carol'] });
+    const attempt = world.client(world.keys.ann, { 'X-Mneme-Channel': 'bob-and-carol' }).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'What did Bob say?' }],
+    });
+    await expect(attempt).rejects.toMatchObject({ status: 403 });
+    expect(world.upstream.requests).toEqual([]);
+  });
+
+  it('records the exchange in the channel the X-Mneme-Channel header names when the user is a member', async () => {
+    await world.mneme.putChannel({ id: 'ann-kitchen', visibility: 'direct', members: ['ann'] });
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-kitchen' }).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Our oven is a Bosch from 2019' }],
+    });
+    expect((await world.settled('ann-kitchen')).map((message) => message.role)).toEqual(['user', 'assistant']);
+    expect(await world.mneme.messages({ channelId: 'proxy:ann' })).toMatchObject({ messages: [] });
+  });
+
+  it('passes an upstream 429 and 500 to the client unchanged, and ingests nothing', async () => {
+    const ann = world.client(world.keys.ann);
+    const ask = () =>
+      ann.chat.completions.create({
+        model: 'fake-model',
+        messages: [{ role: 'user', content: 'I like sailing boats' }],
+      });
+    world.upstream.failNext({
+      status: 429,
+      body: { error: { message: 'Rate limit reached, slow down', type: 'rate_limit_error', code: 'rate_limited' } },
+      headers: { 'retry-after': '7', 'x-request-id': 'req-429' },
+    });
+    const limited = await ask().catch((error: unknown) => error);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).message).toMatch(/Rate limit reached, slow down/);
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).requestID).toBe('req-429');
+
+    world.upstream.failNext({ status: 500, body: { error: { message: 'The model crashed', type: 'server_error' } } });
+    const crashed = await ask().catch((error: unknown) => error);
+    expect(crashed).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((crashed as Error).message).toMatch(/The model crashed/);
+
+    expect(await world.settled('proxy:ann')).toEqual([]);
+  });
+
+  it('answers 502 problem+json when the upstream cannot be reached', async () => {
+    await world.upstream.close();
+    const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(response.status).toBe(502);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(await response.json()).toMatchObject({ code: 'UPSTREAM_UNREACHABLE' });
+  });
+
+  it('forwards the chat without context and logs why when recall fails', async () => {
+    await world.mneme.remember({ content: 'Ann is allergic to peanuts', scope: 'personal', userId: 'ann' });
+    // Another connection damages the database under the proxy: the memories' full-text index is gone.
+    const other = new Database(world.path);
+    other.exec('DROP TABLE memories_fts');
+    other.close();
+
+    const completion = await world.client(world.keys.ann).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Am I allergic to peanuts?' }],
+    });
+
+    expect(completion.choices[0]?.message.content).toBe('Green tea suits your mornings.');
+    expect(sentMessages(0).map((message) => message.role)).toEqual(['user']);
+    expect(world.log.filter((line) => /recall failed/.test(line))).toHaveLength(1);
+    expect(world.log[0]).toMatch(/forwarding without context for user ann: recall failed: /);
+  });
+
+  it('relays GET /v1/models', async () => {
+    const models = await world.client(world.keys.bob).models.list();
+    expect(models.data.map((model) => model.id)).toEqual(['fake-model']);
+    expect(world.upstream.requests.map((request) => `${request.method} ${request.path}`)).toEqual(['GET /v1/models']);
+  });
+
+  it('answers a body that is not JSON with 400 problem+json, forwarding and ingesting nothing', async () => {
+    for (const body of [
+      '{"model": "fake-model", "messages": [',
+      '[1, 2]',
+      '{"model": "fake-model", "messages": "hi"}',
+    ]) {
+      const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json' },
+        body,
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+    }
+    expect(world.upstream.requests).toEqual([]);
+    expect(await world.settled('proxy:ann')).toEqual([]);
+  });
+});
+
+describe('mneme proxy on a database without keys', () => {
+  it('answers like mneme serve: open on loopback, every caller an administrator who must name the user', async () => {
+    const mneme = await createMneme({ path: ':memory:' });
+    const upstream = await startFakeUpstream();
+    const proxy = await startProxyServer({ mneme, upstream: upstream.url, port: 0, log: () => {} });
+    try {
+      await mneme.remember({ content: 'Oz rides a red bicycle', scope: 'personal', userId: 'oz' });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'anything', maxRetries: 0 });
+      await expect(
+        client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'my bicycle?' }] }),
+      ).rejects.toMatchObject({ status: 400 });
+      await client.chat.completions.create({
+        model: 'fake-model',
+        user: 'oz',
+        messages: [{ role: 'user', content: 'What colour is my bicycle?' }],
+      });
+      expect(JSON.stringify(upstream.requests[0]?.body)).toContain('red bicycle');
+      expect(upstream.requests[0]?.headers.authorization).toBeUndefined();
+      await expect(startProxyServer({ mneme, upstream: upstream.url, host: '0.0.0.0', port: 0 })).rejects.toThrow(
+        /refusing to listen on 0.0.0.0 without authentication/,
+      );
+    } finally {
+      await proxy.close();
+      await upstream.close();
+      await mneme.close();
+    }
+  });
+});
