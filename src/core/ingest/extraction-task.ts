@@ -11,12 +11,6 @@ export const ExtractionTask = {
 /** Messages read from the log at a time; the watermark moves with each user message extracted. */
 export const EXTRACTION_BATCH_SIZE = 100;
 
-/**
- * Milliseconds of work after which a batch of extraction steps (`policy.ingest.extractionBatchMessages`)
- * ends, whatever its length: how long the store's other calls wait for it, one message's work aside.
- */
-export const EXTRACTION_BATCH_MS = 50;
-
 /** The `maintenance_state` channel key of a topic's own watermarks. */
 export function topicKey(topicId: string): string {
   return `topic:${topicId}`;

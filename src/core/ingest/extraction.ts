@@ -7,7 +7,7 @@ import type { FactExtractor } from '../ports/fact-extractor.js';
 import { exchangeChunks } from './exchange-memories.js';
 import { createExtractionLeases, type ExtractionLeases } from './extraction-lease.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
-import { EXTRACTION_BATCH_MS, EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
+import { EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
 import { isSkippedMessage, type SkipRule } from './ingest-policy.js';
 import { type ExtractionReport, extractFacts, replyTo } from './message-extraction.js';
 import { createSerialLock } from './serial-lock.js';
@@ -118,7 +118,7 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
 }
 
 /**
- * One batch of a channel run: up to `limit` user messages (or `EXTRACTION_BATCH_MS` of work), each
+ * One batch of a channel run: up to `limit` user messages (or `ingest.extractionBatchMs` of work), each
  * its own step, in order; the store commits them together (`ExtractionStore.batch`), and each
  * message's reads see the steps before it, so the memories are those of one step a transaction.
  * False when a step was refused (lease lost).
@@ -131,8 +131,9 @@ async function extractBatch(
 ): Promise<boolean> {
   const { storage } = run.context;
   const started = performance.now();
+  const budget = run.context.policy.ingest.extractionBatchMs;
   let extracted = 0;
-  while (!run.signal.aborted && extracted < limit && performance.now() - started < EXTRACTION_BATCH_MS) {
+  while (!run.signal.aborted && extracted < limit && performance.now() - started < budget) {
     if (cursor.index >= cursor.page.length) {
       cursor.page = await storage.messages.listAfter(lease.channelId, cursor.watermark, EXTRACTION_BATCH_SIZE);
       cursor.index = 0;
