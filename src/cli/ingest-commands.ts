@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import type { IngestResult } from '../core/ingest/ingest.js';
+import type { Mneme } from '../core/mneme.js';
 import {
   type IngestExchangeInput,
   IngestExchangeInputSchema,
@@ -116,14 +117,17 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           const input = fromStdin ? (io.stdin ?? process.stdin) : createReadStream(file);
           const mode = progressMode(options.progress);
           let lines = 0;
-          // By bytes of the file when its size is known (standard input: lines read so far).
+          const extraction = createExtractionFollower(mneme, started);
+          // By bytes of the file when its size is known (standard input: lines read so far), then by the
+          // messages extracted; the text says both: lines read, messages appended, extracted, per second.
           const progress = mode.off
             ? null
             : createProgressBar(io.stderr, 'ingesting', {
                 interactive: mode.interactive,
-                unit: () => `${lines.toLocaleString('en-US')} lines`,
+                unit: () => `${lines.toLocaleString('en-US')} lines · ${extraction.text(summary.messages)}`,
               });
           const before = (await mneme.stats()).active;
+          await extraction.start();
           const summary = {
             lines: 0,
             resumedAfter: resumeAfter,
@@ -202,18 +206,29 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               batch.push({ number: lineNumber, input: checked, prefixSha256: prefix.copy().digest('hex') });
               if (batch.length >= BATCH_LINES) await flush();
               lines = lineNumber;
+              if (mode.interactive) void extraction.poll();
               progress?.update(bytes, totalBytes ?? 0);
             }
             if (lineNumber < resumeAfter) assertUnchanged(file, recorded, null);
             await flush();
             lines = lineNumber;
-            progress?.update(totalBytes ?? bytes, totalBytes ?? 0);
-            progress?.finish();
-          } finally {
+          } catch (error) {
             progress?.interrupt();
             if (progress && mode.interactive) io.stderr('extracting memories...\n');
             await mneme.whenIdle();
+            throw error;
           }
+          // The append is done; the bar follows the extraction behind it until it is idle.
+          const idle = mneme.whenIdle().then(() => true);
+          const tick = () => new Promise<boolean>((resolve) => setTimeout(() => resolve(false), POLL_MS).unref());
+          while (mode.interactive && progress && !(await Promise.race([idle, tick()]))) {
+            await extraction.poll(true);
+            progress.update(extraction.extracted(summary.messages), summary.messages);
+          }
+          await idle;
+          await extraction.poll(true);
+          progress?.update(extraction.extracted(summary.messages), summary.messages);
+          progress?.finish();
           const seconds = (Date.now() - started) / 1000;
           return {
             ...summary,
@@ -230,6 +245,54 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           `${summary.newMemories} new memories; ${summary.seconds.toFixed(1)} s, ${summary.messagesPerSecond} messages/s`,
       ),
     );
+}
+
+/** Milliseconds between two looks at the extraction backlog while the bar is drawn in place. */
+const POLL_MS = 500;
+
+/**
+ * How far extraction is behind `mneme ingest`: the backlog (messages past the channels' extraction
+ * watermarks, `maintenanceStatus`) against the one before the run, and the rate since the run began.
+ */
+function createExtractionFollower(mneme: Mneme, started: number) {
+  let backlogBefore = 0;
+  let backlog = 0;
+  let appended = 0;
+  let polling: Promise<void> | null = null;
+  let lastPoll = Number.NEGATIVE_INFINITY;
+  const backlogNow = async () =>
+    (await mneme.maintenanceStatus()).extraction.reduce((sum, channel) => sum + channel.backlog, 0);
+  const extracted = (messages: number) => Math.min(messages, Math.max(0, messages - (backlog - backlogBefore)));
+  return {
+    async start() {
+      backlogBefore = await backlogNow();
+      backlog = backlogBefore;
+    },
+    /** Looks at the backlog again, at most every `POLL_MS` unless `now`; in the background unless awaited. */
+    poll(now = false): Promise<void> {
+      if (polling || (!now && Date.now() - lastPoll < POLL_MS)) return polling ?? Promise.resolve();
+      lastPoll = Date.now();
+      polling = backlogNow()
+        .then((value) => {
+          backlog = value;
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          polling = null;
+        });
+      return polling;
+    },
+    extracted,
+    /** `appended 100,000 · extracted 42,000/100,000 · 850 msg/s` */
+    text(messages: number) {
+      appended = messages;
+      const done = extracted(messages);
+      const seconds = (Date.now() - started) / 1000;
+      const rate = seconds > 0 ? Math.round(done / seconds) : 0;
+      const count = (value: number) => value.toLocaleString('en-US');
+      return `appended ${count(appended)} · extracted ${count(done)}/${count(appended)} · ${count(rate)} msg/s`;
+    },
+  };
 }
 
 /** CONFLICT unless the file's lines up to the recorded one hash as they did (`prefix` null: the file ended before it). */

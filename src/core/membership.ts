@@ -43,12 +43,18 @@ export function createMembership(context: EngineContext): Membership {
       const at = context.clock.now();
       const projects = new Map<string, string | null>();
       const known = new Set<string>();
-      // A sender is usually a member already: a read, and a write only when they are not.
+      // A sender is usually a member already: a read, and a write only when they are not, one
+      // transaction a space for every new member the messages bring to it (an import brings many).
+      const missing = new Map<string, { kind: SpaceKind; id: string; userIds: string[] }>();
       const add = async (kind: SpaceKind, id: string, userId: string) => {
         const key = JSON.stringify([kind, id, userId]);
         if (known.has(key)) return;
         known.add(key);
-        if (!(await memberships.isMember(kind, id, userId))) await memberships.addMembers(kind, id, [userId], at);
+        if (await memberships.isMember(kind, id, userId)) return;
+        const space = JSON.stringify([kind, id]);
+        const entry = missing.get(space) ?? { kind, id, userIds: [] };
+        entry.userIds.push(userId);
+        missing.set(space, entry);
       };
       for (const message of messages) {
         if (message.role !== 'user') continue;
@@ -61,6 +67,7 @@ export function createMembership(context: EngineContext): Membership {
         const projectId = projects.get(message.topicId);
         if (projectId) await add('project', projectId, message.senderId);
       }
+      for (const { kind, id, userIds } of missing.values()) await memberships.addMembers(kind, id, userIds, at);
     },
 
     async assertMayView(userId, viewer) {

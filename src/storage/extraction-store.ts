@@ -67,7 +67,8 @@ export interface AppliedStep {
 
 /**
  * Exactly-once extraction across processes and crashes: a lease per watermark, and each message's
- * memories committed in the same transaction as the watermark past it.
+ * memories committed in the same transaction as the watermark past it (several messages in one, in a
+ * `batch`).
  */
 export interface ExtractionStore {
   /**
@@ -87,4 +88,14 @@ export interface ExtractionStore {
    * (`step.to`) and chunks of one (`exchange.messageId`) that was purged meanwhile are not written.
    */
   apply(lease: ExtractionLease, step: ExtractionStep): Promise<AppliedStep | null>;
+  /**
+   * Runs `work` as one batch: the steps it applies (`apply`, under any lease) commit together in one
+   * transaction when it returns, or none of them when it throws or the process dies, and every read
+   * made within `work` sees the steps it applied before. Calls from outside the batch wait for its
+   * end once it has applied a step (so a batch must stay short: the extraction bounds it by messages
+   * and milliseconds). A store without such a transaction may run `work` as it is, each step
+   * committed on its own (the PostgreSQL store does): still exactly once, since every step moves its
+   * watermark in its own commit.
+   */
+  batch<T>(work: () => Promise<T>): Promise<T>;
 }

@@ -83,32 +83,77 @@ async function processChannel(run: ChannelRun, channelId: string): Promise<void>
   }
 }
 
+/** Where a channel run stands: its watermarks, the page of the log it reads, the message before the next one. */
+interface ChannelCursor {
+  /** The stored watermark: the last message whose step was applied. */
+  applied: number;
+  /** The last message gone through (assistant messages after `applied` included). */
+  watermark: number;
+  previous: Message | null;
+  page: Message[];
+  index: number;
+  done: boolean;
+}
+
 /**
  * Extracts the channel's messages past its watermark until none is left or the run is stopped, one
  * step a user message (the messages before it move the watermark with it; a last step moves it past
- * those that end the run). False when a step found the lease or the watermark taken by another holder.
+ * those that end the run). The steps are applied in batches (`extractBatch`), each committed whole.
+ * False when a step found the lease or the watermark taken by another holder.
  */
 async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<boolean> {
   const { context, signal } = run;
   const { storage } = context;
-  let applied = (await storage.maintenanceState.get(lease.channelId, lease.task))?.watermark ?? 0;
-  let watermark = applied;
-  let [previous = null] = watermark > 0 ? await storage.messages.get([watermark]) : [];
-  reading: while (!signal.aborted) {
-    const batch = await storage.messages.listAfter(lease.channelId, watermark, EXTRACTION_BATCH_SIZE);
-    if (batch.length === 0) break;
-    for (const [index, message] of batch.entries()) {
-      if (signal.aborted) break reading;
-      if (message.role === 'user') {
-        if (!(await extractUserMessage(run, lease, { batch, index, previous, from: applied }))) return false;
-        applied = message.id;
-      }
-      previous = message;
-      watermark = message.id;
-    }
+  const applied = (await storage.maintenanceState.get(lease.channelId, lease.task))?.watermark ?? 0;
+  const [previous = null] = applied > 0 ? await storage.messages.get([applied]) : [];
+  const cursor: ChannelCursor = { applied, watermark: applied, previous, page: [], index: 0, done: false };
+  const batched = run.extractor === null || run.extractor.inProcess === true;
+  const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
+  while (!signal.aborted && !cursor.done) {
+    if (!(await storage.extraction.batch(() => extractBatch(run, lease, cursor, limit)))) return false;
   }
-  if (watermark === applied) return true;
-  return (await storage.extraction.apply(lease, { from: applied, to: watermark, at: context.clock.now() })) !== null;
+  if (cursor.watermark === cursor.applied) return true;
+  const last = { from: cursor.applied, to: cursor.watermark, at: context.clock.now() };
+  return (await storage.extraction.apply(lease, last)) !== null;
+}
+
+/**
+ * One batch of a channel run: up to `limit` user messages (or `ingest.extractionBatchMs` of work), each
+ * its own step, in order; the store commits them together (`ExtractionStore.batch`), and each
+ * message's reads see the steps before it, so the memories are those of one step a transaction.
+ * False when a step was refused (lease lost).
+ */
+async function extractBatch(
+  run: ChannelRun,
+  lease: ExtractionLease,
+  cursor: ChannelCursor,
+  limit: number,
+): Promise<boolean> {
+  const { storage } = run.context;
+  const started = performance.now();
+  const budget = run.context.policy.ingest.extractionBatchMs;
+  let extracted = 0;
+  while (!run.signal.aborted && extracted < limit && performance.now() - started < budget) {
+    if (cursor.index >= cursor.page.length) {
+      cursor.page = await storage.messages.listAfter(lease.channelId, cursor.watermark, EXTRACTION_BATCH_SIZE);
+      cursor.index = 0;
+    }
+    const message = cursor.page[cursor.index];
+    if (!message) {
+      cursor.done = true;
+      return true;
+    }
+    if (message.role === 'user') {
+      const step = { batch: cursor.page, index: cursor.index, previous: cursor.previous, from: cursor.applied };
+      if (!(await extractUserMessage(run, lease, step))) return false;
+      cursor.applied = message.id;
+      extracted++;
+    }
+    cursor.previous = message;
+    cursor.watermark = message.id;
+    cursor.index++;
+  }
+  return true;
 }
 
 /** Where a user message stands in its run: its batch and place, the message before it, the watermark before it. */

@@ -56,12 +56,20 @@ describe('the ingest policy', () => {
       turns: 10,
       workEveryUserMessages: 10,
       extractionLeaseSeconds: 30,
+      extractionBatchMessages: 64,
+      extractionBatchMs: 50,
       exchangeImportance: 0.5,
       chatCommands: true,
       skip: { maxChars: 0, slashPrefixed: false },
     });
     expect(() => resolvePolicy({ ingest: { chunkWords: 50, chunkOverlapWords: 50 } })).toThrow(
       expect.objectContaining({ code: ErrorCode.InvalidInput, message: expect.stringMatching(/chunkOverlapWords/) }),
+    );
+    expect(() => resolvePolicy({ ingest: { extractionBatchMessages: 0 } })).toThrow(
+      expect.objectContaining({
+        code: ErrorCode.InvalidInput,
+        message: expect.stringMatching(/extractionBatchMessages/),
+      }),
     );
   });
 });

@@ -109,6 +109,14 @@ export const IngestPolicySchema = z
      * a channel (or topic) whose extracting process died. A live holder renews it every third of that.
      */
     extractionLeaseSeconds: whole(30, 'extractionLeaseSeconds', 1, 3_600),
+    /**
+     * User messages of a channel the extraction worker writes in one transaction at most (with the
+     * watermark past the last), when the extractor runs in the process (the offline one); the
+     * store's other calls wait for a batch. 1: one transaction per message.
+     */
+    extractionBatchMessages: whole(64, 'extractionBatchMessages', 1, 1_000),
+    /** Milliseconds of work after which a batch of extraction ends, whatever its length (one message's work aside). */
+    extractionBatchMs: whole(50, 'extractionBatchMs', 1, 60_000),
   })
   .refine((policy) => policy.chunkOverlapWords < policy.chunkWords, {
     message: 'chunkOverlapWords must be smaller than chunkWords',

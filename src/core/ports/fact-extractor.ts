@@ -35,5 +35,11 @@ export interface ExtractionInput {
 export interface FactExtractor {
   /** e.g. `offline` or `chat:ollama:llama3.2`. */
   readonly id: string;
+  /**
+   * True for an extractor that answers within the process, with no I/O (the offline one): extraction
+   * may then write several messages in one transaction, during which the store's other calls wait.
+   * Left out: one message per transaction (a model call never holds the store).
+   */
+  readonly inProcess?: boolean;
   extract(input: ExtractionInput, options?: { signal?: AbortSignal }): Promise<ExtractedFact[]>;
 }

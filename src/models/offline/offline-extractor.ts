@@ -422,6 +422,7 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
 export function createOfflineExtractor(): FactExtractor {
   return {
     id: 'offline',
+    inProcess: true,
     async extract(input: ExtractionInput): Promise<ExtractedFact[]> {
       return extractFacts(input);
     },

@@ -10,7 +10,8 @@ const now = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 /**
  * The PostgreSQL implementation of the ExtractionStore port: leases in `extraction_leases`, expiring
  * by the database server's clock (so several `mneme serve` processes on several machines agree), and
- * each step applied in one transaction that checks the lease and the watermark under row locks.
+ * each step applied in one transaction that checks the lease and the watermark under row locks (a
+ * `batch` of steps too: one transaction each).
  */
 export function createPostgresExtractionStore(
   database: PostgresDatabase,
@@ -61,6 +62,10 @@ export function createPostgresExtractionStore(
         return rows.map(toMemory);
       });
     },
+
+    // Each step commits on its own (a batch over a pooled connection would need every read of the
+    // batch on its client): exactly once all the same, each watermark moving in its step's commit.
+    batch: (work) => work(),
 
     async apply(lease, step) {
       return writePg(

@@ -91,13 +91,16 @@ export function writeSqlite<T>(
   work: () => T,
   options: { deferred?: boolean | undefined } = {},
 ): T {
-  if (options.deferred) database.pragma('synchronous = NORMAL');
+  // Within a transaction already open (a batch of extraction steps), `work` is a savepoint of it,
+  // committed with it; the safety level may not change there.
+  const deferred = options.deferred === true && !database.inTransaction;
+  if (deferred) database.pragma('synchronous = NORMAL');
   try {
     return database.transaction(work).immediate();
   } catch (error) {
     throw toMnemeError(error, doing);
   } finally {
-    if (options.deferred) database.pragma('synchronous = FULL');
+    if (deferred) database.pragma('synchronous = FULL');
   }
 }
 

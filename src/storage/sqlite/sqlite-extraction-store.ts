@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { AppliedStep, ExtractionLease, ExtractionStore } from '../extraction-store.js';
-import { readSqlite, writeSqlite } from './sqlite-database.js';
+import { readSqlite, toMnemeError, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
+import type { SqliteScheduler } from './sqlite-scheduler.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 type LeaseKey = Pick<ExtractionLease, 'channelId' | 'task'>;
@@ -61,8 +62,15 @@ function prepareStatements(database: Database.Database) {
  * The SQLite implementation of the ExtractionStore port: leases in `extraction_leases` (expiry by
  * this machine's clock), steps applied in one IMMEDIATE transaction without an fsync of their own
  * (a power cut loses whole steps, memories and watermark together, which the next run re-extracts).
+ * A `batch` is a section of the connection's scheduler: its first step opens one IMMEDIATE
+ * transaction (each step a savepoint in it), committed when the batch's work returns, rolled back
+ * when it throws; the batch's reads run inside it, other calls of the process wait for its end.
  */
-export function createSqliteExtractionStore(database: Database.Database, vectors: SqliteVectorIndex): ExtractionStore {
+export function createSqliteExtractionStore(
+  database: Database.Database,
+  vectors: SqliteVectorIndex,
+  scheduler: SqliteScheduler,
+): ExtractionStore {
   const writes = createSqliteMemoryWrites(database, vectors);
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const statements = () => {
@@ -106,10 +114,41 @@ export function createSqliteExtractionStore(database: Database.Database, vectors
       );
     },
 
+    batch(work) {
+      return scheduler.section(work, {
+        open() {
+          database.pragma('synchronous = NORMAL');
+          try {
+            database.prepare('BEGIN IMMEDIATE').run();
+          } catch (error) {
+            database.pragma('synchronous = FULL');
+            throw toMnemeError(error, 'beginning a batch of extraction steps');
+          }
+        },
+        close(ok) {
+          try {
+            if (ok) database.prepare('COMMIT').run();
+          } catch (error) {
+            throw toMnemeError(error, 'committing a batch of extraction steps');
+          } finally {
+            if (database.inTransaction) database.prepare('ROLLBACK').run();
+            database.pragma('synchronous = FULL');
+          }
+        },
+      });
+    },
+
     async apply(lease, step) {
-      return writeSqlite(
+      await scheduler.hold();
+      const doing = `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`;
+      // Within a batch's transaction, a step is no savepoint of its own: a failed step fails the
+      // whole batch anyway, and a savepoint would make FTS5 write its pending terms at every step.
+      const write = database.inTransaction
+        ? <T>(_: unknown, __: string, work: () => T) => readSqlite(doing, work)
+        : writeSqlite;
+      return write(
         database,
-        `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`,
+        doing,
         () => {
           const sql = statements();
           if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;

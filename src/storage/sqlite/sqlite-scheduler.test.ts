@@ -137,4 +137,51 @@ describe('the SQLite scheduler', () => {
     expect(await readsUntilTimerFires()).toBe(false);
     await storage.close();
   });
+
+  it('holds the connection for a batch of extraction steps: calls from outside wait for its commit, calls inside see its writes', async () => {
+    const storage = createSqliteStorage({ path: newFile() });
+    const [first, second] = await storage.messages.append([message('one'), message('two')]);
+    const lease = { channelId: 'room', task: 'extraction', owner: 'me', ttlMs: 60_000 };
+    expect(await storage.extraction.claim(lease)).toBe(true);
+    const { events, note } = timeline();
+    // A call of another request, chained outside the batch, set off once the batch has applied a step.
+    let stepApplied = () => {};
+    const outside = new Promise<void>((resolve) => {
+      stepApplied = resolve;
+    })
+      .then(() => storage.maintenanceState.get('room', 'extraction'))
+      .then((state) => note(`outside read watermark ${state?.watermark}`));
+    await storage.extraction.batch(async () => {
+      await storage.extraction.apply(lease, { from: 0, to: first?.id ?? 0, at });
+      stepApplied();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      note(`inside read watermark ${(await storage.maintenanceState.get('room', 'extraction'))?.watermark}`);
+      await storage.extraction.apply(lease, { from: first?.id ?? 0, to: second?.id ?? 0, at });
+      note('batch done');
+    });
+    await outside;
+    expect(events).toEqual([
+      `inside read watermark ${first?.id}`,
+      'batch done',
+      `outside read watermark ${second?.id}`,
+    ]);
+    await storage.close();
+  });
+
+  it('rolls a whole batch of extraction steps back when its work throws', async () => {
+    const storage = createSqliteStorage({ path: newFile() });
+    const [first, second] = await storage.messages.append([message('one'), message('two')]);
+    const lease = { channelId: 'room', task: 'extraction', owner: 'me', ttlMs: 60_000 };
+    await storage.extraction.claim(lease);
+    const failing = storage.extraction.batch(async () => {
+      await storage.extraction.apply(lease, { from: 0, to: first?.id ?? 0, at });
+      await storage.extraction.apply(lease, { from: first?.id ?? 0, to: second?.id ?? 0, at });
+      throw new Error('the third step failed');
+    });
+    await expect(failing).rejects.toThrow('the third step failed');
+    expect(await storage.maintenanceState.get('room', 'extraction')).toBeNull();
+    expect(await storage.extraction.apply(lease, { from: 0, to: first?.id ?? 0, at })).not.toBeNull();
+    expect((await storage.maintenanceState.get('room', 'extraction'))?.watermark).toBe(first?.id);
+    await storage.close();
+  });
 });

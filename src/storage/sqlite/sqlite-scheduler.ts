@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { backgroundWork } from '../../workers/background-work.js';
 import type { Storage } from '../storage.js';
 import { isSqliteBusy } from './sqlite-database.js';
@@ -49,8 +50,33 @@ export interface SqliteScheduler {
    * background work's signal aborts; `waitForLock: false` fails at once.
    */
   run<T>(call: () => Promise<T>, options?: { waitForLock?: boolean }): Promise<T>;
+  /**
+   * Runs `work` as one section that may hold the connection alone: once a call within `work` (its
+   * async context) has called `hold` (`ends.open` runs then, e.g. a BEGIN), every call started
+   * outside the section (another request, the append of `ingest`, a timer) waits for the section's
+   * end before it runs, while the calls made within `work` run at once. `ends.close(true)` ends a
+   * held section when `work` returns (e.g. COMMIT), `ends.close(false)` when it threw (e.g.
+   * ROLLBACK). A section never held changes nothing.
+   */
+  section<T>(work: () => Promise<T>, ends: SectionEnds): Promise<T>;
+  /** Holds the caller's section (see `section`), if it has one and does not hold it yet; else nothing. */
+  hold(): Promise<void>;
   /** Ends every wait for a lock (each fails with its STORE_BUSY) and refuses to start new ones. */
   close(): void;
+}
+
+/** What a section of `SqliteScheduler.section` runs when it takes the connection and when it gives it back. */
+export interface SectionEnds {
+  /** Runs when the section takes the connection (synchronously; SQLITE_BUSY: tried again after a pause). */
+  open(): void;
+  /** Runs when the section ends, `ok` false when its work threw. */
+  close(ok: boolean): void;
+}
+
+/** One section of a scheduler, as its async context knows it. */
+interface Section {
+  held: boolean;
+  hold(): Promise<void>;
 }
 
 /**
@@ -63,6 +89,9 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
   const sliceMs = options.sliceMs ?? SQLITE_SLICE_MS;
   const closing = new AbortController();
   let turnStartedAt: number | null = null;
+  const sections = new AsyncLocalStorage<Section>();
+  /** The section holding the connection, and the promise resolved when it gives it back. */
+  let holder: { section: Section; released: Promise<void> } | null = null;
 
   function startTurn(): void {
     turnStartedAt = performance.now();
@@ -75,6 +104,9 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
     const deadline = performance.now() + options.busyTimeoutMs;
     for (let backoff = 1; ; backoff = Math.min(backoff * 2, LONGEST_BACKOFF_MS)) {
       try {
+        // Checked right before the call, in the same turn: a section may have taken the connection
+        // while this call waited for its turn or a lock.
+        while (holder && holder.section !== sections.getStore()) await holder.released;
         return await call();
       } catch (error) {
         const remaining = deadline - performance.now();
@@ -85,16 +117,64 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
     }
   }
 
+  function schedule<T>(call: () => Promise<T>, waitForLock: boolean): Promise<T> {
+    if (turnStartedAt === null) startTurn();
+    else if (performance.now() - turnStartedAt >= sliceMs && backgroundWork()) {
+      return nextTurn().then(() => {
+        startTurn();
+        return attempt(call, waitForLock);
+      });
+    }
+    return attempt(call, waitForLock);
+  }
+
   return {
     run(call, { waitForLock = true } = {}) {
-      if (turnStartedAt === null) startTurn();
-      else if (performance.now() - turnStartedAt >= sliceMs && backgroundWork()) {
-        return nextTurn().then(() => {
-          startTurn();
-          return attempt(call, waitForLock);
-        });
-      }
-      return attempt(call, waitForLock);
+      return schedule(call, waitForLock);
+    },
+    section<T>(work: () => Promise<T>, ends: SectionEnds): Promise<T> {
+      let release = () => {};
+      const giveBack = () => {
+        section.held = false;
+        holder = null;
+        release();
+      };
+      const hold = async () => {
+        if (section.held || holder?.section === section) return;
+        while (holder) await holder.released;
+        // Taken in the same turn as the check above: no other section gets in between.
+        section.held = true;
+        holder = { section, released: new Promise<void>((resolve) => (release = resolve)) };
+        try {
+          await attempt(async () => ends.open(), true);
+        } catch (error) {
+          giveBack();
+          throw error;
+        }
+      };
+      const section: Section = { held: false, hold };
+      const end = (ok: boolean) => {
+        if (!section.held) return;
+        try {
+          ends.close(ok);
+        } finally {
+          giveBack();
+        }
+      };
+      return sections.run(section, async () => {
+        let result: T;
+        try {
+          result = await work();
+        } catch (error) {
+          end(false);
+          throw error;
+        }
+        end(true);
+        return result;
+      });
+    },
+    hold() {
+      return sections.getStore()?.hold() ?? Promise.resolve();
     },
     close() {
       closing.abort();
@@ -107,6 +187,11 @@ const noWaitCalls: { readonly [Store in keyof Storage]?: ReadonlyArray<keyof Sto
   memories: ['touch'],
 };
 
+/** Store methods that are sections of the scheduler themselves (their calls inside are scheduled one by one). */
+const sectionCalls: { readonly [Store in keyof Storage]?: ReadonlyArray<keyof Storage[Store]> } = {
+  extraction: ['batch'],
+};
+
 /**
  * The storage with every method (of every store, and its own but `close`) run through `scheduler`.
  * Each store method runs at most one transaction, so running it again after SQLITE_BUSY runs the
@@ -114,10 +199,15 @@ const noWaitCalls: { readonly [Store in keyof Storage]?: ReadonlyArray<keyof Sto
  */
 export function scheduleSqliteStorage(storage: Storage, scheduler: SqliteScheduler): Storage {
   type Method = (...parameters: unknown[]) => Promise<unknown>;
-  const wrap = <Target extends object>(target: Target, noWait: readonly PropertyKey[] = []): Target =>
+  const wrap = <Target extends object>(
+    target: Target,
+    noWait: readonly PropertyKey[] = [],
+    sections: readonly PropertyKey[] = [],
+  ): Target =>
     Object.fromEntries(
       Object.entries(target).map(([name, value]) => {
         if (typeof value !== 'function') return [name, value];
+        if (sections.includes(name)) return [name, value.bind(target)];
         const method = value as Method;
         const waitForLock = !noWait.includes(name);
         return [
@@ -129,7 +219,9 @@ export function scheduleSqliteStorage(storage: Storage, scheduler: SqliteSchedul
   const stores = Object.fromEntries(
     Object.entries(storage).map(([name, value]) => [
       name,
-      typeof value === 'object' && value !== null ? wrap(value, noWaitCalls[name as keyof Storage]) : value,
+      typeof value === 'object' && value !== null
+        ? wrap(value, noWaitCalls[name as keyof Storage], sectionCalls[name as keyof Storage])
+        : value,
     ]),
   ) as unknown as Storage;
   return {

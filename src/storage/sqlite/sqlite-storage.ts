@@ -39,7 +39,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     messages: createSqliteMessageStore(database),
     idempotency: createSqliteIdempotencyStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
-    extraction: createSqliteExtractionStore(database, vectors),
+    extraction: createSqliteExtractionStore(database, vectors, scheduler),
     maintenance: createSqliteMaintenanceStore(database, vectors),
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     policy: createSqlitePolicyStore(database),
