@@ -93,6 +93,32 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
+  it('shares a PGlite folder opened twice in one process until the last of them closes', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
+    try {
+      const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      const second = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}/`) });
+      await first.memories.insert([globalMemory('written by the first')], context);
+      expect(await second.memories.searchText({ terms: ['first'], owners: null, limit: 5 })).toHaveLength(1);
+      const release = await first.tryLock('maintenance');
+      expect(release).not.toBeNull();
+      expect(await second.tryLock('maintenance')).toBeNull();
+      await release?.();
+      await first.close();
+      await second.memories.insert([globalMemory('written by the second')], context);
+      expect(await second.memories.searchText({ terms: ['written'], owners: null, limit: 5 })).toHaveLength(2);
+      await second.close();
+      const third = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      expect(await third.memories.searchText({ terms: ['second'], owners: null, limit: 5 })).toHaveLength(1);
+      await third.close();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
   it('keeps memories across a close and a reopen of a PGlite folder', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { join } = await import('node:path');
