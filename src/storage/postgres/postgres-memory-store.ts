@@ -5,7 +5,7 @@ import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgr
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
-import { purgePostgresUser } from './postgres-user-purge.js';
+import { erasePostgresUser } from './postgres-user-purge.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 /**
@@ -268,7 +268,7 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
     },
 
     async purgeUser(userId) {
-      return writePg(database, `purging user ${userId}`, (q) => purgePostgresUser(q, vectors, userId));
+      return erasePostgresUser(database, vectors, userId);
     },
   };
 }
