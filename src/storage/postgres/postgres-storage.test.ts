@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { globalMemory } from '../global-memory.fixture.js';
@@ -94,11 +97,7 @@ describe('PostgreSQL storage on PGlite', () => {
   });
 
   it('shares a PGlite folder opened twice in one process until the last of them closes', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
-    try {
+    await inPgliteFolder(async (folder) => {
       const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
       const second = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}/`) });
       await first.memories.insert([globalMemory('written by the first')], context);
@@ -114,17 +113,11 @@ describe('PostgreSQL storage on PGlite', () => {
       const third = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
       expect(await third.memories.searchText({ terms: ['second'], owners: null, limit: 5 })).toHaveLength(1);
       await third.close();
-    } finally {
-      rmSync(folder, { recursive: true, force: true });
-    }
+    });
   });
 
   it('keeps memories across a close and a reopen of a PGlite folder', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
-    try {
+    await inPgliteFolder(async (folder) => {
       const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
       await first.memories.insert([globalMemory('survives a reopen')], context);
       await first.close();
@@ -132,11 +125,19 @@ describe('PostgreSQL storage on PGlite', () => {
       const hits = await second.memories.searchText({ terms: ['reopen'], owners: null, limit: 5 });
       expect(hits).toHaveLength(1);
       await second.close();
-    } finally {
-      rmSync(folder, { recursive: true, force: true });
-    }
+    });
   });
 });
+
+/** Runs `work` with a new temporary folder, removed after it. */
+async function inPgliteFolder(work: (folder: string) => Promise<void>): Promise<void> {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
+  try {
+    await work(folder);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
 
 describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (postgresql-15, no pgvector)', () => {
   let server: TestPostgresServer;
