@@ -3,10 +3,10 @@ import {
   closeEngineStores,
   daysAfter,
   type EngineStore,
-  engineStores,
   type MaintenanceEngine,
   openMaintenanceEngine,
   prepareEngineStore,
+  serverEngineStores,
 } from '../../../test/maintenance-engine.js';
 import { decayPolicies, decayPolicyNames } from '../decay/decay.js';
 import { retention } from '../decay/ebbinghaus-decay.js';
@@ -40,7 +40,7 @@ async function activeIds(engine: MaintenanceEngine): Promise<number[]> {
 
 const fresh = { strength: 1, salience: 1, importance: 0.6, pinned: false, lastAccessedAt: null, createdAt: start };
 
-describe.each(engineStores)('the decay policies, on %s', (name) => {
+describe.each(serverEngineStores)('the decay policies, on %s', (name) => {
   beforeAll(async () => {
     store = name;
     await prepareEngineStore(name);
