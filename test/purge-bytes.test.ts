@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -184,4 +184,71 @@ describe('purging a user from a database file', () => {
     }
     expect(needlesIn(path)).toEqual([]);
   });
+});
+
+/** The files of a folder and its subfolders, but for `skip` (relative paths). */
+function filesUnder(root: string, skip: readonly string[], under = ''): string[] {
+  return readdirSync(join(root, under), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(under, entry.name);
+    if (skip.includes(path)) return [];
+    return entry.isDirectory() ? filesUnder(root, skip, path) : entry.isFile() ? [path] : [];
+  });
+}
+
+/** The needles found in the files of a PGlite folder but for its write-ahead log, with the file each is in. */
+function needlesInPglite(folder: string, skip: readonly string[] = ['pg_wal']): string[] {
+  return filesUnder(folder, skip).flatMap((file) => {
+    const bytes = readFileSync(join(folder, file));
+    return needles.filter((needle) => bytes.indexOf(Buffer.from(needle, 'utf8')) >= 0).map((n) => `${n} in ${file}`);
+  });
+}
+
+describe('purging a user from a PostgreSQL database (PGlite)', () => {
+  it("leaves none of the user's words in the tables' and indexes' files once closed, the write-ahead log aside", async () => {
+    const data = join(folder, 'pglite-purge');
+    const open = () =>
+      createMneme({
+        path: `pglite:${data}`,
+        clock: createFixedClock('2024-06-15T12:00:00.000Z'),
+        embedder: createFakeEmbeddingModel(),
+      });
+    let mneme = await open();
+    try {
+      await mneme.setDisplayName({ userId: 'zedkowsky', displayName: 'Zedkowsky' });
+      for (let round = 0; round < 3; round++) {
+        await mneme.ingestMany([
+          {
+            channelId: 'general',
+            sender: 'zedkowsky',
+            content: `I always say zorblatt and quazzelhoft in grundelwock, vexquorn ${round}`,
+            createdAt: at(round * 3),
+            topicId: 'zedkowsky-topic',
+          },
+          { channelId: 'general', sender: 'amy', content: `Amy answers round ${round}`, createdAt: at(round * 3 + 1) },
+        ]);
+        const note = await mneme.remember({
+          content: 'Zedkowsky note plimtraxx',
+          scope: 'personal',
+          userId: 'zedkowsky',
+        });
+        await mneme.update({ id: note.id, content: `Zedkowsky note fnordikump changed ${round}` });
+      }
+      await mneme.whenIdle();
+      await mneme.maintain({ now: at(24 * 60) });
+    } finally {
+      await mneme.close();
+    }
+    // Closed, PGlite has written its pages: the words are in the table files.
+    expect(needlesInPglite(data).length).toBeGreaterThan(0);
+    mneme = await open();
+    try {
+      expect((await mneme.purgeUser('zedkowsky')).messages).toBe(3);
+      expect((await mneme.list({ limit: 100 })).memories.map((memory) => memory.content).join(' ')).not.toMatch(
+        /zedkowsky|zorblatt/i,
+      );
+    } finally {
+      await mneme.close();
+    }
+    expect(needlesInPglite(data)).toEqual([]);
+  }, 120_000);
 });

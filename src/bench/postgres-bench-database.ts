@@ -1,4 +1,5 @@
 import { createPgPoolDatabase, isPostgresUrl } from '../storage/postgres/postgres-database.js';
+import { isPgliteUrl } from '../storage/postgres/postgres-pglite-database.js';
 
 /** A database the bench created on a PostgreSQL server for one store size, and dropped after it. */
 export interface PostgresBenchDatabase {
@@ -10,6 +11,9 @@ export interface PostgresBenchDatabase {
 
 /** True for a `postgres://` URL: the bench measures mneme on a PostgreSQL server. */
 export const isBenchServerUrl = isPostgresUrl;
+
+/** True for a `pglite:` setting (any): the bench measures mneme on PGlite folders it makes in its own temporary folder. */
+export const isBenchPgliteSetting = isPgliteUrl;
 
 /**
  * Creates an empty database `name` on the server of `serverUrl` (its user needs the CREATEDB right),

@@ -1,4 +1,4 @@
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProgressBar } from '../cli/progress-bar.js';
 import { createMneme, type Mneme, type Viewer } from '../index.js';
@@ -29,6 +29,11 @@ export interface BenchOptions {
    * dropped after it; the user needs CREATEDB) instead of SQLite files. The baseline stays SQLite.
    */
   server?: string;
+  /**
+   * Measure mneme on PGlite (in-process PostgreSQL with pgvector): its stores are PGlite folders in
+   * `directory` instead of SQLite files. The baseline stays SQLite.
+   */
+  pglite?: boolean;
 }
 
 const TOP_K = 10;
@@ -152,12 +157,15 @@ async function measureSize(
   const server: PostgresBenchDatabase | null = options.server
     ? await createPostgresBenchDatabase(options.server, `mneme_bench_${size}_${process.pid}`)
     : null;
+  // A PGlite folder is opened by every engine of this process at once: they share one PGlite.
+  const pgliteFolder = !server && options.pglite ? join(options.directory, `mneme-${size}.pglite`) : null;
   const paths = {
     baseline: join(options.directory, `baseline-${size}.db`),
-    mneme: server ? server.url : join(options.directory, `mneme-${size}.db`),
+    mneme: server ? server.url : pgliteFolder ? `pglite:${pgliteFolder}` : join(options.directory, `mneme-${size}.db`),
   };
   removeDatabase(paths.baseline);
-  if (!server) removeDatabase(paths.mneme);
+  if (pgliteFolder) rmSync(pgliteFolder, { recursive: true, force: true });
+  else if (!server) removeDatabase(paths.mneme);
   const model = createPrecomputedEmbeddingModel(MODEL_ID, DIMENSIONS);
   const open = systems(paths, model);
   const queries = Array.from({ length: options.queries + WARM_UP }, (_, index) => corpus.query(index, size));
@@ -212,7 +220,7 @@ async function measureSize(
   await mneme.close();
   const bytes = {
     baseline: databaseBytes(paths.baseline),
-    mneme: server ? await server.bytes() : databaseBytes(paths.mneme),
+    mneme: server ? await server.bytes() : pgliteFolder ? folderBytes(pgliteFolder) : databaseBytes(paths.mneme),
   };
 
   // 2. Recalls, each query by both systems in turn.
@@ -362,6 +370,7 @@ async function measureSize(
   await mneme.close();
   removeDatabase(paths.baseline);
   if (server) await server.drop();
+  else if (pgliteFolder) rmSync(pgliteFolder, { recursive: true, force: true });
   else removeDatabase(paths.mneme);
 
   const per10k = (total: number) => Math.round((total / Math.max(1, size)) * 10_000);
@@ -401,6 +410,15 @@ function rate(count: number, milliseconds: number): number {
 /** The bytes of a closed SQLite database: the file, plus a WAL file if one was left. */
 function databaseBytes(path: string): number {
   return [path, `${path}-wal`].reduce((total, file) => total + (existsSync(file) ? statSync(file).size : 0), 0);
+}
+
+/** The bytes of the files in a folder and its subfolders (a closed PGlite database). */
+function folderBytes(folder: string): number {
+  return readdirSync(folder, { withFileTypes: true }).reduce((total, entry) => {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) return total + folderBytes(path);
+    return total + (entry.isFile() ? statSync(path).size : 0);
+  }, 0);
 }
 
 function removeDatabase(path: string): void {

@@ -50,6 +50,15 @@ describe('mneme bench', () => {
     });
   });
 
+  it('measures mneme on PGlite with --db pglite:, the engines of one store sharing its folder', async () => {
+    const run = await runCli('pglite:memory:', ['bench', '--sizes', '30', '--queries', '2', '--messages', '3']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('30 memories');
+    // pgvector's search of 30 vectors is exact, as the baseline's.
+    expect(run.stdout).toMatch(/vector leg recall@10 vs exact, unscoped +1\.000/);
+    expect(run.stderr).toContain('the first maintenance cycle over 30 memories');
+  });
+
   it('refuses a size that is not a whole number', async () => {
     const run = await cli('bench', '--sizes', '10,ten');
     expect(run.code).toBe(2);

@@ -5,7 +5,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { formatBenchTable } from '../bench/bench-report.js';
 import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
 import { MAX_ASK_AFTER_DAYS, runLocomo } from '../bench/locomo/run-locomo.js';
-import { isBenchServerUrl } from '../bench/postgres-bench-database.js';
+import { isBenchPgliteSetting, isBenchServerUrl } from '../bench/postgres-bench-database.js';
 import { runBench } from '../bench/run-bench.js';
 import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
@@ -63,7 +63,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
   program
     .command('bench')
     .description(
-      'measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline (with --db postgres://..., mneme on that server)',
+      'measure recall latency, throughput and size beside a naive sqlite-vec + FTS5 baseline (with --db postgres://..., mneme on that server; with --db pglite:, on PGlite)',
     )
     .addOption(new Option('--sizes <list>', 'store sizes, comma-separated (default 10000,100000)').argParser(sizeList))
     .addOption(wholeNumberOption('--seed <n>', 'seed of the synthetic corpus (default 42)', 0))
@@ -82,9 +82,11 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
       const directory = mkdtempSync(join(tmpdir(), 'mneme-bench-'));
       try {
         const log = (line: string) => io.stderr(`${line}\n`);
-        // A PostgreSQL URL as the database: mneme is measured there (a file path is not used: the bench builds its own stores).
+        // A PostgreSQL URL as the database: mneme is measured there; a pglite: setting: on PGlite folders
+        // of its own (a file path is not used: the bench builds its own stores).
         const database = program.opts<{ db?: string }>().db;
         const server = database !== undefined && isBenchServerUrl(database) ? database : undefined;
+        const pglite = database !== undefined && isBenchPgliteSetting(database);
         const report = await runBench({
           sizes,
           seed,
@@ -94,6 +96,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           progress,
           log,
           ...(server ? { server } : {}),
+          ...(pglite ? { pglite } : {}),
         });
         const table = formatBenchTable(report, { seed, queries, messages, machine: machine() });
         writeResult(io, json, report, table);

@@ -1,5 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { daysAfter, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  closeEngineStores,
+  daysAfter,
+  type EngineStore,
+  type MaintenanceEngine,
+  openMaintenanceEngine,
+  prepareEngineStore,
+  serverEngineStores,
+} from '../../../test/maintenance-engine.js';
 import { decayPolicies, decayPolicyNames } from '../decay/decay.js';
 import { retention } from '../decay/ebbinghaus-decay.js';
 import { importanceDecay } from '../decay/importance-steps-decay.js';
@@ -11,9 +19,11 @@ const engines: MaintenanceEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.mneme.close();
 });
+afterAll(closeEngineStores);
+let store: EngineStore = 'sqlite';
 
 async function open(decay: MnemePolicy['decay']) {
-  const engine = await openMaintenanceEngine({ start, policy: { decay } });
+  const engine = await openMaintenanceEngine({ store, start, policy: { decay } });
   engines.push(engine);
   return engine;
 }
@@ -30,7 +40,12 @@ async function activeIds(engine: MaintenanceEngine): Promise<number[]> {
 
 const fresh = { strength: 1, salience: 1, importance: 0.6, pinned: false, lastAccessedAt: null, createdAt: start };
 
-describe('the decay policies', () => {
+describe.each(serverEngineStores)('the decay policies, on %s', (name) => {
+  beforeAll(async () => {
+    store = name;
+    await prepareEngineStore(name);
+  }, 120_000);
+
   describe('ebbinghaus (the default)', () => {
     it('halves retention at 14 days and archives a memory once it falls below 0.10, not before', async () => {
       expect(retention(fresh, daysAfter(start, 14))).toBeCloseTo(0.5, 12);

@@ -1,8 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { daysAfter, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  closeEngineStores,
+  daysAfter,
+  type EngineStore,
+  engineStores,
+  type MaintenanceEngine,
+  openMaintenanceEngine,
+  prepareEngineStore,
+} from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
 import { openSqliteDatabase } from '../../storage/sqlite/sqlite-database.js';
 import type { PolicyOptions } from '../policy.js';
@@ -12,9 +20,12 @@ const engines: MaintenanceEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.mneme.close();
 });
+afterAll(closeEngineStores);
+let store: EngineStore = 'sqlite';
 
 async function open(policy: PolicyOptions = {}, path?: string) {
   const engine = await openMaintenanceEngine({
+    store,
     start,
     policy,
     embedder: createFakeEmbeddingModel(),
@@ -33,7 +44,12 @@ async function fadedKestrel(engine: MaintenanceEngine) {
   return memory;
 }
 
-describe('memories that faded (ADR 9)', () => {
+describe.each(engineStores)('memories that faded (ADR 9), on %s', (name) => {
+  beforeAll(async () => {
+    store = name;
+    await prepareEngineStore(name);
+  }, 120_000);
+
   it('leaves lists and keeps its vector, yet a recall that asks for it finds it, ranked below an active match', async () => {
     const engine = await open();
     const old = await fadedKestrel(engine);
@@ -140,29 +156,32 @@ describe('memories that faded (ADR 9)', () => {
     expect(await engine.mneme.links(b.id)).toEqual([]);
   });
 
-  it('makes memories that decay archived before this version faded (migration 11)', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'mneme-faded-')), 'old.db');
-    const before = openSqliteDatabase({ path, migrateTo: 10 });
-    const insert = before.prepare(
-      `INSERT INTO memories (content, category, sector, scope, owner, source, importance, source_message_ids, source_ids,
+  it.skipIf(name !== 'sqlite')(
+    'makes memories that decay archived before this version faded (migration 11)',
+    async () => {
+      const path = join(mkdtempSync(join(tmpdir(), 'mneme-faded-')), 'old.db');
+      const before = openSqliteDatabase({ path, migrateTo: 10 });
+      const insert = before.prepare(
+        `INSERT INTO memories (content, category, sector, scope, owner, source, importance, source_message_ids, source_ids,
         valid_from, created_at, updated_at, archived_at) VALUES (?, 'fact', 'semantic', 'global', 'global', 'manual', 0.5, '[]', '[]', 1, 1, 1, ?)`,
-    );
-    const version = before.prepare(
-      `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+      );
+      const version = before.prepare(
+        `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
         VALUES (?, ?, ?, NULL, ?, '{}', '{}', 1)`,
-    );
-    const decayed = Number(insert.run('kestrel decayed', 5).lastInsertRowid);
-    const forgotten = Number(insert.run('kestrel forgotten', 5).lastInsertRowid);
-    version.run(decayed, 1, 'create', null);
-    version.run(decayed, 2, 'archive', 'decay: Ebbinghaus retention fell below 0.10');
-    version.run(forgotten, 1, 'create', null);
-    version.run(forgotten, 2, 'archive', 'no longer true');
-    before.close();
+      );
+      const decayed = Number(insert.run('kestrel decayed', 5).lastInsertRowid);
+      const forgotten = Number(insert.run('kestrel forgotten', 5).lastInsertRowid);
+      version.run(decayed, 1, 'create', null);
+      version.run(decayed, 2, 'archive', 'decay: Ebbinghaus retention fell below 0.10');
+      version.run(forgotten, 1, 'create', null);
+      version.run(forgotten, 2, 'archive', 'no longer true');
+      before.close();
 
-    const engine = await open({}, path);
-    expect((await engine.mneme.get(decayed)).fadedAt).not.toBeNull();
-    expect((await engine.mneme.get(forgotten)).fadedAt).toBeNull();
-    const found = await engine.mneme.recall({ query: 'kestrel', inspect: true });
-    expect(found.hits.map((hit) => hit.memory.id)).toEqual([decayed]);
-  });
+      const engine = await open({}, path);
+      expect((await engine.mneme.get(decayed)).fadedAt).not.toBeNull();
+      expect((await engine.mneme.get(forgotten)).fadedAt).toBeNull();
+      const found = await engine.mneme.recall({ query: 'kestrel', inspect: true });
+      expect(found.hits.map((hit) => hit.memory.id)).toEqual([decayed]);
+    },
+  );
 });

@@ -164,18 +164,50 @@ function sqlState(error: unknown): string {
   return typeof code === 'string' ? code : '';
 }
 
-/** Wraps a driver error once, keeping MnemeErrors as they are. */
+/**
+ * SQLSTATEs after which the same request may well succeed a moment later: serialization_failure,
+ * deadlock_detected, lock_not_available, query_canceled (statement timeout), too_many_connections, and
+ * the server ending or refusing sessions while it shuts down, restarts or starts (admin_shutdown,
+ * crash_shutdown, cannot_connect_now, idle_session_timeout): the pool opens a new connection.
+ */
+const BUSY_STATES = ['40001', '40P01', '55P03', '57014', '53300', '57P01', '57P02', '57P03', '57P05'];
+/** Errors of the driver or the socket when the server cannot be reached. */
+const UNREACHABLE_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'EPIPE'];
+
+/**
+ * Wraps a driver error once, keeping MnemeErrors as they are. Class 08 is about the connection
+ * (cannot connect, lost, rejected), except 08P01 (protocol_violation): the server understood the
+ * connection but not a message of the client (a statement's parameters not matching its
+ * placeholders, for one), which retrying or checking the URL does not fix.
+ */
 export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;
   const state = sqlState(error);
-  // serialization_failure, deadlock_detected, lock_not_available, query_canceled (statement timeout)
-  if (['40001', '40P01', '55P03', '57014'].includes(state)) {
-    return new MnemeError(ErrorCode.StoreBusy, `${doing}: the database is busy; try again shortly`, { cause: error });
+  const message = errorMessage(error) || state;
+  if (BUSY_STATES.includes(state)) {
+    const why = state.startsWith('57P')
+      ? `the PostgreSQL server is shutting down, restarting or starting (${message})`
+      : 'the database is busy';
+    return new MnemeError(ErrorCode.StoreBusy, `${doing}: ${why}; try again shortly`, { cause: error });
   }
-  if (['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'ECONNRESET'].includes(state) || state.startsWith('08')) {
+  if (state === '08P01') {
     return new MnemeError(
       ErrorCode.StoreFailed,
-      `${doing}: cannot reach the PostgreSQL server (${errorMessage(error) || state}); check the URL and that the server runs`,
+      `${doing}: the PostgreSQL server refused a message of mneme (protocol violation: ${message}); this is a bug of mneme or the driver, not of the connection: please report it`,
+      { cause: error },
+    );
+  }
+  if (state === '08007') {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: the connection was lost while committing, so whether the change was saved is unknown (${message}); read it back before retrying`,
+      { cause: error },
+    );
+  }
+  if (UNREACHABLE_CODES.includes(state) || state.startsWith('08')) {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: cannot reach the PostgreSQL server (${message}); check the URL and that the server runs`,
       { cause: error },
     );
   }
@@ -187,6 +219,9 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
         cause: error,
       },
     );
+  }
+  if (state === '57P04') {
+    return new MnemeError(ErrorCode.StoreFailed, `${doing}: the database was dropped (${message})`, { cause: error });
   }
   return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
 }

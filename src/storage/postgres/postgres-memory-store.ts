@@ -5,8 +5,7 @@ import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgr
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
-import { orTsquery, weightedLexemes } from './postgres-text-query.js';
-import { purgePostgresUser } from './postgres-user-purge.js';
+import { erasePostgresUser } from './postgres-user-purge.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 /**
@@ -135,16 +134,25 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       return withPgErrors('searching memories', async () => {
         const terms = maxTerms === undefined ? asked : await frequencies.rarest(database, asked, maxTerms);
         if (terms.length === 0) return [];
+        const search = await frequencies.weighted(database, terms, limit);
+        if (search === null) return [];
         const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
+        // The candidates through the GIN index (the tsquery a parameter the planner knows), each scored
+        // by the sum over the query's lexemes it contains of idf x ts_rank.
         const { rows } = await database.query<{ id: number; score: number }>(
-          `WITH q AS (SELECT ${orTsquery(1, 'english')} AS query),
-             weighted AS MATERIALIZED ${weightedLexemes(1, 'english', 'memories')}
-           SELECT m.id,
-             (SELECT sum(w.idf * ts_rank(m.fts, w.query, 1)) FROM weighted w WHERE m.fts @@ w.query) AS score
-           FROM memories m, q
-           WHERE m.fts @@ q.query AND ${state} ${owners === null ? '' : 'AND m.owner = ANY($3::text[])'}
+          `SELECT m.id,
+             (SELECT sum(w.idf * ts_rank(m.fts, w.query, 1))
+              FROM unnest($3::tsquery[], $4::float8[]) AS w(query, idf) WHERE m.fts @@ w.query) AS score
+           FROM memories m
+           WHERE m.fts @@ $1::tsquery AND ${state} ${owners === null ? '' : 'AND m.owner = ANY($5::text[])'}
            ORDER BY score DESC, m.id LIMIT $2`,
-          [[...terms], limit, ...(owners === null ? [] : [[...owners]])],
+          [
+            search.candidates,
+            limit,
+            search.lexemes.map((lexeme) => lexeme.query),
+            search.lexemes.map((lexeme) => lexeme.idf),
+            ...(owners === null ? [] : [[...owners]]),
+          ],
         );
         return rows.map((row) => ({ id: row.id, score: row.score }));
       });
@@ -164,11 +172,18 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       if (touches.length === 0) return;
       await writePg(database, 'recording retrievals', async (q) => {
         const ids = touches.map((touch) => touch.id);
-        const faded = await q.query<{ id: number }>(
-          'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id = ANY($1::bigint[]) ORDER BY id',
+        // Access counts and reinforcement are statistics: unless a faded memory is revived (a change
+        // with a version), the transaction commits without waiting for the WAL flush
+        // (`synchronous_commit` off for it alone). A server crash may lose the last touches, never a
+        // memory, and never leaves the database inconsistent.
+        const { rows } = await q.query<{ faded: number[] }>(
+          `SELECT set_config('synchronous_commit', 'off', true),
+             array(SELECT id FROM memories WHERE faded_at IS NOT NULL AND id = ANY($1::bigint[]) ORDER BY id) AS faded`,
           [ids],
         );
-        for (const { id } of faded.rows) {
+        const faded = (rows[0]?.faded ?? []).map(Number);
+        if (faded.length > 0) await q.query("SELECT set_config('synchronous_commit', 'on', true)");
+        for (const id of faded) {
           await writes.revive(q, id, { at, actor: null, reason: 'recalled after it faded' });
         }
         await q.query(
@@ -253,7 +268,7 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
     },
 
     async purgeUser(userId) {
-      return writePg(database, `purging user ${userId}`, (q) => purgePostgresUser(q, vectors, userId));
+      return erasePostgresUser(database, vectors, userId);
     },
   };
 }

@@ -1,19 +1,7 @@
-import { toIso } from '../../core/clock.js';
-import type { AppendedMessage, Message, MessageRole, MessageStore } from '../message-store.js';
+import { type MessageRow, toMessage } from '../message-rows.js';
+import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { orTsquery } from './postgres-text-query.js';
-
-interface MessageRow {
-  id: number;
-  channel_id: string;
-  sender_id: string;
-  role: MessageRole;
-  content: string;
-  topic_id: string | null;
-  reply_to: number | null;
-  external_id: string | null;
-  created_at: number;
-}
 
 const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
 
@@ -183,19 +171,5 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
         [[...terms], channelId, limit],
       );
     },
-  };
-}
-
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    senderId: row.sender_id,
-    role: row.role,
-    content: row.content,
-    topicId: row.topic_id,
-    replyTo: row.reply_to,
-    externalId: row.external_id,
-    createdAt: toIso(row.created_at),
   };
 }

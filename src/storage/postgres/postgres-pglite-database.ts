@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import type { PostgresDatabase, PostgresQueryable, PostgresResult } from './postgres-database.js';
 
@@ -14,17 +15,21 @@ const numbers = (value: string) =>
         .split(',')
         .map((item) => (item === 'NULL' ? null : Number(item)));
 
-/**
- * Opens PGlite (PostgreSQL compiled to WebAssembly, in this process) with its pgvector extension:
- * `pglite:memory:` in memory, `pglite:<folder>` on disk. PGlite is a development dependency (tests,
- * benchmarks, evaluations); it is loaded only when asked for.
- */
-export async function createPgliteDatabase(
-  path: string,
-  options: { vectors?: boolean } = {},
-): Promise<PostgresDatabase> {
-  const where = path.slice('pglite:'.length);
-  let modules: [typeof import('@electric-sql/pglite'), typeof import('@electric-sql/pglite-pgvector')];
+type PgliteModules = [typeof import('@electric-sql/pglite'), typeof import('@electric-sql/pglite-pgvector')];
+type Pglite = InstanceType<PgliteModules[0]['PGlite']>;
+
+/** A PGlite folder open in this process: every `createPgliteDatabase` of it shares it until the last closes. */
+interface OpenFolder {
+  database: Promise<Pglite>;
+  /** The named locks of this process (`tryLock`): one PGlite is one session. */
+  held: Set<string>;
+  users: number;
+}
+
+const openFolders = new Map<string, OpenFolder>();
+
+async function startPglite(where: string | null, vectors: boolean): Promise<Pglite> {
+  let modules: PgliteModules;
   try {
     modules = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-pgvector')]);
   } catch (error) {
@@ -34,18 +39,69 @@ export async function createPgliteDatabase(
     );
   }
   const [{ PGlite }, { vector }] = modules;
-  const database = await PGlite.create({
-    ...(where === 'memory:' || where === '' ? {} : { dataDir: where }),
-    ...(options.vectors === false ? {} : { extensions: { vector } }),
+  return PGlite.create({
+    ...(where === null ? {} : { dataDir: where }),
+    ...(vectors ? { extensions: { vector } } : {}),
     parsers: { 20: Number, 1700: Number, 1016: numbers },
   });
+}
+
+/**
+ * Opens PGlite (PostgreSQL compiled to WebAssembly, in this process) with its pgvector extension:
+ * `pglite:memory:` in memory (a new database each time), `pglite:<folder>` on disk. A folder is one
+ * process's database: opened again in the same process while open (two engines, or a store and its
+ * copy), it is the same PGlite, closed when the last of them closes (the first open's extensions
+ * hold). PGlite is a development dependency (tests, benchmarks, evaluations); it is loaded only when
+ * asked for.
+ */
+export async function createPgliteDatabase(
+  path: string,
+  options: { vectors?: boolean } = {},
+): Promise<PostgresDatabase> {
+  const where = path.slice('pglite:'.length);
+  const vectors = options.vectors !== false;
+  let folder: OpenFolder;
+  let release: () => Promise<void>;
+  if (where === 'memory:' || where === '') {
+    folder = { database: startPglite(null, vectors), held: new Set(), users: 1 };
+    release = async () => {
+      const database = await folder.database;
+      if (!database.closed) await database.close();
+    };
+  } else {
+    const key = resolve(where);
+    const open = openFolders.get(key);
+    if (open) {
+      open.users++;
+      folder = open;
+    } else {
+      folder = { database: startPglite(where, vectors), held: new Set(), users: 1 };
+      openFolders.set(key, folder);
+      folder.database.catch(() => openFolders.delete(key));
+    }
+    release = async () => {
+      folder.users--;
+      if (folder.users > 0) return;
+      openFolders.delete(key);
+      const database = await folder.database;
+      if (!database.closed) await database.close();
+    };
+  }
+  let database: Pglite;
+  try {
+    database = await folder.database;
+  } catch (error) {
+    folder.users--;
+    throw error;
+  }
   const wrap =
     (target: { query: (sql: string, parameters?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> }) =>
     async <Row>(sql: string, parameters: readonly unknown[] = []): Promise<PostgresResult<Row>> => {
       const result = await target.query(sql, [...parameters]);
       return { rows: result.rows as Row[], changed: result.affectedRows ?? 0 };
     };
-  const held = new Set<string>();
+  const { held } = folder;
+  let closed = false;
   return {
     description: path,
     query: wrap(database),
@@ -72,7 +128,9 @@ export async function createPgliteDatabase(
       };
     },
     async close() {
-      if (!database.closed) await database.close();
+      if (closed) return;
+      closed = true;
+      await release();
     },
   };
 }

@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { globalMemory } from '../global-memory.fixture.js';
-import { createPgPoolDatabase, type PostgresDatabase } from './postgres-database.js';
+import { createPgPoolDatabase, type PostgresDatabase, withPgErrors } from './postgres-database.js';
 import { latestPostgresSchemaVersion, migratePostgres, postgresMigrations } from './postgres-migrations.js';
 import { createPgliteDatabase } from './postgres-pglite-database.js';
 import { hasPostgresBinaries, startTestPostgresServer, type TestPostgresServer } from './postgres-server.fixture.js';
@@ -93,12 +96,28 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
+  it('shares a PGlite folder opened twice in one process until the last of them closes', async () => {
+    await inPgliteFolder(async (folder) => {
+      const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      const second = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}/`) });
+      await first.memories.insert([globalMemory('written by the first')], context);
+      expect(await second.memories.searchText({ terms: ['first'], owners: null, limit: 5 })).toHaveLength(1);
+      const release = await first.tryLock('maintenance');
+      expect(release).not.toBeNull();
+      expect(await second.tryLock('maintenance')).toBeNull();
+      await release?.();
+      await first.close();
+      await second.memories.insert([globalMemory('written by the second')], context);
+      expect(await second.memories.searchText({ terms: ['written'], owners: null, limit: 5 })).toHaveLength(2);
+      await second.close();
+      const third = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
+      expect(await third.memories.searchText({ terms: ['second'], owners: null, limit: 5 })).toHaveLength(1);
+      await third.close();
+    });
+  });
+
   it('keeps memories across a close and a reopen of a PGlite folder', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
-    try {
+    await inPgliteFolder(async (folder) => {
       const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
       await first.memories.insert([globalMemory('survives a reopen')], context);
       await first.close();
@@ -106,11 +125,19 @@ describe('PostgreSQL storage on PGlite', () => {
       const hits = await second.memories.searchText({ terms: ['reopen'], owners: null, limit: 5 });
       expect(hits).toHaveLength(1);
       await second.close();
-    } finally {
-      rmSync(folder, { recursive: true, force: true });
-    }
+    });
   });
 });
+
+/** Runs `work` with a new temporary folder, removed after it. */
+async function inPgliteFolder(work: (folder: string) => Promise<void>): Promise<void> {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-pglite-'));
+  try {
+    await work(folder);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
 
 describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (postgresql-15, no pgvector)', () => {
   let server: TestPostgresServer;
@@ -184,6 +211,55 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     } finally {
       await mneme.close();
       await holder.close();
+    }
+  });
+
+  it('tells a protocol violation from an unreachable server, and a terminated session from a failure', async () => {
+    const database = createPgPoolDatabase(await server.database('errors'));
+    try {
+      // A statement whose parameters do not match its placeholders: the server answers 08P01.
+      const violation = await withPgErrors('reading', () => database.query('SELECT $1::int AS n', [1, 2])).catch(
+        (error: unknown) => error,
+      );
+      expect(violation).toMatchObject({ code: ErrorCode.StoreFailed, cause: { code: '08P01' } });
+      expect((violation as Error).message).toMatch(/protocol violation/);
+      expect((violation as Error).message).not.toMatch(/cannot reach/);
+      // The server ending a session (as when it shuts down or restarts): 57P01, worth a retry.
+      const sleeping = database.query('SELECT pg_sleep(30)');
+      const terminated = withPgErrors('reading', () => sleeping).catch((error: unknown) => error);
+      const killer = createPgPoolDatabase(await server.database('errors'), { max: 1 });
+      for (let tries = 0; tries < 200; tries++) {
+        const { rows } = await killer.query<{ ended: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+           WHERE query = 'SELECT pg_sleep(30)' AND pid <> pg_backend_pid()`,
+        );
+        if (rows.some((row) => row.ended)) break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await killer.close();
+      expect(await terminated).toMatchObject({ code: ErrorCode.StoreBusy, cause: { code: '57P01' } });
+      // The pool opens a new connection: the next statement works.
+      expect((await database.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('says the server cannot be reached when nothing listens at the URL', async () => {
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      });
+    });
+    const database = createPgPoolDatabase(`postgres://mneme@127.0.0.1:${port}/nowhere`);
+    try {
+      const refused = await withPgErrors('reading', () => database.query('SELECT 1')).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: ErrorCode.StoreFailed });
+      expect((refused as Error).message).toMatch(/cannot reach the PostgreSQL server/);
+    } finally {
+      await database.close();
     }
   });
 

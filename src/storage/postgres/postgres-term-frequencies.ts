@@ -1,60 +1,120 @@
 import type { TermCounts } from '../memory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
-import { orTsqueryOf } from './postgres-text-query.js';
+import { lexemeQuery, orLexemeQuery } from './postgres-text-query.js';
 
-/** Terms whose frequency is remembered. */
-const CACHED_TERMS = 10_000;
+/** Terms whose lexemes, and `tsquery` texts whose frequency, are remembered. */
+const CACHED = 10_000;
 /** A remembered frequency is counted again once the number of memories moved by more than this share. */
 const STALE_SHARE = 0.1;
+/** A lexeme in more than this share of the memories... */
+export const COMMON_SHARE = 0.01;
+/** ...and in more than this many memories is very common; below it, a posting list is short anyway. */
+export const COMMON_MIN_MEMORIES = 1000;
 
-/**
- * How common search terms are among the memories (archived ones too), as `MemoryStore.termCounts`
- * answers: a term counts the memories whose `fts` matches its lexemes (stemmed by `english`, as
- * `searchText` matches them; a stop word or a term without a word counts 0), through the GIN index.
- * As in SQLite, a count is remembered while the number of memories (an upper bound: the largest id)
- * stays within a tenth of what it was, so recall's per-query rarity weights cost one indexed read
- * for terms seen before; the terms not remembered are counted in one statement.
- */
-export function createPostgresTermFrequencies(): {
+/** The lexemes a full-text search scores by, and which memories are its candidates. */
+export interface WeightedSearch {
+  /** Each distinct lexeme of the terms as a one-lexeme `tsquery` text, with its BM25 inverse document frequency. */
+  lexemes: Array<{ query: string; idf: number }>;
+  /** The `tsquery` text the candidates match: the OR of the lexemes, or of the rarer ones only (see `weighted`). */
+  candidates: string;
+}
+
+export interface PostgresTermFrequencies {
+  /** `MemoryStore.termCounts`. */
   counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts>;
   /** The `count` rarest of `terms` by these counts (ties: the first), in their order; all when there are no more. */
   rarest(q: PostgresQueryable, terms: readonly string[], count: number): Promise<readonly string[]>;
-} {
-  const cache = new Map<string, { frequency: number; size: number }>();
+  /** What a search for `terms` that wants `limit` hits scores by; null when no term has a lexeme. */
+  weighted(q: PostgresQueryable, terms: readonly string[], limit: number): Promise<WeightedSearch | null>;
+}
 
-  const remembered = (term: string, size: number): number | undefined => {
-    const known = cache.get(term);
-    if (!known) return undefined;
-    cache.delete(term);
-    if (Math.abs(size - known.size) > known.size * STALE_SHARE) return undefined;
-    cache.set(term, known);
-    return known.frequency;
+/**
+ * How common search terms and their lexemes are among the memories (archived ones too). A term is
+ * stemmed by `english` (as `memories.fts` is) once, with one statement for the terms not seen before;
+ * its count is that of the memories whose `fts` matches the OR of its lexemes (a stop word or a term
+ * without a word counts 0). Counts are made through the GIN index: each `tsquery` is a parameter, so
+ * the planner knows it. As in SQLite, a count is remembered while the number of memories (an upper
+ * bound: the largest id, read with the counts) stays within a tenth of what it was, so recall's
+ * rarity weights cost one short statement for words seen before.
+ *
+ * BM25 weighs a lexeme by its rarity, so a lexeme found in a large share of the memories moves a
+ * match only a little, yet scoring every memory that contains it makes the search cost as much as its
+ * posting list is long. When the rarer lexemes alone match at least as many memories as a search
+ * wants, they decide which memories are candidates, and every lexeme still scores them (SQLite does
+ * the same): only memories that have none but very common lexemes are left out.
+ */
+export function createPostgresTermFrequencies(): PostgresTermFrequencies {
+  const stems = new Map<string, readonly string[]>();
+  const frequencies = new Map<string, { frequency: number; size: number }>();
+
+  const remember = <V>(cache: Map<string, V>, key: string, value: V) => {
+    cache.set(key, value);
+    if (cache.size > CACHED) cache.delete(cache.keys().next().value ?? '');
   };
 
-  async function counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts> {
-    const { rows } = await q.query<{ size: number }>('SELECT COALESCE(MAX(id), 0) AS size FROM memories');
-    const size = rows[0]?.size ?? 0;
-    const known = terms.map((term) => remembered(term, size));
-    const missing = [...new Set(terms.filter((_, index) => known[index] === undefined))];
+  async function lexemesOf(q: PostgresQueryable, terms: readonly string[]): Promise<Array<readonly string[]>> {
+    const missing = [...new Set(terms.filter((term) => !stems.has(term)))];
     if (missing.length > 0) {
-      const counted = await q.query<{ term: string; frequency: number }>(
-        `SELECT term, (SELECT count(*) FROM memories WHERE fts @@ ${orTsqueryOf('term', 'english')}) AS frequency
-           FROM unnest($1::text[]) AS term`,
+      const { rows } = await q.query<{ term: string; lexemes: string[] }>(
+        `SELECT term, tsvector_to_array(to_tsvector('english'::regconfig, term)) AS lexemes
+         FROM unnest($1::text[]) AS term`,
         [missing],
       );
-      for (const { term, frequency } of counted.rows) {
-        cache.set(term, { frequency, size });
-        if (cache.size > CACHED_TERMS) cache.delete(cache.keys().next().value ?? '');
-      }
+      for (const { term, lexemes } of rows) remember(stems, term, [...lexemes].sort());
     }
-    return {
-      memories: size,
-      counts: terms.map((term, index) => known[index] ?? cache.get(term)?.frequency ?? 0),
-    };
+    return terms.map((term) => stems.get(term) ?? []);
+  }
+
+  /**
+   * The memories matching each `tsquery` text, and the number of memories, in one statement: a
+   * remembered count is used while that number stays within a tenth of what it was, else counted.
+   */
+  async function frequenciesOf(
+    q: PostgresQueryable,
+    queries: readonly string[],
+  ): Promise<{ size: number; counts: number[] }> {
+    const distinct = [...new Set(queries)];
+    const known = distinct.map((query) => frequencies.get(query));
+    const values = distinct.flatMap((query, index) => [query, known[index]?.size ?? -1]);
+    const counts = distinct.map(
+      (_, index) =>
+        `CASE WHEN $${2 * index + 2}::bigint >= 0 AND abs(s.size - $${2 * index + 2}::bigint) <= $${2 * index + 2}::bigint * ${STALE_SHARE}
+          THEN -1 ELSE (SELECT count(*) FROM memories WHERE fts @@ $${2 * index + 1}::tsquery) END`,
+    );
+    const { rows } = await q.query<{ size: number; counts: number[] }>(
+      `WITH s AS (SELECT COALESCE(MAX(id), 0) AS size FROM memories)
+       SELECT s.size, ARRAY[${counts.join(', ')}]::bigint[] AS counts FROM s`,
+      values,
+    );
+    const size = rows[0]?.size ?? 0;
+    const counted = rows[0]?.counts ?? [];
+    const found = new Map<string, number>();
+    distinct.forEach((query, index) => {
+      const count = Number(counted[index] ?? 0);
+      const remembered = known[index];
+      if (count < 0 && remembered) {
+        frequencies.delete(query);
+        remember(frequencies, query, remembered);
+        found.set(query, remembered.frequency);
+      } else {
+        remember(frequencies, query, { frequency: Math.max(0, count), size });
+        found.set(query, Math.max(0, count));
+      }
+    });
+    return { size, counts: queries.map((query) => found.get(query) ?? 0) };
+  }
+
+  async function counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts> {
+    const queries = (await lexemesOf(q, terms)).map(orLexemeQuery);
+    const asked = queries.filter((query): query is string => query !== null);
+    const { size, counts: found } = await frequenciesOf(q, asked);
+    const byQuery = new Map(asked.map((query, index) => [query, found[index] ?? 0]));
+    return { memories: size, counts: queries.map((query) => (query === null ? 0 : (byQuery.get(query) ?? 0))) };
   }
 
   return {
     counts,
+
     async rarest(q, terms, count) {
       if (terms.length <= count) return terms;
       const counted = (await counts(q, terms)).counts;
@@ -66,6 +126,30 @@ export function createPostgresTermFrequencies(): {
           .map((entry) => entry.index),
       );
       return terms.filter((_term, index) => kept.has(index));
+    },
+
+    async weighted(q, terms, limit) {
+      const lexemes = [...new Set((await lexemesOf(q, terms)).flat())];
+      if (lexemes.length === 0) return null;
+      const queries = lexemes.map(lexemeQuery);
+      const { size, counts: found } = await frequenciesOf(q, queries);
+      const total = Math.max(1, size);
+      const counted = queries.map((query, index) => {
+        const frequency = found[index] ?? 0;
+        return { query, frequency, idf: Math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)) };
+      });
+      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * size);
+      const rare = counted.filter((entry) => entry.frequency <= threshold);
+      const split =
+        counted.length > 1 &&
+        size > threshold &&
+        rare.length > 0 &&
+        rare.length < counted.length &&
+        Math.max(...rare.map((entry) => entry.frequency)) >= limit;
+      return {
+        lexemes: counted.map(({ query, idf }) => ({ query, idf })),
+        candidates: (split ? rare : counted).map((entry) => entry.query).join(' | '),
+      };
     },
   };
 }

@@ -1,8 +1,7 @@
-import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
-import type { Message, MessageRole } from '../message-store.js';
+import { type MessageRow, toMessage } from '../message-rows.js';
 import type { ImportSession, TransferFilter, TransferLink, TransferMemory, TransferStore } from '../transfer-store.js';
 import {
   type PostgresDatabase,
@@ -12,18 +11,6 @@ import {
   withPgErrors,
 } from './postgres-database.js';
 import { memoryColumnsOf, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
-
-interface MessageRow {
-  id: number;
-  channel_id: string;
-  sender_id: string;
-  role: MessageRole;
-  content: string;
-  topic_id: string | null;
-  reply_to: number | null;
-  created_at: number;
-  external_id: string | null;
-}
 
 const messageColumns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
 
@@ -299,20 +286,6 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         },
       });
     },
-  };
-}
-
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    senderId: row.sender_id,
-    role: row.role,
-    content: row.content,
-    topicId: row.topic_id,
-    replyTo: row.reply_to,
-    externalId: row.external_id,
-    createdAt: toIso(row.created_at),
   };
 }
 

@@ -1,5 +1,6 @@
+import { MnemeError } from '../../core/errors.js';
 import type { PurgeReport } from '../../core/types.js';
-import type { PostgresQueryable } from './postgres-database.js';
+import { type PostgresDatabase, type PostgresQueryable, toMnemeErrorPg, writePg } from './postgres-database.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 /**
@@ -8,8 +9,53 @@ import type { PostgresVectorIndex } from './postgres-vector-index.js';
  * (episodes, merges, insights), with vectors, versions and links, and their memberships; a turn's
  * search context quoting their messages is cleared; their API keys are deleted (so revoked), and so is
  * every stored idempotent response (it may quote them). The deleted rows' bytes stay in the table
- * files until autovacuum reuses the space (`VACUUM FULL` rewrites them at once).
+ * files until `erasePostgresUser`'s rewrite.
  */
+/** The tables a purge deletes text from (the vectors' rows hold their owner key): rewritten with their indexes. */
+const TEXT_TABLES = [
+  'messages',
+  'memories',
+  'memory_vectors',
+  'memory_versions',
+  'memory_links',
+  'users',
+  'members',
+  'api_keys',
+  'idempotency_keys',
+  'topics',
+  'channels',
+  'maintenance_state',
+];
+
+/**
+ * Purges one user (see `purgePostgresUser`, one transaction) so that their text goes from the
+ * database's files too, not only their rows: a deleted row stays in its table's pages (and its words
+ * in the GIN indexes, whose keys a plain `VACUUM` never removes) until the space is reused, so the
+ * tables the purge deleted text from are rewritten with their indexes (`VACUUM FULL`, which takes
+ * each table's exclusive lock in turn: reads and writes of every process wait for it, for a time that
+ * grows with the table; the vectors' HNSW index is rebuilt, minutes on a large store). What
+ * PostgreSQL cannot promise, the README says: its write-ahead log, backups and replicas keep the text until they
+ * are recycled, and a file a rewrite replaced is unlinked, not overwritten.
+ */
+export async function erasePostgresUser(
+  database: PostgresDatabase,
+  vectors: PostgresVectorIndex,
+  userId: string,
+): Promise<PurgeReport> {
+  const report = await writePg(database, `purging user ${userId}`, (q) => purgePostgresUser(q, vectors, userId));
+  try {
+    await database.query(`VACUUM (FULL) ${TEXT_TABLES.join(', ')}`);
+  } catch (error) {
+    const cause = toMnemeErrorPg(error, 'rewriting the tables');
+    throw new MnemeError(
+      cause.code,
+      `user ${userId} was purged, but erasing the deleted bytes from the tables did not finish (${cause.message}); purge again to finish it`,
+      { cause: error },
+    );
+  }
+  return report;
+}
+
 export async function purgePostgresUser(
   q: PostgresQueryable,
   vectors: PostgresVectorIndex,

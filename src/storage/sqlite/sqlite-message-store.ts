@@ -1,20 +1,8 @@
 import type Database from 'better-sqlite3';
-import { toIso } from '../../core/clock.js';
-import type { AppendedMessage, Message, MessageRole, MessageStore } from '../message-store.js';
+import { type MessageRow, toMessage } from '../message-rows.js';
+import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
-
-interface MessageRow {
-  id: number;
-  channel_id: string;
-  sender_id: string;
-  role: MessageRole;
-  content: string;
-  topic_id: string | null;
-  reply_to: number | null;
-  external_id: string | null;
-  created_at: number;
-}
 
 interface CountParameters {
   key: string;
@@ -193,19 +181,5 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
         statements.searchText.all(query, channelId, limit).map(toMessage),
       );
     },
-  };
-}
-
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    senderId: row.sender_id,
-    role: row.role,
-    content: row.content,
-    topicId: row.topic_id,
-    replyTo: row.reply_to,
-    externalId: row.external_id,
-    createdAt: toIso(row.created_at),
   };
 }

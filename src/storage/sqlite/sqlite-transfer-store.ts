@@ -1,9 +1,8 @@
 import type Database from 'better-sqlite3';
-import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
-import type { Message, MessageRole } from '../message-store.js';
+import { type MessageRow, toMessage } from '../message-rows.js';
 import type {
   ImportSession,
   TransferChannel,
@@ -15,18 +14,6 @@ import type {
 } from '../transfer-store.js';
 import { readSqlite, toMnemeError } from './sqlite-database.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
-
-interface MessageRow {
-  id: number;
-  channel_id: string;
-  sender_id: string;
-  role: MessageRole;
-  content: string;
-  topic_id: string | null;
-  reply_to: number | null;
-  created_at: number;
-  external_id: string | null;
-}
 
 /** KiB of page cache while an import runs (SQLite's default is 2,000), given back when it ends. */
 const IMPORT_CACHE_KIB = 65_536;
@@ -298,20 +285,6 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
 interface ChunkColumns {
   chunk_message_id: number | null;
   chunk_index: number | null;
-}
-
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    senderId: row.sender_id,
-    role: row.role,
-    content: row.content,
-    topicId: row.topic_id,
-    replyTo: row.reply_to,
-    externalId: row.external_id,
-    createdAt: toIso(row.created_at),
-  };
 }
 
 function toTransferMemory(row: MemoryRow & ChunkColumns): TransferMemory {
