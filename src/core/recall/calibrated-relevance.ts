@@ -22,9 +22,19 @@ export interface WeightedTerms {
   total: number;
 }
 
+/** Words whose stem is remembered: a store's texts reuse their words, and stemming is most of coverage's cost. */
+const REMEMBERED_STEMS = 20_000;
+const stemmed = new Map<string, string>();
+
 /** Lower case, diacritics removed, Porter-stemmed: how the full-text index (`porter unicode61 remove_diacritics 2`) sees a word. */
 export function indexStem(word: string): string {
-  return porterStem(word.normalize('NFD').replace(/\p{M}+/gu, ''));
+  let stem = stemmed.get(word);
+  if (stem === undefined) {
+    stem = porterStem(word.normalize('NFD').replace(/\p{M}+/gu, ''));
+    if (stemmed.size >= REMEMBERED_STEMS) stemmed.clear();
+    stemmed.set(word, stem);
+  }
+  return stem;
 }
 
 /** The weighted stems of a text's search words, given each word's weight (missing words weigh like a word no memory has). */

@@ -298,6 +298,12 @@ describe('recall: query shaping', () => {
       withoutDuplicates([hit(1, 'Oz: hi there'), hit(2, 'oz:  HI there '), hit(3, 'Oz: bye')]).map((h) => h.memory.id),
     ).toEqual([1, 3]);
   });
+
+  it('stops de-duplicating at the limit, counting only the distinct hits it keeps', () => {
+    const hit = (id: number, content: string) => ({ memory: { id, content } }) as unknown as RecallHit;
+    const hits = [hit(1, 'a'), hit(2, 'A'), hit(3, 'b'), hit(4, 'c')];
+    expect(withoutDuplicates(hits, 2).map((h) => h.memory.id)).toEqual([1, 3]);
+  });
 });
 
 describe('recall: graph expansion', () => {

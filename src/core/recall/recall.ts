@@ -180,12 +180,16 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
       if (!memory || isTheMessageAnswered(memory, answered)) return [];
-      const calibrated = Math.max(lexicalRelevance(weighted, memory.content), candidate.weightedSimilarity ?? 0);
-      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), calibrated, now)];
+      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now)];
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
-  const direct = withoutDuplicates(withoutRedundantExchanges(ranked, request.topK * 2)).slice(0, request.topK);
+  // The calibrated relevance ranks nothing: it is measured for the hits returned only (stemming every
+  // candidate's text was the largest share of a lexical recall).
+  const direct = withoutDuplicates(withoutRedundantExchanges(ranked, request.topK * 2), request.topK).map((hit) => ({
+    ...hit,
+    calibratedRelevance: Math.max(lexicalRelevance(weighted, hit.memory.content), hit.calibratedRelevance),
+  }));
 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
@@ -297,16 +301,19 @@ function isTheMessageAnswered(memory: Memory, answered: number | null): boolean 
 
 /**
  * Keeps the first (best) of hits with the same content, spaces and case aside: copies of one turn (a
- * message said twice, an exchange stored in two channels) give the block nothing twice.
+ * message said twice, an exchange stored in two channels) give the block nothing twice. At most `limit`.
  */
-export function withoutDuplicates(hits: readonly RecallHit[]): RecallHit[] {
+export function withoutDuplicates(hits: readonly RecallHit[], limit = Number.POSITIVE_INFINITY): RecallHit[] {
   const seen = new Set<string>();
-  return hits.filter((hit) => {
+  const kept: RecallHit[] = [];
+  for (const hit of hits) {
+    if (kept.length >= limit) break;
     const key = hit.memory.content.trim().replace(/\s+/g, ' ').toLowerCase();
-    if (seen.has(key)) return false;
+    if (seen.has(key)) continue;
     seen.add(key);
-    return true;
-  });
+    kept.push(hit);
+  }
+  return kept;
 }
 
 /**
@@ -354,12 +361,12 @@ async function vectorSearch(
   return { lists, status: 'used' };
 }
 
+/** A direct hit; its `calibratedRelevance` is the vector leg's share of it until the full-text one is measured. */
 function directHit(
   context: EngineContext,
   memory: Memory,
   candidate: FusedCandidate,
   relevance: number,
-  calibratedRelevance: number,
   now: number,
 ): { hit: RecallHit; fused: number } {
   const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
@@ -373,7 +380,7 @@ function directHit(
       match,
       ranks: { fts: candidate.ftsRank, vector: candidate.vectorRank },
       similarity: candidate.similarity,
-      calibratedRelevance,
+      calibratedRelevance: candidate.weightedSimilarity ?? 0,
       linkedTo: null,
     },
   };

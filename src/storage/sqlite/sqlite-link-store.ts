@@ -42,6 +42,12 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
       ORDER BY strength DESC, edges.id
       LIMIT @limit`,
     ),
+    anyLinked: database
+      .prepare<[string], 1>(
+        `SELECT 1 FROM json_each(?) AS s WHERE EXISTS (SELECT 1 FROM memory_links WHERE source_id = s.value)
+          OR EXISTS (SELECT 1 FROM memory_links WHERE target_id = s.value) LIMIT 1`,
+      )
+      .pluck(),
     // Links of a faded memory stay: a recall may bring it back (ADR 9).
     removeArchived: preparedOnUse<[]>(
       database,
@@ -81,8 +87,11 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
 
     async neighbours(ids, owners, limit) {
       if (ids.length === 0 || limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      // Most recalls' hits have no link: two index probes per seed say so without the whole query.
+      const seeds = JSON.stringify(ids);
+      if (!statements.anyLinked.get(seeds)) return [];
       return statements.neighbours.all({
-        seeds: JSON.stringify(ids),
+        seeds,
         owners: owners === null ? null : JSON.stringify(owners),
         limit,
       });

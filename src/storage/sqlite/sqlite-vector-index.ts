@@ -356,9 +356,10 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
         .flatMap((scan) => (scan.rows === 0 ? [] : nearest(scan, code, Math.min(wanted, scan.rows))))
         .sort((a, b) => a.distance - b.distance || a.id - b.id)
         .slice(0, wanted);
+      // In id order, the slices are read in key order: neighbouring B-tree pages, not random ones.
       return rescore(
         vector,
-        candidates.map((candidate) => candidate.id),
+        candidates.map((candidate) => candidate.id).sort((a, b) => a - b),
       )
         .sort((a, b) => b.score - a.score || a.id - b.id)
         .slice(0, k);
