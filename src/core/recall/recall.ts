@@ -27,6 +27,7 @@ import {
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
+import { factsInPlaceOfTurns } from './turn-standins.js';
 
 /**
  * `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: the best full-text matches,
@@ -185,7 +186,11 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
-  const direct = withoutDuplicates(withoutRedundantExchanges(ranked, request.topK * 2)).slice(0, request.topK);
+  const direct = withoutDuplicates(
+    factsInPlaceOfTurns(ranked, request.topK * 2, (fact, turn) =>
+      turn.score > fact.score ? { ...fact, score: turn.score } : fact,
+    ),
+  ).slice(0, request.topK);
 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
@@ -209,30 +214,6 @@ async function weightedTexts(
 function lexicalRelevance(texts: ReadonlyArray<{ terms: WeightedTerms; weight: number }>, content: string): number {
   const stems = textStems(content);
   return Math.max(0, ...texts.map(({ terms, weight }) => weight * coverage(terms, stems)));
-}
-
-/**
- * Drops an `exchange` hit (a conversation turn) whose messages are all cited by other hits among the
- * best `window`: by a better hit, or by a fact extracted from the same message (shorter, and carrying
- * the speaker's name), so the block does not give the same evidence twice.
- */
-export function withoutRedundantExchanges(hits: readonly RecallHit[], window: number): RecallHit[] {
-  const citedByFacts = new Set(
-    hits
-      .slice(0, window)
-      .filter((hit) => hit.memory.category !== 'exchange')
-      .flatMap((hit) => hit.memory.sourceMessageIds),
-  );
-  const cited = new Set<number>();
-  return hits.filter((hit) => {
-    const sources = hit.memory.sourceMessageIds;
-    const redundant =
-      hit.memory.category === 'exchange' &&
-      sources.length > 0 &&
-      sources.every((id) => cited.has(id) || citedByFacts.has(id));
-    for (const id of sources) cited.add(id);
-    return !redundant;
-  });
 }
 
 /**
