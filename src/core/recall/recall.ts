@@ -187,14 +187,22 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
   const direct = withoutDuplicates(
-    factsInPlaceOfTurns(ranked, request.topK * 2, (fact, turn) =>
-      turn.score > fact.score ? { ...fact, score: turn.score } : fact,
-    ),
+    factsInPlaceOfTurns(ranked, request.topK * 2, standIn).sort((a, b) => b.score - a.score),
   ).slice(0, request.topK);
 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
+}
+
+/**
+ * A fact in place of its turn (see `factsInPlaceOfTurns`): the turn's score, times the fact's own factors (a
+ * superseded or faded fact keeps its penalty, so a newer statement still comes first), when that is higher.
+ */
+function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
+  const { superseded = 1, faded = 1 } = fact.breakdown;
+  const score = turn.score * superseded * faded;
+  return score > fact.score ? { ...fact, score } : fact;
 }
 
 /** The search texts' words with their weights (one storage call), each text with the weight its lists have. */
