@@ -15,7 +15,7 @@ import type { Mneme } from '../mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
 import { visibleOwners } from '../scope.js';
-import { candidatePoolSize, type RecallHit, withoutDuplicates, withoutRedundantExchanges } from './recall.js';
+import { candidatePoolSize, type RecallHit, withoutDuplicates } from './recall.js';
 
 /**
  * An embedding model that knows a few synonyms: every word of a concept maps to the same
@@ -652,24 +652,5 @@ describe('recall: cost', () => {
     // the touch's look for faded memories and the touch (+ BEGIN/COMMIT) and the two pragmas around its
     // deferred commit.
     expect(counts[0]).toBeLessThanOrEqual(25);
-  });
-});
-
-describe('recall: redundant conversation turns', () => {
-  const hit = (id: number, category: string, sourceMessageIds: number[]) =>
-    ({ memory: { id, category, sourceMessageIds } }) as unknown as RecallHit;
-
-  it('drops a turn whose message a better hit or a fact close behind already cites, and keeps the rest', () => {
-    const hits = [
-      hit(1, 'fact', [10]),
-      hit(2, 'exchange', [10]),
-      hit(3, 'exchange', [11]),
-      hit(4, 'exchange', [12]),
-      hit(5, 'fact', [12]),
-      hit(6, 'exchange', [13]),
-      hit(7, 'fact', [13]),
-    ];
-    expect(withoutRedundantExchanges(hits, 5).map((kept) => kept.memory.id)).toEqual([1, 3, 5, 6, 7]);
-    expect(withoutRedundantExchanges(hits, 7).map((kept) => kept.memory.id)).toEqual([1, 3, 5, 7]);
   });
 });

@@ -27,6 +27,7 @@ import {
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
+import { factsInPlaceOfTurns } from './turn-standins.js';
 
 /**
  * `hybrid`: both legs, fused, scored and expanded by links. `recent-first`: the best full-text matches,
@@ -186,14 +187,29 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     .map((entry) => entry.hit);
   // The calibrated relevance ranks nothing: it is measured for the hits returned only (stemming every
   // candidate's text was the largest share of a lexical recall).
-  const direct = withoutDuplicates(withoutRedundantExchanges(ranked, request.topK * 2), request.topK).map((hit) => ({
-    ...hit,
-    calibratedRelevance: Math.max(lexicalRelevance(weighted, hit.memory.content), hit.calibratedRelevance),
-  }));
+  const direct = withoutDuplicates(
+    factsInPlaceOfTurns(ranked, request.topK * 2, standIn).sort((a, b) => b.score - a.score),
+    request.topK,
+  )
+    .slice(0, request.topK)
+    .map((hit) => ({
+      ...hit,
+      calibratedRelevance: Math.max(lexicalRelevance(weighted, hit.memory.content), hit.calibratedRelevance),
+    }));
 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
+}
+
+/**
+ * A fact in place of its turn (see `factsInPlaceOfTurns`): the turn's score, times the fact's own factors (a
+ * superseded or faded fact keeps its penalty, so a newer statement still comes first), when that is higher.
+ */
+function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
+  const { superseded = 1, faded = 1 } = fact.breakdown;
+  const score = turn.score * superseded * faded;
+  return score > fact.score ? { ...fact, score } : fact;
 }
 
 /** The search texts' words with their weights (one storage call), each text with the weight its lists have. */
@@ -213,30 +229,6 @@ async function weightedTexts(
 function lexicalRelevance(texts: ReadonlyArray<{ terms: WeightedTerms; weight: number }>, content: string): number {
   const stems = textStems(content);
   return Math.max(0, ...texts.map(({ terms, weight }) => weight * coverage(terms, stems)));
-}
-
-/**
- * Drops an `exchange` hit (a conversation turn) whose messages are all cited by other hits among the
- * best `window`: by a better hit, or by a fact extracted from the same message (shorter, and carrying
- * the speaker's name), so the block does not give the same evidence twice.
- */
-export function withoutRedundantExchanges(hits: readonly RecallHit[], window: number): RecallHit[] {
-  const citedByFacts = new Set(
-    hits
-      .slice(0, window)
-      .filter((hit) => hit.memory.category !== 'exchange')
-      .flatMap((hit) => hit.memory.sourceMessageIds),
-  );
-  const cited = new Set<number>();
-  return hits.filter((hit) => {
-    const sources = hit.memory.sourceMessageIds;
-    const redundant =
-      hit.memory.category === 'exchange' &&
-      sources.length > 0 &&
-      sources.every((id) => cited.has(id) || citedByFacts.has(id));
-    for (const id of sources) cited.add(id);
-    return !redundant;
-  });
 }
 
 /**
