@@ -68,6 +68,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
   const log = options.log ?? ((line: string) => console.error(`mneme: ${line}`));
   const pending = new Set<Promise<void>>();
+  /** The upstream's key, never relayed to a client: an upstream that echoes it in an error gets it redacted. */
+  const secret = options.upstreamApiKey ?? '';
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
 
@@ -119,7 +121,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    return relayWhole(answer, new Uint8Array(await answer.arrayBuffer()));
+    const bytes = new Uint8Array(await answer.arrayBuffer());
+    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
 
   app.post('/v1/chat/completions', async (context) => {
@@ -152,11 +155,11 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       );
     };
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
-      return relayStream(answer, answer.body, ingest);
+      return relayStream(context, answer, answer.body, caller, ingest);
     }
     const bytes = new Uint8Array(await answer.arrayBuffer());
     if (answer.ok) ingest(completionText(parseJson(bytes)));
-    return relayWhole(answer, bytes);
+    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
 
   /**
@@ -202,8 +205,17 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     );
   }
 
-  /** Relays a stream's events as they arrive; the exchange is ingested once it ended, not when the client left. */
-  function relayStream(answer: Response, source: ReadableStream<Uint8Array>, ingest: (reply: string) => void) {
+  /**
+   * Relays a stream's events as they arrive; the exchange is ingested once the stream ended with a whole
+   * final reply, not when the client left, nor when the upstream broke off or reported an error.
+   */
+  function relayStream(
+    context: Context,
+    answer: Response,
+    source: ReadableStream<Uint8Array>,
+    caller: Caller,
+    ingest: (reply: string) => void,
+  ) {
     const collector = createStreamCollector();
     const reader = source.getReader();
     const stream = new ReadableStream<Uint8Array>({
@@ -212,12 +224,24 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         try {
           next = await reader.read();
         } catch (error) {
-          controller.error(error);
+          if (context.req.raw.signal.aborted) {
+            controller.error(error);
+            return;
+          }
+          // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
+          const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
+          log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
+          controller.enqueue(
+            new TextEncoder().encode(
+              `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
+            ),
+          );
+          controller.close();
           return;
         }
         if (next.done) {
           controller.close();
-          ingest(collector.text());
+          if (collector.complete()) ingest(collector.text());
           return;
         }
         collector.push(next.value);
@@ -227,7 +251,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         await reader.cancel(reason).catch(() => {});
       },
     });
-    return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers) });
+    return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers, secret) });
   }
 
   return {
@@ -267,19 +291,39 @@ function parseField<T>(schema: Parameters<typeof parseInput>[0], value: unknown,
   }
 }
 
-function relayWhole(answer: Response, bytes: Uint8Array): Response {
+function relayWhole(answer: Response, bytes: Uint8Array, secret: string): Response {
   return new Response(answer.status === 204 || answer.status === 304 ? null : bytes, {
     status: answer.status,
-    headers: relayedHeaders(answer.headers),
+    headers: relayedHeaders(answer.headers, secret),
   });
 }
 
-function relayedHeaders(headers: Headers): Headers {
+/** The upstream's response headers a client gets: not the hop-by-hop ones, and never the upstream's key. */
+function relayedHeaders(headers: Headers, secret: string): Headers {
   const kept = new Headers();
   headers.forEach((value, name) => {
-    if (responseHeadersKept(name)) kept.append(name, value);
+    if (responseHeadersKept(name)) kept.append(name, secret ? value.replaceAll(secret, REDACTED) : value);
   });
   return kept;
+}
+
+/** What stands for the upstream's key where an upstream echoed it. */
+const REDACTED = '[redacted]';
+
+/** The body with every occurrence of the secret replaced by `[redacted]` (the bytes themselves when there is none). */
+function redacted(bytes: Uint8Array, secret: string): Uint8Array {
+  if (!secret) return bytes;
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const needle = Buffer.from(secret);
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
+    parts.push(body.subarray(from, at), Buffer.from(REDACTED));
+    from = at + needle.length;
+  }
+  if (parts.length === 0) return bytes;
+  parts.push(body.subarray(from));
+  return new Uint8Array(Buffer.concat(parts));
 }
 
 function parseJson(bytes: Uint8Array): unknown {
