@@ -461,6 +461,45 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(JSON.stringify([...response.headers])).not.toContain(UPSTREAM_KEY);
   });
 
+  it('records nothing in a room whose membership the user lost while the reply was streaming', async () => {
+    await world.mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann', 'bob'] });
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(world.keys.bob, { 'X-Mneme-Channel': 'book-club' }).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'Next month we read Dune' }],
+    });
+    const reading = readStream(stream);
+    await world.mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann'] });
+    held.release();
+
+    expect(await reading).toEqual({ text: 'Green tea suits your mornings.' });
+    expect(await world.settled('book-club')).toEqual([]);
+    expect((await world.mneme.channel('book-club')).members).toEqual(['ann']);
+    expect(world.log).toEqual([
+      expect.stringMatching(
+        /^ingesting the exchange of user bob in channel book-club failed: user bob is not a member/,
+      ),
+    ]);
+  });
+
+  it('never relays a cookie the upstream sets, as it never forwards the client its cookies', async () => {
+    world.upstream.failNext({
+      status: 200,
+      body: { choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }] },
+      headers: { 'set-cookie': 'upstream_session=operator-account; Path=/', 'x-request-id': 'req-1' },
+    });
+    const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json', cookie: 'a=b' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toBe('req-1');
+    expect(response.headers.get('set-cookie')).toBeNull();
+    expect(world.upstream.requests[0]?.headers.cookie).toBeUndefined();
+  });
+
   it('relays GET /v1/models', async () => {
     const models = await world.client(world.keys.bob).models.list();
     expect(models.data.map((model) => model.id)).toEqual(['fake-model']);

@@ -45,9 +45,12 @@ const requestHeadersKept = (name: string) =>
     name,
   );
 
-/** Response headers not relayed: hop-by-hop ones, and those fetch invalidated by decoding the body. */
+/**
+ * Response headers not relayed: hop-by-hop ones, those fetch invalidated by decoding the body, and
+ * cookies (the client's are never forwarded, and an upstream's session is the operator's, not a client's).
+ */
 const responseHeadersKept = (name: string) =>
-  !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade)$/i.test(name);
+  !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade|set-cookie)$/i.test(name);
 
 /** Who a chat request is for and where its exchange goes. */
 interface Caller {
@@ -143,16 +146,17 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
     const ingest = (reply: string) => {
       if (!memory.viewer || !reply.trim()) return;
-      inBackground(
-        () =>
-          mneme.ingestExchange({
-            channelId: caller.channelId,
-            userId: caller.userId,
-            userMessage: userText,
-            assistantReply: reply,
-          }),
-        `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`,
-      );
+      inBackground(async () => {
+        // A stream can last minutes: a user key removed from the channel meanwhile may not post there
+        // (ingest would even make it a member again), so membership is read again before the write.
+        await viewerOf(caller);
+        return mneme.ingestExchange({
+          channelId: caller.channelId,
+          userId: caller.userId,
+          userMessage: userText,
+          assistantReply: reply,
+        });
+      }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
     };
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
       return relayStream(context, answer, answer.body, caller, ingest);
