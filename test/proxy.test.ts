@@ -483,6 +483,27 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     ]);
   });
 
+  it('records nothing for a key revoked while its reply was streaming', async () => {
+    const laptop = await world.mneme.apiKeys.create({ label: 'ann laptop', userId: 'ann' });
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(laptop.key).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'My locker code is 1234' }],
+    });
+    const reading = readStream(stream);
+    await world.mneme.apiKeys.revoke(laptop.prefix);
+    held.release();
+
+    expect(await reading).toEqual({ text: 'Green tea suits your mornings.' });
+    expect(await world.settled('proxy:ann')).toEqual([]);
+    expect(world.log).toEqual([
+      expect.stringMatching(
+        /^ingesting the exchange of user ann in channel proxy:ann failed: the API key is unknown or revoked/,
+      ),
+    ]);
+  });
+
   it('never relays a cookie the upstream sets, as it never forwards the client its cookies', async () => {
     world.upstream.failNext({
       status: 200,

@@ -147,8 +147,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     const ingest = (reply: string) => {
       if (!memory.viewer || !reply.trim()) return;
       inBackground(async () => {
-        // A stream can last minutes: a user key removed from the channel meanwhile may not post there
-        // (ingest would even make it a member again), so membership is read again before the write.
+        // A stream can last minutes: a key revoked meanwhile writes nothing, and a user key removed
+        // from the channel may not post there (ingest would even make it a member again), so the key
+        // and the membership are read again before the write.
+        await authenticate(context, mneme.apiKeys, false);
         await viewerOf(caller);
         return mneme.ingestExchange({
           channelId: caller.channelId,
