@@ -358,6 +358,11 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
   });
 
   it('in a tool loop, records the user message once, with the final answer and not the text beside a tool call', async () => {
+    const habit = await world.mneme.remember({
+      content: 'Ann checks the weather in Porto before cycling',
+      scope: 'personal',
+      userId: 'ann',
+    });
     const ann = world.client(world.keys.ann);
     const question = { role: 'user' as const, content: 'What is the weather in Porto today?' };
     const toolCall = {
@@ -404,11 +409,14 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(second).toEqual({ text: 'One more look.' });
 
     await ann.chat.completions.create({ model: 'fake-model', messages: [...steps, result, result], tools });
+    for (const index of [0, 1, 2]) expect(JSON.stringify(sentMessages(index))).toContain('before cycling');
 
     expect(await world.settled('proxy:ann')).toEqual([
       { role: 'user', content: 'What is the weather in Porto today?', senderId: 'ann' },
       { role: 'assistant', content: 'Green tea suits your mornings.', senderId: 'assistant' },
     ]);
+    // Every step is given the memory, but only the first, where the user spoke last, reinforces it.
+    expect((await world.mneme.get(habit.id)).accessCount).toBe(1);
   });
 
   it('records nothing of a stream that carries an error event, ends unfinished or breaks off, and tells the client', async () => {

@@ -141,7 +141,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     const caller = whoCalls(context, principal, request.user);
     const userText = latestUserText(messages as ChatMessage[]);
-    const memory = await prepare(caller, userText);
+    // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
+    const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
+    const memory = await prepare(caller, userText, !userSpokeLast);
     const sent = memory.block ? { ...request, messages: withContextBlock(messages, memory.block) } : request;
     const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
     const ingest = (reply: string) => {
@@ -174,7 +176,11 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
    * member of the channel it names; its own `proxy:<userId>` channel it may start. Refusals are 403;
    * any other failure of mneme is logged and the chat goes on without memory.
    */
-  async function prepare(caller: Caller, query: string): Promise<{ block: string; viewer: Viewer | null }> {
+  async function prepare(
+    caller: Caller,
+    query: string,
+    inspect: boolean,
+  ): Promise<{ block: string; viewer: Viewer | null }> {
     let viewer: Viewer;
     try {
       viewer = await viewerOf(caller);
@@ -185,7 +191,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     if (!query) return { block: '', viewer: null };
     try {
-      const result = await mneme.as(caller.principal).context({ query: query.slice(0, MAX_QUERY_CHARS), viewer });
+      const result = await mneme
+        .as(caller.principal)
+        .context({ query: query.slice(0, MAX_QUERY_CHARS), viewer, inspect });
       return { block: result.text, viewer };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
