@@ -236,6 +236,27 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(sentMessages(1).map((message) => message.role)).toEqual(['user']);
   });
 
+  it("never lets a user key speak upstream in another user's name through the body's user field", async () => {
+    await world.client(world.keys.bob).chat.completions.create({
+      model: 'fake-model',
+      user: 'ann',
+      messages: [{ role: 'user', content: 'Charge this to Ann please' }],
+    });
+    await world.client(world.keys.bob).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'And this one to nobody' }],
+    });
+
+    const bodies = world.upstream.requests.map((request) => request.body as Record<string, unknown>);
+    expect(bodies.map((body) => body.user)).toEqual(['bob', undefined]);
+    expect((await world.settled('proxy:bob')).map((message) => message.senderId)).toEqual([
+      'bob',
+      'assistant',
+      'bob',
+      'assistant',
+    ]);
+  });
+
   it("takes an administrator key's user from the body's user field, and refuses the request without one", async () => {
     await world.mneme.remember({ content: 'Ann plays the cello on Sundays', scope: 'personal', userId: 'ann' });
     const admin = world.client(world.keys.admin);

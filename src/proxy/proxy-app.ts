@@ -144,7 +144,14 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
     const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
     const memory = await prepare(caller, userText, !userSpokeLast);
-    const sent = memory.block ? { ...request, messages: withContextBlock(messages, memory.block) } : request;
+    // The upstream may count or limit use by the `user` field (OpenAI's abuse monitoring, a gateway's
+    // budgets): a user key's request names its own user there, never one the client chose.
+    const named = principal.kind === 'user' && request.user !== undefined ? { user: caller.userId } : {};
+    const sent = {
+      ...request,
+      ...named,
+      ...(memory.block ? { messages: withContextBlock(messages, memory.block) } : {}),
+    };
     const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
     const ingest = (reply: string) => {
       if (!memory.viewer || !reply.trim()) return;
