@@ -16,6 +16,17 @@ export interface UpstreamFailure {
   headers?: Record<string, string>;
 }
 
+/**
+ * A reply the next completion gets, written as it is: a status, headers, the body in pieces a few
+ * milliseconds apart, then the end of the response, or (`break`) its connection cut without one.
+ */
+export interface UpstreamScript {
+  status?: number;
+  headers?: Record<string, string>;
+  pieces: string[];
+  break?: boolean;
+}
+
 export interface FakeUpstream {
   /** `http://127.0.0.1:<port>/v1`: the base URL, as OpenAI's `baseURL`. */
   url: string;
@@ -26,6 +37,8 @@ export interface FakeUpstream {
   sent: string[];
   /** The next completion gets this instead (once). */
   failNext(failure: UpstreamFailure): void;
+  /** The next completion gets this instead (once); `failNext` wins when both are set. */
+  scriptNext(script: UpstreamScript): void;
   /**
    * Holds a stream after its first event until `release()`: a test proves the client saw that event
    * before the upstream sent the rest.
@@ -47,6 +60,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const requests: UpstreamRequest[] = [];
   const sent: string[] = [];
   let failure: UpstreamFailure | null = null;
+  let script: UpstreamScript | null = null;
   let hold: Promise<void> | null = null;
   const streamEnds: Array<(how: 'finished' | 'client-left') => void> = [];
   const upstream: FakeUpstream = {
@@ -56,6 +70,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     sent,
     failNext(next) {
       failure = next;
+    },
+    scriptNext(next) {
+      script = next;
     },
     holdStreams() {
       let release = () => {};
@@ -100,6 +117,18 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         const { status, body: failureBody, headers } = failure;
         failure = null;
         json(response, status, failureBody, headers);
+        return;
+      }
+      if (script) {
+        const { status = 200, headers = {}, pieces, break: cut = false } = script;
+        script = null;
+        response.writeHead(status, { 'content-type': 'text/event-stream', ...headers });
+        for (const piece of pieces) {
+          response.write(piece);
+          await pause(5);
+        }
+        if (cut) response.socket?.destroy();
+        else response.end();
         return;
       }
       const model = String(body?.model ?? 'fake-model');

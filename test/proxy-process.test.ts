@@ -107,6 +107,19 @@ describe('mneme proxy (the built CLI in a child process)', () => {
     expect(await mneme(database, 'search', 'Lisbon', '--user', 'ann', '--channel', 'proxy:ann')).toMatch(/Lisbon/);
   });
 
+  it('refuses an upstream URL carrying credentials with one clear line that does not repeat them', async () => {
+    const database = join(folder, 'credentials.db');
+    const failed = await run(
+      process.execPath,
+      [mnemeBinary, '--db', database, 'proxy', '--upstream', 'http://admin:hunter2@127.0.0.1:9/v1', '--port', '0'],
+      { env: offline, timeout: 20_000 },
+    ).catch((error: { code: number; stderr: string }) => error);
+    expect(failed).toMatchObject({
+      code: expect.any(Number),
+      stderr: 'mneme: --upstream must not carry a user name or password: put the key in MNEME_UPSTREAM_API_KEY\n',
+    });
+  });
+
   it('refuses an upstream that is not an http URL with one clear line', async () => {
     const database = join(folder, 'refused.db');
     const failed = await run(

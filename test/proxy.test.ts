@@ -81,6 +81,23 @@ function sentMessages(index: number): Array<{ role: string; content: string }> {
   return body.messages;
 }
 
+/** One server-sent event of a streamed completion: a delta of the first choice, and its finish reason. */
+function chunkEvent(delta: Record<string, unknown>, finishReason: string | null = null): string {
+  const chunk = { id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1, model: 'fake-model' };
+  return `data: ${JSON.stringify({ ...chunk, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
+}
+
+/** Reads a streamed completion to its end: the text, or the error the client raised. */
+async function readStream(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
+  let text = '';
+  try {
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    return { text };
+  } catch (error) {
+    return { text, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 describe('mneme proxy (in-process, the official openai client, a fake upstream on loopback)', () => {
   it('puts the recalled memory in a system message after the client system message, before the conversation', async () => {
     await world.mneme.remember({ content: 'Ann prefers green tea in the morning', scope: 'personal', userId: 'ann' });
@@ -219,6 +236,27 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(sentMessages(1).map((message) => message.role)).toEqual(['user']);
   });
 
+  it("never lets a user key speak upstream in another user's name through the body's user field", async () => {
+    await world.client(world.keys.bob).chat.completions.create({
+      model: 'fake-model',
+      user: 'ann',
+      messages: [{ role: 'user', content: 'Charge this to Ann please' }],
+    });
+    await world.client(world.keys.bob).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'And this one to nobody' }],
+    });
+
+    const bodies = world.upstream.requests.map((request) => request.body as Record<string, unknown>);
+    expect(bodies.map((body) => body.user)).toEqual(['bob', undefined]);
+    expect((await world.settled('proxy:bob')).map((message) => message.senderId)).toEqual([
+      'bob',
+      'assistant',
+      'bob',
+      'assistant',
+    ]);
+  });
+
   it("takes an administrator key's user from the body's user field, and refuses the request without one", async () => {
     await world.mneme.remember({ content: 'Ann plays the cello on Sundays', scope: 'personal', userId: 'ann' });
     const admin = world.client(world.keys.admin);
@@ -338,6 +376,178 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(sentMessages(0).map((message) => message.role)).toEqual(['user']);
     expect(world.log.filter((line) => /recall failed/.test(line))).toHaveLength(1);
     expect(world.log[0]).toMatch(/forwarding without context for user ann: recall failed: /);
+  });
+
+  it('in a tool loop, records the user message once, with the final answer and not the text beside a tool call', async () => {
+    const habit = await world.mneme.remember({
+      content: 'Ann checks the weather in Porto before cycling',
+      scope: 'personal',
+      userId: 'ann',
+    });
+    const ann = world.client(world.keys.ann);
+    const question = { role: 'user' as const, content: 'What is the weather in Porto today?' };
+    const toolCall = {
+      id: 'call-1',
+      type: 'function' as const,
+      function: { name: 'weather', arguments: '{"city":"Porto"}' },
+    };
+    const tools = [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object' } } }];
+    world.upstream.failNext({
+      status: 200,
+      body: {
+        id: 'chatcmpl-t',
+        object: 'chat.completion',
+        created: 1,
+        model: 'fake-model',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: 'Let me check the forecast.', tool_calls: [toolCall] },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      },
+    });
+    const first = await ann.chat.completions.create({ model: 'fake-model', messages: [question], tools });
+    expect(first.choices[0]?.finish_reason).toBe('tool_calls');
+
+    world.upstream.scriptNext({
+      pieces: [
+        chunkEvent({ role: 'assistant', content: 'One more look.' }),
+        chunkEvent({ tool_calls: [{ index: 0, ...toolCall }] }),
+        chunkEvent({}, 'tool_calls'),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const steps = [
+      question,
+      { role: 'assistant' as const, content: 'Let me check the forecast.', tool_calls: [toolCall] },
+    ];
+    const result = { role: 'tool' as const, tool_call_id: 'call-1', content: 'sunny, 24 degrees' };
+    const second = await readStream(
+      await ann.chat.completions.create({ model: 'fake-model', stream: true, messages: [...steps, result], tools }),
+    );
+    expect(second).toEqual({ text: 'One more look.' });
+
+    await ann.chat.completions.create({ model: 'fake-model', messages: [...steps, result, result], tools });
+    for (const index of [0, 1, 2]) expect(JSON.stringify(sentMessages(index))).toContain('before cycling');
+
+    expect(await world.settled('proxy:ann')).toEqual([
+      { role: 'user', content: 'What is the weather in Porto today?', senderId: 'ann' },
+      { role: 'assistant', content: 'Green tea suits your mornings.', senderId: 'assistant' },
+    ]);
+    // Every step is given the memory, but only the first, where the user spoke last, reinforces it.
+    expect((await world.mneme.get(habit.id)).accessCount).toBe(1);
+  });
+
+  it('records nothing of a stream that carries an error event, ends unfinished or breaks off, and tells the client', async () => {
+    const ann = world.client(world.keys.ann);
+    const ask = async (content: string) =>
+      readStream(
+        await ann.chat.completions.create({ model: 'fake-model', stream: true, messages: [{ role: 'user', content }] }),
+      );
+
+    world.upstream.scriptNext({
+      pieces: [
+        chunkEvent({ role: 'assistant', content: 'The capital of ' }),
+        `data: ${JSON.stringify({ error: { message: 'The server had an error', type: 'server_error' } })}\n\n`,
+      ],
+    });
+    expect(await ask('What is the capital of Peru?')).toEqual({
+      text: 'The capital of ',
+      error: expect.stringMatching(/The server had an error/),
+    });
+
+    world.upstream.scriptNext({ pieces: [chunkEvent({ role: 'assistant', content: 'Lima is the capi' })] });
+    expect(await ask('And of Chile?')).toEqual({ text: 'Lima is the capi' });
+
+    world.upstream.scriptNext({ pieces: [chunkEvent({ role: 'assistant', content: 'Half a ' })], break: true });
+    expect(await ask('And of Bolivia?')).toEqual({
+      text: 'Half a ',
+      error: expect.stringMatching(/the upstream's stream broke off/),
+    });
+
+    expect(await world.settled('proxy:ann')).toEqual([]);
+    expect(world.log).toEqual([expect.stringMatching(/^the upstream's stream broke off for user ann: /)]);
+  });
+
+  it('never relays the upstream key to the client, even when an upstream error echoes it', async () => {
+    world.upstream.failNext({
+      status: 401,
+      body: { error: { message: `Incorrect API key provided: ${UPSTREAM_KEY}`, type: 'invalid_request_error' } },
+      headers: { 'x-echoed-authorization': `Bearer ${UPSTREAM_KEY}` },
+    });
+    const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(response.status).toBe(401);
+    const body = await response.text();
+    expect(body).toContain('Incorrect API key provided: ');
+    expect(body).not.toContain(UPSTREAM_KEY);
+    expect(response.headers.get('x-echoed-authorization')).toMatch(/^Bearer /);
+    expect(JSON.stringify([...response.headers])).not.toContain(UPSTREAM_KEY);
+  });
+
+  it('records nothing in a room whose membership the user lost while the reply was streaming', async () => {
+    await world.mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann', 'bob'] });
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(world.keys.bob, { 'X-Mneme-Channel': 'book-club' }).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'Next month we read Dune' }],
+    });
+    const reading = readStream(stream);
+    await world.mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann'] });
+    held.release();
+
+    expect(await reading).toEqual({ text: 'Green tea suits your mornings.' });
+    expect(await world.settled('book-club')).toEqual([]);
+    expect((await world.mneme.channel('book-club')).members).toEqual(['ann']);
+    expect(world.log).toEqual([
+      expect.stringMatching(
+        /^ingesting the exchange of user bob in channel book-club failed: user bob is not a member/,
+      ),
+    ]);
+  });
+
+  it('records nothing for a key revoked while its reply was streaming', async () => {
+    const laptop = await world.mneme.apiKeys.create({ label: 'ann laptop', userId: 'ann' });
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(laptop.key).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'My locker code is 1234' }],
+    });
+    const reading = readStream(stream);
+    await world.mneme.apiKeys.revoke(laptop.prefix);
+    held.release();
+
+    expect(await reading).toEqual({ text: 'Green tea suits your mornings.' });
+    expect(await world.settled('proxy:ann')).toEqual([]);
+    expect(world.log).toEqual([
+      expect.stringMatching(
+        /^ingesting the exchange of user ann in channel proxy:ann failed: the API key is unknown or revoked/,
+      ),
+    ]);
+  });
+
+  it('never relays a cookie the upstream sets, as it never forwards the client its cookies', async () => {
+    world.upstream.failNext({
+      status: 200,
+      body: { choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }] },
+      headers: { 'set-cookie': 'upstream_session=operator-account; Path=/', 'x-request-id': 'req-1' },
+    });
+    const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json', cookie: 'a=b' },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toBe('req-1');
+    expect(response.headers.get('set-cookie')).toBeNull();
+    expect(world.upstream.requests[0]?.headers.cookie).toBeUndefined();
   });
 
   it('relays GET /v1/models', async () => {

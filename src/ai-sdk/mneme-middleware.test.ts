@@ -1,6 +1,6 @@
 import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createMneme } from '../config/create-mneme.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
@@ -395,6 +395,46 @@ describe('the AI SDK middleware', () => {
       'How do I take my coffee?',
       'The oat milk flat white is on the menu.',
     ]);
+  });
+
+  it('keeps two viewers apart when their streamed calls through one wrapped model overlap', async () => {
+    const streams = { ann: controlledStream(), bob: controlledStream() };
+    const prompts: Record<string, readonly PromptMessage[]> = {};
+    const model = new MockLanguageModelV3({
+      doStream: async (options) => {
+        const who = options.providerOptions?.mneme?.userId === 'bob' ? 'bob' : 'ann';
+        prompts[who] = options.prompt;
+        return { stream: streams[who].stream };
+      },
+    });
+    const middleware = middlewareFor();
+    const wrapped = wrapLanguageModel({ model, middleware });
+    const start = (userId: 'ann' | 'bob') =>
+      streamText({
+        model: wrapped,
+        prompt: `How does ${userId} drink coffee?`,
+        providerOptions: { mneme: { userId, channelId: `dm-${userId}` } },
+      }).text;
+    const annText = start('ann');
+    const bobText = start('bob');
+    await vi.waitFor(() => expect(Object.keys(prompts).sort()).toEqual(['ann', 'bob']));
+    streams.ann.send(streamStart, { type: 'text-start', id: 't1' }, textDelta('Oat milk '));
+    streams.bob.send(streamStart, { type: 'text-start', id: 't1' }, textDelta('Black, '), textDelta('double.'));
+    streams.bob.send({ type: 'text-end', id: 't1' }, finish);
+    streams.bob.close();
+    streams.ann.send(textDelta('flat white.'), { type: 'text-end', id: 't1' }, finish);
+    streams.ann.close();
+    expect(await Promise.all([annText, bobText])).toEqual(['Oat milk flat white.', 'Black, double.']);
+    await middleware.settled();
+
+    expect(systemTexts(prompts.ann ?? []).join('\n')).toContain('oat milk flat white');
+    expect(systemTexts(prompts.ann ?? []).join('\n')).not.toContain('espresso');
+    expect(systemTexts(prompts.bob ?? []).join('\n')).toContain('double espresso');
+    expect(systemTexts(prompts.bob ?? []).join('\n')).not.toContain('oat milk');
+    const turns = async (channelId: string) =>
+      (await mneme.turns({ channelId })).map(({ senderId, content }) => `${senderId}: ${content}`);
+    expect(await turns('dm-ann')).toEqual(['ann: How does ann drink coffee?', 'assistant: Oat milk flat white.']);
+    expect(await turns('dm-bob')).toEqual(['bob: How does bob drink coffee?', 'assistant: Black, double.']);
   });
 
   it("recalls through a user's view (mneme.as) with ingest: false, and only that user's memories", async () => {

@@ -48,6 +48,12 @@ describe('chat messages', () => {
     expect(completionText({ choices: [{ index: 0, message: { role: 'assistant', content: 'hello' } }] })).toBe('hello');
     expect(completionText({ choices: [{ index: 0, message: { role: 'assistant', content: null } }] })).toBe('');
     expect(completionText('not json')).toBe('');
+    const toolCall = { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{}' } };
+    expect(
+      completionText({
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Let me look.', tool_calls: [toolCall] } }],
+      }),
+    ).toBe('');
   });
 
   it('collects the first choice of events split anywhere, with CRLF lines and a last event without a blank line', () => {
@@ -59,5 +65,6 @@ describe('chat messages', () => {
     for (let at = 0; at < encoded.length; at += 7) collector.push(encoded.slice(at, at + 7));
     expect(collector.text()).toBe('Grüß dich');
     expect(collector.done()).toBe(true);
+    expect(collector.complete()).toBe(true);
   });
 });

@@ -46,14 +46,39 @@ export function withContextBlock(messages: readonly ChatMessage[], block: string
   return [...messages.slice(0, at), { role: 'system', content: block }, ...messages.slice(at)];
 }
 
-/** The assistant's text of a (non-streamed) chat completion: its first choice's message content, or ''. */
+/** Finish reasons of a reply that only asks for tools: the turn goes on in the client's next request. */
+const toolFinishReasons = new Set(['tool_calls', 'function_call']);
+
+/** Whether a message or a delta asks for a tool (`tool_calls` with at least one call, or the older `function_call`). */
+function callsTools(message: unknown): boolean {
+  if (typeof message !== 'object' || message === null) return false;
+  const { tool_calls: toolCalls, function_call: functionCall } = message as {
+    tool_calls?: unknown;
+    function_call?: unknown;
+  };
+  return (
+    (Array.isArray(toolCalls) && toolCalls.length > 0) || (typeof functionCall === 'object' && functionCall !== null)
+  );
+}
+
+/** The first choice of a completion or a chunk: the one with index 0, or the first listed. */
+function firstChoice(choices: unknown): Record<string, unknown> | undefined {
+  if (!Array.isArray(choices)) return undefined;
+  const first = choices.find((choice) => (choice as { index?: unknown })?.index === 0) ?? choices[0];
+  return typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : undefined;
+}
+
+/**
+ * The assistant's text of a (non-streamed) chat completion: its first choice's message content, or ''.
+ * A reply that calls tools is '' as well, text beside the call included ("let me look"): it is a step
+ * of a tool loop, and the exchange is the client's later request that ends the loop (ADR 18).
+ */
 export function completionText(completion: unknown): string {
   if (typeof completion !== 'object' || completion === null) return '';
-  const choices = (completion as { choices?: unknown }).choices;
-  if (!Array.isArray(choices)) return '';
-  const first = choices.find((choice) => (choice as { index?: unknown })?.index === 0) ?? choices[0];
-  const message = (first as { message?: unknown } | undefined)?.message;
+  const first = firstChoice((completion as { choices?: unknown }).choices);
+  const message = first?.message;
   if (typeof message !== 'object' || message === null) return '';
+  if (toolFinishReasons.has(String(first?.finish_reason)) || callsTools(message)) return '';
   return contentText((message as { content?: unknown }).content);
 }
 
@@ -68,6 +93,11 @@ export interface StreamCollector {
   text(): string;
   /** Whether a `data: [DONE]` event came. */
   done(): boolean;
+  /**
+   * Whether the stream holds a whole final reply (call after the stream ended): the first choice got a
+   * finish reason (or `[DONE]` came), it asked for no tool, and no `error` event came.
+   */
+  complete(): boolean;
 }
 
 export function createStreamCollector(): StreamCollector {
@@ -76,6 +106,9 @@ export function createStreamCollector(): StreamCollector {
   let data: string[] = [];
   let text = '';
   let finished = false;
+  let finishReason: string | null = null;
+  let toolCalls = false;
+  let failed = false;
 
   const dispatch = () => {
     if (data.length === 0) return;
@@ -91,14 +124,26 @@ export function createStreamCollector(): StreamCollector {
     } catch {
       return;
     }
-    const choices = (event as { choices?: unknown } | null)?.choices;
+    if (typeof event !== 'object' || event === null) return;
+    // OpenAI reports a failure in the middle of a stream as an event with an `error` field.
+    if ((event as { error?: unknown }).error != null) failed = true;
+    const choices = (event as { choices?: unknown }).choices;
     if (!Array.isArray(choices)) return;
     for (const choice of choices) {
       const index = (choice as { index?: unknown })?.index;
       if (index !== 0 && index !== undefined) continue;
-      const content = (choice as { delta?: { content?: unknown } })?.delta?.content;
-      if (typeof content === 'string') text += content;
+      const delta = (choice as { delta?: { content?: unknown } })?.delta;
+      if (typeof delta?.content === 'string') text += delta.content;
+      if (callsTools(delta)) toolCalls = true;
+      const reason = (choice as { finish_reason?: unknown }).finish_reason;
+      if (typeof reason === 'string') finishReason = reason;
     }
+  };
+
+  const flush = () => {
+    if (pending.startsWith('data:')) data.push(pending.slice(pending.startsWith('data: ') ? 6 : 5));
+    pending = '';
+    dispatch();
   };
 
   return {
@@ -114,11 +159,14 @@ export function createStreamCollector(): StreamCollector {
       }
     },
     text() {
-      if (pending.startsWith('data:')) data.push(pending.slice(pending.startsWith('data: ') ? 6 : 5));
-      pending = '';
-      dispatch();
+      flush();
       return text;
     },
     done: () => finished,
+    complete() {
+      flush();
+      const ended = finishReason !== null || finished;
+      return ended && !failed && !toolCalls && !toolFinishReasons.has(finishReason ?? '');
+    },
   };
 }

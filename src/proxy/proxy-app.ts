@@ -45,9 +45,12 @@ const requestHeadersKept = (name: string) =>
     name,
   );
 
-/** Response headers not relayed: hop-by-hop ones, and those fetch invalidated by decoding the body. */
+/**
+ * Response headers not relayed: hop-by-hop ones, those fetch invalidated by decoding the body, and
+ * cookies (the client's are never forwarded, and an upstream's session is the operator's, not a client's).
+ */
 const responseHeadersKept = (name: string) =>
-  !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade)$/i.test(name);
+  !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade|set-cookie)$/i.test(name);
 
 /** Who a chat request is for and where its exchange goes. */
 interface Caller {
@@ -68,6 +71,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
   const log = options.log ?? ((line: string) => console.error(`mneme: ${line}`));
   const pending = new Set<Promise<void>>();
+  /** The upstream's key, never relayed to a client: an upstream that echoes it in an error gets it redacted. */
+  const secret = options.upstreamApiKey ?? '';
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
 
@@ -119,7 +124,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    return relayWhole(answer, new Uint8Array(await answer.arrayBuffer()));
+    const bytes = new Uint8Array(await answer.arrayBuffer());
+    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
 
   app.post('/v1/chat/completions', async (context) => {
@@ -135,28 +141,40 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     const caller = whoCalls(context, principal, request.user);
     const userText = latestUserText(messages as ChatMessage[]);
-    const memory = await prepare(caller, userText);
-    const sent = memory.block ? { ...request, messages: withContextBlock(messages, memory.block) } : request;
+    // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
+    const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
+    const memory = await prepare(caller, userText, !userSpokeLast);
+    // The upstream may count or limit use by the `user` field (OpenAI's abuse monitoring, a gateway's
+    // budgets): a user key's request names its own user there, never one the client chose.
+    const named = principal.kind === 'user' && request.user !== undefined ? { user: caller.userId } : {};
+    const sent = {
+      ...request,
+      ...named,
+      ...(memory.block ? { messages: withContextBlock(messages, memory.block) } : {}),
+    };
     const answer = await forward(context, '/chat/completions', { method: 'POST', body: JSON.stringify(sent) });
     const ingest = (reply: string) => {
       if (!memory.viewer || !reply.trim()) return;
-      inBackground(
-        () =>
-          mneme.ingestExchange({
-            channelId: caller.channelId,
-            userId: caller.userId,
-            userMessage: userText,
-            assistantReply: reply,
-          }),
-        `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`,
-      );
+      inBackground(async () => {
+        // A stream can last minutes: a key revoked meanwhile writes nothing, and a user key removed
+        // from the channel may not post there (ingest would even make it a member again), so the key
+        // and the membership are read again before the write.
+        await authenticate(context, mneme.apiKeys, false);
+        await viewerOf(caller);
+        return mneme.ingestExchange({
+          channelId: caller.channelId,
+          userId: caller.userId,
+          userMessage: userText,
+          assistantReply: reply,
+        });
+      }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
     };
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
-      return relayStream(answer, answer.body, ingest);
+      return relayStream(context, answer, answer.body, caller, ingest);
     }
     const bytes = new Uint8Array(await answer.arrayBuffer());
     if (answer.ok) ingest(completionText(parseJson(bytes)));
-    return relayWhole(answer, bytes);
+    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
 
   /**
@@ -165,7 +183,11 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
    * member of the channel it names; its own `proxy:<userId>` channel it may start. Refusals are 403;
    * any other failure of mneme is logged and the chat goes on without memory.
    */
-  async function prepare(caller: Caller, query: string): Promise<{ block: string; viewer: Viewer | null }> {
+  async function prepare(
+    caller: Caller,
+    query: string,
+    inspect: boolean,
+  ): Promise<{ block: string; viewer: Viewer | null }> {
     let viewer: Viewer;
     try {
       viewer = await viewerOf(caller);
@@ -176,7 +198,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     if (!query) return { block: '', viewer: null };
     try {
-      const result = await mneme.as(caller.principal).context({ query: query.slice(0, MAX_QUERY_CHARS), viewer });
+      const result = await mneme
+        .as(caller.principal)
+        .context({ query: query.slice(0, MAX_QUERY_CHARS), viewer, inspect });
       return { block: result.text, viewer };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
@@ -202,8 +226,17 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     );
   }
 
-  /** Relays a stream's events as they arrive; the exchange is ingested once it ended, not when the client left. */
-  function relayStream(answer: Response, source: ReadableStream<Uint8Array>, ingest: (reply: string) => void) {
+  /**
+   * Relays a stream's events as they arrive; the exchange is ingested once the stream ended with a whole
+   * final reply, not when the client left, nor when the upstream broke off or reported an error.
+   */
+  function relayStream(
+    context: Context,
+    answer: Response,
+    source: ReadableStream<Uint8Array>,
+    caller: Caller,
+    ingest: (reply: string) => void,
+  ) {
     const collector = createStreamCollector();
     const reader = source.getReader();
     const stream = new ReadableStream<Uint8Array>({
@@ -212,12 +245,24 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         try {
           next = await reader.read();
         } catch (error) {
-          controller.error(error);
+          if (context.req.raw.signal.aborted) {
+            controller.error(error);
+            return;
+          }
+          // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
+          const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
+          log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
+          controller.enqueue(
+            new TextEncoder().encode(
+              `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
+            ),
+          );
+          controller.close();
           return;
         }
         if (next.done) {
           controller.close();
-          ingest(collector.text());
+          if (collector.complete()) ingest(collector.text());
           return;
         }
         collector.push(next.value);
@@ -227,7 +272,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         await reader.cancel(reason).catch(() => {});
       },
     });
-    return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers) });
+    return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers, secret) });
   }
 
   return {
@@ -267,19 +312,39 @@ function parseField<T>(schema: Parameters<typeof parseInput>[0], value: unknown,
   }
 }
 
-function relayWhole(answer: Response, bytes: Uint8Array): Response {
+function relayWhole(answer: Response, bytes: Uint8Array, secret: string): Response {
   return new Response(answer.status === 204 || answer.status === 304 ? null : bytes, {
     status: answer.status,
-    headers: relayedHeaders(answer.headers),
+    headers: relayedHeaders(answer.headers, secret),
   });
 }
 
-function relayedHeaders(headers: Headers): Headers {
+/** The upstream's response headers a client gets: not the hop-by-hop ones, and never the upstream's key. */
+function relayedHeaders(headers: Headers, secret: string): Headers {
   const kept = new Headers();
   headers.forEach((value, name) => {
-    if (responseHeadersKept(name)) kept.append(name, value);
+    if (responseHeadersKept(name)) kept.append(name, secret ? value.replaceAll(secret, REDACTED) : value);
   });
   return kept;
+}
+
+/** What stands for the upstream's key where an upstream echoed it. */
+const REDACTED = '[redacted]';
+
+/** The body with every occurrence of the secret replaced by `[redacted]` (the bytes themselves when there is none). */
+function redacted(bytes: Uint8Array, secret: string): Uint8Array {
+  if (!secret) return bytes;
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const needle = Buffer.from(secret);
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
+    parts.push(body.subarray(from, at), Buffer.from(REDACTED));
+    from = at + needle.length;
+  }
+  if (parts.length === 0) return bytes;
+  parts.push(body.subarray(from));
+  return new Uint8Array(Buffer.concat(parts));
 }
 
 function parseJson(bytes: Uint8Array): unknown {

@@ -54,6 +54,13 @@ export function upstreamUrl(text: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new MnemeError(ErrorCode.ConfigInvalid, `--upstream must be an http or https URL, not ${url.protocol}`);
   }
+  if (url.username || url.password) {
+    // fetch refuses such a URL, and every error naming the upstream would show the password to clients.
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      '--upstream must not carry a user name or password: put the key in MNEME_UPSTREAM_API_KEY',
+    );
+  }
   if (url.search || url.hash) {
     throw new MnemeError(ErrorCode.ConfigInvalid, '--upstream is a base URL: leave out the query string and fragment');
   }
