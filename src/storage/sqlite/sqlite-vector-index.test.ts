@@ -139,24 +139,6 @@ describe('the SQLite vector index', () => {
     }
   });
 
-  it('scores by the exact cosine whatever the dimensions, sliced evenly or not', () => {
-    // 100: one short slice; 200: a whole slice and 8 numbers; 768: four whole slices; 8,192: 42 and 128 numbers.
-    for (const dimensions of [100, 200, 768, 8192]) {
-      const { index } = openIndex(dimensions);
-      const random = createSeededRandom(dimensions);
-      const vectorOf = () => Float32Array.from({ length: dimensions }, () => random.normal());
-      const stored = Array.from({ length: 30 }, (_, position) => ({ id: position + 1, vector: vectorOf() }));
-      for (const { id, vector } of stored) index.put(id, 'global', { model: 'm', vector });
-      const query = vectorOf();
-      const hits = index.search(query, 'm', ['global'], 30);
-      expect(hits).toHaveLength(30);
-      for (const hit of hits) {
-        const vector = stored.find((entry) => entry.id === hit.id)?.vector ?? new Float32Array(dimensions);
-        expect(hit.score).toBeCloseTo(cosine(query, vector), 4);
-      }
-    }
-  });
-
   it('searches every owner when asked for none, and nothing for an empty list', () => {
     const { index, corpus, stored } = syntheticStore();
     const query = corpus.query(3, stored.length);
