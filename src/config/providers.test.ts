@@ -93,7 +93,7 @@ describe('choosing the embedding model', () => {
     const resolved = await resolveEmbedder(
       'auto',
       { ollamaUrl: server.url },
-      { loadTransformers: notInstalled, detectionTimeoutMs: 50 },
+      { loadTransformers: notInstalled, detectionTimeoutMs: 500 },
     );
     expect(resolved.model).toBeNull();
     expect(server.requests).toHaveLength(1);
