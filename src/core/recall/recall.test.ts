@@ -292,6 +292,49 @@ describe('recall: query shaping', () => {
     expect(aware.hits.map((hit) => hit.memory.id)).not.toContain(own[0]?.id);
   });
 
+  it("ranks the named speaker's own turn above the other side's reply that names them, and says why", async () => {
+    const talk = async (mneme: Mneme, clock: ReturnType<typeof createFixedClock>) => {
+      const say = (sender: string, senderName: string, content: string) =>
+        mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+      await say('ann', 'Ann', 'We finally went camping up at the glacier lake with the kids last weekend.');
+      await say('bob', 'Bob', 'Ann, that sounds lovely! Ann always loves camping, I should go camping with Ann too.');
+      await mneme.whenIdle();
+      const result = await mneme.recall({
+        query: 'Where did Ann go camping?',
+        viewer: { channelId: 'camp', userId: 'bob' },
+        explain: true,
+        inspect: true,
+      });
+      return result.hits;
+    };
+    const off = await openEngine({ embedder: null, policy: { recall: { otherSpeakerWeight: 1 } } });
+    const plain = await talk(off.mneme, off.clock);
+    // Without the factor, what is taken from the reply that repeats the name and the word comes first.
+    expect(plain.map((hit) => hit.memory.userId)).toEqual(['bob', 'ann']);
+    expect(plain[0]?.breakdown.otherSpeaker).toBeUndefined();
+
+    const on = await openEngine({ embedder: null });
+    const focused = await talk(on.mneme, on.clock);
+    expect(focused.map((hit) => hit.memory.userId)).toEqual(['ann', 'bob']);
+    expect(focused[0]?.breakdown.otherSpeaker).toBeUndefined();
+    expect(focused[1]?.breakdown.otherSpeaker).toBe(0.85);
+    expect(focused[1]?.explanation).toContain('x0.85 (the query names someone else than who said it)');
+  });
+
+  it('weighs no speaker when the query names none, or names every speaker', async () => {
+    const { mneme, clock } = await openEngine({ embedder: null });
+    const say = (sender: string, senderName: string, content: string) =>
+      mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+    await say('ann', 'Ann', 'We finally went camping up at the glacier lake with the kids last weekend.');
+    await say('bob', 'Bob', 'That sounds lovely! I should go camping at a lake like that some time too.');
+    await mneme.whenIdle();
+    for (const query of ['Who went camping at the lake?', 'Where did Ann and Bob go camping?']) {
+      const result = await mneme.recall({ query, viewer: { channelId: 'camp', userId: 'bob' }, inspect: true });
+      expect(result.hits.length).toBeGreaterThan(1);
+      expect(result.hits.every((hit) => hit.breakdown.otherSpeaker === undefined)).toBe(true);
+    }
+  });
+
   it('keeps one of several hits with the same content', () => {
     const hit = (id: number, content: string) => ({ memory: { id, content } }) as unknown as RecallHit;
     expect(
