@@ -35,13 +35,21 @@ describe('namedSpeakers', () => {
 describe('otherSpeakerFactor', () => {
   const named = new Set(['u1']);
 
-  it("weighs a memory from another user's message when the query names someone", () => {
-    expect(otherSpeakerFactor({ userId: 'u2' }, named, 0.85)).toBe(0.85);
+  const turn = (userId: string | null) => ({ userId, category: 'exchange' });
+
+  it("weighs another user's conversation turn when the query names someone", () => {
+    expect(otherSpeakerFactor(turn('u2'), named, 0.9)).toBe(0.9);
   });
 
-  it("leaves the named speaker's memories, memories of no user and queries that name nobody at 1", () => {
-    expect(otherSpeakerFactor({ userId: 'u1' }, named, 0.85)).toBe(1);
-    expect(otherSpeakerFactor({ userId: null }, named, 0.85)).toBe(1);
-    expect(otherSpeakerFactor({ userId: 'u2' }, new Set(), 0.85)).toBe(1);
+  it("leaves the named speaker's turns, turns of no user and queries that name nobody at 1", () => {
+    expect(otherSpeakerFactor(turn('u1'), named, 0.9)).toBe(1);
+    expect(otherSpeakerFactor(turn(null), named, 0.9)).toBe(1);
+    expect(otherSpeakerFactor(turn('u2'), new Set(), 0.9)).toBe(1);
+  });
+
+  it('leaves facts, events, preferences and episodes at 1: they name their subject in their text', () => {
+    for (const category of ['fact', 'event', 'preference', 'episode']) {
+      expect(otherSpeakerFactor({ userId: 'u2', category }, named, 0.9)).toBe(1);
+    }
   });
 });

@@ -31,12 +31,19 @@ export function namedSpeakers(query: string, speakers: readonly Speaker[]): Set<
 
 /**
  * The `otherSpeaker` factor of a memory's score: `weight` when the query names some speaker and the
- * memory comes from another user's message, else 1 (no speaker named, the memory's user named, or a
- * memory of no user). A question about what one person said or did is answered by their own words; the
- * other side's reply that only addresses them ("Wow, Mel! Any more paintings coming up?") matches the
- * name as well but says less.
+ * memory is a conversation turn (`exchange`) of another user, else 1 (no speaker named, the turn's user
+ * named, a memory of no user, or not a turn). A question about what one person said or did is answered by
+ * their own words, and a turn names its speaker only in its label ("Mel: I just signed up for a pottery
+ * class"), while the other side's reply names them by address ("Caro: Wow, Mel! Any more paintings coming
+ * up?") and matches as well. Facts, events, preferences and episodes are left alone: they name their
+ * subject in their text ("Mel signed up for a pottery class"), which the query's words already match.
  */
-export function otherSpeakerFactor(memory: Pick<Memory, 'userId'>, named: ReadonlySet<string>, weight: number): number {
+export function otherSpeakerFactor(
+  memory: Pick<Memory, 'userId' | 'category'>,
+  named: ReadonlySet<string>,
+  weight: number,
+): number {
+  if (memory.category !== 'exchange') return 1;
   if (named.size === 0 || memory.userId === null || named.has(memory.userId)) return 1;
   return weight;
 }

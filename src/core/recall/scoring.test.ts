@@ -83,7 +83,7 @@ describe('the recall score', () => {
 
   it('multiplies the score by the otherSpeaker factor, and refuses an otherSpeakerWeight outside 0..1', () => {
     const policy = resolvePolicy();
-    expect(policy.recall.otherSpeakerWeight).toBe(0.85);
+    expect(policy.recall.otherSpeakerWeight).toBe(0.9);
     const breakdown = scoreBreakdown(memory, 0.9, policy, now);
     expect(weightedScore({ ...breakdown, otherSpeaker: 0.85 }, policy.recall.weights)).toBeCloseTo(
       weightedScore(breakdown, policy.recall.weights) * 0.85,
