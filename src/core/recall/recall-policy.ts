@@ -104,7 +104,7 @@ export const RecallPolicySchema = z.strictObject({
    * 1 ranks them as equals; 0 puts every superseded memory last.
    */
   supersededWeight: unit(0.8, 'supersededWeight'),
-    /**
+  /**
    * Who said what: when the query names a speaker (a word of the display name of a user whose message a
    * candidate comes from: "What did Caroline research?"), the score of a conversation turn (`exchange`
    * memory) of another user is multiplied by this, so the named person's own turns rank above the other

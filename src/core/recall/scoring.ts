@@ -16,7 +16,7 @@ export type ScoreBreakdown = Record<ScoreTerm, number> & {
   /** 1, or the policy's `recall.fadedWeight` (0.95 by default) for a memory that faded (ADR 9). Left out: 1. */
   faded?: number;
   /**
-      * 1, or the policy's `recall.otherSpeakerWeight` (0.9 by default) for a conversation turn of another
+   * 1, or the policy's `recall.otherSpeakerWeight` (0.9 by default) for a conversation turn of another
    * user when the query names a speaker (ADR 23). Left out: 1.
    */
   otherSpeaker?: number;
