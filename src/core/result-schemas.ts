@@ -128,11 +128,12 @@ export const ScoreBreakdownSchema = z
     >),
     superseded: z.number().exactOptional(),
     faded: z.number().exactOptional(),
+    otherSpeaker: z.number().exactOptional(),
   })
   .meta({
     id: 'ScoreBreakdown',
     description:
-      'Each score term, 0..1, and the factors (superseded, faded; 1 when left out) the weighted mean is multiplied by',
+      'Each score term, 0..1, and the factors (superseded, faded, otherSpeaker; 1 when left out) the weighted mean is multiplied by',
   });
 
 export const RecallHitSchema = z

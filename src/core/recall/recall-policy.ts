@@ -104,6 +104,13 @@ export const RecallPolicySchema = z.strictObject({
    * 1 ranks them as equals; 0 puts every superseded memory last.
    */
   supersededWeight: unit(0.8, 'supersededWeight'),
+  /**
+   * Who said what: when the query names a speaker (a word of the display name of a user whose message a
+   * candidate comes from: "What did Caroline research?"), the score of a conversation turn (`exchange`
+   * memory) of another user is multiplied by this, so the named person's own turns rank above the other
+   * side's replies that only address them (ADR 23). 1 turns it off (and saves the name look-ups).
+   */
+  otherSpeakerWeight: unit(0.9, 'recall.otherSpeakerWeight'),
   candidatePool: CandidatePoolSchema.prefault({}),
   /**
    * What a memory that faded (decay put it to rest; ADR 9) counts for: its score is multiplied by this, so

@@ -292,6 +292,52 @@ describe('recall: query shaping', () => {
     expect(aware.hits.map((hit) => hit.memory.id)).not.toContain(own[0]?.id);
   });
 
+  it("ranks the named speaker's own turn above the other side's reply that names them, and says why", async () => {
+    const talk = async (mneme: Mneme, clock: ReturnType<typeof createFixedClock>) => {
+      const say = (sender: string, senderName: string, content: string) =>
+        mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+      await say('ann', 'Ann', 'Up at the glacier lake, two nights in a tent, with a campfire each evening.');
+      await say('bob', 'Bob', 'Ann, camping at a glacier lake, wow! Ann camping in the mountains sounds lovely.');
+      await mneme.whenIdle();
+      const result = await mneme.recall({
+        query: 'Where did Ann go camping?',
+        viewer: { channelId: 'camp', userId: 'bob' },
+        explain: true,
+        inspect: true,
+      });
+      return result.hits;
+    };
+    const off = await openEngine({ embedder: null, policy: { recall: { otherSpeakerWeight: 1 } } });
+    const plain = await talk(off.mneme, off.clock);
+    // Without the factor, the reply that repeats the name and the word comes first.
+    expect(plain.map((hit) => [hit.memory.category, hit.memory.userId])).toEqual([
+      ['exchange', 'bob'],
+      ['exchange', 'ann'],
+    ]);
+    expect(plain[0]?.breakdown.otherSpeaker).toBeUndefined();
+
+    const on = await openEngine({ embedder: null });
+    const focused = await talk(on.mneme, on.clock);
+    expect(focused.map((hit) => hit.memory.userId)).toEqual(['ann', 'bob']);
+    expect(focused[0]?.breakdown.otherSpeaker).toBeUndefined();
+    expect(focused[1]?.breakdown.otherSpeaker).toBe(0.9);
+    expect(focused[1]?.explanation).toContain('x0.9 (the query names someone else than who said it)');
+  });
+
+  it('weighs no speaker when the query names none, or names every speaker', async () => {
+    const { mneme, clock } = await openEngine({ embedder: null });
+    const say = (sender: string, senderName: string, content: string) =>
+      mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+    await say('ann', 'Ann', 'Up at the glacier lake, two nights in a tent, with a campfire each evening.');
+    await say('bob', 'Bob', 'Ann, camping at a glacier lake, wow! Ann camping in the mountains sounds lovely.');
+    await mneme.whenIdle();
+    for (const query of ['Who went camping at the glacier lake?', 'Where did Ann and Bob go camping?']) {
+      const result = await mneme.recall({ query, viewer: { channelId: 'camp', userId: 'bob' }, inspect: true });
+      expect(result.hits.map((hit) => hit.memory.userId).sort()).toEqual(['ann', 'bob']);
+      expect(result.hits.every((hit) => hit.breakdown.otherSpeaker === undefined)).toBe(true);
+    }
+  });
+
   it('keeps one of several hits with the same content', () => {
     const hit = (id: number, content: string) => ({ memory: { id, content } }) as unknown as RecallHit;
     expect(

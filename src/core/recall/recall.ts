@@ -24,6 +24,7 @@ import {
   reciprocalRankFusion,
   relevanceOf,
 } from './fusion.js';
+import { MAX_SPEAKER_LOOKUPS, namedSpeakers, otherSpeakerFactor } from './named-speakers.js';
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
@@ -109,7 +110,8 @@ export function candidatePoolSize(
  * restricted to the viewer's scopes, fused by RRF (k = 60), scored by the recall policy, joined by
  * up to 3 linked memories; every returned memory is touched (access count, reinforcement) through
  * `touches`, best effort, unless the request is `inspect` (then nothing is written). Hits show their
- * memories' values as of now. A constant number of storage calls, whatever topK is.
+ * memories' values as of now. A bounded number of storage calls, whatever topK is (the names of at most
+ * `MAX_SPEAKER_LOOKUPS` authors among them).
  */
 export async function recall(context: EngineContext, input: unknown, touches: TouchQueue): Promise<RecallResult> {
   const parsed = parseInput(RecallInputSchema, input, 'recall input');
@@ -176,12 +178,13 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     weightedTexts(context, texts),
   ]);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const named = await speakersNamed(context, fullQuery, candidates, byId);
   const totalWeight = listWeight(lists);
   const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
       if (!memory || isTheMessageAnswered(memory, answered)) return [];
-      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now)];
+      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named)];
     })
     .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
     .map((entry) => entry.hit);
@@ -210,6 +213,31 @@ function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
   const { superseded = 1, faded = 1 } = fact.breakdown;
   const score = turn.score * superseded * faded;
   return score > fact.score ? { ...fact, score } : fact;
+}
+
+/**
+ * The users the query names among the authors of the candidates (ADR 23): the first
+ * `MAX_SPEAKER_LOOKUPS` distinct authors, best candidates first, each looked up once in the directory for
+ * their display name. Empty, with no look-up, when `recall.otherSpeakerWeight` is 1.
+ */
+async function speakersNamed(
+  context: EngineContext,
+  query: string,
+  candidates: readonly FusedCandidate[],
+  byId: ReadonlyMap<number, Memory>,
+): Promise<Set<string>> {
+  if (context.policy.recall.otherSpeakerWeight >= 1) return new Set();
+  const authors = new Set<string>();
+  for (const candidate of candidates) {
+    const userId = byId.get(candidate.id)?.userId;
+    if (userId) authors.add(userId);
+    if (authors.size >= MAX_SPEAKER_LOOKUPS) break;
+  }
+  if (authors.size < 2) return new Set();
+  const speakers = await Promise.all(
+    [...authors].map(async (id) => ({ id, name: (await context.storage.directory.getUser(id))?.displayName ?? id })),
+  );
+  return namedSpeakers(query, speakers);
 }
 
 /** The search texts' words with their weights (one storage call), each text with the weight its lists have. */
@@ -360,8 +388,13 @@ function directHit(
   candidate: FusedCandidate,
   relevance: number,
   now: number,
+  named: ReadonlySet<string>,
 ): { hit: RecallHit; fused: number } {
-  const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
+  const otherSpeaker = otherSpeakerFactor(memory, named, context.policy.recall.otherSpeakerWeight);
+  const breakdown = {
+    ...scoreBreakdown(memory, relevance, context.policy, now),
+    ...(otherSpeaker < 1 ? { otherSpeaker } : {}),
+  };
   const match: MatchType = candidate.ftsRank === null ? 'vector' : candidate.vectorRank === null ? 'fts' : 'hybrid';
   return {
     fused: candidate.fused,
@@ -503,9 +536,10 @@ function explanationOf(hit: RecallHit, weights: RecallWeights): string {
   const terms = scoreTerms
     .map((term) => `${termLabels[term]} ${hit.breakdown[term].toFixed(2)}x${weights[term]}`)
     .join(' + ');
-  const { superseded = 1, faded = 1 } = hit.breakdown;
+  const { superseded = 1, faded = 1, otherSpeaker = 1 } = hit.breakdown;
   const factors = [
     superseded < 1 ? ` x${superseded} (superseded by #${hit.memory.supersededBy})` : '',
+    otherSpeaker < 1 ? ` x${otherSpeaker} (the query names someone else than who said it)` : '',
     faded < 1 && hit.memory.fadedAt !== null
       ? ` x${faded} (faded ${hit.memory.fadedAt.slice(0, 10)}: decay put it to rest; this recall brings it back)`
       : '',

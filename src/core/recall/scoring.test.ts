@@ -81,6 +81,19 @@ describe('the recall score', () => {
     );
   });
 
+  it('multiplies the score by the otherSpeaker factor, and refuses an otherSpeakerWeight outside 0..1', () => {
+    const policy = resolvePolicy();
+    expect(policy.recall.otherSpeakerWeight).toBe(0.9);
+    const breakdown = scoreBreakdown(memory, 0.9, policy, now);
+    expect(weightedScore({ ...breakdown, otherSpeaker: 0.85 }, policy.recall.weights)).toBeCloseTo(
+      weightedScore(breakdown, policy.recall.weights) * 0.85,
+      12,
+    );
+    expect(() => resolvePolicy({ recall: { otherSpeakerWeight: 1.2 } })).toThrow(
+      /otherSpeakerWeight must be between 0 and 1/,
+    );
+  });
+
   it('grows the access-frequency term with the logarithm of the count, reaching 1 at 50', () => {
     expect(accessFrequencyScore(0)).toBe(0);
     expect(accessFrequencyScore(5)).toBeGreaterThan(accessFrequencyScore(1));

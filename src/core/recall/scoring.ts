@@ -15,6 +15,11 @@ export type ScoreBreakdown = Record<ScoreTerm, number> & {
   superseded?: number;
   /** 1, or the policy's `recall.fadedWeight` (0.95 by default) for a memory that faded (ADR 9). Left out: 1. */
   faded?: number;
+  /**
+   * 1, or the policy's `recall.otherSpeakerWeight` (0.9 by default) for a conversation turn of another
+   * user when the query names a speaker (ADR 23). Left out: 1.
+   */
+  otherSpeaker?: number;
 };
 
 /** The access count at which the access-frequency term reaches 1 (it grows with the logarithm). */
@@ -63,7 +68,7 @@ export function scoreBreakdown(
   };
 }
 
-/** The weighted mean of the terms, times the breakdown's `superseded` and `faded` factors: 0..1, never stored. */
+/** The weighted mean of the terms, times the breakdown's `superseded`, `faded` and `otherSpeaker` factors: 0..1, never stored. */
 export function weightedScore(breakdown: ScoreBreakdown, weights: RecallWeights): number {
   let total = 0;
   let weightSum = 0;
@@ -71,7 +76,8 @@ export function weightedScore(breakdown: ScoreBreakdown, weights: RecallWeights)
     total += weights[term] * breakdown[term];
     weightSum += weights[term];
   }
-  return weightSum === 0 ? 0 : (total / weightSum) * (breakdown.superseded ?? 1) * (breakdown.faded ?? 1);
+  const factors = (breakdown.superseded ?? 1) * (breakdown.faded ?? 1) * (breakdown.otherSpeaker ?? 1);
+  return weightSum === 0 ? 0 : (total / weightSum) * factors;
 }
 
 function clamp01(value: number): number {
