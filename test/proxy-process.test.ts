@@ -96,6 +96,17 @@ describe('mneme proxy (the built CLI in a child process)', () => {
     expect(request?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
     expect(JSON.stringify(request?.headers)).not.toContain(key);
 
+    // The exchange is ingested after the stream ends and extracted in the background: the running
+    // proxy's memory is searched from another process until it is there (SIGTERM would leave the
+    // extraction to the next start, as designed).
+    const searchLisbon = () => mneme(database, 'search', 'Lisbon', '--user', 'ann', '--channel', 'proxy:ann');
+    let found = await searchLisbon().catch(() => '');
+    for (let attempt = 0; attempt < 20 && !/Lisbon/.test(found); attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      found = await searchLisbon().catch(() => '');
+    }
+    expect(found).toMatch(/Lisbon/);
+
     const exit = new Promise<number | null>((resolve) => proxy.child.once('exit', resolve));
     proxy.child.kill('SIGTERM');
     expect(await exit).toBe(0);
@@ -104,7 +115,6 @@ describe('mneme proxy (the built CLI in a child process)', () => {
     const turns = await mneme(database, 'turns', '--channel', 'proxy:ann');
     expect(turns).toContain('What should I drink in the morning? I live in Lisbon.');
     expect(turns).toContain('Green tea suits your mornings.');
-    expect(await mneme(database, 'search', 'Lisbon', '--user', 'ann', '--channel', 'proxy:ann')).toMatch(/Lisbon/);
   });
 
   it('refuses an upstream URL carrying credentials with one clear line that does not repeat them', async () => {
