@@ -169,6 +169,22 @@ export function describeStorageContract(
       expect(counted.memories).toBeGreaterThanOrEqual(3);
     });
 
+    it('counts exactly up to a bound when asked: a term in more memories counts the bound plus one', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('Oz edits code in Helix'),
+          await newMemory('Oz switched editors twice'),
+          await newMemory('Oz likes the editor'),
+          await newMemory('the editor crashed'),
+        ],
+        context,
+      );
+      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs'], { exactUpTo: 2 });
+      expect(counted.counts).toEqual([3, 3, 1, 0]);
+      const whole = await storage.memories.termCounts(['oz', 'editor'], { exactUpTo: 10 });
+      expect(whole.counts).toEqual([3, 3]);
+    });
+
     it('finds a memory by its search-only context, which stays out of its content', async () => {
       const [stored] = await storage.memories.insert(
         [{ ...(await newMemory('Bob: Up to the glacier lake!')), searchContext: 'Ann: Where did you go hiking?' }],
