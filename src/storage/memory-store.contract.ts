@@ -868,6 +868,25 @@ export function describeStorageContract(
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
     });
 
+    it("writes a message's joins with it, and none for a duplicate", async () => {
+      const say = (senderId: string, externalId: string) => ({
+        channelId: 'room',
+        senderId,
+        role: 'user' as const,
+        content: `hello from ${senderId}`,
+        topicId: null,
+        externalId,
+        createdAt: at,
+        joins: [{ kind: 'channel' as const, id: 'room', at }],
+      });
+      await storage.messages.append([say('oz', 'evt-1')]);
+      expect(await storage.memberships.members('channel', 'room')).toEqual(['oz']);
+      await storage.memberships.setMembers('channel', 'room', [], at);
+      // A retry of the same message is a duplicate: an administrator's removal stands.
+      await storage.messages.append([say('oz', 'evt-1'), say('ann', 'evt-2')]);
+      expect(await storage.memberships.members('channel', 'room')).toEqual(['ann']);
+    });
+
     it('appends a message once per channel and external id, answering the stored one as a duplicate', async () => {
       const say = (content: string, externalId: string | null, extra: Record<string, unknown> = {}) => ({
         channelId: 'room',
