@@ -4,7 +4,6 @@ import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../errors.js';
 import { sameSubject } from '../fact-subject.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
-import { rarestTerms } from '../rarest-terms.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
 import { jaccard, wordSet } from '../similarity.js';
@@ -27,12 +26,6 @@ const TEXT_CANDIDATES = 20;
  * memory of up to 8 words is searched by all.
  */
 export const CANDIDATE_TERMS = 8;
-/**
- * Memories (full-text index entries) those words may be in, together (`rarestTerms`: the rarest word
- * always): one memory's search reads about as many entries in a large store as in a small one.
- */
-export const CANDIDATE_POSTINGS = 200;
-const candidateBound = { maxTerms: CANDIDATE_TERMS, maxPostings: CANDIDATE_POSTINGS };
 /** New memories read per page. */
 const PAGE_SIZE = 200;
 
@@ -50,8 +43,7 @@ export interface ConsolidateReport extends TaskReport {
  * Merges near-duplicates into one memory, never across owners (scope), users, sectors or subjects
  * (`sameSubject`), never pinned or superseded memories, episodes or exchanges: (1) each memory newer
  * than the consolidation watermark with its full-text candidates of the same owner at Jaccard >=
- * 0.35 (at most 20, searched by its 8 rarest words, fewer when they are in more than 200 memories
- * together: one bounded search per memory); (2) when vectors exist, the 200 most recent
+ * 0.35 (at most 20, searched by its 8 rarest words: one bounded search per memory); (2) when vectors exist, the 200 most recent
  * memories by cosine >= 0.92. Each cluster of 2 or more is written as one memory first; the
  * originals are archived in the same transaction, after it, with `consolidated` links to them.
  */
@@ -80,7 +72,8 @@ export async function runConsolidate(
       const words = wordSet(seed.content);
       if (words.size === 0) continue;
       const hits = await storage.memories.searchText({
-        terms: await rarestTerms(storage.memories, [...words].slice(0, MAX_QUERY_TERMS), candidateBound),
+        terms: [...words].slice(0, MAX_QUERY_TERMS),
+        maxTerms: CANDIDATE_TERMS,
         owners: [ownerOf(seed)],
         limit: TEXT_CANDIDATES,
       });
