@@ -183,6 +183,10 @@ export function describeStorageContract(
       expect(counted.counts).toEqual([3, 3, 1, 0]);
       const whole = await storage.memories.termCounts(['oz', 'editor'], { exactUpTo: 10 });
       expect(whole.counts).toEqual([3, 3]);
+      // Only words the index may have no term for (stop words in PostgreSQL): counted all the same.
+      const stopWords = await storage.memories.termCounts(['the', 'of'], { exactUpTo: 10 });
+      expect(stopWords.counts).toHaveLength(2);
+      expect(stopWords.counts[1]).toBe(0);
     });
 
     it('finds a memory by its search-only context, which stays out of its content', async () => {

@@ -117,12 +117,16 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
   async function exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number): Promise<TermCounts> {
     const queries = (await lexemesOf(q, terms)).map(orLexemeQuery);
     const asked = [...new Set(queries.filter((query): query is string => query !== null))];
+    if (asked.length === 0) {
+      const { rows } = await q.query<{ size: number }>('SELECT COALESCE(MAX(id), 0) AS size FROM memories');
+      return { memories: Number(rows[0]?.size ?? 0), counts: queries.map(() => 0) };
+    }
     const limit = Math.max(0, Math.floor(upTo)) + 1;
     const counts = asked.map(
       (_, index) => `(SELECT count(*) FROM (SELECT 1 FROM memories WHERE fts @@ $${index + 2}::tsquery LIMIT $1) AS m)`,
     );
     const { rows } = await q.query<{ size: number; counts: number[] }>(
-      `SELECT (SELECT COALESCE(MAX(id), 0) FROM memories) AS size, ARRAY[${counts.join(', ') || 'NULL'}]::bigint[] AS counts`,
+      `SELECT (SELECT COALESCE(MAX(id), 0) FROM memories) AS size, ARRAY[${counts.join(', ')}]::bigint[] AS counts`,
       [limit, ...asked],
     );
     const byQuery = new Map(asked.map((query, index) => [query, Number(rows[0]?.counts?.[index] ?? 0)]));
