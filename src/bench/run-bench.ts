@@ -48,6 +48,8 @@ const BUILD_CHUNK = 1_000;
 const RSS_QUERIES = 20;
 /** Memories remembered after the first maintenance cycle, before the steady-state one (fewer in a smaller store). */
 export const STEADY_MEMORIES = 1000;
+/** Messages per `ingestMany` call when ingest is timed in batches (the most it takes, as `mneme ingest` of a file batches). */
+const INGEST_BATCH = 1_000;
 /** How often (in operations) the RSS is sampled: a cheap read (a timer would not fire in these loops). */
 const SAMPLE_EVERY = 25;
 
@@ -297,23 +299,40 @@ async function measureSize(
   baseline.close();
   await mnemeLexical.close();
 
-  // 3. Ingest through the offline extractor, then two maintenance cycles: mneme's alone.
-  const ingestBar = options.progress('mneme: ingesting messages', options.messages);
-  const ingestStarted = performance.now();
-  for (let index = 0; index < options.messages; index++) {
+  // 3. Ingest through the offline extractor (one `ingest()` a message, then other messages in
+  // `ingestMany` batches, as an importer does), then two maintenance cycles: mneme's alone.
+  const asInput = (index: number) => {
     const message = corpus.message(index);
-    await mneme.ingest({
+    return {
       channelId: message.channelId,
       sender: message.userId,
       senderName: message.userName,
       content: message.content,
-    });
+    };
+  };
+  const ingestBar = options.progress('mneme: ingesting messages, one ingest() each', options.messages);
+  let ingestStarted = performance.now();
+  for (let index = 0; index < options.messages; index++) {
+    await mneme.ingest(asInput(index));
     if ((index + 1) % SAMPLE_EVERY === 0) ingestBar.update(index + 1);
   }
   ingestBar.finish();
   options.log('mneme: waiting until extraction is idle');
   await mneme.whenIdle();
   const ingestMs = performance.now() - ingestStarted;
+  const batchedBar = options.progress('mneme: ingesting messages in ingestMany batches', options.messages);
+  ingestStarted = performance.now();
+  for (let start = 0; start < options.messages; start += INGEST_BATCH) {
+    const end = Math.min(options.messages, start + INGEST_BATCH);
+    const inputs = [];
+    for (let index = start; index < end; index++) inputs.push(asInput(options.messages + index));
+    await mneme.ingestMany(inputs);
+    batchedBar.update(end);
+  }
+  batchedBar.finish();
+  options.log('mneme: waiting until extraction is idle');
+  await mneme.whenIdle();
+  const ingestBatchedMs = performance.now() - ingestStarted;
   // The first cycle over the whole store, then a steady-state one after STEADY_MEMORIES new memories.
   options.log(`mneme: the first maintenance cycle over ${sizeText} memories`);
   let started = performance.now();
@@ -379,6 +398,7 @@ async function measureSize(
       recall: latencies.mneme,
       rememberPerSecond: rate(size, buildMs.mneme),
       ingestPerSecond: rate(options.messages, ingestMs),
+      ingestBatchedPerSecond: rate(options.messages, ingestBatchedMs),
       maintenanceMs,
       maintenanceSteadyMs,
       maintenancePeakRssBytes,

@@ -27,6 +27,8 @@ describe('mneme bench', () => {
     expect(run.stderr).toContain('storing 40 memories in each system');
     expect(run.stderr).toContain('the first maintenance cycle over 40 memories');
     expect(run.stdout).toMatch(/steady maintenance cycle: ms +\d/);
+    expect(run.stdout).toMatch(/ingest, one ingest\(\) each: messages\/s +\d/);
+    expect(run.stdout).toMatch(/ingest, ingestMany batches: messages\/s +\d/);
     const report = JSON.parse(readFileSync(file, 'utf8'));
     expect(Object.keys(report)).toEqual(['sizes']);
     expect(report.sizes['40']).toEqual({
@@ -34,6 +36,7 @@ describe('mneme bench', () => {
         recall: { lexical: legs, vector: legs, hybrid: legs },
         rememberPerSecond: expect.any(Number),
         ingestPerSecond: expect.any(Number),
+        ingestBatchedPerSecond: expect.any(Number),
         maintenanceMs: expect.any(Number),
         maintenanceSteadyMs: expect.any(Number),
         maintenancePeakRssBytes: expect.any(Number),

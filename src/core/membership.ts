@@ -1,13 +1,16 @@
 import type { SpaceKind } from '../storage/membership-store.js';
-import type { Message } from '../storage/message-store.js';
+import type { NewMessage, SpaceJoin } from '../storage/message-store.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import type { Viewer } from './types.js';
 
 /** Who belongs where, as the engine asks it (ADR 5). */
 export interface Membership {
-  /** After ingest: the sender of each user message becomes a member of its channel, its topic and that topic's project. */
-  learn(messages: readonly Message[]): Promise<void>;
+  /**
+   * For ingest: the messages with the spaces the sender of each user message joins when it is
+   * appended (its channel, its topic and that topic's project), written in the append's transaction.
+   */
+  withJoins(messages: readonly NewMessage[]): Promise<NewMessage[]>;
   /** FORBIDDEN unless the user may read what the viewer names: a channel it is in (or a public one), its topics and projects. */
   assertMayView(userId: string, viewer: Viewer): Promise<void>;
   /** FORBIDDEN unless the user is a member of the space (`what` says what was attempted). */
@@ -39,35 +42,27 @@ export function createMembership(context: EngineContext): Membership {
   }
 
   return {
-    async learn(messages) {
+    async withJoins(messages) {
       const at = context.clock.now();
       const projects = new Map<string, string | null>();
-      const known = new Set<string>();
-      // A sender is usually a member already: a read, and a write only when they are not, one
-      // transaction a space for every new member the messages bring to it (an import brings many).
-      const missing = new Map<string, { kind: SpaceKind; id: string; userIds: string[] }>();
-      const add = async (kind: SpaceKind, id: string, userId: string) => {
-        const key = JSON.stringify([kind, id, userId]);
-        if (known.has(key)) return;
-        known.add(key);
-        if (await memberships.isMember(kind, id, userId)) return;
-        const space = JSON.stringify([kind, id]);
-        const entry = missing.get(space) ?? { kind, id, userIds: [] };
-        entry.userIds.push(userId);
-        missing.set(space, entry);
-      };
+      const joined: NewMessage[] = [];
       for (const message of messages) {
-        if (message.role !== 'user') continue;
-        await add('channel', message.channelId, message.senderId);
-        if (message.topicId === null) continue;
-        await add('topic', message.topicId, message.senderId);
-        if (!projects.has(message.topicId)) {
-          projects.set(message.topicId, (await directory.getTopic(message.topicId))?.projectId ?? null);
+        if (message.role !== 'user') {
+          joined.push(message);
+          continue;
         }
-        const projectId = projects.get(message.topicId);
-        if (projectId) await add('project', projectId, message.senderId);
+        const joins: SpaceJoin[] = [{ kind: 'channel', id: message.channelId, at }];
+        if (message.topicId !== null) {
+          joins.push({ kind: 'topic', id: message.topicId, at });
+          if (!projects.has(message.topicId)) {
+            projects.set(message.topicId, (await directory.getTopic(message.topicId))?.projectId ?? null);
+          }
+          const projectId = projects.get(message.topicId);
+          if (projectId) joins.push({ kind: 'project', id: projectId, at });
+        }
+        joined.push({ ...message, joins });
       }
-      for (const { kind, id, userIds } of missing.values()) await memberships.addMembers(kind, id, userIds, at);
+      return joined;
     },
 
     async assertMayView(userId, viewer) {

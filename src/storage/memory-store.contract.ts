@@ -169,6 +169,26 @@ export function describeStorageContract(
       expect(counted.memories).toBeGreaterThanOrEqual(3);
     });
 
+    it('counts exactly up to a bound when asked: a term in more memories counts the bound plus one', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('Oz edits code in Helix'),
+          await newMemory('Oz switched editors twice'),
+          await newMemory('Oz likes the editor'),
+          await newMemory('the editor crashed'),
+        ],
+        context,
+      );
+      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs'], { exactUpTo: 2 });
+      expect(counted.counts).toEqual([3, 3, 1, 0]);
+      const whole = await storage.memories.termCounts(['oz', 'editor'], { exactUpTo: 10 });
+      expect(whole.counts).toEqual([3, 3]);
+      // Only words the index may have no term for (stop words in PostgreSQL): counted all the same.
+      const stopWords = await storage.memories.termCounts(['the', 'of'], { exactUpTo: 10 });
+      expect(stopWords.counts).toHaveLength(2);
+      expect(stopWords.counts[1]).toBe(0);
+    });
+
     it('finds a memory by its search-only context, which stays out of its content', async () => {
       const [stored] = await storage.memories.insert(
         [{ ...(await newMemory('Bob: Up to the glacier lake!')), searchContext: 'Ann: Where did you go hiking?' }],
@@ -850,6 +870,25 @@ export function describeStorageContract(
       expect(await storage.messages.channelIds()).toEqual(['other', 'room']);
       expect(await storage.messages.searchText('room', ['wiki'], 10)).toEqual([question]);
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
+    });
+
+    it("writes a message's joins with it, and none for a duplicate", async () => {
+      const say = (senderId: string, externalId: string) => ({
+        channelId: 'room',
+        senderId,
+        role: 'user' as const,
+        content: `hello from ${senderId}`,
+        topicId: null,
+        externalId,
+        createdAt: at,
+        joins: [{ kind: 'channel' as const, id: 'room', at }],
+      });
+      await storage.messages.append([say('oz', 'evt-1')]);
+      expect(await storage.memberships.members('channel', 'room')).toEqual(['oz']);
+      await storage.memberships.setMembers('channel', 'room', [], at);
+      // A retry of the same message is a duplicate: an administrator's removal stands.
+      await storage.messages.append([say('oz', 'evt-1'), say('ann', 'evt-2')]);
+      expect(await storage.memberships.members('channel', 'room')).toEqual(['ann']);
     });
 
     it('appends a message once per channel and external id, answering the stored one as a duplicate', async () => {

@@ -108,6 +108,12 @@ export interface VectorSearch extends ScopedSearch {
   minScore?: number;
 }
 
+/** Options of `termCounts`. */
+export interface TermCountOptions {
+  /** Count exactly, now, up to this many memories a term (more: this plus one). */
+  exactUpTo?: number;
+}
+
 /** What `termCounts` answers. */
 export interface TermCounts {
   /** The number of memories, archived ones too (an upper bound is fine). */
@@ -171,8 +177,12 @@ export interface MemoryStore {
    * How common each of `terms` is: the number of memories (archived ones too) whose text the full-text
    * index finds it in, in the order given, and the number of memories (an upper bound is fine). Recall
    * weighs query words by rarity with it; it may be approximate (counted again only when the store grew).
+   * With `exactUpTo`, each count is read from the index at the call, exact up to that many (a term in
+   * more memories counts `exactUpTo + 1`), reading at most that many entries a term: two processes over
+   * the same memories get the same counts, so a candidate search chosen by them (`rarestTerms`) finds
+   * the same memories after a restart as without one.
    */
-  termCounts(terms: readonly string[]): Promise<TermCounts>;
+  termCounts(terms: readonly string[], options?: TermCountOptions): Promise<TermCounts>;
   /**
    * Nearest active memories (and faded ones with `includeFaded`) by cosine, scope-filtered inside the
    * KNN query; [] when `model` is not the indexed one.

@@ -1,3 +1,5 @@
+import type { SpaceKind } from './membership-store.js';
+
 /** Who wrote a message: a person, the agent, or the system (chat commands' answers, notices). */
 export type MessageRole = 'user' | 'assistant' | 'system';
 
@@ -51,6 +53,18 @@ export interface NewMessage {
   /** A chat platform's id of the message, unique per channel; null or left out: none. */
   externalId?: string | null;
   createdAt: number;
+  /**
+   * Spaces the sender becomes a member of (if not one yet), in the append's transaction, when this
+   * message is appended; nothing when it is a duplicate (its first append did that).
+   */
+  joins?: readonly SpaceJoin[];
+}
+
+/** A membership an appended message brings: its sender joins the space at `at` (epoch milliseconds). */
+export interface SpaceJoin {
+  kind: SpaceKind;
+  id: string;
+  at: number;
 }
 
 /** The message log: append-only, full-text indexed, read by extraction, recall and maintenance. */
@@ -61,7 +75,8 @@ export interface MessageStore {
    * appended: the stored one comes back with `duplicate: true`. So is a reply (`repliesToPrevious`)
    * without an external id of its own after a duplicate, when the duplicate already has a reply of the
    * same sender and role. Race-safe: of two concurrent calls with one external id, one appends it.
-   * With `file`, that file's progress is written in the same transaction.
+   * With `file`, that file's progress is written in the same transaction, and so are the `joins` of
+   * the messages appended.
    */
   append(
     messages: readonly NewMessage[],

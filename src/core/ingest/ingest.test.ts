@@ -5,6 +5,7 @@ import { createFixedClock } from '../../testing.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import type { Mneme } from '../mneme.js';
 import { MAX_MESSAGE_CHARS } from '../schemas.js';
+import { RELATED_POSTINGS } from './message-extraction.js';
 
 const minute = 60_000;
 const start = Date.parse('2024-06-15T12:00:00.000Z');
@@ -317,6 +318,28 @@ describe('extraction', () => {
       ['ann', 'Ann prefers dark mode in every editor.'],
       ['oz', 'Oz prefers dark mode in every editor.'],
     ]);
+  });
+
+  it('searches related memories by the rarest words of a message: a memory sharing only a word hundreds of memories have is not related', async () => {
+    const seen: string[][] = [];
+    const { mneme } = await engine({
+      extractor: {
+        id: 'recording',
+        inProcess: true,
+        async extract(input) {
+          seen.push(input.related.map((memory) => memory.content));
+          return [];
+        },
+      },
+      policy: { ingest: { exchangeMemories: false } },
+    });
+    for (let index = 0; index < RELATED_POSTINGS + 50; index++) {
+      await mneme.remember({ content: `Coffee note number ${index}`, scope: 'personal', userId: 'oz' });
+    }
+    await mneme.remember({ content: 'Oz has a zebra called Quill', scope: 'personal', userId: 'oz' });
+    await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'coffee with Quill' });
+    await mneme.whenIdle();
+    expect(seen).toEqual([['Oz has a zebra called Quill']]);
   });
 
   it('links the facts of one exchange as co_extracted', async () => {

@@ -181,11 +181,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name));
       await ensureTopic(input.topicId);
     }
+    // The senders' new memberships are written in the append's transaction: one durable commit.
     const stored = await storage.messages.append(
-      inputs.flatMap((input) => input.messages),
+      await membership.withJoins(inputs.flatMap((input) => input.messages)),
       file ? { file: { ...file, at: clock.now() } } : {},
     );
-    await membership.learn(stored.filter((message) => !message.duplicate));
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;

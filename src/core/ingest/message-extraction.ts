@@ -7,11 +7,21 @@ import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { createMembership } from '../membership.js';
 import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
+import { rarestTerms } from '../rarest-terms.js';
 import { queryTerms } from '../recall/query-terms.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
 import { displayName } from './display-name.js';
 import { factChanges, reconcileFact, slotSearchTerms } from './fact-reconciliation.js';
+
+/**
+ * Words of a message its related memories are searched by, at most: its rarest in the store (and the
+ * fact-slot words of `slotSearchTerms`, always), whatever its length.
+ */
+export const RELATED_TERMS = 8;
+/** Memories (full-text index entries) the words searched for related memories may be in, together (`rarestTerms`). */
+export const RELATED_POSTINGS = 200;
+const relatedBound = { maxTerms: RELATED_TERMS, maxPostings: RELATED_POSTINGS };
 
 /** What one extraction run wrote. */
 export interface ExtractionReport {
@@ -144,7 +154,9 @@ async function relatedMemories(
 ): Promise<Memory[]> {
   if (limit <= 0) return [];
   const { memories } = context.storage;
-  const terms = [...new Set([...queryTerms(text), ...slotSearchTerms(text)])];
+  const terms = [
+    ...new Set([...(await rarestTerms(memories, queryTerms(text), relatedBound)), ...slotSearchTerms(text)]),
+  ];
   const hits = await memories.searchText({ terms, owners, limit: limit * 2 });
   const found = await memories.get(hits.map((hit) => hit.id));
   return found.filter((memory) => memory.category !== 'exchange' && memory.archivedAt === null).slice(0, limit);

@@ -158,8 +158,13 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async termCounts(terms) {
-      return withPgErrors('counting search terms', () => frequencies.counts(database, terms));
+    async termCounts(terms, options = {}) {
+      const { exactUpTo } = options;
+      return withPgErrors('counting search terms', () =>
+        exactUpTo === undefined
+          ? frequencies.counts(database, terms)
+          : frequencies.exactCounts(database, terms, exactUpTo),
+      );
     },
 
     async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {

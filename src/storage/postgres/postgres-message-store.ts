@@ -74,6 +74,14 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
               ]),
               sql,
             );
+          if (earlier === undefined) {
+            for (const join of message.joins ?? []) {
+              await q.query(
+                `INSERT INTO members (kind, space_id, user_id, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+                [join.kind, join.id, message.senderId, join.at],
+              );
+            }
+          }
           stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
         }
         const file = options.file;

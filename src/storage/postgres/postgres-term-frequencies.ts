@@ -22,6 +22,8 @@ export interface WeightedSearch {
 export interface PostgresTermFrequencies {
   /** `MemoryStore.termCounts`. */
   counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts>;
+  /** `MemoryStore.termCounts` with `exactUpTo`: counted now, each up to `upTo` (more: `upTo + 1`). */
+  exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number): Promise<TermCounts>;
   /** The `count` rarest of `terms` by these counts (ties: the first), in their order; all when there are no more. */
   rarest(q: PostgresQueryable, terms: readonly string[], count: number): Promise<readonly string[]>;
   /** What a search for `terms` that wants `limit` hits scores by; null when no term has a lexeme. */
@@ -112,8 +114,31 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
     return { memories: size, counts: queries.map((query) => (query === null ? 0 : (byQuery.get(query) ?? 0))) };
   }
 
+  async function exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number): Promise<TermCounts> {
+    const queries = (await lexemesOf(q, terms)).map(orLexemeQuery);
+    const asked = [...new Set(queries.filter((query): query is string => query !== null))];
+    if (asked.length === 0) {
+      const { rows } = await q.query<{ size: number }>('SELECT COALESCE(MAX(id), 0) AS size FROM memories');
+      return { memories: Number(rows[0]?.size ?? 0), counts: queries.map(() => 0) };
+    }
+    const limit = Math.max(0, Math.floor(upTo)) + 1;
+    const counts = asked.map(
+      (_, index) => `(SELECT count(*) FROM (SELECT 1 FROM memories WHERE fts @@ $${index + 2}::tsquery LIMIT $1) AS m)`,
+    );
+    const { rows } = await q.query<{ size: number; counts: number[] }>(
+      `SELECT (SELECT COALESCE(MAX(id), 0) FROM memories) AS size, ARRAY[${counts.join(', ')}]::bigint[] AS counts`,
+      [limit, ...asked],
+    );
+    const byQuery = new Map(asked.map((query, index) => [query, Number(rows[0]?.counts?.[index] ?? 0)]));
+    return {
+      memories: Number(rows[0]?.size ?? 0),
+      counts: queries.map((query) => (query === null ? 0 : (byQuery.get(query) ?? 0))),
+    };
+  }
+
   return {
     counts,
+    exactCounts,
 
     async rarest(q, terms, count) {
       if (terms.length <= count) return terms;

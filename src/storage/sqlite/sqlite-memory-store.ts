@@ -201,8 +201,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async termCounts(terms) {
-      return readSqlite('counting search terms', () => frequencies.counts(terms));
+    async termCounts(terms, options = {}) {
+      const { exactUpTo } = options;
+      return readSqlite('counting search terms', () =>
+        exactUpTo === undefined ? frequencies.counts(terms) : frequencies.exactCounts(terms, exactUpTo),
+      );
     },
 
     async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {

@@ -69,6 +69,10 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       ON CONFLICT (path) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
         updated_at = excluded.updated_at`,
     ),
+    join: preparedOnUse<[string, string, string, number]>(
+      database,
+      'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
     getFile: preparedOnUse<[string], { path: string; line: number; prefix_sha256: string }>(
       database,
       'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = ?',
@@ -108,6 +112,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
                   );
               if (!row)
                 throw new Error(`message ${externalId} of channel ${message.channelId} was neither stored nor found`);
+              if (earlier === undefined) {
+                for (const join of message.joins ?? []) {
+                  retryable.join().run(join.kind, join.id, message.senderId, join.at);
+                }
+              }
               stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
             }
             const file = options.file;

@@ -15,6 +15,8 @@ export interface SqliteTermFrequencies {
   split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
   /** The memories each term is in (remembered while the store keeps its size), and the number of memories. */
   counts(terms: readonly string[]): { memories: number; counts: number[] };
+  /** The memories each term is in, counted now up to `upTo` (more: `upTo + 1`), and the number of memories. */
+  exactCounts(terms: readonly string[], upTo: number): { memories: number; counts: number[] };
   /** The `count` rarest of `terms` (ties: the first), in their order; all of them when there are no more. */
   rarest(terms: readonly string[], count: number): readonly string[];
 }
@@ -29,7 +31,11 @@ const CACHED_TERMS = 10_000;
 const STALE_SHARE = 0.1;
 
 export function createSqliteTermFrequencies(database: Database.Database): SqliteTermFrequencies {
-  let statements: { size: Database.Statement<[], number>; count: Database.Statement<[string], number> } | null = null;
+  let statements: {
+    size: Database.Statement<[], number>;
+    count: Database.Statement<[string], number>;
+    countUpTo: Database.Statement<[string, number], number>;
+  } | null = null;
   const cache = new Map<string, { frequency: number; size: number }>();
 
   function prepared() {
@@ -37,6 +43,11 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
       // An upper bound on the rows of the full-text index: memory ids only grow.
       size: database.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM memories').pluck(),
       count: database.prepare<[string], number>('SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?').pluck(),
+      countUpTo: database
+        .prepare<[string, number], number>(
+          'SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)',
+        )
+        .pluck(),
     };
     return statements;
   }
@@ -60,6 +71,17 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
     counts(terms) {
       const size = prepared().size.get() ?? 0;
       return { memories: size, counts: terms.map((term) => frequency(term, size)) };
+    },
+    exactCounts(terms, upTo) {
+      const { size, countUpTo } = prepared();
+      const limit = Math.max(0, Math.floor(upTo)) + 1;
+      return {
+        memories: size.get() ?? 0,
+        counts: terms.map((term) => {
+          const query = ftsQuery([term]);
+          return query === null ? 0 : (countUpTo.get(query, limit) ?? 0);
+        }),
+      };
     },
     rarest(terms, count) {
       if (terms.length <= count) return terms;
