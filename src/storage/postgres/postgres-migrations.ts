@@ -10,7 +10,7 @@ interface PostgresMigration {
 
 /**
  * The schema of a mneme PostgreSQL database: the same tables as SQLite's latest schema, written for
- * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
+ * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
  * copy` may also set; provenance lists are `bigint[]` with GIN indexes; full text is a stored
  * `tsvector` with a GIN index (`english` for memories, stemmed like SQLite's porter tokenizer;
  * `simple` for messages); vectors are `real[]` rows of `memory_vectors`, indexed by pgvector's HNSW
@@ -228,6 +228,15 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         PRIMARY KEY (principal, key)
       );
       CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys(expires_at);
+    `,
+  },
+  {
+    version: 3,
+    name: 'no statistics of vector values',
+    sql: `
+      -- ANALYZE (autovacuum's, or PGlite's own) would gather element statistics of every sampled
+      -- vector, a second per 2,000 rows on PGlite, and no query filters on them.
+      ALTER TABLE memory_vectors ALTER COLUMN embedding SET STATISTICS 0;
     `,
   },
 ];

@@ -96,6 +96,23 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
+  it('analyzes its tables as they fill, as autovacuum does on a server, not after every write', async () => {
+    const own = await createPgliteDatabase('pglite:memory:');
+    const storage = await createPostgresStorage({ database: own });
+    const analyzed = async () =>
+      (await own.query<{ rows: number }>("SELECT reltuples AS rows FROM pg_class WHERE relname = 'memories'")).rows[0]
+        ?.rows;
+    expect(await analyzed()).toBe(-1);
+    // Each insert writes a memory and its first version: 25 inserts pass the threshold of 50 rows.
+    for (let index = 0; index < 25; index++) {
+      await storage.memories.insert([globalMemory(`memory number ${index}`)], context);
+    }
+    expect(await analyzed()).toBe(25);
+    await storage.memories.insert([globalMemory('one more')], context);
+    expect(await analyzed()).toBe(25);
+    await storage.close();
+  });
+
   it('shares a PGlite folder opened twice in one process until the last of them closes', async () => {
     await inPgliteFolder(async (folder) => {
       const first = await createPostgresStorage({ database: await createPgliteDatabase(`pglite:${folder}`) });
