@@ -232,8 +232,14 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   },
   {
     version: 3,
-    name: 'no statistics of vector values',
+    name: 'full-text indexes without a pending list, no statistics of vector values',
     sql: `
+      -- A GIN index with fastupdate keeps new entries in a pending list that every search reads
+      -- through until a VACUUM merges it: PGlite never vacuums, and the planner, counting that list,
+      -- read a channel's messages rather than the index. Entries go straight into the index instead.
+      ALTER INDEX messages_fts SET (fastupdate = off);
+      ALTER INDEX memories_fts SET (fastupdate = off);
+      SELECT gin_clean_pending_list('messages_fts'::regclass), gin_clean_pending_list('memories_fts'::regclass);
       -- ANALYZE (autovacuum's, or PGlite's own) would gather element statistics of every sampled
       -- vector, a second per 2,000 rows on PGlite, and no query filters on them.
       ALTER TABLE memory_vectors ALTER COLUMN embedding SET STATISTICS 0;
