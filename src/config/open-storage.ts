@@ -1,6 +1,7 @@
 import { createPgPoolDatabase, describePostgresUrl, isPostgresUrl } from '../storage/postgres/postgres-database.js';
 import { createPgliteDatabase, isPgliteUrl } from '../storage/postgres/postgres-pglite-database.js';
 import { createPostgresStorage } from '../storage/postgres/postgres-storage.js';
+import { PGLITE_EXACT_SCAN_LIMIT } from '../storage/postgres/postgres-vector-index.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../storage/storage.js';
 
@@ -30,7 +31,10 @@ export function describeDatabase(path: string): string {
 export async function openStorage(options: OpenStorageOptions): Promise<Storage> {
   const { path } = options;
   if (isPostgresUrl(path)) return createPostgresStorage({ database: createPgPoolDatabase(path) });
-  if (isPgliteUrl(path)) return createPostgresStorage({ database: await createPgliteDatabase(path) });
+  if (isPgliteUrl(path)) {
+    const database = await createPgliteDatabase(path);
+    return createPostgresStorage({ database, exactScanLimit: PGLITE_EXACT_SCAN_LIMIT });
+  }
   return createSqliteStorage({
     path,
     ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),

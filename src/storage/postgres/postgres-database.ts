@@ -31,6 +31,12 @@ export interface PostgresDatabase extends PostgresQueryable {
    * the process dies and its session ends). Null when another session holds it.
    */
   tryLock(name: string): Promise<(() => Promise<void>) | null>;
+  /**
+   * Told after each writing transaction (`writePg`) committed, with how many rows it inserted, updated
+   * or deleted. PGlite analyzes its tables here (it has no autovacuum); a server's autovacuum does that
+   * itself, so a pool leaves it out.
+   */
+  afterWrite?(changedRows: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -248,12 +254,23 @@ export async function writePg<T>(
   doing: string,
   work: (transaction: PostgresQueryable) => Promise<T>,
 ): Promise<T> {
-  return withPgErrors(doing, () =>
+  let changed = 0;
+  const result = await withPgErrors(doing, () =>
     database.transaction(async (transaction) => {
       await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
-      return work(transaction);
+      return work({
+        async query<Row>(sql: string, parameters?: readonly unknown[]) {
+          const rows = await transaction.query<Row>(sql, parameters);
+          changed += rows.changed;
+          return rows;
+        },
+        exec: (sql) => transaction.exec(sql),
+      });
     }),
   );
+  // Committed: bookkeeping after it (PGlite's statistics) must not turn a saved write into an error.
+  if (database.afterWrite && changed > 0) await database.afterWrite(changed).catch(() => {});
+  return result;
 }
 
 /** The one row a statement known to return one returned. */

@@ -1,9 +1,19 @@
 import { type MessageRow, toMessage } from '../message-rows.js';
 import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
-import { orTsquery } from './postgres-text-query.js';
+import { orLexemeQuery } from './postgres-text-query.js';
 
 const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
+
+/**
+ * A channel's messages matching `$1` (a `tsquery` text of quoted lexemes, see `orLexemeQuery`), best
+ * first, at most `$3`. The query is a parameter, not computed inside the statement, so the planner
+ * knows its lexemes: a rare word is looked up through the GIN index on `fts` (`messages_fts`), a
+ * small channel through its own index.
+ */
+export const messageSearchSql = `SELECT ${columns} FROM messages m
+  WHERE m.fts @@ $1::tsquery AND m.channel_id = $2
+  ORDER BY ts_rank(m.fts, $1::tsquery, 1) DESC, m.id LIMIT $3`;
 
 /**
  * The PostgreSQL implementation of the MessageStore port, over the append-only `messages` table
@@ -171,13 +181,18 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
     },
     async searchText(channelId, terms, limit) {
       if (terms.length === 0 || limit <= 0) return [];
-      return list(
-        `searching messages of channel ${channelId}`,
-        `WITH q AS (SELECT ${orTsquery(1, 'simple')} AS query)
-         SELECT ${columns} FROM messages m, q WHERE m.fts @@ q.query AND m.channel_id = $2
-         ORDER BY ts_rank(m.fts, q.query, 1) DESC, m.id LIMIT $3`,
-        [[...terms], channelId, limit],
-      );
+      const doing = `searching messages of channel ${channelId}`;
+      // The words as `fts` has them (`simple`: lower case, no stemming), never read as query syntax.
+      const lexemes = await withPgErrors(doing, async () => {
+        const { rows } = await database.query<{ lexemes: string[] }>(
+          `SELECT tsvector_to_array(to_tsvector('simple'::regconfig, array_to_string($1::text[], ' '))) AS lexemes`,
+          [[...terms]],
+        );
+        return rows[0]?.lexemes ?? [];
+      });
+      const query = orLexemeQuery(lexemes);
+      if (query === null) return [];
+      return list(doing, messageSearchSql, [query, channelId, limit]);
     },
   };
 }

@@ -10,7 +10,7 @@ interface PostgresMigration {
 
 /**
  * The schema of a mneme PostgreSQL database: the same tables as SQLite's latest schema, written for
- * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
+ * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
  * copy` may also set; provenance lists are `bigint[]` with GIN indexes; full text is a stored
  * `tsvector` with a GIN index (`english` for memories, stemmed like SQLite's porter tokenizer;
  * `simple` for messages); vectors are `real[]` rows of `memory_vectors`, indexed by pgvector's HNSW
@@ -228,6 +228,21 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         PRIMARY KEY (principal, key)
       );
       CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys(expires_at);
+    `,
+  },
+  {
+    version: 3,
+    name: 'full-text indexes without a pending list, no statistics of vector values',
+    sql: `
+      -- A GIN index with fastupdate keeps new entries in a pending list that every search reads
+      -- through until a VACUUM merges it: PGlite never vacuums, and the planner, counting that list,
+      -- read a channel's messages rather than the index. Entries go straight into the index instead.
+      ALTER INDEX messages_fts SET (fastupdate = off);
+      ALTER INDEX memories_fts SET (fastupdate = off);
+      SELECT gin_clean_pending_list('messages_fts'::regclass), gin_clean_pending_list('memories_fts'::regclass);
+      -- ANALYZE (autovacuum's, or PGlite's own) would gather element statistics of every sampled
+      -- vector, a second per 2,000 rows on PGlite, and no query filters on them.
+      ALTER TABLE memory_vectors ALTER COLUMN embedding SET STATISTICS 0;
     `,
   },
 ];

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { globalMemory } from '../global-memory.fixture.js';
 import { createPgPoolDatabase, type PostgresDatabase, withPgErrors } from './postgres-database.js';
+import { messageSearchSql } from './postgres-message-store.js';
 import { latestPostgresSchemaVersion, migratePostgres, postgresMigrations } from './postgres-migrations.js';
 import { createPgliteDatabase } from './postgres-pglite-database.js';
 import { hasPostgresBinaries, startTestPostgresServer, type TestPostgresServer } from './postgres-server.fixture.js';
@@ -91,6 +92,45 @@ describe('PostgreSQL storage on PGlite', () => {
         'SELECT MAX(version) AS version FROM schema_migrations',
       );
       expect(rows[0]?.version).toBe(latestPostgresSchemaVersion);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('analyzes its tables as they fill, as autovacuum does on a server, not after every write', async () => {
+    const own = await createPgliteDatabase('pglite:memory:');
+    const storage = await createPostgresStorage({ database: own });
+    const analyzed = async () =>
+      (await own.query<{ rows: number }>("SELECT reltuples AS rows FROM pg_class WHERE relname = 'memories'")).rows[0]
+        ?.rows;
+    expect(await analyzed()).toBe(-1);
+    // Each insert writes a memory and its first version: 25 inserts pass the threshold of 50 rows.
+    for (let index = 0; index < 25; index++) {
+      await storage.memories.insert([globalMemory(`memory number ${index}`)], context);
+    }
+    expect(await analyzed()).toBe(25);
+    await storage.memories.insert([globalMemory('one more')], context);
+    expect(await analyzed()).toBe(25);
+    await storage.close();
+  });
+
+  it('finds a rare word among many messages through the GIN index, not by reading the channel', async () => {
+    const own = await createPgliteDatabase('pglite:memory:');
+    const storage = await createPostgresStorage({ database: own });
+    try {
+      const say = { channelId: 'room', senderId: 'ann', role: 'user' as const, topicId: null, createdAt: at };
+      await storage.messages.append(
+        Array.from({ length: 2000 }, (_, index) => ({ ...say, content: `the usual chatter number ${index}` })),
+      );
+      const [rare] = await storage.messages.append([{ ...say, content: 'a kestrel on the mill' }]);
+      const { duplicate: _, ...stored } = rare ?? { duplicate: false };
+      expect(await storage.messages.searchText('room', ['Kestrel', 'owl'], 5)).toEqual([stored]);
+      const { rows } = await own.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${messageSearchSql}`, [
+        "'kestrel' | 'owl'",
+        'room',
+        5,
+      ]);
+      expect(rows.map((row) => row['QUERY PLAN']).join('\n')).toContain('messages_fts');
     } finally {
       await storage.close();
     }

@@ -45,6 +45,21 @@ export async function erasePostgresUser(
   const report = await writePg(database, `purging user ${userId}`, (q) => purgePostgresUser(q, vectors, userId));
   try {
     await database.query(`VACUUM (FULL) ${TEXT_TABLES.join(', ')}`);
+    // The planner's statistics (pg_statistic, which PGlite's own ANALYZE and a server's autovacuum
+    // write) may hold the user's words among a column's common values. A superuser (PGlite's is one)
+    // drops those tables' statistics (ANALYZE keeps the old ones of a table left empty), analyzes them
+    // again without the user's rows, and rewrites pg_statistic so the old rows leave its file too.
+    // Another user cannot: the statistics are analyzed again, the old rows stay until the server
+    // vacuums pg_statistic (ADR 12).
+    const { rows } = await database.query<{ superuser: boolean }>(
+      'SELECT rolsuper AS superuser FROM pg_catalog.pg_roles WHERE rolname = current_user',
+    );
+    const superuser = rows[0]?.superuser === true;
+    if (superuser) {
+      await database.query('DELETE FROM pg_catalog.pg_statistic WHERE starelid = ANY($1::regclass[])', [TEXT_TABLES]);
+    }
+    await database.query(`ANALYZE ${TEXT_TABLES.join(', ')}`);
+    if (superuser) await database.query('VACUUM (FULL) pg_catalog.pg_statistic');
   } catch (error) {
     const cause = toMnemeErrorPg(error, 'rewriting the tables');
     throw new MnemeError(
