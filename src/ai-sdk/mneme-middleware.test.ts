@@ -311,6 +311,27 @@ describe('the AI SDK middleware', () => {
     expect(await mneme.turns({ channelId: 'dm-ann' })).toEqual([]);
   });
 
+  it("never records a call for another user in the default user's channel, nor makes them its member", async () => {
+    await mneme.remember({
+      content: 'Ann plans a surprise party in the dm-ann channel',
+      scope: 'room',
+      channelId: 'dm-ann',
+    });
+    const model = new MockLanguageModelV3({ doGenerate: reply('Noted.') });
+    const wrapped = wrapLanguageModel({ model, middleware: middlewareFor() });
+    await expect(
+      generateText({ model: wrapped, prompt: 'Any party plans?', providerOptions: { mneme: { userId: 'bob' } } }),
+    ).rejects.toThrow(/needs a userId and a channelId/);
+    await generateText({
+      model: wrapped,
+      prompt: 'Any party plans?',
+      providerOptions: { mneme: { userId: 'bob', ingest: false } },
+    });
+    const block = systemTexts(model.doGenerateCalls[0]?.prompt ?? []).join('\n');
+    expect(block).not.toContain('surprise party');
+    expect(await mneme.turns({ channelId: 'dm-ann' })).toEqual([]);
+  });
+
   it('refuses a bad providerOptions.mneme with a clear error before the model is called', async () => {
     const model = new MockLanguageModelV3({ doGenerate: reply('never') });
     const wrapped = wrapLanguageModel({ model, middleware: middlewareFor() });

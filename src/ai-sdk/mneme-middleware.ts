@@ -28,7 +28,8 @@ export interface MnemeMiddlewareOptions {
   mneme: MiddlewareMneme;
   /**
    * On whose behalf memories are recalled, and where the exchange is recorded (`userId` and `channelId` are
-   * needed to ingest). Each call may override it through `providerOptions: { mneme: { ... } }`.
+   * needed to ingest). Each call may override it through `providerOptions: { mneme: { ... } }`; a call that
+   * names another `userId` than this viewer's keeps none of this viewer's channel, topic or project.
    */
   viewer?: Viewer;
   /** Memories in the block; the database policy's `context.topK` when left out. */
@@ -115,7 +116,11 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
   const callSettings = (params: CallOptions) => {
     const own = parseInput(CallSettingsSchema, params.providerOptions?.mneme ?? {}, 'providerOptions.mneme');
     const { ingest = settings.ingest ?? true, ...fields } = own;
-    const viewer: Viewer = { ...settings.viewer, ...fields };
+    // A call for another user than the default viewer's starts from nothing: the default user's channel,
+    // topic and project are theirs, and recording there would make the other user a member of them.
+    const defaults = settings.viewer ?? {};
+    const otherUser = fields.userId !== undefined && defaults.userId !== undefined && fields.userId !== defaults.userId;
+    const viewer: Viewer = otherUser ? { ...fields } : { ...defaults, ...fields };
     if (ingest && (viewer.userId === undefined || viewer.channelId === undefined)) {
       throw new MnemeError(
         ErrorCode.InvalidInput,
