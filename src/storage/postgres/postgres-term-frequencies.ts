@@ -4,8 +4,6 @@ import { lexemeQuery, orLexemeQuery } from './postgres-text-query.js';
 
 /** Terms whose lexemes, and `tsquery` texts whose frequency, are remembered. */
 const CACHED = 10_000;
-/** A remembered frequency is counted again once the number of memories moved by more than this share. */
-const STALE_SHARE = 0.1;
 /** A lexeme in more than this share of the memories... */
 export const COMMON_SHARE = 0.01;
 /** ...and in more than this many memories is very common; below it, a posting list is short anyway. */
@@ -35,9 +33,11 @@ export interface PostgresTermFrequencies {
  * stemmed by `english` (as `memories.fts` is) once, with one statement for the terms not seen before;
  * its count is that of the memories whose `fts` matches the OR of its lexemes (a stop word or a term
  * without a word counts 0). Counts are made through the GIN index: each `tsquery` is a parameter, so
- * the planner knows it. As in SQLite, a count is remembered while the number of memories (an upper
- * bound: the largest id, read with the counts) stays within a tenth of what it was, so recall's
- * rarity weights cost one short statement for words seen before.
+ * the planner knows it. A count is remembered while the largest memory id (read with the counts) is
+ * the one it was counted at, so recall's rarity weights cost one short statement for words seen
+ * before. Unlike SQLite's (one process a file), no staleness is allowed: several processes share
+ * the database, and a count one of them remembered from a smaller store would rank near ties
+ * differently from the others (`test/postgres-two-serve.test.ts` asks both for the same recall).
  *
  * BM25 weighs a lexeme by its rarity, so a lexeme found in a large share of the memories moves a
  * match only a little, yet scoring every memory that contains it makes the search cost as much as its
@@ -69,7 +69,7 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
 
   /**
    * The memories matching each `tsquery` text, and the number of memories, in one statement: a
-   * remembered count is used while that number stays within a tenth of what it was, else counted.
+   * remembered count is used while that number is the one it was counted at, else counted again.
    */
   async function frequenciesOf(
     q: PostgresQueryable,
@@ -80,7 +80,7 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
     const values = distinct.flatMap((query, index) => [query, known[index]?.size ?? -1]);
     const counts = distinct.map(
       (_, index) =>
-        `CASE WHEN $${2 * index + 2}::bigint >= 0 AND abs(s.size - $${2 * index + 2}::bigint) <= $${2 * index + 2}::bigint * ${STALE_SHARE}
+        `CASE WHEN s.size = $${2 * index + 2}::bigint
           THEN -1 ELSE (SELECT count(*) FROM memories WHERE fts @@ $${2 * index + 1}::tsquery) END`,
     );
     const { rows } = await q.query<{ size: number; counts: number[] }>(
