@@ -530,8 +530,37 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
     const current = currentVersion();
     if (!nextStep(current)) return current;
   }
-  for (;;) {
-    const reached = applyNextStep.immediate();
-    if (reached !== null) return reached;
+  // Another process may be migrating the same file, then writing to it back to back: SQLite's busy
+  // handler would wait for the write lock the whole busy timeout and lose every round, though nothing
+  // may be left to migrate. So the lock is tried in short waits, and between them the schema is read
+  // again (reads are not blocked in WAL mode), for as long as the connection's busy timeout.
+  const patience = Number(database.pragma('busy_timeout', { simple: true })) || 0;
+  const deadline = Date.now() + patience;
+  database.pragma(`busy_timeout = ${Math.min(patience, MIGRATION_LOCK_TRY_MS)}`);
+  try {
+    for (;;) {
+      let reached: number | null;
+      try {
+        reached = applyNextStep.immediate();
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+        try {
+          if (recorded() && !nextStep(currentVersion())) return currentVersion();
+        } catch (readError) {
+          // A file still being switched to WAL by its creator can refuse a read too: try again.
+          if (!isBusy(readError)) throw readError;
+        }
+        continue;
+      }
+      if (reached !== null) return reached;
+    }
+  } finally {
+    database.pragma(`busy_timeout = ${patience}`);
   }
 }
+
+/** Milliseconds one attempt at the migration's write lock waits before the schema is read again. */
+const MIGRATION_LOCK_TRY_MS = 100;
+
+/** True for SQLITE_BUSY and its extended codes (another connection holds the lock). */
+const isBusy = (error: unknown) => String((error as { code?: unknown } | null)?.code ?? '').startsWith('SQLITE_BUSY');

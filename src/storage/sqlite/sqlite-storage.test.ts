@@ -170,6 +170,43 @@ describe('SQLite storage', () => {
     database.close();
   });
 
+  it('opens a file that another process finished migrating while it waited, though that process keeps writing', async () => {
+    const path = newFile();
+    const latest = sqliteMigrations.at(-1);
+    if (!latest) throw new Error('no migrations');
+    openSqliteDatabase({ path, migrateTo: latest.version - 1 }).close();
+    // Another connection holds the write lock, applies the last step, commits and at once takes the
+    // lock again for longer than the default busy timeout, as an importer writing batches back to back.
+    const released = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+      const other = new (require('better-sqlite3'))(workerData.path);
+      other.exec('BEGIN IMMEDIATE');
+      parentPort.postMessage('locked');
+      Atomics.wait(workerData.released, 0, 0, 300);
+      other.exec(workerData.sql);
+      other.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(workerData.version, workerData.name);
+      other.exec('COMMIT');
+      other.exec('BEGIN IMMEDIATE');
+      Atomics.wait(workerData.released, 0, 0, 8000);
+      other.exec('ROLLBACK');
+      other.close();`,
+      { eval: true, workerData: { path, released, sql: latest.sql, version: latest.version, name: latest.name } },
+    );
+    const exited = once(worker, 'exit');
+    await once(worker, 'message');
+    try {
+      const opened = openSqliteDatabase({ path });
+      const version = opened.prepare('SELECT MAX(version) AS version FROM schema_migrations').get();
+      opened.close();
+      expect(version).toEqual({ version: latest.version });
+    } finally {
+      Atomics.store(released, 0, 1);
+      Atomics.notify(released, 0);
+      await exited;
+    }
+  });
+
   it('migrates a database of the previous schema version and keeps its data', async () => {
     const path = newFile();
     // The step before the latest (numbers may skip one that another branch takes).
