@@ -62,21 +62,18 @@ function legacyVectorStore(database: Database.Database, model: string, dimension
 }
 
 /**
- * Takes the write lock of the file at `path` on a connection of another thread, which lets go when
- * `release` is called or, on its own, after `holdMs` (shorter than the default busy timeout, so a
- * write that waits the default gets the lock and succeeds).
+ * Runs `script` on a connection `other` to the file at `path` in another thread, with `workerData`
+ * (`path`, `released`, and `data`'s fields); the script posts a message once it holds what the test
+ * waits for, and waits on `workerData.released`, which `release()` signals.
  */
-async function holdWriteLock(path: string, holdMs: number) {
+async function inOtherThread(path: string, script: string, data: Record<string, unknown> = {}) {
   const released = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(
     `const { parentPort, workerData } = require('node:worker_threads');
     const other = new (require('better-sqlite3'))(workerData.path);
-    other.exec('BEGIN IMMEDIATE');
-    parentPort.postMessage('locked');
-    Atomics.wait(workerData.released, 0, 0, workerData.holdMs);
-    other.exec('ROLLBACK');
+    ${script}
     other.close();`,
-    { eval: true, workerData: { path, released, holdMs } },
+    { eval: true, workerData: { ...data, path, released } },
   );
   const exited = once(worker, 'exit');
   await once(worker, 'message');
@@ -87,6 +84,22 @@ async function holdWriteLock(path: string, holdMs: number) {
       await exited;
     },
   };
+}
+
+/**
+ * Takes the write lock of the file at `path` on a connection of another thread, which lets go when
+ * `release` is called or, on its own, after `holdMs` (shorter than the default busy timeout, so a
+ * write that waits the default gets the lock and succeeds).
+ */
+function holdWriteLock(path: string, holdMs: number) {
+  return inOtherThread(
+    path,
+    `other.exec('BEGIN IMMEDIATE');
+    parentPort.postMessage('locked');
+    Atomics.wait(workerData.released, 0, 0, workerData.holdMs);
+    other.exec('ROLLBACK');`,
+    { holdMs },
+  );
 }
 
 describe('SQLite storage', () => {
@@ -177,11 +190,9 @@ describe('SQLite storage', () => {
     openSqliteDatabase({ path, migrateTo: latest.version - 1 }).close();
     // Another connection holds the write lock, applies the last step, commits and at once takes the
     // lock again for longer than the default busy timeout, as an importer writing batches back to back.
-    const released = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(
-      `const { parentPort, workerData } = require('node:worker_threads');
-      const other = new (require('better-sqlite3'))(workerData.path);
-      other.exec('BEGIN IMMEDIATE');
+    const other = await inOtherThread(
+      path,
+      `other.exec('BEGIN IMMEDIATE');
       parentPort.postMessage('locked');
       Atomics.wait(workerData.released, 0, 0, 300);
       other.exec(workerData.sql);
@@ -189,21 +200,16 @@ describe('SQLite storage', () => {
       other.exec('COMMIT');
       other.exec('BEGIN IMMEDIATE');
       Atomics.wait(workerData.released, 0, 0, 8000);
-      other.exec('ROLLBACK');
-      other.close();`,
-      { eval: true, workerData: { path, released, sql: latest.sql, version: latest.version, name: latest.name } },
+      other.exec('ROLLBACK');`,
+      { sql: latest.sql, version: latest.version, name: latest.name },
     );
-    const exited = once(worker, 'exit');
-    await once(worker, 'message');
     try {
       const opened = openSqliteDatabase({ path });
       const version = opened.prepare('SELECT MAX(version) AS version FROM schema_migrations').get();
       opened.close();
       expect(version).toEqual({ version: latest.version });
     } finally {
-      Atomics.store(released, 0, 1);
-      Atomics.notify(released, 0);
-      await exited;
+      await other.release();
     }
   });
 
