@@ -71,11 +71,30 @@ export interface World {
   errors: unknown[];
 }
 
-/** Opens a store over `:memory:`, with the fake embedding model (so the vector leg runs) and a fixed clock. */
-export async function openWorld(): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages'>> {
+/**
+ * Where a world is stored: `path` gives a new, empty database each call (SQLite `:memory:`, a new
+ * PGlite, a new database of a PostgreSQL server). `vectors` says whether it searches vectors
+ * (PostgreSQL 15 from Debian has no pgvector: the fake embedding model's vectors are not searched).
+ */
+export interface WorldStore {
+  name: string;
+  path(): Promise<string>;
+  vectors: boolean;
+}
+
+/** SQLite `:memory:`: the store the attack first ran on. */
+export const sqliteStore: WorldStore = { name: 'SQLite', path: async () => ':memory:', vectors: true };
+
+/**
+ * Opens a store (SQLite `:memory:` unless another is given), with the fake embedding model (so the
+ * vector leg runs where the store has one) and a fixed clock.
+ */
+export async function openWorld(
+  store: WorldStore = sqliteStore,
+): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages'>> {
   const clock = createFixedClock(START);
   const mneme = await createMneme({
-    path: ':memory:',
+    path: await store.path(),
     embedder: createFakeEmbeddingModel(),
     clock,
     logger: { warn: () => {}, info: () => {} },
@@ -104,8 +123,8 @@ export async function openWorld(): Promise<Omit<World, 'bMemories' | 'aMemory' |
  * scope (near-duplicates, so consolidation writes merges), extraction of B's topic and work session,
  * then maintenance.
  */
-export async function seedWorld(): Promise<World> {
-  const world = await openWorld();
+export async function seedWorld(store: WorldStore = sqliteStore): Promise<World> {
+  const world = await openWorld(store);
   const { mneme, send, keys } = world;
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await send(keys.admin, method, path, body);
