@@ -741,6 +741,67 @@ describe.each(stores)('on $name', (store) => {
     });
   });
 
+  describe('a purge of B', () => {
+    it("leaves nothing B said or was told readable by any reader, B's key refused, and every memory of A and of Carol kept", async () => {
+      const world = await seedWorld(store);
+      try {
+        const everything = async () => (await lines(world.mneme.exportData())).join('\n');
+        // What Carol said in B's room stays: her words are hers, not B's.
+        const carols = new Set(
+          (await world.mneme.turns({ channelId: B.room, count: 50 }))
+            .filter((message) => message.senderId === CAROL)
+            .flatMap((message) => canariesIn(message.content)),
+        );
+        const bs = canariesIn(await everything()).filter((canary) => !carols.has(canary));
+        expect(bs.length).toBeGreaterThan(15);
+        const kept = (await allMemories(world.mneme)).filter(
+          (memory) => memory.userId === A.user || memory.userId === CAROL,
+        );
+        expect(kept.length).toBeGreaterThan(3);
+
+        const purged = await world.send(world.keys.admin, 'DELETE', `/api/users/${B.user}/data`);
+        expect(purged.status).toBe(200);
+        expect(isProblem(await world.send(world.keys.b, 'GET', '/api/memories'), [401])).toBe(true);
+
+        const left: string[] = [];
+        const look = (where: string, text: string) => {
+          for (const canary of canariesIn(text)) if (bs.includes(canary)) left.push(`${where}: ${canary}`);
+        };
+        look('the whole export', await everything());
+        const remaining = await allMemories(world.mneme);
+        for (const memory of remaining) {
+          for (const route of ['history', 'links', 'sources']) {
+            const response = await world.send(world.keys.admin, 'GET', `/api/memories/${memory.id}/${route}`);
+            look(`${route} of ${memory.id}`, response.text);
+          }
+        }
+        for (const channelId of [B.dm, B.room, PUBLIC_ROOM]) {
+          look(
+            `turns of ${channelId}`,
+            (await world.send(world.keys.admin, 'GET', `/api/channels/${channelId}/turns?count=200`)).text,
+          );
+          look(
+            `messages of ${channelId}`,
+            (await world.send(world.keys.admin, 'GET', `/api/channels/${channelId}/messages?limit=200`)).text,
+          );
+        }
+        const words = bs.join(' ').replaceAll('-', ' ');
+        for (const path of ['/api/memories/search', '/api/context']) {
+          // The answer repeats the query: only its hits are looked at.
+          const answer = await world.send(world.keys.admin, 'POST', path, { query: words, topK: 100 });
+          look(path, JSON.stringify((JSON.parse(answer.text) as { hits: unknown[] }).hits));
+        }
+        look('stats', (await world.send(world.keys.admin, 'GET', '/api/stats')).text);
+        expect(left).toEqual([]);
+        const ids = new Set(remaining.map((memory) => memory.id));
+        expect(kept.filter((memory) => !ids.has(memory.id))).toEqual([]);
+        expect(await world.mneme.channel(B.room)).toMatchObject({ members: [CAROL] });
+      } finally {
+        await world.mneme.close();
+      }
+    });
+  });
+
   describe('keys', () => {
     it("does not reopen the service when the last key is revoked, and a purged user's key no longer authenticates", async () => {
       const world = await openWorld(store);
