@@ -92,18 +92,29 @@ export const sqliteStore: WorldStore = { name: 'SQLite', path: async () => ':mem
 export async function openWorld(
   store: WorldStore = sqliteStore,
 ): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages'>> {
+  const opened = await reopenWorld(await store.path());
+  const admin = await opened.mneme.apiKeys.create({ label: 'ops' });
+  const a = await opened.mneme.apiKeys.create({ label: 'ann-app', userId: A.user });
+  const b = await opened.mneme.apiKeys.create({ label: 'bob-app', userId: B.user });
+  return { ...opened, keys: { admin: admin.key, a: a.key, b: b.key } };
+}
+
+/**
+ * Opens a world's database again (a copy of it, or the same one from another process), with the
+ * same fake embedding model and clock, and the HTTP face over it (the keys it holds are the caller's).
+ */
+export async function reopenWorld(
+  path: string,
+): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages' | 'keys'>> {
   const clock = createFixedClock(START);
   const mneme = await createMneme({
-    path: await store.path(),
+    path,
     embedder: createFakeEmbeddingModel(),
     clock,
     logger: { warn: () => {}, info: () => {} },
   });
   const errors: unknown[] = [];
   const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: (error) => errors.push(error) });
-  const admin = await mneme.apiKeys.create({ label: 'ops' });
-  const a = await mneme.apiKeys.create({ label: 'ann-app', userId: A.user });
-  const b = await mneme.apiKeys.create({ label: 'bob-app', userId: B.user });
   const send: World['send'] = async (key, method, path, body) => {
     const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -114,7 +125,7 @@ export async function openWorld(
     });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   };
-  return { mneme, app, clock, keys: { admin: admin.key, a: a.key, b: b.key }, send, errors };
+  return { mneme, app, clock, send, errors };
 }
 
 /**
@@ -402,4 +413,13 @@ export function violations(before: Snapshot, after: Snapshot): string[] {
     found.push(`A may now name ${before.refusedToA.filter((space) => !after.refusedToA.includes(space)).join(', ')}`);
   }
   return found;
+}
+
+/** The canaries Carol said in B's room: hers, not B's, so a purge of B keeps them. */
+export async function carolsCanaries(mneme: Mneme): Promise<Set<string>> {
+  return new Set(
+    (await mneme.turns({ channelId: B.room, count: 50 }))
+      .filter((message) => message.senderId === CAROL)
+      .flatMap((message) => canariesIn(message.content)),
+  );
 }
