@@ -75,7 +75,8 @@ const spaces = [
 /**
  * Everything that says who may read what, read through the faces without touching a memory: who each
  * key is (its listing in every space, or its refusal), each channel and its turns as each key, the
- * keys with their revocations, and the whole export (memberships, scopes and owners of every record).
+ * keys with their revocations, the whole export (memberships, scopes and owners of every record) and
+ * each user's own export.
  */
 async function accessOf(world: { send: Send; mneme: World['mneme'] }, keys: Keys) {
   const view: Record<string, unknown> = {};
@@ -95,9 +96,12 @@ async function accessOf(world: { send: Send; mneme: World['mneme'] }, keys: Keys
     userId,
     revokedAt,
   }));
-  const lines: string[] = [];
-  for await (const line of world.mneme.exportData()) lines.push(line);
-  view.export = lines;
+  // The whole export, and each user's own (a data-subject access request: what they may see and said).
+  for (const userId of [undefined, A.user, B.user, CAROL]) {
+    const lines: string[] = [];
+    for await (const line of world.mneme.exportData(userId === undefined ? {} : { userId })) lines.push(line);
+    view[`export of ${userId ?? 'everything'}`] = lines;
+  }
   return view;
 }
 
