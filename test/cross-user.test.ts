@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
+import { createMneme } from '../src/config/create-mneme.js';
 import { isMnemeError } from '../src/core/errors.js';
 import { MessagePageInputSchema } from '../src/core/inspection.js';
 import { MaintainInputSchema } from '../src/core/maintenance/maintain.js';
 import type { Mneme } from '../src/core/mneme.js';
+import type { Dreamer } from '../src/core/ports/dreamer.js';
+import type { EpisodeSummariser } from '../src/core/ports/episode-summariser.js';
 import {
   AssistantIdSchema,
   ChannelIdSchema,
@@ -30,12 +33,14 @@ import {
 import type { Memory } from '../src/core/types.js';
 import type { Route } from '../src/http/http-route.js';
 import { apiRoutes } from '../src/http/http-routes.js';
+import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
 import {
   hasPostgresBinaries,
   postgresBinaries,
   startTestPostgresServer,
   type TestPostgresServer,
 } from '../src/storage/postgres/postgres-server.fixture.js';
+import { createFixedClock } from '../src/testing.js';
 import {
   A,
   allMemories,
@@ -821,6 +826,139 @@ describe.each(stores)('on $name', (store) => {
         expect(await world.mneme.channel(B.room)).toMatchObject({ members: [CAROL] });
       } finally {
         await world.mneme.close();
+      }
+    });
+  });
+
+  describe('a purge of B while maintenance is summarising what B said', () => {
+    it("writes no episode of B's words once B is purged, and the next run summarises what Carol said alone", async () => {
+      let entered: () => void = () => {};
+      const summarising = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const offline = createOfflineEpisodeSummariser();
+      // A chat model takes seconds to summarise: the purge, through this engine or another process, lands meanwhile.
+      const slow: EpisodeSummariser = {
+        id: 'slow',
+        async summarise(input) {
+          entered();
+          await released;
+          return offline.summarise(input);
+        },
+      };
+      const mneme = await createMneme({
+        path: await store.path(),
+        clock: createFixedClock(START),
+        summariser: slow,
+        logger: { warn: () => {}, info: () => {} },
+      });
+      try {
+        const said: Array<[string, string]> = [
+          [B.user, 'I prefer the zanzibar-b-window-cafe for our weekly sync'],
+          [CAROL, 'We always order the carol-own-bagels for the team'],
+          [CAROL, 'I decided the carol-own-retro happens every second Friday'],
+          [B.user, 'My zanzibar-b-window-locker code changed last week'],
+          [CAROL, 'Our team keeps the carol-own-notes in the wiki'],
+          [CAROL, 'We moved the carol-own-demo to Thursday afternoons'],
+          [B.user, 'I never skip the zanzibar-b-window-gym before work'],
+          [CAROL, 'I always water the carol-own-ficus on Mondays'],
+          [CAROL, 'Our team books the carol-own-room for planning'],
+        ];
+        for (const [index, [sender, content]] of said.entries()) {
+          await mneme.ingest({
+            channelId: B.room,
+            sender,
+            content,
+            createdAt: `2024-06-15T09:0${index}:00.000Z`,
+          });
+        }
+        await mneme.whenIdle();
+        const maintained = mneme.maintain({ tasks: ['episodes'] }).catch((error: unknown) => error);
+        await summarising;
+        await mneme.purgeUser(B.user);
+        release();
+        await maintained;
+        const left = async () => {
+          const memories = await mneme.list({ archived: 'include', limit: 500 });
+          const messages = new Set((await mneme.turns({ channelId: B.room, count: 50 })).map((message) => message.id));
+          return memories.memories.flatMap((memory) => [
+            ...canariesIn(memory.content).map((canary) => `memory ${memory.id} says ${canary}`),
+            ...memory.sourceMessageIds
+              .filter((id) => !messages.has(id))
+              .map((id) => `memory ${memory.id} cites message ${id}, purged`),
+          ]);
+        };
+        expect(await left()).toEqual([]);
+        // The window stays unsummarised: the next run writes the episode of what Carol said alone.
+        const again = await mneme.maintain({ tasks: ['episodes'] });
+        expect(again.episodes?.episodes).toBe(1);
+        expect(await left()).toEqual([]);
+        const episodes = (await mneme.list({ limit: 50 })).memories.filter((memory) => memory.source === 'episode');
+        expect(episodes.map((memory) => memory.content).join(' ')).toMatch(/carol-own/);
+      } finally {
+        release();
+        await mneme.close();
+      }
+    });
+  });
+
+  describe('a purge of B while the dreamer reflects on what B remembered', () => {
+    it("writes no insight of B's memories into B's room once B is purged, where Carol would read it", async () => {
+      let entered: () => void = () => {};
+      const dreaming = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      // A chat model reflects for seconds: the purge, through this engine or another process, lands meanwhile.
+      const slow: Dreamer = {
+        id: 'slow',
+        async dream({ memories }) {
+          entered();
+          await released;
+          return [
+            {
+              content: 'Bob guards the zanzibar-b-dream-vault and its codes',
+              category: 'pattern',
+              sourceIds: memories.map((memory) => memory.id),
+            },
+          ];
+        },
+      };
+      const mneme = await createMneme({
+        path: await store.path(),
+        clock: createFixedClock(START),
+        dreamer: slow,
+        logger: { warn: () => {}, info: () => {} },
+      });
+      try {
+        await mneme.putChannel({ id: B.room, visibility: 'private', members: [B.user, CAROL] });
+        for (const content of [
+          'The zanzibar-b-dream-safe code is 4411',
+          'The zanzibar-b-dream-locker code is 9072',
+          'The zanzibar-b-dream-gate code is 1234',
+        ]) {
+          await mneme.remember({ content, scope: 'room', channelId: B.room, userId: B.user });
+        }
+        const maintained = mneme.maintain({ tasks: ['dream'] }).catch((error: unknown) => error);
+        await dreaming;
+        await mneme.purgeUser(B.user);
+        release();
+        expect(await maintained).toMatchObject({ dream: { owners: 1, insights: 0 } });
+        const every = await mneme.list({ archived: 'include', limit: 500 });
+        expect(every.memories.flatMap((memory) => canariesIn(memory.content))).toEqual([]);
+        const asCarol = mneme.as({ kind: 'user', userId: CAROL, label: 'carol' });
+        const found = await asCarol.recall({ query: 'vault codes', viewer: { channelId: B.room } });
+        expect(canariesIn(JSON.stringify(found.hits))).toEqual([]);
+      } finally {
+        release();
+        await mneme.close();
       }
     });
   });
