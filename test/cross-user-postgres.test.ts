@@ -222,3 +222,49 @@ describe.skipIf(!hasPostgresBinaries)('two mneme serve processes on one PostgreS
     expect(room.body).toMatchObject({ members: [CAROL] });
   }, 120_000);
 });
+
+describe.each([
+  { name: 'PGlite', path: async () => 'pglite:memory:' },
+  ...(hasPostgresBinaries ? [{ name: 'a PostgreSQL 15 server', path: () => serverDatabase('nul_input') }] : []),
+])('a NUL character on $name', ({ path }) => {
+  it('is refused as invalid input (422 problem+json) wherever text is stored, never a 500, and the request stores nothing', async () => {
+    const world = await reopenWorld(await path());
+    try {
+      const send = (method: string, route: string, body: unknown) => world.send(null, method, route, body);
+      expect(
+        (await send('POST', '/api/messages', { channelId: A.room, sender: A.user, content: 'Ann is here' })).status,
+      ).toBe(202);
+      await world.mneme.whenIdle();
+      const before = await world.mneme.stats();
+      const legit = { channelId: A.room, sender: A.user, content: 'Ann waters the plants' };
+      const refused: Array<[string, string, unknown]> = [
+        ['POST', '/api/memories', { content: 'x\u0000y', scope: 'personal', userId: A.user }],
+        ['POST', '/api/messages', { ...legit, content: 'hello\u0000there' }],
+        ['POST', '/api/messages', { ...legit, channelId: 'chan\u0001\u0000nel' }],
+        ['POST', '/api/messages/batch', { messages: [legit, { ...legit, content: 'second\u0000one' }] }],
+        [
+          'POST',
+          '/api/exchanges',
+          { channelId: A.room, userId: A.user, userMessage: 'Where is it?', assistantReply: 'In the\u0000attic' },
+        ],
+        ['PUT', `/api/users/${A.user}`, { displayName: 'Ann\u0000' }],
+      ];
+      const answers: string[] = [];
+      for (const [method, route, body] of refused) {
+        const response = await send(method, route, body);
+        answers.push(`${method} ${route} ${response.status} ${response.contentType}`);
+        expect(response.text, route).toMatch(/NUL character/);
+      }
+      expect(answers).toEqual(refused.map(([method, route]) => `${method} ${route} 422 application/problem+json`));
+      await world.mneme.whenIdle();
+      const after = await world.mneme.stats();
+      expect({ messages: after.messages, memories: after.total }).toEqual({
+        messages: before.messages,
+        memories: before.total,
+      });
+      expect(world.errors).toEqual([]);
+    } finally {
+      await world.mneme.close();
+    }
+  });
+});
