@@ -33,6 +33,8 @@ import {
 import type { Memory } from '../src/core/types.js';
 import type { Route } from '../src/http/http-route.js';
 import { apiRoutes } from '../src/http/http-routes.js';
+import type { EmbeddingModel } from '../src/models/embedding-model.js';
+import { createFakeEmbeddingModel } from '../src/models/fake/fake-embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
 import {
   hasPostgresBinaries,
@@ -1000,6 +1002,53 @@ describe.each(stores)('on $name', (store) => {
         const asCarol = mneme.as({ kind: 'user', userId: CAROL, label: 'carol' });
         const found = await asCarol.recall({ query: 'vault codes', viewer: { channelId: B.room } });
         expect(canariesIn(JSON.stringify(found.hits))).toEqual([]);
+      } finally {
+        release();
+        await mneme.close();
+      }
+    });
+  });
+
+  describe("a purge of B while B's /remember is being embedded", () => {
+    it('stores no memory of what B asked to remember once B is purged, and says it was not remembered', async () => {
+      let entered: () => void = () => {};
+      const embedding = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const fake = createFakeEmbeddingModel();
+      // An embedding model over the network takes a while: the purge, through another process, lands meanwhile.
+      const slow: EmbeddingModel = {
+        modelId: fake.modelId,
+        dimensions: fake.dimensions,
+        async embed(texts, purpose, options) {
+          if (texts.some((text) => /zanzibar-b-command/.test(text))) {
+            entered();
+            await released;
+          }
+          return fake.embed(texts, purpose, options);
+        },
+      };
+      const mneme = await createMneme({
+        path: await store.path(),
+        clock: createFixedClock(START),
+        embedder: slow,
+        logger: { warn: () => {}, info: () => {} },
+      });
+      try {
+        const ingested = mneme
+          .ingest({ channelId: B.dm, sender: B.user, content: '/remember my zanzibar-b-command-pin is 7311' })
+          .catch((error: unknown) => error);
+        await embedding;
+        await mneme.purgeUser(B.user);
+        release();
+        expect(await ingested).toMatchObject({ command: { command: 'remember', remembered: null } });
+        await mneme.whenIdle();
+        const every = await mneme.list({ archived: 'include', limit: 500 });
+        expect(every.memories.flatMap((memory) => canariesIn(memory.content))).toEqual([]);
       } finally {
         release();
         await mneme.close();
