@@ -71,20 +71,50 @@ export interface World {
   errors: unknown[];
 }
 
-/** Opens a store over `:memory:`, with the fake embedding model (so the vector leg runs) and a fixed clock. */
-export async function openWorld(): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages'>> {
+/**
+ * Where a world is stored: `path` gives a new, empty database each call (SQLite `:memory:`, a new
+ * PGlite, a new database of a PostgreSQL server). `vectors` says whether it searches vectors
+ * (PostgreSQL 15 from Debian has no pgvector: the fake embedding model's vectors are not searched).
+ */
+export interface WorldStore {
+  name: string;
+  path(): Promise<string>;
+  vectors: boolean;
+}
+
+/** SQLite `:memory:`: the store the attack first ran on. */
+export const sqliteStore: WorldStore = { name: 'SQLite', path: async () => ':memory:', vectors: true };
+
+/**
+ * Opens a store (SQLite `:memory:` unless another is given), with the fake embedding model (so the
+ * vector leg runs where the store has one) and a fixed clock.
+ */
+export async function openWorld(
+  store: WorldStore = sqliteStore,
+): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages'>> {
+  const opened = await reopenWorld(await store.path());
+  const admin = await opened.mneme.apiKeys.create({ label: 'ops' });
+  const a = await opened.mneme.apiKeys.create({ label: 'ann-app', userId: A.user });
+  const b = await opened.mneme.apiKeys.create({ label: 'bob-app', userId: B.user });
+  return { ...opened, keys: { admin: admin.key, a: a.key, b: b.key } };
+}
+
+/**
+ * Opens a world's database again (a copy of it, or the same one from another process), with the
+ * same fake embedding model and clock, and the HTTP face over it (the keys it holds are the caller's).
+ */
+export async function reopenWorld(
+  path: string,
+): Promise<Omit<World, 'bMemories' | 'aMemory' | 'bMessages' | 'aMessages' | 'keys'>> {
   const clock = createFixedClock(START);
   const mneme = await createMneme({
-    path: ':memory:',
+    path,
     embedder: createFakeEmbeddingModel(),
     clock,
     logger: { warn: () => {}, info: () => {} },
   });
   const errors: unknown[] = [];
   const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: (error) => errors.push(error) });
-  const admin = await mneme.apiKeys.create({ label: 'ops' });
-  const a = await mneme.apiKeys.create({ label: 'ann-app', userId: A.user });
-  const b = await mneme.apiKeys.create({ label: 'bob-app', userId: B.user });
   const send: World['send'] = async (key, method, path, body) => {
     const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -95,7 +125,7 @@ export async function openWorld(): Promise<Omit<World, 'bMemories' | 'aMemory' |
     });
     return { status: response.status, text: await response.text(), contentType: response.headers.get('content-type') };
   };
-  return { mneme, app, clock, keys: { admin: admin.key, a: a.key, b: b.key }, send, errors };
+  return { mneme, app, clock, send, errors };
 }
 
 /**
@@ -104,8 +134,8 @@ export async function openWorld(): Promise<Omit<World, 'bMemories' | 'aMemory' |
  * scope (near-duplicates, so consolidation writes merges), extraction of B's topic and work session,
  * then maintenance.
  */
-export async function seedWorld(): Promise<World> {
-  const world = await openWorld();
+export async function seedWorld(store: WorldStore = sqliteStore): Promise<World> {
+  const world = await openWorld(store);
   const { mneme, send, keys } = world;
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await send(keys.admin, method, path, body);
@@ -383,4 +413,13 @@ export function violations(before: Snapshot, after: Snapshot): string[] {
     found.push(`A may now name ${before.refusedToA.filter((space) => !after.refusedToA.includes(space)).join(', ')}`);
   }
   return found;
+}
+
+/** The canaries Carol said in B's room: hers, not B's, so a purge of B keeps them. */
+export async function carolsCanaries(mneme: Mneme): Promise<Set<string>> {
+  return new Set(
+    (await mneme.turns({ channelId: B.room, count: 50 }))
+      .filter((message) => message.senderId === CAROL)
+      .flatMap((message) => canariesIn(message.content)),
+  );
 }

@@ -225,6 +225,41 @@ export function describeStorageContract(
       expect(stored).toMatchObject({ scope: 'session', topicId: 'topic-1' });
     });
 
+    it('refuses, storing nothing, to insert memories built from a message or memory a purge deleted, when the sources must exist', async () => {
+      const said = (senderId: string, content: string) => ({
+        channelId: 'c',
+        senderId,
+        role: 'user' as const,
+        content,
+        topicId: null,
+        createdAt: at,
+      });
+      const [zed, ann] = await storage.messages.append([said('zed', 'Zed hides the key'), said('ann', 'Ann waters')]);
+      const [zeds] = await storage.memories.insert([await newMemory('Zed hides the key', { userId: 'zed' })], context);
+      await storage.memories.purgeUser('zed');
+      const before = (await storage.memories.stats(at)).total;
+      const fromMessages = await newMemory('Zed hides the key; Ann waters', {
+        source: 'episode',
+        sourceMessageIds: [zed?.id ?? 0, ann?.id ?? 0],
+      });
+      const fromMemory = await newMemory('Zed is secretive', { source: 'dream', sourceIds: [zeds?.id ?? 0] });
+      for (const memory of [fromMessages, fromMemory]) {
+        const fine = await newMemory('Ann waters the plants', { sourceMessageIds: [ann?.id ?? 0] });
+        await expect(
+          storage.memories.insert([fine, memory], context, { sourcesMustExist: true }),
+        ).rejects.toMatchObject({ code: 'NOT_FOUND', message: expect.stringMatching(/no longer exist/) });
+      }
+      expect((await storage.memories.stats(at)).total).toBe(before);
+      const kept = await storage.memories.insert(
+        [await newMemory('Ann waters the plants', { sourceMessageIds: [ann?.id ?? 0] })],
+        context,
+        { sourcesMustExist: true },
+      );
+      expect(kept).toHaveLength(1);
+      // Without the option, what the caller built is stored as it is (imports and tests name any ids).
+      expect(await storage.memories.insert([fromMessages], context)).toHaveLength(1);
+    });
+
     it('writes a merged memory with what an inserted one keeps: its search-only context and the message it quotes', async () => {
       const [question] = await storage.messages.append([
         {

@@ -1,3 +1,4 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ParsedListFilter } from '../core/schemas.js';
 import type {
   Memory,
@@ -142,10 +143,37 @@ export interface MemoryTouch {
 /** What `MemoryStore.stats` counts; how many memories are expiring is the decay policy's, computed in core. */
 export type StoredMemoryStats = Omit<MemoryStats, 'expiring'>;
 
+/** Options of `MemoryStore.insert`. */
+export interface InsertOptions {
+  /**
+   * Refuse (NOT_FOUND, none of the memories stored) when a message of a memory's `sourceMessageIds`
+   * or a memory of its `sourceIds` no longer exists: a user was purged, by this process or another,
+   * while the memories were being built from what they said. Checked inside the insert's transaction,
+   * so a purge committed before it is always seen (messages and memories are deleted by purges only).
+   */
+  sourcesMustExist?: boolean;
+}
+
+/** The refusal of an insert whose memory was built from a message or memory that a purge deleted meanwhile. */
+export function sourcesGone(
+  memory: NewMemory,
+  messageIds: readonly number[],
+  memoryIds: readonly number[],
+): MnemeError {
+  const gone = [
+    ...(messageIds.length > 0 ? [`message${messageIds.length > 1 ? 's' : ''} ${messageIds.join(', ')}`] : []),
+    ...(memoryIds.length > 0 ? [`memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}`] : []),
+  ].join(' and ');
+  return new MnemeError(
+    ErrorCode.NotFound,
+    `the ${memory.source} memory was built from ${gone}, which no longer exist (a user was purged meanwhile); nothing was stored`,
+  );
+}
+
 /** Memories: the port every storage backend implements. All writes are transactional. */
 export interface MemoryStore {
   /** Writes text, FTS and vector of each memory, and a `create` version, in one transaction. */
-  insert(memories: readonly NewMemory[], context: WriteContext): Promise<Memory[]>;
+  insert(memories: readonly NewMemory[], context: WriteContext, options?: InsertOptions): Promise<Memory[]>;
   /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
   update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;
   /**

@@ -1,6 +1,7 @@
 import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { isMnemeError } from '../errors.js';
 import { ContentSchema, MAX_PAGE_SIZE } from '../schemas.js';
 import { ownerKey, visibleOwners } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -80,29 +81,38 @@ async function rememberCommand(
   const content = ContentSchema.safeParse(attributeToSpeaker(text, speakerName));
   if (!content.success) return refused(`Not remembered: ${content.error.issues[0]?.message ?? 'invalid text'}`);
   const [embedding = null] = await embedDocuments(context, [content.data]);
-  const [memory] = await context.storage.memories.insert(
-    [
-      {
-        content: content.data,
-        category: 'general',
-        sector: 'semantic',
-        scope: 'personal',
-        owner: ownerKey('personal', { userId: message.senderId }),
-        userId: message.senderId,
-        channelId: message.channelId,
-        projectId: null,
-        topicId: message.topicId,
-        source: 'command',
-        importance: 1,
-        pinned: true,
-        sourceMessageIds: [message.id],
-        sourceIds: [],
-        embedding,
-        validFrom: Date.parse(message.createdAt),
-      },
-    ],
-    { at: context.clock.now(), actor: message.senderId, reason: '/remember' },
-  );
+  // The sender purged while the text was embedded (by this process or another): nothing of theirs stays.
+  const stored = await context.storage.memories
+    .insert(
+      [
+        {
+          content: content.data,
+          category: 'general',
+          sector: 'semantic',
+          scope: 'personal',
+          owner: ownerKey('personal', { userId: message.senderId }),
+          userId: message.senderId,
+          channelId: message.channelId,
+          projectId: null,
+          topicId: message.topicId,
+          source: 'command',
+          importance: 1,
+          pinned: true,
+          sourceMessageIds: [message.id],
+          sourceIds: [],
+          embedding,
+          validFrom: Date.parse(message.createdAt),
+        },
+      ],
+      { at: context.clock.now(), actor: message.senderId, reason: '/remember' },
+      { sourcesMustExist: true },
+    )
+    .catch((error: unknown) => {
+      if (isMnemeError(error, 'NOT_FOUND')) return null;
+      throw error;
+    });
+  if (!stored) return refused('Not remembered: the message is gone (its sender was purged meanwhile)');
+  const [memory] = stored;
   return {
     command: 'remember',
     reply: `Remembered: "${content.data}"`,

@@ -1,7 +1,7 @@
 import type { NewMemory } from '../../storage/memory-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, isMnemeError } from '../errors.js';
 import { type Dreamer, DreamInsightSchema } from '../ports/dreamer.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -96,7 +96,17 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       });
     }
     if (insights.length === 0) continue;
-    await storage.memories.insert(insights, { at: now, actor: MAINTENANCE_ACTOR, reason: `dream by ${dreamer.id}` });
+    try {
+      // A purge while the dreamer reflected: its insights quote what the purged user remembered.
+      await storage.memories.insert(
+        insights,
+        { at: now, actor: MAINTENANCE_ACTOR, reason: `dream by ${dreamer.id}` },
+        { sourcesMustExist: true },
+      );
+    } catch (error) {
+      if (!isMnemeError(error, 'NOT_FOUND')) throw error;
+      continue;
+    }
     report.insights += insights.length;
   }
 

@@ -1,7 +1,7 @@
 import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, isMnemeError } from '../errors.js';
 import {
   type EpisodeMessage,
   type EpisodeSummariser,
@@ -81,29 +81,41 @@ async function summariseChannel(
       const summary = await summarise(context, summariser, channelId, window, speakers);
       if (summary === null) return false;
       const [embedding = null] = await embedDocuments(context, [summary.summary]);
-      await storage.memories.insert(
-        [
-          {
-            content: summary.summary,
-            category: 'episode',
-            sector: 'episodic',
-            scope: 'room',
-            owner: ownerKey('room', { channelId }),
-            userId: null,
-            channelId,
-            projectId: null,
-            topicId: null,
-            source: 'episode',
-            importance: 0.5,
-            pinned: false,
-            sourceMessageIds: window.map((message) => message.id),
-            sourceIds: [],
-            embedding,
-            validFrom: Math.max(...window.map((message) => Date.parse(message.createdAt))),
+      const stored = await storage.memories
+        .insert(
+          [
+            {
+              content: summary.summary,
+              category: 'episode',
+              sector: 'episodic',
+              scope: 'room',
+              owner: ownerKey('room', { channelId }),
+              userId: null,
+              channelId,
+              projectId: null,
+              topicId: null,
+              source: 'episode',
+              importance: 0.5,
+              pinned: false,
+              sourceMessageIds: window.map((message) => message.id),
+              sourceIds: [],
+              embedding,
+              validFrom: Math.max(...window.map((message) => Date.parse(message.createdAt))),
+            },
+          ],
+          { at: now, actor: MAINTENANCE_ACTOR, reason: `episode of ${window.length} messages in ${channelId}` },
+          // A purge while the window was summarised: its summary quotes what the purged user said. Stop
+          // here, the watermark before the window: the next run summarises what is left of it.
+          { sourcesMustExist: true },
+        )
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (isMnemeError(error, 'NOT_FOUND')) return false;
+            throw error;
           },
-        ],
-        { at: now, actor: MAINTENANCE_ACTOR, reason: `episode of ${window.length} messages in ${channelId}` },
-      );
+        );
+      if (!stored) return false;
       report.episodes++;
     }
     settled = lastSeen;

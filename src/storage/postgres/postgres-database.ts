@@ -196,6 +196,16 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
       : 'the database is busy';
     return new MnemeError(ErrorCode.StoreBusy, `${doing}: ${why}; try again shortly`, { cause: error });
   }
+  // character_not_in_repertoire: from a JavaScript string (valid UTF-8 once encoded), only the NUL
+  // character, which PostgreSQL's text cannot hold (SQLite's can). Bad input, refused: the
+  // statement's transaction rolled back, so nothing of the request was stored.
+  if (state === '22021') {
+    return new MnemeError(
+      ErrorCode.InvalidInput,
+      `${doing}: PostgreSQL cannot store the NUL character (\\u0000) in text; remove it from the input`,
+      { cause: error },
+    );
+  }
   if (state === '08P01') {
     return new MnemeError(
       ErrorCode.StoreFailed,

@@ -1,6 +1,6 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
+import { type MemoryListQuery, type MemoryStore, sourcesGone } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -19,8 +19,23 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
   const frequencies = createPostgresTermFrequencies();
 
   return {
-    async insert(memories, context) {
+    async insert(memories, context, options = {}) {
       return writePg(database, 'storing memories', async (q) => {
+        if (options.sourcesMustExist) {
+          for (const memory of memories) {
+            const missing = async (table: 'messages' | 'memories', ids: readonly number[]) => {
+              if (ids.length === 0) return [];
+              const { rows } = await q.query<{ id: number }>(`SELECT id FROM ${table} WHERE id = ANY($1::bigint[])`, [
+                [...ids],
+              ]);
+              const found = new Set(rows.map((row) => Number(row.id)));
+              return [...new Set(ids)].filter((id) => !found.has(id));
+            };
+            const messages = await missing('messages', memory.sourceMessageIds);
+            const sources = await missing('memories', memory.sourceIds);
+            if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+          }
+        }
         const stored = [];
         for (const memory of memories) stored.push(toMemory(await writes.insert(q, memory, context)));
         return stored;

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
+import { sourcesGone } from '../memory-store.js';
 import { getRow, preparedOnUse, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import {
@@ -22,6 +23,14 @@ import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 export function createSqliteMemoryStore(database: Database.Database, vectors: SqliteVectorIndex): MemoryStore {
   const writes = createSqliteMemoryWrites(database, vectors);
   const statements = {
+    messagesAmong: preparedOnUse<[string], { id: number }>(
+      database,
+      'SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))',
+    ),
+    memoriesAmong: preparedOnUse<[string], { id: number }>(
+      database,
+      'SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+    ),
     byIds: preparedOnUse<[string], unknown[]>(
       database,
       `SELECT ${memoryColumns} FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
@@ -99,11 +108,20 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
   }
 
   return {
-    async insert(memories, context) {
+    async insert(memories, context, options = {}) {
       return writeSqlite(
         database,
         'storing memories',
-        () => memories.map((memory) => toMemory(writes.insert(memory, context))),
+        () => {
+          if (options.sourcesMustExist) {
+            for (const memory of memories) {
+              const messages = missing(statements.messagesAmong, memory.sourceMessageIds);
+              const sources = missing(statements.memoriesAmong, memory.sourceIds);
+              if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+            }
+          }
+          return memories.map((memory) => toMemory(writes.insert(memory, context)));
+        },
         context,
       );
     },
@@ -286,4 +304,15 @@ function listConditions(filter: MemoryListQuery): { where: string; values: Recor
   if (filter.archived === 'exclude') conditions.push('archived_at IS NULL');
   if (filter.archived === 'only') conditions.push('archived_at IS NOT NULL');
   return { where: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values };
+}
+
+/** The ids of `ids` the statement (ids among a JSON list) does not find: deleted by a purge. */
+function missing(statement: () => Database.Statement<[string], { id: number }>, ids: readonly number[]): number[] {
+  if (ids.length === 0) return [];
+  const found = new Set(
+    statement()
+      .all(JSON.stringify(ids))
+      .map((row) => row.id),
+  );
+  return [...new Set(ids)].filter((id) => !found.has(id));
 }
