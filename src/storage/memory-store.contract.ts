@@ -894,6 +894,10 @@ export function describeStorageContract(
       expect(await storage.messages.get([hello?.id ?? 0, question?.id ?? 0, 999])).toEqual([hello, question]);
       expect(await storage.messages.listAfter('room', 0, 10)).toEqual([question, answer]);
       expect(await storage.messages.listAfter('room', question?.id ?? 0, 10)).toEqual([answer]);
+      expect(await storage.messages.listBefore('room', answer?.id ?? 0, 10)).toEqual([question]);
+      expect(await storage.messages.listBefore('room', (answer?.id ?? 0) + 1, 1)).toEqual([answer]);
+      expect(await storage.messages.listBefore('room', (answer?.id ?? 0) + 1, 5)).toEqual([question, answer]);
+      expect(await storage.messages.listBefore('room', question?.id ?? 0, 10)).toEqual([]);
       expect(await storage.messages.listTopicAfter('t1', 0, 1)).toEqual([question]);
       expect(await storage.messages.recent('room', 1)).toEqual([answer]);
       expect(await storage.messages.recentUserMessages('room', 5)).toEqual([question]);

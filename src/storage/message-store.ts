@@ -88,6 +88,8 @@ export interface MessageStore {
   get(ids: readonly number[]): Promise<Message[]>;
   /** Up to `limit` messages of a channel with an id greater than `afterMessageId` (0: from the start), oldest first. */
   listAfter(channelId: string, afterMessageId: number, limit: number): Promise<Message[]>;
+  /** Up to `limit` messages of a channel with an id less than `beforeMessageId`, the latest of them, oldest first. */
+  listBefore(channelId: string, beforeMessageId: number, limit: number): Promise<Message[]>;
   /** Up to `limit` messages of a topic with an id greater than `afterMessageId`, oldest first. */
   listTopicAfter(topicId: string, afterMessageId: number, limit: number): Promise<Message[]>;
   /** The last `count` messages of a channel (every role), oldest first. */

@@ -6,6 +6,7 @@ import type { EngineContext } from '../engine-context.js';
 import { ownerKey } from '../scope.js';
 import { chunkWords } from './chunking.js';
 import { displayName } from './display-name.js';
+import { followUpContext } from './follow-up-context.js';
 import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
 
 /**
@@ -14,7 +15,8 @@ import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
  * `chunkOverlapWords`, chunk `i` of the message stored once whatever re-runs (the store skips it). With
  * the assistant's reply: the exchange, both messages embedded together (the RAG path). Without one
  * (people talking to each other): the message alone, found also by the message before it
- * (search-only context, as a reply is often elliptical: "Yes, in June!"); a short message
+ * (search-only context, as a reply is often elliptical: "Yes, in June!"), and, for a turn that asks
+ * nothing, by its sender's own message before that (`followUpContext`, ADR 21); a short message
  * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored. Importance: the policy's `exchangeImportance`;
  * `validFrom`: when the turn was said (the later of the message and its reply).
  */
@@ -29,10 +31,13 @@ export async function exchangeChunks(
   const { chunkWords: size, chunkOverlapWords: overlap, exchangeImportance } = context.policy.ingest;
   const said = `${await displayName(context, message.senderId)}: ${message.content}`;
   const text = reply ? `${said}\n${await displayName(context, reply.senderId)}: ${reply.content}` : said;
-  const searchContext =
-    !reply && previous
-      ? firstWords(`${await displayName(context, previous.senderId)}: ${previous.content}`, size)
-      : null;
+  const contextMessages = reply ? [] : await followUpContext(context, message, previous);
+  const contextLines = await Promise.all(
+    contextMessages.map(async (said) =>
+      firstWords(`${await displayName(context, said.senderId)}: ${said.content}`, size),
+    ),
+  );
+  const searchContext = contextLines.length > 0 ? contextLines.join('\n') : null;
   const chunks = chunkWords(text, { size, overlap });
   const embeddings = await embedDocuments(
     context,

@@ -473,6 +473,55 @@ describe('exchange memories', () => {
     ]);
   });
 
+  it("finds an answer also by its speaker's own statement before the follow-up question it answers", async () => {
+    const { mneme } = await engine({ extractor: 'none', embedder: 'none' });
+    for (const [userId, displayName] of [
+      ['ann', 'Ann'],
+      ['bob', 'Bob'],
+      ['cy', 'Cy'],
+    ] as const) {
+      await mneme.setDisplayName({ userId, displayName });
+    }
+    const statement = 'Last weekend I had a picnic with some friends from church.';
+    const conversations = {
+      // The answer continues Ann's own statement: found by its words.
+      answered: [
+        ['ann', statement],
+        ['bob', 'Looks fun! What games did you all play?'],
+        ['ann', 'Some fun ones like charades and a scavenger hunt.'],
+      ],
+      // A turn that asks something opens a question of its own: found by its own words and the message before.
+      asked: [
+        ['ann', statement],
+        ['bob', 'Looks fun! Tell me everything, please.'],
+        ['ann', 'Would you come along with us next time?'],
+      ],
+      // The statement two messages back is someone else's: not the answer's own thread.
+      someoneElse: [
+        ['cy', statement],
+        ['bob', 'Looks fun! What games did you all play?'],
+        ['ann', 'We played charades at ours, with my cousins.'],
+      ],
+    } as const;
+    const found: Record<string, string[]> = {};
+    for (const [channelId, said] of Object.entries(conversations)) {
+      for (const [sender, content] of said) await mneme.ingest({ channelId, sender, content });
+      await mneme.whenIdle();
+      const result = await mneme.recall({ query: 'picnic with friends from church', viewer: { channelId } });
+      found[channelId] = result.hits.map((hit) => hit.memory.content);
+    }
+    // Bob's reply is found by the statement before it, as every turn is by the message it answers.
+    expect(found).toEqual({
+      answered: [
+        `Ann: ${statement}`,
+        'Bob: Looks fun! What games did you all play?',
+        'Ann: Some fun ones like charades and a scavenger hunt.',
+      ],
+      asked: [`Ann: ${statement}`, 'Bob: Looks fun! Tell me everything, please.'],
+      someoneElse: [`Cy: ${statement}`, 'Bob: Looks fun! What games did you all play?'],
+    });
+  });
+
   it('stores a message with no reply as a turn only when it is over 20 characters, spaces aside', async () => {
     const { mneme } = await engine({ extractor: 'none' });
     await mneme.ingest({ channelId: 'tea', sender: 'oz', content: '   I like tea very much   ' });

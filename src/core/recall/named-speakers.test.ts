@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { namedSpeakers, otherSpeakerFactor } from './named-speakers.js';
+import { namedSpeakers, otherSpeakerFactor, speaksOfTheAsker } from './named-speakers.js';
 
 const speakers = [
   { id: 'u1', name: 'Caroline' },
@@ -29,6 +29,33 @@ describe('namedSpeakers', () => {
 
   it('matches a user without a display name by their id', () => {
     expect([...namedSpeakers('what did mira say', [{ id: 'mira', name: 'mira' }])]).toEqual(['mira']);
+  });
+});
+
+describe('speaksOfTheAsker', () => {
+  it('reads a question in the first person singular as about the one asking', () => {
+    for (const query of [
+      'What did I say about the trip?',
+      'when is my dentist appointment',
+      'Remind me what Sam recommended',
+      "What was I'm-not-sure-what called?",
+      'Which of these is mine?',
+      'i told you about it, right?',
+    ]) {
+      expect(speaksOfTheAsker(query)).toBe(true);
+    }
+  });
+
+  it('reads no asker in a question about others, about a group, or in words that only contain "i" or "me"', () => {
+    for (const query of [
+      'What did Caroline research?',
+      'Where should we eat tonight?',
+      'What is our standup time?',
+      'Is the meeting in Iceland?',
+      'Which memes did Sam send?',
+    ]) {
+      expect(speaksOfTheAsker(query)).toBe(false);
+    }
   });
 });
 

@@ -29,6 +29,19 @@ export function namedSpeakers(query: string, speakers: readonly Speaker[]): Set<
   return named;
 }
 
+/** The words by which the one asking speaks of themselves ("I'm" and "I've" count as "I"). */
+const FIRST_PERSON = new Set(['i', 'me', 'my', 'mine', 'myself']);
+
+/**
+ * Whether the query speaks of the one asking, in the first person singular: "What did I say about the
+ * trip?", "When is my dentist appointment?", "Remind me what Sam recommended". The asking user is then
+ * named as if by name: their own turns answer it. ("We" and "our" speak for a group and name no one.)
+ */
+export function speaksOfTheAsker(query: string): boolean {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}'’]+/gu) ?? [];
+  return words.some((word) => FIRST_PERSON.has(word.split(/['’]/)[0] ?? ''));
+}
+
 /**
  * The `otherSpeaker` factor of a memory's score: `weight` when the query names some speaker and the
  * memory is a conversation turn (`exchange`) of another user, else 1 (no speaker named, the turn's user

@@ -108,7 +108,8 @@ export const RecallPolicySchema = z.strictObject({
    * Who said what: when the query names a speaker (a word of the display name of a user whose message a
    * candidate comes from: "What did Caroline research?"), the score of a conversation turn (`exchange`
    * memory) of another user is multiplied by this, so the named person's own turns rank above the other
-   * side's replies that only address them (ADR 23). 1 turns it off (and saves the name look-ups).
+   * side's replies that only address them (ADR 23). A question in the first person ("what did I say
+   * about ...") names the viewer's user. 1 turns it off (and saves the name look-ups).
    */
   otherSpeakerWeight: unit(0.9, 'recall.otherSpeakerWeight'),
   candidatePool: CandidatePoolSchema.prefault({}),

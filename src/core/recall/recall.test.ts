@@ -324,6 +324,33 @@ describe('recall: query shaping', () => {
     expect(focused[1]?.explanation).toContain('x0.9 (the query names someone else than who said it)');
   });
 
+  it("reads a question in the first person as naming the viewer: the asker's own turn comes first", async () => {
+    const talk = async (mneme: Mneme, clock: ReturnType<typeof createFixedClock>) => {
+      const say = (sender: string, senderName: string, content: string) =>
+        mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+      await say('ann', 'Ann', 'Up at the glacier lake, two nights in a tent, with a campfire each evening.');
+      await say('bob', 'Bob', 'Camping at a glacier lake, wow! Camping in the mountains with a tent sounds lovely.');
+      await mneme.whenIdle();
+      const result = await mneme.recall({
+        query: 'Where did I go camping with my tent?',
+        viewer: { channelId: 'camp', userId: 'ann' },
+        explain: true,
+        inspect: true,
+      });
+      return result.hits;
+    };
+    const off = await openEngine({ embedder: null, policy: { recall: { otherSpeakerWeight: 1 } } });
+    const plain = await talk(off.mneme, off.clock);
+    // Without the factor, the reply that repeats the question's words comes first.
+    expect(plain.map((hit) => hit.memory.userId)).toEqual(['bob', 'ann']);
+
+    const on = await openEngine({ embedder: null });
+    const focused = await talk(on.mneme, on.clock);
+    expect(focused.map((hit) => hit.memory.userId)).toEqual(['ann', 'bob']);
+    expect(focused[0]?.breakdown.otherSpeaker).toBeUndefined();
+    expect(focused[1]?.breakdown.otherSpeaker).toBe(0.9);
+  });
+
   it('weighs no speaker when the query names none, or names every speaker', async () => {
     const { mneme, clock } = await openEngine({ embedder: null });
     const say = (sender: string, senderName: string, content: string) =>

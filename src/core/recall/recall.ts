@@ -24,7 +24,7 @@ import {
   reciprocalRankFusion,
   relevanceOf,
 } from './fusion.js';
-import { MAX_SPEAKER_LOOKUPS, namedSpeakers, otherSpeakerFactor } from './named-speakers.js';
+import { MAX_SPEAKER_LOOKUPS, namedSpeakers, otherSpeakerFactor, speaksOfTheAsker } from './named-speakers.js';
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
@@ -178,7 +178,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     weightedTexts(context, texts),
   ]);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
-  const named = await speakersNamed(context, fullQuery, candidates, byId);
+  const named = await speakersNamed(context, fullQuery, candidates, byId, request.viewer.userId);
   const totalWeight = listWeight(lists);
   const ranked = candidates
     .flatMap((candidate) => {
@@ -218,13 +218,15 @@ function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
 /**
  * The users the query names among the authors of the candidates (ADR 23): the first
  * `MAX_SPEAKER_LOOKUPS` distinct authors, best candidates first, each looked up once in the directory for
- * their display name. Empty, with no look-up, when `recall.otherSpeakerWeight` is 1.
+ * their display name; and the viewer's user (`asker`) when the query speaks of them in the first person
+ * ("what did I say about ..."). Empty, with no look-up, when `recall.otherSpeakerWeight` is 1.
  */
 async function speakersNamed(
   context: EngineContext,
   query: string,
   candidates: readonly FusedCandidate[],
   byId: ReadonlyMap<number, Memory>,
+  asker: string | undefined,
 ): Promise<Set<string>> {
   if (context.policy.recall.otherSpeakerWeight >= 1) return new Set();
   const authors = new Set<string>();
@@ -237,7 +239,9 @@ async function speakersNamed(
   const speakers = await Promise.all(
     [...authors].map(async (id) => ({ id, name: (await context.storage.directory.getUser(id))?.displayName ?? id })),
   );
-  return namedSpeakers(query, speakers);
+  const named = namedSpeakers(query, speakers);
+  if (asker && speaksOfTheAsker(query)) named.add(asker);
+  return named;
 }
 
 /** The search texts' words with their weights (one storage call), each text with the weight its lists have. */

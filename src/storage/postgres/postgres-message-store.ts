@@ -134,6 +134,14 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
         [channelId, afterMessageId, limit],
       );
     },
+    async listBefore(channelId, beforeMessageId, limit) {
+      return list(
+        `reading messages of channel ${channelId}`,
+        `SELECT * FROM (SELECT ${columns} FROM messages WHERE channel_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3) AS latest
+         ORDER BY id`,
+        [channelId, beforeMessageId, limit],
+      );
+    },
     async listTopicAfter(topicId, afterMessageId, limit) {
       return list(
         `reading messages of topic ${topicId}`,

@@ -17,6 +17,9 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
     listAfter: database.prepare<[string, number, number], MessageRow>(
       'SELECT * FROM messages WHERE channel_id = ? AND id > ? ORDER BY id LIMIT ?',
     ),
+    listBefore: database.prepare<[string, number, number], MessageRow>(
+      'SELECT * FROM (SELECT * FROM messages WHERE channel_id = ? AND id < ? ORDER BY id DESC LIMIT ?) ORDER BY id',
+    ),
     listTopicAfter: database.prepare<[string, number, number], MessageRow>(
       'SELECT * FROM messages WHERE topic_id = ? AND id > ? ORDER BY id LIMIT ?',
     ),
@@ -145,6 +148,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
     async listAfter(channelId, afterMessageId, limit) {
       return readSqlite(`reading messages of channel ${channelId}`, () =>
         statements.listAfter.all(channelId, afterMessageId, limit).map(toMessage),
+      );
+    },
+    async listBefore(channelId, beforeMessageId, limit) {
+      return readSqlite(`reading messages of channel ${channelId}`, () =>
+        statements.listBefore.all(channelId, beforeMessageId, limit).map(toMessage),
       );
     },
     async listTopicAfter(topicId, afterMessageId, limit) {
