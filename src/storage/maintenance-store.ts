@@ -42,6 +42,13 @@ export interface MaintenanceStore {
   /** The highest memory id, or 0 for an empty store. */
   latestMemoryId(): Promise<number>;
   /**
+   * One bounded step of merging the full-text index into one part, when it is in more than a few
+   * (or a merge is under way); true when the step did work: call again until false. Consolidation
+   * does so before its searches: the index answers the same searches with the same scores, each term
+   * looked up in one part instead of each. An index without parts (PostgreSQL's GIN) answers false.
+   */
+  compactTextIndex(): Promise<boolean>;
+  /**
    * Consolidates, in one transaction: writes `merged` (text, FTS, vector and a `merge` version)
    * first, then archives each original (vector removed, `archive` version "merged into #id"), then
    * links the merged memory to each original (`consolidated`). Memories an original superseded are

@@ -61,6 +61,9 @@ export async function runConsolidate(
   const speakers = new Map<string, string>();
 
   let afterId = state?.watermark ?? 0;
+  // One full-text search per new memory follows: first the index in one part (each term looked up
+  // once), a bounded step at a time.
+  if (afterId < latest) while (await storage.maintenance.compactTextIndex());
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
     if (page.length === 0) break;

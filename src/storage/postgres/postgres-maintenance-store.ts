@@ -98,6 +98,11 @@ export function createPostgresMaintenanceStore(
       return withPgErrors('reading memory vectors', () => vectors.vectors(ids));
     },
 
+    async compactTextIndex() {
+      // A GIN index has no segments to merge (its pending list is off since schema step 3).
+      return false;
+    },
+
     async latestMemoryId() {
       return withPgErrors('reading the latest memory id', async () => {
         const { rows } = await database.query<{ id: number }>('SELECT COALESCE(MAX(id), 0) AS id FROM memories');

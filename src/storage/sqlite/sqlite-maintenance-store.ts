@@ -11,12 +11,24 @@ type DecayRow = Pick<
   'id' | 'strength' | 'salience' | 'importance' | 'last_accessed' | 'created_at' | 'decayed_at'
 >;
 
+/**
+ * FTS5 writes each transaction's terms as a new segment and merges segments a few at a time
+ * (`automerge`), so an index written a memory at a time, or a batch at a time, keeps 5 to 20 of them;
+ * a full-text search looks each term up in every segment. Past this many, `compactTextIndex` merges
+ * them into one, a bounded step a call (FTS5's `merge` over every level, as `optimize` does at once).
+ */
+export const TEXT_INDEX_SEGMENTS = 4;
+/** Pages (of 4 KiB) one step of a compaction writes, about: 100,000 memories take 3 or 4 steps of tens of milliseconds. */
+const TEXT_INDEX_MERGE_PAGES = 500;
+
 /** The SQLite implementation of the MaintenanceStore port. */
 export function createSqliteMaintenanceStore(
   database: Database.Database,
   vectors: SqliteVectorIndex,
 ): MaintenanceStore {
   const writes = createSqliteMemoryWrites(database, vectors);
+  /** True while a compaction is under way (its steps go on until one merges nothing). */
+  let compacting = false;
   const statements = {
     decayCandidates: database.prepare<[number, number], DecayRow>(
       `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
@@ -37,6 +49,12 @@ export function createSqliteMaintenanceStore(
       ORDER BY created_at DESC, id DESC LIMIT ?`,
     ),
     latestMemoryId: database.prepare<[], { id: number }>('SELECT COALESCE(MAX(id), 0) AS id FROM memories'),
+    // FTS5's own table of its segments' b-tree pages, one row per page a term starts: a few thousand rows.
+    textIndexSegments: database.prepare<[], number>('SELECT count(DISTINCT segid) FROM memories_fts_idx').pluck(),
+    totalChanges: database.prepare<[], number>('SELECT total_changes()').pluck(),
+    mergeStep: database.prepare(
+      `INSERT INTO memories_fts(memories_fts, rank) VALUES ('merge', -${TEXT_INDEX_MERGE_PAGES})`,
+    ),
     link: database.prepare<[number, number, number]>(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
       VALUES (?, ?, 'consolidated', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`,
@@ -100,6 +118,28 @@ export function createSqliteMaintenanceStore(
     async vectors(ids, model) {
       if (ids.length === 0 || vectors.info()?.model !== model) return new Map<number, Float32Array>();
       return readSqlite('reading memory vectors', () => vectors.vectors(ids));
+    },
+
+    async compactTextIndex() {
+      return writeSqlite(
+        database,
+        'compacting the full-text index',
+        () => {
+          const segments = statements.textIndexSegments.get() ?? 0;
+          if (segments <= 1 || (!compacting && segments <= TEXT_INDEX_SEGMENTS)) {
+            compacting = false;
+            return false;
+          }
+          // One bounded step of FTS5's merge of every segment into one (a negative page count: all
+          // levels, as `optimize` does); it did work when it changed two rows or more.
+          const before = statements.totalChanges.get() ?? 0;
+          statements.mergeStep.run();
+          compacting = (statements.totalChanges.get() ?? 0) - before >= 2;
+          return compacting;
+        },
+        // The index can be rebuilt from the memories: no fsync of its own.
+        { deferred: true },
+      );
     },
 
     async latestMemoryId() {

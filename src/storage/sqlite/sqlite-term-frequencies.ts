@@ -34,20 +34,27 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
   let statements: {
     size: Database.Statement<[], number>;
     count: Database.Statement<[string], number>;
-    countUpTo: Database.Statement<[string, number], number>;
   } | null = null;
   const cache = new Map<string, { frequency: number; size: number }>();
+  /** One statement counting `n` terms up to a limit, by `n:limit`: one call into SQLite for a text's terms. */
+  const countsUpTo = new Map<string, Database.Statement<string[], number[]>>();
+
+  function countingUpTo(terms: number, limit: number): Database.Statement<string[], number[]> {
+    const key = `${terms}:${limit}`;
+    let statement = countsUpTo.get(key);
+    if (!statement) {
+      const count = `(SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ${limit}))`;
+      statement = database.prepare<string[], number[]>(`SELECT ${Array(terms).fill(count).join(', ')}`).raw();
+      countsUpTo.set(key, statement);
+    }
+    return statement;
+  }
 
   function prepared() {
     statements ??= {
       // An upper bound on the rows of the full-text index: memory ids only grow.
       size: database.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM memories').pluck(),
       count: database.prepare<[string], number>('SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?').pluck(),
-      countUpTo: database
-        .prepare<[string, number], number>(
-          'SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)',
-        )
-        .pluck(),
     };
     return statements;
   }
@@ -73,14 +80,16 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
       return { memories: size, counts: terms.map((term) => frequency(term, size)) };
     },
     exactCounts(terms, upTo) {
-      const { size, countUpTo } = prepared();
+      const { size } = prepared();
       const limit = Math.max(0, Math.floor(upTo)) + 1;
+      const queries = terms.map((term) => ftsQuery([term]));
+      const asked = queries.filter((query): query is string => query !== null);
+      // Counted together: a text's terms in one statement, not one call into SQLite each.
+      const counted = asked.length === 0 ? [] : (countingUpTo(asked.length, limit).get(...asked) ?? []);
+      let next = 0;
       return {
         memories: size.get() ?? 0,
-        counts: terms.map((term) => {
-          const query = ftsQuery([term]);
-          return query === null ? 0 : (countUpTo.get(query, limit) ?? 0);
-        }),
+        counts: queries.map((query) => (query === null ? 0 : (counted[next++] ?? 0))),
       };
     },
     rarest(terms, count) {
