@@ -42,8 +42,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       database,
       'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))',
     ),
-    // Returns the ids it touched: only the others (archived, faded or unknown) need a second look.
-    touch: database.prepare<{ at: number; touches: string }, number>(`UPDATE memories SET
+    touch: database.prepare<{ at: number; touches: string }>(`UPDATE memories SET
         access_count = access_count + 1,
         last_accessed = @at,
         strength = COALESCE(touched.strength, memories.strength),
@@ -52,8 +51,7 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.strength') AS strength,
           json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance
         FROM json_each(@touches)) AS touched
-      WHERE memories.id = touched.id AND memories.archived_at IS NULL
-      RETURNING memories.id`),
+      WHERE memories.id = touched.id AND memories.archived_at IS NULL`),
     recentlyAccessed: database.prepare<{ owners: string | null; limit: number }, MemoryRow>(`SELECT * FROM memories
       WHERE archived_at IS NULL AND (@owners IS NULL OR owner IN (SELECT value FROM json_each(@owners)))
       ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC
@@ -231,25 +229,15 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async touch(touches, at) {
       if (touches.length === 0) return;
       // Access statistics are not data a power cut must not lose: no fsync of their own.
+      const ids = JSON.stringify(touches.map((touch) => touch.id));
       writeSqlite(
         database,
         'recording retrievals',
         () => {
-          // One statement for the active memories (nearly always all of them). A faded one is brought
-          // back first and then touched, as if it had been active.
-          const touched = new Set(statements.touch.pluck().all({ at, touches: JSON.stringify(touches) }));
-          if (touched.size === touches.length) return;
-          const others = touches.filter((touch) => !touched.has(touch.id));
-          const faded = new Set(
-            statements
-              .fadedAmong()
-              .all(JSON.stringify(others.map((touch) => touch.id)))
-              .map((row) => row.id),
-          );
-          if (faded.size === 0) return;
-          for (const id of faded) writes.revive(id, { at, actor: null, reason: 'recalled after it faded' });
-          const revived = others.filter((touch) => faded.has(touch.id));
-          statements.touch.pluck().all({ at, touches: JSON.stringify(revived) });
+          for (const { id } of statements.fadedAmong().all(ids)) {
+            writes.revive(id, { at, actor: null, reason: 'recalled after it faded' });
+          }
+          statements.touch.run({ at, touches: JSON.stringify(touches) });
         },
         { deferred: true },
       );
