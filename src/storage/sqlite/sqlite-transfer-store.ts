@@ -15,7 +15,7 @@ import type {
 import { readSqlite, toMnemeError } from './sqlite-database.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 
-/** KiB of page cache while an import runs (SQLite's default is 2,000), given back when it ends. */
+/** KiB of page cache while an import runs (better-sqlite3 builds SQLite with 16,000), then the connection's own again. */
 const IMPORT_CACHE_KIB = 65_536;
 
 /** The named parameters of a filtered read: the filter's lists as JSON (read with `json_each`). */
@@ -270,6 +270,8 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
       });
     },
     async beginImport() {
+      // The connection's own page cache, given back after the import (searches need it warm and whole).
+      const cacheSize = Number(database.pragma('cache_size', { simple: true }));
       try {
         // One transaction holds the whole import: a larger page cache keeps its pages from spilling.
         database.pragma(`cache_size = -${IMPORT_CACHE_KIB}`);
@@ -277,7 +279,7 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
       } catch (error) {
         throw toMnemeError(error, 'starting the import');
       }
-      return createImportSession(database);
+      return createImportSession(database, cacheSize);
     },
   };
 }
@@ -301,7 +303,7 @@ function toTransferMemory(row: MemoryRow & ChunkColumns): TransferMemory {
 }
 
 /** The import's statements, all run inside the one transaction `beginImport` opened. */
-function createImportSession(database: Database.Database): ImportSession {
+function createImportSession(database: Database.Database, cacheSize: number): ImportSession {
   let open = true;
   const statements = {
     user: database.prepare(
@@ -360,7 +362,7 @@ function createImportSession(database: Database.Database): ImportSession {
     if (!open) return;
     open = false;
     if (database.inTransaction) database.exec('ROLLBACK');
-    database.pragma('cache_size = -2000');
+    database.pragma(`cache_size = ${cacheSize}`);
   }
 
   return {
@@ -479,7 +481,7 @@ function createImportSession(database: Database.Database): ImportSession {
       write('committing the import', () => {
         database.exec('COMMIT');
         open = false;
-        database.pragma('cache_size = -2000');
+        database.pragma(`cache_size = ${cacheSize}`);
       }),
     async rollback() {
       rollback();
