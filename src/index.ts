@@ -17,7 +17,7 @@ export type {
 } from './core/idempotency.js';
 export type { ChatCommandResult } from './core/ingest/chat-commands.js';
 export type { ExtractionReport } from './core/ingest/extraction.js';
-export type { IngestManyOptions, IngestResult } from './core/ingest/ingest.js';
+export type { IngestManyOptions, IngestOptions, IngestResult } from './core/ingest/ingest.js';
 export type { ConsolidateReport } from './core/maintenance/consolidate-task.js';
 export type { DecayReport } from './core/maintenance/decay-task.js';
 export type { DreamReport } from './core/maintenance/dream-task.js';

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../config/create-mneme.js';
 import { createFixedClock } from '../testing.js';
@@ -191,5 +195,45 @@ describe('extraction within the audience', () => {
     const elsewhere = await mneme.recall({ query: 'postgres password', viewer: { userId: 'cy', channelId: 'lobby' } });
     expect(elsewhere.hits.map((hit) => hit.memory.content).join(' ')).not.toContain('hunter2');
     await mneme.close();
+  });
+});
+
+describe("a user's post while an administrator removes the user", () => {
+  it('leaves the user removed, whenever the removal lands between the membership check and the append', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-removed-'));
+    const path = join(folder, 'store.db');
+    const base = createFixedClock('2024-06-15T12:00:00.000Z');
+    // The removal, by another connection, lands at the engine's first reading of the clock after it is
+    // armed: after the user key's membership check and before the message is appended.
+    let removeOnNextTick = false;
+    let removed = false;
+    const other = { connection: null as Database.Database | null };
+    const clock = {
+      now() {
+        if (removeOnNextTick && other.connection) {
+          removeOnNextTick = false;
+          removed =
+            other.connection
+              .prepare("DELETE FROM members WHERE kind = 'channel' AND space_id = 'ops' AND user_id = 'ann'")
+              .run().changes === 1;
+        }
+        return base.now();
+      },
+    };
+    const mneme = await createMneme({ path, clock });
+    try {
+      await mneme.putChannel({ id: 'ops', visibility: 'private', members: ['ann'] });
+      other.connection = new Database(path);
+      removeOnNextTick = true;
+      const posted = await mneme.as(ann).ingest({ channelId: 'ops', sender: 'ann', content: 'Still here' });
+      expect(removed).toBe(true);
+      expect(posted.messages).toHaveLength(1);
+      expect(await mneme.channel('ops')).toEqual({ id: 'ops', visibility: 'private', members: [] });
+      await expect(mneme.as(ann).turns({ channelId: 'ops' })).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    } finally {
+      other.connection?.close();
+      await mneme.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -193,7 +193,8 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
 
     async ingest(input) {
       await assertMayPost(input, 'message');
-      return engine.ingest(input);
+      // Checked above: no membership is written with the post (a removal meanwhile stays).
+      return engine.ingest(input, { sendersAreMembers: true });
     },
 
     async sources(input) {
@@ -222,7 +223,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
           await assertMayPost(input, `message at index ${index}`);
         }
       }
-      return engine.ingestMany(inputs);
+      return engine.ingestMany(inputs, { sendersAreMembers: true });
     },
 
     ingestProgress: async () => refuse("reading a file's ingest progress"),

@@ -50,7 +50,7 @@ export interface MnemeIngest {
    * background. A user message `/remember <text>` or `/forget <pattern>` is also run as a command
    * (policy `ingest.chatCommands`, on by default), unless the `ingest.skip` rule skips the message.
    */
-  ingest(input: IngestInput): Promise<IngestResult>;
+  ingest(input: IngestInput, options?: IngestOptions): Promise<IngestResult>;
   /** Appends a user message and the assistant's reply in one transaction and returns at once. */
   ingestExchange(input: IngestExchangeInput): Promise<IngestResult>;
   /**
@@ -85,7 +85,18 @@ export interface MnemeIngest {
 }
 
 /** Options of `ingestMany`. */
-export interface IngestManyOptions {
+export interface IngestOptions {
+  /**
+   * The caller checked, before this call, that the sender of every user message is a member of the
+   * channel, topic and project it posts to (a user key's post). No membership is written with the
+   * messages, so a member an administrator removes while the post is on its way stays removed (the
+   * post reads as made just before the removal). Without it, an administrator's ingest makes each
+   * sender a member of where it posts.
+   */
+  sendersAreMembers?: boolean;
+}
+
+export interface IngestManyOptions extends IngestOptions {
   /**
    * A file's progress, written in the transaction of these inputs (how `mneme ingest --resume` knows
    * where to continue): the last line they came from and the SHA-256 of the file's lines up to it.
@@ -174,7 +185,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   }
 
   /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
-  async function append(inputs: readonly PreparedInput[], file?: IngestFileProgress): Promise<IngestResult[]> {
+  async function append(
+    inputs: readonly PreparedInput[],
+    options: IngestOptions & { file?: IngestFileProgress | undefined } = {},
+  ): Promise<IngestResult[]> {
+    const { file } = options;
     await checkReplies(inputs);
     const names = new Map<string, string>();
     for (const input of inputs) {
@@ -182,8 +197,9 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       await ensureTopic(input.topicId);
     }
     // The senders' new memberships are written in the append's transaction: one durable commit.
+    const messages = inputs.flatMap((input) => input.messages);
     const stored = await storage.messages.append(
-      await membership.withJoins(inputs.flatMap((input) => input.messages)),
+      options.sendersAreMembers ? messages : await membership.withJoins(messages),
       file ? { file: { ...file, at: clock.now() } } : {},
     );
     const scheduled = new Map<string, boolean>();
@@ -269,7 +285,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   };
 
   return {
-    ingest: async (input) => only(append([prepareMessage(input, 'message')])),
+    ingest: async (input, options = {}) =>
+      only(append([prepareMessage(input, 'message')], { sendersAreMembers: options.sendersAreMembers === true })),
     ingestExchange: async (input) => only(append([prepareExchange(input, 'exchange')])),
 
     async ingestMany(inputs, options = {}) {
@@ -285,7 +302,9 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
           ? prepareExchange(input, `exchange at index ${index}`)
           : prepareMessage(input, `message at index ${index}`),
       );
-      return prepared.length === 0 ? [] : append(prepared, file);
+      return prepared.length === 0
+        ? []
+        : append(prepared, { file, sendersAreMembers: options.sendersAreMembers === true });
     },
 
     ingestProgress: async (path) =>
