@@ -157,16 +157,16 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       if (!memory.viewer || !reply.trim()) return;
       inBackground(async () => {
         // A stream can last minutes: a key revoked meanwhile writes nothing, and a user key removed
-        // from the channel may not post there (ingest would even make it a member again), so the key
-        // and the membership are read again before the write.
+        // from the channel may not post there, so the key and the membership are read again before
+        // the write.
         await authenticate(context, mneme.apiKeys, false);
-        await viewerOf(caller);
-        return mneme.ingestExchange({
-          channelId: caller.channelId,
-          userId: caller.userId,
-          userMessage: userText,
-          assistantReply: reply,
-        });
+        const checked = await viewerOf(caller);
+        // A user key that is a member writes no membership with it: a removal from now on stays.
+        const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
+        return mneme.ingestExchange(
+          { channelId: caller.channelId, userId: caller.userId, userMessage: userText, assistantReply: reply },
+          { sendersAreMembers: member },
+        );
       }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
     };
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {

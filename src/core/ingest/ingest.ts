@@ -52,7 +52,7 @@ export interface MnemeIngest {
    */
   ingest(input: IngestInput, options?: IngestOptions): Promise<IngestResult>;
   /** Appends a user message and the assistant's reply in one transaction and returns at once. */
-  ingestExchange(input: IngestExchangeInput): Promise<IngestResult>;
+  ingestExchange(input: IngestExchangeInput, options?: IngestOptions): Promise<IngestResult>;
   /**
    * Appends many messages and exchanges (an exchange is an input with `userMessage`) in one
    * transaction, in order: for importing history. Every input is validated first; when one is
@@ -287,7 +287,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   return {
     ingest: async (input, options = {}) =>
       only(append([prepareMessage(input, 'message')], { sendersAreMembers: options.sendersAreMembers === true })),
-    ingestExchange: async (input) => only(append([prepareExchange(input, 'exchange')])),
+    ingestExchange: async (input, options = {}) =>
+      only(append([prepareExchange(input, 'exchange')], { sendersAreMembers: options.sendersAreMembers === true })),
 
     async ingestMany(inputs, options = {}) {
       const file = options.file === undefined ? undefined : parseInput(IngestFileProgressSchema, options.file, 'file');
