@@ -581,6 +581,15 @@ function differencesFromSqlite(store: WorldStore, walk: 'table' | 'methods'): st
     : [`${sqlite.length} outcomes on SQLite, ${here.length} here`, ...differ];
 }
 
+/** A promise and the function that resolves it: where a slow collaborator stops until the test lets it go. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
 describe.each(stores)('on $name', (store) => {
   describe('the attack harness', () => {
     let world: World;
@@ -878,14 +887,8 @@ describe.each(stores)('on $name', (store) => {
 
   describe('a purge of B while maintenance is summarising what B said', () => {
     it("writes no episode of B's words once B is purged, and the next run summarises what Carol said alone", async () => {
-      let entered: () => void = () => {};
-      const summarising = new Promise<void>((resolve) => {
-        entered = resolve;
-      });
-      let release: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
+      const { promise: summarising, resolve: entered } = signal();
+      const { promise: released, resolve: release } = signal();
       const offline = createOfflineEpisodeSummariser();
       // A chat model takes seconds to summarise: the purge, through this engine or another process, lands meanwhile.
       const slow: EpisodeSummariser = {
@@ -954,14 +957,8 @@ describe.each(stores)('on $name', (store) => {
 
   describe('a purge of B while the dreamer reflects on what B remembered', () => {
     it("writes no insight of B's memories into B's room once B is purged, where Carol would read it", async () => {
-      let entered: () => void = () => {};
-      const dreaming = new Promise<void>((resolve) => {
-        entered = resolve;
-      });
-      let release: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
+      const { promise: dreaming, resolve: entered } = signal();
+      const { promise: released, resolve: release } = signal();
       // A chat model reflects for seconds: the purge, through this engine or another process, lands meanwhile.
       const slow: Dreamer = {
         id: 'slow',
@@ -1011,14 +1008,8 @@ describe.each(stores)('on $name', (store) => {
 
   describe("a purge of B while B's /remember is being embedded", () => {
     it('stores no memory of what B asked to remember once B is purged, and says it was not remembered', async () => {
-      let entered: () => void = () => {};
-      const embedding = new Promise<void>((resolve) => {
-        entered = resolve;
-      });
-      let release: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
+      const { promise: embedding, resolve: entered } = signal();
+      const { promise: released, resolve: release } = signal();
       const fake = createFakeEmbeddingModel();
       // An embedding model over the network takes a while: the purge, through another process, lands meanwhile.
       const slow: EmbeddingModel = {
