@@ -164,6 +164,47 @@ describe('mneme copy', () => {
     expect(await contents(target)).toEqual(await contents(source));
   }, 120_000);
 
+  it('keeps the ids of the newest rows a purge deleted from being given again, in a copy either way', async () => {
+    /** Ann, then Bob (the newest message and memory), then Bob purged: the largest ids are gone from `path`. */
+    async function purgedNewest(path: string) {
+      const mneme = await createMneme({ path, embedder, backfill: false, logger: quiet });
+      await mneme.putChannel({ id: 'c1', visibility: 'private', members: ['ann', 'bob'] });
+      await mneme.ingest({ channelId: 'c1', sender: 'ann', role: 'user', content: 'I live in Lisbon.' });
+      const [bobs] = (await mneme.ingest({ channelId: 'c1', sender: 'bob', role: 'user', content: 'I fly gliders.' }))
+        .messages;
+      await mneme.whenIdle();
+      const { memories } = await mneme.list({ archived: 'include' });
+      await mneme.purgeUser('bob');
+      await mneme.close();
+      return { message: bobs?.id ?? Number.POSITIVE_INFINITY, memory: Math.max(...memories.map((m) => m.id)) };
+    }
+    /** The ids the next message and memory of `path` get. */
+    async function nextIds(path: string) {
+      const mneme = await createMneme({ path, embedder, backfill: false, logger: quiet });
+      const [message] = (await mneme.ingest({ channelId: 'c1', sender: 'ann', role: 'assistant', content: 'Ok.' }))
+        .messages;
+      const memory = await mneme.remember({ content: 'a note after the copy' });
+      await mneme.close();
+      return { message: message?.id ?? 0, memory: memory.id };
+    }
+
+    const source = join(folder, 'purged.db');
+    const deleted = await purgedNewest(source);
+    const postgres = `pglite:${join(folder, 'purged-pg')}`;
+    expect(await copyDatabase({ from: source, to: postgres })).toBeTruthy();
+    const there = await nextIds(postgres);
+    expect(there.message).toBeGreaterThan(deleted.message);
+    expect(there.memory).toBeGreaterThan(deleted.memory);
+
+    const purgedThere = `pglite:${join(folder, 'purged-there')}`;
+    const deletedThere = await purgedNewest(purgedThere);
+    const back = join(folder, 'purged-back.db');
+    expect(await copyDatabase({ from: purgedThere, to: back })).toBeTruthy();
+    const here = await nextIds(back);
+    expect(here.message).toBeGreaterThan(deletedThere.message);
+    expect(here.memory).toBeGreaterThan(deletedThere.memory);
+  }, 120_000);
+
   it('copies a table copied whole of more rows than PostgreSQL takes parameters in one statement', async () => {
     const source = join(folder, 'many-keys.db');
     const storage = await openStorage({ path: source });

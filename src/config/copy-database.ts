@@ -300,9 +300,11 @@ async function postgresEnd(path: string): Promise<CopyEnd> {
             );
           }
           if (table.key === 'id') {
-            // Ids were given: the identity continues after them.
+            // Ids were given: the identity continues after them, and after those a purge deleted
+            // (`service_state`'s `<table>_id_floor`, copied before this table), so none is given twice.
             await q.query(
-              `SELECT setval(pg_get_serial_sequence('${table.name}', 'id'), (SELECT MAX(id) FROM ${table.name}))`,
+              `SELECT setval(pg_get_serial_sequence('${table.name}', 'id'), GREATEST((SELECT MAX(id) FROM ${table.name}),
+                (SELECT value FROM service_state WHERE name = '${table.name}_id_floor')))`,
             );
           }
         }),

@@ -218,6 +218,38 @@ describe('the library API', () => {
     await expect(mneme.purgeUser('  ')).rejects.toMatchObject({ code: ErrorCode.InvalidInput });
   });
 
+  it('extracts the next message after a purge of the user who said the newest ones, and gives out no id twice', async () => {
+    await mneme.putChannel({ id: 'c1', visibility: 'private', members: ['ann', 'bob'] });
+    await mneme.ingest({
+      channelId: 'c1',
+      sender: 'ann',
+      role: 'user',
+      content: 'I live in Lisbon and I love surfing.',
+    });
+    const bobs = await mneme.ingest({
+      channelId: 'c1',
+      sender: 'bob',
+      role: 'user',
+      content: 'I work at Initech as a plumber.',
+    });
+    await mneme.whenIdle();
+    const newestMemory = Math.max(...(await mneme.list({ archived: 'include' })).memories.map((memory) => memory.id));
+    await mneme.purgeUser('bob');
+
+    const next = await mneme.ingest({
+      channelId: 'c1',
+      sender: 'ann',
+      role: 'user',
+      content: 'My sister Maria is a pilot in Porto.',
+    });
+    expect(next.messages[0]?.id).toBeGreaterThan(bobs.messages[0]?.id ?? Number.POSITIVE_INFINITY);
+    await mneme.whenIdle();
+    const after = (await mneme.list({ archived: 'include' })).memories.filter((memory) => memory.id > newestMemory);
+    expect(after.map((memory) => memory.content)).toContain("Ann's sister Maria is a pilot in Porto.");
+    const note = await mneme.remember({ content: 'a note after the purge' });
+    expect(note.id).toBeGreaterThan(newestMemory);
+  });
+
   it('counts what it holds', async () => {
     await mneme.remember({ content: 'one', pinned: true });
     await mneme.remember({ content: 'two', scope: 'personal', userId: 'oz', category: 'preference' });

@@ -23,6 +23,11 @@ async function queryVector(text: string): Promise<Float32Array> {
   return vector;
 }
 
+/** A user message of `senderId` in channel `c`. */
+function said(senderId: string, content: string) {
+  return { channelId: 'c', senderId, role: 'user' as const, content, topicId: null, createdAt: at };
+}
+
 /** A valid NewMemory with an embedding; override what the test is about. */
 async function newMemory(
   content: string,
@@ -226,14 +231,6 @@ export function describeStorageContract(
     });
 
     it('refuses, storing nothing, to insert memories built from a message or memory a purge deleted, when the sources must exist', async () => {
-      const said = (senderId: string, content: string) => ({
-        channelId: 'c',
-        senderId,
-        role: 'user' as const,
-        content,
-        topicId: null,
-        createdAt: at,
-      });
       const [zed, ann] = await storage.messages.append([said('zed', 'Zed hides the key'), said('ann', 'Ann waters')]);
       const [zeds] = await storage.memories.insert([await newMemory('Zed hides the key', { userId: 'zed' })], context);
       await storage.memories.purgeUser('zed');
@@ -709,6 +706,22 @@ export function describeStorageContract(
       const bobHistory = await storage.memories.history(bob?.id ?? 0);
       expect(bobHistory.map((version) => version.actor)).toEqual(['tester', null]);
       expect(await storage.idempotency.claim({ ...key, requestSha256: 'r2', expiresAt: at + 86_400_000 })).toBeNull();
+    });
+
+    it('never gives out again the ids of the newest message and memory a purge deleted', async () => {
+      const [ann, bob] = await storage.messages.append([said('ann', 'Ann waters'), said('bob', 'Bob hides the key')]);
+      const [, bobsMemory] = await storage.memories.insert(
+        [
+          await newMemory('Ann waters the plants', { scope: 'personal', userId: 'ann' }),
+          await newMemory('Bob hides the key', { scope: 'personal', userId: 'bob' }),
+        ],
+        context,
+      );
+      await storage.memories.purgeUser('bob');
+      const [next] = await storage.messages.append([said('ann', 'Ann waters again')]);
+      const [nextMemory] = await storage.memories.insert([await newMemory('Ann waters again')], context);
+      expect(next?.id).toBeGreaterThan(Math.max(ann?.id ?? 0, bob?.id ?? 0));
+      expect(nextMemory?.id).toBeGreaterThan(bobsMemory?.id ?? Number.POSITIVE_INFINITY);
     });
 
     it('counts totals, scopes, categories, pinned and recent additions, leaving expiring to the decay policy', async () => {

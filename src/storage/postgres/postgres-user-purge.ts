@@ -109,6 +109,15 @@ export async function purgePostgresUser(
     'SELECT count(*) AS count FROM memory_links WHERE source_id = ANY($1::bigint[]) OR target_id = ANY($1::bigint[])',
     [memoryIds],
   );
+  // The identity never gives an id twice here; the floors are for \`mneme copy\`, which carries \`service_state\`
+  // to a SQLite file (whose ids would otherwise be given again) and sets a target's identity past them.
+  await q.query(
+    `INSERT INTO service_state (name, value)
+     SELECT name, last FROM (VALUES ('messages_id_floor', (SELECT MAX(id) FROM messages)),
+       ('memories_id_floor', (SELECT MAX(id) FROM memories))) AS floors(name, last)
+     WHERE last IS NOT NULL
+     ON CONFLICT (name) DO UPDATE SET value = GREATEST(service_state.value, excluded.value)`,
+  );
   const vectorCount = await vectors.remove(q, memoryIds);
   await q.query(
     `UPDATE memories SET search_context = NULL, search_context_message_id = NULL

@@ -4,6 +4,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
 import { getRow, preparedOnUse } from './sqlite-database.js';
+import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -55,11 +56,11 @@ export interface SqliteMemoryWrites {
 export function createSqliteMemoryWrites(database: Database.Database, vectors: SqliteVectorIndex): SqliteMemoryWrites {
   const statements = {
     insert: database.prepare<InsertParameters, MemoryRow>(`INSERT INTO memories (
-        content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
+        id, content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
         importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
         search_context, search_context_message_id
       ) VALUES (
-        @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
+        ${nextIdSql('memories')}, @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
         @importance, @pinned, @sourceMessageIds, @sourceIds, @validFrom, @at, @at, @embeddingModel, @searchContext,
         @searchContextMessageId
       ) RETURNING *`),

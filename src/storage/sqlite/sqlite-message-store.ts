@@ -3,6 +3,7 @@ import { type MessageRow, toMessage } from '../message-rows.js';
 import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
+import { nextIdSql } from './sqlite-id-floors.js';
 
 interface CountParameters {
   key: string;
@@ -54,8 +55,8 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       MessageRow
     >(
       database,
-      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO messages (id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
+      VALUES (${nextIdSql('messages')}, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING *`,
     ),
     byExternalId: preparedOnUse<[string, string], MessageRow>(

@@ -13,6 +13,7 @@ import type {
   TransferStore,
 } from '../transfer-store.js';
 import { readSqlite, toMnemeError } from './sqlite-database.js';
+import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 
 /** KiB of page cache while an import runs (better-sqlite3 builds SQLite with 16,000), then the connection's own again. */
@@ -314,15 +315,15 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
     channel: database.prepare('INSERT INTO channels (id, visibility, created_at, updated_at) VALUES (?, ?, ?, ?)'),
     member: database.prepare('INSERT OR IGNORE INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?)'),
     message: database.prepare<unknown[], { id: number }>(
-      `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, created_at, external_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+      `INSERT INTO messages (id, channel_id, sender_id, role, content, topic_id, reply_to, created_at, external_id)
+        VALUES (${nextIdSql('messages')}, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
     ),
     memory: database.prepare<Record<string, unknown>, { id: number }>(
-      `INSERT INTO memories (content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id,
+      `INSERT INTO memories (id, content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id,
         source, importance, strength, salience, access_count, last_accessed, pinned, source_message_ids,
         source_ids, valid_from, archived_at, faded_at, created_at, updated_at, decayed_at, search_context,
         search_context_message_id, chunk_message_id, chunk_index)
-      VALUES (@content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
+      VALUES (${nextIdSql('memories')}, @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
         @importance, @strength, @salience, @accessCount, @lastAccessedAt, @pinned, @sourceMessageIds, @sourceIds,
         @validFrom, @archivedAt, @fadedAt, @createdAt, @updatedAt, @decayedAt, @searchContext,
         @searchContextMessageId, @chunkMessageId, @chunkIndex) RETURNING id`,
