@@ -174,6 +174,19 @@ export function describeStorageContract(
       expect(counted.memories).toBeGreaterThanOrEqual(3);
     });
 
+    it('counts no word of a purged user, even a word it counted before the purge', async () => {
+      await storage.memories.insert(
+        [
+          await newMemory('Bob flies gliders', { scope: 'personal', userId: 'bob' }),
+          await newMemory('Ann waters the plants', { scope: 'personal', userId: 'ann' }),
+        ],
+        context,
+      );
+      expect((await storage.memories.termCounts(['gliders'])).counts).toEqual([1]);
+      await storage.memories.purgeUser('bob');
+      expect((await storage.memories.termCounts(['gliders'])).counts).toEqual([0]);
+    });
+
     it('counts exactly up to a bound when asked: a term in more memories counts the bound plus one', async () => {
       await storage.memories.insert(
         [

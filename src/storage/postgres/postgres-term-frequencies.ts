@@ -33,8 +33,8 @@ export interface PostgresTermFrequencies {
  * stemmed by `english` (as `memories.fts` is) once, with one statement for the terms not seen before;
  * its count is that of the memories whose `fts` matches the OR of its lexemes (a stop word or a term
  * without a word counts 0). Counts are made through the GIN index: each `tsquery` is a parameter, so
- * the planner knows it. A count is remembered while the largest memory id (read with the counts) is
- * the one it was counted at, so recall's rarity weights cost one short statement for words seen
+ * the planner knows it. A count is remembered while the largest memory id and the number of purges (read
+ * with the counts) are those it was counted at, so recall's rarity weights cost one short statement for words seen
  * before. Unlike SQLite's (one process a file), no staleness is allowed: several processes share
  * the database, and a count one of them remembered from a smaller store would rank near ties
  * differently from the others (`test/postgres-two-serve.test.ts` asks both for the same recall).
@@ -47,7 +47,7 @@ export interface PostgresTermFrequencies {
  */
 export function createPostgresTermFrequencies(): PostgresTermFrequencies {
   const stems = new Map<string, readonly string[]>();
-  const frequencies = new Map<string, { frequency: number; size: number }>();
+  const frequencies = new Map<string, { frequency: number; stamp: string }>();
 
   const remember = <V>(cache: Map<string, V>, key: string, value: V) => {
     cache.set(key, value);
@@ -69,7 +69,8 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
 
   /**
    * The memories matching each `tsquery` text, and the number of memories, in one statement: a
-   * remembered count is used while that number is the one it was counted at, else counted again.
+   * remembered count is used while that number and the purges so far (`service_state.purges`: a purge
+   * deletes memories without changing the number) are those it was counted at, else counted again.
    */
   async function frequenciesOf(
     q: PostgresQueryable,
@@ -77,18 +78,22 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
   ): Promise<{ size: number; counts: number[] }> {
     const distinct = [...new Set(queries)];
     const known = distinct.map((query) => frequencies.get(query));
-    const values = distinct.flatMap((query, index) => [query, known[index]?.size ?? -1]);
+    const values = distinct.flatMap((query, index) => [query, known[index]?.stamp ?? '']);
     const counts = distinct.map(
       (_, index) =>
-        `CASE WHEN s.size = $${2 * index + 2}::bigint
+        `CASE WHEN s.stamp = $${2 * index + 2}::text
           THEN -1 ELSE (SELECT count(*) FROM memories WHERE fts @@ $${2 * index + 1}::tsquery) END`,
     );
-    const { rows } = await q.query<{ size: number; counts: number[] }>(
-      `WITH s AS (SELECT COALESCE(MAX(id), 0) AS size FROM memories)
-       SELECT s.size, ARRAY[${counts.join(', ')}]::bigint[] AS counts FROM s`,
+    const { rows } = await q.query<{ size: number; stamp: string; counts: number[] }>(
+      `WITH s AS (
+         SELECT size, size || ':' || COALESCE((SELECT value FROM service_state WHERE name = 'purges'), 0) AS stamp
+         FROM (SELECT COALESCE(MAX(id), 0) AS size FROM memories) AS m
+       )
+       SELECT s.size, s.stamp, ARRAY[${counts.join(', ')}]::bigint[] AS counts FROM s`,
       values,
     );
     const size = rows[0]?.size ?? 0;
+    const stamp = rows[0]?.stamp ?? '';
     const counted = rows[0]?.counts ?? [];
     const found = new Map<string, number>();
     distinct.forEach((query, index) => {
@@ -99,7 +104,7 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
         remember(frequencies, query, remembered);
         found.set(query, remembered.frequency);
       } else {
-        remember(frequencies, query, { frequency: Math.max(0, count), size });
+        remember(frequencies, query, { frequency: Math.max(0, count), stamp });
         found.set(query, Math.max(0, count));
       }
     });

@@ -118,6 +118,11 @@ export async function purgePostgresUser(
      WHERE last IS NOT NULL
      ON CONFLICT (name) DO UPDATE SET value = GREATEST(service_state.value, excluded.value)`,
   );
+  // Every process's remembered word counts (postgres-term-frequencies.ts) may hold the user's words: recounted.
+  await q.query(
+    `INSERT INTO service_state (name, value) VALUES ('purges', 1)
+     ON CONFLICT (name) DO UPDATE SET value = service_state.value + 1`,
+  );
   const vectorCount = await vectors.remove(q, memoryIds);
   await q.query(
     `UPDATE memories SET search_context = NULL, search_context_message_id = NULL

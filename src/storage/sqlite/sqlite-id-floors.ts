@@ -15,9 +15,13 @@ export function nextIdSql(table: FlooredTable): string {
     IFNULL((SELECT value FROM service_state WHERE name = '${table}_id_floor'), 0)) + 1)`;
 }
 
-/** Records, inside the caller's transaction, the largest ids `table`s hold now: a purge calls it before deleting. */
-export function raiseIdFloors(database: Database.Database, tables: readonly FlooredTable[]): void {
-  for (const table of tables) {
+/**
+ * What a purge leaves behind, inside its transaction: the largest ids the tables hold now (their floors),
+ * and one more purge in `service_state.purges`, which tells every process that counts it remembered (the
+ * term frequencies) may include words that are gone.
+ */
+export function recordPurge(database: Database.Database): void {
+  for (const table of ['messages', 'memories'] as const) {
     database
       .prepare(
         `INSERT INTO service_state (name, value)
@@ -26,4 +30,10 @@ export function raiseIdFloors(database: Database.Database, tables: readonly Floo
       )
       .run();
   }
+  database
+    .prepare(
+      `INSERT INTO service_state (name, value) VALUES ('purges', 1)
+      ON CONFLICT (name) DO UPDATE SET value = value + 1`,
+    )
+    .run();
 }

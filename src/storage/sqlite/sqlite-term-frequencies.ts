@@ -13,7 +13,7 @@ import { ftsQuery } from './sqlite-fts-query.js';
 export interface SqliteTermFrequencies {
   /** The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the others. */
   split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
-  /** The memories each term is in (remembered while the store keeps its size), and the number of memories. */
+  /** The memories each term is in (remembered while the store keeps its size and nothing was purged), and the number of memories. */
   counts(terms: readonly string[]): { memories: number; counts: number[] };
   /** The memories each term is in, counted now up to `upTo` (more: `upTo + 1`), and the number of memories. */
   exactCounts(terms: readonly string[], upTo: number): { memories: number; counts: number[] };
@@ -30,12 +30,18 @@ const CACHED_TERMS = 10_000;
 /** A remembered frequency is counted again once the number of memories moved by more than this share. */
 const STALE_SHARE = 0.1;
 
+/** What a remembered count depends on: the number of memories, and how many purges deleted some. */
+interface Store {
+  size: number;
+  purges: number;
+}
+
 export function createSqliteTermFrequencies(database: Database.Database): SqliteTermFrequencies {
   let statements: {
-    size: Database.Statement<[], number>;
+    size: Database.Statement<[], Store>;
     count: Database.Statement<[string], number>;
   } | null = null;
-  const cache = new Map<string, { frequency: number; size: number }>();
+  const cache = new Map<string, { frequency: number } & Store>();
   /** One statement counting `n` terms up to a limit, by `n:limit`: one call into SQLite for a text's terms. */
   const countsUpTo = new Map<string, Database.Statement<string[], number[]>>();
 
@@ -52,35 +58,44 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
 
   function prepared() {
     statements ??= {
-      // An upper bound on the rows of the full-text index: memory ids only grow.
-      size: database.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM memories').pluck(),
+      // An upper bound on the rows of the full-text index (memory ids only grow), and the purges so far.
+      size: database.prepare<[], Store>(
+        `SELECT COALESCE(MAX(id), 0) AS size,
+          IFNULL((SELECT value FROM service_state WHERE name = 'purges'), 0) AS purges FROM memories`,
+      ),
       count: database.prepare<[string], number>('SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?').pluck(),
     };
     return statements;
   }
 
-  /** Memories (archived ones too) whose text contains `term`, remembered while the store keeps its size. */
-  function frequency(term: string, size: number): number {
+  function store(): Store {
+    return prepared().size.get() ?? { size: 0, purges: 0 };
+  }
+
+  /**
+   * Memories (archived ones too) whose text contains `term`, remembered while the store keeps its size and
+   * no purge (by any process) deleted memories whose words it counted.
+   */
+  function frequency(term: string, now: Store): number {
     const known = cache.get(term);
     cache.delete(term);
-    if (known && Math.abs(size - known.size) <= known.size * STALE_SHARE) {
+    if (known && known.purges === now.purges && Math.abs(now.size - known.size) <= known.size * STALE_SHARE) {
       cache.set(term, known);
       return known.frequency;
     }
     const query = ftsQuery([term]);
     const counted = query === null ? 0 : (prepared().count.get(query) ?? 0);
-    cache.set(term, { frequency: counted, size });
+    cache.set(term, { frequency: counted, ...now });
     if (cache.size > CACHED_TERMS) cache.delete(cache.keys().next().value ?? '');
     return counted;
   }
 
   return {
     counts(terms) {
-      const size = prepared().size.get() ?? 0;
-      return { memories: size, counts: terms.map((term) => frequency(term, size)) };
+      const now = store();
+      return { memories: now.size, counts: terms.map((term) => frequency(term, now)) };
     },
     exactCounts(terms, upTo) {
-      const { size } = prepared();
       const limit = Math.max(0, Math.floor(upTo)) + 1;
       const queries = terms.map((term) => ftsQuery([term]));
       const asked = queries.filter((query): query is string => query !== null);
@@ -88,16 +103,16 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
       const counted = asked.length === 0 ? [] : (countingUpTo(asked.length, limit).get(...asked) ?? []);
       let next = 0;
       return {
-        memories: size.get() ?? 0,
+        memories: store().size,
         counts: queries.map((query) => (query === null ? 0 : (counted[next++] ?? 0))),
       };
     },
     rarest(terms, count) {
       if (terms.length <= count) return terms;
-      const size = prepared().size.get() ?? 0;
+      const now = store();
       const kept = new Set(
         terms
-          .map((term, index) => ({ index, frequency: frequency(term, size) }))
+          .map((term, index) => ({ index, frequency: frequency(term, now) }))
           .sort((left, right) => left.frequency - right.frequency || left.index - right.index)
           .slice(0, Math.max(0, count))
           .map((entry) => entry.index),
@@ -108,10 +123,10 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
     split(terms, limit) {
       const none = { rare: terms, common: [] };
       if (terms.length < 2) return none;
-      const size = prepared().size.get() ?? 0;
-      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * size);
-      if (size <= threshold) return none;
-      const counted = terms.map((term) => ({ term, frequency: frequency(term, size) }));
+      const now = store();
+      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * now.size);
+      if (now.size <= threshold) return none;
+      const counted = terms.map((term) => ({ term, frequency: frequency(term, now) }));
       const rare = counted.filter((entry) => entry.frequency <= threshold);
       if (rare.length === counted.length || rare.length === 0) return none;
       if (Math.max(...rare.map((entry) => entry.frequency)) < limit) return none;

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { PurgeReport } from '../../core/types.js';
 import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
-import { raiseIdFloors } from './sqlite-id-floors.js';
+import { recordPurge } from './sqlite-id-floors.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /**
@@ -87,7 +87,7 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
        OR target_id IN (SELECT value FROM json_each(@doomed))`,
     { doomed },
   );
-  raiseIdFloors(database, ['messages', 'memories']);
+  recordPurge(database);
   const vectorCount = vectors.remove(memoryIds);
   database
     .prepare(`UPDATE memories SET search_context = NULL, search_context_message_id = NULL
