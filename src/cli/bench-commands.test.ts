@@ -138,6 +138,26 @@ describe('mneme eval locomo', () => {
     expect([report.mode, report.preset, report.askAfterDays]).toEqual(['live', 'salience', 90]);
   });
 
+  it('writes each question of the run to the file of --questions, beside the figures', async () => {
+    const file = join(folder, 'questions.json');
+    const run = await cli('--json', 'eval', 'locomo', '--data', tinyLocomo, '--questions', file);
+    expect(run.code).toBe(0);
+    const figures = JSON.parse(run.stdout);
+    expect(figures.questions).toBeUndefined();
+    const questions = JSON.parse(readFileSync(file, 'utf8'));
+    const scored = figures.mneme.overall.questions + figures.mneme.adversarial.questions;
+    expect(questions).toHaveLength(scored);
+    expect(questions[0]).toEqual({
+      sampleId: expect.any(String),
+      category: expect.any(Number),
+      question: expect.any(String),
+      evidence: expect.arrayContaining([
+        { diaId: expect.any(String), rank: expect.toBeOneOf([null, expect.any(Number)]) },
+      ]),
+      top: expect.any(Array),
+    });
+  });
+
   it('scores only the hits above --min-relevance, keeping their places, as context keeps fewer of its top k', async () => {
     const runs = await Promise.all(
       [[], ['--min-relevance', '0.5']].map((flags) => cli('--json', 'eval', 'locomo', '--data', tinyLocomo, ...flags)),

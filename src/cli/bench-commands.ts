@@ -33,6 +33,7 @@ interface EvalOptions {
   minRelevance?: number;
   store?: 'sqlite' | 'pglite';
   json?: string | boolean;
+  questions?: string;
 }
 
 /** Where the measuring commands write. */
@@ -140,6 +141,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
       ),
     )
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
+    .option('--questions <file>', "write each question of mneme's run as JSON to <file>: evidence ranks, the top 10")
     .allowExcessArguments()
     .action(async (options: EvalOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
@@ -172,6 +174,9 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           ...(askAfterDays === undefined ? {} : { askAfterDays }),
           ...(options.minRelevance === undefined ? {} : { minRelevance: options.minRelevance }),
         });
+        if (typeof options.questions === 'string') {
+          writeFileSync(options.questions, `${JSON.stringify(report.questions, null, 1)}\n`);
+        }
         writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
       } finally {
         rmSync(directory, { recursive: true, force: true });

@@ -155,6 +155,32 @@ describe('runLocomo modes', () => {
     expect(report.figures.mneme.overall.recallAt['20']).toBe(1);
   });
 
+  it('details each question: the rank of each evidence turn among the scored hits agrees with the figures', async () => {
+    const report = await run();
+    const asked = conversation?.questions ?? [];
+    expect(report.questions.map((detail) => detail.question)).toEqual(asked.map((question) => question.question));
+    for (const detail of report.questions) {
+      expect(detail.sampleId).toBe(conversation?.sampleId);
+      expect(detail.top.length).toBeLessThanOrEqual(10);
+      for (const { rank, diaId } of detail.evidence) {
+        if (rank === null) continue;
+        expect(rank).toBeGreaterThanOrEqual(1);
+        // The item at that rank cites the turn; when it is in the top 10, the detail lists it there.
+        if (rank <= 10) expect(detail.top[rank - 1]?.diaIds).toContain(diaId);
+      }
+    }
+    const scored = report.questions.filter((detail) => detail.category !== 5);
+    const recallAt = (k: number) =>
+      scored.reduce(
+        (total, detail) =>
+          total + detail.evidence.filter(({ rank }) => rank !== null && rank <= k).length / detail.evidence.length,
+        0,
+      ) / scored.length;
+    for (const k of [1, 5, 10, 20] as const) {
+      expect(recallAt(k)).toBeCloseTo(report.figures.mneme.overall.recallAt[`${k}`], 4);
+    }
+  });
+
   it('runs each database under the preset asked for', async () => {
     const report = await run({ mode: 'live', preset: 'salience' });
     expect(report.figures.preset).toBe('salience');

@@ -7,7 +7,7 @@ import { DEFAULT_PRESET, presetNames } from '../../core/presets.js';
 import type { ChatModel, EmbeddingModel, MaintenanceTask, Memory, Mneme, Viewer } from '../../index.js';
 import { createMneme, defaultMaintenanceIntervals, ErrorCode, MnemeError } from '../../index.js';
 import { createFixedClock } from '../../testing.js';
-import { type LocomoConversation, type LocomoTurn, loadLocomo } from './locomo-dataset.js';
+import { type LocomoConversation, type LocomoQuestion, type LocomoTurn, loadLocomo } from './locomo-dataset.js';
 import { createTurnSearch } from './locomo-fts-baseline.js';
 import {
   countWords,
@@ -89,9 +89,24 @@ export interface ConversationInfo {
   decayedMemories: number;
 }
 
+/**
+ * One question as mneme answered it, for reading the misses (`--questions <file>`): where each evidence
+ * turn first appears in the scored top 20 (1-based, null when it does not), and the top 10 as memory id,
+ * category, the dia ids it cites and its words. Not part of the figures.
+ */
+export interface QuestionDetail {
+  sampleId: string;
+  category: LocomoQuestion['category'];
+  question: string;
+  evidence: Array<{ diaId: string; rank: number | null }>;
+  top: Array<{ id: number; category: string; diaIds: string[]; words: number }>;
+}
+
 export interface LocomoReport {
   /** What `--json` writes. */
   figures: LocomoFigures;
+  /** Every scored question of mneme's run, in the order asked (see `QuestionDetail`). */
+  questions: QuestionDetail[];
   conversations: ConversationInfo[];
   /** Of the evidence turns mneme found in its top 10, the share credited through each memory category. */
   foundThrough: Record<string, number>;
@@ -144,6 +159,7 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
   }
 
   const ours: QuestionOutcome[] = [];
+  const details: QuestionDetail[] = [];
   const theirs: QuestionOutcome[] = [];
   const infos: ConversationInfo[] = [];
   const credited = new Map<string, number>();
@@ -158,13 +174,14 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
     }
     baseline.close();
 
-    const { outcomes, info } = await evaluateConversation(
+    const { outcomes, info, questions } = await evaluateConversation(
       conversation,
       options,
       { mode, preset, askAfterDays, minRelevance },
       credited,
     );
     ours.push(...outcomes);
+    details.push(...questions);
     infos.push(info);
   }
   const totalCredited = [...credited.values()].reduce((total, count) => total + count, 0);
@@ -179,6 +196,7 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
       mneme: { ...evaluate(ours), decayedShare: created === 0 ? 0 : Math.round((decayed / created) * 10_000) / 10_000 },
       baseline: evaluate(theirs),
     },
+    questions: details,
     conversations: infos,
     foundThrough: Object.fromEntries(
       [...credited.entries()]
@@ -224,7 +242,7 @@ async function evaluateConversation(
   options: LocomoOptions,
   run: RunMode,
   credited: Map<string, number>,
-): Promise<{ outcomes: QuestionOutcome[]; info: ConversationInfo }> {
+): Promise<{ outcomes: QuestionOutcome[]; info: ConversationInfo; questions: QuestionDetail[] }> {
   const path =
     options.store === 'pglite' ? 'pglite:memory:' : join(options.directory, `${speakerId(conversation.sampleId)}.db`);
   removeDatabase(path);
@@ -276,6 +294,7 @@ async function evaluateConversation(
       (speaker): Viewer => ({ userId: speakerId(speaker), channelId: conversation.sampleId }),
     );
     const outcomes: QuestionOutcome[] = [];
+    const questions: QuestionDetail[] = [];
     const questionBar = options.progress(`${label} asking questions`, conversation.questions.length);
     for (const [index, question] of conversation.questions.entries()) {
       const hits = await recallAsEvaluator(mneme, question.question, viewers);
@@ -288,12 +307,14 @@ async function evaluateConversation(
       }));
       const outcome: QuestionOutcome = { category: question.category, evidence: question.evidence, retrieved };
       outcomes.push(outcome);
+      questions.push(questionDetail(conversation.sampleId, question, retrieved, memories));
       creditFound(outcome, memories, credited);
       questionBar.update(index + 1);
     }
     questionBar.finish();
     return {
       outcomes,
+      questions,
       info: {
         sampleId: conversation.sampleId,
         turns: conversation.turns.length,
@@ -475,6 +496,29 @@ export async function recallAsEvaluator(
     .sort((a, b) => Number(a.graph) - Number(b.graph) || b.score - a.score || a.memory.id - b.memory.id)
     .slice(0, RETRIEVED)
     .map(({ memory, calibratedRelevance }) => ({ memory, calibratedRelevance }));
+}
+
+/** A question's `QuestionDetail`: each evidence turn's first rank among the scored items, and the top 10. */
+export function questionDetail(
+  sampleId: string,
+  question: LocomoQuestion,
+  retrieved: readonly RetrievedItem[],
+  memories: ReadonlyArray<Memory | null>,
+): QuestionDetail {
+  const rankOf = (diaId: string) => {
+    const index = retrieved.findIndex((item) => item.diaIds.includes(diaId));
+    return index < 0 ? null : index + 1;
+  };
+  return {
+    sampleId,
+    category: question.category,
+    question: question.question,
+    evidence: question.evidence.map((diaId) => ({ diaId, rank: rankOf(diaId) })),
+    top: retrieved.slice(0, 10).flatMap((item, index) => {
+      const memory = memories[index];
+      return memory ? [{ id: memory.id, category: memory.category, diaIds: [...item.diaIds], words: item.words }] : [];
+    }),
+  };
 }
 
 /** Counts, per memory category, the evidence turns first found in the top 10 through a memory of it. */
