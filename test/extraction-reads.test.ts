@@ -112,4 +112,17 @@ describe('the reads of a batch of extraction steps', () => {
     );
     expect(chunks.length).toBe(5);
   });
+
+  it('tells the store when every word of a related-memory search was counted within the bound', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    const mneme = open(storage);
+    await mneme.ingestMany([
+      talk[0] as (typeof talk)[number],
+      { ...talk[2], content: 'I work at Initech now, on the night shift' } as (typeof talk)[number],
+    ]);
+    const calls = watched(storage);
+    await mneme.whenIdle();
+    // The first message's words were counted; the second adds the words of where someone works, not counted.
+    expect(calls.searches.map((search) => search.postingsAtMost)).toEqual([200, undefined]);
+  });
 });
