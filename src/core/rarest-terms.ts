@@ -22,6 +22,15 @@ export async function rarestTerms(
   terms: readonly string[],
   bound: RarestTermsBound,
 ): Promise<string[]> {
+  return (await rarestTermCounts(memories, terms, bound)).map((kept) => kept.term);
+}
+
+/** `rarestTerms` with the count of each term kept (exact up to `maxPostings`; more: `maxPostings + 1`). */
+export async function rarestTermCounts(
+  memories: Pick<MemoryStore, 'termCounts'>,
+  terms: readonly string[],
+  bound: RarestTermsBound,
+): Promise<Array<{ term: string; count: number }>> {
   if (terms.length === 0) return [];
   // Exact counts (up to the bound): the choice depends on the memories alone, not on what a process
   // remembers, so a run resumed after a crash searches as an uninterrupted one would.
@@ -36,5 +45,5 @@ export async function rarestTerms(
     kept.add(index);
     postings += count;
   }
-  return terms.filter((_term, index) => kept.has(index));
+  return terms.flatMap((term, index) => (kept.has(index) ? [{ term, count: counts[index] ?? 0 }] : []));
 }

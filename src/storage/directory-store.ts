@@ -19,7 +19,11 @@ export interface User {
 
 /** Users, topics and projects: the names and ids memories hang on. */
 export interface DirectoryStore {
-  putUser(user: User, at: number): Promise<User>;
+  /**
+   * Creates the user or sets its display name. `deferred`: the caller commits durably right after (the
+   * append of `ingest`), so this write needs no flush of its own (as `WriteContext.deferred`).
+   */
+  putUser(user: User, at: number, options?: { deferred?: boolean }): Promise<User>;
   getUser(id: string): Promise<User | null>;
   putProject(project: { id: string; name: string | null; managed: boolean }, at: number): Promise<Project>;
   getProject(id: string): Promise<Project | null>;

@@ -97,6 +97,12 @@ export interface TextSearch extends ScopedSearch {
    * maintenance, bounded whatever the text's length). Omitted: every term.
    */
   maxTerms?: number;
+  /**
+   * The caller counted every term just before, in the same transaction (`termCounts` with
+   * `exactUpTo`), and each is in at most this many memories: a store that weighs which terms are very
+   * common (the SQLite one, from its remembered counts) need not look them up. Omitted: it looks them up.
+   */
+  postingsAtMost?: number;
 }
 
 export interface VectorSearch extends ScopedSearch {

@@ -18,20 +18,22 @@ import { MAX_SHORT_MESSAGE_CHARS } from './ingest-policy.js';
  * (search-only context, as a reply is often elliptical: "Yes, in June!"), and, for a turn that asks
  * nothing, by its sender's own message before that (`followUpContext`, ADR 21); a short message
  * (`MAX_SHORT_MESSAGE_CHARS`) with no reply is not stored. Importance: the policy's `exchangeImportance`;
- * `validFrom`: when the turn was said (the later of the message and its reply).
+ * `validFrom`: when the turn was said (the later of the message and its reply). `beforePrevious`: the
+ * channel's message before `previous`, when the caller has it at hand (else it is read).
  */
 export async function exchangeChunks(
   context: EngineContext,
   message: Message,
   reply: Message | null,
   previous: Message | null,
+  beforePrevious?: Message,
 ): Promise<ExtractedExchange | null> {
   if (!reply && message.content.trim().length <= MAX_SHORT_MESSAGE_CHARS) return null;
   const owner = ownerKey('room', { channelId: message.channelId });
   const { chunkWords: size, chunkOverlapWords: overlap, exchangeImportance } = context.policy.ingest;
   const said = `${await displayName(context, message.senderId)}: ${message.content}`;
   const text = reply ? `${said}\n${await displayName(context, reply.senderId)}: ${reply.content}` : said;
-  const contextMessages = reply ? [] : await followUpContext(context, message, previous);
+  const contextMessages = reply ? [] : await followUpContext(context, message, previous, beforePrevious);
   const contextLines = await Promise.all(
     contextMessages.map(async (said) =>
       firstWords(`${await displayName(context, said.senderId)}: ${said.content}`, size),

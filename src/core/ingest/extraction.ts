@@ -4,6 +4,7 @@ import type { Message } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
+import { withBatchReads } from './batch-reads.js';
 import { exchangeChunks } from './exchange-memories.js';
 import { createExtractionLeases, type ExtractionLeases } from './extraction-lease.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
@@ -132,6 +133,8 @@ async function extractBatch(
   const { storage } = run.context;
   const started = performance.now();
   const budget = run.context.policy.ingest.extractionBatchMs;
+  // The sender's name and the channel's visibility are read once a batch (`withBatchReads`).
+  const reads = withBatchReads(run.context);
   let extracted = 0;
   while (!run.signal.aborted && extracted < limit && performance.now() - started < budget) {
     if (cursor.index >= cursor.page.length) {
@@ -145,7 +148,7 @@ async function extractBatch(
     }
     if (message.role === 'user') {
       const step = { batch: cursor.page, index: cursor.index, previous: cursor.previous, from: cursor.applied };
-      if (!(await extractUserMessage(run, lease, step))) return false;
+      if (!(await extractUserMessage(run, reads, lease, step))) return false;
       cursor.applied = message.id;
       extracted++;
     }
@@ -167,9 +170,15 @@ interface UserMessageStep {
 /**
  * One user message of a channel: its facts and exchange chunks (not for a command, nor for a message
  * the policy's `skip` rule skips, which is also not used as the next one's search context) applied with
- * the watermark moved to it, then its topic's triggers. False when the step was refused (lease lost).
+ * the watermark moved to it, then its topic's triggers. `reads` is the batch's context (`withBatchReads`).
+ * False when the step was refused (lease lost).
  */
-async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step: UserMessageStep): Promise<boolean> {
+async function extractUserMessage(
+  run: ChannelRun,
+  reads: EngineContext,
+  lease: ExtractionLease,
+  step: UserMessageStep,
+): Promise<boolean> {
   const { context, extractor } = run;
   const { batch, index, previous, from } = step;
   const message = batch[index];
@@ -180,12 +189,12 @@ async function extractUserMessage(run: ChannelRun, lease: ExtractionLease, step:
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
   const reply = gives ? await replyTo(batch, index, next) : null;
   const facts =
-    ingest.extraction && gives
-      ? await extractFacts(context, extractor, message, reply, { source: 'extraction' })
-      : null;
+    ingest.extraction && gives ? await extractFacts(reads, extractor, message, reply, { source: 'extraction' }) : null;
   const searchContext = previous && !isSkippedUserMessage(previous, ingest.skip) ? previous : null;
+  // The message before the search context, when the page holds it (the page is the channel's log in order).
+  const beforeContext = searchContext && batch[index - 1]?.id === searchContext.id ? batch[index - 2] : undefined;
   const exchange =
-    ingest.exchangeMemories && gives ? await exchangeChunks(context, message, reply, searchContext) : null;
+    ingest.exchangeMemories && gives ? await exchangeChunks(reads, message, reply, searchContext, beforeContext) : null;
   const applied = await context.storage.extraction.apply(lease, {
     from,
     to: message.id,

@@ -18,16 +18,21 @@ export function asksSomething(content: string): boolean {
  * A turn that asks something opens a question of its own and is found by its own words. Only the
  * sender's own message is added, so what a turn is found by was said by its sender or just before it
  * (a user's purge, which removes their memories, removes this context with them). A message the
- * policy's `skip` rule skips is not used.
+ * policy's `skip` rule skips is not used. `beforePrevious`: the channel's message right before `previous`,
+ * when the caller has it at hand (a page of the log); otherwise it is read.
  */
 export async function followUpContext(
   context: EngineContext,
   message: Message,
   previous: Message | null,
+  beforePrevious?: Message,
 ): Promise<Message[]> {
   if (!previous) return [];
   if (asksSomething(message.content) || previous.senderId === message.senderId) return [previous];
-  const [before] = await context.storage.messages.listBefore(message.channelId, previous.id, 1);
+  const [before] =
+    beforePrevious === undefined
+      ? await context.storage.messages.listBefore(message.channelId, previous.id, 1)
+      : [beforePrevious];
   const usable =
     before !== undefined &&
     before.senderId === message.senderId &&

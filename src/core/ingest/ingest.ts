@@ -155,7 +155,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   async function ensureName(userId: string, displayName: string | undefined): Promise<string> {
     const user = await storage.directory.getUser(userId);
     if (displayName !== undefined && user?.displayName !== displayName) {
-      await storage.directory.putUser({ id: userId, displayName }, clock.now());
+      // No flush of its own: the append's durable commit follows and makes it durable with the messages.
+      await storage.directory.putUser({ id: userId, displayName }, clock.now(), { deferred: true });
       return displayName;
     }
     return user?.displayName ?? userId;

@@ -7,7 +7,7 @@ import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { createMembership } from '../membership.js';
 import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
-import { rarestTerms } from '../rarest-terms.js';
+import { rarestTermCounts } from '../rarest-terms.js';
 import { queryTerms } from '../recall/query-terms.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -154,10 +154,17 @@ async function relatedMemories(
 ): Promise<Memory[]> {
   if (limit <= 0) return [];
   const { memories } = context.storage;
-  const terms = [
-    ...new Set([...(await rarestTerms(memories, queryTerms(text), relatedBound)), ...slotSearchTerms(text)]),
-  ];
-  const hits = await memories.searchText({ terms, owners, limit: limit * 2 });
+  const rarest = await rarestTermCounts(memories, queryTerms(text), relatedBound);
+  const terms = [...new Set([...rarest.map((kept) => kept.term), ...slotSearchTerms(text)])];
+  // Every term counted just now and within the bound (no fact-slot word added, the rarest not over
+  // the bound): the store need not weigh which are very common.
+  const counted = terms.length === rarest.length && rarest.every((kept) => kept.count <= RELATED_POSTINGS);
+  const hits = await memories.searchText({
+    terms,
+    owners,
+    limit: limit * 2,
+    ...(counted ? { postingsAtMost: RELATED_POSTINGS } : {}),
+  });
   // The `limit` best hits are read first, the rest only when some of those are left out: the same
   // memories as reading every hit, without reading twice as many rows as are kept.
   const found: Memory[] = [];

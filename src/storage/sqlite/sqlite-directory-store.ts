@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
-import { getRow, readSqlite } from './sqlite-database.js';
+import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 
 interface ProjectRow {
   id: string;
@@ -40,11 +40,14 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
   };
 
   return {
-    async putUser(user, at) {
-      return readSqlite(`saving user ${user.id}`, () => {
+    async putUser(user, at, options = {}) {
+      const save = () => {
         statements.putUser.run(user.id, user.displayName, at, at);
         return { ...user };
-      });
+      };
+      return options.deferred === true
+        ? writeSqlite(database, `saving user ${user.id}`, save, { deferred: true })
+        : readSqlite(`saving user ${user.id}`, save);
     },
     async getUser(id) {
       return readSqlite(`reading user ${id}`, () => statements.getUser.get(id) ?? null);

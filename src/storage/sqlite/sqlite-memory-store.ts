@@ -15,7 +15,7 @@ import {
 } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
-import { createSqliteTermFrequencies } from './sqlite-term-frequencies.js';
+import { COMMON_MIN_MEMORIES, createSqliteTermFrequencies } from './sqlite-term-frequencies.js';
 import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -204,11 +204,15 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       });
     },
 
-    async searchText({ terms, owners, limit, includeFaded = false, maxTerms }) {
+    async searchText({ terms, owners, limit, includeFaded = false, maxTerms, postingsAtMost }) {
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
         const searched = maxTerms === undefined ? terms : frequencies.rarest(terms, maxTerms);
-        const { rare, common } = frequencies.split(searched, limit);
+        // Terms the caller just counted under the very-common bound are all rare: nothing to look up.
+        const { rare, common } =
+          postingsAtMost !== undefined && postingsAtMost <= COMMON_MIN_MEMORIES
+            ? { rare: searched, common: [] }
+            : frequencies.split(searched, limit);
         const rareQuery = ftsQuery(rare);
         const commonQuery = ftsQuery(common);
         if (rareQuery === null) return [];

@@ -98,6 +98,14 @@ describe('full-text searches with very common terms', () => {
     expect(new Set(hits.map((hit) => hit.id))).toEqual(new Set(plain.map((hit) => hit.id)));
   });
 
+  it('find the same memories when the caller counted every term under the bound (the store looks none up)', async () => {
+    const storage = await orchard();
+    const search = { terms: ['zebra', 'yak'], owners: ['global'], limit: 50 };
+    const told = await storage.memories.searchText({ ...search, postingsAtMost: 200 });
+    expect(told).toHaveLength(50);
+    expect(told).toEqual(await storage.memories.searchText(search));
+  });
+
   it('search every term when the rarer ones cannot fill the result, or the store is small', async () => {
     const storage = await orchard();
     // yak alone matches 29 memories: the memories that say apple most take the places left.
