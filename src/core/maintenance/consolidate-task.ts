@@ -160,9 +160,9 @@ async function nearDuplicateIndex(context: EngineContext, latest: number): Promi
   const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD);
   let afterId = 0;
   while (afterId < latest) {
-    const page = await context.storage.maintenance.listAfter(afterId, INDEX_PAGE_SIZE);
+    const page = await context.storage.maintenance.textsAfter(afterId, INDEX_PAGE_SIZE);
     if (page.length === 0) break;
-    for (const memory of page) if (memory.id <= latest) index.add(memory.id, ownerOf(memory), wordSet(memory.content));
+    for (const memory of page) if (memory.id <= latest) index.add(memory.id, memory.owner, wordSet(memory.content));
     afterId = page.at(-1)?.id ?? latest;
   }
   index.seal();
