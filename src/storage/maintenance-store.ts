@@ -35,6 +35,8 @@ export interface MaintenanceStore {
   applyImportanceChanges(changes: readonly ImportanceChange[], context: WriteContext): Promise<number>;
   /** Active memories with an id greater than `afterId`, oldest first, at most `limit`. */
   listAfter(afterId: number, limit: number): Promise<Memory[]>;
+  /** The same memories as `listAfter`, their id, owner key and text only (consolidation's read of every memory's words). */
+  textsAfter(afterId: number, limit: number): Promise<MemoryText[]>;
   /** The `limit` most recently created active memories that have a vector of `model`, newest first. */
   recentWithVectors(model: string, limit: number): Promise<Memory[]>;
   /** The stored vectors of `model` of these memories; memories without one are left out. */
@@ -56,4 +58,11 @@ export interface MaintenanceStore {
    * nothing is written: the originals stay visible. CONFLICT when an original is already archived.
    */
   merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
+}
+
+/** A memory's id, owner key (`ownerKey` of its scope, as stored) and text. */
+export interface MemoryText {
+  id: number;
+  owner: string;
+  content: string;
 }

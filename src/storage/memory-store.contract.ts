@@ -473,6 +473,26 @@ export function describeStorageContract(
       expect(again[0]?.id).toBe(forgotten?.id);
     });
 
+    it('reads the id, owner and text of the active memories after an id, oldest first, as listAfter lists them', async () => {
+      const [first, second, third] = await storage.memories.insert(
+        [
+          await newMemory('the release train leaves on Tuesday'),
+          await newMemory('Oz prefers tea', { scope: 'personal', userId: 'oz' }),
+          await newMemory('the build is green'),
+        ],
+        context,
+      );
+      await storage.memories.archive([second?.id ?? 0], context);
+      const listed = await storage.maintenance.listAfter(0, 10);
+      expect(await storage.maintenance.textsAfter(0, 10)).toEqual(
+        listed.map((memory) => ({ id: memory.id, owner: ownerKey(memory.scope, memory), content: memory.content })),
+      );
+      expect(listed.map((memory) => memory.id)).toEqual([first?.id, third?.id]);
+      expect(await storage.maintenance.textsAfter(first?.id ?? 0, 1)).toEqual([
+        { id: third?.id, owner: 'global', content: 'the build is green' },
+      ]);
+    });
+
     it('lists by scope, owner, category and archive state, newest first, a page at a time', async () => {
       await storage.memories.insert(
         [

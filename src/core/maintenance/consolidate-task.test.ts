@@ -1,9 +1,22 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createOfflineEpisodeSummariser } from '../../models/offline/offline-episode-summariser.js';
+import { createOfflineMemoryMerger } from '../../models/offline/offline-memory-merger.js';
+import type { EngineContext } from '../engine-context.js';
+import { resolvePolicy } from '../policy.js';
+import type { RememberInput } from '../schemas.js';
 import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
-import { CANDIDATE_TERMS, CONSOLIDATION_COSINE, CONSOLIDATION_JACCARD, cosine } from './consolidate-task.js';
+import {
+  CANDIDATE_TERMS,
+  CONSOLIDATION_COSINE,
+  CONSOLIDATION_JACCARD,
+  type ConsolidateOptions,
+  cosine,
+  runConsolidate,
+} from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
 const engines: MaintenanceEngine[] = [];
@@ -167,4 +180,86 @@ describe('the consolidation task', () => {
     );
     expect(merged?.sourceIds).toEqual([a.id, b.id, c.id, firstMerge?.id].sort((x, y) => (x ?? 0) - (y ?? 0)));
   });
+
+  it('merges the same clusters whether or not the near-duplicate index picks the memories to search for', async () => {
+    const inputs = nearDuplicateStore(7, 400);
+    const more = nearDuplicateStore(8, 120);
+    const runs: Array<{ reports: unknown[]; memories: unknown[] }> = [];
+    for (const nearDuplicateIndex of ['never', 'always'] as const) {
+      const engine = await open();
+      for (const input of inputs) await engine.mneme.remember(input);
+      const reports = [await consolidateWith(engine, { nearDuplicateIndex })];
+      for (const input of more) await engine.mneme.remember(input);
+      reports.push(await consolidateWith(engine, { nearDuplicateIndex }));
+      const memories: Memory[] = [];
+      for (let offset = 0; ; offset += 500) {
+        const page = (await engine.mneme.list({ archived: 'include', limit: 500, offset })).memories;
+        memories.push(...page);
+        if (page.length < 500) break;
+      }
+      runs.push({
+        reports,
+        memories: memories.map(({ id, content, archivedAt, sourceIds }) => ({ id, content, archivedAt, sourceIds })),
+      });
+    }
+    const [before, after] = runs;
+    expect(before?.reports).toMatchObject([{ clusters: expect.any(Number) }, { clusters: expect.any(Number) }]);
+    const clusters = (before?.reports ?? []).map((report) => (report as { clusters: number }).clusters);
+    expect(clusters[0]).toBeGreaterThan(10);
+    expect(clusters[1]).toBeGreaterThan(2);
+    expect(after).toEqual(before);
+  });
+
+  it('never merges a memory with one merged earlier in the same run, with or without the index', async () => {
+    for (const nearDuplicateIndex of ['never', 'always'] as const) {
+      const engine = await open();
+      await engine.mneme.remember({ content: 'alpha beta gamma delta' });
+      await engine.mneme.remember({ content: 'alpha beta gamma epsilon' });
+      const late = await engine.mneme.remember({ content: 'delta epsilon alpha zeta eta theta' });
+      expect(jaccard(late.content, 'alpha beta gamma delta')).toBeLessThan(CONSOLIDATION_JACCARD);
+      expect(jaccard(late.content, 'alpha beta gamma epsilon')).toBeLessThan(CONSOLIDATION_JACCARD);
+      expect(await consolidateWith(engine, { nearDuplicateIndex })).toMatchObject({ clusters: 1, merged: 2 });
+    }
+  });
 });
+
+async function consolidateWith(engine: MaintenanceEngine, options: ConsolidateOptions) {
+  const merger = createOfflineMemoryMerger();
+  const context: EngineContext = {
+    storage: engine.storage,
+    embedder: null,
+    clock: engine.clock,
+    logger: { warn: () => {} },
+    policy: resolvePolicy(),
+    summariser: createOfflineEpisodeSummariser(),
+    merger,
+    dreamer: null,
+  };
+  return runConsolidate(context, merger, engine.clock.now(), options);
+}
+
+/**
+ * Memories over a small vocabulary in three owners and two sectors, a third of them an earlier one with
+ * a word or two changed (near-duplicates, some of them past the Jaccard threshold, some not).
+ */
+function nearDuplicateStore(seed: number, count: number): RememberInput[] {
+  const random = createSeededRandom(seed);
+  const vocabulary = Array.from({ length: 150 }, (_, index) => `word${index}`);
+  const word = () => vocabulary[Math.floor(vocabulary.length * random.next() ** 2)] ?? 'word0';
+  const owners = [{}, { scope: 'personal', userId: 'oz' }, { scope: 'room', channelId: 'ops' }] as const;
+  const made: Array<{ words: string[]; owner: number; category: 'fact' | 'event' }> = [];
+  for (let index = 0; index < count; index++) {
+    const earlier = made[random.below(made.length || 1)];
+    let words: string[];
+    if (earlier && random.next() < 0.35) {
+      words = earlier.words.filter(() => random.next() < 0.85);
+      if (random.next() < 0.6) words.push(word());
+    } else {
+      words = Array.from({ length: 3 + random.below(14) }, word);
+    }
+    const owner = earlier && random.next() < 0.8 ? earlier.owner : random.below(owners.length);
+    const category = earlier && random.next() < 0.9 ? earlier.category : random.next() < 0.5 ? 'fact' : 'event';
+    made.push({ words: words.length > 0 ? words : [word()], owner, category });
+  }
+  return made.map(({ words, owner, category }) => ({ content: words.join(' '), category, ...owners[owner] }));
+}

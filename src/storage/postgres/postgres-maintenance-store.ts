@@ -1,5 +1,5 @@
 import { toIso } from '../../core/clock.js';
-import type { DecayCandidate, MaintenanceStore } from '../maintenance-store.js';
+import type { DecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -79,6 +79,16 @@ export function createPostgresMaintenanceStore(
           [afterId, limit],
         );
         return rows.map(toMemory);
+      });
+    },
+
+    async textsAfter(afterId, limit) {
+      return withPgErrors('reading memory texts', async () => {
+        const { rows } = await database.query<MemoryText>(
+          'SELECT id, owner, content FROM memories WHERE archived_at IS NULL AND id > $1 ORDER BY id LIMIT $2',
+          [afterId, limit],
+        );
+        return rows.map((row) => ({ id: Number(row.id), owner: row.owner, content: row.content }));
       });
     },
 

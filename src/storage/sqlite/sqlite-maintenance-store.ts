@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type { DecayCandidate, ImportanceChange, MaintenanceStore } from '../maintenance-store.js';
+import type { DecayCandidate, ImportanceChange, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
@@ -43,6 +43,9 @@ export function createSqliteMaintenanceStore(
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     listAfter: database.prepare<[number, number], MemoryRow>(
       'SELECT * FROM memories WHERE archived_at IS NULL AND id > ? ORDER BY id LIMIT ?',
+    ),
+    textsAfter: database.prepare<[number, number], MemoryText>(
+      'SELECT id, owner, content FROM memories WHERE archived_at IS NULL AND id > ? ORDER BY id LIMIT ?',
     ),
     recentWithVectors: database.prepare<[string, number], MemoryRow>(
       `SELECT * FROM memories WHERE archived_at IS NULL AND embedding_model = ?
@@ -109,6 +112,10 @@ export function createSqliteMaintenanceStore(
 
     async listAfter(afterId, limit) {
       return readSqlite('reading memories', () => statements.listAfter.all(afterId, limit).map(toMemory));
+    },
+
+    async textsAfter(afterId, limit) {
+      return readSqlite('reading memory texts', () => statements.textsAfter.all(afterId, limit));
     },
 
     async recentWithVectors(model, limit) {

@@ -1,0 +1,227 @@
+/**
+ * An exact, in-memory answer to "does this memory have a near-duplicate": whether any other memory of
+ * the same owner shares words with it at a Jaccard overlap of at least `threshold`, over the word sets
+ * `wordSet` gives (the ones `jaccard` compares). Consolidation runs its full-text candidate search only
+ * for memories that have one: a memory without one cannot be merged by the Jaccard pass, whatever
+ * that search would have returned.
+ *
+ * `seal` answers it for every memory added, at once, by prefix filtering (PPJoin): the words are put in
+ * one order, rarest in the indexed memories first, and the memories are visited from the fewest words
+ * to the most. Sets X and Y (|Y| <= |X|) with Jaccard >= t share o >= t·(|X| + |Y|) / (1 + t) words,
+ * so o >= t·|X| and o >= 2t·|Y| / (1 + t); their first shared word (in that order) lies in X's first
+ * |X| - ⌈t·|X|⌉ + 1 words and in Y's first |Y| - ⌈2t·|Y| / (1 + t)⌉ + 1 (fewer than o words come after
+ * it in each), where they meet: X looks up its first words in the lists of the memories visited
+ * before it, then adds its own. A pair met first at positions i and j shares at most
+ * min(|X| - i, |Y| - j) words (none before them); the rest are compared word by word.
+ */
+export interface NearDuplicateIndex {
+  /** Adds a memory before `seal` (its words and owner as they are now); ids must grow. */
+  add(id: number, owner: string, words: ReadonlySet<string>): void;
+  /** Finds every memory's near-duplicates; `add` after it is refused. */
+  seal(): void;
+  /**
+   * False only when memory `id`, indexed with these words and this owner, has no near-duplicate among
+   * the indexed memories; true when it has one, or when it was not indexed so (unknown: search).
+   */
+  hasNearDuplicate(id: number, owner: string, words: ReadonlySet<string>): boolean;
+  /** Memories indexed. */
+  readonly size: number;
+}
+
+/** The fewest words two sets of which one has `size` words must share to reach `threshold` (rounded down, never above). */
+export function minimumShared(size: number, threshold: number): number {
+  return atLeast(threshold * size);
+}
+
+/**
+ * The smallest whole number of words at least `value`, a hair under it before rounding up: a product
+ * that floating point puts just above an integer must not ask for one word more than an overlap needs.
+ */
+function atLeast(value: number): number {
+  return Math.max(1, Math.ceil(value - 1e-9));
+}
+
+/** A growable array of 32-bit integers (one allocation for every memory's words, not one each). */
+function createIntList() {
+  let values = new Int32Array(1024);
+  let length = 0;
+  return {
+    push(value: number) {
+      if (length === values.length) {
+        const grown = new Int32Array(values.length * 2);
+        grown.set(values);
+        values = grown;
+      }
+      values[length++] = value;
+    },
+    get length() {
+      return length;
+    },
+    /** The values, trimmed. */
+    done(): Int32Array {
+      return values.subarray(0, length);
+    },
+  };
+}
+
+export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex {
+  const wordIds = new Map<string, number>();
+  /** Memories each word is in, by word id. */
+  const frequencies: number[] = [];
+  const owners = new Map<string, number>();
+  /** Per indexed memory: its id, owner number, and where its word ids start in `words` (the rarest first once sealed). */
+  const ids = createIntList();
+  const ownerOf = createIntList();
+  const starts = createIntList();
+  const words = createIntList();
+  let allWords: Int32Array = new Int32Array(0);
+  let startOf: Int32Array = new Int32Array(0);
+  /** Per indexed memory once sealed: 1 when it has a near-duplicate. */
+  let found = new Uint8Array(0);
+  let idOf: Int32Array = new Int32Array(0);
+  let owned: Int32Array = new Int32Array(0);
+  let sealed = false;
+  let last = Number.NEGATIVE_INFINITY;
+
+  return {
+    get size() {
+      return ids.length;
+    },
+
+    add(id, owner, text) {
+      if (sealed) throw new Error('the near-duplicate index is sealed');
+      if (id <= last) throw new Error('add memories to the near-duplicate index by growing id');
+      last = id;
+      let ownerNumber = owners.get(owner);
+      if (ownerNumber === undefined) {
+        ownerNumber = owners.size;
+        owners.set(owner, ownerNumber);
+      }
+      ids.push(id);
+      ownerOf.push(ownerNumber);
+      starts.push(words.length);
+      for (const word of text) {
+        let wordId = wordIds.get(word);
+        if (wordId === undefined) {
+          wordId = frequencies.length;
+          wordIds.set(word, wordId);
+          frequencies.push(0);
+        }
+        frequencies[wordId] = (frequencies[wordId] ?? 0) + 1;
+        words.push(wordId);
+      }
+    },
+
+    seal() {
+      if (sealed) return;
+      sealed = true;
+      const count = ids.length;
+      starts.push(words.length);
+      allWords = words.done();
+      startOf = starts.done();
+      idOf = ids.done();
+      owned = ownerOf.done();
+      const sizeOf = (index: number) => (startOf[index + 1] ?? 0) - (startOf[index] ?? 0);
+      const rank = new Int32Array(frequencies.length);
+      Array.from({ length: frequencies.length }, (_, index) => index)
+        .sort((left, right) => (frequencies[left] ?? 0) - (frequencies[right] ?? 0) || left - right)
+        .forEach((word, position) => {
+          rank[word] = position;
+        });
+      for (let index = 0; index < count; index++) {
+        allWords
+          .subarray(startOf[index], startOf[index + 1])
+          .sort((left, right) => (rank[left] ?? 0) - (rank[right] ?? 0));
+      }
+      found = new Uint8Array(count);
+      const ownerCount = Math.max(1, owners.size);
+      const keyOf = (index: number, position: number) =>
+        (allWords[(startOf[index] ?? 0) + position] ?? 0) * ownerCount + (owned[index] ?? 0);
+      const indexedOf = (size: number) => Math.min(size, size - atLeast((2 * threshold * size) / (1 + threshold)) + 1);
+      const visitOrder = Int32Array.from({ length: count }, (_, index) => index).sort(
+        (left, right) => sizeOf(left) - sizeOf(right) || left - right,
+      );
+      const visitedAt = new Int32Array(count);
+      visitOrder.forEach((index, position) => {
+        visitedAt[index] = position;
+      });
+      // The lists of memories by prefix word and owner, in visiting order: (memory, position) pairs, one
+      // allocation (a list's slot by its key, its entries between two offsets).
+      const slotOf = new Map<number, number>();
+      const lengths = createIntList();
+      for (const index of visitOrder) {
+        for (let position = 0; position < indexedOf(sizeOf(index)); position++) {
+          const key = keyOf(index, position);
+          const slot = slotOf.get(key);
+          if (slot === undefined) {
+            slotOf.set(key, lengths.length);
+            lengths.push(1);
+          } else lengths.done()[slot] = (lengths.done()[slot] ?? 0) + 1;
+        }
+      }
+      const listLengths = lengths.done();
+      const offsets = new Int32Array(listLengths.length + 1);
+      for (let slot = 0; slot < listLengths.length; slot++)
+        offsets[slot + 1] = (offsets[slot] ?? 0) + (listLengths[slot] ?? 0);
+      const entries = new Int32Array(2 * (offsets[listLengths.length] ?? 0));
+      const filled = offsets.slice(0, listLengths.length);
+      for (const index of visitOrder) {
+        for (let position = 0; position < indexedOf(sizeOf(index)); position++) {
+          const slot = slotOf.get(keyOf(index, position)) ?? 0;
+          const at = filled[slot] ?? 0;
+          filled[slot] = at + 1;
+          entries[2 * at] = index;
+          entries[2 * at + 1] = position;
+        }
+      }
+      const seen = new Int32Array(count).fill(-1);
+      const marked = new Int32Array(frequencies.length).fill(-1);
+      for (const probe of visitOrder) {
+        const size = sizeOf(probe);
+        if (size === 0) continue;
+        const start = startOf[probe] ?? 0;
+        for (let position = 0; position < size; position++) marked[allWords[start + position] ?? 0] = probe;
+        const visited = visitedAt[probe] ?? 0;
+        for (let position = 0; position <= size - minimumShared(size, threshold); position++) {
+          const slot = slotOf.get(keyOf(probe, position));
+          if (slot === undefined) continue;
+          // The list holds the memories visited before this one first: stop at this one.
+          for (let entry = offsets[slot] ?? 0; entry < (offsets[slot + 1] ?? 0); entry++) {
+            const other = entries[2 * entry] ?? 0;
+            if ((visitedAt[other] ?? 0) >= visited) break;
+            if (seen[other] === probe) continue;
+            seen[other] = probe;
+            const otherSize = sizeOf(other);
+            const needed = atLeast((threshold * (size + otherSize)) / (1 + threshold));
+            if (Math.min(size - position, otherSize - (entries[2 * entry + 1] ?? 0)) < needed) continue;
+            let shared = 0;
+            const otherStart = startOf[other] ?? 0;
+            for (let at = otherStart; at < otherStart + otherSize; at++)
+              if (marked[allWords[at] ?? 0] === probe) shared++;
+            // As `jaccard` computes it.
+            if (shared / (size + otherSize - shared) >= threshold) {
+              found[probe] = 1;
+              found[other] = 1;
+            }
+          }
+        }
+      }
+    },
+
+    hasNearDuplicate(id, owner, text) {
+      if (!sealed) throw new Error('seal the near-duplicate index first');
+      let low = 0;
+      let high = idOf.length - 1;
+      while (low < high) {
+        const middle = (low + high) >> 1;
+        if ((idOf[middle] ?? 0) < id) low = middle + 1;
+        else high = middle;
+      }
+      if (idOf.length === 0 || idOf[low] !== id || owners.get(owner) !== owned[low]) return true;
+      const indexed = new Set(allWords.subarray(startOf[low], startOf[low + 1]));
+      if (indexed.size !== text.size) return true;
+      for (const word of text) if (!indexed.has(wordIds.get(word) ?? -1)) return true;
+      return found[low] === 1;
+    },
+  };
+}
