@@ -34,6 +34,9 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
   if (embedder) {
     const state = await storage.maintenanceState.get(ALL_CHANNELS, 'link');
     let afterId = state?.watermark ?? 0;
+    // The neighbour searches of a large store read inverted lists (ADR 20): first train and fill
+    // them, a bounded step at a time, when there is something to link.
+    if (afterId < (await storage.maintenance.latestMemoryId())) while (await storage.maintenance.indexStep());
     for (;;) {
       const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
       if (page.length === 0) break;
