@@ -154,7 +154,9 @@ export function createSqliteVectorLists(
     if (centroids?.generation === current.generation && centroids.dimensions === dimensions) return centroids;
     const rows = sql().centroidRows.all();
     const values = new Float32Array(rows.length * dimensions);
-    rows.forEach((row, list) => values.set(floats(row).subarray(0, dimensions), list * dimensions));
+    for (const [list, row] of rows.entries()) {
+      values.set(floats(row).subarray(0, dimensions), list * dimensions);
+    }
     centroids = { generation: current.generation, dimensions, values, count: rows.length };
     return centroids;
   }
@@ -216,7 +218,9 @@ export function createSqliteVectorLists(
     const seeds = [...options.read(sample(lists * 2, (current?.generation ?? 0) + 1)).values()].slice(0, lists);
     database.prepare('DELETE FROM vector_list_training').run();
     const insertRow = database.prepare('INSERT INTO vector_list_training (list, centroid, weight) VALUES (?, ?, 0)');
-    seeds.forEach((seed, list) => insertRow.run(list, bytes(unit(seed).subarray(0, dimensions))));
+    for (const [list, seed] of seeds.entries()) {
+      insertRow.run(list, bytes(unit(seed).subarray(0, dimensions)));
+    }
     database
       .prepare(
         `INSERT INTO vector_list_state (id, generation, lists, training_steps, maintained, watermark, trained_vectors)
@@ -231,7 +235,9 @@ export function createSqliteVectorLists(
     const rows = sql().trainingRows.all();
     const values = new Float32Array(rows.length * dimensions);
     const weights = rows.map((row) => row.weight);
-    rows.forEach((row, list) => values.set(floats(row.centroid).subarray(0, dimensions), list * dimensions));
+    for (const [list, row] of rows.entries()) {
+      values.set(floats(row.centroid).subarray(0, dimensions), list * dimensions);
+    }
     const steps = current.training_steps ?? 0;
     const drawn = options.read(sample(TRAINING_BATCH, current.generation * 1000 + steps + 7));
     for (const vector of drawn.values()) {
