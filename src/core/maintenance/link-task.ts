@@ -23,8 +23,10 @@ export interface LinkReport extends TaskReport {
 /**
  * Links each memory newer than the link watermark to its nearest older memories with cosine > 0.85
  * (`semantic`, strength = cosine), one KNN query per memory through the scoped vector search, bounded
- * by that cosine (the index scans for close codes only and ranks a few candidates exactly): a
- * global memory may link to any owner's, others only to their own owner's and global ones. A page
+ * by that cosine (the index scans for close codes only and ranks a few candidates exactly; in a large
+ * store it reads only the inverted lists' angle bands that may hold such a neighbour, built first in
+ * bounded steps, ADR 20): a global memory may link to any owner's, others only to their own owner's
+ * and global ones. A page
  * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
  */

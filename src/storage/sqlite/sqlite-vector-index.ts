@@ -20,6 +20,8 @@ import { createSqliteVectorLists, LIST_MIN_VECTORS } from './sqlite-vector-lists
  * A search asks the bit index for the nearest candidates by Hamming distance among the viewer's
  * owners (a few times more than it must return, more in larger scopes), then ranks those by exact
  * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
+ * A minimum-cosine search (`searchNear`) of a large scope reads the inverted lists of
+ * `sqlite-vector-lists.ts` (ADR 20) instead of the buckets once they are built.
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
