@@ -10,7 +10,7 @@ afterEach(() => {
   for (const database of opened.splice(0)) database.close();
 });
 
-const DIMENSIONS = 256;
+const DIMENSIONS = 128;
 const MIN_SCORE = 0.85;
 const LIMIT = 11;
 
@@ -46,7 +46,7 @@ function near(vector: Float32Array, random: SeededRandom, closeness: number): Fl
 
 const OWNERS = ['global', 'global', 'user:a', 'user:b', 'room:c'];
 /** The centres of the clustered vectors, the same in every test. */
-const centres = Array.from({ length: 40 }, (_, index) => gaussian(createSeededRandom(1000 + index)));
+const centres = Array.from({ length: 12 }, (_, index) => gaussian(createSeededRandom(1000 + index)));
 
 /** `vector` turned by `angle` (radians) towards `target` (away from it when negative), on the sphere. */
 function turned(vector: Float32Array, target: Float32Array, angle: number): Float32Array {
@@ -66,7 +66,7 @@ function scaled(vector: Float32Array, length: number): Float32Array {
 
 /**
  * `count` vectors, one in three followed by a neighbour above the linking cosine under some owner.
- * Clustered: 40 centres, members at a cosine of about 0.6 to theirs (as in the bench's corpus), the
+ * Clustered: 12 centres, members at a cosine of about 0.6 to theirs (as in the bench's corpus), the
  * neighbour turned by 25 to 31.5 degrees straight towards or away from the centre, where the lists'
  * bound (angle to the centroid, give or take the linking angle) is tightest. Unclustered: Gaussian
  * vectors and neighbours at a cosine of 0.8 to 0.98 in any direction.
@@ -153,24 +153,27 @@ function misses(index: SqliteVectorIndex, stored: readonly Stored[], queries: nu
   return problems;
 }
 
-describe('the inverted lists of the SQLite vector index', () => {
+describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, () => {
   it.each(['clustered', 'unclustered'] as const)(
     'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors',
     (kind) => {
-      const stored = vectorsFor(kind, 3000, kind === 'clustered' ? 11 : 12);
-      const { database, index } = openIndex(1000);
+      const stored = vectorsFor(kind, 1500, kind === 'clustered' ? 11 : 12);
+      const { database, index } = openIndex(500);
       put(database, index, stored);
       expect(build(database, index)).toBeGreaterThan(0);
       expect(listState(database)).toMatchObject({ maintained: 1, watermark: null, training_steps: null });
       expect(listedIds(database)).toEqual(stored.map((row) => row.id));
-      expect(database.prepare<[], number>('SELECT count(*) FROM vector_lists').pluck().get()).toBe(listCount(3000));
-      expect(misses(index, stored, 80, 21)).toEqual([]);
+      // Lists that no vector was nearest to in the pass over every vector are dropped.
+      const lists = database.prepare<[], number>('SELECT count(*) FROM vector_lists').pluck().get() ?? 0;
+      expect(lists).toBeGreaterThan(1);
+      expect(lists).toBeLessThanOrEqual(listCount(1500));
+      expect(misses(index, stored, 60, 21)).toEqual([]);
     },
   );
 
   it('answer exactly at every step of training and assignment, and cover every vector once done', () => {
-    const stored = vectorsFor('clustered', 2000, 13);
-    const { database, index } = openIndex(1000);
+    const stored = vectorsFor('clustered', 1000, 13);
+    const { database, index } = openIndex(500);
     put(database, index, stored);
     let steps = 0;
     while (database.transaction(() => index.indexStep()).immediate()) {
@@ -181,15 +184,15 @@ describe('the inverted lists of the SQLite vector index', () => {
         put(database, index, extra);
         stored.push(...extra);
       }
-      if (steps % 7 === 0) expect(misses(index, stored, 10, steps), `after step ${steps}`).toEqual([]);
+      if (steps % 9 === 0) expect(misses(index, stored, 8, steps), `after step ${steps}`).toEqual([]);
     }
     expect(listedIds(database)).toEqual(stored.map((row) => row.id).sort((a, b) => a - b));
-    expect(misses(index, stored, 60, 3)).toEqual([]);
+    expect(misses(index, stored, 40, 3)).toEqual([]);
   });
 
   it('keep up with vectors put, put again and removed after they are built', () => {
-    const stored = vectorsFor('unclustered', 1500, 14);
-    const { database, index } = openIndex(1000);
+    const stored = vectorsFor('unclustered', 1000, 14);
+    const { database, index } = openIndex(500);
     put(database, index, stored);
     build(database, index);
     const random = createSeededRandom(15);
@@ -206,16 +209,16 @@ describe('the inverted lists of the SQLite vector index', () => {
     database.transaction(() => index.remove(removed))();
     const now = [...stored.slice(0, 200), ...moved, ...stored.slice(400), ...added];
     expect(listedIds(database)).toEqual(now.map((row) => row.id).sort((a, b) => a - b));
-    expect(misses(index, now, 100, 16)).toEqual([]);
+    expect(misses(index, now, 60, 16)).toEqual([]);
   });
 
   it('are trained again once the store holds four times the vectors they were trained on', () => {
-    const stored = vectorsFor('clustered', 1000, 17);
-    const { database, index } = openIndex(1000);
+    const stored = vectorsFor('clustered', 500, 17);
+    const { database, index } = openIndex(500);
     put(database, index, stored);
     build(database, index);
     expect(listState(database)?.generation).toBe(1);
-    const more = vectorsFor('clustered', 2999, 18, 2000);
+    const more = vectorsFor('clustered', 1499, 18, 2000);
     put(database, index, more);
     expect(build(database, index)).toBe(0);
     const last = vectorsFor('clustered', 1, 19, 9000);
@@ -223,18 +226,20 @@ describe('the inverted lists of the SQLite vector index', () => {
     expect(build(database, index)).toBeGreaterThan(0);
     expect(listState(database)).toMatchObject({ generation: 2, watermark: null });
     const all = [...stored, ...more, ...last];
-    expect(database.prepare<[], number>('SELECT count(*) FROM vector_lists').pluck().get()).toBe(listCount(4000));
+    expect(database.prepare<[], number>('SELECT lists FROM vector_list_state').pluck().get()).toBe(
+      database.prepare<[], number>('SELECT count(*) FROM vector_lists').pluck().get(),
+    );
     expect(listedIds(database)).toEqual(all.map((row) => row.id));
-    expect(misses(index, all, 40, 20)).toEqual([]);
+    expect(misses(index, all, 30, 20)).toEqual([]);
   });
 
   it('are not built for a store smaller than the minimum, and are dropped when the model changes', () => {
-    const stored = vectorsFor('clustered', 900, 22);
-    const { database, index } = openIndex(1000);
+    const stored = vectorsFor('clustered', 450, 22);
+    const { database, index } = openIndex(500);
     put(database, index, stored);
     expect(build(database, index)).toBe(0);
     expect(listState(database)).toBeUndefined();
-    put(database, index, vectorsFor('clustered', 200, 23, 5000));
+    put(database, index, vectorsFor('clustered', 100, 23, 5000));
     expect(build(database, index)).toBeGreaterThan(0);
     index.configure({ model: 'other', dimensions: DIMENSIONS });
     expect(listState(database)).toBeUndefined();
