@@ -163,7 +163,6 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
       expect(build(database, index)).toBeGreaterThan(0);
       expect(listState(database)).toMatchObject({ maintained: 1, watermark: null, training_steps: null });
       expect(listedIds(database)).toEqual(stored.map((row) => row.id));
-      // Lists that no vector was nearest to in the pass over every vector are dropped.
       const lists = database.prepare<[], number>('SELECT count(*) FROM vector_lists').pluck().get() ?? 0;
       expect(lists).toBeGreaterThan(1);
       expect(lists).toBeLessThanOrEqual(listCount(1500));

@@ -73,7 +73,6 @@ interface State {
   generation: number;
   lists: number;
   training_steps: number | null;
-  refine_watermark: number | null;
   maintained: number;
   watermark: number | null;
   trained_vectors: number;
@@ -98,14 +97,13 @@ export function createSqliteVectorLists(
   function prepare() {
     return {
       state: database.prepare<[], State>(
-        `SELECT generation, lists, training_steps, refine_watermark, maintained, watermark, trained_vectors
-         FROM vector_list_state WHERE id = 1`,
+        'SELECT generation, lists, training_steps, maintained, watermark, trained_vectors FROM vector_list_state WHERE id = 1',
       ),
       vectorCount: database.prepare<[], number>('SELECT coalesce(sum(vectors), 0) FROM vector_owners').pluck(),
       listRows: database.prepare<[], ListRow>('SELECT list, low_band, high_band FROM vector_lists ORDER BY list'),
       centroidRows: database.prepare<[], Buffer>('SELECT centroid FROM vector_lists ORDER BY list').pluck(),
-      trainingRows: database.prepare<[], { centroid: Buffer; weight: number; sum: Buffer | null; members: number }>(
-        'SELECT centroid, weight, sum, members FROM vector_list_training ORDER BY list',
+      trainingRows: database.prepare<[], { centroid: Buffer; weight: number }>(
+        'SELECT centroid, weight FROM vector_list_training ORDER BY list',
       ),
       keyBounds: database.prepare<[], { low: number | null; high: number | null }>(
         'SELECT min(key) AS low, max(key) AS high FROM memory_vector_slices',
@@ -227,7 +225,7 @@ export function createSqliteVectorLists(
       .prepare(
         `INSERT INTO vector_list_state (id, generation, lists, training_steps, maintained, watermark, trained_vectors)
          VALUES (1, 0, @lists, 0, 0, NULL, @total)
-         ON CONFLICT (id) DO UPDATE SET lists = @lists, training_steps = 0, refine_watermark = NULL, trained_vectors = @total`,
+         ON CONFLICT (id) DO UPDATE SET lists = @lists, training_steps = 0, trained_vectors = @total`,
       )
       .run({ lists: seeds.length, total });
   }
@@ -259,68 +257,22 @@ export function createSqliteVectorLists(
     for (let list = 0; list < rows.length; list++) {
       update.run(bytes(values.subarray(list * dimensions, (list + 1) * dimensions)), weights[list] ?? 0, list);
     }
-    // After the last mini-batch, one pass over every vector (`refine`) sets each centroid to its members' mean.
-    database
-      .prepare('UPDATE vector_list_state SET training_steps = ?, refine_watermark = ? WHERE id = 1')
-      .run(steps + 1, steps + 1 < TRAINING_STEPS ? null : 0);
-  }
-
-  /**
-   * One page of the pass of Lloyd's k-means over every vector after the mini-batches: each vector is
-   * added to the sum of its nearest centroid. A centroid estimated from a sample is off its members'
-   * mean by enough to widen the lists' angle bands by degrees (the sample's share of each list is small);
-   * the mean of every member is not. At the end of the pass, the means become the lists (empty ones dropped).
-   */
-  function refine(current: State, dimensions: number): void {
-    const rows = sql().trainingRows.all();
-    const values = new Float32Array(rows.length * dimensions);
-    for (const [list, row] of rows.entries()) {
-      values.set(floats(row.centroid).subarray(0, dimensions), list * dimensions);
-    }
-    const sums = rows.map((row) => (row.sum ? floats(row.sum) : null));
-    const members = rows.map((row) => row.members);
-    const touched = new Set<number>();
-    const after = current.refine_watermark ?? 0;
-    const ids = sql().idsAfter.all(after * SLICE_SLOTS + SLICE_SLOTS - 1, ASSIGN_PAGE);
-    for (const vector of options.read(ids).values()) {
-      const point = unit(vector.subarray(0, dimensions));
-      const { list } = placeOf(point, values, rows.length);
-      const sum = sums[list] ?? new Float32Array(dimensions);
-      for (let index = 0; index < dimensions; index++) sum[index] = (sum[index] ?? 0) + (point[index] ?? 0);
-      sums[list] = sum;
-      members[list] = (members[list] ?? 0) + 1;
-      touched.add(list);
-    }
-    if (ids.length === ASSIGN_PAGE) {
-      const update = database.prepare('UPDATE vector_list_training SET sum = ?, members = ? WHERE list = ?');
-      for (const list of touched) update.run(bytes(sums[list] ?? new Float32Array(dimensions)), members[list], list);
-      database.prepare('UPDATE vector_list_state SET refine_watermark = ? WHERE id = 1').run(ids.at(-1) ?? after);
+    if (steps + 1 < TRAINING_STEPS) {
+      database.prepare('UPDATE vector_list_state SET training_steps = ? WHERE id = 1').run(steps + 1);
       return;
     }
-    const means: Float32Array[] = [];
-    for (const [list, sum] of sums.entries()) {
-      if (!sum || !members[list]) continue;
-      normalise(sum, 0, dimensions);
-      means.push(sum);
-    }
-    switchTo(means, dimensions);
-  }
-
-  /** The switch: these centroids become the lists, every vector to be assigned again. */
-  function switchTo(means: readonly Float32Array[], dimensions: number): void {
+    // The switch: the trained centroids become the lists, every vector to be assigned again.
     database.exec(`DELETE FROM vector_lists;
+      INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
       DELETE FROM vector_list_training;
       DROP TABLE IF EXISTS memory_vector_list_bits;`);
-    const insertList = database.prepare('INSERT INTO vector_lists (list, centroid) VALUES (?, ?)');
-    for (const [list, mean] of means.entries()) insertList.run(list, bytes(mean));
     createListBitsTable(database, dimensions);
     database
       .prepare(
-        `UPDATE vector_list_state SET generation = generation + 1, lists = ?, training_steps = NULL,
-           refine_watermark = NULL, maintained = 1, watermark = 0
+        `UPDATE vector_list_state SET generation = generation + 1, training_steps = NULL, maintained = 1, watermark = 0
          WHERE id = 1`,
       )
-      .run(means.length);
+      .run();
     preparedList = null;
     rangeStatements.clear();
   }
@@ -359,8 +311,7 @@ export function createSqliteVectorLists(
     step(dimensions) {
       const current = state();
       if (current?.training_steps !== null && current?.training_steps !== undefined) {
-        if (current.refine_watermark === null) train(current, dimensions);
-        else refine(current, dimensions);
+        train(current, dimensions);
         return true;
       }
       if (current?.maintained && current.watermark !== null) {
