@@ -51,6 +51,12 @@ export interface MaintenanceStore {
    */
   compactTextIndex(): Promise<boolean>;
   /**
+   * One bounded step of building the vector index's inverted lists of a large store (training, then
+   * assigning the existing vectors; ADR 20); true when the step did work: call again until false.
+   * Linking does so before its neighbour searches. A store without such lists (PostgreSQL) answers false.
+   */
+  indexStep(): Promise<boolean>;
+  /**
    * Consolidates, in one transaction: writes `merged` (text, FTS, vector and a `merge` version)
    * first, then archives each original (vector removed, `archive` version "merged into #id"), then
    * links the merged memory to each original (`consolidated`). Memories an original superseded are

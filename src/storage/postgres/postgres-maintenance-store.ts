@@ -108,6 +108,11 @@ export function createPostgresMaintenanceStore(
       return withPgErrors('reading memory vectors', () => vectors.vectors(ids));
     },
 
+    async indexStep() {
+      // The PostgreSQL store has no inverted lists.
+      return false;
+    },
+
     async compactTextIndex() {
       // A GIN index has no segments to merge (its pending list is off since schema step 3).
       return false;

@@ -149,6 +149,10 @@ export function createSqliteMaintenanceStore(
       );
     },
 
+    async indexStep() {
+      return writeSqlite(database, 'building the vector lists', () => vectors.indexStep());
+    },
+
     async latestMemoryId() {
       return readSqlite('reading the latest memory id', () => getRow(statements.latestMemoryId).id);
     },

@@ -480,6 +480,34 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys(expires_at);
     `,
   },
+  {
+    version: 15,
+    name: 'inverted lists of the vector index for neighbour searches in large stores',
+    sql: `
+      -- ADR 20. The lists' progress: a training under way (its steps), whether put() maintains the lists
+      -- (memory_vector_list_bits exists, created at the switch to a new training), and how far the
+      -- assignment of the existing vectors got (memory id; NULL once every vector is in its list).
+      CREATE TABLE vector_list_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL,
+        lists INTEGER NOT NULL,
+        training_steps INTEGER,
+        maintained INTEGER NOT NULL,
+        watermark INTEGER,
+        trained_vectors INTEGER NOT NULL
+      );
+      -- The centroids being trained (mini-batch k-means: weight = vectors drawn into each so far).
+      CREATE TABLE vector_list_training (list INTEGER PRIMARY KEY, centroid BLOB NOT NULL, weight REAL NOT NULL);
+      -- The lists in use: unit centroid (float32) and the lowest and highest angle band of a member
+      -- ever put (only ever widened, so they stay bounds after deletes).
+      CREATE TABLE vector_lists (
+        list INTEGER PRIMARY KEY,
+        centroid BLOB NOT NULL,
+        low_band INTEGER,
+        high_band INTEGER
+      );
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

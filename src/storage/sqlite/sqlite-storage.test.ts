@@ -123,6 +123,9 @@ describe('SQLite storage', () => {
       'projects',
       'vector_index',
       'api_keys',
+      'vector_list_state',
+      'vector_list_training',
+      'vector_lists',
     ]) {
       expect(tables).toContain(table);
     }

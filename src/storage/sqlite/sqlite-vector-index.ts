@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
+import { createSqliteVectorLists, LIST_MIN_VECTORS } from './sqlite-vector-lists.js';
 
 /**
  * The vector index of one database (ADR 10), for the one model recorded in `vector_index`; configuring
@@ -19,6 +20,8 @@ import type { VectorIndexInfo } from '../storage.js';
  * A search asks the bit index for the nearest candidates by Hamming distance among the viewer's
  * owners (a few times more than it must return, more in larger scopes), then ranks those by exact
  * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
+ * A minimum-cosine search (`searchNear`) of a large scope reads the inverted lists of
+ * `sqlite-vector-lists.ts` (ADR 20) instead of the buckets once they are built.
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
@@ -41,6 +44,16 @@ export interface SqliteVectorIndex {
   ): SearchHit[];
   /** The stored vectors of those of these memories that have one. */
   vectors(memoryIds: readonly number[]): Map<number, Float32Array>;
+  /**
+   * One bounded step of training or filling the inverted lists of a large store (ADR 20), in the
+   * caller's transaction; true when it did work: call again until false.
+   */
+  indexStep(): boolean;
+}
+
+export interface SqliteVectorIndexOptions {
+  /** Stores with fewer vectors get no inverted lists (ADR 20); tests lower it. */
+  listMinVectors?: number;
 }
 
 /** sqlite-vec's largest `k`. */
@@ -130,9 +143,14 @@ interface Neighbour {
   distance: number;
 }
 
-export function createSqliteVectorIndex(database: Database.Database): SqliteVectorIndex {
+export function createSqliteVectorIndex(
+  database: Database.Database,
+  options: SqliteVectorIndexOptions = {},
+): SqliteVectorIndex {
   let current =
     database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
+  const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
+  const lists = createSqliteVectorLists(database, { minVectors: listMinVectors, read: (ids) => readVectors(ids) });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
   const rescores = new Map<
@@ -237,11 +255,15 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
   }
 
   /** The scans of the viewer's owners and how many vectors they may see. */
-  function scansFor(owners: readonly string[] | null): { scans: Scan[]; visible: number } {
+  function scansFor(owners: readonly string[] | null): { scans: Scan[]; visible: number; ownerIds: number[] | null } {
     const sql = statements();
     const found = owners === null ? sql.allOwners.all() : sql.ownersNamed.all(JSON.stringify(owners));
     const scans = scansOf(found, owners === null);
-    return { scans, visible: scans.reduce((sum, scan) => sum + scan.rows, 0) };
+    return {
+      scans,
+      visible: scans.reduce((sum, scan) => sum + scan.rows, 0),
+      ownerIds: owners === null ? null : found.map((row) => row.id),
+    };
   }
 
   /** Exact cosine similarity of `vector` with each of these memories' stored vectors. */
@@ -279,6 +301,7 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
     const row = sql.ownerOf.get(BigInt(memoryId));
     if (!row) return false;
     sql.removeBits.run(BigInt(memoryId));
+    lists.remove(memoryId);
     sql.removeSlices.run(memoryId * SLICE_SLOTS, memoryId * SLICE_SLOTS + SLICE_SLOTS - 1);
     sql.countDown.run(row.owner_id);
     sql.forgetOwner.run(row.owner_id);
@@ -296,6 +319,7 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
           database.exec(`DROP TABLE IF EXISTS memory_vector_bits;
             DELETE FROM memory_vector_slices;
             DELETE FROM vector_owners;`);
+          lists.clear();
           createVectorBitsTable(database, info.dimensions);
           database.prepare('UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL').run();
           database
@@ -328,7 +352,9 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
       removeOne(memoryId);
       const sql = statements();
       const { id: ownerId } = sql.countUp.get(owner) ?? { id: 0 };
-      sql.insertBits.run(BigInt(memoryId), BigInt(ownerBucket(owner, ownerId)), binaryCode(vector), BigInt(ownerId));
+      const code = binaryCode(vector);
+      sql.insertBits.run(BigInt(memoryId), BigInt(ownerBucket(owner, ownerId)), code, BigInt(ownerId));
+      lists.put(memoryId, ownerId, vector, code);
       const floats = sliceFloats(vector.length);
       const norm2 = squaredNorm(vector);
       for (let slice = 0; slice * floats < vector.length; slice++) {
@@ -369,15 +395,20 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
-      const { scans, visible } = scansFor(owners);
+      const { scans, visible, ownerIds } = scansFor(owners);
       if (visible === 0) return [];
       const wanted = Math.min(MAX_K, visible, k * OVERSAMPLING);
       const code = binaryCode(vector);
       const bound = hammingBound(current.dimensions, minScore);
-      const candidates = scans
-        .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
-        .sort((a, b) => a.distance - b.distance || a.id - b.id)
-        .slice(0, wanted);
+      // A large scope of a store whose lists are complete reads only the lists' bands that may hold
+      // such a neighbour (ADR 20); the others scan their owner buckets.
+      const candidates =
+        visible >= listMinVectors && lists.complete()
+          ? lists.near(vector, code, ownerIds, wanted, bound, minScore)
+          : scans
+              .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
+              .sort((a, b) => a.distance - b.distance || a.id - b.id)
+              .slice(0, wanted);
       return rescore(
         vector,
         candidates.map((candidate) => candidate.id),
@@ -387,7 +418,15 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
         .slice(0, k);
     },
 
-    vectors(memoryIds) {
+    vectors: (memoryIds) => readVectors(memoryIds),
+
+    indexStep() {
+      return current ? lists.step(current.dimensions) : false;
+    },
+  };
+
+  function readVectors(memoryIds: readonly number[]): Map<number, Float32Array> {
+    {
       const found = new Map<number, Float32Array>();
       if (!current) return found;
       const { slicesOf } = statements();
@@ -404,8 +443,8 @@ export function createSqliteVectorIndex(database: Database.Database): SqliteVect
         found.set(id, vector);
       }
       return found;
-    },
-  };
+    }
+  }
 }
 
 function prepareStatements(database: Database.Database) {

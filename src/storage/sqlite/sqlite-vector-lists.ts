@@ -1,0 +1,421 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Inverted lists over the sign bits of a large store (ADR 20, migration 15), for the neighbour
+ * searches of maintenance (`searchNear`: every vector at least a cosine close). A k-means coarse
+ * quantiser, trained over a sample of the store's vectors in bounded steps, gives each vector a list
+ * (its nearest centroid) and the angle `r` between it and that centroid. `memory_vector_list_bits`
+ * holds the sign bits again, partitioned by (list, band of `r`, 1 degree wide), with the owner as
+ * integer metadata as in the owner buckets. By the triangle inequality on angles, a vector at angle
+ * at most `a` from a query has `|angle(query, centroid) - r| <= a`: a search reads only the bands of
+ * each list within `a` of the query's angle to its centroid, and misses nothing above the cosine.
+ *
+ * Crash safety as in ADR 10: a vector's list row is written by `put` in its memory's transaction once
+ * the lists are maintained; training, the assignment of the existing vectors (paged by memory id, the
+ * watermark in `vector_list_state`) and the switch to a new training are each one bounded step in one
+ * transaction. The lists answer searches only once every vector is assigned (`watermark` null).
+ */
+export interface SqliteVectorLists {
+  /** One bounded step of training or assignment; true when it did work (call again until false). */
+  step(dimensions: number): boolean;
+  /** Adds (or moves) one vector to its list when the lists are maintained; inside the caller's transaction. */
+  put(memoryId: number, ownerId: number, vector: Float32Array, code: Buffer): void;
+  remove(memoryId: number): void;
+  /** Drops the lists and any training (the model changed). */
+  clear(): void;
+  /** Whether the lists cover every vector, so that {@link near} may answer. */
+  complete(): boolean;
+  /**
+   * The nearest `wanted` codes within Hamming distance `bound` among the vectors (of `ownerIds`, null:
+   * all) that may be at least `minScore` close to `vector` (cosine), nearest first.
+   */
+  near(
+    vector: Float32Array,
+    code: Buffer,
+    ownerIds: readonly number[] | null,
+    wanted: number,
+    bound: number,
+    minScore: number,
+  ): Array<{ id: number; distance: number }>;
+}
+
+export interface SqliteVectorListsOptions {
+  /** Stores with fewer vectors get no lists. */
+  minVectors?: number;
+  /** Reads the stored float32 vectors of these memories. */
+  read(memoryIds: readonly number[]): Map<number, Float32Array>;
+}
+
+/** Stores with fewer vectors than this get no lists: a bucket scan of them costs well under a millisecond. */
+export const LIST_MIN_VECTORS = 4096;
+/** A store retrains once it holds this many times the vectors it had when its lists were trained. */
+const RETRAIN_GROWTH = 4;
+/** Vectors drawn per training step (mini-batch k-means), and training steps. */
+const TRAINING_BATCH = 256;
+const TRAINING_STEPS = 48;
+/** Vectors assigned to their list per step. */
+const ASSIGN_PAGE = 400;
+/** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
+const BAND = Math.PI / 180;
+const BANDS = 181;
+/** Room for rounding between the angles computed at insert and at search. */
+const ANGLE_SLACK = 1e-6;
+const CHUNK_SIZE = 64;
+/** Slice numbers per memory in `memory_vector_slices.key`, as in the vector index. */
+const SLICE_SLOTS = 64;
+
+/** Lists for a store of `vectors`: about half the square root, 16 to 256. */
+export function listCount(vectors: number): number {
+  return Math.min(256, Math.max(16, Math.round(Math.sqrt(vectors) / 2)));
+}
+
+interface State {
+  generation: number;
+  lists: number;
+  training_steps: number | null;
+  maintained: number;
+  watermark: number | null;
+  trained_vectors: number;
+}
+
+interface ListRow {
+  list: number;
+  low_band: number | null;
+  high_band: number | null;
+}
+
+export function createSqliteVectorLists(
+  database: Database.Database,
+  options: SqliteVectorListsOptions,
+): SqliteVectorLists {
+  const minVectors = options.minVectors ?? LIST_MIN_VECTORS;
+  let centroids: { generation: number; dimensions: number; values: Float32Array; count: number } | null = null;
+  let prepared: ReturnType<typeof prepare> | null = null;
+  let preparedList: ReturnType<typeof prepareListTable> | null = null;
+  const rangeStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
+
+  function prepare() {
+    return {
+      state: database.prepare<[], State>(
+        'SELECT generation, lists, training_steps, maintained, watermark, trained_vectors FROM vector_list_state WHERE id = 1',
+      ),
+      vectorCount: database.prepare<[], number>('SELECT coalesce(sum(vectors), 0) FROM vector_owners').pluck(),
+      listRows: database.prepare<[], ListRow>('SELECT list, low_band, high_band FROM vector_lists ORDER BY list'),
+      centroidRows: database.prepare<[], Buffer>('SELECT centroid FROM vector_lists ORDER BY list').pluck(),
+      trainingRows: database.prepare<[], { centroid: Buffer; weight: number }>(
+        'SELECT centroid, weight FROM vector_list_training ORDER BY list',
+      ),
+      keyBounds: database.prepare<[], { low: number | null; high: number | null }>(
+        'SELECT min(key) AS low, max(key) AS high FROM memory_vector_slices',
+      ),
+      keyAtOrAfter: database
+        .prepare<[number], number>('SELECT key FROM memory_vector_slices WHERE key >= ? ORDER BY key LIMIT 1')
+        .pluck(),
+      idsAfter: database
+        .prepare<[number, number], number>(
+          `SELECT key / ${SLICE_SLOTS} FROM memory_vector_slices WHERE key > ? AND key % ${SLICE_SLOTS} = 0 ORDER BY key LIMIT ?`,
+        )
+        .pluck(),
+      ownerOf: database
+        .prepare<[bigint], number>('SELECT owner_id FROM memory_vector_bits WHERE memory_id = ?')
+        .pluck(),
+    };
+  }
+
+  /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
+  function prepareListTable() {
+    return {
+      insert: database.prepare<[bigint, bigint, Buffer, bigint]>(
+        'INSERT INTO memory_vector_list_bits (memory_id, part, bits, owner_id) VALUES (?, ?, vec_bit(?), ?)',
+      ),
+      remove: database.prepare<[bigint]>('DELETE FROM memory_vector_list_bits WHERE memory_id = ?'),
+      widen: database.prepare<[{ band: number; list: number }]>(
+        `UPDATE vector_lists SET low_band = min(coalesce(low_band, @band), @band), high_band = max(coalesce(high_band, @band), @band)
+         WHERE list = @list AND (low_band IS NULL OR low_band > @band OR high_band < @band)`,
+      ),
+    };
+  }
+
+  function sql() {
+    prepared ??= prepare();
+    return prepared;
+  }
+
+  function listSql() {
+    preparedList ??= prepareListTable();
+    return preparedList;
+  }
+
+  function state(): State | undefined {
+    return sql().state.get();
+  }
+
+  function loadCentroids(current: State, dimensions: number) {
+    if (centroids?.generation === current.generation && centroids.dimensions === dimensions) return centroids;
+    const rows = sql().centroidRows.all();
+    const values = new Float32Array(rows.length * dimensions);
+    for (const [list, row] of rows.entries()) {
+      values.set(floats(row).subarray(0, dimensions), list * dimensions);
+    }
+    centroids = { generation: current.generation, dimensions, values, count: rows.length };
+    return centroids;
+  }
+
+  /** The list of a unit vector (its nearest centroid) and its angle to that centroid. */
+  function placeOf(unit: Float32Array, values: Float32Array, count: number): { list: number; angle: number } {
+    const dimensions = unit.length;
+    let best = -2;
+    let list = 0;
+    for (let centroid = 0; centroid < count; centroid++) {
+      const similarity = dot(unit, values, centroid * dimensions);
+      if (similarity > best) {
+        best = similarity;
+        list = centroid;
+      }
+    }
+    return { list, angle: Math.acos(Math.min(1, Math.max(-1, best))) };
+  }
+
+  function insert(memoryId: number, ownerId: number, vector: Float32Array, code: Buffer, current: State): void {
+    const { values, count } = loadCentroids(current, vector.length);
+    if (count === 0) return;
+    const { list, angle } = placeOf(unit(vector), values, count);
+    const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
+    const statements = listSql();
+    statements.remove.run(BigInt(memoryId));
+    statements.insert.run(BigInt(memoryId), BigInt(list * BANDS + band), code, BigInt(ownerId));
+    statements.widen.run({ band, list });
+  }
+
+  /** A deterministic sequence in [0, 1) per training step, so that a resumed training draws the same sample. */
+  function random(seed: number): () => number {
+    let value = (seed * 2654435761) >>> 0 || 1;
+    return () => {
+      value ^= value << 13;
+      value ^= value >>> 17;
+      value ^= value << 5;
+      value >>>= 0;
+      return value / 4294967296;
+    };
+  }
+
+  /** About `count` memory ids drawn at random from those with a vector. */
+  function sample(count: number, seed: number): number[] {
+    const statements = sql();
+    const { low, high } = statements.keyBounds.get() ?? { low: null, high: null };
+    if (low === null || high === null) return [];
+    const next = random(seed);
+    const ids = new Set<number>();
+    for (let draw = 0; draw < count; draw++) {
+      const key = statements.keyAtOrAfter.get(low + Math.floor(next() * (high - low + 1)));
+      if (key !== undefined) ids.add(Math.floor(key / SLICE_SLOTS));
+    }
+    return [...ids];
+  }
+
+  function startTraining(total: number, current: State | undefined, dimensions: number): void {
+    const lists = listCount(total);
+    const seeds = [...options.read(sample(lists * 2, (current?.generation ?? 0) + 1)).values()].slice(0, lists);
+    database.prepare('DELETE FROM vector_list_training').run();
+    const insertRow = database.prepare('INSERT INTO vector_list_training (list, centroid, weight) VALUES (?, ?, 0)');
+    for (const [list, seed] of seeds.entries()) {
+      insertRow.run(list, bytes(unit(seed).subarray(0, dimensions)));
+    }
+    database
+      .prepare(
+        `INSERT INTO vector_list_state (id, generation, lists, training_steps, maintained, watermark, trained_vectors)
+         VALUES (1, 0, @lists, 0, 0, NULL, @total)
+         ON CONFLICT (id) DO UPDATE SET lists = @lists, training_steps = 0, trained_vectors = @total`,
+      )
+      .run({ lists: seeds.length, total });
+  }
+
+  /** One mini-batch of k-means: each drawn vector moves its nearest centroid by 1 / (vectors it has drawn). */
+  function train(current: State, dimensions: number): void {
+    const rows = sql().trainingRows.all();
+    const values = new Float32Array(rows.length * dimensions);
+    const weights = rows.map((row) => row.weight);
+    for (const [list, row] of rows.entries()) {
+      values.set(floats(row.centroid).subarray(0, dimensions), list * dimensions);
+    }
+    const steps = current.training_steps ?? 0;
+    const drawn = options.read(sample(TRAINING_BATCH, current.generation * 1000 + steps + 7));
+    for (const vector of drawn.values()) {
+      const point = unit(vector);
+      const { list } = placeOf(point, values, rows.length);
+      const weight = (weights[list] ?? 0) + 1;
+      weights[list] = weight;
+      const offset = list * dimensions;
+      for (let index = 0; index < dimensions; index++) {
+        const value = values[offset + index] ?? 0;
+        values[offset + index] = value + ((point[index] ?? 0) - value) / weight;
+      }
+      // Kept on the sphere, so that the nearest centroid is the one of largest dot product.
+      normalise(values, offset, dimensions);
+    }
+    const update = database.prepare('UPDATE vector_list_training SET centroid = ?, weight = ? WHERE list = ?');
+    for (let list = 0; list < rows.length; list++) {
+      update.run(bytes(values.subarray(list * dimensions, (list + 1) * dimensions)), weights[list] ?? 0, list);
+    }
+    if (steps + 1 < TRAINING_STEPS) {
+      database.prepare('UPDATE vector_list_state SET training_steps = ? WHERE id = 1').run(steps + 1);
+      return;
+    }
+    // The switch: the trained centroids become the lists, every vector to be assigned again.
+    database.exec(`DELETE FROM vector_lists;
+      INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
+      DELETE FROM vector_list_training;
+      DROP TABLE IF EXISTS memory_vector_list_bits;`);
+    createListBitsTable(database, dimensions);
+    database
+      .prepare(
+        `UPDATE vector_list_state SET generation = generation + 1, training_steps = NULL, maintained = 1, watermark = 0
+         WHERE id = 1`,
+      )
+      .run();
+    preparedList = null;
+    rangeStatements.clear();
+  }
+
+  function assign(current: State, dimensions: number): void {
+    const statements = sql();
+    const after = current.watermark ?? 0;
+    const ids = statements.idsAfter.all(after * SLICE_SLOTS + SLICE_SLOTS - 1, ASSIGN_PAGE);
+    const vectors = options.read(ids);
+    for (const id of ids) {
+      const vector = vectors.get(id);
+      const ownerId = statements.ownerOf.get(BigInt(id));
+      if (!vector || ownerId === undefined) continue;
+      insert(id, ownerId, vector.subarray(0, dimensions), binaryCodeOf(vector), current);
+    }
+    const watermark = ids.length < ASSIGN_PAGE ? null : (ids.at(-1) ?? after);
+    database.prepare('UPDATE vector_list_state SET watermark = ? WHERE id = 1').run(watermark);
+  }
+
+  function rangeStatement(owners: number | null) {
+    const key = owners ?? -1;
+    let statement = rangeStatements.get(key);
+    if (!statement) {
+      statement = database.prepare<unknown[], { id: number; distance: number }>(
+        `SELECT memory_id AS id, distance FROM memory_vector_list_bits
+         WHERE bits MATCH vec_bit(?) AND k = ? AND part >= ? AND part <= ?
+         ${owners === null ? '' : `AND owner_id IN (${Array.from({ length: owners }, () => '?').join(', ')})`}
+         AND distance <= ?`,
+      );
+      rangeStatements.set(key, statement);
+    }
+    return statement;
+  }
+
+  return {
+    step(dimensions) {
+      const current = state();
+      if (current?.training_steps !== null && current?.training_steps !== undefined) {
+        train(current, dimensions);
+        return true;
+      }
+      if (current?.maintained && current.watermark !== null) {
+        assign(current, dimensions);
+        return true;
+      }
+      const total = sql().vectorCount.get() ?? 0;
+      if (total < minVectors) return false;
+      if (current?.maintained && total < RETRAIN_GROWTH * current.trained_vectors) return false;
+      startTraining(total, current, dimensions);
+      return true;
+    },
+
+    put(memoryId, ownerId, vector, code) {
+      const current = state();
+      if (current?.maintained) insert(memoryId, ownerId, vector, code, current);
+    },
+
+    remove(memoryId) {
+      if (state()?.maintained) listSql().remove.run(BigInt(memoryId));
+    },
+
+    clear() {
+      database.exec(`DROP TABLE IF EXISTS memory_vector_list_bits;
+        DELETE FROM vector_lists;
+        DELETE FROM vector_list_training;
+        DELETE FROM vector_list_state;`);
+      preparedList = null;
+      rangeStatements.clear();
+      centroids = null;
+    },
+
+    complete() {
+      const current = state();
+      return Boolean(current?.maintained) && current?.watermark === null;
+    },
+
+    near(vector, code, ownerIds, wanted, bound, minScore) {
+      const current = state();
+      if (!current?.maintained || ownerIds?.length === 0) return [];
+      const { values, count } = loadCentroids(current, vector.length);
+      const query = unit(vector);
+      const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
+      const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
+      const owners = (ownerIds ?? []).map(BigInt);
+      const found: Array<{ id: number; distance: number }> = [];
+      for (const row of sql().listRows.all()) {
+        if (row.list >= count || row.low_band === null || row.high_band === null) continue;
+        const angle = Math.acos(Math.min(1, Math.max(-1, dot(query, values, row.list * vector.length))));
+        const low = Math.max(row.low_band, Math.floor((angle - reach) / BAND));
+        const high = Math.min(row.high_band, Math.floor((angle + reach) / BAND));
+        if (low > high) continue;
+        const base = row.list * BANDS;
+        found.push(...statement.all(code, wanted, BigInt(base + low), BigInt(base + high), ...owners, bound));
+      }
+      return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+    },
+  };
+}
+
+/** The `memory_vector_list_bits` table for vectors of `dimensions`, with its partition index. */
+function createListBitsTable(database: Database.Database, dimensions: number): void {
+  database.exec(`CREATE VIRTUAL TABLE memory_vector_list_bits USING vec0(
+      memory_id INTEGER PRIMARY KEY,
+      part INTEGER PARTITION KEY,
+      bits bit[${Math.ceil(dimensions / 8) * 8}],
+      owner_id INTEGER,
+      chunk_size=${CHUNK_SIZE}
+    );
+    CREATE INDEX memory_vector_list_bits_chunks_by_part ON memory_vector_list_bits_chunks (partition00);`);
+}
+
+function binaryCodeOf(vector: Float32Array): Buffer {
+  const code = Buffer.alloc(Math.ceil(vector.length / 8));
+  for (let index = 0; index < vector.length; index++) {
+    if ((vector[index] ?? 0) > 0) code[index >> 3] = (code[index >> 3] ?? 0) | (1 << (index & 7));
+  }
+  return code;
+}
+
+function dot(vector: Float32Array, values: Float32Array, offset: number): number {
+  let sum = 0;
+  for (let index = 0; index < vector.length; index++) sum += (vector[index] ?? 0) * (values[offset + index] ?? 0);
+  return sum;
+}
+
+function unit(vector: Float32Array): Float32Array {
+  const copy = Float32Array.from(vector);
+  normalise(copy, 0, copy.length);
+  return copy;
+}
+
+function normalise(values: Float32Array, offset: number, length: number): void {
+  let sum = 0;
+  for (let index = offset; index < offset + length; index++) sum += (values[index] ?? 0) ** 2;
+  if (sum === 0) return;
+  const scale = 1 / Math.sqrt(sum);
+  for (let index = offset; index < offset + length; index++) values[index] = (values[index] ?? 0) * scale;
+}
+
+function floats(buffer: Buffer): Float32Array {
+  return new Float32Array(Uint8Array.from(buffer).buffer);
+}
+
+function bytes(values: Float32Array): Buffer {
+  return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+}

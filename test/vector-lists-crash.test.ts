@@ -1,0 +1,171 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
+import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
+
+const dist = resolve(import.meta.dirname, '../dist');
+const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-lists-crash-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(folder, { recursive: true, force: true });
+});
+
+const DIMENSIONS = 128;
+const LIST_MIN_VECTORS = 300;
+
+/**
+ * A process that writes to the vector index of the file as fast as it can, through the built library:
+ * each transaction is either one step of the inverted lists (training, assignment, the switch to a new
+ * training as the store grows) or ten new vectors (clustered, some near copies) and three removed; it
+ * prints a line after each commit.
+ */
+const writer = `
+  const { openSqliteDatabase } = await import(${JSON.stringify(pathToFileURL(join(dist, 'storage/sqlite/sqlite-database.js')).href)});
+  const { createSqliteVectorIndex } = await import(${JSON.stringify(pathToFileURL(join(dist, 'storage/sqlite/sqlite-vector-index.js')).href)});
+  const database = openSqliteDatabase({ path: process.argv[1] });
+  const index = createSqliteVectorIndex(database, { listMinVectors: ${LIST_MIN_VECTORS} });
+  if (!index.info()) index.configure({ model: 'm', dimensions: ${DIMENSIONS} });
+  let seed = Number(process.argv[2]) * 7919 + 1;
+  const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const normal = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+  const centres = Array.from({ length: 6 }, (_, c) => Float32Array.from({ length: ${DIMENSIONS} }, (_, i) => Math.sin(c * 31 + i * 7)));
+  let next = (database.prepare('SELECT max(key) FROM memory_vector_slices').pluck().get() ?? 0) / 64 + 1;
+  next = Math.floor(next) + 1;
+  const owners = ['global', 'global', 'user:a', 'room:b'];
+  for (;;) {
+    database.transaction(() => {
+      if (random() < 0.5 && index.indexStep()) return;
+      for (let n = 0; n < 10; n++) {
+        const centre = centres[Math.floor(random() * centres.length)];
+        const vector = centre.map((value) => value + normal() * 1.22);
+        index.put(next++, owners[Math.floor(random() * owners.length)], { model: 'm', vector });
+        if (n % 3 === 0) index.put(next++, 'global', { model: 'm', vector: vector.map((value) => value + normal() * 0.1) });
+      }
+      const ids = database.prepare('SELECT key / 64 FROM memory_vector_slices WHERE key % 64 = 0 ORDER BY random() LIMIT 3').pluck().all();
+      index.remove(ids);
+    }).immediate();
+    process.stdout.write('written\\n');
+  }
+`;
+
+/** Starts the writer on `path`, waits for `writes` commits, then kills it with SIGKILL. */
+async function killMidWrite(path: string, round: number, writes: number): Promise<void> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', writer, path, String(round)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let errors = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    errors += chunk.toString();
+  });
+  await new Promise<void>((done, fail) => {
+    let written = 0;
+    child.stdout?.on('data', (chunk: Buffer) => {
+      written += chunk.toString().split('\n').length - 1;
+      if (written >= writes) {
+        child.kill('SIGKILL');
+        done();
+      }
+    });
+    child.once('exit', (code, signal) => {
+      if (signal !== 'SIGKILL') fail(new Error(`the writer stopped on its own (${code}): ${errors}`));
+    });
+  });
+  await new Promise((done) => child.once('close', done));
+}
+
+/** What does not agree between the bit index and the inverted lists of the file at `path`. */
+function disagreements(path: string): string[] {
+  const database = new Database(path, { readonly: true });
+  sqliteVec.load(database);
+  try {
+    const problems: string[] = [];
+    const state = database
+      .prepare<[], { maintained: number; watermark: number | null }>(
+        'SELECT maintained, watermark FROM vector_list_state WHERE id = 1',
+      )
+      .get();
+    if (!state?.maintained) return problems;
+    const owners = new Map(
+      database
+        .prepare<[], { id: number; owner_id: number }>('SELECT memory_id AS id, owner_id FROM memory_vector_bits')
+        .all()
+        .map((row) => [row.id, row.owner_id]),
+    );
+    const listed = database
+      .prepare<[], { id: number; owner_id: number }>('SELECT memory_id AS id, owner_id FROM memory_vector_list_bits')
+      .all();
+    for (const row of listed) {
+      if (owners.get(row.id) !== row.owner_id) problems.push(`memory ${row.id} is listed without its vector or owner`);
+    }
+    if (state.watermark === null && listed.length !== owners.size) {
+      problems.push(`the lists are complete with ${listed.length} of ${owners.size} vectors`);
+    }
+    return problems;
+  } finally {
+    database.close();
+  }
+}
+
+describe('the inverted lists of the vector index after kill -9 in the middle of writes and steps', () => {
+  it('list only vectors the bit index holds, under their owners, and find every close neighbour once rebuilt', async () => {
+    expect(existsSync(join(dist, 'index.js')), 'run `npm run build` first').toBe(true);
+    const path = join(folder, 'crash.db');
+    const phases = new Set<string>();
+    for (let round = 0; round < 6; round++) {
+      await killMidWrite(path, round, 40 + 37 * round);
+      expect(disagreements(path), `after kill ${round + 1}`).toEqual([]);
+      const probe = new Database(path, { readonly: true });
+      const state = probe
+        .prepare<[], { training_steps: number | null; watermark: number | null }>(
+          'SELECT training_steps, watermark FROM vector_list_state WHERE id = 1',
+        )
+        .get();
+      probe.close();
+      phases.add(state?.training_steps != null ? 'training' : state?.watermark != null ? 'assigning' : 'complete');
+    }
+    // The kills found the lists in more than one phase.
+    expect(phases.size).toBeGreaterThan(1);
+    const database = openSqliteDatabase({ path });
+    try {
+      const index = createSqliteVectorIndex(database, { listMinVectors: LIST_MIN_VECTORS });
+      while (database.transaction(() => index.indexStep()).immediate());
+      expect(disagreements(path)).toEqual([]);
+      const ids = database
+        .prepare<[], number>('SELECT key / 64 FROM memory_vector_slices WHERE key % 64 = 0 ORDER BY key')
+        .pluck()
+        .all();
+      const vectors = index.vectors(ids);
+      const cosine = (a: Float32Array, b: Float32Array) => {
+        let dot = 0;
+        let aa = 0;
+        let bb = 0;
+        for (let i = 0; i < a.length; i++) {
+          dot += (a[i] ?? 0) * (b[i] ?? 0);
+          aa += (a[i] ?? 0) ** 2;
+          bb += (b[i] ?? 0) ** 2;
+        }
+        return dot / Math.sqrt(aa * bb);
+      };
+      for (const id of ids.filter((_, position) => position % 25 === 0)) {
+        const query = vectors.get(id) ?? new Float32Array(DIMENSIONS);
+        const expected = [...vectors]
+          .map(([other, vector]) => ({ id: other, score: cosine(query, vector) }))
+          .filter((hit) => hit.score >= 0.85)
+          .sort((a, b) => b.score - a.score || a.id - b.id)
+          .slice(0, 11)
+          .map((hit) => hit.id);
+        expect(index.searchNear(query, 'm', null, 11, 0.85).map((hit) => hit.id)).toEqual(expected);
+      }
+    } finally {
+      database.close();
+    }
+  }, 180_000);
+});
