@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
+import { killMidWrite } from './kill-mid-write.js';
 
 const dist = resolve(import.meta.dirname, '../dist');
 const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-crash-'));
@@ -39,32 +40,6 @@ const writer = `
     process.stdout.write('written\\n');
   }
 `;
-
-/** Starts the writer on `path`, waits for `writes` acknowledged writes, then kills it with SIGKILL. */
-async function killMidWrite(path: string, round: number, writes: number): Promise<void> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', writer, path, String(round)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let errors = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    errors += chunk.toString();
-  });
-  await new Promise<void>((done, fail) => {
-    let written = 0;
-    child.stdout?.on('data', (chunk: Buffer) => {
-      written += chunk.toString().split('\n').length - 1;
-      if (written >= writes) {
-        child.kill('SIGKILL');
-        done();
-      }
-    });
-    child.once('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') fail(new Error(`the writer stopped on its own (${code}): ${errors}`));
-    });
-  });
-  await new Promise((done) => child.once('close', done));
-}
 
 /** What does not agree between the memories and the vector index of the file at `path`. */
 function disagreements(path: string): string[] {
@@ -121,7 +96,7 @@ describe('the vector index after kill -9 in the middle of writes', () => {
     expect(existsSync(join(dist, 'index.js')), 'run `npm run build` first').toBe(true);
     const path = join(folder, 'crash.db');
     for (let round = 0; round < 3; round++) {
-      await killMidWrite(path, round, 60 + 40 * round);
+      await killMidWrite(writer, path, round, 60 + 40 * round, children);
       expect(disagreements(path), `after kill ${round + 1}`).toEqual([]);
     }
     const storage = createSqliteStorage({ path });

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,6 +8,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
+import { killMidWrite } from './kill-mid-write.js';
 
 const dist = resolve(import.meta.dirname, '../dist');
 const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-lists-crash-'));
@@ -55,32 +56,6 @@ const writer = `
   }
 `;
 
-/** Starts the writer on `path`, waits for `writes` commits, then kills it with SIGKILL. */
-async function killMidWrite(path: string, round: number, writes: number): Promise<void> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', writer, path, String(round)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let errors = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    errors += chunk.toString();
-  });
-  await new Promise<void>((done, fail) => {
-    let written = 0;
-    child.stdout?.on('data', (chunk: Buffer) => {
-      written += chunk.toString().split('\n').length - 1;
-      if (written >= writes) {
-        child.kill('SIGKILL');
-        done();
-      }
-    });
-    child.once('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') fail(new Error(`the writer stopped on its own (${code}): ${errors}`));
-    });
-  });
-  await new Promise((done) => child.once('close', done));
-}
-
 /** What does not agree between the bit index and the inverted lists of the file at `path`. */
 function disagreements(path: string): string[] {
   const database = new Database(path, { readonly: true });
@@ -120,7 +95,7 @@ describe('the inverted lists of the vector index after kill -9 in the middle of 
     const path = join(folder, 'crash.db');
     const phases = new Set<string>();
     for (let round = 0; round < 6; round++) {
-      await killMidWrite(path, round, 40 + 37 * round);
+      await killMidWrite(writer, path, round, 40 + 37 * round, children);
       expect(disagreements(path), `after kill ${round + 1}`).toEqual([]);
       const probe = new Database(path, { readonly: true });
       const state = probe
