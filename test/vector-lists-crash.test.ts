@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cosine } from '../src/core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
 import { killMidWrite } from './kill-mid-write.js';
@@ -118,17 +119,6 @@ describe('the inverted lists of the vector index after kill -9 in the middle of 
         .pluck()
         .all();
       const vectors = index.vectors(ids);
-      const cosine = (a: Float32Array, b: Float32Array) => {
-        let dot = 0;
-        let aa = 0;
-        let bb = 0;
-        for (let i = 0; i < a.length; i++) {
-          dot += (a[i] ?? 0) * (b[i] ?? 0);
-          aa += (a[i] ?? 0) ** 2;
-          bb += (b[i] ?? 0) ** 2;
-        }
-        return dot / Math.sqrt(aa * bb);
-      };
       for (const id of ids.filter((_, position) => position % 25 === 0)) {
         const query = vectors.get(id) ?? new Float32Array(DIMENSIONS);
         const expected = [...vectors]

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createSyntheticCorpus } from '../../bench/synthetic-corpus.js';
+import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { binaryCode, createSqliteVectorIndex, hammingBound, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -17,18 +18,6 @@ function openIndex(dimensions: number): { database: Database.Database; index: Sq
   const index = createSqliteVectorIndex(database);
   index.configure({ model: 'm', dimensions });
   return { database, index };
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let aa = 0;
-  let bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += (a[i] ?? 0) * (b[i] ?? 0);
-    aa += (a[i] ?? 0) ** 2;
-    bb += (b[i] ?? 0) ** 2;
-  }
-  return dot / Math.sqrt(aa * bb);
 }
 
 /** 6,000 clustered vectors of 256 dimensions (64 topics, half global), written through `put`. */

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
+import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
 import { listCount } from './sqlite-vector-lists.js';
@@ -18,18 +19,6 @@ interface Stored {
   id: number;
   owner: string;
   vector: Float32Array;
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let aa = 0;
-  let bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += (a[i] ?? 0) * (b[i] ?? 0);
-    aa += (a[i] ?? 0) ** 2;
-    bb += (b[i] ?? 0) ** 2;
-  }
-  return dot / Math.sqrt(aa * bb);
 }
 
 function gaussian(random: SeededRandom, dimensions = DIMENSIONS): Float32Array {
