@@ -95,7 +95,7 @@ describe('retried writes over HTTP', () => {
     expect(JSON.parse(later.text)).toMatchObject({ displayName: 'Annie' });
   });
 
-  it('drops stored responses when a user is purged, since they may quote what the user said', async () => {
+  it('erases stored responses when a user is purged, since they may quote what the user said', async () => {
     await mneme.putChannel({ id: 'carol-dm', members: ['carol'] });
     const body = { channelId: 'carol-dm', sender: 'carol', content: 'My locker code is 4512' };
     const first = await call('POST', '/api/messages', body, keys.admin, 'carol-key');
@@ -103,7 +103,31 @@ describe('retried writes over HTTP', () => {
     expect((await call('POST', '/api/messages', body, keys.admin, 'carol-key')).replayed).toBe(true);
     expect((await call('DELETE', '/api/users/carol/data', undefined, keys.admin)).status).toBe(200);
     const after = await call('POST', '/api/messages', body, keys.admin, 'carol-key');
-    expect(after).toMatchObject({ status: 202, replayed: false });
+    expect(after).toMatchObject({ status: 409, replayed: false, type: 'application/problem+json' });
+    expect(after.text).not.toContain('4512');
+    expect(await count('carol-dm')).toBe(0);
+  });
+
+  // Attack finding (wt-attack, 2026-12-01): a purge of one user deleted every stored key, so another
+  // user's retry of an acknowledged write after it was done a second time.
+  it("does not do a retried write twice after another user's purge: the retry learns it was done", async () => {
+    await mneme.putChannel({ id: 'dave-dm', members: ['dave'] });
+    await call('POST', '/api/messages', { channelId: 'dave-dm', sender: 'dave', content: 'hello' }, keys.admin);
+    const before = await count('room');
+    const body = post('The plumber comes on Thursday at nine');
+    const first = await call('POST', '/api/messages', body, keys.ann, 'plumber-key');
+    expect(first).toMatchObject({ status: 202, replayed: false });
+    expect((await call('DELETE', '/api/users/dave/data', undefined, keys.admin)).status).toBe(200);
+    const retry = await call('POST', '/api/messages', body, keys.ann, 'plumber-key');
+    expect(retry).toMatchObject({ status: 409, replayed: false, type: 'application/problem+json' });
+    expect(JSON.parse(retry.text)).toMatchObject({
+      code: 'CONFLICT',
+      detail: expect.stringMatching(/plumber-key was done before.*not done again/),
+    });
+    expect(await count('room')).toBe(before + 1);
+    const other = await call('POST', '/api/messages', post('Something else entirely'), keys.ann, 'plumber-key');
+    expect(other.status).toBe(422);
+    expect(await count('room')).toBe(before + 1);
   });
 
   it('acknowledges a message sent again under its externalId with duplicate: true and the stored id', async () => {
