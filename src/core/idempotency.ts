@@ -80,10 +80,17 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
           `Idempotency-Key ${key} was used with a different request; send a new key for a new request`,
         );
       }
-      if (existing.status === null || existing.body === null) {
+      if (existing.status === null) {
         throw new MnemeError(
           ErrorCode.Conflict,
           `a request with Idempotency-Key ${key} is still running; retry in a moment to get its response`,
+        );
+      }
+      if (existing.body === null) {
+        // A purge erased the response (it may have quoted the purged user), not the key: the work stays done once.
+        throw new MnemeError(
+          ErrorCode.Conflict,
+          `the request with Idempotency-Key ${key} was done before (status ${existing.status}); its stored response was erased when a user's data was purged, so it cannot be replayed and is not done again; send a new key for a new request`,
         );
       }
       return { status: existing.status, body: existing.body };

@@ -4,7 +4,10 @@ export interface IdempotencyRecord {
   requestSha256: string;
   /** The first request's response status, or null while it is still running. */
   status: number | null;
-  /** The first request's response body (JSON text), or null while it is still running. */
+  /**
+   * The first request's response body (JSON text); null while it is still running, or (status set) once
+   * a purge erased it: the key stays, so the request is not done again.
+   */
   body: string | null;
   /** Epoch ms until which a running first request holds the key. */
   lockedUntil: number;

@@ -717,7 +717,7 @@ export function describeStorageContract(
       await storage.memories.update(ann[0]?.id ?? 0, { importance: 0.9 }, { at, actor: 'ann' });
       await storage.memories.update(bob?.id ?? 0, { importance: 0.7 }, { at, actor: 'ann' });
       await storage.directory.putUser({ id: 'ann', displayName: 'Ann' }, at);
-      // A stored response may quote Ann whoever sent the request: every idempotency key goes.
+      // A stored response may quote Ann whoever sent the request: every stored response is erased, the key stays.
       const key = { principal: 'user:bob', key: 'k1', requestSha256: 'r1', now: at, lockedUntil: at + 60_000 };
       await storage.idempotency.claim({ ...key, expiresAt: at + 86_400_000 });
       await storage.idempotency.complete({ ...key, expiresAt: at + 86_400_000 }, { status: 202, body: '{}' });
@@ -738,7 +738,11 @@ export function describeStorageContract(
       expect(vectorHits.map((hit) => hit.id)).toEqual(vectorSearch ? [bob?.id] : []);
       const bobHistory = await storage.memories.history(bob?.id ?? 0);
       expect(bobHistory.map((version) => version.actor)).toEqual(['tester', null]);
-      expect(await storage.idempotency.claim({ ...key, requestSha256: 'r2', expiresAt: at + 86_400_000 })).toBeNull();
+      expect(await storage.idempotency.claim({ ...key, expiresAt: at + 86_400_000 })).toMatchObject({
+        requestSha256: 'r1',
+        status: 202,
+        body: null,
+      });
     });
 
     it('never gives out again the ids of the newest message and memory a purge deleted', async () => {

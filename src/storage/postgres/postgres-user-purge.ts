@@ -135,8 +135,9 @@ export async function purgePostgresUser(
   await q.query('DELETE FROM users WHERE id = $1', [userId]);
   await q.query('DELETE FROM members WHERE user_id = $1', [userId]);
   const apiKeys = (await q.query('DELETE FROM api_keys WHERE user_id = $1', [userId])).changed;
-  // Stored idempotent responses may quote what the user said, whoever sent them: all go (ADR 14).
-  await q.query('DELETE FROM idempotency_keys');
+  // Stored idempotent responses may quote what the user said, whoever sent them: all are erased (ADR 14).
+  // The keys stay, so a retry of a request that was done is not done again.
+  await q.query('UPDATE idempotency_keys SET body = NULL WHERE status IS NOT NULL');
   // A topic or channel only the user spoke in, that nothing else refers to now, was theirs alone.
   await q.query(
     `DELETE FROM topics WHERE id = ANY($1::text[])

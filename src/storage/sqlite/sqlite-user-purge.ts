@@ -102,8 +102,9 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   database.prepare('DELETE FROM users WHERE id = ?').run(userId);
   database.prepare('DELETE FROM members WHERE user_id = ?').run(userId);
   const apiKeys = database.prepare('DELETE FROM api_keys WHERE user_id = ?').run(userId).changes;
-  // Stored idempotent responses may quote what the user said, whoever sent them: all go (ADR 14).
-  database.prepare('DELETE FROM idempotency_keys').run();
+  // Stored idempotent responses may quote what the user said, whoever sent them: all are erased (ADR 14).
+  // The keys stay, so a retry of a request that was done is not done again.
+  database.prepare('UPDATE idempotency_keys SET body = NULL WHERE status IS NOT NULL').run();
   // A topic or channel only the user spoke in, that nothing else refers to now, was theirs alone.
   database
     .prepare(`DELETE FROM topics WHERE id IN (SELECT value FROM json_each(?))
