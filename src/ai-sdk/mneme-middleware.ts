@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { MAX_QUERY_CHARS, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
+import { clipQuery, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import {
   type CallOptions,
@@ -159,7 +159,7 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       let block = '';
       try {
         const context = await mneme.context({
-          query: turn.text.slice(-MAX_QUERY_CHARS),
+          query: clipQuery(turn.text, 'end'),
           viewer,
           ...(settings.topK === undefined ? {} : { topK: settings.topK }),
           ...(settings.conversationAware === undefined ? {} : { conversationAware: settings.conversationAware }),

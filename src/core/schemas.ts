@@ -194,6 +194,20 @@ export const ListQuerySchema = ListFilterSchema.omit({ viewer: true }).extend({
 
 /** Longest recall query accepted, in characters. */
 export const MAX_QUERY_CHARS = 20_000;
+/**
+ * The text cut to `MAX_QUERY_CHARS` characters, its start kept (or its end, with `end`), never between the
+ * two halves of a surrogate pair (an emoji): a lone half is ill-formed text, which `parseInput` refuses.
+ */
+export function clipQuery(text: string, keep: 'start' | 'end' = 'start'): string {
+  if (text.length <= MAX_QUERY_CHARS) return text;
+  if (keep === 'end') {
+    const clipped = text.slice(-MAX_QUERY_CHARS);
+    return /^[\udc00-\udfff]/.test(clipped) ? clipped.slice(1) : clipped;
+  }
+  const clipped = text.slice(0, MAX_QUERY_CHARS);
+  return /[\ud800-\udbff]$/.test(clipped) ? clipped.slice(0, -1) : clipped;
+}
+
 /** Most direct hits one recall returns (linked memories may join them). */
 export const MAX_TOP_K = 100;
 
@@ -245,13 +259,50 @@ export type ContextInput = z.input<typeof ContextInputSchema>;
  */
 export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unknown, what = 'input'): z.output<Schema> {
   const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issues: FieldIssue[] = result.error.issues.map((issue) => ({
-    path: issue.path.map(String).join('.'),
-    message: unrecognisedKeysMessage(issue) ?? issue.message,
-  }));
+  const issues: FieldIssue[] = result.success
+    ? illFormedText(result.data)
+    : result.error.issues.map((issue) => ({
+        path: issue.path.map(String).join('.'),
+        message: unrecognisedKeysMessage(issue) ?? issue.message,
+      }));
+  if (result.success && issues.length === 0) return result.data;
   const summary = issues.map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message)).join('; ');
   throw new MnemeError(ErrorCode.InvalidInput, `invalid ${what}: ${summary}`, { issues });
+}
+
+/** A UTF-16 surrogate without its pair: no Unicode character, and stored as bytes that read back as U+FFFD. */
+const loneSurrogate = /\p{Cs}/u;
+
+/**
+ * The first string of a parsed input (its fields, items and keys, walked without recursion) that holds a
+ * lone surrogate (JSON's `"\ud800"`), as an issue; none when every string is well formed. Such text
+ * would be stored altered: it reads back as replacement characters, so it is refused instead.
+ */
+function illFormedText(value: unknown): FieldIssue[] {
+  const pending: Array<{ value: unknown; path: string }> = [{ value, path: '' }];
+  const issue = (path: string): FieldIssue[] => [
+    {
+      path,
+      message: 'text must be well-formed Unicode: it holds a lone surrogate (\\ud800 to \\udfff without its pair)',
+    },
+  ];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: item, path } = next;
+    if (typeof item === 'string') {
+      if (loneSurrogate.test(item)) return issue(path);
+    } else if (Array.isArray(item)) {
+      item.forEach((element, index) => {
+        pending.push({ value: element, path: path ? `${path}.${index}` : String(index) });
+      });
+    } else if (typeof item === 'object' && item !== null && Object.getPrototypeOf(item) === Object.prototype) {
+      for (const [key, element] of Object.entries(item)) {
+        const at = path ? `${path}.${key}` : key;
+        if (loneSurrogate.test(key)) return issue(at);
+        pending.push({ value: element, path: at });
+      }
+    }
+  }
+  return [];
 }
 
 function unrecognisedKeysMessage(issue: z.core.$ZodIssue): string | undefined {

@@ -121,7 +121,13 @@ export async function readJsonBody(context: Context, maxBodyBytes: number): Prom
     }
     chunks.push(value);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  let text: string;
+  try {
+    // Invalid UTF-8 is refused, not decoded into replacement characters that would be stored instead.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new HttpProblem(400, 'MALFORMED_JSON', 'the body is not valid UTF-8; send JSON encoded as UTF-8');
+  }
   if (text.trim() === '') return {};
   try {
     return JSON.parse(text);

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { ChannelIdSchema, MAX_QUERY_CHARS, parseInput, UserIdSchema } from '../core/schemas.js';
+import { ChannelIdSchema, clipQuery, parseInput, UserIdSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
@@ -200,7 +200,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     try {
       const result = await mneme
         .as(caller.principal)
-        .context({ query: query.slice(0, MAX_QUERY_CHARS), viewer, inspect });
+        .context({ query: clipQuery(query), viewer, inspect });
       return { block: result.text, viewer };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
