@@ -7,8 +7,8 @@ import type { PostgresVectorIndex } from './postgres-vector-index.js';
  * Deletes everything about one user inside the caller's transaction, as `purgeSqliteUser` does:
  * their messages and the replies to them, their memories and the memories built from those
  * (episodes, merges, insights), with vectors, versions and links, and their memberships; a turn's
- * search context quoting their messages is cleared; their API keys are deleted (so revoked), and so is
- * every stored idempotent response (it may quote them). The deleted rows' bytes stay in the table
+ * search context quoting their messages is cleared; their API keys are deleted (so revoked), and every
+ * stored idempotent response is erased (it may quote them; its key stays). The deleted rows' bytes stay in the table
  * files until `erasePostgresUser`'s rewrite.
  */
 /** The tables a purge deletes text from (the vectors' rows hold their owner key): rewritten with their indexes. */
