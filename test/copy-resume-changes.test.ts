@@ -50,13 +50,16 @@ describe('mneme copy resumed after the source changed rows it had already copied
     await serving.forget(secret.id);
     await serving.close();
 
+    // The resumed copy refuses: the rows it copied before would not be copied again.
     const resumed = await copyDatabase({ from: source, to: target, batchSize: 5 }).catch((error: unknown) => error);
-    if (isMnemeError(resumed)) {
-      // Refusing is fine, as long as it says so: the copy is not to be used.
-      expect(resumed.code).toBe('STORE_FAILED');
-      return;
-    }
-    const copy = await createMneme({ path: target, logger: quiet });
+    expect(isMnemeError(resumed, 'STORE_FAILED')).toBe(true);
+    expect((resumed as Error).message).toMatch(/changed since the interrupted copy .* copy into a new database/);
+
+    // A copy into a new database holds the source as it is now.
+    const fresh = join(folder, 'fresh.db');
+    const report = await copyDatabase({ from: source, to: fresh, batchSize: 5 });
+    expect(report.tables.every((entry) => entry.source === entry.target)).toBe(true);
+    const copy = await createMneme({ path: fresh, logger: quiet });
     try {
       expect(await copy.apiKeys.authenticate(key)).toBeNull();
       expect((await copy.channel('plans')).visibility).toBe('private');

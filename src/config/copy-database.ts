@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../core/errors.js';
@@ -129,8 +130,19 @@ interface CopyEnd {
     vectors: ReadonlyArray<{ id: number; owner: string; vector: Float32Array; model: string }>,
   ): Promise<void>;
   countVectors(): Promise<number>;
+  /** The source digest a copy into this database recorded when it began (null: none is under way). */
+  copyMark(): Promise<number | null>;
+  /** Records (or, with null, removes) the digest of the source a copy into this database is copying. */
+  setCopyMark(digest: number | null): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The `service_state` row in which a copy's target holds the digest of its source until the copy is
+ * complete: a resumed copy compares it with the source's digest then, since the rows it copied before
+ * are skipped, not copied again.
+ */
+const COPY_MARK = 'copy_source_digest';
 
 function sqliteEnd(path: string): CopyEnd {
   const database: Database.Database = openSqliteDatabase({ path });
@@ -234,6 +246,23 @@ function sqliteEnd(path: string): CopyEnd {
           ? 0
           : Number(database.prepare('SELECT COALESCE(SUM(vectors), 0) FROM vector_owners').pluck().get()),
       );
+    },
+    async copyMark() {
+      return guard('reading the copy mark', () => {
+        const value = database.prepare('SELECT value FROM service_state WHERE name = ?').pluck().get(COPY_MARK);
+        return value === undefined ? null : Number(value);
+      });
+    },
+    async setCopyMark(digest) {
+      guard('writing the copy mark', () => {
+        if (digest === null) database.prepare('DELETE FROM service_state WHERE name = ?').run(COPY_MARK);
+        else
+          database
+            .prepare(
+              'INSERT INTO service_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+            )
+            .run(COPY_MARK, digest);
+      });
     },
     async close() {
       database.close();
@@ -353,6 +382,25 @@ async function postgresEnd(path: string): Promise<CopyEnd> {
         return rows[0]?.count ?? 0;
       });
     },
+    async copyMark() {
+      return run('reading the copy mark', async () => {
+        const { rows } = await database.query<{ value: number | string }>(
+          'SELECT value FROM service_state WHERE name = $1',
+          [COPY_MARK],
+        );
+        return rows[0] === undefined ? null : Number(rows[0].value);
+      });
+    },
+    async setCopyMark(digest) {
+      await run('writing the copy mark', () =>
+        digest === null
+          ? database.query('DELETE FROM service_state WHERE name = $1', [COPY_MARK])
+          : database.query(
+              'INSERT INTO service_state (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+              [COPY_MARK, digest],
+            ),
+      );
+    },
     async close() {
       await database.close();
     },
@@ -390,8 +438,11 @@ export interface CopyOptions {
  * users, projects, topics, channels and members, the service state and API keys, the policy with its
  * history, watermarks, messages, memories with their versions and links, and the vectors of the
  * current model. Batches, each in one transaction; run again after an interruption, it resumes after
- * the rows already copied. The target must be new, or an interrupted copy of the same source. Verified
- * by counts at the end: a table whose counts differ fails the copy with STORE_FAILED.
+ * the rows already copied. The target must be new, or an interrupted copy of the same source, unchanged
+ * since: the target keeps a digest of every row of the source from the start of the copy, and a resumed
+ * copy whose source's digest differs now (a key revoked, a channel made private, a memory forgotten
+ * meanwhile: rows it would not copy again) fails with STORE_FAILED. Verified by counts at the end: a
+ * table whose counts differ fails the copy with STORE_FAILED.
  */
 export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   const batchSize = options.batchSize ?? 500;
@@ -406,6 +457,15 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   try {
     target = await openEnd(options.to);
     await checkSameOrigin(source, target);
+    const digest = await sourceDigest(source, batchSize);
+    const mark = await target.copyMark();
+    if (mark !== null && mark !== digest) {
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `${source.description} changed since the interrupted copy into ${target.description} began, and the rows it copied then are not copied again; copy into a new database (stop what writes to the source first)`,
+      );
+    }
+    if (mark === null) await target.setCopyMark(digest);
     const info = await source.vectorIndex();
     if (info) await target.configureVectors(info);
     for (const table of tables) {
@@ -444,6 +504,7 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
         options.onProgress?.({ table: 'vectors', done, total });
       }
     }
+    await target.setCopyMark(null);
     const report: CopyReport = { from: source.description, to: target.description, tables: [] };
     for (const table of tables) {
       report.tables.push({ table: table.name, source: await source.count(table), target: await target.count(table) });
@@ -468,6 +529,37 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
     await target?.close();
     await source.close();
   }
+}
+
+/**
+ * A digest of every row of every table the copy moves (and of the vector index's model and count), as
+ * a whole number below 2^52 (a `service_state` value): equal digests, unchanged source. Rows of a table
+ * without a key are sorted, so the order a database returns them in does not matter.
+ */
+async function sourceDigest(source: CopyEnd, batchSize: number): Promise<number> {
+  const hash = createHash('sha256');
+  for (const table of tables) {
+    hash.update(`\n${table.name}\n`);
+    if (!table.key) {
+      for (const line of (await source.read(table, 0, 0)).map(rowText).sort()) {
+        hash.update(line).update('\n');
+      }
+      continue;
+    }
+    for (let after = 0; ; ) {
+      const rows = await source.read(table, after, batchSize);
+      if (rows.length === 0) break;
+      for (const row of rows) hash.update(rowText(row)).update('\n');
+      after = Number(rows.at(-1)?.[table.key]);
+    }
+  }
+  hash.update(JSON.stringify([await source.vectorIndex(), await source.countVectors()]));
+  return Number.parseInt(hash.digest('hex').slice(0, 13), 16);
+}
+
+/** A row as text for the digest (PostgreSQL may return a bigint as one). */
+function rowText(row: Row): string {
+  return JSON.stringify(row, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 }
 
 /** Rows of the target already copied (a resumed copy's starting count). */
