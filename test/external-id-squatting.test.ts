@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import { createHttpApp } from '../src/http/http-app.js';
+
+/**
+ * Attack finding (wt-attack, 2026-12-01), NOT FIXED (ingest internals, reported to the lead): an
+ * `externalId` is unique per channel, whoever sent the message. A member with a user key can post first
+ * under an id a chat bridge (administrator key) will use later for another user's message; the bridge's
+ * message is then acknowledged (202, `duplicate: true`, the squatter's message in its answer) and never
+ * stored. A suggested fix: a stored message under the id from another sender (or with another role) is
+ * not the same message: refuse with 409, or keep external ids of user keys apart from the bridge's.
+ */
+describe("a member squatting a bridge's external id", () => {
+  it.fails("does not make the bridge's later message for another user be acknowledged and dropped", async () => {
+    const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
+    try {
+      const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;
+      const ann = (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key;
+      await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      const post = (key: string, body: unknown) =>
+        app.request('/api/messages', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+
+      const squat = await post(ann, {
+        channelId: 'team',
+        sender: 'ann',
+        content: 'ok',
+        externalId: 'slack:1733050000.000200',
+      });
+      expect(squat.status).toBe(202);
+      const real = {
+        channelId: 'team',
+        sender: 'bob',
+        content: 'The release is moved to Friday, tell the customers',
+        externalId: 'slack:1733050000.000200',
+      };
+      const answer = await post(bridge, real);
+      const stored = await mneme.turns({ channelId: 'team', count: 50 });
+      const kept = stored.some((message) => message.senderId === 'bob' && message.content === real.content);
+      // Either bob's message is stored, or the bridge is told it was not (a 4xx): never a 2xx and nothing.
+      expect(kept || answer.status >= 400).toBe(true);
+    } finally {
+      await mneme.close();
+    }
+  });
+});
