@@ -132,6 +132,15 @@ export function describeTransferStoreContract(name: string, open: () => Promise<
       expect((await storage.transfer.referencedBy(filter)).userIds).toEqual(['ann', 'bob']);
     });
 
+    it('refuses an import that must find the database empty once it holds the write lock, leaving no transaction open', async () => {
+      await storage.directory.putUser({ id: 'ann', displayName: 'Ann' }, at);
+      await expect(storage.transfer.beginImport({ mustBeEmpty: true })).rejects.toMatchObject({ code: 'CONFLICT' });
+      await storage.directory.putUser({ id: 'bob', displayName: 'Bob' }, at);
+      expect(await storage.directory.getUser('bob')).toMatchObject({ displayName: 'Bob' });
+      const session = await storage.transfer.beginImport();
+      await session.rollback();
+    });
+
     it('writes an import in one transaction: a rollback leaves the database empty, a commit keeps every field', async () => {
       expect(await storage.transfer.isEmpty()).toBe(true);
       const failed = await storage.transfer.beginImport();

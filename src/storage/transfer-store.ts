@@ -148,6 +148,10 @@ export interface ImportSession {
   rollback(): Promise<void>;
 }
 
+/** Why an import into a database that is not empty is refused (CONFLICT). */
+export const IMPORT_TARGET_NOT_EMPTY =
+  'the database is not empty: an import restores into a new database only; give another --db (a new file)';
+
 /**
  * Paged reads of everything a database holds (export), and one transactional write of a whole
  * import. Pages are ordered by id (or by key) and start after the last id (or key) of the previous one.
@@ -184,6 +188,10 @@ export interface TransferStore {
    * write them before the rows that name them.
    */
   referencedBy(filter: TransferFilter): Promise<{ userIds: string[]; topicIds: string[]; projectIds: string[] }>;
-  /** Opens the write transaction of an import (waits for the write lock like any write). */
-  beginImport(): Promise<ImportSession>;
+  /**
+   * Opens the write transaction of an import (waits for the write lock like any write). With
+   * `mustBeEmpty`, CONFLICT (and no transaction) unless the database is empty once the lock is held:
+   * another import that finished while this one waited is not imported again.
+   */
+  beginImport(options?: { mustBeEmpty?: boolean }): Promise<ImportSession>;
 }

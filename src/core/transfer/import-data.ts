@@ -1,15 +1,16 @@
 import type { MaintenanceState } from '../../storage/maintenance-state-store.js';
-import type {
-  ImportedMemory,
-  ImportedMessage,
-  ImportedVersion,
-  ImportSession,
-  TransferChannel,
-  TransferLink,
-  TransferMembership,
-  TransferProject,
-  TransferTopic,
-  TransferUser,
+import {
+  IMPORT_TARGET_NOT_EMPTY,
+  type ImportedMemory,
+  type ImportedMessage,
+  type ImportedVersion,
+  type ImportSession,
+  type TransferChannel,
+  type TransferLink,
+  type TransferMembership,
+  type TransferProject,
+  type TransferTopic,
+  type TransferUser,
 } from '../../storage/transfer-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
@@ -53,13 +54,10 @@ export async function importData(
 ): Promise<ImportReport> {
   const from = options.from ?? 'mneme';
   if (from === 'mem0') return importMem0(context, lines);
-  if (!(await context.storage.transfer.isEmpty())) {
-    throw new MnemeError(
-      ErrorCode.Conflict,
-      'the database is not empty: an import restores into a new database only; give another --db (a new file)',
-    );
-  }
-  const session = await context.storage.transfer.beginImport();
+  // Checked before reading the file, and again under the write lock: an import that finished meanwhile
+  // (another process) is not imported twice.
+  if (!(await context.storage.transfer.isEmpty())) throw new MnemeError(ErrorCode.Conflict, IMPORT_TARGET_NOT_EMPTY);
+  const session = await context.storage.transfer.beginImport({ mustBeEmpty: true });
   try {
     const report = await restore(context, session, numberedLines(lines));
     await session.commit();

@@ -2,7 +2,14 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import type { ImportSession, TransferFilter, TransferLink, TransferMemory, TransferStore } from '../transfer-store.js';
+import {
+  IMPORT_TARGET_NOT_EMPTY,
+  type ImportSession,
+  type TransferFilter,
+  type TransferLink,
+  type TransferMemory,
+  type TransferStore,
+} from '../transfer-store.js';
 import {
   type PostgresDatabase,
   type PostgresQueryable,
@@ -30,6 +37,11 @@ function filterValues(filter: TransferFilter | undefined, lists: ReadonlyArray<'
     ...lists.map((list) => [...((list === 'channels' ? filter?.channelIds : filter?.owners) ?? [])]),
   ];
 }
+
+/** Whether any user, topic, project, channel, member, message, memory or API key exists (`found`). */
+const ANY_ROW_SQL = `SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM topics) OR EXISTS (SELECT 1 FROM projects)
+  OR EXISTS (SELECT 1 FROM channels) OR EXISTS (SELECT 1 FROM members) OR EXISTS (SELECT 1 FROM messages)
+  OR EXISTS (SELECT 1 FROM memories) OR EXISTS (SELECT 1 FROM api_keys) AS found`;
 
 /** Thrown inside the import's transaction callback to roll it back on request. */
 class RolledBack extends Error {}
@@ -84,13 +96,7 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
       };
     },
     async isEmpty() {
-      const [row] = await read<{ found: boolean }>(
-        'checking that the database is empty',
-        `SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM topics) OR EXISTS (SELECT 1 FROM projects)
-          OR EXISTS (SELECT 1 FROM channels) OR EXISTS (SELECT 1 FROM members) OR EXISTS (SELECT 1 FROM messages)
-          OR EXISTS (SELECT 1 FROM memories) OR EXISTS (SELECT 1 FROM api_keys) AS found`,
-        [],
-      );
+      const [row] = await read<{ found: boolean }>('checking that the database is empty', ANY_ROW_SQL, []);
       return row?.found === false;
     },
     async users(after, limit, ids) {
@@ -246,7 +252,7 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         ),
       };
     },
-    async beginImport() {
+    async beginImport(options = {}) {
       let opened: (transaction: PostgresQueryable) => void = () => {};
       let end: (commit: boolean) => void = () => {};
       const ready = new Promise<PostgresQueryable>((resolve) => {
@@ -257,6 +263,10 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
       });
       const done = database.transaction(async (transaction) => {
         await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+        if (options.mustBeEmpty) {
+          const { rows } = await transaction.query<{ found: boolean }>(ANY_ROW_SQL);
+          if (rows[0]?.found !== false) throw new MnemeError(ErrorCode.Conflict, IMPORT_TARGET_NOT_EMPTY);
+        }
         opened(transaction);
         if (!(await ended)) throw new RolledBack('the import was rolled back');
       });

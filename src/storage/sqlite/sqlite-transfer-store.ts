@@ -3,14 +3,15 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import type {
-  ImportSession,
-  TransferChannel,
-  TransferFilter,
-  TransferLink,
-  TransferMembership,
-  TransferMemory,
-  TransferStore,
+import {
+  IMPORT_TARGET_NOT_EMPTY,
+  type ImportSession,
+  type TransferChannel,
+  type TransferFilter,
+  type TransferLink,
+  type TransferMembership,
+  type TransferMemory,
+  type TransferStore,
 } from '../transfer-store.js';
 import { readSqlite, toMnemeError } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
@@ -270,7 +271,7 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
         };
       });
     },
-    async beginImport() {
+    async beginImport(options = {}) {
       // The connection's own page cache, given back after the import (searches need it warm and whole).
       const cacheSize = Number(database.pragma('cache_size', { simple: true }));
       try {
@@ -278,7 +279,13 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
         database.pragma(`cache_size = -${IMPORT_CACHE_KIB}`);
         database.exec('BEGIN IMMEDIATE');
       } catch (error) {
+        database.pragma(`cache_size = ${cacheSize}`);
         throw toMnemeError(error, 'starting the import');
+      }
+      if (options.mustBeEmpty && statements.empty.get()?.found !== 0) {
+        database.exec('ROLLBACK');
+        database.pragma(`cache_size = ${cacheSize}`);
+        throw new MnemeError(ErrorCode.Conflict, IMPORT_TARGET_NOT_EMPTY);
       }
       return createImportSession(database, cacheSize);
     },
