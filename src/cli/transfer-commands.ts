@@ -143,6 +143,7 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
           `imported ${report.users} users, ${report.projects} projects, ${report.topics} topics, ${report.channels} channels, ` +
           `${report.memberships} memberships, ${report.messages} messages, ${report.memories} memories ` +
           `(${report.versions} versions), ${report.links} links` +
+          (report.duplicates > 0 ? `; ${report.duplicates} mem0 memories were imported before and skipped` : '') +
           (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : ''),
       ),
     );

@@ -138,6 +138,8 @@ export interface ImportSession {
   setSupersededBy(pairs: ReadonlyArray<readonly [number, number]>): Promise<void>;
   setSourceIds(pairs: ReadonlyArray<readonly [number, readonly number[]]>): Promise<void>;
   addVersions(versions: readonly ImportedVersion[]): Promise<void>;
+  /** Which of these reasons a `create` version already has (a mem0 import names the mem0 id there). */
+  createReasons(reasons: readonly string[]): Promise<Set<string>>;
   /** Links with their times; an existing (source, target, type) is kept. */
   addLinks(links: ReadonlyArray<Omit<TransferLink, 'id'>>): Promise<void>;
   /** Creates or replaces background-task watermarks (already remapped). */

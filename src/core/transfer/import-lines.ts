@@ -21,6 +21,8 @@ export interface ImportReport {
   memories: number;
   versions: number;
   links: number;
+  /** mem0 memories whose id an earlier import brought in already (or the file named twice): not imported again. */
+  duplicates: number;
 }
 
 /** A line's text and its number in the file (1-based, blank lines counted). */
@@ -67,5 +69,6 @@ export function emptyReport(from: ImportSource, user: string | null): ImportRepo
     memories: 0,
     versions: 0,
     links: 0,
+    duplicates: 0,
   };
 }

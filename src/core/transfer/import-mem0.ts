@@ -70,8 +70,22 @@ export async function importMem0(
     const users = [...new Set(parsed.map((entry) => entry.userId))];
     await session.putUsers(users.map((id) => ({ id, displayName: null, createdAt: now, updatedAt: now })));
     report.users = users.length;
+    // A mem0 id imported before (its create version names it) or earlier in the file is not imported again.
+    const seen = new Set<string>();
     for (let start = 0; start < parsed.length; start += BATCH) {
-      await writeBatch(session, parsed.slice(start, start + BATCH), now, report);
+      const batch = parsed.slice(start, start + BATCH);
+      const before = await session.createReasons(
+        batch.flatMap(({ item }) => (item.id === undefined ? [] : [reasonOf(item.id)])),
+      );
+      const fresh = batch.filter(({ item }) => {
+        if (item.id === undefined) return true;
+        const reason = reasonOf(item.id);
+        if (before.has(reason) || seen.has(reason)) return false;
+        seen.add(reason);
+        return true;
+      });
+      report.duplicates += batch.length - fresh.length;
+      if (fresh.length > 0) await writeBatch(session, fresh, now, report);
     }
     await session.commit();
     return report;
@@ -79,6 +93,11 @@ export async function importMem0(
     await session.rollback();
     throw error;
   }
+}
+
+/** The reason of the create version of a memory imported from mem0 with this id. */
+function reasonOf(mem0Id: string | number): string {
+  return `imported from mem0 memory ${mem0Id}`;
 }
 
 async function writeBatch(
@@ -129,7 +148,7 @@ async function writeBatch(
       version: 1,
       action: 'create' as const,
       actor: MEM0_ACTOR,
-      reason: row.mem0Id === undefined ? 'imported from mem0' : `imported from mem0 memory ${row.mem0Id}`,
+      reason: row.mem0Id === undefined ? 'imported from mem0' : reasonOf(row.mem0Id),
       changes: {},
       snapshot: {
         content: row.memory.content,

@@ -489,6 +489,14 @@ function createImportSession(
           );
         }
       }),
+    createReasons: (reasons) =>
+      write('reading the reasons of create versions', async () => {
+        const { rows } = await q.query<{ reason: string }>(
+          `SELECT DISTINCT reason FROM memory_versions WHERE action = 'create' AND reason = ANY($1::text[])`,
+          [reasons],
+        );
+        return new Set(rows.map((row) => row.reason));
+      }),
     addLinks: (links) =>
       write('importing links', async () => {
         for (const link of links) {

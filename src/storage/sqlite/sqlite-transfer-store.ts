@@ -453,6 +453,20 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
           );
         }
       }),
+    createReasons: (reasons) =>
+      write(
+        'reading the reasons of create versions',
+        () =>
+          new Set(
+            database
+              .prepare<[string], string>(
+                `SELECT DISTINCT reason FROM memory_versions
+                WHERE action = 'create' AND reason IN (SELECT value FROM json_each(?))`,
+              )
+              .pluck()
+              .all(JSON.stringify(reasons)),
+          ),
+      ),
     addLinks: (links) =>
       write('importing links', () => {
         for (const link of links) {
