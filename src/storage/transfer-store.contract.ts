@@ -141,6 +141,30 @@ export function describeTransferStoreContract(name: string, open: () => Promise<
       await session.rollback();
     });
 
+    it('tells an import which reasons create versions already have, its own uncommitted ones included', async () => {
+      const snapshot = { content: 'x', category: 'fact', importance: 0.5, pinned: false, archivedAt: null };
+      const first = await storage.transfer.beginImport();
+      const [id = 0] = await first.insertMemories([imported('Ann keeps bees')]);
+      await first.addVersions([
+        {
+          memoryId: id,
+          version: 1,
+          action: 'create',
+          actor: 'mem0',
+          reason: 'from m-1',
+          changes: {},
+          snapshot,
+          createdAt: at,
+        },
+      ]);
+      expect(await first.createReasons(['from m-1', 'from m-2'])).toEqual(new Set(['from m-1']));
+      await first.commit();
+      const second = await storage.transfer.beginImport();
+      expect(await second.createReasons(['from m-2', 'from m-1'])).toEqual(new Set(['from m-1']));
+      expect(await second.createReasons([])).toEqual(new Set());
+      await second.rollback();
+    });
+
     it('writes an import in one transaction: a rollback leaves the database empty, a commit keeps every field', async () => {
       expect(await storage.transfer.isEmpty()).toBe(true);
       const failed = await storage.transfer.beginImport();
