@@ -198,9 +198,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     if (!query) return { block: '', viewer: null };
     try {
-      const result = await mneme
-        .as(caller.principal)
-        .context({ query: clipQuery(query), viewer, inspect });
+      const result = await mneme.as(caller.principal).context({ query: clipQuery(query), viewer, inspect });
       return { block: result.text, viewer };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
