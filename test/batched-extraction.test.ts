@@ -164,6 +164,22 @@ describe('batched extraction', () => {
     expect(after.links.length).toBeGreaterThan(before.links.length);
   });
 
+  it('writes the same memories when the messages the offline extractor finds no fact in skip their related-memory search', async () => {
+    // Told that its related memories may add facts, the engine searches for every message first, as before.
+    const searching = await open(':memory:', {
+      batch: 64,
+      extractor: { ...createOfflineExtractor(), relatedOnlyRemoves: false },
+    });
+    const skipping = await open(':memory:', { batch: 64 });
+    for (const mneme of [searching, skipping]) {
+      await mneme.ingestMany(messages);
+      await mneme.whenIdle();
+    }
+    const searched = await normalised(searching);
+    expect(await normalised(skipping)).toEqual(searched);
+    expect(searched.memories.some((line) => /superseded by .*VS Code/.test(line))).toBe(true);
+  });
+
   /** An extractor whose `failAt`-th call fails, and every later one (a model that died mid-batch). */
   function dyingExtractor(failAt: number): FactExtractor & { calls: number } {
     const offline = createOfflineExtractor();

@@ -342,6 +342,35 @@ describe('extraction', () => {
     expect(seen).toEqual([['Oz has a zebra called Quill']]);
   });
 
+  it('asks an extractor whose related memories only remove facts without them first, and searches for them only when it finds a fact', async () => {
+    const seen: string[][] = [];
+    const { mneme } = await engine({
+      extractor: {
+        id: 'recording',
+        inProcess: true,
+        relatedOnlyRemoves: true,
+        async extract(input) {
+          seen.push(input.related.map((memory) => memory.content));
+          if (!input.userMessage.includes('fact')) return [];
+          return [{ content: 'Oz states a fact about Quill', category: 'fact', importance: 0.5, scope: 'personal' }];
+        },
+      },
+      policy: { ingest: { exchangeMemories: false } },
+    });
+    await mneme.remember({ content: 'Oz has a zebra called Quill', scope: 'personal', userId: 'oz' });
+    await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'nothing new about Quill' });
+    await mneme.whenIdle();
+    // No fact without the related memories: no search, and no second question.
+    expect(seen).toEqual([[]]);
+    await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'a fact about Quill' });
+    await mneme.whenIdle();
+    expect(seen).toEqual([[], [], ['Oz has a zebra called Quill']]);
+    expect((await memoriesOf(mneme)).map((memory) => memory.content).sort()).toEqual([
+      'Oz has a zebra called Quill',
+      'Oz states a fact about Quill',
+    ]);
+  });
+
   it('links the facts of one exchange as co_extracted', async () => {
     const { mneme } = await engine();
     await mneme.ingest({
