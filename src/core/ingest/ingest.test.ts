@@ -351,23 +351,30 @@ describe('extraction', () => {
         relatedOnlyRemoves: true,
         async extract(input) {
           seen.push(input.related.map((memory) => memory.content));
-          if (!input.userMessage.includes('fact')) return [];
-          return [{ content: 'Oz states a fact about Quill', category: 'fact', importance: 0.5, scope: 'personal' }];
+          if (!input.userMessage.endsWith('!')) return [];
+          return [{ content: `Oz says ${input.userMessage}`, category: 'fact', importance: 0.5, scope: 'personal' }];
         },
       },
       policy: { ingest: { exchangeMemories: false } },
     });
     await mneme.remember({ content: 'Oz has a zebra called Quill', scope: 'personal', userId: 'oz' });
-    await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'nothing new about Quill' });
-    await mneme.whenIdle();
+    const said = async (content: string) => {
+      await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content });
+      await mneme.whenIdle();
+    };
     // No fact without the related memories: no search, and no second question.
+    await said('nothing new about Quill');
     expect(seen).toEqual([[]]);
-    await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'a fact about Quill' });
-    await mneme.whenIdle();
+    // A fact: the related memories are searched, and the extractor asked again with them.
+    await said('Quill has new stripes!');
     expect(seen).toEqual([[], [], ['Oz has a zebra called Quill']]);
+    // A fact and nothing related found: the first answer stands.
+    await said('Rain tomorrow!');
+    expect(seen).toEqual([[], [], ['Oz has a zebra called Quill'], []]);
     expect((await memoriesOf(mneme)).map((memory) => memory.content).sort()).toEqual([
       'Oz has a zebra called Quill',
-      'Oz states a fact about Quill',
+      'Oz says Quill has new stripes!',
+      'Oz says Rain tomorrow!',
     ]);
   });
 

@@ -91,7 +91,11 @@ export async function extractFacts(
   const related = found.slice(0, limit);
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
-  const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
+  // Without related memories the answer is the one the extractor just gave.
+  const proposed =
+    unrelated !== null && related.length === 0
+      ? unrelated
+      : await runExtractor(context, extractor, { message, reply, speaker, related });
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
   const run: MessageRun = {
     message,
