@@ -226,6 +226,32 @@ describe('batched extraction', () => {
     expect(memories.memories.length).toBeGreaterThan(20);
   });
 
+  it('runs a batch on past extractionBatchMs while no other call waits for the store: a failure at the 20th message leaves none written', async () => {
+    const dying = dyingExtractor(20);
+    const failing = await open(join(folder, 'unhurried.db'), { batch: 64, batchMs: 1, extractor: dying });
+    await failing.ingestMany(oneChannel);
+    await expect(failing.whenIdle()).rejects.toThrow('the extractor died');
+    expect(dying.calls).toBe(20);
+    expect(await extracted(failing)).toEqual([]);
+  });
+
+  it('ends a batch after extractionBatchMs once another call waits for the store: the messages before a failure are kept', async () => {
+    const dying = dyingExtractor(20);
+    const failing = await open(join(folder, 'waited-for.db'), { batch: 64, batchMs: 1, extractor: dying });
+    await failing.ingestMany(oneChannel);
+    let idle = false;
+    const extraction = failing.whenIdle().finally(() => {
+      idle = true;
+    });
+    // Another caller of the store all along, as a request would be.
+    const reading = (async () => {
+      while (!idle) await failing.list({ limit: 1 });
+    })();
+    await expect(extraction).rejects.toThrow('the extractor died');
+    await reading;
+    expect((await extracted(failing)).length).toBeGreaterThan(0);
+  });
+
   it('keeps what the messages before a failure wrote under batch size 1 (one transaction a message)', async () => {
     const dying = dyingExtractor(6);
     const failing = await open(join(folder, 'single.db'), { batch: 1, batchMs: 60_000, extractor: dying });
