@@ -164,6 +164,22 @@ describe('batched extraction', () => {
     expect(after.links.length).toBeGreaterThan(before.links.length);
   });
 
+  it('writes the same memories when the messages the offline extractor finds no fact in skip their related-memory search', async () => {
+    // Told that its related memories may add facts, the engine searches for every message first, as before.
+    const searching = await open(':memory:', {
+      batch: 64,
+      extractor: { ...createOfflineExtractor(), relatedOnlyRemoves: false },
+    });
+    const skipping = await open(':memory:', { batch: 64 });
+    for (const mneme of [searching, skipping]) {
+      await mneme.ingestMany(messages);
+      await mneme.whenIdle();
+    }
+    const searched = await normalised(searching);
+    expect(await normalised(skipping)).toEqual(searched);
+    expect(searched.memories.some((line) => /superseded by .*VS Code/.test(line))).toBe(true);
+  });
+
   /** An extractor whose `failAt`-th call fails, and every later one (a model that died mid-batch). */
   function dyingExtractor(failAt: number): FactExtractor & { calls: number } {
     const offline = createOfflineExtractor();
@@ -208,6 +224,32 @@ describe('batched extraction', () => {
     const memories = await normalised(restarted);
     expect(memories).toEqual(await normalised(reference));
     expect(memories.memories.length).toBeGreaterThan(20);
+  });
+
+  it('runs a batch on past extractionBatchMs while no other call waits for the store: a failure at the 20th message leaves none written', async () => {
+    const dying = dyingExtractor(20);
+    const failing = await open(join(folder, 'unhurried.db'), { batch: 64, batchMs: 1, extractor: dying });
+    await failing.ingestMany(oneChannel);
+    await expect(failing.whenIdle()).rejects.toThrow('the extractor died');
+    expect(dying.calls).toBe(20);
+    expect(await extracted(failing)).toEqual([]);
+  });
+
+  it('ends a batch after extractionBatchMs once another call waits for the store: the messages before a failure are kept', async () => {
+    const dying = dyingExtractor(20);
+    const failing = await open(join(folder, 'waited-for.db'), { batch: 64, batchMs: 1, extractor: dying });
+    await failing.ingestMany(oneChannel);
+    let idle = false;
+    const extraction = failing.whenIdle().finally(() => {
+      idle = true;
+    });
+    // Another caller of the store all along, as a request would be.
+    const reading = (async () => {
+      while (!idle) await failing.list({ limit: 1 });
+    })();
+    await expect(extraction).rejects.toThrow('the extractor died');
+    await reading;
+    expect((await extracted(failing)).length).toBeGreaterThan(0);
   });
 
   it('keeps what the messages before a failure wrote under batch size 1 (one transaction a message)', async () => {

@@ -92,10 +92,11 @@ export interface ExtractionStore {
    * Runs `work` as one batch: the steps it applies (`apply`, under any lease) commit together in one
    * transaction when it returns, or none of them when it throws or the process dies, and every read
    * made within `work` sees the steps it applied before. Calls from outside the batch wait for its
-   * end once it has applied a step (so a batch must stay short: the extraction bounds it by messages
-   * and milliseconds). A store without such a transaction may run `work` as it is, each step
-   * committed on its own (the PostgreSQL store does): still exactly once, since every step moves its
+   * end once it has applied a step (so a batch must stay short: the extraction bounds it by messages,
+   * and by milliseconds once `othersWaiting` says another call of the process waits for it). A store
+   * without such a transaction may run `work` as it is, each step committed on its own (the PostgreSQL
+   * store does, and nothing ever waits for it): still exactly once, since every step moves its
    * watermark in its own commit.
    */
-  batch<T>(work: () => Promise<T>): Promise<T>;
+  batch<T>(work: (othersWaiting: () => boolean) => Promise<T>): Promise<T>;
 }

@@ -111,7 +111,8 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
   const batched = run.extractor === null || run.extractor.inProcess === true;
   const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
   while (!signal.aborted && !cursor.done) {
-    if (!(await storage.extraction.batch(() => extractBatch(run, lease, cursor, limit)))) return false;
+    const batch = (othersWaiting: () => boolean) => extractBatch(run, lease, cursor, { limit, othersWaiting });
+    if (!(await storage.extraction.batch(batch))) return false;
   }
   if (cursor.watermark === cursor.applied) return true;
   const last = { from: cursor.applied, to: cursor.watermark, at: context.clock.now() };
@@ -119,24 +120,28 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
 }
 
 /**
- * One batch of a channel run: up to `limit` user messages (or `ingest.extractionBatchMs` of work), each
- * its own step, in order; the store commits them together (`ExtractionStore.batch`), and each
- * message's reads see the steps before it, so the memories are those of one step a transaction.
- * False when a step was refused (lease lost).
+ * One batch of a channel run: up to `limit` user messages, each its own step, in order, ending after
+ * `ingest.extractionBatchMs` of work once another call of the process waits for the store
+ * (`othersWaiting`); the store commits them together (`ExtractionStore.batch`), and each message's
+ * reads see the steps before it, so the memories are those of one step a transaction. False when a
+ * step was refused (lease lost).
  */
 async function extractBatch(
   run: ChannelRun,
   lease: ExtractionLease,
   cursor: ChannelCursor,
-  limit: number,
+  bounds: { limit: number; othersWaiting: () => boolean },
 ): Promise<boolean> {
+  const { limit, othersWaiting } = bounds;
   const { storage } = run.context;
   const started = performance.now();
   const budget = run.context.policy.ingest.extractionBatchMs;
   // The sender's name and the channel's visibility are read once a batch (`withBatchReads`).
   const reads = withBatchReads(run.context);
   let extracted = 0;
-  while (!run.signal.aborted && extracted < limit && performance.now() - started < budget) {
+  // Nobody waiting for the store, the batch runs on to `limit` messages: fewer commits, the same memories.
+  const within = () => performance.now() - started < budget || !othersWaiting();
+  while (!run.signal.aborted && extracted < limit && within()) {
     if (cursor.index >= cursor.page.length) {
       cursor.page = await storage.messages.listAfter(lease.channelId, cursor.watermark, EXTRACTION_BATCH_SIZE);
       cursor.index = 0;

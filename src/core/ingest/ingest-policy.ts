@@ -115,7 +115,10 @@ export const IngestPolicySchema = z
      * store's other calls wait for a batch. 1: one transaction per message.
      */
     extractionBatchMessages: whole(64, 'extractionBatchMessages', 1, 1_000),
-    /** Milliseconds of work after which a batch of extraction ends, whatever its length (one message's work aside). */
+    /**
+     * Milliseconds of work after which a batch of extraction ends (one message's work aside) once another
+     * call of the process waits for the store; while none waits, a batch runs to `extractionBatchMessages`.
+     */
     extractionBatchMs: whole(50, 'extractionBatchMs', 1, 60_000),
   })
   .refine((policy) => policy.chunkOverlapWords < policy.chunkWords, {

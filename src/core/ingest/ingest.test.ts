@@ -342,6 +342,42 @@ describe('extraction', () => {
     expect(seen).toEqual([['Oz has a zebra called Quill']]);
   });
 
+  it('asks an extractor whose related memories only remove facts without them first, and searches for them only when it finds a fact', async () => {
+    const seen: string[][] = [];
+    const { mneme } = await engine({
+      extractor: {
+        id: 'recording',
+        inProcess: true,
+        relatedOnlyRemoves: true,
+        async extract(input) {
+          seen.push(input.related.map((memory) => memory.content));
+          if (!input.userMessage.endsWith('!')) return [];
+          return [{ content: `Oz says ${input.userMessage}`, category: 'fact', importance: 0.5, scope: 'personal' }];
+        },
+      },
+      policy: { ingest: { exchangeMemories: false } },
+    });
+    await mneme.remember({ content: 'Oz has a zebra called Quill', scope: 'personal', userId: 'oz' });
+    const said = async (content: string) => {
+      await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content });
+      await mneme.whenIdle();
+    };
+    // No fact without the related memories: no search, and no second question.
+    await said('nothing new about Quill');
+    expect(seen).toEqual([[]]);
+    // A fact: the related memories are searched, and the extractor asked again with them.
+    await said('Quill has new stripes!');
+    expect(seen).toEqual([[], [], ['Oz has a zebra called Quill']]);
+    // A fact and nothing related found: the first answer stands.
+    await said('Rain tomorrow!');
+    expect(seen).toEqual([[], [], ['Oz has a zebra called Quill'], []]);
+    expect((await memoriesOf(mneme)).map((memory) => memory.content).sort()).toEqual([
+      'Oz has a zebra called Quill',
+      'Oz says Quill has new stripes!',
+      'Oz says Rain tomorrow!',
+    ]);
+  });
+
   it('links the facts of one exchange as co_extracted', async () => {
     const { mneme } = await engine();
     await mneme.ingest({

@@ -63,7 +63,9 @@ interface MessageRun {
  * new facts inserted together, each valid from the message's time, and the facts of the message
  * linked as `co_extracted`. A fact that changes what a memory said is inserted and supersedes it
  * (the older memory stays, marked `supersededBy`, with a `supersedes` link from the newer). A memory
- * already citing the message is left alone, so a re-run writes nothing twice.
+ * already citing the message is left alone, so a re-run writes nothing twice. An extractor whose
+ * related memories only remove facts (`FactExtractor.relatedOnlyRemoves`) is asked without them
+ * first, and a message it finds no fact in is not searched (nor is any message without an extractor).
  */
 export async function extractFacts(
   context: EngineContext,
@@ -73,13 +75,27 @@ export async function extractFacts(
   target: ExtractionTarget,
 ): Promise<ExtractedFacts> {
   const speaker = await displayName(context, message.senderId);
+  // No extractor, or one whose related memories only remove facts and that finds none without them:
+  // the message gives no fact, so its related memories (and the memories citing it, which only facts
+  // are reconciled with) are not searched. The same writes, none, without the full-text search.
+  const unrelated =
+    extractor?.relatedOnlyRemoves === true
+      ? await runExtractor(context, extractor, { message, reply, speaker, related: [] })
+      : null;
+  if (extractor === null || unrelated?.length === 0) {
+    return { context: factsContext(context, extractor, message), updates: [], inserts: [], linked: [], supersedes: [] };
+  }
   const limit = context.policy.ingest.relatedMemories;
   const owners = searchOwners(message, target);
   const found = await relatedMemories(context, message.content, owners, limit * 2);
   const related = found.slice(0, limit);
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
-  const proposed = await runExtractor(context, extractor, { message, reply, speaker, related });
+  // Without related memories the answer is the one the extractor just gave.
+  const proposed =
+    unrelated !== null && related.length === 0
+      ? unrelated
+      : await runExtractor(context, extractor, { message, reply, speaker, related });
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
   const run: MessageRun = {
     message,
@@ -91,12 +107,7 @@ export async function extractFacts(
     updates: [],
     supersedes: [],
   };
-  const writeContext = {
-    at: context.clock.now(),
-    actor: `extractor:${extractor?.id ?? 'none'}`,
-    reason: `from message ${message.id}`,
-    deferred: true,
-  };
+  const writeContext = factsContext(context, extractor, message);
   for (const fact of facts) await applyFact(context, run, fact);
   return {
     context: writeContext,
@@ -104,6 +115,16 @@ export async function extractFacts(
     inserts: await withEmbeddings(context, run.pending),
     linked: run.written.map((memory) => memory.id),
     supersedes: run.supersedes,
+  };
+}
+
+/** The write context of a message's facts. */
+function factsContext(context: EngineContext, extractor: FactExtractor | null, message: Message) {
+  return {
+    at: context.clock.now(),
+    actor: `extractor:${extractor?.id ?? 'none'}`,
+    reason: `from message ${message.id}`,
+    deferred: true,
   };
 }
 

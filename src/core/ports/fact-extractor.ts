@@ -41,5 +41,14 @@ export interface FactExtractor {
    * Left out: one message per transaction (a model call never holds the store).
    */
   readonly inProcess?: boolean;
+  /**
+   * True for an extractor whose `related` memories only keep facts out of its answer (the offline one
+   * leaves out a fact a related memory already says): asked without them, it finds no fact only when it
+   * would find none with them, and it answers the same input the same way. Extraction then asks first
+   * without related memories and searches for them (and asks again with them, when it found some) only
+   * when that answer has facts, so a message that states nothing costs no full-text search. Left out:
+   * the related memories are always searched first.
+   */
+  readonly relatedOnlyRemoves?: boolean;
   extract(input: ExtractionInput, options?: { signal?: AbortSignal }): Promise<ExtractedFact[]>;
 }

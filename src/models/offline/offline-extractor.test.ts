@@ -225,6 +225,32 @@ describe('the offline extractor', () => {
     expect(contents('I love jazz music. I love jazz music.')).toEqual(['Oz loves jazz music.']);
   });
 
+  it('only leaves facts out for its related memories, never adds one (relatedOnlyRemoves)', () => {
+    expect(createOfflineExtractor().relatedOnlyRemoves).toBe(true);
+    const messages = [
+      'ok see you soon',
+      'What time is the standup tomorrow?',
+      'Could you check the deploy logs for me?',
+      'I prefer dark mode in every editor',
+      'my sister lives in Oslo with her two cats',
+      'I love jazz music. I love jazz music.',
+      'Always use tabs for indentation in Python code',
+      'We moved the team meeting to Thursdays at 10.',
+      'haha that was a great movie last night',
+      'The staging database runs on Postgres 16 now.',
+    ];
+    const stated = messages.flatMap((message) => contents(message));
+    const related = [...stated, 'Oz likes tea.', 'Oz uses tabs.'].map((content, id) => ({ id, content }));
+    for (const message of messages) {
+      const alone = contents(message);
+      for (const given of [related, related.slice(0, 3), related.slice(3)]) {
+        const withRelated = contents(message, { related: given });
+        expect(withRelated.filter((content) => !alone.includes(content))).toEqual([]);
+      }
+    }
+    expect(messages.filter((message) => contents(message).length === 0).length).toBeGreaterThan(2);
+  });
+
   it('returns facts the shared fact schema accepts, at most 20', () => {
     const long = Array.from({ length: 30 }, (_, index) => `I visited museum number ${index + 1} in Paris.`).join(' ');
     const result = facts(long);

@@ -423,6 +423,8 @@ export function createOfflineExtractor(): FactExtractor {
   return {
     id: 'offline',
     inProcess: true,
+    // `related` only removes a fact that a related memory states word for word (`known` below).
+    relatedOnlyRemoves: true,
     async extract(input: ExtractionInput): Promise<ExtractedFact[]> {
       return extractFacts(input);
     },

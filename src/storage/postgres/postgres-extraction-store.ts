@@ -65,7 +65,7 @@ export function createPostgresExtractionStore(
 
     // Each step commits on its own (a batch over a pooled connection would need every read of the
     // batch on its client): exactly once all the same, each watermark moving in its step's commit.
-    batch: (work) => work(),
+    batch: (work) => work(() => false),
 
     async apply(lease, step) {
       return writePg(

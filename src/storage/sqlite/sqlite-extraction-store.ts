@@ -115,7 +115,7 @@ export function createSqliteExtractionStore(
     },
 
     batch(work) {
-      return scheduler.section(work, {
+      return scheduler.section(() => work(() => scheduler.waiting()), {
         open() {
           database.pragma('synchronous = NORMAL');
           try {

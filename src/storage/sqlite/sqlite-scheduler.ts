@@ -61,6 +61,8 @@ export interface SqliteScheduler {
   section<T>(work: () => Promise<T>, ends: SectionEnds): Promise<T>;
   /** Holds the caller's section (see `section`), if it has one and does not hold it yet; else nothing. */
   hold(): Promise<void>;
+  /** True while a call or section started outside the section holding the connection waits for its end. */
+  waiting(): boolean;
   /** Ends every wait for a lock (each fails with its STORE_BUSY) and refuses to start new ones. */
   close(): void;
 }
@@ -92,6 +94,17 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
   const sections = new AsyncLocalStorage<Section>();
   /** The section holding the connection, and the promise resolved when it gives it back. */
   let holder: { section: Section; released: Promise<void> } | null = null;
+  /** Calls and sections waiting for the holder's end. */
+  let waiters = 0;
+
+  async function waitForHolder(): Promise<void> {
+    waiters++;
+    try {
+      while (holder && holder.section !== sections.getStore()) await holder.released;
+    } finally {
+      waiters--;
+    }
+  }
 
   function startTurn(): void {
     turnStartedAt = performance.now();
@@ -106,7 +119,7 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
       try {
         // Checked right before the call, in the same turn: a section may have taken the connection
         // while this call waited for its turn or a lock.
-        while (holder && holder.section !== sections.getStore()) await holder.released;
+        if (holder && holder.section !== sections.getStore()) await waitForHolder();
         return await call();
       } catch (error) {
         const remaining = deadline - performance.now();
@@ -141,7 +154,14 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
       };
       const hold = async () => {
         if (section.held || holder?.section === section) return;
-        while (holder) await holder.released;
+        if (holder) {
+          waiters++;
+          try {
+            while (holder) await holder.released;
+          } finally {
+            waiters--;
+          }
+        }
         // Taken in the same turn as the check above: no other section gets in between.
         section.held = true;
         holder = { section, released: new Promise<void>((resolve) => (release = resolve)) };
@@ -175,6 +195,9 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
     },
     hold() {
       return sections.getStore()?.hold() ?? Promise.resolve();
+    },
+    waiting() {
+      return waiters > 0;
     },
     close() {
       closing.abort();
