@@ -65,18 +65,18 @@ const ASSIGN_PAGE = 400;
 const BAND = Math.PI / 180;
 const BANDS = 181;
 /**
- * The overflow band: the band of this quantile of the angles of a sample of the store to their nearest
- * centroid, plus a margin; a vector in a higher band goes to the overflow partition (part -1).
+ * The overflow band: the band of the median angle of a sample of the store to its nearest centroid plus
+ * this many median absolute deviations (a robust outlier rule: far vectors do not move it until they
+ * are half the sample); a vector in a higher band goes to the overflow partition (part -1).
  */
-const OVERFLOW_QUANTILE = 0.9;
-const OVERFLOW_MARGIN_BANDS = 1;
+const OVERFLOW_DEVIATIONS = 3;
 const OVERFLOW_SAMPLE = 1024;
 const OVERFLOW_PART = -1;
 /**
- * The lists are trained again when the overflow partition has had more than this share of the store
- * written to it (about a tenth at training) and the store has grown by a quarter since.
+ * The lists are trained again when the overflow partition has had this share of the store more written
+ * to it than the sample put above the band at training, and the store has grown by a quarter since.
  */
-const OVERFLOW_RETRAIN_SHARE = 0.2;
+const OVERFLOW_RETRAIN_SHARE = 0.1;
 const OVERFLOW_RETRAIN_GROWTH = 1.25;
 /** Room for rounding between the angles computed at insert and at search. */
 const ANGLE_SLACK = 1e-6;
@@ -100,6 +100,8 @@ interface State {
   overflow_band: number | null;
   /** Vectors written to the overflow partition since the switch (only ever counted up). */
   overflow_vectors: number;
+  /** The share of the training's sample above the overflow band. */
+  overflow_share: number | null;
 }
 
 interface ListRow {
@@ -121,7 +123,8 @@ export function createSqliteVectorLists(
   function prepare() {
     return {
       state: database.prepare<[], State>(
-        `SELECT generation, lists, training_steps, maintained, watermark, trained_vectors, overflow_band, overflow_vectors
+        `SELECT generation, lists, training_steps, maintained, watermark, trained_vectors, overflow_band, overflow_vectors,
+           overflow_share
          FROM vector_list_state WHERE id = 1`,
       ),
       vectorCount: database.prepare<[], number>('SELECT coalesce(sum(vectors), 0) FROM vector_owners').pluck(),
@@ -218,13 +221,25 @@ export function createSqliteVectorLists(
     statements.widen.run({ band, list });
   }
 
-  /** The overflow band of `values`' centroids: a high quantile of a sample's bands, plus a margin. */
-  function overflowBand(values: Float32Array, count: number, dimensions: number, seed: number): number {
-    const bands = [...options.read(sample(OVERFLOW_SAMPLE, seed)).values()]
-      .map((vector) => Math.floor(placeOf(unit(vector.subarray(0, dimensions)), values, count).angle / BAND))
-      .sort((a, b) => a - b);
-    const quantile = bands[Math.min(bands.length - 1, Math.floor(OVERFLOW_QUANTILE * bands.length))];
-    return Math.min(BANDS - 1, (quantile ?? BANDS - 1) + OVERFLOW_MARGIN_BANDS);
+  /**
+   * The overflow band of `values`' centroids (the band of a sample's median angle to its nearest
+   * centroid plus 3 median absolute deviations) and the share of the sample above it.
+   */
+  function overflowBand(
+    values: Float32Array,
+    count: number,
+    dimensions: number,
+    seed: number,
+  ): { band: number; share: number } {
+    const angles = [...options.read(sample(OVERFLOW_SAMPLE, seed)).values()].map(
+      (vector) => placeOf(unit(vector.subarray(0, dimensions)), values, count).angle,
+    );
+    if (angles.length === 0) return { band: BANDS - 1, share: 0 };
+    const median = medianOf(angles);
+    const deviation = medianOf(angles.map((angle) => Math.abs(angle - median)));
+    const band = Math.min(BANDS - 1, Math.floor((median + OVERFLOW_DEVIATIONS * deviation) / BAND));
+    const share = angles.filter((angle) => Math.floor(angle / BAND) > band).length / angles.length;
+    return { band, share };
   }
 
   /** A deterministic sequence in [0, 1) per training step, so that a resumed training draws the same sample. */
@@ -303,7 +318,7 @@ export function createSqliteVectorLists(
     }
     // The switch: the trained centroids become the lists, every vector to be assigned again, those
     // farther from their centroid than the overflow band to the overflow partition.
-    const band = overflowBand(values, rows.length, dimensions, current.generation * 1000 + 999);
+    const overflow = overflowBand(values, rows.length, dimensions, current.generation * 1000 + 999);
     database.exec(`DELETE FROM vector_lists;
       INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
       DELETE FROM vector_list_training;
@@ -312,10 +327,10 @@ export function createSqliteVectorLists(
     database
       .prepare(
         `UPDATE vector_list_state SET generation = generation + 1, training_steps = NULL, maintained = 1, watermark = 0,
-           overflow_band = ?, overflow_vectors = 0
+           overflow_band = @band, overflow_vectors = 0, overflow_share = @share
          WHERE id = 1`,
       )
-      .run(band);
+      .run(overflow);
     preparedList = null;
     rangeStatements.clear();
   }
@@ -339,7 +354,7 @@ export function createSqliteVectorLists(
   function retrain(current: State, total: number): boolean {
     if (total >= RETRAIN_GROWTH * current.trained_vectors) return true;
     return (
-      current.overflow_vectors > OVERFLOW_RETRAIN_SHARE * total &&
+      current.overflow_vectors > ((current.overflow_share ?? 0) + OVERFLOW_RETRAIN_SHARE) * total &&
       total >= OVERFLOW_RETRAIN_GROWTH * current.trained_vectors
     );
   }
@@ -438,6 +453,12 @@ function createListBitsTable(database: Database.Database, dimensions: number): v
       chunk_size=${CHUNK_SIZE}
     );
     CREATE INDEX memory_vector_list_bits_chunks_by_part ON memory_vector_list_bits_chunks (partition00);`);
+}
+
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
 function binaryCodeOf(vector: Float32Array): Buffer {
