@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
-import { LIST_MIN_VECTORS } from '../../storage/sqlite/sqlite-vector-lists.js';
 import { cosine } from './consolidate-task.js';
 import { LINK_COSINE } from './link-task.js';
 import { ALL_CHANNELS } from './maintenance-task.js';
@@ -28,6 +27,9 @@ async function similarity(left: string, right: string): Promise<number> {
   const [a, b] = await model.embed([left, right], 'document');
   return cosine(a ?? new Float32Array(), b ?? new Float32Array());
 }
+
+/** Stores of this many vectors get inverted lists in the test of linking's build of them. */
+const LIST_MIN_VECTORS = 1000;
 
 const trip = 'Oz plans a trip to Lisbon in May with Mia and Leo and the kids';
 const sameTrip = 'Oz plans a trip to Lisbon in May with Mia and Leo and the dog';
@@ -84,7 +86,8 @@ describe('the linking task', () => {
   });
 
   it('builds the inverted lists of a large store before its searches', { timeout: 120_000 }, async () => {
-    const engine = await open();
+    const engine = await openMaintenanceEngine({ embedder: model, vectorListMinVectors: LIST_MIN_VECTORS });
+    engines.push(engine);
     const contents = Array.from(
       { length: LIST_MIN_VECTORS },
       (_, index) => `note${index} colour${index % 97} town${index % 89}`,
