@@ -91,13 +91,18 @@ export interface MaintenanceEngineOptions {
   summariser?: EpisodeSummariser;
   merger?: MemoryMerger;
   dreamer?: Dreamer;
+  /** SQLite's: stores with fewer vectors get no inverted lists. */
+  vectorListMinVectors?: number;
 }
 
 /** Opens an engine the way `createMneme` does, on `:memory:` unless told otherwise, with a fixed clock. */
 export async function openMaintenanceEngine(options: MaintenanceEngineOptions = {}): Promise<MaintenanceEngine> {
   const storage =
     options.store === undefined || options.store === 'sqlite'
-      ? createSqliteStorage({ path: options.path ?? ':memory:' })
+      ? createSqliteStorage({
+          path: options.path ?? ':memory:',
+          ...(options.vectorListMinVectors === undefined ? {} : { vectorListMinVectors: options.vectorListMinVectors }),
+        })
       : await postgresStorage(options.store);
   const embedder = options.embedder ?? null;
   if (embedder) await storage.configureVectors({ model: embedder.modelId, dimensions: embedder.dimensions });

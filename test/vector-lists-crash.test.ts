@@ -25,8 +25,8 @@ const LIST_MIN_VECTORS = 300;
 /**
  * A process that writes to the vector index of the file as fast as it can, through the built library:
  * each transaction is either one step of the inverted lists (training, assignment, the switch to a new
- * training as the store grows) or ten new vectors (clustered, some near copies) and three removed; it
- * prints a line after each commit.
+ * training as the store grows) or ten new vectors (clustered, one in ten far from every centre, some near
+ * copies) and three removed; it prints a line after each commit.
  */
 const writer = `
   const { openSqliteDatabase } = await import(${JSON.stringify(pathToFileURL(join(dist, 'storage/sqlite/sqlite-database.js')).href)});
@@ -46,7 +46,7 @@ const writer = `
       if (random() < 0.5 && index.indexStep()) return;
       for (let n = 0; n < 10; n++) {
         const centre = centres[Math.floor(random() * centres.length)];
-        const vector = centre.map((value) => value + normal() * 1.22);
+        const vector = n === 9 ? centre.map(() => normal() * 1.22) : centre.map((value) => value + normal() * 1.22);
         index.put(next++, owners[Math.floor(random() * owners.length)], { model: 'm', vector });
         if (n % 3 === 0) index.put(next++, 'global', { model: 'm', vector: vector.map((value) => value + normal() * 0.1) });
       }
@@ -114,6 +114,10 @@ describe('the inverted lists of the vector index after kill -9 in the middle of 
       const index = createSqliteVectorIndex(database, { listMinVectors: LIST_MIN_VECTORS });
       while (database.transaction(() => index.indexStep()).immediate());
       expect(disagreements(path)).toEqual([]);
+      // The far vectors went to the overflow partition.
+      expect(
+        database.prepare<[], number>('SELECT overflow_vectors FROM vector_list_state WHERE id = 1').pluck().get(),
+      ).toBeGreaterThan(0);
       const ids = database
         .prepare<[], number>('SELECT key / 64 FROM memory_vector_slices WHERE key % 64 = 0 ORDER BY key')
         .pluck()

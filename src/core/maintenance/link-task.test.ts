@@ -3,6 +3,7 @@ import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/mai
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
 import { cosine } from './consolidate-task.js';
 import { LINK_COSINE } from './link-task.js';
+import { ALL_CHANNELS } from './maintenance-task.js';
 
 const model = createFakeEmbeddingModel({ dimensions: 64 });
 const engines: MaintenanceEngine[] = [];
@@ -26,6 +27,9 @@ async function similarity(left: string, right: string): Promise<number> {
   const [a, b] = await model.embed([left, right], 'document');
   return cosine(a ?? new Float32Array(), b ?? new Float32Array());
 }
+
+/** Stores of this many vectors get inverted lists in the test of linking's build of them. */
+const LIST_MIN_VECTORS = 1000;
 
 const trip = 'Oz plans a trip to Lisbon in May with Mia and Leo and the kids';
 const sameTrip = 'Oz plans a trip to Lisbon in May with Mia and Leo and the dog';
@@ -79,6 +83,45 @@ describe('the linking task', () => {
     await engine.mneme.forget(older.id);
     expect(await link(engine)).toMatchObject({ checked: 0, created: 0, removed: 1 });
     expect(await engine.mneme.links(newer.id)).toEqual([]);
+  });
+
+  it('builds the inverted lists of a large store before its searches', { timeout: 120_000 }, async () => {
+    const engine = await openMaintenanceEngine({ embedder: model, vectorListMinVectors: LIST_MIN_VECTORS });
+    engines.push(engine);
+    const contents = Array.from(
+      { length: LIST_MIN_VECTORS },
+      (_, index) => `note${index} colour${index % 97} town${index % 89}`,
+    );
+    const vectors = await model.embed(contents, 'document');
+    await engine.storage.memories.insert(
+      contents.map((content, index) => {
+        const vector = vectors[index];
+        return {
+          content,
+          category: 'fact',
+          sector: 'semantic',
+          scope: 'global',
+          owner: 'global',
+          userId: null,
+          channelId: null,
+          projectId: null,
+          topicId: null,
+          source: 'manual',
+          importance: 0.5,
+          pinned: false,
+          sourceMessageIds: [],
+          sourceIds: [],
+          embedding: vector ? { model: model.modelId, vector } : null,
+        };
+      }),
+      { at: Date.now(), actor: null },
+    );
+    // Only the newest few to link: the searches are not what this test is about.
+    await engine.storage.maintenanceState.set(ALL_CHANNELS, 'link', { watermark: LIST_MIN_VECTORS - 5 });
+    const report = await link(engine);
+    expect(report.checked).toBe(5);
+    // Trained and filled: the next step has nothing to do.
+    expect(await engine.storage.maintenance.indexStep()).toBe(false);
   });
 
   it('without an embedding model only cleans up, and says so', async () => {

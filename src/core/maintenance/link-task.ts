@@ -23,8 +23,10 @@ export interface LinkReport extends TaskReport {
 /**
  * Links each memory newer than the link watermark to its nearest older memories with cosine > 0.85
  * (`semantic`, strength = cosine), one KNN query per memory through the scoped vector search, bounded
- * by that cosine (the index scans for close codes only and ranks a few candidates exactly): a
- * global memory may link to any owner's, others only to their own owner's and global ones. A page
+ * by that cosine (the index scans for close codes only and ranks a few candidates exactly; in a large
+ * store it reads only the inverted lists' angle bands that may hold such a neighbour, built first in
+ * bounded steps, ADR 20): a global memory may link to any owner's, others only to their own owner's
+ * and global ones. A page
  * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
  */
@@ -34,6 +36,9 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
   if (embedder) {
     const state = await storage.maintenanceState.get(ALL_CHANNELS, 'link');
     let afterId = state?.watermark ?? 0;
+    // The neighbour searches of a large store read inverted lists (ADR 20): first train and fill
+    // them, a bounded step at a time, when there is something to link.
+    if (afterId < (await storage.maintenance.latestMemoryId())) while (await storage.maintenance.indexStep());
     for (;;) {
       const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
       if (page.length === 0) break;

@@ -20,6 +20,8 @@ export interface OpenSqliteOptions {
   busyTimeoutMs?: number;
   /** Stop migrating at this schema version (tests of migrations only). */
   migrateTo?: number;
+  /** Stores with fewer vectors get no inverted lists (`LIST_MIN_VECTORS` by default; tests only). */
+  vectorListMinVectors?: number;
 }
 
 /**

@@ -508,6 +508,20 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 17,
+    name: 'the overflow partition of the inverted lists',
+    sql: `
+      -- ADR 20 (2026-12-01, later). A vector whose angle band to its nearest centroid is above
+      -- overflow_band goes to the overflow partition of memory_vector_list_bits (part -1), which every
+      -- search reads, instead of its list; NULL for lists trained before this step (trained again).
+      -- overflow_vectors counts the rows written there since the switch, overflow_share is the share
+      -- of the training's sample above the band (their difference is a reason to train again).
+      ALTER TABLE vector_list_state ADD COLUMN overflow_band INTEGER;
+      ALTER TABLE vector_list_state ADD COLUMN overflow_vectors INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE vector_list_state ADD COLUMN overflow_share REAL;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;

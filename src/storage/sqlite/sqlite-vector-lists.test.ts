@@ -58,22 +58,29 @@ function scaled(vector: Float32Array, length: number): Float32Array {
  * Clustered: 12 centres, members at a cosine of about 0.6 to theirs (as in the bench's corpus), the
  * neighbour turned by 25 to 31.5 degrees straight towards or away from the centre, where the lists'
  * bound (angle to the centroid, give or take the linking angle) is tightest. Unclustered: Gaussian
- * vectors and neighbours at a cosine of 0.8 to 0.98 in any direction.
+ * vectors and neighbours at a cosine of 0.8 to 0.98 in any direction. With outliers: clustered, but
+ * one vector in twelve Gaussian (about 90 degrees from every centre, as a text unlike any topic is),
+ * its neighbour in any direction.
  */
-function vectorsFor(kind: 'clustered' | 'unclustered', count: number, seed: number, firstId = 1): Stored[] {
+function vectorsFor(
+  kind: 'clustered' | 'unclustered' | 'with outliers',
+  count: number,
+  seed: number,
+  firstId = 1,
+): Stored[] {
   const random = createSeededRandom(seed);
   const stored: Stored[] = [];
   const owner = () => OWNERS[random.below(OWNERS.length)] ?? 'global';
   while (stored.length < count) {
     const centre = centres[random.below(centres.length)] ?? gaussian(random);
-    const vector = kind === 'clustered' ? near(centre, random, 0.6) : gaussian(random);
+    const outlier = kind === 'unclustered' || (kind === 'with outliers' && random.next() < 1 / 12);
+    const vector = outlier ? gaussian(random) : near(centre, random, 0.6);
     stored.push({ id: firstId + stored.length, owner: owner(), vector });
     if (stored.length % 3 === 1) {
       const degrees = 25 + random.next() * 6.5;
-      const neighbour =
-        kind === 'clustered'
-          ? turned(vector, centre, ((random.next() < 0.5 ? 1 : -1) * degrees * Math.PI) / 180)
-          : near(vector, random, 0.8 + random.next() * 0.18);
+      const neighbour = outlier
+        ? near(vector, random, 0.8 + random.next() * 0.18)
+        : turned(vector, centre, ((random.next() < 0.5 ? 1 : -1) * degrees * Math.PI) / 180);
       stored.push({ id: firstId + stored.length, owner: owner(), vector: neighbour });
     }
   }
@@ -142,11 +149,27 @@ function misses(index: SqliteVectorIndex, stored: readonly Stored[], queries: nu
   return problems;
 }
 
+function overflow(database: Database.Database) {
+  return database
+    .prepare<[], { overflow_band: number | null; overflow_vectors: number }>(
+      'SELECT overflow_band, overflow_vectors FROM vector_list_state WHERE id = 1',
+    )
+    .get();
+}
+
+/** The ids in the overflow partition. */
+function overflowIds(database: Database.Database): number[] {
+  return database
+    .prepare<[], number>('SELECT memory_id FROM memory_vector_list_bits WHERE part = -1 ORDER BY memory_id')
+    .pluck()
+    .all();
+}
+
 describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, () => {
-  it.each(['clustered', 'unclustered'] as const)(
+  it.each(['clustered', 'unclustered', 'with outliers'] as const)(
     'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors',
     (kind) => {
-      const stored = vectorsFor(kind, 1500, kind === 'clustered' ? 11 : 12);
+      const stored = vectorsFor(kind, 1500, { clustered: 11, unclustered: 12, 'with outliers': 24 }[kind]);
       const { database, index } = openIndex(500);
       put(database, index, stored);
       expect(build(database, index)).toBeGreaterThan(0);
@@ -159,8 +182,85 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     },
   );
 
+  it.each([12, 4])(
+    'put the vectors far from every centroid in the overflow partition, so that the lists stay narrow, with one vector in %i far',
+    (every) => {
+      // Members of the 12 centres and, one in `every`, a Gaussian vector.
+      const random = createSeededRandom(25);
+      const stored = Array.from({ length: 1500 }, (_, position) => ({
+        id: position + 1,
+        owner: OWNERS[position % OWNERS.length] ?? 'global',
+        vector:
+          position % every === 0
+            ? gaussian(random)
+            : near(centres[random.below(centres.length)] ?? new Float32Array(DIMENSIONS), random, 0.6),
+      }));
+      const { database, index } = openIndex(500);
+      put(database, index, stored);
+      build(database, index);
+      const band = overflow(database)?.overflow_band ?? null;
+      expect(band).not.toBeNull();
+      // Members lie about 53 degrees from their centre, the Gaussian vectors about 90.
+      expect(band).toBeGreaterThan(50);
+      expect(band).toBeLessThan(75);
+      const far = stored
+        .filter(
+          (row) => Math.max(...centres.map((centre) => cosine(centre, row.vector))) < Math.cos((80 * Math.PI) / 180),
+        )
+        .map((row) => row.id);
+      expect(far.length).toBeGreaterThan(50);
+      const inOverflow = overflowIds(database);
+      // Most of them (k-means may give a few Gaussian vectors a centroid of their own, close enough).
+      expect(far.filter((id) => inOverflow.includes(id)).length).toBeGreaterThan(far.length / 2);
+      expect(inOverflow.length).toBeLessThan(stored.length * (1 / every + 0.1));
+      expect(overflow(database)?.overflow_vectors).toBe(inOverflow.length);
+      // No list's band range reaches the far vectors' bands.
+      const top = database.prepare<[], number>('SELECT max(high_band) FROM vector_lists').pluck().get() ?? 0;
+      expect(top).toBeLessThanOrEqual(band ?? 0);
+      expect(misses(index, stored, 60, 26)).toEqual([]);
+    },
+  );
+
+  it('train lists from before the overflow partition again', () => {
+    const stored = vectorsFor('with outliers', 800, 27);
+    const { database, index } = openIndex(500);
+    put(database, index, stored);
+    build(database, index);
+    database.prepare('UPDATE vector_list_state SET overflow_band = NULL').run();
+    expect(build(database, index)).toBeGreaterThan(0);
+    expect(listState(database)?.generation).toBe(2);
+    expect(overflow(database)?.overflow_band).not.toBeNull();
+    expect(misses(index, stored, 30, 28)).toEqual([]);
+  });
+
+  it('are trained again once the overflow partition holds a tenth of the store more than at training, the store grown by a quarter', () => {
+    const stored = vectorsFor('clustered', 1000, 29);
+    const { database, index } = openIndex(500);
+    put(database, index, stored);
+    build(database, index);
+    expect(listState(database)?.generation).toBe(1);
+    const random = createSeededRandom(30);
+    const far = (count: number, firstId: number) =>
+      Array.from({ length: count }, (_, position) => ({
+        id: firstId + position,
+        owner: 'global',
+        vector: gaussian(random),
+      }));
+    // The overflow a tenth of the store more than at training, but the store grown by less than a quarter: kept.
+    const some = far(240, 5000);
+    put(database, index, some);
+    expect(build(database, index)).toBe(0);
+    const more = far(20, 6000);
+    put(database, index, more);
+    expect(build(database, index)).toBeGreaterThan(0);
+    expect(listState(database)?.generation).toBe(2);
+    const all = [...stored, ...some, ...more];
+    expect(listedIds(database)).toEqual(all.map((row) => row.id));
+    expect(misses(index, all, 30, 31)).toEqual([]);
+  });
+
   it('answer exactly at every step of training and assignment, and cover every vector once done', () => {
-    const stored = vectorsFor('clustered', 1000, 13);
+    const stored = vectorsFor('with outliers', 1000, 13);
     const { database, index } = openIndex(500);
     put(database, index, stored);
     let steps = 0;

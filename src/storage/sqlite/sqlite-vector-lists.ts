@@ -10,6 +10,12 @@ import type Database from 'better-sqlite3';
  * at most `a` from a query has `|angle(query, centroid) - r| <= a`: a search reads only the bands of
  * each list within `a` of the query's angle to its centroid, and misses nothing above the cosine.
  *
+ * A vector farther from its nearest centroid than most of the training's sample (the overflow band,
+ * set when the lists are trained) goes to one overflow partition instead of its list, which every
+ * search reads whole: one far vector would otherwise widen its list's band range to where every
+ * query reaches it (a text unlike any topic lies about 90 degrees from every centroid, and so does a
+ * query from another topic), and no list would be skipped.
+ *
  * Crash safety as in ADR 10: a vector's list row is written by `put` in its memory's transaction once
  * the lists are maintained; training, the assignment of the existing vectors (paged by memory id, the
  * watermark in `vector_list_state`) and the switch to a new training are each one bounded step in one
@@ -46,8 +52,12 @@ export interface SqliteVectorListsOptions {
   read(memoryIds: readonly number[]): Map<number, Float32Array>;
 }
 
-/** Stores with fewer vectors than this get no lists: a bucket scan of them costs well under a millisecond. */
-export const LIST_MIN_VECTORS = 4096;
+/**
+ * Stores with fewer vectors than this get no lists: a search through them costs 3 to 4 ms of CPU at least
+ * (about 30 band queries of 90 microseconds and the centroid products), what a bucket scan of about
+ * 35,000 codes costs (ADR 20, 2026-12-01: 8.6-12.2 ms against 1.4-1.6 at 13,097 vectors).
+ */
+export const LIST_MIN_VECTORS = 32_768;
 /** A store retrains once it holds this many times the vectors it had when its lists were trained. */
 const RETRAIN_GROWTH = 4;
 /** Vectors drawn per training step (mini-batch k-means), and training steps. */
@@ -58,6 +68,20 @@ const ASSIGN_PAGE = 400;
 /** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
 const BAND = Math.PI / 180;
 const BANDS = 181;
+/**
+ * The overflow band: the band of the median angle of a sample of the store to its nearest centroid plus
+ * this many median absolute deviations (a robust outlier rule: far vectors do not move it until they
+ * are half the sample); a vector in a higher band goes to the overflow partition (part -1).
+ */
+const OVERFLOW_DEVIATIONS = 3;
+const OVERFLOW_SAMPLE = 1024;
+const OVERFLOW_PART = -1;
+/**
+ * The lists are trained again when the overflow partition has had this share of the store more written
+ * to it than the sample put above the band at training, and the store has grown by a quarter since.
+ */
+const OVERFLOW_RETRAIN_SHARE = 0.1;
+const OVERFLOW_RETRAIN_GROWTH = 1.25;
 /** Room for rounding between the angles computed at insert and at search. */
 const ANGLE_SLACK = 1e-6;
 const CHUNK_SIZE = 64;
@@ -76,6 +100,12 @@ interface State {
   maintained: number;
   watermark: number | null;
   trained_vectors: number;
+  /** A vector in a higher band goes to the overflow partition; null for lists trained before migration 17. */
+  overflow_band: number | null;
+  /** Vectors written to the overflow partition since the switch (only ever counted up). */
+  overflow_vectors: number;
+  /** The share of the training's sample above the overflow band. */
+  overflow_share: number | null;
 }
 
 interface ListRow {
@@ -97,7 +127,9 @@ export function createSqliteVectorLists(
   function prepare() {
     return {
       state: database.prepare<[], State>(
-        'SELECT generation, lists, training_steps, maintained, watermark, trained_vectors FROM vector_list_state WHERE id = 1',
+        `SELECT generation, lists, training_steps, maintained, watermark, trained_vectors, overflow_band, overflow_vectors,
+           overflow_share
+         FROM vector_list_state WHERE id = 1`,
       ),
       vectorCount: database.prepare<[], number>('SELECT coalesce(sum(vectors), 0) FROM vector_owners').pluck(),
       listRows: database.prepare<[], ListRow>('SELECT list, low_band, high_band FROM vector_lists ORDER BY list'),
@@ -129,6 +161,7 @@ export function createSqliteVectorLists(
         'INSERT INTO memory_vector_list_bits (memory_id, part, bits, owner_id) VALUES (?, ?, vec_bit(?), ?)',
       ),
       remove: database.prepare<[bigint]>('DELETE FROM memory_vector_list_bits WHERE memory_id = ?'),
+      overflowed: database.prepare('UPDATE vector_list_state SET overflow_vectors = overflow_vectors + 1 WHERE id = 1'),
       widen: database.prepare<[{ band: number; list: number }]>(
         `UPDATE vector_lists SET low_band = min(coalesce(low_band, @band), @band), high_band = max(coalesce(high_band, @band), @band)
          WHERE list = @list AND (low_band IS NULL OR low_band > @band OR high_band < @band)`,
@@ -183,8 +216,34 @@ export function createSqliteVectorLists(
     const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
     const statements = listSql();
     statements.remove.run(BigInt(memoryId));
+    if (current.overflow_band !== null && band > current.overflow_band) {
+      statements.insert.run(BigInt(memoryId), BigInt(OVERFLOW_PART), code, BigInt(ownerId));
+      statements.overflowed.run();
+      return;
+    }
     statements.insert.run(BigInt(memoryId), BigInt(list * BANDS + band), code, BigInt(ownerId));
     statements.widen.run({ band, list });
+  }
+
+  /**
+   * The overflow band of `values`' centroids (the band of a sample's median angle to its nearest
+   * centroid plus 3 median absolute deviations) and the share of the sample above it.
+   */
+  function overflowBand(
+    values: Float32Array,
+    count: number,
+    dimensions: number,
+    seed: number,
+  ): { band: number; share: number } {
+    const angles = [...options.read(sample(OVERFLOW_SAMPLE, seed)).values()].map(
+      (vector) => placeOf(unit(vector.subarray(0, dimensions)), values, count).angle,
+    );
+    if (angles.length === 0) return { band: BANDS - 1, share: 0 };
+    const median = medianOf(angles);
+    const deviation = medianOf(angles.map((angle) => Math.abs(angle - median)));
+    const band = Math.min(BANDS - 1, Math.floor((median + OVERFLOW_DEVIATIONS * deviation) / BAND));
+    const share = angles.filter((angle) => Math.floor(angle / BAND) > band).length / angles.length;
+    return { band, share };
   }
 
   /** A deterministic sequence in [0, 1) per training step, so that a resumed training draws the same sample. */
@@ -261,7 +320,9 @@ export function createSqliteVectorLists(
       database.prepare('UPDATE vector_list_state SET training_steps = ? WHERE id = 1').run(steps + 1);
       return;
     }
-    // The switch: the trained centroids become the lists, every vector to be assigned again.
+    // The switch: the trained centroids become the lists, every vector to be assigned again, those
+    // farther from their centroid than the overflow band to the overflow partition.
+    const overflow = overflowBand(values, rows.length, dimensions, current.generation * 1000 + 999);
     database.exec(`DELETE FROM vector_lists;
       INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
       DELETE FROM vector_list_training;
@@ -269,10 +330,11 @@ export function createSqliteVectorLists(
     createListBitsTable(database, dimensions);
     database
       .prepare(
-        `UPDATE vector_list_state SET generation = generation + 1, training_steps = NULL, maintained = 1, watermark = 0
+        `UPDATE vector_list_state SET generation = generation + 1, training_steps = NULL, maintained = 1, watermark = 0,
+           overflow_band = @band, overflow_vectors = 0, overflow_share = @share
          WHERE id = 1`,
       )
-      .run();
+      .run(overflow);
     preparedList = null;
     rangeStatements.clear();
   }
@@ -290,6 +352,15 @@ export function createSqliteVectorLists(
     }
     const watermark = ids.length < ASSIGN_PAGE ? null : (ids.at(-1) ?? after);
     database.prepare('UPDATE vector_list_state SET watermark = ? WHERE id = 1').run(watermark);
+  }
+
+  /** Whether lists in use should be trained again: the store grew 4 times, or the overflow holds too much of it. */
+  function retrain(current: State, total: number): boolean {
+    if (total >= RETRAIN_GROWTH * current.trained_vectors) return true;
+    return (
+      current.overflow_vectors > ((current.overflow_share ?? 0) + OVERFLOW_RETRAIN_SHARE) * total &&
+      total >= OVERFLOW_RETRAIN_GROWTH * current.trained_vectors
+    );
   }
 
   function rangeStatement(owners: number | null) {
@@ -320,7 +391,7 @@ export function createSqliteVectorLists(
       }
       const total = sql().vectorCount.get() ?? 0;
       if (total < minVectors) return false;
-      if (current?.maintained && total < RETRAIN_GROWTH * current.trained_vectors) return false;
+      if (current?.maintained && current.overflow_band !== null && !retrain(current, total)) return false;
       startTraining(total, current, dimensions);
       return true;
     },
@@ -367,6 +438,10 @@ export function createSqliteVectorLists(
         const base = row.list * BANDS;
         found.push(...statement.all(code, wanted, BigInt(base + low), BigInt(base + high), ...owners, bound));
       }
+      if (current.overflow_band !== null) {
+        const part = BigInt(OVERFLOW_PART);
+        found.push(...statement.all(code, wanted, part, part, ...owners, bound));
+      }
       return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
     },
   };
@@ -382,6 +457,12 @@ function createListBitsTable(database: Database.Database, dimensions: number): v
       chunk_size=${CHUNK_SIZE}
     );
     CREATE INDEX memory_vector_list_bits_chunks_by_part ON memory_vector_list_bits_chunks (partition00);`);
+}
+
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
 function binaryCodeOf(vector: Float32Array): Buffer {
