@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { porterStem } from '../../core/recall/porter-stem.js';
 
 /**
  * The word counts of migration 16 (ADR 25): how many memories of each owner key hold each stem of the
@@ -64,6 +65,10 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   }
 
   function stems(term: string): readonly string[] {
+    // A lower-case ASCII word is one token, stemmed by `porterStem` exactly as the index's porter
+    // tokenizer stems it (`sqlite-porter-stem.test.ts`; FTS5 leaves tokens over 64 bytes alone): no
+    // statement at all, so a read-only recall runs no INSERT, not even into the tokenizer's table.
+    if (/^[a-z0-9]{1,64}$/.test(term)) return [porterStem(term)];
     const known = stemsOf.get(term);
     if (known) return known;
     const found = tokenize(term);

@@ -45,13 +45,16 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     if (!statement) {
       const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
       const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
-      statement = database.prepare<unknown[], TermMatch>(
-        `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two, d.sz AS size
+      // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes): a term's matches may be many.
+      statement = database
+        .prepare<unknown[], TermMatch>(
+          `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two, d.sz AS size
           FROM memories_fts
           JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
           JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
           WHERE memories_fts MATCH ? AND ${state} AND m.owner IN (${placeholders(ownerCount)})`,
-      );
+        )
+        .raw();
       byTerm.set(key, statement);
     }
     return statement;
@@ -84,12 +87,12 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
         const query = ftsQuery([term]);
         if (query === null) return;
         const weight = idf(index);
-        for (const match of statement.all(query, ...owners)) {
-          const length = varints(match.size).reduce((sum, size) => sum + size, 0);
-          const times = frequency(match, length, indexAverage);
-          const entry = found.get(match.id) ?? { length, score: 0 };
-          entry.score += weight * saturated(times, length, averageLength);
-          found.set(match.id, entry);
+        for (const [id, one, two, size] of statement.all(query, ...owners)) {
+          const length = documentLength(size);
+          const times = frequency(one, two, length, indexAverage);
+          const entry = found.get(id);
+          if (entry) entry.score += weight * saturated(times, length, averageLength);
+          else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
         }
       });
       const rareQuery = ftsQuery(rare);
@@ -115,11 +118,18 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   };
 }
 
-interface TermMatch {
-  id: number;
-  one: number;
-  two: number;
-  size: Buffer;
+/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record. */
+type TermMatch = [id: number, one: number, two: number, size: Buffer];
+
+/** A memory's length in tokens: the sum of its document sizes record (one varint a column). */
+function documentLength(record: Buffer): number {
+  // Columns under 128 tokens are one byte each: the common case, without building a list.
+  let length = 0;
+  for (const byte of record) {
+    if (byte >= 0x80) return varints(record).reduce((sum, size) => sum + size, 0);
+    length += byte;
+  }
+  return length;
 }
 
 /** BM25's term-frequency part for a term found `times` in a memory of `length` tokens. */
@@ -133,9 +143,9 @@ function saturated(times: number, length: number, averageLength: number): number
  * the memory's length and avgdl the index's average), 1/s(w) = 1/C + K/(C·f·w), so the two values
  * give 1/C and K/(C·f), hence f. Weights 1 make f a whole number: rounded, it is exact.
  */
-function frequency(match: TermMatch, length: number, indexAverage: number): number {
-  const one = 1 / -match.one;
-  const two = 1 / -match.two;
+function frequency(bm25One: number, bm25Two: number, length: number, indexAverage: number): number {
+  const one = 1 / -bm25One;
+  const two = 1 / -bm25Two;
   const k = K1 * (1 - B + (B * length) / indexAverage);
   const perTimes = 2 * (one - two);
   if (!(perTimes > 0) || !Number.isFinite(one)) return 1;
