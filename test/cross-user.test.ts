@@ -1086,6 +1086,58 @@ describe.each(stores)('on $name', (store) => {
     });
   });
 
+  describe('word statistics (ADR 24, closed by ADR 25)', () => {
+    /**
+     * A's recall and context of two words, in a store where B's personal memories and a room A is not
+     * in hold one of them `times` times together (written with B's and the administrator's real keys):
+     * both responses, as A's key reads them.
+     */
+    async function seenByA(times: number) {
+      const world = await openWorld(store);
+      try {
+        const remember = async (key: string, body: Record<string, unknown>) => {
+          const response = await world.send(key, 'POST', '/api/memories', body);
+          expect(response.status, response.text).toBe(201);
+        };
+        const mine = { scope: 'personal', userId: A.user };
+        await remember(world.keys.a, { ...mine, content: 'the quokkaridge trail' });
+        await remember(world.keys.a, { ...mine, content: 'the helixmoor trail' });
+        for (let index = 0; index < 10; index++) {
+          await remember(world.keys.admin, { content: `a trail map, sheet ${index}` });
+        }
+        for (let index = 0; index < times / 2; index++) {
+          await remember(world.keys.b, { scope: 'personal', userId: B.user, content: `quokkaridge ${index}` });
+          await remember(world.keys.admin, {
+            scope: 'room',
+            channelId: 'room-without-a',
+            content: `quokkaridge ${index}`,
+          });
+        }
+        const query = 'quokkaridge helixmoor';
+        const recalled = await world.send(world.keys.a, 'POST', '/api/memories/search', { query, explain: true });
+        const context = await world.send(world.keys.a, 'POST', '/api/context', { query });
+        expect(recalled.status, recalled.text).toBe(200);
+        expect(context.status, context.text).toBe(200);
+        return { recall: JSON.parse(recalled.text), context: JSON.parse(context.text) };
+      } finally {
+        await world.mneme.close();
+      }
+    }
+
+    it(
+      "gives A the same hits, order, scores, relevance and explanation whether B's memories and a room A is not in hold a word or not",
+      async () => {
+        const without = await seenByA(0);
+        const withWord = await seenByA(50);
+        expect(without.recall.hits.map((hit: { memory: { content: string } }) => hit.memory.content)).toEqual(
+          expect.arrayContaining(['the quokkaridge trail', 'the helixmoor trail']),
+        );
+        expect(withWord).toEqual(without);
+      },
+      WALK_TIMEOUT,
+    );
+  });
+
   describe('holes the walkers found', () => {
     let world: World;
     beforeAll(async () => {

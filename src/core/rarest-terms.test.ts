@@ -30,21 +30,24 @@ describe('the rarest terms of a bounded candidate search', () => {
     const storage = await orchard();
     const terms = ['orchard', 'apple', 'zebra', 'yak'];
     // yak 5, zebra 25, apple 250, orchard 500.
-    expect(await rarestTerms(storage.memories, terms, { maxTerms: 8, maxPostings: 30 })).toEqual(['zebra', 'yak']);
-    expect(await rarestTerms(storage.memories, terms, { maxTerms: 8, maxPostings: 300 })).toEqual([
+    expect(await rarestTerms(storage.memories, terms, null, { maxTerms: 8, maxPostings: 30 })).toEqual([
+      'zebra',
+      'yak',
+    ]);
+    expect(await rarestTerms(storage.memories, terms, null, { maxTerms: 8, maxPostings: 300 })).toEqual([
       'apple',
       'zebra',
       'yak',
     ]);
-    expect(await rarestTerms(storage.memories, terms, { maxTerms: 1, maxPostings: 10_000 })).toEqual(['yak']);
+    expect(await rarestTerms(storage.memories, terms, null, { maxTerms: 1, maxPostings: 10_000 })).toEqual(['yak']);
   });
 
   it('keeps one term when every term is in more memories than the bound: the first, as counts stop at the bound', async () => {
     const storage = await orchard();
     // Counts are exact up to the bound only: apple (250) and orchard (500) both count 11.
-    expect(await rarestTerms(storage.memories, ['orchard', 'apple'], { maxTerms: 8, maxPostings: 10 })).toEqual([
+    expect(await rarestTerms(storage.memories, ['orchard', 'apple'], null, { maxTerms: 8, maxPostings: 10 })).toEqual([
       'orchard',
     ]);
-    expect(await rarestTerms(storage.memories, [], { maxTerms: 8, maxPostings: 10 })).toEqual([]);
+    expect(await rarestTerms(storage.memories, [], null, { maxTerms: 8, maxPostings: 10 })).toEqual([]);
   });
 });

@@ -9,7 +9,8 @@ export interface RarestTermsBound {
 }
 
 /**
- * The rarest of `terms` in the store, in their order: rarest first (ties: the first), at most
+ * The rarest of `terms` among the memories of `owners` (the ones to be searched; `null`: every
+ * owner), in their order: rarest first (ties: the first), at most
  * `maxTerms`, and only while the memories they are in add up to at most `maxPostings` (the rarest
  * one always). A full-text search by them reads at most about that many index entries, whatever
  * the size of the store: the candidate searches of extraction and consolidation look for memories
@@ -20,21 +21,23 @@ export interface RarestTermsBound {
 export async function rarestTerms(
   memories: Pick<MemoryStore, 'termCounts'>,
   terms: readonly string[],
+  owners: readonly string[] | null,
   bound: RarestTermsBound,
 ): Promise<string[]> {
-  return (await rarestTermCounts(memories, terms, bound)).map((kept) => kept.term);
+  return (await rarestTermCounts(memories, terms, owners, bound)).map((kept) => kept.term);
 }
 
 /** `rarestTerms` with the count of each term kept (exact up to `maxPostings`; more: `maxPostings + 1`). */
 export async function rarestTermCounts(
   memories: Pick<MemoryStore, 'termCounts'>,
   terms: readonly string[],
+  owners: readonly string[] | null,
   bound: RarestTermsBound,
 ): Promise<Array<{ term: string; count: number }>> {
   if (terms.length === 0) return [];
   // Exact counts (up to the bound): the choice depends on the memories alone, not on what a process
   // remembers, so a run resumed after a crash searches as an uninterrupted one would.
-  const { counts } = await memories.termCounts(terms, { exactUpTo: bound.maxPostings });
+  const { counts } = await memories.termCounts(terms, { owners, exactUpTo: bound.maxPostings });
   const byRarity = terms
     .map((_term, index) => ({ index, count: counts[index] ?? 0 }))
     .sort((left, right) => left.count - right.count || left.index - right.index);

@@ -28,6 +28,24 @@ function said(senderId: string, content: string) {
   return { channelId: 'c', senderId, role: 'user' as const, content, topicId: null, createdAt: at };
 }
 
+/** What an imported memory has beyond a NewMemory (a TransferStore import). */
+const importedFields = {
+  strength: 0.7,
+  salience: 0.4,
+  accessCount: 0,
+  lastAccessedAt: null,
+  validFrom: at,
+  archivedAt: null,
+  fadedAt: null,
+  createdAt: at,
+  updatedAt: at,
+  decayedAt: null,
+  searchContext: null,
+  searchContextMessageId: null,
+  chunkMessageId: null,
+  chunkIndex: null,
+};
+
 /** A valid NewMemory with an embedding; override what the test is about. */
 async function newMemory(
   content: string,
@@ -169,7 +187,7 @@ export function describeStorageContract(
         ],
         context,
       );
-      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs']);
+      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs'], { owners: null });
       expect(counted.counts).toEqual([2, 2, 1, 0]);
       expect(counted.memories).toBeGreaterThanOrEqual(3);
     });
@@ -182,9 +200,106 @@ export function describeStorageContract(
         ],
         context,
       );
-      expect((await storage.memories.termCounts(['gliders'])).counts).toEqual([1]);
+      expect((await storage.memories.termCounts(['gliders'], { owners: null })).counts).toEqual([1]);
       await storage.memories.purgeUser('bob');
-      expect((await storage.memories.termCounts(['gliders'])).counts).toEqual([0]);
+      expect((await storage.memories.termCounts(['gliders'], { owners: null })).counts).toEqual([0]);
+    });
+
+    it("counts a viewer's words over the owner keys it may see, equal to a recount after every kind of write", async () => {
+      // An import (into the empty database), then inserts, an edit, an archive, a restore, a merge and a purge.
+      const session = await storage.transfer.beginImport();
+      await session.putUsers(['ann', 'bob'].map((id) => ({ id, displayName: null, createdAt: at, updatedAt: at })));
+      await session.insertMemories([
+        { ...importedFields, ...(await newMemory('imported kestrel marmot', { scope: 'personal', userId: 'bob' })) },
+        { ...importedFields, ...(await newMemory('imported glider', { scope: 'personal', userId: 'ann' })) },
+      ]);
+      await session.commit();
+      const [annKestrel, annMarmot, bobKestrel, bobGlider, , , annContext] = await storage.memories.insert(
+        [
+          await newMemory('kestrel glider', { scope: 'personal', userId: 'ann' }),
+          await newMemory('marmot', { scope: 'personal', userId: 'ann' }),
+          await newMemory('kestrel kestrel heron', { scope: 'personal', userId: 'bob' }),
+          await newMemory('glider', { scope: 'personal', userId: 'bob' }),
+          await newMemory('heron kestrel', { scope: 'room', channelId: 'r' }),
+          await newMemory('marmot heron'),
+          {
+            ...(await newMemory('yes', { scope: 'personal', userId: 'ann' })),
+            searchContext: 'Bob: a kestrel?',
+          },
+        ],
+        context,
+      );
+      await storage.memories.update(annMarmot?.id ?? 0, { content: 'marmot kestrel' }, context);
+      await storage.memories.archive([bobGlider?.id ?? 0, bobKestrel?.id ?? 0], context);
+      await storage.memories.restore(bobGlider?.id ?? 0, null, context);
+      await storage.maintenance.merge(
+        await newMemory('glider heron', { scope: 'personal', userId: 'ann' }),
+        [annKestrel?.id ?? 0, annContext?.id ?? 0],
+        context,
+      );
+      const counted = async () => {
+        const all = await storage.transfer.memories(0, 1000);
+        for (const owners of [
+          ['global', 'user:ann'],
+          ['global', 'user:ann', 'room:r'],
+          ['global', 'user:bob'],
+          ['user:bob'],
+          ['global'],
+          ['room:nobody'],
+        ]) {
+          const words = ['kestrel', 'glider', 'marmot', 'heron', 'imported', 'yes'];
+          const mine = all.filter((memory) => owners.includes(memory.owner));
+          const recount = words.map(
+            (word) =>
+              mine.filter((memory) =>
+                `${memory.content} ${memory.searchContext ?? ''}`
+                  .toLowerCase()
+                  .split(/[^a-z]+/)
+                  .includes(word),
+              ).length,
+          );
+          expect({ owners, ...(await storage.memories.termCounts(words, { owners })) }).toEqual({
+            owners,
+            memories: mine.length,
+            counts: recount,
+          });
+        }
+      };
+      await counted();
+      await storage.memories.purgeUser('bob');
+      await counted();
+      expect((await storage.memories.termCounts(['kestrel'], { owners: ['user:bob'] })).counts).toEqual([0]);
+    });
+
+    it("counts a viewer's words the same whether memories of owners it may not see hold them or not", async () => {
+      const alice = visibleOwners({ userId: 'alice' });
+      await storage.memories.insert(
+        [
+          await newMemory('the quokkaridge trail', { scope: 'personal', userId: 'alice' }),
+          await newMemory('the helixmoor trail', { scope: 'personal', userId: 'alice' }),
+        ],
+        context,
+      );
+      const seen = async () => ({
+        counts: await storage.memories.termCounts(['quokkaridge', 'helixmoor', 'trail'], { owners: alice }),
+        bounded: await storage.memories.termCounts(['quokkaridge', 'helixmoor'], { owners: alice, exactUpTo: 3 }),
+      });
+      const before = await seen();
+      expect(before.counts).toEqual({ memories: 2, counts: [1, 1, 2] });
+      const others = [];
+      for (let index = 0; index < 25; index++) {
+        others.push(
+          await newMemory(`quokkaridge ${index}`, { scope: 'personal', userId: 'bob' }, false),
+          await newMemory(`quokkaridge trail ${index}`, { scope: 'room', channelId: 'elsewhere' }, false),
+        );
+      }
+      await storage.memories.insert(others, context);
+      expect(await seen()).toEqual(before);
+      // A viewer who may see the room counts its words.
+      const inRoom = await storage.memories.termCounts(['quokkaridge'], {
+        owners: visibleOwners({ userId: 'alice', channelId: 'elsewhere' }),
+      });
+      expect(inRoom).toEqual({ memories: 27, counts: [26] });
     });
 
     it('counts exactly up to a bound when asked: a term in more memories counts the bound plus one', async () => {
@@ -197,12 +312,15 @@ export function describeStorageContract(
         ],
         context,
       );
-      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs'], { exactUpTo: 2 });
+      const counted = await storage.memories.termCounts(['oz', 'editor', 'helix', 'emacs'], {
+        owners: null,
+        exactUpTo: 2,
+      });
       expect(counted.counts).toEqual([3, 3, 1, 0]);
-      const whole = await storage.memories.termCounts(['oz', 'editor'], { exactUpTo: 10 });
+      const whole = await storage.memories.termCounts(['oz', 'editor'], { owners: null, exactUpTo: 10 });
       expect(whole.counts).toEqual([3, 3]);
       // Only words the index may have no term for (stop words in PostgreSQL): counted all the same.
-      const stopWords = await storage.memories.termCounts(['the', 'of'], { exactUpTo: 10 });
+      const stopWords = await storage.memories.termCounts(['the', 'of'], { owners: null, exactUpTo: 10 });
       expect(stopWords.counts).toHaveLength(2);
       expect(stopWords.counts[1]).toBe(0);
     });

@@ -117,13 +117,19 @@ export interface VectorSearch extends ScopedSearch {
 
 /** Options of `termCounts`. */
 export interface TermCountOptions {
+  /**
+   * Count among the memories whose owner key is in `owners` only: the viewer's (recall) or the ones
+   * being searched (extraction, consolidation), so no statistic depends on memories the asker may not
+   * see (ADR 25). `null`: every owner (the global viewer, admin tools).
+   */
+  owners: readonly string[] | null;
   /** Count exactly, now, up to this many memories a term (more: this plus one). */
   exactUpTo?: number;
 }
 
 /** What `termCounts` answers. */
 export interface TermCounts {
-  /** The number of memories, archived ones too (an upper bound is fine). */
+  /** The number of memories of the owners counted among, archived ones too (an upper bound is fine). */
   memories: number;
   /** For each term asked about, in order: the memories the full-text index finds it in. */
   counts: number[];
@@ -208,15 +214,18 @@ export interface MemoryStore {
   /** Full-text candidates among active memories (and faded ones with `includeFaded`), scope-filtered inside the query. */
   searchText(search: TextSearch): Promise<SearchHit[]>;
   /**
-   * How common each of `terms` is: the number of memories (archived ones too) whose text the full-text
-   * index finds it in, in the order given, and the number of memories (an upper bound is fine). Recall
-   * weighs query words by rarity with it; it may be approximate (counted again only when the store grew).
+   * How common each of `terms` is among the memories of `owners`: the number of them (archived ones too)
+   * whose text the full-text index finds it in, in the order given, and the number of memories (an upper
+   * bound is fine). Recall weighs query words by rarity with it. Counted over given owners, the counts are
+   * those of the per-owner word counts, exact at the call (a term the index splits into several words,
+   * such as `e-mail`, counts as its most common one); over every owner they may be approximate
+   * (counted again only when the store grew).
    * With `exactUpTo`, each count is read from the index at the call, exact up to that many (a term in
    * more memories counts `exactUpTo + 1`), reading at most that many entries a term: two processes over
    * the same memories get the same counts, so a candidate search chosen by them (`rarestTerms`) finds
    * the same memories after a restart as without one.
    */
-  termCounts(terms: readonly string[], options?: TermCountOptions): Promise<TermCounts>;
+  termCounts(terms: readonly string[], options: TermCountOptions): Promise<TermCounts>;
   /**
    * Nearest active memories (and faded ones with `includeFaded`) by cosine, scope-filtered inside the
    * KNN query; [] when `model` is not the indexed one.

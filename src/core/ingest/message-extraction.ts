@@ -175,7 +175,7 @@ async function relatedMemories(
 ): Promise<Memory[]> {
   if (limit <= 0) return [];
   const { memories } = context.storage;
-  const rarest = await rarestTermCounts(memories, queryTerms(text), relatedBound);
+  const rarest = await rarestTermCounts(memories, queryTerms(text), owners, relatedBound);
   const terms = [...new Set([...rarest.map((kept) => kept.term), ...slotSearchTerms(text)])];
   // Every term counted just now and within the bound (no fact-slot word added, the rarest not over
   // the bound): the store need not weigh which are very common.

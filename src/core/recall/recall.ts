@@ -175,7 +175,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const candidates = reciprocalRankFusion(lists);
   const [memories, weighted] = await Promise.all([
     context.storage.memories.get(candidates.map((candidate) => candidate.id)),
-    weightedTexts(context, texts),
+    weightedTexts(context, texts, owners),
   ]);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
   const named = await speakersNamed(context, fullQuery, candidates, byId, request.viewer.userId);
@@ -244,13 +244,17 @@ async function speakersNamed(
   return named;
 }
 
-/** The search texts' words with their weights (one storage call), each text with the weight its lists have. */
+/**
+ * The search texts' words with their weights (one storage call), each text with the weight its lists
+ * have; the words' rarity counted among the memories of `owners` (the viewer's) only (ADR 25).
+ */
 async function weightedTexts(
   context: EngineContext,
   texts: ReadonlyArray<{ text: string; weight: number }>,
+  owners: readonly string[],
 ): Promise<Array<{ terms: WeightedTerms; weight: number }>> {
   const terms = [...new Set(texts.flatMap(({ text }) => queryTerms(text)))];
-  const counted = terms.length === 0 ? null : await context.storage.memories.termCounts(terms);
+  const counted = terms.length === 0 ? null : await context.storage.memories.termCounts(terms, { owners });
   const idf = new Map(
     terms.map((term, index) => [term, inverseDocumentFrequency(counted?.memories ?? 0, counted?.counts[index] ?? 0)]),
   );
@@ -482,7 +486,7 @@ async function recentFirstHits(
   ]);
   const [matched, [weighted]] = await Promise.all([
     context.storage.memories.get(textHits.map((hit) => hit.id)),
-    weightedTexts(context, [{ text, weight: 1 }]),
+    weightedTexts(context, [{ text, weight: 1 }], owners),
   ]);
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);

@@ -147,9 +147,9 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
     async searchText({ terms: asked, owners, limit, includeFaded = false, maxTerms }) {
       if ((owners !== null && owners.length === 0) || limit <= 0 || asked.length === 0) return [];
       return withPgErrors('searching memories', async () => {
-        const terms = maxTerms === undefined ? asked : await frequencies.rarest(database, asked, maxTerms);
+        const terms = maxTerms === undefined ? asked : await frequencies.rarest(database, asked, maxTerms, owners);
         if (terms.length === 0) return [];
-        const search = await frequencies.weighted(database, terms, limit);
+        const search = await frequencies.weighted(database, terms, limit, owners);
         if (search === null) return [];
         const state = includeFaded ? '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)' : 'm.archived_at IS NULL';
         // The candidates through the GIN index (the tsquery a parameter the planner knows), each scored
@@ -173,12 +173,11 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async termCounts(terms, options = {}) {
-      const { exactUpTo } = options;
+    async termCounts(terms, { owners, exactUpTo }) {
       return withPgErrors('counting search terms', () =>
         exactUpTo === undefined
-          ? frequencies.counts(database, terms)
-          : frequencies.exactCounts(database, terms, exactUpTo),
+          ? frequencies.counts(database, terms, owners)
+          : frequencies.exactCounts(database, terms, exactUpTo, owners),
       );
     },
 

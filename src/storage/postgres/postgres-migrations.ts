@@ -10,7 +10,7 @@ interface PostgresMigration {
 
 /**
  * The schema of a mneme PostgreSQL database: the same tables as SQLite's latest schema, written for
- * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
+ * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own; step 4: SQLite's 16). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
  * copy` may also set; provenance lists are `bigint[]` with GIN indexes; full text is a stored
  * `tsvector` with a GIN index (`english` for memories, stemmed like SQLite's porter tokenizer;
  * `simple` for messages); vectors are `real[]` rows of `memory_vectors`, indexed by pgvector's HNSW
@@ -243,6 +243,65 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       -- ANALYZE (autovacuum's, or PGlite's own) would gather element statistics of every sampled
       -- vector, a second per 2,000 rows on PGlite, and no query filters on them.
       ALTER TABLE memory_vectors ALTER COLUMN embedding SET STATISTICS 0;
+    `,
+  },
+  {
+    version: 4,
+    name: 'word counts per owner key, for statistics over what a viewer may see',
+    sql: `
+      -- ADR 25 (SQLite's migration 16). How many memories of each owner key hold each lexeme of
+      -- memories.fts (archived ones too, like the index), and per owner key its memories and their
+      -- tokens. Written by a trigger in the transaction of the memory they count, so every write path
+      -- keeps them.
+      CREATE TABLE memory_words (
+        stem text NOT NULL,
+        owner text NOT NULL,
+        memories integer NOT NULL,
+        PRIMARY KEY (stem, owner)
+      );
+      CREATE TABLE memory_word_owners (
+        owner text PRIMARY KEY,
+        memories integer NOT NULL,
+        tokens bigint NOT NULL
+      );
+      CREATE FUNCTION mneme_memory_words_count(counted_fts tsvector, counted_owner text, sign integer)
+        RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN
+        IF sign > 0 THEN
+          INSERT INTO memory_words AS w (stem, owner, memories)
+            SELECT lexeme, counted_owner, 1 FROM unnest(tsvector_to_array(counted_fts)) AS lexeme
+            ON CONFLICT (stem, owner) DO UPDATE SET memories = w.memories + 1;
+          INSERT INTO memory_word_owners AS o (owner, memories, tokens)
+            SELECT counted_owner, 1, COALESCE(sum(cardinality(t.positions)), 0) FROM unnest(counted_fts) AS t
+            ON CONFLICT (owner) DO UPDATE SET memories = o.memories + 1, tokens = o.tokens + excluded.tokens;
+        ELSE
+          UPDATE memory_words AS w SET memories = w.memories - 1
+            WHERE w.owner = counted_owner AND w.stem = ANY (tsvector_to_array(counted_fts));
+          DELETE FROM memory_words AS w
+            WHERE w.owner = counted_owner AND w.memories <= 0 AND w.stem = ANY (tsvector_to_array(counted_fts));
+          UPDATE memory_word_owners AS o SET memories = o.memories - 1,
+              tokens = o.tokens - (SELECT COALESCE(sum(cardinality(t.positions)), 0) FROM unnest(counted_fts) AS t)
+            WHERE o.owner = counted_owner;
+          DELETE FROM memory_word_owners AS o WHERE o.owner = counted_owner AND o.memories <= 0;
+        END IF;
+      END $$;
+      CREATE FUNCTION mneme_memory_words() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN PERFORM mneme_memory_words_count(OLD.fts, OLD.owner, -1); END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN PERFORM mneme_memory_words_count(NEW.fts, NEW.owner, 1); END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER memory_words_insert_delete AFTER INSERT OR DELETE ON memories
+        FOR EACH ROW EXECUTE FUNCTION mneme_memory_words();
+      CREATE TRIGGER memory_words_update AFTER UPDATE OF content, search_context, owner ON memories
+        FOR EACH ROW WHEN (OLD.fts IS DISTINCT FROM NEW.fts OR OLD.owner IS DISTINCT FROM NEW.owner)
+        EXECUTE FUNCTION mneme_memory_words();
+      -- The memories written before this step.
+      INSERT INTO memory_words (stem, owner, memories)
+        SELECT lexeme, owner, count(*) FROM memories, unnest(tsvector_to_array(fts)) AS lexeme GROUP BY lexeme, owner;
+      INSERT INTO memory_word_owners (owner, memories, tokens)
+        SELECT owner, count(*), COALESCE(sum((SELECT COALESCE(sum(cardinality(t.positions)), 0) FROM unnest(fts) AS t)), 0)
+        FROM memories GROUP BY owner;
     `,
   },
 ];

@@ -67,7 +67,9 @@ describe('PostgreSQL storage on PGlite', () => {
     // Words are OR-ed: one matching word is enough, and more matching words rank higher.
     expect(await search(['kestrel', 'slash', 'nests'])).toEqual([plain?.id, quoted?.id]);
     // Term counts read the words the same way: syntax and stop words count nothing.
-    const counted = await storage.memories.termCounts(['!', 'the', 'kestrel&mill', 'back\\slash', 'nest', 'nest']);
+    const counted = await storage.memories.termCounts(['!', 'the', 'kestrel&mill', 'back\\slash', 'nest', 'nest'], {
+      owners: null,
+    });
     expect(counted.counts).toEqual([0, 0, 1, 1, 1, 1]);
     expect(await storage.messages.searchText('room', ["'OR'", '&&'], 5)).toEqual([]);
     await storage.close();
@@ -92,6 +94,35 @@ describe('PostgreSQL storage on PGlite', () => {
         'SELECT MAX(version) AS version FROM schema_migrations',
       );
       expect(rows[0]?.version).toBe(latestPostgresSchemaVersion);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('counts per owner the words of the memories a schema 3 database held, as its index stems them (step 4)', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 3)).toBe(3);
+    for (const [content, searchContext, owner] of [
+      ['Ann edits kestrels', 'Bob: who edits?', 'ann'],
+      ['Ann keeps a kestrel', null, 'ann'],
+      ['Bob edited the kestrel', null, 'bob'],
+    ]) {
+      await database.query(
+        `INSERT INTO memories (content, search_context, category, sector, scope, owner, user_id, source, importance,
+           valid_from, created_at, updated_at)
+         VALUES ($1, $2, 'fact', 'semantic', 'personal', 'user:' || $3::text, $3, 'manual', 0.5, $4, $4, $4)`,
+        [content, searchContext, owner, at],
+      );
+    }
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      const counted = async (owners: string[]) =>
+        storage.memories.termCounts(['kestrel', 'editing', 'bob'], { owners });
+      expect(await counted(['user:ann'])).toEqual({ memories: 2, counts: [2, 1, 1] });
+      expect(await counted(['user:bob'])).toEqual({ memories: 1, counts: [1, 1, 1] });
+      expect(await counted(['user:ann', 'user:bob'])).toEqual({ memories: 3, counts: [3, 2, 2] });
+      await storage.memories.purgeUser('bob');
+      expect(await counted(['user:bob'])).toEqual({ memories: 0, counts: [0, 0, 0] });
     } finally {
       await storage.close();
     }

@@ -17,15 +17,23 @@ export interface WeightedSearch {
   candidates: string;
 }
 
+/** The owner keys counted among (`null`: every owner, from the full-text index). */
+type Owners = readonly string[] | null;
+
 export interface PostgresTermFrequencies {
   /** `MemoryStore.termCounts`. */
-  counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts>;
+  counts(q: PostgresQueryable, terms: readonly string[], owners: Owners): Promise<TermCounts>;
   /** `MemoryStore.termCounts` with `exactUpTo`: counted now, each up to `upTo` (more: `upTo + 1`). */
-  exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number): Promise<TermCounts>;
+  exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number, owners: Owners): Promise<TermCounts>;
   /** The `count` rarest of `terms` by these counts (ties: the first), in their order; all when there are no more. */
-  rarest(q: PostgresQueryable, terms: readonly string[], count: number): Promise<readonly string[]>;
-  /** What a search for `terms` that wants `limit` hits scores by; null when no term has a lexeme. */
-  weighted(q: PostgresQueryable, terms: readonly string[], limit: number): Promise<WeightedSearch | null>;
+  rarest(q: PostgresQueryable, terms: readonly string[], count: number, owners: Owners): Promise<readonly string[]>;
+  /** What a search for `terms` among `owners` that wants `limit` hits scores by; null when no term has a lexeme. */
+  weighted(
+    q: PostgresQueryable,
+    terms: readonly string[],
+    limit: number,
+    owners: Owners,
+  ): Promise<WeightedSearch | null>;
 }
 
 /**
@@ -111,7 +119,50 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
     return { size, counts: queries.map((query) => found.get(query) ?? 0) };
   }
 
-  async function counts(q: PostgresQueryable, terms: readonly string[]): Promise<TermCounts> {
+  /**
+   * The memories of `owners` holding each lexeme, and their number, from the word counts of schema
+   * step 4 (ADR 25): written with every memory, so exact now, and no memory of another owner moves them.
+   */
+  async function ownerCounts(
+    q: PostgresQueryable,
+    lexemes: readonly string[],
+    owners: readonly string[],
+  ): Promise<{ size: number; counts: Map<string, number> }> {
+    const { rows } = await q.query<{ stem: string | null; memories: string | number }>(
+      `SELECT stem, sum(memories)::bigint AS memories FROM memory_words
+         WHERE stem = ANY ($1::text[]) AND owner = ANY ($2::text[]) GROUP BY stem
+       UNION ALL
+       SELECT NULL, COALESCE(sum(memories), 0)::bigint FROM memory_word_owners WHERE owner = ANY ($2::text[])`,
+      [[...new Set(lexemes)], [...owners]],
+    );
+    const counts = new Map<string, number>();
+    let size = 0;
+    for (const row of rows) {
+      if (row.stem === null) size = Number(row.memories);
+      else counts.set(row.stem, Number(row.memories));
+    }
+    return { size, counts };
+  }
+
+  /**
+   * Each term's count among the memories of `owners`: that of its most common lexeme (exact for a
+   * term of one lexeme; the index matches a term by any of its lexemes, so at least that many).
+   */
+  async function ownerTermCounts(
+    q: PostgresQueryable,
+    terms: readonly string[],
+    owners: readonly string[],
+  ): Promise<TermCounts> {
+    const lexemes = await lexemesOf(q, terms);
+    const { size, counts } = await ownerCounts(q, lexemes.flat(), owners);
+    return {
+      memories: size,
+      counts: lexemes.map((words) => Math.max(0, ...words.map((word) => counts.get(word) ?? 0))),
+    };
+  }
+
+  async function counts(q: PostgresQueryable, terms: readonly string[], owners: Owners): Promise<TermCounts> {
+    if (owners !== null) return ownerTermCounts(q, terms, owners);
     const queries = (await lexemesOf(q, terms)).map(orLexemeQuery);
     const asked = queries.filter((query): query is string => query !== null);
     const { size, counts: found } = await frequenciesOf(q, asked);
@@ -119,7 +170,17 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
     return { memories: size, counts: queries.map((query) => (query === null ? 0 : (byQuery.get(query) ?? 0))) };
   }
 
-  async function exactCounts(q: PostgresQueryable, terms: readonly string[], upTo: number): Promise<TermCounts> {
+  async function exactCounts(
+    q: PostgresQueryable,
+    terms: readonly string[],
+    upTo: number,
+    owners: Owners,
+  ): Promise<TermCounts> {
+    if (owners !== null) {
+      const counted = await ownerTermCounts(q, terms, owners);
+      const limit = Math.max(0, Math.floor(upTo)) + 1;
+      return { memories: counted.memories, counts: counted.counts.map((count) => Math.min(count, limit)) };
+    }
     const queries = (await lexemesOf(q, terms)).map(orLexemeQuery);
     const asked = [...new Set(queries.filter((query): query is string => query !== null))];
     if (asked.length === 0) {
@@ -145,9 +206,9 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
     counts,
     exactCounts,
 
-    async rarest(q, terms, count) {
+    async rarest(q, terms, count, owners) {
       if (terms.length <= count) return terms;
-      const counted = (await counts(q, terms)).counts;
+      const counted = (await counts(q, terms, owners)).counts;
       const kept = new Set(
         counted
           .map((frequency, index) => ({ index, frequency }))
@@ -158,11 +219,19 @@ export function createPostgresTermFrequencies(): PostgresTermFrequencies {
       return terms.filter((_term, index) => kept.has(index));
     },
 
-    async weighted(q, terms, limit) {
+    async weighted(q, terms, limit, owners) {
       const lexemes = [...new Set((await lexemesOf(q, terms)).flat())];
       if (lexemes.length === 0) return null;
       const queries = lexemes.map(lexemeQuery);
-      const { size, counts: found } = await frequenciesOf(q, queries);
+      // Rarity among the memories searched (ADR 25): ts_rank reads the memory alone, so with these
+      // weights no score depends on a memory of another owner.
+      const { size, counts: found } =
+        owners === null
+          ? await frequenciesOf(q, queries)
+          : await ownerCounts(q, lexemes, owners).then(({ size, counts }) => ({
+              size,
+              counts: lexemes.map((lexeme) => counts.get(lexeme) ?? 0),
+            }));
       const total = Math.max(1, size);
       const counted = queries.map((query, index) => {
         const frequency = found[index] ?? 0;

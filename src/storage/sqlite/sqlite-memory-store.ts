@@ -15,9 +15,11 @@ import {
 } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
+import { createSqliteOwnerWords } from './sqlite-owner-words.js';
 import { COMMON_MIN_MEMORIES, createSqliteTermFrequencies } from './sqlite-term-frequencies.js';
 import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
+import { createSqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
 /** The SQLite implementation of the MemoryStore port. */
 export function createSqliteMemoryStore(database: Database.Database, vectors: SqliteVectorIndex): MemoryStore {
@@ -67,20 +69,22 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       LIMIT @limit`),
   };
   const frequencies = createSqliteTermFrequencies(database);
+  const ownerWords = createSqliteOwnerWords(database);
+  const ranking = createSqliteVisibleRanking(database, ownerWords);
   const textSearches = new Map<string, Database.Statement<unknown[], { id: number; rank: number }>>();
 
   /**
-   * The full-text search among active memories (and faded ones with `includeFaded`) of `ownerCount`
-   * owners (-1: any). `split`: the very common terms only score the memories that the rarer terms match
+   * The full-text search among active memories (and faded ones with `includeFaded`) of every owner, by
+   * FTS5's `bm25()` (statistics of the whole index: only for a search of every owner's memories; a
+   * search of some owners' is ranked by `createSqliteVisibleRanking`). `split`: the very common terms only score the memories that the rarer terms match
    * (one FTS5 query over the rarer terms, one over `common AND rare` whose BM25 is the whole query's for
    * the memories it matches, as BM25 sums over the query's terms), so their posting lists are not scored
    * whole.
    */
-  function textSearchStatement(ownerCount: number, split: boolean, includeFaded: boolean) {
-    const key = `${ownerCount}:${split}:${includeFaded}`;
+  function textSearchStatement(split: boolean, includeFaded: boolean) {
+    const key = `${split}:${includeFaded}`;
     let statement = textSearches.get(key);
     if (!statement) {
-      const filter = ownerCount < 0 ? '' : `AND m.owner IN (${placeholders(ownerCount)})`;
       // The partial index holds the searchable memories: active, and faded (ADR 9); faded_at tells them apart.
       const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
       const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
@@ -95,11 +99,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
             SELECT m.id AS id, COALESCE(with_common.rank, by_rare.rank) AS rank
             FROM by_rare LEFT JOIN with_common ON with_common.id = by_rare.id
             JOIN memories m INDEXED BY memories_searchable_owner ON m.id = by_rare.id
-            WHERE ${state} ${filter}
+            WHERE ${state}
             ORDER BY rank LIMIT ?`
           : `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS rank
             FROM memories_fts JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
-            WHERE memories_fts MATCH ? AND ${state} ${filter}
+            WHERE memories_fts MATCH ? AND ${state}
             ORDER BY rank LIMIT ?`,
       );
       textSearches.set(key, statement);
@@ -207,27 +211,37 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async searchText({ terms, owners, limit, includeFaded = false, maxTerms, postingsAtMost }) {
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
-        const searched = maxTerms === undefined ? terms : frequencies.rarest(terms, maxTerms);
+        // Which terms are rarest or very common is decided among the memories searched (ADR 25).
+        const visible = (asked: readonly string[]) => (owners === null ? undefined : ownerWords.counts(asked, owners));
+        const searched =
+          maxTerms === undefined || terms.length <= maxTerms
+            ? terms
+            : frequencies.rarest(terms, maxTerms, visible(terms)?.counts);
         // Terms the caller just counted under the very-common bound are all rare: nothing to look up.
         const { rare, common } =
           postingsAtMost !== undefined && postingsAtMost <= COMMON_MIN_MEMORIES
             ? { rare: searched, common: [] }
-            : frequencies.split(searched, limit);
+            : frequencies.split(searched, limit, searched.length < 2 ? undefined : visible(searched));
+        if (owners !== null) return ranking.search({ rare, common, owners, limit, includeFaded });
         const rareQuery = ftsQuery(rare);
         const commonQuery = ftsQuery(common);
         if (rareQuery === null) return [];
         const matches = commonQuery === null ? [rareQuery] : [rareQuery, `(${commonQuery}) AND (${rareQuery})`];
-        return textSearchStatement(owners === null ? -1 : owners.length, commonQuery !== null, includeFaded)
-          .all(...matches, ...(owners ?? []), limit)
+        return textSearchStatement(commonQuery !== null, includeFaded)
+          .all(...matches, limit)
           .map((row) => ({ id: row.id, score: -row.rank }));
       });
     },
 
-    async termCounts(terms, options = {}) {
-      const { exactUpTo } = options;
-      return readSqlite('counting search terms', () =>
-        exactUpTo === undefined ? frequencies.counts(terms) : frequencies.exactCounts(terms, exactUpTo),
-      );
+    async termCounts(terms, { owners, exactUpTo }) {
+      return readSqlite('counting search terms', () => {
+        if (owners === null) {
+          return exactUpTo === undefined ? frequencies.counts(terms) : frequencies.exactCounts(terms, exactUpTo);
+        }
+        const { memories, counts } = ownerWords.counts(terms, owners);
+        const upTo = exactUpTo === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Math.floor(exactUpTo)) + 1;
+        return { memories, counts: counts.map((count) => Math.min(count, upTo)) };
+      });
     },
 
     async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {

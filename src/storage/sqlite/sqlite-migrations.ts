@@ -509,6 +509,63 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     `,
   },
   {
+    version: 16,
+    name: 'word counts per owner key, for statistics over what a viewer may see',
+    sql: `
+      -- ADR 25. How many memories of each owner key hold each stem, as the full-text index stems it
+      -- (archived ones too, like the index), and per owner key its memories and their tokens. Written by
+      -- triggers in the transaction of the memory they count, so every write path keeps them.
+      CREATE TABLE memory_words (
+        stem TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        memories INTEGER NOT NULL,
+        PRIMARY KEY (stem, owner)
+      ) WITHOUT ROWID;
+      CREATE TABLE memory_word_owners (
+        owner TEXT PRIMARY KEY,
+        memories INTEGER NOT NULL,
+        tokens INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      -- Tokenizes one memory at a time with the full-text index's own tokenizer; empty between writes.
+      CREATE VIRTUAL TABLE memory_words_scratch USING fts5(
+        content, search_context, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+      CREATE VIRTUAL TABLE memory_words_scratch_terms USING fts5vocab(memory_words_scratch, 'row');
+      CREATE TRIGGER memory_words_insert AFTER INSERT ON memories
+        BEGIN
+          ${countIn('new')}
+        END;
+      CREATE TRIGGER memory_words_delete AFTER DELETE ON memories
+        BEGIN
+          ${countOut('old')}
+        END;
+      CREATE TRIGGER memory_words_update AFTER UPDATE OF content, search_context, owner ON memories
+        WHEN old.content IS NOT new.content OR old.search_context IS NOT new.search_context OR old.owner IS NOT new.owner
+        BEGIN
+          ${countOut('old')}
+          ${countIn('new')}
+        END;
+    `,
+    after: (database) => {
+      // The memories written before this step, from the full-text index (which holds every one of them).
+      database.exec(`
+        CREATE VIRTUAL TABLE temp.memory_words_backfill USING fts5vocab(main, memories_fts, 'instance');
+        INSERT INTO memory_words (stem, owner, memories)
+          SELECT term, owner, count(*) FROM (
+            SELECT DISTINCT v.term AS term, v.doc AS doc, m.owner AS owner
+            FROM temp.memory_words_backfill v JOIN memories m ON m.id = v.doc
+          ) GROUP BY term, owner;
+        INSERT INTO memory_word_owners (owner, memories, tokens)
+          SELECT owner, count(*), 0 FROM memories GROUP BY owner;
+        UPDATE memory_word_owners SET tokens = counted.tokens FROM (
+          SELECT m.owner AS owner, count(*) AS tokens
+          FROM temp.memory_words_backfill v JOIN memories m ON m.id = v.doc GROUP BY m.owner
+        ) AS counted WHERE counted.owner = memory_word_owners.owner;
+        DROP TABLE temp.memory_words_backfill;
+      `);
+    },
+  },
+  {
     version: 17,
     name: 'the overflow partition of the inverted lists',
     sql: `
@@ -523,6 +580,34 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     `,
   },
 ];
+
+/** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */
+function countIn(row: 'new' | 'old'): string {
+  return `INSERT INTO memory_words_scratch (rowid, content, search_context)
+            VALUES (${row}.id, ${row}.content, ${row}.search_context);
+          INSERT INTO memory_words (stem, owner, memories)
+            SELECT term, ${row}.owner, 1 FROM memory_words_scratch_terms WHERE true
+            ON CONFLICT (stem, owner) DO UPDATE SET memories = memories + 1;
+          INSERT INTO memory_word_owners (owner, memories, tokens)
+            SELECT ${row}.owner, 1, IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms WHERE true
+            ON CONFLICT (owner) DO UPDATE SET memories = memories + 1, tokens = tokens + excluded.tokens;
+          INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all');`;
+}
+
+/** Migration 16's trigger statements taking the memory `row` out of the word counts. */
+function countOut(row: 'new' | 'old'): string {
+  return `INSERT INTO memory_words_scratch (rowid, content, search_context)
+            VALUES (${row}.id, ${row}.content, ${row}.search_context);
+          UPDATE memory_words SET memories = memories - 1
+            WHERE owner = ${row}.owner AND stem IN (SELECT term FROM memory_words_scratch_terms);
+          DELETE FROM memory_words
+            WHERE owner = ${row}.owner AND memories <= 0 AND stem IN (SELECT term FROM memory_words_scratch_terms);
+          UPDATE memory_word_owners SET memories = memories - 1,
+              tokens = tokens - (SELECT IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms)
+            WHERE owner = ${row}.owner;
+          DELETE FROM memory_word_owners WHERE owner = ${row}.owner AND memories <= 0;
+          INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all');`;
+}
 
 export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
 

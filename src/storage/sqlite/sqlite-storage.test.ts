@@ -242,6 +242,69 @@ describe('SQLite storage', () => {
     await storage.close();
   });
 
+  it('counts per owner the words of the memories a schema 15 file held, as the full-text index stems them (migration 16)', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 15 });
+    const insert = old.prepare<[string, string | null, string, string]>(`INSERT INTO memories (content, search_context,
+        category, sector, scope, owner, user_id, source, importance, valid_from, created_at, updated_at)
+      VALUES (?, ?, 'fact', 'semantic', 'personal', ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`);
+    insert.run('Ann edits kestrels', 'Bob: who edits?', 'user:ann', 'ann');
+    insert.run('Ann keeps a café kestrel', null, 'user:ann', 'ann');
+    insert.run('Bob edited the kestrel', null, 'user:bob', 'bob');
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    try {
+      const counted = async (owners: string[]) =>
+        storage.memories.termCounts(['kestrel', 'editing', 'bob', 'cafe'], { owners });
+      expect(await counted(['user:ann'])).toEqual({ memories: 2, counts: [2, 1, 1, 1] });
+      expect(await counted(['user:bob'])).toEqual({ memories: 1, counts: [1, 1, 1, 0] });
+      expect(await counted(['user:ann', 'user:bob'])).toEqual({ memories: 3, counts: [3, 2, 2, 1] });
+      // Kept by the triggers from then on.
+      const [added] = await storage.memories.insert(
+        [{ ...globalMemory('Bob edits'), scope: 'personal', owner: 'user:bob', userId: 'bob' }],
+        { at, actor: null },
+      );
+      expect(await counted(['user:bob'])).toEqual({ memories: 2, counts: [1, 2, 2, 0] });
+      await storage.memories.purgeUser('bob');
+      expect(await counted(['user:bob'])).toEqual({ memories: 0, counts: [0, 0, 0, 0] });
+      expect(added).toBeDefined();
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("ranks a search of some owners by their memories' statistics: of every owner, exactly as FTS5's bm25() ranks", async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    try {
+      const personal = (content: string, userId: string) =>
+        globalMemory(content, { scope: 'personal', owner: `user:${userId}`, userId });
+      const stored = await storage.memories.insert(
+        [
+          personal('the kestrel kestrel kestrel hovers over the long grass of the dune', 'ann'),
+          personal('a kestrel', 'ann'),
+          personal('kestrels and herons and more herons', 'bob'),
+          { ...personal('yes, twice', 'bob'), searchContext: 'Ann: did you see the heron and the kestrel?' },
+          globalMemory('the heron fishes; a heron waits; herons everywhere at the lake shore today'),
+          globalMemory('gulls only'),
+          globalMemory('an archived kestrel'),
+        ],
+        { at, actor: null },
+      );
+      await storage.memories.archive([stored.at(-1)?.id ?? 0], { at, actor: null });
+      const every = ['global', 'user:ann', 'user:bob'];
+      for (const terms of [['kestrel'], ['heron', 'kestrel'], ['herons', 'dune', 'twice'], ['gull', 'missing']]) {
+        const byIndex = await storage.memories.searchText({ terms, owners: null, limit: 10 });
+        const visible = await storage.memories.searchText({ terms, owners: every, limit: 10 });
+        expect(visible.map((hit) => hit.id).sort()).toEqual(byIndex.map((hit) => hit.id).sort());
+        const scores = new Map(byIndex.map((hit) => [hit.id, hit.score]));
+        for (const hit of visible) expect(hit.score).toBeCloseTo(scores.get(hit.id) ?? Number.NaN, 9);
+      }
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('moves maintenance watermarks of a schema 5 file to the task names episodes and consolidate (migration 6)', async () => {
     const path = newFile();
     const old = openSqliteDatabase({ path, migrateTo: 5 });

@@ -11,14 +11,25 @@ import { ftsQuery } from './sqlite-fts-query.js';
  * (see `createSqliteMemoryStore`): only memories that have none but very common terms are left out.
  */
 export interface SqliteTermFrequencies {
-  /** The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the others. */
-  split(terms: readonly string[], limit: number): { rare: readonly string[]; common: readonly string[] };
+  /**
+   * The very common terms of `terms` (none unless the rarer ones alone match `limit` memories) and the
+   * others, by `counted` (the terms' counts, in order, among the memories searched; every memory's
+   * when omitted).
+   */
+  split(
+    terms: readonly string[],
+    limit: number,
+    counted?: { memories: number; counts: readonly number[] },
+  ): { rare: readonly string[]; common: readonly string[] };
   /** The memories each term is in (remembered while the store keeps its size and nothing was purged), and the number of memories. */
   counts(terms: readonly string[]): { memories: number; counts: number[] };
   /** The memories each term is in, counted now up to `upTo` (more: `upTo + 1`), and the number of memories. */
   exactCounts(terms: readonly string[], upTo: number): { memories: number; counts: number[] };
-  /** The `count` rarest of `terms` (ties: the first), in their order; all of them when there are no more. */
-  rarest(terms: readonly string[], count: number): readonly string[];
+  /**
+   * The `count` rarest of `terms` (ties: the first), in their order; all of them when there are no more.
+   * By `counts` (the terms' counts, in order, among the memories searched) when given.
+   */
+  rarest(terms: readonly string[], count: number, counts?: readonly number[]): readonly string[];
 }
 
 /** A term in more than this share of the memories (BM25 weight under ln 99, against ln 10,000 for a term in 10 of 100,000)... */
@@ -107,12 +118,12 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
         counts: queries.map((query) => (query === null ? 0 : (counted[next++] ?? 0))),
       };
     },
-    rarest(terms, count) {
+    rarest(terms, count, counts) {
       if (terms.length <= count) return terms;
-      const now = store();
+      const now = counts === undefined ? store() : null;
       const kept = new Set(
         terms
-          .map((term, index) => ({ index, frequency: frequency(term, now) }))
+          .map((term, index) => ({ index, frequency: now === null ? (counts?.[index] ?? 0) : frequency(term, now) }))
           .sort((left, right) => left.frequency - right.frequency || left.index - right.index)
           .slice(0, Math.max(0, count))
           .map((entry) => entry.index),
@@ -120,13 +131,17 @@ export function createSqliteTermFrequencies(database: Database.Database): Sqlite
       return terms.filter((_term, index) => kept.has(index));
     },
 
-    split(terms, limit) {
+    split(terms, limit, visible) {
       const none = { rare: terms, common: [] };
       if (terms.length < 2) return none;
-      const now = store();
-      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * now.size);
-      if (now.size <= threshold) return none;
-      const counted = terms.map((term) => ({ term, frequency: frequency(term, now) }));
+      const now = visible === undefined ? store() : null;
+      const size = now?.size ?? visible?.memories ?? 0;
+      const threshold = Math.max(COMMON_MIN_MEMORIES, COMMON_SHARE * size);
+      if (size <= threshold) return none;
+      const counted = terms.map((term, index) => ({
+        term,
+        frequency: now === null ? (visible?.counts[index] ?? 0) : frequency(term, now),
+      }));
       const rare = counted.filter((entry) => entry.frequency <= threshold);
       if (rare.length === counted.length || rare.length === 0) return none;
       if (Math.max(...rare.map((entry) => entry.frequency)) < limit) return none;

@@ -1,0 +1,115 @@
+import Database from 'better-sqlite3';
+import { porterStem } from '../../core/recall/porter-stem.js';
+
+/**
+ * The word counts of migration 16 (ADR 25): how many memories of each owner key hold each stem of the
+ * full-text index, and how many memories (and tokens) each owner key has. Triggers on `memories` keep
+ * them in the transaction of every write, so they are exact at every read. A viewer's count of a word
+ * is the sum over the owner keys it may see: no count depends on a memory the viewer may not see.
+ */
+export interface SqliteOwnerWords {
+  /**
+   * For each term, the memories of `owners` the full-text index finds it in; and their number and
+   * tokens. A term the tokenizer splits into several words (`e-mail`: a phrase for FTS5) counts as its
+   * rarest word, an upper bound on the phrase's count; a term with no word counts 0.
+   */
+  counts(terms: readonly string[], owners: readonly string[]): VisibleCounts;
+  /** The stems the full-text index makes of `term`, in order (none for a term without a word). */
+  stems(term: string): readonly string[];
+}
+
+export interface VisibleCounts {
+  memories: number;
+  tokens: number;
+  counts: number[];
+}
+
+/** Terms whose stems are remembered. */
+const CACHED_TERMS = 10_000;
+
+export function createSqliteOwnerWords(database: Database.Database): SqliteOwnerWords {
+  let tokenizer: {
+    put: Database.Statement<[string]>;
+    terms: Database.Statement<[], string>;
+    clear: Database.Statement;
+  } | null = null;
+  const stemsOf = new Map<string, readonly string[]>();
+  let statements: {
+    words: Database.Statement<[string, string], { stem: string; memories: number }>;
+    owners: Database.Statement<[string], { memories: number | null; tokens: number | null }>;
+  } | null = null;
+
+  /**
+   * The index's own tokenizer, on a connection of its own (an in-memory database, so a read never
+   * writes to the store): the stems are the index's by construction, not an imitation of them.
+   */
+  function tokenize(term: string): readonly string[] {
+    if (tokenizer === null) {
+      const scratch = new Database(':memory:');
+      scratch.exec(`CREATE VIRTUAL TABLE words USING fts5(
+          text, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'row');`);
+      tokenizer = {
+        put: scratch.prepare('INSERT INTO words (rowid, text) VALUES (1, ?)'),
+        terms: scratch.prepare<[], string>('SELECT term FROM word_terms').pluck(),
+        clear: scratch.prepare("INSERT INTO words (words) VALUES ('delete-all')"),
+      };
+    }
+    tokenizer.put.run(term);
+    try {
+      return tokenizer.terms.all();
+    } finally {
+      tokenizer.clear.run();
+    }
+  }
+
+  function stems(term: string): readonly string[] {
+    // A lower-case ASCII word is one token, stemmed by `porterStem` exactly as the index's porter
+    // tokenizer stems it (`sqlite-porter-stem.test.ts`; FTS5 leaves tokens over 64 bytes alone): no
+    // statement at all, so a read-only recall runs no INSERT, not even into the tokenizer's table.
+    if (/^[a-z0-9]{1,64}$/.test(term)) return [porterStem(term)];
+    const known = stemsOf.get(term);
+    if (known) return known;
+    const found = tokenize(term);
+    stemsOf.set(term, found);
+    if (stemsOf.size > CACHED_TERMS) stemsOf.delete(stemsOf.keys().next().value ?? '');
+    return found;
+  }
+
+  function prepared() {
+    statements ??= {
+      words: database.prepare<[string, string], { stem: string; memories: number }>(
+        `SELECT stem, SUM(memories) AS memories FROM memory_words
+          WHERE stem IN (SELECT value FROM json_each(?)) AND owner IN (SELECT value FROM json_each(?))
+          GROUP BY stem`,
+      ),
+      owners: database.prepare<[string], { memories: number | null; tokens: number | null }>(
+        `SELECT SUM(memories) AS memories, SUM(tokens) AS tokens FROM memory_word_owners
+          WHERE owner IN (SELECT value FROM json_each(?))`,
+      ),
+    };
+    return statements;
+  }
+
+  return {
+    stems,
+    counts(terms, owners) {
+      const stemmed = terms.map(stems);
+      const asked = [...new Set(stemmed.flat())];
+      const ownerList = JSON.stringify(owners);
+      const found = new Map<string, number>();
+      if (asked.length > 0) {
+        for (const row of prepared().words.all(JSON.stringify(asked), ownerList)) found.set(row.stem, row.memories);
+      }
+      const size = prepared().owners.get(ownerList);
+      return {
+        memories: size?.memories ?? 0,
+        tokens: size?.tokens ?? 0,
+        counts: stemmed.map((words) =>
+          words.length === 0 ? 0 : Math.min(...words.map((word) => found.get(word) ?? 0)),
+        ),
+      };
+    },
+  };
+}

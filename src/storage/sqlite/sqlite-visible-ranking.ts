@@ -1,0 +1,175 @@
+import type Database from 'better-sqlite3';
+import { ftsQuery } from './sqlite-fts-query.js';
+import type { SqliteOwnerWords } from './sqlite-owner-words.js';
+import { placeholders } from './sqlite-vector-index.js';
+
+/** BM25's constants, those of FTS5's `bm25()`. */
+const K1 = 1.2;
+const B = 0.75;
+
+/** A full-text search ranked over what its owners may see (see {@link createSqliteVisibleRanking}). */
+export interface VisibleSearch {
+  rare: readonly string[];
+  common: readonly string[];
+  owners: readonly string[];
+  limit: number;
+  includeFaded: boolean;
+}
+
+export interface SqliteVisibleRanking {
+  search(search: VisibleSearch): Array<{ id: number; score: number }>;
+}
+
+/**
+ * The full-text leg of a search among some owners' memories, ranked by a BM25 whose statistics are
+ * those of these owners' memories only (ADR 25): their number, their average length and how many of
+ * them hold each term, from the word counts of migration 16. FTS5's `bm25()` takes its statistics from
+ * the whole index, so a memory of another owner holding a word would move the order and the scores.
+ *
+ * FTS5 is used for matching and for what it knows of each matching memory: one statement a rare
+ * term (its matches among the owners' searchable memories), from which each memory's length comes
+ * from the index's document sizes and the term's frequency in it from two `bm25()` values with
+ * column weights 1 and 2 (they differ only by the frequency, so it solves exactly: see `frequency`).
+ * A very common term only scores the memories the rarer ones found, as before, and counts as found
+ * once in each (its frequency is not read, so its posting list is not scored whole; its weight is
+ * small by definition).
+ */
+export function createSqliteVisibleRanking(database: Database.Database, words: SqliteOwnerWords): SqliteVisibleRanking {
+  const byTerm = new Map<string, Database.Statement<unknown[], TermMatch>>();
+  let averages: Database.Statement<[], Buffer> | null = null;
+  let common: Database.Statement<[string], number> | null = null;
+
+  function termStatement(ownerCount: number, includeFaded: boolean) {
+    const key = `${ownerCount}:${includeFaded}`;
+    let statement = byTerm.get(key);
+    if (!statement) {
+      const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
+      const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
+      // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes): a term's matches may be many.
+      statement = database
+        .prepare<unknown[], TermMatch>(
+          `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two, d.sz AS size
+          FROM memories_fts
+          JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
+          JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
+          WHERE memories_fts MATCH ? AND ${state} AND m.owner IN (${placeholders(ownerCount)})`,
+        )
+        .raw();
+      byTerm.set(key, statement);
+    }
+    return statement;
+  }
+
+  /** The average length of a memory over the whole index, as `bm25()` computes it. */
+  function indexAverageLength(): number {
+    averages ??= database.prepare<[], Buffer>('SELECT block FROM memories_fts_data WHERE id = 1').pluck();
+    const record = averages.get();
+    if (!record) return 1;
+    const [rows = 0, ...columns] = varints(record);
+    return rows > 0 ? columns.reduce((sum, size) => sum + size, 0) / rows : 1;
+  }
+
+  return {
+    search({ rare, common: commonTerms, owners, limit, includeFaded }) {
+      if (rare.length === 0 || owners.length === 0) return [];
+      const visible = words.counts([...rare, ...commonTerms], owners);
+      const memories = Math.max(1, visible.memories);
+      const averageLength = visible.tokens > 0 ? visible.tokens / memories : 1;
+      const indexAverage = indexAverageLength();
+      const idf = (index: number) => {
+        const containing = visible.counts[index] ?? 0;
+        const weight = Math.log((memories - containing + 0.5) / (containing + 0.5));
+        return weight > 0 ? weight : 1e-6;
+      };
+      const found = new Map<number, { length: number; score: number }>();
+      const statement = termStatement(owners.length, includeFaded);
+      rare.forEach((term, index) => {
+        const query = ftsQuery([term]);
+        if (query === null) return;
+        const weight = idf(index);
+        for (const [id, one, two, size] of statement.all(query, ...owners)) {
+          const length = documentLength(size);
+          const times = frequency(one, two, length, indexAverage);
+          const entry = found.get(id);
+          if (entry) entry.score += weight * saturated(times, length, averageLength);
+          else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
+        }
+      });
+      const rareQuery = ftsQuery(rare);
+      if (rareQuery !== null && found.size > 0) {
+        common ??= database
+          .prepare<[string], number>('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?')
+          .pluck();
+        commonTerms.forEach((term, offset) => {
+          const query = ftsQuery([term]);
+          if (query === null) return;
+          const weight = idf(rare.length + offset);
+          for (const id of common?.all(`${query} AND (${rareQuery})`) ?? []) {
+            const entry = found.get(id);
+            if (entry) entry.score += weight * saturated(1, entry.length, averageLength);
+          }
+        });
+      }
+      return [...found]
+        .map(([id, { score }]) => ({ id, score }))
+        .sort((left, right) => right.score - left.score || left.id - right.id)
+        .slice(0, limit);
+    },
+  };
+}
+
+/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record. */
+type TermMatch = [id: number, one: number, two: number, size: Buffer];
+
+/** A memory's length in tokens: the sum of its document sizes record (one varint a column). */
+function documentLength(record: Buffer): number {
+  // Columns under 128 tokens are one byte each: the common case, without building a list.
+  let length = 0;
+  for (const byte of record) {
+    if (byte >= 0x80) return varints(record).reduce((sum, size) => sum + size, 0);
+    length += byte;
+  }
+  return length;
+}
+
+/** BM25's term-frequency part for a term found `times` in a memory of `length` tokens. */
+function saturated(times: number, length: number, averageLength: number): number {
+  return (times * (K1 + 1)) / (times + K1 * (1 - B + (B * length) / averageLength));
+}
+
+/**
+ * How many times the matched term is in the memory, from `bm25()` with weights 1 and 2: with
+ * s(w) = C·w·f / (w·f + K) (C the term's weight over the whole index, K = k1·(1 - b + b·D/avgdl), D
+ * the memory's length and avgdl the index's average), 1/s(w) = 1/C + K/(C·f·w), so the two values
+ * give 1/C and K/(C·f), hence f. Weights 1 make f a whole number: rounded, it is exact.
+ */
+function frequency(bm25One: number, bm25Two: number, length: number, indexAverage: number): number {
+  const one = 1 / -bm25One;
+  const two = 1 / -bm25Two;
+  const k = K1 * (1 - B + (B * length) / indexAverage);
+  const perTimes = 2 * (one - two);
+  if (!(perTimes > 0) || !Number.isFinite(one)) return 1;
+  return Math.max(1, Math.round((k * (2 * two - one)) / perTimes));
+}
+
+/** The SQLite varints of an FTS5 record (its averages, a document's sizes). */
+function varints(record: Buffer): number[] {
+  const values: number[] = [];
+  let index = 0;
+  while (index < record.length) {
+    let value = 0;
+    let read = 0;
+    for (;;) {
+      const byte = record[index++] ?? 0;
+      read++;
+      if (read === 9) {
+        value = value * 256 + byte;
+        break;
+      }
+      value = value * 128 + (byte & 0x7f);
+      if ((byte & 0x80) === 0) break;
+    }
+    values.push(value);
+  }
+  return values;
+}
