@@ -509,7 +509,7 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     `,
   },
   {
-    version: 16,
+    version: 18,
     name: 'external message ids unique per sender',
     sql: `
       -- ADR 14, 2026-12-01: an external id names one sender's message in a channel. Unique per channel
