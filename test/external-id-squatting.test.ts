@@ -3,15 +3,14 @@ import { createMneme } from '../src/config/create-mneme.js';
 import { createHttpApp } from '../src/http/http-app.js';
 
 /**
- * Attack finding (wt-attack, 2026-12-01), NOT FIXED (ingest internals, reported to the lead): an
- * `externalId` is unique per channel, whoever sent the message. A member with a user key can post first
- * under an id a chat bridge (administrator key) will use later for another user's message; the bridge's
- * message is then acknowledged (202, `duplicate: true`, the squatter's message in its answer) and never
- * stored. A suggested fix: a stored message under the id from another sender (or with another role) is
- * not the same message: refuse with 409, or keep external ids of user keys apart from the bridge's.
+ * Attack finding (wt-attack, 2026-12-01): an `externalId` was unique per channel, whoever sent the
+ * message. A member with a user key could post first under an id a chat bridge (administrator key) would
+ * use later for another user's message; the bridge's message was then acknowledged (202, `duplicate:
+ * true`, the squatter's message in its answer) and never stored. An id is now unique per channel and
+ * sender (ADR 14, 2026-12-01).
  */
 describe("a member squatting a bridge's external id", () => {
-  it.fails("does not make the bridge's later message for another user be acknowledged and dropped", async () => {
+  it("does not make the bridge's later message for another user be acknowledged and dropped", async () => {
     const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
     try {
       const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;

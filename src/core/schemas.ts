@@ -368,8 +368,9 @@ export const IngestInputSchema = z.strictObject({
   /** The id of the message this one answers. */
   replyTo: MemoryIdSchema.optional(),
   /**
-   * The chat platform's id of the message, unique per channel: when the channel already has a message
-   * with it, nothing is appended and that message comes back with `duplicate: true`.
+   * The chat platform's id of the message, unique per channel and sender: when the channel already has
+   * a message of this sender with it, nothing is appended and that message comes back with
+   * `duplicate: true`. Another sender's message under the same id is a message of its own.
    */
   externalId: MessageExternalIdSchema.optional(),
 });
@@ -387,7 +388,7 @@ export const IngestExchangeInputSchema = z.strictObject({
   assistantId: AssistantIdSchema.default('assistant'),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
-  /** The chat platform's id of the user message, unique per channel (see `IngestInputSchema`). */
+  /** The chat platform's id of the user message, unique per channel and sender (see `IngestInputSchema`). */
   externalId: MessageExternalIdSchema.optional(),
   /**
    * The chat platform's id of the reply. Without one, the reply of a user message already stored is a

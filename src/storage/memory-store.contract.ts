@@ -1098,7 +1098,7 @@ export function describeStorageContract(
       expect(await storage.memberships.members('channel', 'room')).toEqual(['ann']);
     });
 
-    it('appends a message once per channel and external id, answering the stored one as a duplicate', async () => {
+    it('appends a message once per channel, sender and external id, answering the stored one as a duplicate', async () => {
       const say = (content: string, externalId: string | null, extra: Record<string, unknown> = {}) => ({
         channelId: 'room',
         senderId: 'oz',
@@ -1143,6 +1143,27 @@ export function describeStorageContract(
         [true, null],
         [false, first?.id],
       ]);
+    });
+
+    it("keeps another sender's message under an external id a sender already used in the channel", async () => {
+      // A member who posts first under the id a bridge will relay for someone else must not make that
+      // message a duplicate of theirs (acknowledged, never stored): an id names one sender's message.
+      const say = (senderId: string, content: string) => ({
+        channelId: 'room',
+        senderId,
+        role: 'user' as const,
+        content,
+        topicId: null,
+        externalId: 'slack:1733050000.000200',
+        createdAt: at,
+      });
+      const [squat] = await storage.messages.append([say('ann', 'ok')]);
+      const [real] = await storage.messages.append([say('bob', 'The release moved to Friday')]);
+      expect(real).toMatchObject({ senderId: 'bob', content: 'The release moved to Friday', duplicate: false });
+      expect(real?.id).not.toBe(squat?.id);
+      const [retried] = await storage.messages.append([say('bob', 'The release moved to Friday')]);
+      expect(retried).toMatchObject({ id: real?.id, duplicate: true });
+      expect(await storage.messages.countAfter('room', 0)).toBe(2);
     });
 
     it('stores one message when two calls append the same external id at once', async () => {

@@ -14,7 +14,7 @@ export interface Message {
   topicId: string | null;
   /** The message this one answers (an assistant reply points at the user message of its exchange). */
   replyTo: number | null;
-  /** A chat platform's id of the message (its event id), unique per channel, or null. */
+  /** A chat platform's id of the message (its event id), unique per channel and sender, or null. */
   externalId: string | null;
   /** ISO-8601. */
   createdAt: string;
@@ -50,7 +50,7 @@ export interface NewMessage {
    * (how an exchange's reply points at its user message before either has an id).
    */
   repliesToPrevious?: boolean;
-  /** A chat platform's id of the message, unique per channel; null or left out: none. */
+  /** A chat platform's id of the message, unique per channel and sender; null or left out: none. */
   externalId?: string | null;
   createdAt: number;
   /**

@@ -19,7 +19,7 @@ export const messageSearchSql = `SELECT ${columns} FROM messages m
  * The PostgreSQL implementation of the MessageStore port, over the append-only `messages` table
  * (a trigger refuses updates). Appends take the write lock (`writePg`), so message ids become
  * visible in order and an extraction watermark never skips a message committed late; an external id
- * already stored in a channel (migration 2's unique index) is answered with the stored message.
+ * a sender already has in a channel (the unique index of steps 2 and 5) is answered with the stored message.
  */
 export function createPostgresMessageStore(database: PostgresDatabase): MessageStore {
   const list = async (doing: string, sql: string, parameters: unknown[]) =>
@@ -61,14 +61,14 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
                 : undefined
               : (
                   await q.query<MessageRow>(
-                    `SELECT ${columns} FROM messages WHERE channel_id = $1 AND external_id = $2`,
-                    [message.channelId, externalId],
+                    `SELECT ${columns} FROM messages WHERE channel_id = $1 AND sender_id = $2 AND external_id = $3`,
+                    [message.channelId, message.senderId, externalId],
                   )
                 ).rows[0];
           // The write lock makes the read above current; the conflict clause keeps a race out regardless.
           const sql = `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING ${columns}`;
+            ON CONFLICT (channel_id, sender_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING ${columns}`;
           const row =
             earlier ??
             firstRow(

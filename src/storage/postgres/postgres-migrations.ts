@@ -10,7 +10,7 @@ interface PostgresMigration {
 
 /**
  * The schema of a mneme PostgreSQL database: the same tables as SQLite's latest schema, written for
- * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own; step 4: SQLite's 16). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
+ * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own; step 4: SQLite's 16; step 5: SQLite's 18). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
  * copy` may also set; provenance lists are `bigint[]` with GIN indexes; full text is a stored
  * `tsvector` with a GIN index (`english` for memories, stemmed like SQLite's porter tokenizer;
  * `simple` for messages); vectors are `real[]` rows of `memory_vectors`, indexed by pgvector's HNSW
@@ -302,6 +302,16 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       INSERT INTO memory_word_owners (owner, memories, tokens)
         SELECT owner, count(*), COALESCE(sum((SELECT COALESCE(sum(cardinality(t.positions)), 0) FROM unnest(fts) AS t)), 0)
         FROM memories GROUP BY owner;
+    `,
+  },
+  {
+    version: 5,
+    name: 'external message ids unique per sender',
+    sql: `
+      -- SQLite's migration 18 (ADR 14, 2026-12-01): an external id names one sender's message in a channel.
+      DROP INDEX messages_by_external_id;
+      CREATE UNIQUE INDEX messages_by_external_id ON messages(channel_id, sender_id, external_id)
+        WHERE external_id IS NOT NULL;
     `,
   },
 ];

@@ -57,11 +57,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       database,
       `INSERT INTO messages (id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
       VALUES (${nextIdSql('messages')}, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING *`,
+      ON CONFLICT (channel_id, sender_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING *`,
     ),
-    byExternalId: preparedOnUse<[string, string], MessageRow>(
+    byExternalId: preparedOnUse<[string, string, string], MessageRow>(
       database,
-      'SELECT * FROM messages WHERE channel_id = ? AND external_id = ?',
+      'SELECT * FROM messages WHERE channel_id = ? AND sender_id = ? AND external_id = ?',
     ),
     replyOf: preparedOnUse<[number, string, MessageRole], MessageRow>(
       database,
@@ -99,7 +99,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
                   ? message.repliesToPrevious && previous?.duplicate
                     ? retryable.replyOf().get(previous.id, message.senderId, message.role)
                     : undefined
-                  : retryable.byExternalId().get(message.channelId, externalId);
+                  : retryable.byExternalId().get(message.channelId, message.senderId, externalId);
               const row =
                 earlier ??
                 retryable

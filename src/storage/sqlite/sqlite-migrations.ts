@@ -579,6 +579,18 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       ALTER TABLE vector_list_state ADD COLUMN overflow_share REAL;
     `,
   },
+  {
+    version: 18,
+    name: 'external message ids unique per sender',
+    sql: `
+      -- ADR 14, 2026-12-01: an external id names one sender's message in a channel. Unique per channel
+      -- alone, a member could post first under the id a bridge would later relay for another user,
+      -- whose message was then answered as a duplicate and never stored.
+      DROP INDEX messages_by_external_id;
+      CREATE UNIQUE INDEX messages_by_external_id ON messages(channel_id, sender_id, external_id)
+        WHERE external_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */
