@@ -46,5 +46,6 @@ describe('opening one new database file from many processes at once', () => {
         database.close();
       }
     }
-  });
+    // 32 processes each start Node and open the file: tens of seconds on two shared, loaded cores.
+  }, 180_000);
 });

@@ -295,10 +295,12 @@ function illFormedText(value: unknown): FieldIssue[] {
         pending.push({ value: element, path: path ? `${path}.${index}` : String(index) });
       });
     } else if (typeof item === 'object' && item !== null && Object.getPrototypeOf(item) === Object.prototype) {
-      for (const [key, element] of Object.entries(item)) {
+      // Data fields only: a getter (an engine handed in as an option, `mneme.as(...)`) is not text and may refuse to be read.
+      for (const [key, field] of Object.entries(Object.getOwnPropertyDescriptors(item))) {
+        if (!field.enumerable || !('value' in field)) continue;
         const at = path ? `${path}.${key}` : key;
         if (loneSurrogate.test(key)) return issue(at);
-        pending.push({ value: element, path: at });
+        pending.push({ value: field.value, path: at });
       }
     }
   }

@@ -17,6 +17,8 @@ const TEXT_TABLES = [
   'memories',
   'memory_vectors',
   'memory_versions',
+  'memory_words',
+  'memory_word_owners',
   'memory_links',
   'users',
   'members',
