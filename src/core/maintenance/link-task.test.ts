@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { globalMemory } from '../../storage/global-memory.fixture.js';
 import { cosine } from './consolidate-task.js';
 import { LINK_COSINE } from './link-task.js';
 import { ALL_CHANNELS } from './maintenance-task.js';
@@ -96,23 +97,7 @@ describe('the linking task', () => {
     await engine.storage.memories.insert(
       contents.map((content, index) => {
         const vector = vectors[index];
-        return {
-          content,
-          category: 'fact',
-          sector: 'semantic',
-          scope: 'global',
-          owner: 'global',
-          userId: null,
-          channelId: null,
-          projectId: null,
-          topicId: null,
-          source: 'manual',
-          importance: 0.5,
-          pinned: false,
-          sourceMessageIds: [],
-          sourceIds: [],
-          embedding: vector ? { model: model.modelId, vector } : null,
-        };
+        return globalMemory(content, { embedding: vector ? { model: model.modelId, vector } : null });
       }),
       { at: Date.now(), actor: null },
     );
