@@ -199,12 +199,17 @@ export const MAX_QUERY_CHARS = 20_000;
  * two halves of a surrogate pair (an emoji): a lone half is ill-formed text, which `parseInput` refuses.
  */
 export function clipQuery(text: string, keep: 'start' | 'end' = 'start'): string {
-  if (text.length <= MAX_QUERY_CHARS) return text;
+  return clipChars(text, MAX_QUERY_CHARS, keep);
+}
+
+/** The text cut to at most `maxChars` characters, its start kept (or its end), never inside a surrogate pair. */
+export function clipChars(text: string, maxChars: number, keep: 'start' | 'end' = 'start'): string {
+  if (text.length <= maxChars) return text;
   if (keep === 'end') {
-    const clipped = text.slice(-MAX_QUERY_CHARS);
+    const clipped = text.slice(-maxChars);
     return /^[\udc00-\udfff]/.test(clipped) ? clipped.slice(1) : clipped;
   }
-  const clipped = text.slice(0, MAX_QUERY_CHARS);
+  const clipped = text.slice(0, maxChars);
   return /[\ud800-\udbff]$/.test(clipped) ? clipped.slice(0, -1) : clipped;
 }
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMneme } from '../config/create-mneme.js';
+import { clip } from '../models/offline/offline-text.js';
 import { isMnemeError } from './errors.js';
-import { clipQuery, MAX_QUERY_CHARS } from './schemas.js';
+import { clipChars, clipQuery, MAX_QUERY_CHARS } from './schemas.js';
 
 // Attack finding (wt-attack, 2026-12-01): a lone surrogate was accepted and stored as bytes that are not
 // UTF-8 (read back as three U+FFFD), so what was acknowledged was not what had been sent.
@@ -33,5 +34,13 @@ describe('ill-formed text (a lone UTF-16 surrogate)', () => {
     expect(clipQuery(pairAtTheStart, 'end')).toBe('a'.repeat(MAX_QUERY_CHARS - 1));
     expect(clipQuery('short 🍵')).toBe('short 🍵');
     expect(clipQuery(`${'b'.repeat(MAX_QUERY_CHARS)}🍵`)).toBe('b'.repeat(MAX_QUERY_CHARS));
+  });
+
+  it('is never made by the short descriptions and summaries cut from a memory', () => {
+    // The MCP resource list describes a memory by its first 200 characters; episode summaries are clipped too.
+    const emojiAtTheCut = `${'a'.repeat(199)}🍵 tea`;
+    expect(clipChars(emojiAtTheCut, 200)).toBe('a'.repeat(199));
+    expect(clip(`${'b'.repeat(98)}🍵${'c'.repeat(20)}`, 100)).toBe(`${'b'.repeat(98)}…`);
+    expect(clip('tea 🍵 and cake', 100)).toBe('tea 🍵 and cake');
   });
 });

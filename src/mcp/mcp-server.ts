@@ -1,7 +1,7 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, isMnemeError } from '../core/errors.js';
-import { MemoryIdSchema, parseInput } from '../core/schemas.js';
+import { clipChars, MemoryIdSchema, parseInput } from '../core/schemas.js';
 import type { McpSession } from './mcp-session.js';
 import { mcpTools } from './mcp-tools.js';
 
@@ -69,7 +69,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
           resources: page.memories.map((memory) => ({
             uri: `memory://${memory.id}`,
             name: `memory ${memory.id}`,
-            description: memory.content.slice(0, 200),
+            description: clipChars(memory.content, 200),
             mimeType: 'application/json',
           })),
         };

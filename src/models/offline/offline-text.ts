@@ -11,10 +11,13 @@ export function withFullStop(sentence: string): string {
   return /[.!?…]$/u.test(sentence) ? sentence : `${sentence}.`;
 }
 
-/** The text cut to at most `maxChars` characters at a word boundary, with `…` when cut. */
+/**
+ * The text cut to at most `maxChars` characters at a word boundary, with `…` when cut; never between the two
+ * halves of a surrogate pair (an emoji), which would leave ill-formed text.
+ */
 export function clip(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
-  const cut = text.slice(0, maxChars - 1);
+  const cut = text.slice(0, maxChars - 1).replace(/[\ud800-\udbff]$/, '');
   const lastSpace = cut.lastIndexOf(' ');
   return `${(lastSpace > maxChars / 2 ? cut.slice(0, lastSpace) : cut).replace(/[\s,;:]+$/u, '')}…`;
 }
