@@ -53,7 +53,10 @@ describe('mneme bench', () => {
     });
   });
 
-  it('measures mneme on PGlite with --db pglite:, the engines of one store sharing its folder', async () => {
+  // A CLI process starting PGlite and a whole bench cycle: 10 s on a quiet machine, over 30 s on loaded cores.
+  it('measures mneme on PGlite with --db pglite:, the engines of one store sharing its folder', {
+    timeout: 120_000,
+  }, async () => {
     const run = await runCli('pglite:memory:', ['bench', '--sizes', '30', '--queries', '2', '--messages', '3']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('30 memories');

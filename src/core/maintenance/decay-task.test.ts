@@ -197,7 +197,7 @@ describe.each(serverEngineStores)('the decay policies, on %s', (name) => {
     }
   });
 
-  it('catches up a missed week exactly: the same result as running every day', async () => {
+  it('catches up a missed week exactly: the same result as running every day', { timeout: 120_000 }, async () => {
     for (const decay of decayPolicyNames) {
       const daily = await open(decay);
       const missed = await open(decay);

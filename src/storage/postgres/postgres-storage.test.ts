@@ -145,7 +145,9 @@ describe('PostgreSQL storage on PGlite', () => {
     await storage.close();
   });
 
-  it('finds a rare word among many messages through the GIN index, not by reading the channel', async () => {
+  it('finds a rare word among many messages through the GIN index, not by reading the channel', {
+    timeout: 120_000,
+  }, async () => {
     const own = await createPgliteDatabase('pglite:memory:');
     const storage = await createPostgresStorage({ database: own });
     try {
