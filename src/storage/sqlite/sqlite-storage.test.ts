@@ -305,6 +305,27 @@ describe('SQLite storage', () => {
     }
   });
 
+  it("counts a viewer's words again after a write of this connection or of another one", async () => {
+    const path = newFile();
+    const first = createSqliteStorage({ path });
+    const second = createSqliteStorage({ path });
+    try {
+      const kestrel = (content: string) => [globalMemory(content)];
+      const counted = async () =>
+        (await first.memories.termCounts(['kestrel', 'heron'], { owners: ['global'] })).counts;
+      await first.memories.insert(kestrel('a kestrel'), { at, actor: null });
+      expect(await counted()).toEqual([1, 0]);
+      expect(await counted()).toEqual([1, 0]);
+      await second.memories.insert(kestrel('a kestrel and a heron'), { at, actor: null });
+      expect(await counted()).toEqual([2, 1]);
+      await first.memories.insert(kestrel('another kestrel'), { at, actor: null });
+      expect(await counted()).toEqual([3, 1]);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
   it('ranks long memories (document sizes of several bytes), repeated words and faded memories exactly as bm25() does', async () => {
     const storage = createSqliteStorage({ path: ':memory:' });
     try {
@@ -333,7 +354,9 @@ describe('SQLite storage', () => {
           const visible = await storage.memories.searchText({ terms, owners: every, limit: 10, includeFaded });
           expect(visible.map((hit) => hit.id)).toEqual(byIndex.map((hit) => hit.id));
           expect(visible.length).toBeGreaterThan(0);
-          visible.forEach((hit, index) => expect(hit.score).toBeCloseTo(byIndex[index]?.score ?? Number.NaN, 9));
+          visible.forEach((hit, index) => {
+            expect(hit.score).toBeCloseTo(byIndex[index]?.score ?? Number.NaN, 9);
+          });
         }
       }
       expect(await storage.memories.searchText({ terms: ['kestrel'], owners: [], limit: 10 })).toEqual([]);
