@@ -54,6 +54,8 @@ export interface SqliteVectorIndex {
 export interface SqliteVectorIndexOptions {
   /** Stores with fewer vectors get no inverted lists (ADR 20); tests lower it. */
   listMinVectors?: number;
+  /** Searches without a write before the lists' codes are searched in memory (ADR 20); tests set 0 or Infinity. */
+  listSnapshotAfter?: number;
 }
 
 /** sqlite-vec's largest `k`. */
@@ -150,7 +152,11 @@ export function createSqliteVectorIndex(
   let current =
     database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
   const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
-  const lists = createSqliteVectorLists(database, { minVectors: listMinVectors, read: (ids) => readVectors(ids) });
+  const lists = createSqliteVectorLists(database, {
+    minVectors: listMinVectors,
+    ...(options.listSnapshotAfter === undefined ? {} : { snapshotAfter: options.listSnapshotAfter }),
+    read: (ids) => readVectors(ids),
+  });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
   const rescores = new Map<

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
@@ -10,6 +13,8 @@ const opened: Database.Database[] = [];
 afterEach(() => {
   for (const database of opened.splice(0)) database.close();
 });
+const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-lists-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 const DIMENSIONS = 128;
 const MIN_SCORE = 0.85;
@@ -87,12 +92,34 @@ function vectorsFor(
   return stored.slice(0, count);
 }
 
-function openIndex(listMinVectors: number): { database: Database.Database; index: SqliteVectorIndex } {
-  const database = openSqliteDatabase({ path: ':memory:' });
+/**
+ * An index over a new database (`path`, default in memory); `listSnapshotAfter` searches without a write
+ * before it searches the lists' codes in memory (0: at once; Infinity: always through SQL; default: the
+ * library's).
+ */
+function openIndex(
+  listMinVectors: number,
+  listSnapshotAfter?: number,
+  path = ':memory:',
+): { database: Database.Database; index: SqliteVectorIndex } {
+  const database = openSqliteDatabase({ path });
   opened.push(database);
-  const index = createSqliteVectorIndex(database, { listMinVectors });
-  index.configure({ model: 'm', dimensions: DIMENSIONS });
+  const index = createSqliteVectorIndex(database, {
+    listMinVectors,
+    ...(listSnapshotAfter === undefined ? {} : { listSnapshotAfter }),
+  });
+  if (!index.info()) index.configure({ model: 'm', dimensions: DIMENSIONS });
   return { database, index };
+}
+
+/** Each stored vector's neighbours as linking asks for them (its owner's and global ones), one line per vector. */
+function linkingAnswers(index: SqliteVectorIndex, stored: readonly Stored[]): string[] {
+  return stored.map((row) =>
+    index
+      .searchNear(row.vector, 'm', row.owner === 'global' ? null : ['global', row.owner], LIMIT, MIN_SCORE)
+      .map((hit) => `${hit.id}:${hit.score.toFixed(6)}`)
+      .join(','),
+  );
 }
 
 function put(database: Database.Database, index: SqliteVectorIndex, stored: readonly Stored[]): void {
@@ -166,11 +193,18 @@ function overflowIds(database: Database.Database): number[] {
 }
 
 describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, () => {
-  it.each(['clustered', 'unclustered', 'with outliers'] as const)(
-    'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors',
-    (kind) => {
+  it.each([
+    ['clustered', 'SQL', Number.POSITIVE_INFINITY],
+    ['unclustered', 'SQL', Number.POSITIVE_INFINITY],
+    ['with outliers', 'SQL', Number.POSITIVE_INFINITY],
+    ['clustered', 'memory', 0],
+    ['unclustered', 'memory', 0],
+    ['with outliers', 'memory', 0],
+  ] as const)(
+    'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors, searched through %s',
+    (kind, _path, snapshotAfter) => {
       const stored = vectorsFor(kind, 1500, { clustered: 11, unclustered: 12, 'with outliers': 24 }[kind]);
-      const { database, index } = openIndex(500);
+      const { database, index } = openIndex(500, snapshotAfter);
       put(database, index, stored);
       expect(build(database, index)).toBeGreaterThan(0);
       expect(listState(database)).toMatchObject({ maintained: 1, watermark: null, training_steps: null });
@@ -298,6 +332,51 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     const now = [...stored.slice(0, 200), ...moved, ...stored.slice(400), ...added];
     expect(listedIds(database)).toEqual(now.map((row) => row.id).sort((a, b) => a - b));
     expect(misses(index, now, 60, 16)).toEqual([]);
+  });
+
+  it('search their codes in memory once searched without a write, and give linking the same neighbours as through SQL', () => {
+    const path = join(folder, 'same.db');
+    const stored = vectorsFor('with outliers', 1200, 41);
+    const { database, index } = openIndex(500, Number.POSITIVE_INFINITY, path);
+    put(database, index, stored);
+    build(database, index);
+    const throughSql = linkingAnswers(index, stored);
+    const { index: inMemory } = openIndex(500, 3, path);
+    expect(linkingAnswers(inMemory, stored)).toEqual(throughSql);
+    expect(throughSql.filter((line) => line.includes(',')).length).toBeGreaterThan(300);
+    expect(misses(inMemory, stored, 30, 42)).toEqual([]);
+  });
+
+  it('drop the codes held in memory when vectors are put or removed, through this connection or another', () => {
+    const path = join(folder, 'writes.db');
+    const stored = vectorsFor('unclustered', 1000, 43);
+    const { database, index } = openIndex(500, 0, path);
+    put(database, index, stored);
+    build(database, index);
+    expect(misses(index, stored, 10, 44)).toEqual([]);
+    const random = createSeededRandom(45);
+    // Through this connection: new neighbours, new vectors for old memories, forgotten memories.
+    const added = stored.slice(0, 100).map((row, position) => ({
+      id: 10_000 + position,
+      owner: row.owner,
+      vector: near(row.vector, random, 0.92),
+    }));
+    put(database, index, added);
+    const moved = stored.slice(100, 150).map((row) => ({ ...row, vector: gaussian(random) }));
+    put(database, index, moved);
+    database.transaction(() => index.remove(stored.slice(150, 200).map((row) => row.id)))();
+    let now = [...stored.slice(0, 100), ...moved, ...stored.slice(200), ...added];
+    expect(misses(index, now, 30, 46)).toEqual([]);
+    // Through another connection to the same file.
+    const { database: other, index: otherIndex } = openIndex(500, Number.POSITIVE_INFINITY, path);
+    const later = now.slice(0, 100).map((row, position) => ({
+      id: 20_000 + position,
+      owner: row.owner,
+      vector: near(row.vector, random, 0.95),
+    }));
+    put(other, otherIndex, later);
+    now = [...now, ...later];
+    expect(misses(index, now, 30, 47)).toEqual([]);
   });
 
   it('are trained again once the store holds four times the vectors they were trained on', () => {
