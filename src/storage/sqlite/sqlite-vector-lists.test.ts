@@ -379,6 +379,27 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     expect(misses(index, now, 30, 47)).toEqual([]);
   });
 
+  it('read no codes into memory inside a transaction that wrote to the lists, which may yet be rolled back', () => {
+    const stored = vectorsFor('clustered', 1000, 51);
+    const { database, index } = openIndex(500, 0);
+    put(database, index, stored);
+    build(database, index);
+    const [first, second] = stored;
+    if (!first || !second) throw new Error('no vectors');
+    const before = index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE).map((hit) => hit.id);
+    expect(before).toContain(second.id);
+    const random = createSeededRandom(52);
+    expect(() =>
+      database.transaction(() => {
+        index.put(second.id, second.owner, { model: 'm', vector: gaussian(random) });
+        for (let search = 0; search < 40; search++) index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    expect(index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE).map((hit) => hit.id)).toEqual(before);
+    expect(misses(index, stored, 20, 53)).toEqual([]);
+  });
+
   it('are trained again once the store holds four times the vectors they were trained on', () => {
     const stored = vectorsFor('clustered', 500, 17);
     const { database, index } = openIndex(500);

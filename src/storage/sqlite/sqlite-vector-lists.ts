@@ -163,6 +163,11 @@ export function createSqliteVectorLists(
   let snapshot: Snapshot | null = null;
   let quietSearches = 0;
   let quietVersion: number | null = null;
+  /**
+   * Whether the last write to the lists was made in a transaction not yet seen to end: a snapshot read
+   * before it ends could hold writes rolled back after (a rollback leaves `data_version` as it was).
+   */
+  let uncommitted = false;
   let centroids: { generation: number; dimensions: number; values: Float32Array; count: number } | null = null;
   let prepared: ReturnType<typeof prepare> | null = null;
   let preparedList: ReturnType<typeof prepareListTable> | null = null;
@@ -204,6 +209,7 @@ export function createSqliteVectorLists(
     snapshot = null;
     quietSearches = 0;
     quietVersion = null;
+    uncommitted = database.inTransaction;
   }
 
   /**
@@ -214,6 +220,10 @@ export function createSqliteVectorLists(
     const version = sql().dataVersion.get() ?? 0;
     if (snapshot && (snapshot.generation !== current.generation || snapshot.dataVersion !== version)) written();
     if (snapshot) return snapshot;
+    if (uncommitted) {
+      if (database.inTransaction) return null;
+      uncommitted = false;
+    }
     if (quietVersion !== version) {
       quietVersion = version;
       quietSearches = 0;
