@@ -57,6 +57,8 @@ export interface SqliteVectorIndexOptions {
   listMinVectors?: number;
   /** Lists a recall's `search` probes once they are built (ADR 10, 2026-12-01); 0 scans the owner buckets. */
   listProbes?: number;
+  /** Searches without a write before the lists' codes are searched in memory (ADR 20); tests set 0 or Infinity. */
+  listSnapshotAfter?: number;
 }
 
 /** sqlite-vec's largest `k`. */
@@ -161,7 +163,11 @@ export function createSqliteVectorIndex(
     database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
   const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
   const listProbes = options.listProbes ?? LIST_PROBES;
-  const lists = createSqliteVectorLists(database, { minVectors: listMinVectors, read: (ids) => readVectors(ids) });
+  const lists = createSqliteVectorLists(database, {
+    minVectors: listMinVectors,
+    ...(options.listSnapshotAfter === undefined ? {} : { snapshotAfter: options.listSnapshotAfter }),
+    read: (ids) => readVectors(ids),
+  });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
   const rescores = new Map<

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
@@ -10,6 +13,8 @@ const opened: Database.Database[] = [];
 afterEach(() => {
   for (const database of opened.splice(0)) database.close();
 });
+const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-lists-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 const DIMENSIONS = 128;
 const MIN_SCORE = 0.85;
@@ -87,18 +92,31 @@ function vectorsFor(
   return stored.slice(0, count);
 }
 
+/**
+ * An index over a new database (`path`, default in memory). `listProbes`: lists a recall probes (0: the
+ * bucket scan). `listSnapshotAfter`: searches without a write before the lists' codes are searched in
+ * memory (0: at once; Infinity: always through SQL). Left out: the library's.
+ */
 function openIndex(
   listMinVectors: number,
-  listProbes?: number,
+  options: { listProbes?: number; listSnapshotAfter?: number; path?: string } = {},
 ): { database: Database.Database; index: SqliteVectorIndex } {
-  const database = openSqliteDatabase({ path: ':memory:' });
+  const { path = ':memory:', ...tuning } = options;
+  const database = openSqliteDatabase({ path });
   opened.push(database);
-  const index = createSqliteVectorIndex(database, {
-    listMinVectors,
-    ...(listProbes === undefined ? {} : { listProbes }),
-  });
-  index.configure({ model: 'm', dimensions: DIMENSIONS });
+  const index = createSqliteVectorIndex(database, { listMinVectors, ...tuning });
+  if (!index.info()) index.configure({ model: 'm', dimensions: DIMENSIONS });
   return { database, index };
+}
+
+/** Each stored vector's neighbours as linking asks for them (its owner's and global ones), one line per vector. */
+function linkingAnswers(index: SqliteVectorIndex, stored: readonly Stored[]): string[] {
+  return stored.map((row) =>
+    index
+      .searchNear(row.vector, 'm', row.owner === 'global' ? null : ['global', row.owner], LIMIT, MIN_SCORE)
+      .map((hit) => `${hit.id}:${hit.score.toFixed(6)}`)
+      .join(','),
+  );
 }
 
 function put(database: Database.Database, index: SqliteVectorIndex, stored: readonly Stored[]): void {
@@ -172,11 +190,18 @@ function overflowIds(database: Database.Database): number[] {
 }
 
 describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, () => {
-  it.each(['clustered', 'unclustered', 'with outliers'] as const)(
-    'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors',
-    (kind) => {
+  it.each([
+    ['clustered', 'SQL', Number.POSITIVE_INFINITY],
+    ['unclustered', 'SQL', Number.POSITIVE_INFINITY],
+    ['with outliers', 'SQL', Number.POSITIVE_INFINITY],
+    ['clustered', 'memory', 0],
+    ['unclustered', 'memory', 0],
+    ['with outliers', 'memory', 0],
+  ] as const)(
+    'find by a minimum cosine exactly what an exhaustive search finds, on %s vectors, searched through %s',
+    (kind, _path, snapshotAfter) => {
       const stored = vectorsFor(kind, 1500, { clustered: 11, unclustered: 12, 'with outliers': 24 }[kind]);
-      const { database, index } = openIndex(500);
+      const { database, index } = openIndex(500, { listSnapshotAfter: snapshotAfter });
       put(database, index, stored);
       expect(build(database, index)).toBeGreaterThan(0);
       expect(listState(database)).toMatchObject({ maintained: 1, watermark: null, training_steps: null });
@@ -306,6 +331,75 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     expect(misses(index, now, 60, 16)).toEqual([]);
   });
 
+  it('search their codes in memory once searched without a write, and give linking the same neighbours as through SQL', () => {
+    const path = join(folder, 'same.db');
+    const stored = vectorsFor('with outliers', 1200, 41);
+    const { database, index } = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    put(database, index, stored);
+    build(database, index);
+    const throughSql = linkingAnswers(index, stored);
+    const { index: inMemory } = openIndex(500, { listSnapshotAfter: 3, path });
+    expect(linkingAnswers(inMemory, stored)).toEqual(throughSql);
+    expect(throughSql.filter((line) => line.includes(',')).length).toBeGreaterThan(300);
+    expect(misses(inMemory, stored, 30, 42)).toEqual([]);
+  });
+
+  it('drop the codes held in memory when vectors are put or removed, through this connection or another', () => {
+    const path = join(folder, 'writes.db');
+    const stored = vectorsFor('unclustered', 1000, 43);
+    const { database, index } = openIndex(500, { listSnapshotAfter: 0, path });
+    put(database, index, stored);
+    build(database, index);
+    expect(misses(index, stored, 10, 44)).toEqual([]);
+    const random = createSeededRandom(45);
+    // Through this connection: new neighbours, new vectors for old memories, forgotten memories.
+    const added = stored.slice(0, 100).map((row, position) => ({
+      id: 10_000 + position,
+      owner: row.owner,
+      vector: near(row.vector, random, 0.92),
+    }));
+    put(database, index, added);
+    const moved = stored.slice(100, 150).map((row) => ({ ...row, vector: gaussian(random) }));
+    put(database, index, moved);
+    database.transaction(() => index.remove(stored.slice(150, 200).map((row) => row.id)))();
+    let now = [...stored.slice(0, 100), ...moved, ...stored.slice(200), ...added];
+    expect(misses(index, now, 30, 46)).toEqual([]);
+    // Through another connection to the same file.
+    const { database: other, index: otherIndex } = openIndex(500, {
+      listSnapshotAfter: Number.POSITIVE_INFINITY,
+      path,
+    });
+    const later = now.slice(0, 100).map((row, position) => ({
+      id: 20_000 + position,
+      owner: row.owner,
+      vector: near(row.vector, random, 0.95),
+    }));
+    put(other, otherIndex, later);
+    now = [...now, ...later];
+    expect(misses(index, now, 30, 47)).toEqual([]);
+  });
+
+  it('read no codes into memory inside a transaction that wrote to the lists, which may yet be rolled back', () => {
+    const stored = vectorsFor('clustered', 1000, 51);
+    const { database, index } = openIndex(500, { listSnapshotAfter: 0 });
+    put(database, index, stored);
+    build(database, index);
+    const [first, second] = stored;
+    if (!first || !second) throw new Error('no vectors');
+    const before = index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE).map((hit) => hit.id);
+    expect(before).toContain(second.id);
+    const random = createSeededRandom(52);
+    expect(() =>
+      database.transaction(() => {
+        index.put(second.id, second.owner, { model: 'm', vector: gaussian(random) });
+        for (let search = 0; search < 40; search++) index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    expect(index.searchNear(first.vector, 'm', null, LIMIT, MIN_SCORE).map((hit) => hit.id)).toEqual(before);
+    expect(misses(index, stored, 20, 53)).toEqual([]);
+  });
+
   it('are trained again once the store holds four times the vectors they were trained on', () => {
     const stored = vectorsFor('clustered', 500, 17);
     const { database, index } = openIndex(500);
@@ -406,7 +500,7 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     ] as const) {
       const stored = vectorsFor(kind, 2000, seed);
       const lists = openIndex(500);
-      const buckets = openIndex(500, 0);
+      const buckets = openIndex(500, { listProbes: 0 });
       for (const { database, index } of [lists, buckets]) {
         put(database, index, stored);
         build(database, index);
@@ -442,7 +536,7 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
       expect(index.search(row.vector, 'm', null, 1)[0]?.id).not.toBe(row.id);
     }
     const now = [...moved, ...stored.slice(100), ...added];
-    const buckets = openIndex(500, 0);
+    const buckets = openIndex(500, { listProbes: 0 });
     put(buckets.database, buckets.index, now);
     expect(topRecall(index, now, 20, 46)).toBeGreaterThanOrEqual(topRecall(buckets.index, now, 20, 46) - 0.02);
   });
@@ -467,7 +561,7 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
         }
       }
     }
-    const buckets = openIndex(500, 0);
+    const buckets = openIndex(500, { listProbes: 0 });
     put(buckets.database, buckets.index, stored);
     expect(topRecall(index, stored, 20, 49)).toBeGreaterThanOrEqual(topRecall(buckets.index, stored, 20, 49) - 0.02);
   });

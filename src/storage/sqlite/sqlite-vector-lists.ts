@@ -62,6 +62,11 @@ export interface SqliteVectorLists {
 export interface SqliteVectorListsOptions {
   /** Stores with fewer vectors get no lists. */
   minVectors?: number;
+  /**
+   * Searches without a write to the lists before {@link SqliteVectorLists.near} reads their codes into memory
+   * (default {@link SNAPSHOT_AFTER}); tests set 0 (at once) or Infinity (never).
+   */
+  snapshotAfter?: number;
   /** Reads the stored float32 vectors of these memories. */
   read(memoryIds: readonly number[]): Map<number, Float32Array>;
 }
@@ -72,6 +77,20 @@ export interface SqliteVectorListsOptions {
  * 35,000 codes costs (ADR 20, 2026-12-01: 8.6-12.2 ms against 1.4-1.6 at 13,097 vectors).
  */
 export const LIST_MIN_VECTORS = 32_768;
+/**
+ * Searches in a row without a write to the lists (on this connection or another) before the lists' codes
+ * are read into memory: reading them costs about what 40 searches through SQL do (ADR 20, 2026-12-01,
+ * session 4: 0.16 s against about 4 ms, 103,097 vectors), so a store written to between most searches keeps
+ * searching through SQL and at worst spends twice what it would have.
+ */
+export const SNAPSHOT_AFTER = 32;
+/** Lists of more vectors than this are never read into memory (about 100 MB of 768-bit codes). */
+const SNAPSHOT_MAX_VECTORS = 1 << 20;
+/**
+ * The sqlite-vec versions whose vec0 shadow tables the snapshot reads (chunks of validity bits, row ids,
+ * codes and integer metadata); a table created by another version is searched through SQL only.
+ */
+const SNAPSHOT_LAYOUTS = new Set(['v0.1.9']);
 /** A store retrains once it holds this many times the vectors it had when its lists were trained. */
 const RETRAIN_GROWTH = 4;
 /** Vectors drawn per training step (mini-batch k-means), and training steps. */
@@ -128,11 +147,41 @@ interface ListRow {
   high_band: number | null;
 }
 
+/** The codes of one partition of `memory_vector_list_bits`, in memory. */
+interface SnapshotPart {
+  ids: Float64Array;
+  owners: Float64Array;
+  /** `words` 32-bit words per code. */
+  codes: Uint32Array;
+}
+
+/** The lists' codes and band ranges as they were at `dataVersion` (ADR 20, 2026-12-01, session 4). */
+interface Snapshot {
+  generation: number;
+  dataVersion: number;
+  words: number;
+  lists: ListRow[];
+  parts: Map<number, SnapshotPart>;
+}
+
 export function createSqliteVectorLists(
   database: Database.Database,
   options: SqliteVectorListsOptions,
 ): SqliteVectorLists {
   const minVectors = options.minVectors ?? LIST_MIN_VECTORS;
+  const snapshotAfter = options.snapshotAfter ?? SNAPSHOT_AFTER;
+  /**
+   * The lists' codes in memory, and the searches since the last write to the lists: any write through this
+   * object drops the snapshot, a commit by another connection (`PRAGMA data_version`) too.
+   */
+  let snapshot: Snapshot | null = null;
+  let quietSearches = 0;
+  let quietVersion: number | null = null;
+  /**
+   * Whether the last write to the lists was made in a transaction not yet seen to end: a snapshot read
+   * before it ends could hold writes rolled back after (a rollback leaves `data_version` as it was).
+   */
+  let uncommitted = false;
   let centroids: { generation: number; dimensions: number; values: Float32Array; count: number } | null = null;
   let prepared: ReturnType<typeof prepare> | null = null;
   let preparedList: ReturnType<typeof prepareListTable> | null = null;
@@ -166,7 +215,117 @@ export function createSqliteVectorLists(
       ownerOf: database
         .prepare<[bigint], number>('SELECT owner_id FROM memory_vector_bits WHERE memory_id = ?')
         .pluck(),
+      dataVersion: database.prepare<[], number>('PRAGMA data_version').pluck(),
     };
+  }
+
+  /** Forgets the snapshot: the lists were written to. */
+  function written(): void {
+    snapshot = null;
+    quietSearches = 0;
+    quietVersion = null;
+    uncommitted = database.inTransaction;
+  }
+
+  /**
+   * The snapshot to search, read first when the lists have gone {@link snapshotAfter} searches without a
+   * write; null: search through SQL.
+   */
+  function snapshotFor(current: State): Snapshot | null {
+    const version = sql().dataVersion.get() ?? 0;
+    if (snapshot && (snapshot.generation !== current.generation || snapshot.dataVersion !== version)) written();
+    if (snapshot) return snapshot;
+    if (uncommitted) {
+      if (database.inTransaction) return null;
+      uncommitted = false;
+    }
+    if (quietVersion !== version) {
+      quietVersion = version;
+      quietSearches = 0;
+    }
+    quietSearches++;
+    if (quietSearches <= snapshotAfter) return null;
+    snapshot = readSnapshot(current, version);
+    // Not readable (too large, another layout): count again, so that it is not tried at every search.
+    if (!snapshot) quietSearches = 0;
+    return snapshot;
+  }
+
+  /** The codes of `memory_vector_list_bits`, read from its vec0 shadow tables, grouped by partition. */
+  function readSnapshot(current: State, dataVersion: number): Snapshot | null {
+    const layout = database
+      .prepare<[], unknown>("SELECT value FROM memory_vector_list_bits_info WHERE key = 'CREATE_VERSION'")
+      .pluck()
+      .get();
+    if (typeof layout !== 'string' || !SNAPSHOT_LAYOUTS.has(layout)) return null;
+    const stored = database.prepare<[], number>('SELECT count(*) FROM memory_vector_list_bits_rowids').pluck().get();
+    if ((stored ?? 0) > SNAPSHOT_MAX_VECTORS) return null;
+    // Three plain reads joined here by chunk id: SQLite joins these tables (no usable index on their
+    // `rowid` columns) by scanning one of them per row of another.
+    const codesOf = new Map(
+      database
+        .prepare<[], { id: number; vectors: Buffer }>(
+          'SELECT rowid AS id, vectors FROM memory_vector_list_bits_vector_chunks00',
+        )
+        .all()
+        .map((row) => [row.id, row.vectors]),
+    );
+    const ownersOf = new Map(
+      database
+        .prepare<[], { id: number; data: Buffer }>(
+          'SELECT rowid AS id, data FROM memory_vector_list_bits_metadatachunks00',
+        )
+        .all()
+        .map((row) => [row.id, row.data]),
+    );
+    const chunks: Array<{ part: number; validity: Buffer; rowids: Buffer; vectors: Buffer; owners: Buffer }> = [];
+    for (const row of database
+      .prepare<[], { id: number; part: number; validity: Buffer; rowids: Buffer }>(
+        'SELECT chunk_id AS id, partition00 AS part, validity, rowids FROM memory_vector_list_bits_chunks',
+      )
+      .all()) {
+      const vectors = codesOf.get(row.id);
+      const owners = ownersOf.get(row.id);
+      if (!vectors || !owners) return null;
+      chunks.push({ part: row.part, validity: row.validity, rowids: row.rowids, vectors, owners });
+    }
+    const valid = (chunk: { validity: Buffer }, slot: number) =>
+      ((chunk.validity[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
+    const counts = new Map<number, number>();
+    let codeBytes = 0;
+    for (const chunk of chunks) {
+      const slots = chunk.rowids.length / 8;
+      codeBytes = chunk.vectors.length / slots;
+      let count = 0;
+      for (let slot = 0; slot < slots; slot++) if (valid(chunk, slot)) count++;
+      counts.set(chunk.part, (counts.get(chunk.part) ?? 0) + count);
+    }
+    const words = Math.ceil(codeBytes / 4);
+    const parts = new Map<number, SnapshotPart>();
+    const filled = new Map<number, number>();
+    for (const [part, count] of counts) {
+      parts.set(part, {
+        ids: new Float64Array(count),
+        owners: new Float64Array(count),
+        codes: new Uint32Array(count * words),
+      });
+    }
+    for (const chunk of chunks) {
+      const target = parts.get(chunk.part);
+      if (!target) continue;
+      const bytesOfCodes = new Uint8Array(target.codes.buffer);
+      const slots = chunk.rowids.length / 8;
+      let at = filled.get(chunk.part) ?? 0;
+      for (let slot = 0; slot < slots; slot++) {
+        if (!valid(chunk, slot)) continue;
+        target.ids[at] = int64At(chunk.rowids, slot * 8);
+        target.owners[at] = int64At(chunk.owners, slot * 8);
+        bytesOfCodes.set(chunk.vectors.subarray(slot * codeBytes, (slot + 1) * codeBytes), at * words * 4);
+        at++;
+      }
+      filled.set(chunk.part, at);
+    }
+    return { generation: current.generation, dataVersion, words, lists: sql().listRows.all(), parts };
   }
 
   /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
@@ -230,6 +389,7 @@ export function createSqliteVectorLists(
     const { list, angle } = placeOf(unit(vector), values, count);
     const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
     const statements = listSql();
+    written();
     statements.remove.run(BigInt(memoryId));
     if (current.overflow_band !== null && band > current.overflow_band) {
       statements.insert.run(BigInt(memoryId), BigInt(OVERFLOW_PART), code, BigInt(ownerId));
@@ -353,6 +513,7 @@ export function createSqliteVectorLists(
     preparedList = null;
     rangeStatements.clear();
     knnStatements.clear();
+    written();
   }
 
   function assign(current: State, dimensions: number): void {
@@ -434,7 +595,9 @@ export function createSqliteVectorLists(
     },
 
     remove(memoryId) {
-      if (state()?.maintained) listSql().remove.run(BigInt(memoryId));
+      if (!state()?.maintained) return;
+      written();
+      listSql().remove.run(BigInt(memoryId));
     },
 
     clear() {
@@ -446,6 +609,7 @@ export function createSqliteVectorLists(
       rangeStatements.clear();
       knnStatements.clear();
       centroids = null;
+      written();
     },
 
     complete() {
@@ -459,21 +623,33 @@ export function createSqliteVectorLists(
       const { values, count } = loadCentroids(current, vector.length);
       const query = unit(vector);
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
-      const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
-      const owners = (ownerIds ?? []).map(BigInt);
+      const memory = snapshotFor(current);
       const found: Array<{ id: number; distance: number }> = [];
-      for (const row of sql().listRows.all()) {
+      /** Each list in reach's partitions (list * BANDS + band) to read: the bands within `reach` of the query's angle. */
+      const ranges: Array<[number, number]> = [];
+      for (const row of memory?.lists ?? sql().listRows.all()) {
         if (row.list >= count || row.low_band === null || row.high_band === null) continue;
         const angle = Math.acos(Math.min(1, Math.max(-1, dot(query, values, row.list * vector.length))));
         const low = Math.max(row.low_band, Math.floor((angle - reach) / BAND));
         const high = Math.min(row.high_band, Math.floor((angle + reach) / BAND));
         if (low > high) continue;
-        const base = row.list * BANDS;
-        found.push(...statement.all(code, wanted, BigInt(base + low), BigInt(base + high), ...owners, bound));
+        ranges.push([row.list * BANDS + low, row.list * BANDS + high]);
       }
-      if (current.overflow_band !== null) {
-        const part = BigInt(OVERFLOW_PART);
-        found.push(...statement.all(code, wanted, part, part, ...owners, bound));
+      if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+      if (memory) {
+        const words = codeWords(code, memory.words);
+        for (const [low, high] of ranges) {
+          for (let part = low; part <= high; part++) {
+            const members = memory.parts.get(part);
+            if (members) scan(members, words, ownerIds, bound, found);
+          }
+        }
+      } else {
+        const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
+        const owners = (ownerIds ?? []).map(BigInt);
+        for (const [low, high] of ranges) {
+          found.push(...statement.all(code, wanted, BigInt(low), BigInt(high), ...owners, bound));
+        }
       }
       return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
     },
@@ -513,6 +689,43 @@ export function createSqliteVectorLists(
   };
 }
 
+/** The little-endian 64-bit integer at `offset` of `buffer` (exact up to 2^53), without a BigInt. */
+function int64At(buffer: Buffer, offset: number): number {
+  return buffer.readInt32LE(offset + 4) * 4294967296 + buffer.readUInt32LE(offset);
+}
+
+/** The 32-bit words of a code (zero-padded to `words`), as the snapshot holds codes. */
+function codeWords(code: Buffer, words: number): Uint32Array {
+  const result = new Uint32Array(words);
+  new Uint8Array(result.buffer).set(code.subarray(0, words * 4));
+  return result;
+}
+
+/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`. */
+function scan(
+  part: SnapshotPart,
+  query: Uint32Array,
+  ownerIds: readonly number[] | null,
+  bound: number,
+  found: Array<{ id: number; distance: number }>,
+): void {
+  const words = query.length;
+  const { codes, ids, owners } = part;
+  for (let member = 0; member < ids.length; member++) {
+    if (ownerIds !== null && !ownerIds.includes(owners[member] ?? -1)) continue;
+    const offset = member * words;
+    let distance = 0;
+    for (let word = 0; word < words && distance <= bound; word++) {
+      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+      bits -= (bits >>> 1) & 0x55555555;
+      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+      distance += Math.imul(bits, 0x01010101) >>> 24;
+    }
+    if (distance <= bound) found.push({ id: ids[member] ?? 0, distance });
+  }
+}
+
 /** The `memory_vector_list_bits` table for vectors of `dimensions`, with its partition index. */
 function createListBitsTable(database: Database.Database, dimensions: number): void {
   database.exec(`CREATE VIRTUAL TABLE memory_vector_list_bits USING vec0(
@@ -539,10 +752,23 @@ function binaryCodeOf(vector: Float32Array): Buffer {
   return code;
 }
 
+/** The dot product of `vector` with the `vector.length` values of `values` from `offset`, four sums at a time. */
 function dot(vector: Float32Array, values: Float32Array, offset: number): number {
-  let sum = 0;
-  for (let index = 0; index < vector.length; index++) sum += (vector[index] ?? 0) * (values[offset + index] ?? 0);
-  return sum;
+  const length = vector.length;
+  let first = 0;
+  let second = 0;
+  let third = 0;
+  let fourth = 0;
+  let index = 0;
+  for (; index + 3 < length; index += 4) {
+    const at = offset + index;
+    first += (vector[index] ?? 0) * (values[at] ?? 0);
+    second += (vector[index + 1] ?? 0) * (values[at + 1] ?? 0);
+    third += (vector[index + 2] ?? 0) * (values[at + 2] ?? 0);
+    fourth += (vector[index + 3] ?? 0) * (values[at + 3] ?? 0);
+  }
+  for (; index < length; index++) first += (vector[index] ?? 0) * (values[offset + index] ?? 0);
+  return first + second + third + fourth;
 }
 
 function unit(vector: Float32Array): Float32Array {
