@@ -280,6 +280,24 @@ describe('mneme export and import (the built CLI)', () => {
     expect((await cli(target, 'import', join(folder, 'good.jsonl'))).code).toBe(0);
   });
 
+  it('refuses a file re-saved as Latin-1 instead of storing U+FFFD, and imports nothing', async () => {
+    const lines = full.trim().split('\n');
+    const memoryLine = lines.findIndex((line) => line.includes('"type":"memory"'));
+    const resaved = lines.map((line, index) =>
+      index === memoryLine ? Buffer.from(line.replace('"content":"', '"content":"café '), 'latin1') : Buffer.from(line),
+    );
+    const file = join(folder, 'latin1.jsonl');
+    writeFileSync(file, Buffer.concat(resaved.flatMap((line) => [line, Buffer.from('\n')])));
+    const target = join(folder, 'latin1.db');
+    const failed = await cli(target, 'import', file);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toMatch(
+      new RegExp(`^mneme: line ${memoryLine + 1}: not UTF-8 text \\(byte 0xe9 .*; nothing was imported\\n$`),
+    );
+    const after = parse((await cli(target, 'export')).stdout);
+    expect(after.filter((line) => !['header', 'policy', 'end'].includes(line.type))).toEqual([]);
+  });
+
   it('refuses a file that was cut off', async () => {
     const lines = full.trim().split('\n');
     const file = join(folder, 'cut.jsonl');

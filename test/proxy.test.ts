@@ -152,6 +152,57 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(recalled.hits.map((hit) => hit.memory.content).join('\n')).toMatch(/oolong/);
   });
 
+  it('records a retried completion once when it carries the same Idempotency-Key, and a key reused for another message records that one', async () => {
+    const ann = world.client(world.keys.ann);
+    const ask = (text: string, key?: string) =>
+      ann.chat.completions.create(
+        { model: 'fake-model', messages: [{ role: 'user', content: text }] },
+        key === undefined ? {} : { headers: { 'Idempotency-Key': key } },
+      );
+    await ask('I moved to Lisbon in March', 'retry-1');
+    await ask('I moved to Lisbon in March', 'retry-1');
+    await ask('I moved to Lisbon in March', 'retry-1');
+    await ask('My sister lives in Porto', 'retry-1');
+    const user = (content: string) => ({ role: 'user', content, senderId: 'ann' });
+    const reply = { role: 'assistant', content: 'Green tea suits your mornings.', senderId: 'assistant' };
+    expect(await world.settled('proxy:ann')).toEqual([
+      user('I moved to Lisbon in March'),
+      reply,
+      user('My sister lives in Porto'),
+      reply,
+    ]);
+    // Without a key, a client's retry is a new exchange, as before.
+    await ask('I moved to Lisbon in March');
+    expect(await world.settled('proxy:ann')).toHaveLength(6);
+    // Bob's request under Ann's key text and key is his own exchange.
+    await world
+      .client(world.keys.bob)
+      .chat.completions.create(
+        { model: 'fake-model', messages: [{ role: 'user', content: 'I moved to Lisbon in March' }] },
+        { headers: { 'Idempotency-Key': 'retry-1' } },
+      );
+    expect(await world.settled('proxy:bob')).toEqual([
+      { ...user('I moved to Lisbon in March'), senderId: 'bob' },
+      reply,
+    ]);
+  });
+
+  it('refuses a malformed Idempotency-Key with 400 problem+json, forwarding nothing', async () => {
+    const response = await fetch(`${world.proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${world.keys.ann}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'k'.repeat(256),
+      },
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await response.json()).toMatchObject({ code: 'INVALID_CHAT_REQUEST' });
+    expect(world.upstream.requests.filter((request) => request.path === '/v1/chat/completions')).toHaveLength(0);
+  });
+
   it('relays a streamed reply chunk by chunk, and ingests it once after the stream ended', async () => {
     const held = world.upstream.holdStreams();
     const stream = await world.client(world.keys.ann).chat.completions.create({

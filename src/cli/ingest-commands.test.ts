@@ -113,6 +113,33 @@ describe('mneme ingest', () => {
     expect(await turnsOf(database, 'room')).toEqual(['first', 'second']);
   });
 
+  it('refuses a line that is not UTF-8 (a Latin-1 export) instead of storing U+FFFD, keeping the lines before it', async () => {
+    const database = join(folder, 'latin1.db');
+    const file = join(folder, 'latin1.jsonl');
+    const line = (content: string) => Buffer.from(`${JSON.stringify(message(content))}`, 'latin1');
+    // CRLF, then a lone CR, then a Latin-1 "é" (0xe9), which is no UTF-8 character.
+    writeFileSync(
+      file,
+      Buffer.concat([line('first'), Buffer.from('\r\n'), line('second'), Buffer.from('\r'), line('café au lait')]),
+    );
+    const result = await run(database, ['ingest', file]);
+    const at = line('café au lait').indexOf(0xe9) + 1;
+    expect(result).toMatchObject({
+      code: 2,
+      stderr: `mneme: line 3: not UTF-8 text (byte 0xe9 at byte ${at} of the line); save the file as UTF-8; nothing of this line was written, the lines before it were\n`,
+    });
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'second']);
+  });
+
+  it('decodes a character whose bytes are split between two reads of standard input', async () => {
+    const database = join(folder, 'split.db');
+    const bytes = Buffer.from(`${JSON.stringify(message('naïve café 🎉'))}\n`);
+    const cut = bytes.indexOf(Buffer.from('🎉')) + 2;
+    const result = await run(database, ['ingest', '-'], Readable.from([bytes.subarray(0, cut), bytes.subarray(cut)]));
+    expect(result.code).toBe(0);
+    expect(await turnsOf(database, 'room')).toEqual(['naïve café 🎉']);
+  });
+
   it('refuses a folder with exit code 2 and one line', async () => {
     const result = await run(join(folder, 'folder.db'), ['ingest', folder]);
     expect(result).toMatchObject({ code: 2, stdout: '' });

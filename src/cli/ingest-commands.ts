@@ -1,6 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream, realpathSync, type Stats, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import type { IngestResult } from '../core/ingest/ingest.js';
@@ -213,9 +212,17 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             await flush();
             lines = lineNumber;
           } catch (error) {
+            // As for a line that is not JSON: the lines before it are kept.
+            if (error instanceof NotUtf8LineError) await flush();
             progress?.interrupt();
             if (progress && mode.interactive) io.stderr('extracting memories...\n');
             await mneme.whenIdle();
+            if (error instanceof NotUtf8LineError) {
+              throw new MnemeError(
+                error.code,
+                `${error.message}; nothing of this line was written, the lines before it were`,
+              );
+            }
             throw error;
           }
           // The append is done; the bar follows the extraction behind it until it is idle.
@@ -324,18 +331,79 @@ export function fileSize(file: string): number {
 }
 
 /** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
+/** A line of an input file that is not UTF-8 text (a Latin-1 or UTF-16 export): refused, never stored altered. */
+export class NotUtf8LineError extends MnemeError {}
+
+/**
+ * The lines of a JSON-lines input, each decoded as UTF-8. A line ends at LF, CRLF or a lone CR (as
+ * `readline` splits them). A line that is not UTF-8 is refused with its number and where it goes wrong:
+ * decoding it anyway would store U+FFFD in place of each bad byte (the HTTP face refuses such a body
+ * with 400 for the same reason).
+ */
 export async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  let lineNumber = 0;
+  const decode = (bytes: Buffer): string => {
+    lineNumber++;
+    try {
+      return decoder.decode(bytes);
+    } catch {
+      const column = firstInvalidByte(bytes);
+      throw new NotUtf8LineError(
+        ErrorCode.InvalidInput,
+        `line ${lineNumber}: not UTF-8 text (byte 0x${(bytes[column] ?? 0).toString(16).padStart(2, '0')} at byte ${column + 1} of the line); save the file as UTF-8`,
+      );
+    }
+  };
+  let pending: Buffer[] = [];
+  let afterCr = false;
   try {
-    yield* createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+    for await (const chunk of input) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      let start = 0;
+      if (afterCr && bytes[0] === 0x0a) start = 1;
+      afterCr = false;
+      for (let at = start; at < bytes.length; at++) {
+        const byte = bytes[at];
+        if (byte !== 0x0a && byte !== 0x0d) continue;
+        pending.push(bytes.subarray(start, at));
+        const line = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending);
+        pending = [];
+        yield decode(line);
+        if (byte === 0x0d) {
+          if (at + 1 === bytes.length) afterCr = true;
+          else if (bytes[at + 1] === 0x0a) at++;
+        }
+        start = at + 1;
+      }
+      if (start < bytes.length) pending.push(bytes.subarray(start));
+    }
   } catch (error) {
+    if (isMnemeError(error)) throw error;
     throw new MnemeError(
       ErrorCode.InvalidInput,
       `cannot read ${file === '-' ? 'standard input' : file}: ${errorMessage(error)}`,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
+  if (pending.length > 0) yield decode(Buffer.concat(pending));
+}
+
+/** Where a line stops being UTF-8: the index of the first byte that does not begin or continue a character. */
+function firstInvalidByte(bytes: Buffer): number {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  let good = 0;
+  while (good < bytes.length) {
+    const lead = bytes[good] ?? 0;
+    const size = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+    try {
+      decoder.decode(bytes.subarray(good, good + size));
+    } catch {
+      return good;
+    }
+    good += size;
+  }
+  return good;
 }
 
 /** The error of a one-line `ingestMany` as the line's own: the line number names it, not "at index 0". */

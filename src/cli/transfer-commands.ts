@@ -4,7 +4,7 @@ import { type Command, Option } from 'commander';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ImportReport, ImportSource } from '../core/transfer/import-lines.js';
 import type { WithEngine } from './cli-io.js';
-import { fileSize, readLines } from './ingest-commands.js';
+import { fileSize, NotUtf8LineError, readLines } from './ingest-commands.js';
 
 /** What `mneme export` and `mneme import` need besides the engine. */
 export interface TransferIo {
@@ -137,7 +137,13 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
         async (mneme, file: string, options: { from: ImportSource }) => {
           if (file !== '-') fileSize(file);
           const input = file === '-' ? (io.stdin ?? process.stdin) : createReadStream(file);
-          return mneme.importData(readLines(input, file), { from: options.from });
+          return mneme.importData(readLines(input, file), { from: options.from }).catch((error: unknown) => {
+            // An import is all or nothing: the lines before a line that is not UTF-8 were not kept either.
+            if (error instanceof NotUtf8LineError) {
+              throw new MnemeError(error.code, `${error.message}; nothing was imported`);
+            }
+            throw error;
+          });
         },
         (report: ImportReport) =>
           `imported ${report.users} users, ${report.projects} projects, ${report.topics} topics, ${report.channels} channels, ` +

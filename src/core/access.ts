@@ -6,7 +6,13 @@ import type { Viewer } from './types.js';
  * as that user: the viewer's `userId` is forced to its own, so other users' personal memories stay
  * out of reach, and it may purge only its own data.
  */
-export type Principal = { kind: 'admin'; label: string } | { kind: 'user'; userId: string; label: string };
+/**
+ * Who a request acts as. An administrator key's `keyId` tells two keys of one label apart (the
+ * service's `--open` mode has none); labels are for people and need not be unique.
+ */
+export type Principal =
+  | { kind: 'admin'; label: string; keyId?: number }
+  | { kind: 'user'; userId: string; label: string };
 
 /**
  * Who may call an operation of a face, declared with the operation's input; `Input` is that input, parsed.

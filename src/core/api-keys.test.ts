@@ -35,7 +35,11 @@ describe('API keys', () => {
   it('refuses a wrong secret behind a real prefix, a malformed key and a revoked key', async () => {
     const mneme = await createMneme({ path: ':memory:' });
     const admin = await mneme.apiKeys.create({ label: 'ops' });
-    expect(await mneme.apiKeys.authenticate(admin.key)).toEqual({ kind: 'admin', label: 'ops' });
+    expect(await mneme.apiKeys.authenticate(admin.key)).toMatchObject({
+      kind: 'admin',
+      label: 'ops',
+      keyId: expect.any(Number),
+    });
     const forged = `mneme_${admin.prefix}_${'A'.repeat(32)}`;
     expect(await mneme.apiKeys.authenticate(forged)).toBeNull();
     expect(await mneme.apiKeys.authenticate('not-a-key')).toBeNull();
@@ -56,7 +60,11 @@ describe('API keys under a held write lock', () => {
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
     try {
-      expect(await mneme.apiKeys.authenticate(created.key)).toEqual({ kind: 'admin', label: 'ops' });
+      expect(await mneme.apiKeys.authenticate(created.key)).toMatchObject({
+        kind: 'admin',
+        label: 'ops',
+        keyId: expect.any(Number),
+      });
     } finally {
       other.exec('ROLLBACK');
       other.close();

@@ -46,20 +46,30 @@ export interface IdempotencyKeys {
   begin(request: IdempotentRequest): Promise<IdempotencyClaimHandle | IdempotentResponse>;
 }
 
-/** Whose key space a principal's keys live in: a user's id, or an administrator key's label. */
+/** INVALID_INPUT unless `key` is a well-formed Idempotency-Key: 1 to 255 visible ASCII characters. */
+export function checkIdempotencyKey(key: string): void {
+  if (!KEY_PATTERN.test(key)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      'Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good key)',
+    );
+  }
+}
+
+/**
+ * Whose key space a principal's keys live in: a user's id (all of a user's keys share one), an
+ * administrator key's own id (two administrator keys may share a label), or, for the `--open` service,
+ * which has no key, its label.
+ */
 function keySpace(principal: Principal): string {
-  return principal.kind === 'user' ? `user:${principal.userId}` : `admin:${principal.label}`;
+  if (principal.kind === 'user') return `user:${principal.userId}`;
+  return principal.keyId === undefined ? `admin:${principal.label}` : `admin-key:${principal.keyId}`;
 }
 
 export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
   return {
     async begin({ principal, key, request }) {
-      if (!KEY_PATTERN.test(key)) {
-        throw new MnemeError(
-          ErrorCode.InvalidInput,
-          'Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good key)',
-        );
-      }
+      checkIdempotencyKey(key);
       const claim = {
         principal: keySpace(principal),
         key,

@@ -235,6 +235,24 @@ describe('retried writes over HTTP', () => {
     }
   });
 
+  it("keeps two administrator keys of one label apart: the second key's write is done, not answered with the first's", async () => {
+    const first = (await mneme.apiKeys.create({ label: 'deploy' })).key;
+    const second = (await mneme.apiKeys.create({ label: 'deploy' })).key;
+    const before = await count('room');
+    const body = post('The backup runs at 02:00', 'bob');
+    const one = await call('POST', '/api/messages', body, first, 'nightly');
+    const two = await call('POST', '/api/messages', body, second, 'nightly');
+    expect(one).toMatchObject({ status: 202, replayed: false });
+    expect(two).toMatchObject({ status: 202, replayed: false });
+    expect(await count('room')).toBe(before + 2);
+    // Each key still has its own retry protection.
+    expect(await call('POST', '/api/messages', body, second, 'nightly')).toMatchObject({
+      replayed: true,
+      text: two.text,
+    });
+    expect(await count('room')).toBe(before + 2);
+  });
+
   it('documents the batch route and the Idempotency-Key header of every write', async () => {
     const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string }> }>>;

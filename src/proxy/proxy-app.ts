@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
+import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
 import { ChannelIdSchema, clipQuery, parseInput, UserIdSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
@@ -141,6 +143,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     }
     const caller = whoCalls(context, principal, request.user);
     const userText = latestUserText(messages as ChatMessage[]);
+    const retryId = exchangeIdOf(context.req.header('idempotency-key'), userText);
     // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
     const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
     const memory = await prepare(caller, userText, !userSpokeLast);
@@ -164,7 +167,13 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // A user key that is a member writes no membership with it: a removal from now on stays.
         const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
         return mneme.ingestExchange(
-          { channelId: caller.channelId, userId: caller.userId, userMessage: userText, assistantReply: reply },
+          {
+            channelId: caller.channelId,
+            userId: caller.userId,
+            userMessage: userText,
+            assistantReply: reply,
+            ...(retryId ? { externalId: retryId } : {}),
+          },
           { sendersAreMembers: member },
         );
       }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
@@ -315,6 +324,23 @@ function relayWhole(answer: Response, bytes: Uint8Array, secret: string): Respon
     status: answer.status,
     headers: relayedHeaders(answer.headers, secret),
   });
+}
+
+/**
+ * The external id an exchange is recorded under when the request has an `Idempotency-Key`: a client
+ * that retries a completion (a timeout, a dropped connection) with the same key and the same user
+ * message gets its answer again from the upstream, but the exchange is stored once (the user message
+ * is a duplicate by its id, and its reply by the reply it already has). The user's text is part of the
+ * id, so a key reused for another message records that message. None without the header.
+ */
+function exchangeIdOf(key: string | undefined, userText: string): string | undefined {
+  if (key === undefined) return undefined;
+  try {
+    checkIdempotencyKey(key);
+  } catch (error) {
+    throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', errorMessage(error));
+  }
+  return `idempotency:${createHash('sha256').update(`${key}\n${userText}`).digest('hex')}`;
 }
 
 /** The upstream's response headers a client gets: not the hop-by-hop ones, and never the upstream's key. */

@@ -22,6 +22,8 @@ export interface OpenSqliteOptions {
   migrateTo?: number;
   /** Stores with fewer vectors get no inverted lists (`LIST_MIN_VECTORS` by default; tests only). */
   vectorListMinVectors?: number;
+  /** Lists a recall probes (`LIST_PROBES` by default; 0 scans the owner buckets; tests and measurements only). */
+  vectorListProbes?: number;
 }
 
 /**

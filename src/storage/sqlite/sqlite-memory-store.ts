@@ -15,7 +15,7 @@ import {
 } from './sqlite-memory-rows.js';
 import { readSqliteMemoryStats } from './sqlite-memory-stats.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
-import { createSqliteOwnerWords } from './sqlite-owner-words.js';
+import { createSqliteOwnerWords, type VisibleCounts } from './sqlite-owner-words.js';
 import { COMMON_MIN_MEMORIES, createSqliteTermFrequencies } from './sqlite-term-frequencies.js';
 import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
@@ -211,18 +211,22 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async searchText({ terms, owners, limit, includeFaded = false, maxTerms, postingsAtMost }) {
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
-        // Which terms are rarest or very common is decided among the memories searched (ADR 25).
-        const visible = (asked: readonly string[]) => (owners === null ? undefined : ownerWords.counts(asked, owners));
+        // Which terms are rarest or very common is decided among the memories searched (ADR 25), and
+        // the ranking weighs them by the same counts: read once, for every term.
+        const counted = owners === null ? undefined : ownerWords.counts(terms, owners);
+        const visible = (asked: readonly string[]) => counted && countsOf(counted, terms, asked);
         const searched =
           maxTerms === undefined || terms.length <= maxTerms
             ? terms
-            : frequencies.rarest(terms, maxTerms, visible(terms)?.counts);
+            : frequencies.rarest(terms, maxTerms, counted?.counts);
         // Terms the caller just counted under the very-common bound are all rare: nothing to look up.
         const { rare, common } =
           postingsAtMost !== undefined && postingsAtMost <= COMMON_MIN_MEMORIES
             ? { rare: searched, common: [] }
             : frequencies.split(searched, limit, searched.length < 2 ? undefined : visible(searched));
-        if (owners !== null) return ranking.search({ rare, common, owners, limit, includeFaded });
+        if (owners !== null) {
+          return ranking.search({ rare, common, owners, limit, includeFaded, visible: visible([...rare, ...common]) });
+        }
         const rareQuery = ftsQuery(rare);
         const commonQuery = ftsQuery(common);
         if (rareQuery === null) return [];
@@ -333,4 +337,10 @@ function missing(statement: () => Database.Statement<[string], { id: number }>, 
       .map((row) => row.id),
   );
   return [...new Set(ids)].filter((id) => !found.has(id));
+}
+
+/** The counts of `asked` (each one of `terms`) out of `counted`, the counts of `terms`. */
+function countsOf(counted: VisibleCounts, terms: readonly string[], asked: readonly string[]): VisibleCounts {
+  const byTerm = new Map(terms.map((term, index) => [term, counted.counts[index] ?? 0]));
+  return { memories: counted.memories, tokens: counted.tokens, counts: asked.map((term) => byTerm.get(term) ?? 0) };
 }

@@ -38,7 +38,16 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   let statements: {
     words: Database.Statement<[string, string], { stem: string; memories: number }>;
     owners: Database.Statement<[string], { memories: number | null; tokens: number | null }>;
+    changes: Database.Statement<[], number>;
+    version: Database.Statement<[], number>;
   } | null = null;
+  /**
+   * The last counts read, and what the database was then: this connection's rows changed so far
+   * (`total_changes()`: every write, a trigger's through the statement that fired it) and the other
+   * connections' commits (`data_version`). A recall counts its words twice (the full-text leg, then
+   * the calibrated relevance): the second read is this, while nothing was written in between.
+   */
+  let last: { key: string; changes: number; version: number; counts: VisibleCounts } | null = null;
 
   /**
    * The index's own tokenizer, on a connection of its own (an in-memory database, so a read never
@@ -90,6 +99,8 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
         `SELECT SUM(memories) AS memories, SUM(tokens) AS tokens FROM memory_word_owners
           WHERE owner IN (SELECT value FROM json_each(?))`,
       ),
+      changes: database.prepare<[], number>('SELECT total_changes()').pluck(),
+      version: database.prepare<[], number>('PRAGMA data_version').pluck(),
     };
     return statements;
   }
@@ -97,21 +108,29 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   return {
     stems,
     counts(terms, owners) {
+      const { words, owners: sizes, changes, version } = prepared();
+      const ownerList = JSON.stringify(owners);
+      const key = `${JSON.stringify(terms)}\u0000${ownerList}`;
+      const now = { changes: changes.get() ?? 0, version: version.get() ?? 0 };
+      if (last !== null && last.key === key && last.changes === now.changes && last.version === now.version) {
+        return { ...last.counts, counts: [...last.counts.counts] };
+      }
       const stemmed = terms.map(stems);
       const asked = [...new Set(stemmed.flat())];
-      const ownerList = JSON.stringify(owners);
       const found = new Map<string, number>();
       if (asked.length > 0) {
-        for (const row of prepared().words.all(JSON.stringify(asked), ownerList)) found.set(row.stem, row.memories);
+        for (const row of words.all(JSON.stringify(asked), ownerList)) found.set(row.stem, row.memories);
       }
-      const size = prepared().owners.get(ownerList);
-      return {
+      const size = sizes.get(ownerList);
+      const counted = {
         memories: size?.memories ?? 0,
         tokens: size?.tokens ?? 0,
-        counts: stemmed.map((words) =>
-          words.length === 0 ? 0 : Math.min(...words.map((word) => found.get(word) ?? 0)),
+        counts: stemmed.map((parts) =>
+          parts.length === 0 ? 0 : Math.min(...parts.map((stem) => found.get(stem) ?? 0)),
         ),
       };
+      last = { key, ...now, counts: { ...counted, counts: [...counted.counts] } };
+      return counted;
     },
   };
 }

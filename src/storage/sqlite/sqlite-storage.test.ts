@@ -365,6 +365,66 @@ describe('SQLite storage', () => {
     }
   });
 
+  it("counts a viewer's words again after a write of this connection or of another one", async () => {
+    const path = newFile();
+    const first = createSqliteStorage({ path });
+    const second = createSqliteStorage({ path });
+    try {
+      const kestrel = (content: string) => [globalMemory(content)];
+      const counted = async () =>
+        (await first.memories.termCounts(['kestrel', 'heron'], { owners: ['global'] })).counts;
+      await first.memories.insert(kestrel('a kestrel'), { at, actor: null });
+      expect(await counted()).toEqual([1, 0]);
+      expect(await counted()).toEqual([1, 0]);
+      await second.memories.insert(kestrel('a kestrel and a heron'), { at, actor: null });
+      expect(await counted()).toEqual([2, 1]);
+      await first.memories.insert(kestrel('another kestrel'), { at, actor: null });
+      expect(await counted()).toEqual([3, 1]);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('ranks long memories (document sizes of several bytes), repeated words and faded memories exactly as bm25() does', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    try {
+      const personal = (content: string, userId: string) =>
+        globalMemory(content, { scope: 'personal', owner: `user:${userId}`, userId });
+      // Columns of 127, 128, 300 and 20,000 tokens: sizes of one, two and three bytes.
+      const filler = (count: number) => Array.from({ length: count }, (_, index) => `w${index % 97}`).join(' ');
+      const stored = await storage.memories.insert(
+        [
+          personal(`kestrel ${filler(126)}`, 'ann'),
+          personal(`kestrel kestrel ${filler(126)}`, 'ann'),
+          { ...personal('heron kestrel', 'bob'), searchContext: `kestrel heron ${filler(298)}` },
+          globalMemory(`${filler(19_998)} heron heron`),
+          globalMemory('kestrel heron kestrel heron kestrel'),
+          globalMemory('a faded kestrel and a faded heron'),
+          // Memories without the words, so that their weights are not the floor of 1e-6.
+          ...Array.from({ length: 12 }, (_, index) => globalMemory(`gulls only, ${index} of them`)),
+        ],
+        { at, actor: null },
+      );
+      await storage.memories.archive([stored[5]?.id ?? 0], { at, actor: null }, { fade: true });
+      const every = ['global', 'user:ann', 'user:bob'];
+      for (const includeFaded of [false, true]) {
+        for (const terms of [['kestrel'], ['heron'], ['kestrel', 'heron'], ['kestrel', 'w5', 'faded']]) {
+          const byIndex = await storage.memories.searchText({ terms, owners: null, limit: 10, includeFaded });
+          const visible = await storage.memories.searchText({ terms, owners: every, limit: 10, includeFaded });
+          expect(visible.map((hit) => hit.id)).toEqual(byIndex.map((hit) => hit.id));
+          expect(visible.length).toBeGreaterThan(0);
+          visible.forEach((hit, index) => {
+            expect(hit.score).toBeCloseTo(byIndex[index]?.score ?? Number.NaN, 9);
+          });
+        }
+      }
+      expect(await storage.memories.searchText({ terms: ['kestrel'], owners: [], limit: 10 })).toEqual([]);
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('moves maintenance watermarks of a schema 5 file to the task names episodes and consolidate (migration 6)', async () => {
     const path = newFile();
     const old = openSqliteDatabase({ path, migrateTo: 5 });

@@ -27,10 +27,10 @@ import { createSqliteVectorIndex } from './sqlite-vector-index.js';
  */
 export function createSqliteStorage(options: OpenSqliteOptions): Storage {
   const database = openSqliteDatabase(options);
-  const vectors = createSqliteVectorIndex(
-    database,
-    options.vectorListMinVectors === undefined ? {} : { listMinVectors: options.vectorListMinVectors },
-  );
+  const vectors = createSqliteVectorIndex(database, {
+    ...(options.vectorListMinVectors === undefined ? {} : { listMinVectors: options.vectorListMinVectors }),
+    ...(options.vectorListProbes === undefined ? {} : { listProbes: options.vectorListProbes }),
+  });
   const scheduler = createSqliteScheduler({ busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
   let isOpen = true;
   const storage: Storage = {

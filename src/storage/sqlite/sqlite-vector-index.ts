@@ -20,8 +20,9 @@ import { createSqliteVectorLists, LIST_MIN_VECTORS } from './sqlite-vector-lists
  * A search asks the bit index for the nearest candidates by Hamming distance among the viewer's
  * owners (a few times more than it must return, more in larger scopes), then ranks those by exact
  * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
- * A minimum-cosine search (`searchNear`) of a large scope reads the inverted lists of
- * `sqlite-vector-lists.ts` (ADR 20) instead of the buckets once they are built.
+ * A large scope of a store whose inverted lists (`sqlite-vector-lists.ts`, ADR 20) cover every vector
+ * reads those instead of the buckets: a minimum-cosine search (`searchNear`) the bands that may hold
+ * such a neighbour, a recall's `search` the few lists nearest the query (ADR 10, 2026-12-01).
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
@@ -54,6 +55,8 @@ export interface SqliteVectorIndex {
 export interface SqliteVectorIndexOptions {
   /** Stores with fewer vectors get no inverted lists (ADR 20); tests lower it. */
   listMinVectors?: number;
+  /** Lists a recall's `search` probes once they are built (ADR 10, 2026-12-01); 0 scans the owner buckets. */
+  listProbes?: number;
 }
 
 /** sqlite-vec's largest `k`. */
@@ -75,6 +78,13 @@ const THRESHOLD_HISTORY = 8;
 /** The bound is the largest of them plus this share, so a search a little farther from its neighbours stays within it. */
 const THRESHOLD_SLACK = 0.05;
 const THRESHOLD_FILTERS = 1024;
+
+/**
+ * Lists probed by a recall's `search`, nearest centroid first, with the overflow partition. On the
+ * bench's corpus at 100,000 (158 lists) recall@10 against exact search is 0.989-0.990 from 1 probe to
+ * 32, as with the bucket scan; 8 leaves room for vectors less clustered (ADR 10, 2026-12-01, fifth pass).
+ */
+export const LIST_PROBES = 8;
 
 /** Standard deviations above the expected Hamming distance that {@link hammingBound} allows. */
 const HAMMING_DEVIATIONS = 5;
@@ -150,6 +160,7 @@ export function createSqliteVectorIndex(
   let current =
     database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
   const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
+  const listProbes = options.listProbes ?? LIST_PROBES;
   const lists = createSqliteVectorLists(database, { minVectors: listMinVectors, read: (ids) => readVectors(ids) });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
@@ -214,23 +225,37 @@ export function createSqliteVectorIndex(
   /** The nearest `wanted` vectors of one scan by Hamming distance, bounded by recent scans when it can be. */
   function nearest(scan: Scan, code: Buffer, wanted: number): Neighbour[] {
     const filter = `${scan.bucket ?? '*'}:${scan.ownerIds?.join(',') ?? '*'}`;
-    const parameters = (bound: number | null) => [
-      code,
-      wanted,
-      ...(scan.bucket === null ? [] : [BigInt(scan.bucket)]),
-      ...(scan.ownerIds ?? []).map(BigInt),
-      ...(bound === null ? [] : [bound]),
-    ];
+    return boundedByRecent(filter, wanted, scan.rows > wanted, (bound) =>
+      scanStatement(scan, bound !== null).all(
+        code,
+        wanted,
+        ...(scan.bucket === null ? [] : [BigInt(scan.bucket)]),
+        ...(scan.ownerIds ?? []).map(BigInt),
+        ...(bound === null ? [] : [bound]),
+      ),
+    );
+  }
+
+  /**
+   * The nearest `wanted` of a KNN run with a Hamming bound (null: none), the bound taken from the
+   * recent runs of the same `filter` when there are some and `bounded` allows it.
+   */
+  function boundedByRecent(
+    filter: string,
+    wanted: number,
+    bounded: boolean,
+    run: (bound: number | null) => Neighbour[],
+  ): Neighbour[] {
     const recent = thresholds.get(filter);
     let found: Neighbour[] | null = null;
-    if (recent && scan.rows > wanted) {
+    if (recent && bounded) {
       // sqlite-vec keeps its k best per chunk with a selection that costs k passes over the chunk:
       // with the distance bounded, only the few rows within it are candidates. Whatever the bound,
       // the answer is the k nearest when at least k rows are within it; otherwise scan again unbounded.
-      found = scanStatement(scan, true).all(...parameters(Math.ceil(Math.max(...recent) * (1 + THRESHOLD_SLACK))));
+      found = run(Math.ceil(Math.max(...recent) * (1 + THRESHOLD_SLACK)));
       if (found.length < wanted) found = null;
     }
-    found ??= scanStatement(scan, false).all(...parameters(null));
+    found ??= run(null);
     const last = found[wanted - 1];
     if (last) {
       const history = thresholds.get(filter) ?? [];
@@ -374,14 +399,21 @@ export function createSqliteVectorIndex(
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
-      const { scans, visible } = scansFor(owners);
+      const { scans, visible, ownerIds } = scansFor(owners);
       if (visible === 0) return [];
       const wanted = Math.min(MAX_K, visible, Math.max(k * OVERSAMPLING, Math.ceil(visible * CANDIDATE_SHARE)));
       const code = binaryCode(vector);
-      const candidates = scans
-        .flatMap((scan) => (scan.rows === 0 ? [] : nearest(scan, code, Math.min(wanted, scan.rows))))
-        .sort((a, b) => a.distance - b.distance || a.id - b.id)
-        .slice(0, wanted);
+      // A large scope of a store whose lists cover every vector reads the lists nearest the query and
+      // the overflow partition, the owner filter inside each KNN; the others scan their owner buckets.
+      const candidates =
+        listProbes > 0 && visible >= listMinVectors && lists.complete()
+          ? boundedByRecent(`lists:${ownerIds?.join(',') ?? '*'}`, wanted, true, (bound) =>
+              lists.nearest(vector, code, ownerIds, wanted, listProbes, bound),
+            )
+          : scans
+              .flatMap((scan) => (scan.rows === 0 ? [] : nearest(scan, code, Math.min(wanted, scan.rows))))
+              .sort((a, b) => a.distance - b.distance || a.id - b.id)
+              .slice(0, wanted);
       // In id order, the slices are read in key order: neighbouring B-tree pages, not random ones.
       return rescore(
         vector,

@@ -43,6 +43,20 @@ export interface SqliteVectorLists {
     bound: number,
     minScore: number,
   ): Array<{ id: number; distance: number }>;
+  /**
+   * Recall's top-k candidates: the nearest `wanted` codes by Hamming distance among the vectors (of
+   * `ownerIds`, null: all) of the `probes` lists whose centroids are nearest `vector`, and of the
+   * overflow partition, within Hamming distance `bound` (null: any), nearest first. Approximate: a
+   * neighbour in a list not probed is missed.
+   */
+  nearest(
+    vector: Float32Array,
+    code: Buffer,
+    ownerIds: readonly number[] | null,
+    wanted: number,
+    probes: number,
+    bound: number | null,
+  ): Array<{ id: number; distance: number }>;
 }
 
 export interface SqliteVectorListsOptions {
@@ -123,6 +137,7 @@ export function createSqliteVectorLists(
   let prepared: ReturnType<typeof prepare> | null = null;
   let preparedList: ReturnType<typeof prepareListTable> | null = null;
   const rangeStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
+  const knnStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
 
   function prepare() {
     return {
@@ -337,6 +352,7 @@ export function createSqliteVectorLists(
       .run(overflow);
     preparedList = null;
     rangeStatements.clear();
+    knnStatements.clear();
   }
 
   function assign(current: State, dimensions: number): void {
@@ -378,6 +394,22 @@ export function createSqliteVectorLists(
     return statement;
   }
 
+  /** The KNN of one list's bands (a range of partitions), the owner filter inside it as in {@link rangeStatement}. */
+  function knnStatement(owners: number | null, bounded: boolean) {
+    const key = (owners ?? -1) * 2 + (bounded ? 1 : 0);
+    let statement = knnStatements.get(key);
+    if (!statement) {
+      statement = database.prepare<unknown[], { id: number; distance: number }>(
+        `SELECT memory_id AS id, distance FROM memory_vector_list_bits
+         WHERE bits MATCH vec_bit(?) AND k = ? AND part >= ? AND part <= ?
+         ${owners === null ? '' : `AND owner_id IN (${Array.from({ length: owners }, () => '?').join(', ')})`}
+         ${bounded ? 'AND distance <= ?' : ''}`,
+      );
+      knnStatements.set(key, statement);
+    }
+    return statement;
+  }
+
   return {
     step(dimensions) {
       const current = state();
@@ -412,6 +444,7 @@ export function createSqliteVectorLists(
         DELETE FROM vector_list_state;`);
       preparedList = null;
       rangeStatements.clear();
+      knnStatements.clear();
       centroids = null;
     },
 
@@ -441,6 +474,39 @@ export function createSqliteVectorLists(
       if (current.overflow_band !== null) {
         const part = BigInt(OVERFLOW_PART);
         found.push(...statement.all(code, wanted, part, part, ...owners, bound));
+      }
+      return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+    },
+
+    nearest(vector, code, ownerIds, wanted, probes, bound) {
+      const current = state();
+      if (!current?.maintained || ownerIds?.length === 0) return [];
+      const { values, count } = loadCentroids(current, vector.length);
+      const query = unit(vector);
+      const probed = sql()
+        .listRows.all()
+        .filter((row) => row.list < count && row.low_band !== null && row.high_band !== null)
+        .map((row) => ({ row, similarity: dot(query, values, row.list * vector.length) }))
+        .sort((a, b) => b.similarity - a.similarity || a.row.list - b.row.list)
+        .slice(0, probes);
+      const statement = knnStatement(ownerIds === null ? null : ownerIds.length, bound !== null);
+      const rest = [...(ownerIds ?? []).map(BigInt), ...(bound === null ? [] : [bound])];
+      const found: Array<{ id: number; distance: number }> = [];
+      for (const { row } of probed) {
+        const base = row.list * BANDS;
+        found.push(
+          ...statement.all(
+            code,
+            wanted,
+            BigInt(base + (row.low_band ?? 0)),
+            BigInt(base + (row.high_band ?? 0)),
+            ...rest,
+          ),
+        );
+      }
+      if (current.overflow_band !== null) {
+        const part = BigInt(OVERFLOW_PART);
+        found.push(...statement.all(code, wanted, part, part, ...rest));
       }
       return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
     },

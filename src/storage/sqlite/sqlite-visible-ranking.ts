@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ftsQuery } from './sqlite-fts-query.js';
-import type { SqliteOwnerWords } from './sqlite-owner-words.js';
+import type { SqliteOwnerWords, VisibleCounts } from './sqlite-owner-words.js';
 import { placeholders } from './sqlite-vector-index.js';
 
 /** BM25's constants, those of FTS5's `bm25()`. */
@@ -14,6 +14,11 @@ export interface VisibleSearch {
   owners: readonly string[];
   limit: number;
   includeFaded: boolean;
+  /**
+   * The owners' counts of `rare` then `common` (`SqliteOwnerWords.counts`), when the caller has them
+   * already: read again otherwise.
+   */
+  visible?: VisibleCounts | undefined;
 }
 
 export interface SqliteVisibleRanking {
@@ -30,6 +35,8 @@ export interface SqliteVisibleRanking {
  * term (its matches among the owners' searchable memories), from which each memory's length comes
  * from the index's document sizes and the term's frequency in it from two `bm25()` values with
  * column weights 1 and 2 (they differ only by the frequency, so it solves exactly: see `frequency`).
+ * The statement joins the document sizes after the owner filter, and reads them as hex text: a
+ * `Buffer` a matching row cost more than both `bm25()` values together (ADR 25, session 4).
  * A very common term only scores the memories the rarer ones found, as before, and counts as found
  * once in each (its frequency is not read, so its posting list is not scored whole; its weight is
  * small by definition).
@@ -45,13 +52,15 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     if (!statement) {
       const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
       const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
-      // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes): a term's matches may be many.
+      // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes in hex): a term's matches
+      // may be many. CROSS JOIN keeps this order: the sizes of the owners' matches only.
       statement = database
         .prepare<unknown[], TermMatch>(
-          `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two, d.sz AS size
+          `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two,
+            hex(d.sz) AS size
           FROM memories_fts
-          JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
-          JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
+          CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
+          CROSS JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
           WHERE memories_fts MATCH ? AND ${state} AND m.owner IN (${placeholders(ownerCount)})`,
         )
         .raw();
@@ -70,9 +79,9 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   return {
-    search({ rare, common: commonTerms, owners, limit, includeFaded }) {
+    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted }) {
       if (rare.length === 0 || owners.length === 0) return [];
-      const visible = words.counts([...rare, ...commonTerms], owners);
+      const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
       const memories = Math.max(1, visible.memories);
       const averageLength = visible.tokens > 0 ? visible.tokens / memories : 1;
       const indexAverage = indexAverageLength();
@@ -118,18 +127,38 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   };
 }
 
-/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record. */
-type TermMatch = [id: number, one: number, two: number, size: Buffer];
+/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record in hex. */
+type TermMatch = [id: number, one: number, two: number, size: string];
 
-/** A memory's length in tokens: the sum of its document sizes record (one varint a column). */
-function documentLength(record: Buffer): number {
-  // Columns under 128 tokens are one byte each: the common case, without building a list.
+/**
+ * A memory's length in tokens: the sum of its document sizes record (one SQLite varint a column), read
+ * from SQL's `hex()` of it (upper-case digits, two a byte).
+ */
+function documentLength(hex: string): number {
   let length = 0;
-  for (const byte of record) {
-    if (byte >= 0x80) return varints(record).reduce((sum, size) => sum + size, 0);
-    length += byte;
+  let value = 0;
+  let read = 0;
+  for (let index = 0; index + 1 < hex.length; index += 2) {
+    const byte = (hexDigit(hex.charCodeAt(index)) << 4) | hexDigit(hex.charCodeAt(index + 1));
+    read++;
+    if (read === 9) {
+      length += value * 256 + byte;
+      value = 0;
+      read = 0;
+    } else if (byte >= 0x80) {
+      value = value * 128 + (byte & 0x7f);
+    } else {
+      length += value * 128 + byte;
+      value = 0;
+      read = 0;
+    }
   }
   return length;
+}
+
+/** The value of a hex digit's character code (`0-9`, `A-F`, `a-f`). */
+function hexDigit(code: number): number {
+  return code <= 57 ? code - 48 : (code | 0x20) - 87;
 }
 
 /** BM25's term-frequency part for a term found `times` in a memory of `length` tokens. */
@@ -152,7 +181,7 @@ function frequency(bm25One: number, bm25Two: number, length: number, indexAverag
   return Math.max(1, Math.round((k * (2 * two - one)) / perTimes));
 }
 
-/** The SQLite varints of an FTS5 record (its averages, a document's sizes). */
+/** The SQLite varints of an FTS5 record (its averages). */
 function varints(record: Buffer): number[] {
   const values: number[] = [];
   let index = 0;
