@@ -591,6 +591,55 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE external_id IS NOT NULL;
     `,
   },
+  {
+    version: 19,
+    name: 'word counts clustered by owner key',
+    sql: `
+      -- ADR 25, 2026-12-01 (session 4). A memory's word counts were one row per distinct stem, keyed
+      -- (stem, owner): each in a page of its own, so a write dirtied as many pages as its memory has
+      -- words (most of a remember's cost: writing them to the log). Keyed (owner number, stem), an
+      -- owner key's counts sit together in fewer, smaller rows, and a write dirties fewer pages. The
+      -- owner key's number is its row in memory_word_owners (taken back only once its counts are gone).
+      DROP TRIGGER memory_words_insert;
+      DROP TRIGGER memory_words_delete;
+      DROP TRIGGER memory_words_update;
+      CREATE TABLE memory_word_owners_19 (
+        id INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL UNIQUE,
+        memories INTEGER NOT NULL,
+        tokens INTEGER NOT NULL
+      );
+      INSERT INTO memory_word_owners_19 (owner, memories, tokens)
+        SELECT owner, memories, tokens FROM memory_word_owners ORDER BY owner;
+      CREATE TABLE memory_words_19 (
+        owner INTEGER NOT NULL,
+        stem TEXT NOT NULL,
+        memories INTEGER NOT NULL,
+        PRIMARY KEY (owner, stem)
+      ) WITHOUT ROWID;
+      INSERT INTO memory_words_19 (owner, stem, memories)
+        SELECT o.id, w.stem, w.memories FROM memory_words w JOIN memory_word_owners_19 o ON o.owner = w.owner
+        ORDER BY o.id, w.stem;
+      DROP TABLE memory_words;
+      DROP TABLE memory_word_owners;
+      ALTER TABLE memory_words_19 RENAME TO memory_words;
+      ALTER TABLE memory_word_owners_19 RENAME TO memory_word_owners;
+      CREATE TRIGGER memory_words_insert AFTER INSERT ON memories
+        BEGIN
+          ${countInByNumber('new')}
+        END;
+      CREATE TRIGGER memory_words_delete AFTER DELETE ON memories
+        BEGIN
+          ${countOutByNumber('old')}
+        END;
+      CREATE TRIGGER memory_words_update AFTER UPDATE OF content, search_context, owner ON memories
+        WHEN old.content IS NOT new.content OR old.search_context IS NOT new.search_context OR old.owner IS NOT new.owner
+        BEGIN
+          ${countOutByNumber('old')}
+          ${countInByNumber('new')}
+        END;
+    `,
+  },
 ];
 
 /** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */
@@ -614,6 +663,40 @@ function countOut(row: 'new' | 'old'): string {
             WHERE owner = ${row}.owner AND stem IN (SELECT term FROM memory_words_scratch_terms);
           DELETE FROM memory_words
             WHERE owner = ${row}.owner AND memories <= 0 AND stem IN (SELECT term FROM memory_words_scratch_terms);
+          UPDATE memory_word_owners SET memories = memories - 1,
+              tokens = tokens - (SELECT IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms)
+            WHERE owner = ${row}.owner;
+          DELETE FROM memory_word_owners WHERE owner = ${row}.owner AND memories <= 0;
+          INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all');`;
+}
+
+/**
+ * Migration 19's trigger statements counting the memory `row` (`new` or `old`) into the word counts:
+ * its owner key first (which numbers it), then one row per distinct stem under that number.
+ */
+function countInByNumber(row: 'new' | 'old'): string {
+  return `INSERT INTO memory_words_scratch (rowid, content, search_context)
+            VALUES (${row}.id, ${row}.content, ${row}.search_context);
+          INSERT INTO memory_word_owners (owner, memories, tokens)
+            SELECT ${row}.owner, 1, IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms WHERE true
+            ON CONFLICT (owner) DO UPDATE SET memories = memories + 1, tokens = tokens + excluded.tokens;
+          INSERT INTO memory_words (owner, stem, memories)
+            SELECT (SELECT id FROM memory_word_owners WHERE owner = ${row}.owner), term, 1
+              FROM memory_words_scratch_terms WHERE true
+            ON CONFLICT (owner, stem) DO UPDATE SET memories = memories + 1;
+          INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all');`;
+}
+
+/** Migration 19's trigger statements taking the memory `row` out of the word counts. */
+function countOutByNumber(row: 'new' | 'old'): string {
+  return `INSERT INTO memory_words_scratch (rowid, content, search_context)
+            VALUES (${row}.id, ${row}.content, ${row}.search_context);
+          UPDATE memory_words SET memories = memories - 1
+            WHERE owner = (SELECT id FROM memory_word_owners WHERE owner = ${row}.owner)
+              AND stem IN (SELECT term FROM memory_words_scratch_terms);
+          DELETE FROM memory_words
+            WHERE owner = (SELECT id FROM memory_word_owners WHERE owner = ${row}.owner) AND memories <= 0
+              AND stem IN (SELECT term FROM memory_words_scratch_terms);
           UPDATE memory_word_owners SET memories = memories - 1,
               tokens = tokens - (SELECT IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms)
             WHERE owner = ${row}.owner;

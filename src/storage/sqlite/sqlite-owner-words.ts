@@ -2,10 +2,11 @@ import Database from 'better-sqlite3';
 import { porterStem } from '../../core/recall/porter-stem.js';
 
 /**
- * The word counts of migration 16 (ADR 25): how many memories of each owner key hold each stem of the
- * full-text index, and how many memories (and tokens) each owner key has. Triggers on `memories` keep
- * them in the transaction of every write, so they are exact at every read. A viewer's count of a word
- * is the sum over the owner keys it may see: no count depends on a memory the viewer may not see.
+ * The word counts of migrations 16 and 19 (ADR 25): how many memories of each owner key hold each stem
+ * of the full-text index (keyed by the owner key's number in `memory_word_owners`), and how many memories
+ * (and tokens) each owner key has. Triggers on `memories` keep them in the transaction of every write, so
+ * they are exact at every read. A viewer's count of a word is the sum over the owner keys it may see: no
+ * count depends on a memory the viewer may not see.
  */
 export interface SqliteOwnerWords {
   /**
@@ -89,9 +90,10 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   function prepared() {
     statements ??= {
       words: database.prepare<[string, string], { stem: string; memories: number }>(
-        `SELECT stem, SUM(memories) AS memories FROM memory_words
-          WHERE stem IN (SELECT value FROM json_each(?)) AND owner IN (SELECT value FROM json_each(?))
-          GROUP BY stem`,
+        `SELECT w.stem AS stem, SUM(w.memories) AS memories
+          FROM memory_word_owners o JOIN memory_words w ON w.owner = o.id
+          WHERE w.stem IN (SELECT value FROM json_each(?)) AND o.owner IN (SELECT value FROM json_each(?))
+          GROUP BY w.stem`,
       ),
       owners: database.prepare<[string], { memories: number | null; tokens: number | null }>(
         `SELECT SUM(memories) AS memories, SUM(tokens) AS tokens FROM memory_word_owners

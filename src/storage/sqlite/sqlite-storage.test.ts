@@ -274,6 +274,66 @@ describe('SQLite storage', () => {
     }
   });
 
+  it('keeps the word counts of a schema 18 file, clustered by owner number from then on (migration 19)', async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 18 });
+    const insert = old.prepare<[string, string | null, string, string | null, string]>(`INSERT INTO memories
+        (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+         created_at, updated_at)
+      VALUES (?, ?, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`);
+    insert.run('Ann edits kestrels', 'Bob: who edits?', 'personal', 'ann', 'user:ann');
+    insert.run('Ann keeps a café kestrel', null, 'personal', 'ann', 'user:ann');
+    insert.run('Bob edited the kestrel', null, 'personal', 'bob', 'user:bob');
+    insert.run('the kestrel of the room', null, 'room', null, 'room:r');
+    old.prepare("DELETE FROM memories WHERE content = 'Ann keeps a café kestrel'").run();
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    const raw = new Database(path);
+    try {
+      const counted = async (owners: string[]) =>
+        storage.memories.termCounts(['kestrel', 'editing', 'bob', 'cafe', 'room'], { owners });
+      expect(await counted(['user:ann'])).toEqual({ memories: 1, counts: [1, 1, 1, 0, 0] });
+      expect(await counted(['user:bob'])).toEqual({ memories: 1, counts: [1, 1, 1, 0, 0] });
+      expect(await counted(['user:ann', 'user:bob', 'room:r'])).toEqual({ memories: 3, counts: [3, 2, 2, 0, 1] });
+      // One row per owner key and stem, keyed by the owner key's number first.
+      const key = raw
+        .prepare<[], { name: string; type: string; pk: number }>(
+          "SELECT name, type, pk FROM pragma_table_info('memory_words')",
+        )
+        .all()
+        .filter((column) => column.pk > 0)
+        .sort((a, b) => a.pk - b.pk);
+      expect(key).toEqual([
+        { name: 'owner', type: 'INTEGER', pk: 1 },
+        { name: 'stem', type: 'TEXT', pk: 2 },
+      ]);
+      // A purged owner key's number may be taken again: the new owner key counts only its own words.
+      const numbers = () => raw.prepare('SELECT owner, id FROM memory_word_owners ORDER BY id').all();
+      expect(numbers()).toEqual([
+        { owner: 'room:r', id: 1 },
+        { owner: 'user:ann', id: 2 },
+        { owner: 'user:bob', id: 3 },
+      ]);
+      await storage.memories.purgeUser('bob');
+      await storage.memories.insert(
+        [{ ...globalMemory('Cat edits herons'), scope: 'personal', owner: 'user:cat', userId: 'cat' }],
+        { at, actor: null },
+      );
+      expect(numbers()).toContainEqual({ owner: 'user:cat', id: 3 });
+      expect(await counted(['user:cat'])).toEqual({ memories: 1, counts: [0, 1, 0, 0, 0] });
+      expect(await counted(['user:bob'])).toEqual({ memories: 0, counts: [0, 0, 0, 0, 0] });
+      expect(
+        raw
+          .prepare('SELECT count(*) AS stale FROM memory_words WHERE owner NOT IN (SELECT id FROM memory_word_owners)')
+          .get(),
+      ).toEqual({ stale: 0 });
+    } finally {
+      raw.close();
+      await storage.close();
+    }
+  });
+
   it("ranks a search of some owners by their memories' statistics: of every owner, exactly as FTS5's bm25() ranks", async () => {
     const storage = createSqliteStorage({ path: ':memory:' });
     try {
