@@ -410,12 +410,18 @@ export function createSqliteVectorIndex(
       const wanted = Math.min(MAX_K, visible, Math.max(k * OVERSAMPLING, Math.ceil(visible * CANDIDATE_SHARE)));
       const code = binaryCode(vector);
       // A large scope of a store whose lists cover every vector reads the lists nearest the query and
-      // the overflow partition, the owner filter inside each KNN; the others scan their owner buckets.
-      const candidates =
+      // the overflow partition, the owner filter inside each KNN; the others scan their owner buckets,
+      // as does a search whose probed lists hold fewer than k of the viewer's vectors (its memories lie
+      // in other lists): a viewer who may see k memories always gets k.
+      const probed =
         listProbes > 0 && visible >= listMinVectors && lists.complete()
           ? boundedByRecent(`lists:${ownerIds?.join(',') ?? '*'}`, wanted, true, (bound) =>
               lists.nearest(vector, code, ownerIds, wanted, listProbes, bound),
             )
+          : null;
+      const candidates =
+        probed !== null && probed.length >= k
+          ? probed
           : scans
               .flatMap((scan) => (scan.rows === 0 ? [] : nearest(scan, code, Math.min(wanted, scan.rows))))
               .sort((a, b) => a.distance - b.distance || a.id - b.id)

@@ -493,6 +493,28 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     expect(seven.map((hit) => hit.id)).toEqual([10_007]);
   });
 
+  it('gives a viewer k memories when the lists it probes hold fewer than k of them (its memories lie elsewhere)', () => {
+    const stored = vectorsFor('clustered', 1500, 60);
+    // One probe, so that the viewer's list is surely not among those read.
+    const { database, index } = openIndex(500, { listProbes: 1 });
+    put(database, index, stored);
+    const random = createSeededRandom(61);
+    const query = near(centres[5] ?? new Float32Array(DIMENSIONS), random, 0.6);
+    // 600 memories of one user, all on the far side of the sphere from the query.
+    const opposite = query.map((value) => -value);
+    const far = Array.from({ length: 600 }, (_, position) => ({
+      id: 30_000 + position,
+      owner: 'user:far',
+      vector: near(opposite, random, 0.98),
+    }));
+    put(database, index, far);
+    expect(build(database, index)).toBeGreaterThan(0);
+    const ids = new Set(far.map((row) => row.id));
+    const hits = index.search(query, 'm', ['user:far'], 10);
+    expect(hits).toHaveLength(10);
+    expect(hits.every((hit) => ids.has(hit.id))).toBe(true);
+  });
+
   it('finds as many of the exact top 10 as the bucket scan does, probing a few of the lists, on clustered vectors and with outliers', () => {
     for (const [kind, seed] of [
       ['clustered', 42],
