@@ -140,6 +140,19 @@ describe('mneme ingest', () => {
     expect(await turnsOf(database, 'room')).toEqual(['naïve café 🎉']);
   });
 
+  it('refuses a line longer than 64 MiB at once, keeping the lines before it', async () => {
+    const database = join(folder, 'huge.db');
+    const mebibyte = Buffer.alloc(1024 * 1024, 'x');
+    async function* input() {
+      yield Buffer.from(`${JSON.stringify(message('before the long line'))}\n{"content":"`);
+      for (let index = 0; index < 70; index++) yield mebibyte;
+    }
+    const result = await run(database, ['ingest', '-'], Readable.from(input()));
+    expect(result).toMatchObject({ code: 2 });
+    expect(result.stderr).toMatch(/^mneme: line 2: longer than 64 MiB; a line holds one record/);
+    expect(await turnsOf(database, 'room')).toEqual(['before the long line']);
+  });
+
   it('refuses a folder with exit code 2 and one line', async () => {
     const result = await run(join(folder, 'folder.db'), ['ingest', folder]);
     expect(result).toMatchObject({ code: 2, stdout: '' });

@@ -213,11 +213,11 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             lines = lineNumber;
           } catch (error) {
             // As for a line that is not JSON: the lines before it are kept.
-            if (error instanceof NotUtf8LineError) await flush();
+            if (error instanceof UnreadableLineError) await flush();
             progress?.interrupt();
             if (progress && mode.interactive) io.stderr('extracting memories...\n');
             await mneme.whenIdle();
-            if (error instanceof NotUtf8LineError) {
+            if (error instanceof UnreadableLineError) {
               throw new MnemeError(
                 error.code,
                 `${error.message}; nothing of this line was written, the lines before it were`,
@@ -331,8 +331,14 @@ export function fileSize(file: string): number {
 }
 
 /** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
-/** A line of an input file that is not UTF-8 text (a Latin-1 or UTF-16 export): refused, never stored altered. */
-export class NotUtf8LineError extends MnemeError {}
+/** The longest line read: far above any record (a message is at most 32,000 characters), far below V8's longest string. */
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A line of an input file the reader refuses before parsing it: not UTF-8 text (a Latin-1 or UTF-16
+ * export; never stored altered) or longer than {@link MAX_LINE_BYTES}.
+ */
+export class UnreadableLineError extends MnemeError {}
 
 /**
  * The lines of a JSON-lines input, each decoded as UTF-8. A line ends at LF, CRLF or a lone CR (as
@@ -349,13 +355,24 @@ export async function* readLines(input: NodeJS.ReadableStream, file: string): As
       return decoder.decode(bytes);
     } catch {
       const column = firstInvalidByte(bytes);
-      throw new NotUtf8LineError(
+      throw new UnreadableLineError(
         ErrorCode.InvalidInput,
         `line ${lineNumber}: not UTF-8 text (byte 0x${(bytes[column] ?? 0).toString(16).padStart(2, '0')} at byte ${column + 1} of the line); save the file as UTF-8`,
       );
     }
   };
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const hold = (bytes: Buffer) => {
+    pendingBytes += bytes.length;
+    if (pendingBytes > MAX_LINE_BYTES) {
+      throw new UnreadableLineError(
+        ErrorCode.InvalidInput,
+        `line ${lineNumber + 1}: longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB; a line holds one record (is the file JSON lines?)`,
+      );
+    }
+    pending.push(bytes);
+  };
   let afterCr = false;
   try {
     for await (const chunk of input) {
@@ -366,9 +383,10 @@ export async function* readLines(input: NodeJS.ReadableStream, file: string): As
       for (let at = start; at < bytes.length; at++) {
         const byte = bytes[at];
         if (byte !== 0x0a && byte !== 0x0d) continue;
-        pending.push(bytes.subarray(start, at));
+        hold(bytes.subarray(start, at));
         const line = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending);
         pending = [];
+        pendingBytes = 0;
         yield decode(line);
         if (byte === 0x0d) {
           if (at + 1 === bytes.length) afterCr = true;
@@ -376,7 +394,7 @@ export async function* readLines(input: NodeJS.ReadableStream, file: string): As
         }
         start = at + 1;
       }
-      if (start < bytes.length) pending.push(bytes.subarray(start));
+      if (start < bytes.length) hold(bytes.subarray(start));
     }
   } catch (error) {
     if (isMnemeError(error)) throw error;
@@ -389,21 +407,32 @@ export async function* readLines(input: NodeJS.ReadableStream, file: string): As
   if (pending.length > 0) yield decode(Buffer.concat(pending));
 }
 
-/** Where a line stops being UTF-8: the index of the first byte that does not begin or continue a character. */
+/**
+ * Where a line stops being UTF-8: the index of the first byte that does not begin a well-formed
+ * character (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), in one pass.
+ */
 function firstInvalidByte(bytes: Buffer): number {
-  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-  let good = 0;
-  while (good < bytes.length) {
-    const lead = bytes[good] ?? 0;
-    const size = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-    try {
-      decoder.decode(bytes.subarray(good, good + size));
-    } catch {
-      return good;
+  let at = 0;
+  while (at < bytes.length) {
+    const lead = bytes[at] ?? 0;
+    if (lead < 0x80) {
+      at++;
+      continue;
     }
-    good += size;
+    const size =
+      lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    if (size === 0) return at;
+    const second = bytes[at + 1] ?? 0;
+    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
+    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
+    if (second < low || second > high) return at;
+    for (let next = 2; next < size; next++) {
+      const byte = bytes[at + next] ?? 0;
+      if (byte < 0x80 || byte > 0xbf) return at;
+    }
+    at += size;
   }
-  return good;
+  return at;
 }
 
 /** The error of a one-line `ingestMany` as the line's own: the line number names it, not "at index 0". */

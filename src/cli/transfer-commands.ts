@@ -4,7 +4,7 @@ import { type Command, Option } from 'commander';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ImportReport, ImportSource } from '../core/transfer/import-lines.js';
 import type { WithEngine } from './cli-io.js';
-import { fileSize, NotUtf8LineError, readLines } from './ingest-commands.js';
+import { fileSize, readLines, UnreadableLineError } from './ingest-commands.js';
 
 /** What `mneme export` and `mneme import` need besides the engine. */
 export interface TransferIo {
@@ -138,8 +138,8 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
           if (file !== '-') fileSize(file);
           const input = file === '-' ? (io.stdin ?? process.stdin) : createReadStream(file);
           return mneme.importData(readLines(input, file), { from: options.from }).catch((error: unknown) => {
-            // An import is all or nothing: the lines before a line that is not UTF-8 were not kept either.
-            if (error instanceof NotUtf8LineError) {
+            // An import is all or nothing: the lines before an unreadable line were not kept either.
+            if (error instanceof UnreadableLineError) {
               throw new MnemeError(error.code, `${error.message}; nothing was imported`);
             }
             throw error;

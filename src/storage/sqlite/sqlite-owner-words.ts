@@ -129,7 +129,9 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
           parts.length === 0 ? 0 : Math.min(...parts.map((stem) => found.get(stem) ?? 0)),
         ),
       };
-      last = { key, ...now, counts: { ...counted, counts: [...counted.counts] } };
+      // Counts read inside a transaction may hold its writes, which a rollback undoes without moving
+      // either mark: only counts of committed rows are remembered.
+      if (!database.inTransaction) last = { key, ...now, counts: { ...counted, counts: [...counted.counts] } };
       return counted;
     },
   };

@@ -245,7 +245,11 @@ export function createSqliteVectorLists(
     }
     quietSearches++;
     if (quietSearches <= snapshotAfter) return null;
-    snapshot = readSnapshot(current, version);
+    // One read transaction (unless already in one): the shadow tables are read by several statements,
+    // and another process's commit between them would pair a slot's code with another memory's id and
+    // owner (sqlite-vec gives a removed row's slot to the next insert). Its data version is read inside.
+    const read = () => readSnapshot(current, sql().dataVersion.get() ?? 0);
+    snapshot = database.inTransaction ? read() : database.transaction(read).deferred();
     // Not readable (too large, another layout): count again, so that it is not tried at every search.
     if (!snapshot) quietSearches = 0;
     return snapshot;
