@@ -46,4 +46,49 @@ describe("a member squatting a bridge's external id", () => {
       await mneme.close();
     }
   });
+
+  it("gives a user key no way to name the assistant's messages, so a bridge's later reply under that id is stored", async () => {
+    const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
+    try {
+      const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;
+      const ann = (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key;
+      await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      const call = (key: string, path: string, body: unknown) =>
+        app.request(path, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const squatted = 'slack:1733050000.000300';
+      const exchange = {
+        channelId: 'team',
+        userId: 'ann',
+        userMessage: 'ok',
+        assistantReply: 'noted',
+        assistantId: 'bot',
+        replyExternalId: squatted,
+      };
+      const asBot = { channelId: 'team', sender: 'bot', role: 'assistant', content: 'noted', externalId: squatted };
+      const attempts = [
+        await call(ann, '/api/exchanges', exchange),
+        await call(ann, '/api/messages', asBot),
+        await call(ann, '/api/messages/batch', { messages: [exchange] }),
+        await call(ann, '/api/messages/batch', { messages: [asBot] }),
+      ];
+      expect(attempts.map((answer) => answer.status)).toEqual([403, 403, 403, 403]);
+      expect(await mneme.turns({ channelId: 'team', count: 50 })).toEqual([]);
+
+      const reply = { ...asBot, content: 'The release moved to Friday; I told the customers' };
+      const answer = await call(bridge, '/api/messages', reply);
+      expect(answer.status).toBe(202);
+      expect((await answer.json()).duplicate).toBe(false);
+      const stored = await mneme.turns({ channelId: 'team', count: 50 });
+      expect(stored.map((message) => [message.senderId, message.externalId, message.content])).toEqual([
+        ['bot', squatted, reply.content],
+      ]);
+    } finally {
+      await mneme.close();
+    }
+  });
 });
