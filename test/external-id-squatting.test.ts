@@ -82,7 +82,7 @@ describe("a member squatting a bridge's external id", () => {
       const reply = { ...asBot, content: 'The release moved to Friday; I told the customers' };
       const answer = await call(bridge, '/api/messages', reply);
       expect(answer.status).toBe(202);
-      expect((await answer.json()).duplicate).toBe(false);
+      expect(((await answer.json()) as { duplicate: boolean }).duplicate).toBe(false);
       const stored = await mneme.turns({ channelId: 'team', count: 50 });
       expect(stored.map((message) => [message.senderId, message.externalId, message.content])).toEqual([
         ['bot', squatted, reply.content],

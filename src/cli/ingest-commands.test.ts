@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -129,6 +130,37 @@ describe('mneme ingest', () => {
       stderr: `mneme: line 3: not UTF-8 text (byte 0xe9 at byte ${at} of the line); save the file as UTF-8; nothing of this line was written, the lines before it were\n`,
     });
     expect(await turnsOf(database, 'room')).toEqual(['first', 'second']);
+  });
+
+  it('resumes a file an earlier version ingested with U+FFFD for its bad bytes, and still refuses them after it', async () => {
+    const database = join(folder, 'latin1-resume.db');
+    const file = join(folder, 'latin1-resume.jsonl');
+    const line = (content: string) => Buffer.from(JSON.stringify(message(content)), 'latin1');
+    writeFileSync(file, Buffer.concat([line('first'), Buffer.from('\n'), line('café'), Buffer.from('\n')]));
+    // What a version before the UTF-8 check recorded: the lines read with U+FFFD, their hash, and the lines stored.
+    const read = readFileSync(file, 'utf8').split('\n').slice(0, 2);
+    const prefixSha256 = createHash('sha256')
+      .update(read.map((text) => `${text}\n`).join(''))
+      .digest('hex');
+    const earlier = await createMneme({ path: database, logger: { warn: () => {}, info: () => {} } });
+    try {
+      await earlier.ingestMany(
+        read.map((text) => JSON.parse(text)),
+        { file: { path: file, line: 2, prefixSha256 } },
+      );
+    } finally {
+      await earlier.close();
+    }
+    writeFileSync(file, Buffer.concat([readFileSync(file), Buffer.from(`${JSON.stringify(message('third'))}\n`)]));
+    const resumed = await run(database, ['ingest', file, '--resume']);
+    expect(resumed.code).toBe(0);
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'caf\uFFFD', 'third']);
+
+    writeFileSync(file, Buffer.concat([readFileSync(file), line('crème'), Buffer.from('\n')]));
+    const refused = await run(database, ['ingest', file, '--resume']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^mneme: line 4: not UTF-8 text \(byte 0xe8 at/);
+    expect(await turnsOf(database, 'room')).toEqual(['first', 'caf\uFFFD', 'third']);
   });
 
   it('decodes a character whose bytes are split between two reads of standard input', async () => {

@@ -184,7 +184,9 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             }
           };
           try {
-            for await (const line of readLines(input, file)) {
+            // The lines an earlier run committed are only hashed to check the file is unchanged; a version
+            // before the UTF-8 check read them with U+FFFD for bad bytes, so they are read that way again.
+            for await (const line of readLines(input, file, { lenientThrough: resumeAfter })) {
               lineNumber++;
               bytes += Buffer.byteLength(line) + 1;
               prefix.update(`${line}\n`);
@@ -330,7 +332,6 @@ export function fileSize(file: string): number {
   return stats.size;
 }
 
-/** The lines of `input`; a read error (permissions, a device) becomes INVALID_INPUT naming the file. */
 /** The longest line read: far above any record (a message is at most 32,000 characters), far below V8's longest string. */
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
@@ -344,15 +345,22 @@ export class UnreadableLineError extends MnemeError {}
  * The lines of a JSON-lines input, each decoded as UTF-8. A line ends at LF, CRLF or a lone CR (as
  * `readline` splits them). A line that is not UTF-8 is refused with its number and where it goes wrong:
  * decoding it anyway would store U+FFFD in place of each bad byte (the HTTP face refuses such a body
- * with 400 for the same reason).
+ * with 400 for the same reason); so is a line over {@link MAX_LINE_BYTES}. Lines up to `lenientThrough`
+ * are decoded with U+FFFD for bad bytes, as versions before this check read them (`--resume` hashes the
+ * lines an earlier run committed). A read error (permissions, a device) becomes INVALID_INPUT naming the file.
  */
-export async function* readLines(input: NodeJS.ReadableStream, file: string): AsyncGenerator<string> {
+export async function* readLines(
+  input: NodeJS.ReadableStream,
+  file: string,
+  { lenientThrough = 0 }: { lenientThrough?: number } = {},
+): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  const lenient = new TextDecoder('utf-8', { ignoreBOM: true });
   let lineNumber = 0;
   const decode = (bytes: Buffer): string => {
     lineNumber++;
     try {
-      return decoder.decode(bytes);
+      return (lineNumber <= lenientThrough ? lenient : decoder).decode(bytes);
     } catch {
       const column = firstInvalidByte(bytes);
       throw new UnreadableLineError(
