@@ -64,6 +64,8 @@ describe('recalls of several viewers merged into one ranking', () => {
     expect(merged.slice(0, direct.length)).toEqual(direct);
     const scores = direct.map((hit) => hit.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(() => mergeRecalls(results, 0)).toThrow(/topK must be at least 1/);
+    expect(() => mergeRecalls(results, 2.5)).toThrow(/whole number/);
     for (const hit of direct) {
       const found = results.flatMap((result) => result.hits.filter((other) => other.memory.id === hit.memory.id));
       expect(hit.score).toBe(Math.max(...found.map((other) => other.score)));
