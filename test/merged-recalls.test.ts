@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
-import { mergeRecalls } from '../src/index.js';
+import { mergeRecalls, type RecallResult } from '../src/index.js';
 import { createFixedClock } from '../src/testing.js';
 
 const engines: Mneme[] = [];
@@ -35,7 +35,7 @@ describe('recalls of several viewers merged into one ranking', () => {
       { userId: 'ann', channelId: 'room-1' },
       { userId: 'bo', channelId: 'room-1' },
     ];
-    const results = [];
+    const results: RecallResult[] = [];
     for (const viewer of viewers) results.push(await mneme.recall({ query, viewer, topK: 5, inspect: true }));
     const [asAnn, asBo] = results.map((result) => result.hits.map((hit) => hit.memory));
     // Ann's recall shows her fact in place of her turn; Bo cannot see her fact and gets the turn.
@@ -54,7 +54,7 @@ describe('recalls of several viewers merged into one ranking', () => {
   it('keeps each memory once, with its best hit, direct hits first, at most topK of them', async () => {
     const mneme = await room();
     const query = 'Pixel sofa cello quartet';
-    const results = [];
+    const results: RecallResult[] = [];
     for (const userId of ['ann', 'bo']) {
       results.push(await mneme.recall({ query, viewer: { userId, channelId: 'room-1' }, topK: 2, inspect: true }));
     }

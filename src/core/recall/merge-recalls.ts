@@ -12,7 +12,8 @@ import { factsInPlaceOfTurns } from './turn-standins.js';
  * (`factsInPlaceOfTurns`, ADR 22: one person's recall sees the turn, the other's the fact of it), texts
  * that say the same are kept once, and the first `topK` are kept; the linked (`graph`) hits not among those
  * follow, best first. Scores of different viewers' recalls are compared as they are: each is the same
- * weighted mean of the same terms. A `topK` that is not a whole number from 1 to 100 is refused (`INVALID_INPUT`).
+ * weighted mean of the same terms. A `topK` that is not a whole number from 1 to 100 is refused
+ * (`INVALID_INPUT`).
  */
 export function mergeRecalls(results: ReadonlyArray<{ hits: readonly RecallHit[] }>, topK: number): RecallHit[] {
   const limit = parseInput(TopKSchema.unwrap(), topK, 'mergeRecalls topK');
@@ -30,7 +31,7 @@ export function mergeRecalls(results: ReadonlyArray<{ hits: readonly RecallHit[]
   const byScore = (a: RecallHit, b: RecallHit) => b.score - a.score || a.memory.id - b.memory.id;
   const hits = [...best.values()];
   const ranked = hits.filter((hit) => hit.match !== 'graph').sort(byScore);
-  const direct = withoutDuplicates(factsInPlaceOfTurns(ranked, limit * 2, standIn).sort(byScore), limit).slice(0, limit);
+  const direct = withoutDuplicates(factsInPlaceOfTurns(ranked, limit * 2, standIn).sort(byScore), limit);
   const kept = new Set(direct.map((hit) => hit.memory.id));
   const linked = hits.filter((hit) => hit.match === 'graph' && !kept.has(hit.memory.id)).sort(byScore);
   return [...direct, ...linked];
