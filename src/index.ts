@@ -39,6 +39,7 @@ export type { ExtractedFact, ExtractionInput, FactExtractor } from './core/ports
 export type { MemoryMerger, MergeCandidate, MergedMemory, MergeInput } from './core/ports/memory-merger.js';
 export { type PresetName, presetNames, presets } from './core/presets.js';
 export type { ContextResult } from './core/recall/context-block.js';
+export { mergeRecalls } from './core/recall/merge-recalls.js';
 export type { MatchType, RecallHit, RecallMode, RecallResult, VectorLegStatus } from './core/recall/recall.js';
 export type { ScoreBreakdown } from './core/recall/scoring.js';
 export type { ReembedOptions, ReembedProgress, VectorStatus } from './core/reembed.js';

@@ -5,7 +5,7 @@ import { EPISODE_WINDOW_MS } from '../../core/maintenance/episodes-task.js';
 import { maintenanceTasks } from '../../core/maintenance/maintenance-task.js';
 import { DEFAULT_PRESET, presetNames } from '../../core/presets.js';
 import type { ChatModel, EmbeddingModel, MaintenanceTask, Memory, Mneme, Viewer } from '../../index.js';
-import { createMneme, defaultMaintenanceIntervals, ErrorCode, MnemeError } from '../../index.js';
+import { createMneme, defaultMaintenanceIntervals, ErrorCode, MnemeError, mergeRecalls } from '../../index.js';
 import { createFixedClock } from '../../testing.js';
 import { type LocomoConversation, type LocomoQuestion, type LocomoTurn, loadLocomo } from './locomo-dataset.js';
 import { createTurnSearch } from './locomo-fts-baseline.js';
@@ -467,33 +467,19 @@ export async function countDecayed(mneme: Mneme): Promise<number> {
 /**
  * The evaluation viewer: it may see the conversation's room memories and both speakers' personal
  * memories (and global ones). A mneme viewer carries one user id, so the question is recalled once
- * as each speaker in the conversation's channel (topK 20 each); the two lists are merged by memory,
- * keeping its higher score, direct hits ordered by score, then linked (`graph`) hits by score, as
- * one recall orders them; the first 20 are scored, each with its calibrated relevance.
+ * as each speaker in the conversation's channel (topK 20 each), and the recalls are merged as an
+ * application answering for both would merge them, with `mergeRecalls`: one ranking under the rules of
+ * one recall (a turn and the fact standing in for it are not both kept); the first 20 are scored, each
+ * with its calibrated relevance.
  */
 export async function recallAsEvaluator(
   mneme: Mneme,
   query: string,
   viewers: readonly Viewer[],
 ): Promise<Array<{ memory: Memory; calibratedRelevance: number }>> {
-  const best = new Map<number, { memory: Memory; score: number; graph: boolean; calibratedRelevance: number }>();
-  for (const viewer of viewers) {
-    const result = await mneme.recall({ query, viewer, topK: RETRIEVED });
-    for (const hit of result.hits) {
-      const graph = hit.match === 'graph';
-      const known = best.get(hit.memory.id);
-      if (!known || (known.graph && !graph) || (known.graph === graph && hit.score > known.score)) {
-        best.set(hit.memory.id, {
-          memory: hit.memory,
-          score: hit.score,
-          graph,
-          calibratedRelevance: hit.calibratedRelevance,
-        });
-      }
-    }
-  }
-  return [...best.values()]
-    .sort((a, b) => Number(a.graph) - Number(b.graph) || b.score - a.score || a.memory.id - b.memory.id)
+  const results = [];
+  for (const viewer of viewers) results.push(await mneme.recall({ query, viewer, topK: RETRIEVED }));
+  return mergeRecalls(results, RETRIEVED)
     .slice(0, RETRIEVED)
     .map(({ memory, calibratedRelevance }) => ({ memory, calibratedRelevance }));
 }

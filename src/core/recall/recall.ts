@@ -209,7 +209,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
  * A fact in place of its turn (see `factsInPlaceOfTurns`): the turn's score, times the fact's own factors (a
  * superseded or faded fact keeps its penalty, so a newer statement still comes first), when that is higher.
  */
-function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
+export function standIn(fact: RecallHit, turn: RecallHit): RecallHit {
   const { superseded = 1, faded = 1 } = fact.breakdown;
   const score = turn.score * superseded * faded;
   return score > fact.score ? { ...fact, score } : fact;
