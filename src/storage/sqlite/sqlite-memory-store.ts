@@ -49,9 +49,12 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       `UPDATE memories SET superseded_by = ? WHERE archived_at IS NULL AND superseded_by IS NULL
         AND id IN (SELECT target_id FROM memory_links WHERE source_id = ? AND type = 'supersedes')`,
     ),
+    // Every faded memory is in the owner index (its condition holds for it), keyed by id first: a probe of
+    // that small index, mostly cached, instead of each memory's row in the table.
     fadedAmong: preparedOnUse<[string], { id: number }>(
       database,
-      'SELECT id FROM memories WHERE faded_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))',
+      `SELECT id FROM memories INDEXED BY memories_searchable_owner
+        WHERE faded_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))`,
     ),
     touch: database.prepare<{ at: number; touches: string }>(`UPDATE memories SET
         access_count = access_count + 1,

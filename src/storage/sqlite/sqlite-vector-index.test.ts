@@ -167,6 +167,33 @@ describe('the SQLite vector index', () => {
     expect([...binaryCode(Float32Array.from([1, -1, 1]))]).toEqual([0b101]);
   });
 
+  it('gives every hit the cosine of its own stored vector, however many candidates are ranked and in whatever order', () => {
+    const { index, stored } = syntheticStore(256);
+    // The cosine of the float32 numbers as stored (the statement sums float32 distances: within 5e-7 of it).
+    const exactCosine = (query: Float32Array, vector: Float32Array) => {
+      let dot = 0;
+      let queryNorm = 0;
+      let norm = 0;
+      for (let i = 0; i < query.length; i++) {
+        dot += (query[i] ?? 0) * (vector[i] ?? 0);
+        queryNorm += (query[i] ?? 0) ** 2;
+        norm += (vector[i] ?? 0) ** 2;
+      }
+      return dot / Math.sqrt(queryNorm * norm);
+    };
+    for (const query of stored.slice(0, 40)) {
+      for (const hits of [
+        index.search(query.vector, 'm', ['global', query.owner], 50),
+        index.searchNear(query.vector, 'm', null, 30, 0.2),
+      ]) {
+        expect(hits.length).toBeGreaterThan(0);
+        for (const hit of hits) {
+          expect(hit.score).toBeCloseTo(exactCosine(query.vector, stored[hit.id - 1]?.vector ?? query.vector), 6);
+        }
+      }
+    }
+  });
+
   it.each([3, 20, 200, 8192])('stores and ranks %i-dimensional vectors exactly', (dimensions) => {
     const { index } = openIndex(dimensions);
     const vectors = Array.from({ length: 5 }, (_, n) =>

@@ -170,10 +170,7 @@ export function createSqliteVectorIndex(
   });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
   const scans = new Map<string, Database.Statement<unknown[], Neighbour>>();
-  const rescores = new Map<
-    number,
-    Database.Statement<[Record<string, unknown>], { id: number; score: number | null }>
-  >();
+  const rescores = new Map<number, Database.Statement<[Record<string, unknown>], string>>();
   /** Per scan filter, the distance of the last candidate of recent full scans. */
   const thresholds = new Map<string, number[]>();
 
@@ -214,15 +211,20 @@ export function createSqliteVectorIndex(
           ? '@s0'
           : `CASE s.key % ${SLICE_SLOTS} ${Array.from({ length: slices - 1 }, (_, index) => `WHEN ${index} THEN @s${index}`).join(' ')} ELSE @s${slices - 1} END`;
       // |q - v|^2 is the sum over the slices, and cos(q, v) = (|q|^2 + |v|^2 - |q - v|^2) / (2 |q| |v|).
-      statement = database.prepare<[Record<string, unknown>], { id: number; score: number | null }>(
-        `SELECT c.value AS id, (
-          SELECT (@queryNorm2 + max(s.norm2) - sum(pow(vec_distance_l2(s.vector, ${querySlice}), 2)))
-            / (2 * sqrt(@queryNorm2 * max(s.norm2)))
-          FROM memory_vector_slices AS s
-          WHERE s.key BETWEEN c.value * ${SLICE_SLOTS} AND c.value * ${SLICE_SLOTS} + ${SLICE_SLOTS - 1}
-        ) AS score
-        FROM json_each(@ids) AS c`,
-      );
+      // The scores come back as one JSON array in the ids' order: one string for better-sqlite3 to return
+      // instead of a row object per candidate (about a sixth of the statement's CPU with 504 candidates),
+      // and SQLite writes each double so that it reads back to the same value.
+      statement = database
+        .prepare<[Record<string, unknown>], string>(
+          `SELECT json_group_array((
+            SELECT (@queryNorm2 + max(s.norm2) - sum(pow(vec_distance_l2(s.vector, ${querySlice}), 2)))
+              / (2 * sqrt(@queryNorm2 * max(s.norm2)))
+            FROM memory_vector_slices AS s
+            WHERE s.key BETWEEN c.value * ${SLICE_SLOTS} AND c.value * ${SLICE_SLOTS} + ${SLICE_SLOTS - 1}
+          ) ORDER BY c.key)
+          FROM json_each(@ids) AS c`,
+        )
+        .pluck();
       rescores.set(slices, statement);
     }
     return statement;
@@ -308,9 +310,8 @@ export function createSqliteVectorIndex(
         vector.subarray(slice * floats, Math.min(vector.length, (slice + 1) * floats)),
       );
     }
-    return rescoreStatement(slices)
-      .all(parameters)
-      .map((row) => ({ id: row.id, score: Math.min(1, Math.max(-1, row.score ?? 0)) }));
+    const scores = JSON.parse(rescoreStatement(slices).get(parameters) ?? '[]') as Array<number | null>;
+    return ids.map((id, index) => ({ id, score: Math.min(1, Math.max(-1, scores[index] ?? 0)) }));
   }
 
   /** The scans that cover these owners: one per bucket, filtered on the owners in it. */
