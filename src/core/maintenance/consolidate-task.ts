@@ -37,7 +37,7 @@ const INDEX_PAGE_SIZE = 1000;
  * for the new memories that have a near-duplicate; a run over fewer searches for each new memory.
  * At 100,000 memories the index costs about as much as 1,700 searches (ADR 19, fifth round).
  */
-export const NEAR_DUPLICATE_INDEX_SHARE = 0.05;
+export const NEAR_DUPLICATE_INDEX_SHARE = 0.004;
 
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
@@ -85,7 +85,7 @@ export async function runConsolidate(
   const index =
     afterId < latest &&
     (mode === 'always' || (mode === 'auto' && latest - afterId >= NEAR_DUPLICATE_INDEX_SHARE * latest))
-      ? await nearDuplicateIndex(context, latest)
+      ? await nearDuplicateIndex(context, afterId, latest)
       : null;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
@@ -151,12 +151,17 @@ export async function runConsolidate(
 }
 
 /**
- * Every active memory up to `latest` in a near-duplicate index (their words, by owner), a page at a time.
+ * Every active memory up to `latest` in a near-duplicate index (their words, by owner), a page at a time,
+ * answering for the new ones (above `watermark`): a pair of two older memories is not compared.
  * A memory archived since is still in it (a needless search at worst). A memory merged during the run is
  * no candidate in that run (it is done); one written by another call during the run is compared as a
  * new memory in the next run.
  */
-async function nearDuplicateIndex(context: EngineContext, latest: number): Promise<NearDuplicateIndex> {
+async function nearDuplicateIndex(
+  context: EngineContext,
+  watermark: number,
+  latest: number,
+): Promise<NearDuplicateIndex> {
   const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD);
   let afterId = 0;
   while (afterId < latest) {
@@ -165,7 +170,7 @@ async function nearDuplicateIndex(context: EngineContext, latest: number): Promi
     for (const memory of page) if (memory.id <= latest) index.add(memory.id, memory.owner, wordSet(memory.content));
     afterId = page.at(-1)?.id ?? latest;
   }
-  index.seal();
+  index.seal(watermark);
   return index;
 }
 
