@@ -35,7 +35,8 @@ const INDEX_PAGE_SIZE = 1000;
  * A run whose new memories are at least this share of the store first reads every active memory's
  * words into a near-duplicate index (`createNearDuplicateIndex`) and searches full-text candidates only
  * for the new memories that have a near-duplicate; a run over fewer searches for each new memory.
- * At 100,000 memories the index costs about as much as 1,700 searches (ADR 19, fifth round).
+ * The index compares only pairs with a new memory: at 100,000 memories it costs about as much as 300-400
+ * searches, most of it reading and splitting every memory's text (ADR 19, session 5).
  */
 export const NEAR_DUPLICATE_INDEX_SHARE = 0.004;
 

@@ -13,6 +13,11 @@
  * it in each), where they meet: X looks up its first words in the lists of the memories visited
  * before it, then adds its own. A pair met first at positions i and j shares at most
  * min(|X| - i, |Y| - j) words (none before them); the rest are compared word by word.
+ *
+ * `seal(answerAbove)` answers only for the memories with a greater id (a run's new ones): only those are
+ * listed, under their first |Y| - ⌈t·|Y|⌉ + 1 words (the bound for a partner of any size, as X's above),
+ * and every memory looks its own first words up in those lists: a pair of two older memories is never
+ * compared, and an older memory's answer is "unknown".
  */
 export interface NearDuplicateIndex {
   /** Adds a memory before `seal` (its words and owner as they are now); ids must grow. */
