@@ -32,17 +32,22 @@ const PAGE_SIZE = 200;
 /** Memories read per page while the near-duplicate index is built. */
 const INDEX_PAGE_SIZE = 1000;
 /**
- * A run whose new memories are at least this share of the store first reads every active memory's
- * words into a near-duplicate index (`createNearDuplicateIndex`) and searches full-text candidates only
- * for the new memories that have a near-duplicate; a run over fewer searches for each new memory.
- * The index compares only pairs with a new memory: at 100,000 memories it costs about as much as 300-400
- * searches, most of it reading and splitting every memory's text (ADR 19, session 5).
+ * A run whose new memories are at least this share of the store, or {@link NEAR_DUPLICATE_INDEX_NEW} of
+ * them, first reads every active memory's words into a near-duplicate index (`createNearDuplicateIndex`)
+ * and searches full-text candidates only for the new memories that have a near-duplicate; a run over
+ * fewer searches for each new memory.
  */
-export const NEAR_DUPLICATE_INDEX_SHARE = 0.004;
+export const NEAR_DUPLICATE_INDEX_SHARE = 0.05;
+/**
+ * The index compares only pairs with a new memory, and costs about as much as 300-400 searches at
+ * 100,000 memories (measured) and, estimated, at 10,000 (it reads every text; a search's lists grow
+ * with the store): from this many new memories it is used whatever the store's size (ADR 19, session 5).
+ */
+export const NEAR_DUPLICATE_INDEX_NEW = 400;
 
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
-  /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE}; 'always' or 'never' the near-duplicate index. */
+  /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE} and {@link NEAR_DUPLICATE_INDEX_NEW}; 'always' or 'never' the near-duplicate index. */
   nearDuplicateIndex?: 'auto' | 'always' | 'never';
 }
 
@@ -85,7 +90,8 @@ export async function runConsolidate(
   const mode = options.nearDuplicateIndex ?? 'auto';
   const index =
     afterId < latest &&
-    (mode === 'always' || (mode === 'auto' && latest - afterId >= NEAR_DUPLICATE_INDEX_SHARE * latest))
+    (mode === 'always' ||
+      (mode === 'auto' && latest - afterId >= Math.min(NEAR_DUPLICATE_INDEX_NEW, NEAR_DUPLICATE_INDEX_SHARE * latest)))
       ? await nearDuplicateIndex(context, afterId, latest)
       : null;
   while (afterId < latest) {
