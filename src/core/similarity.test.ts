@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createSeededRandom } from '../bench/seeded-random.js';
 import { jaccard, wordSet } from './similarity.js';
 
 describe('wordSet', () => {
@@ -13,6 +14,20 @@ describe('wordSet', () => {
       '2019',
     ]);
     expect([...wordSet('Zoë mag Käse und 日本')]).toEqual(['zoë', 'mag', 'käse', 'und', '日本']);
+  });
+
+  it('finds the same words in an ASCII text as the pattern for any script does', () => {
+    const random = createSeededRandom(11);
+    const alphabet = "abcXYZ019 '''.,-_!?'s\t\nIsThe";
+    for (let text = 0; text < 2000; text++) {
+      let ascii = '';
+      for (let index = random.below(40); index > 0; index--) ascii += alphabet[random.below(alphabet.length)];
+      // A non-ASCII word of its own takes the pattern for any script; it is then left out.
+      const anyScript = wordSet(`${ascii} \u00e9t\u00e9`);
+      anyScript.delete('\u00e9t\u00e9');
+      expect([...wordSet(ascii)]).toEqual([...anyScript]);
+    }
+    expect([...wordSet("Oz's cat isn't Mia's, it's O'Neil's")]).toEqual(['oz', 'cat', "isn't", 'mia', "o'neil"]);
   });
 
   it('keeps stop words when asked and leaves out the words it is told to ignore', () => {

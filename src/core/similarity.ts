@@ -24,16 +24,24 @@ export interface WordSetOptions {
  * dropped, stop words left out unless asked for.
  */
 export function wordSet(text: string, options: WordSetOptions = {}): Set<string> {
-  const ignored = new Set([...(options.ignore ?? [])].map((word) => word.toLowerCase()));
+  const ignored = options.ignore === undefined ? null : new Set([...options.ignore].map((word) => word.toLowerCase()));
   const words = new Set<string>();
-  for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu)) {
-    const word = match[0].replace(/['’]s$/u, '');
-    if (word.length === 0 || ignored.has(word)) continue;
+  // An ASCII text's letters and digits are [a-z0-9] once lower-cased: the same words by a plainer pattern.
+  const ascii = !nonAscii.test(text);
+  for (const match of text.toLowerCase().matchAll(ascii ? asciiWordPattern : wordPattern)) {
+    const word = ascii ? (match[0].endsWith("'s") ? match[0].slice(0, -2) : match[0]) : match[0].replace(/['’]s$/u, '');
+    if (word.length === 0 || ignored?.has(word)) continue;
     if (!options.keepStopWords && stopWords.has(word)) continue;
     words.add(word);
   }
   return words;
 }
+
+/** A word: letters and digits of any script, with inner apostrophes followed by letters. */
+const wordPattern = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
+/** The same in an ASCII text, lower-cased. */
+const asciiWordPattern = /[a-z0-9]+(?:'[a-z]+)*/g;
+const nonAscii = /[\u0080-\uffff]/;
 
 /**
  * Jaccard word overlap: |A ∩ B| / |A ∪ B|, from 0 (no word in common) to 1 (the same words).

@@ -32,16 +32,22 @@ const PAGE_SIZE = 200;
 /** Memories read per page while the near-duplicate index is built. */
 const INDEX_PAGE_SIZE = 1000;
 /**
- * A run whose new memories are at least this share of the store first reads every active memory's
- * words into a near-duplicate index (`createNearDuplicateIndex`) and searches full-text candidates only
- * for the new memories that have a near-duplicate; a run over fewer searches for each new memory.
- * At 100,000 memories the index costs about as much as 1,700 searches (ADR 19, fifth round).
+ * A run whose new memories are at least this share of the store, or {@link NEAR_DUPLICATE_INDEX_NEW} of
+ * them, first reads every active memory's words into a near-duplicate index (`createNearDuplicateIndex`)
+ * and searches full-text candidates only for the new memories that have a near-duplicate; a run over
+ * fewer searches for each new memory.
  */
 export const NEAR_DUPLICATE_INDEX_SHARE = 0.05;
+/**
+ * The index compares only pairs with a new memory, and costs about as much as 300-400 searches at
+ * 100,000 memories (measured) and, estimated, at 10,000 (it reads every text; a search's lists grow
+ * with the store): from this many new memories it is used whatever the store's size (ADR 19, session 5).
+ */
+export const NEAR_DUPLICATE_INDEX_NEW = 400;
 
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
-  /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE}; 'always' or 'never' the near-duplicate index. */
+  /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE} and {@link NEAR_DUPLICATE_INDEX_NEW}; 'always' or 'never' the near-duplicate index. */
   nearDuplicateIndex?: 'auto' | 'always' | 'never';
 }
 
@@ -84,8 +90,9 @@ export async function runConsolidate(
   const mode = options.nearDuplicateIndex ?? 'auto';
   const index =
     afterId < latest &&
-    (mode === 'always' || (mode === 'auto' && latest - afterId >= NEAR_DUPLICATE_INDEX_SHARE * latest))
-      ? await nearDuplicateIndex(context, latest)
+    (mode === 'always' ||
+      (mode === 'auto' && latest - afterId >= Math.min(NEAR_DUPLICATE_INDEX_NEW, NEAR_DUPLICATE_INDEX_SHARE * latest)))
+      ? await nearDuplicateIndex(context, afterId, latest)
       : null;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
@@ -151,12 +158,17 @@ export async function runConsolidate(
 }
 
 /**
- * Every active memory up to `latest` in a near-duplicate index (their words, by owner), a page at a time.
+ * Every active memory up to `latest` in a near-duplicate index (their words, by owner), a page at a time,
+ * answering for the new ones (above `watermark`): a pair of two older memories is not compared.
  * A memory archived since is still in it (a needless search at worst). A memory merged during the run is
  * no candidate in that run (it is done); one written by another call during the run is compared as a
  * new memory in the next run.
  */
-async function nearDuplicateIndex(context: EngineContext, latest: number): Promise<NearDuplicateIndex> {
+async function nearDuplicateIndex(
+  context: EngineContext,
+  watermark: number,
+  latest: number,
+): Promise<NearDuplicateIndex> {
   const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD);
   let afterId = 0;
   while (afterId < latest) {
@@ -165,7 +177,7 @@ async function nearDuplicateIndex(context: EngineContext, latest: number): Promi
     for (const memory of page) if (memory.id <= latest) index.add(memory.id, memory.owner, wordSet(memory.content));
     afterId = page.at(-1)?.id ?? latest;
   }
-  index.seal();
+  index.seal(watermark);
   return index;
 }
 

@@ -59,6 +59,31 @@ describe('the near-duplicate index', () => {
     }
   });
 
+  it('answers exactly for the memories above a watermark, and leaves the older ones unknown', () => {
+    for (const [seed, threshold, answerAbove] of [
+      [5, 0.35, 300],
+      [6, 0.35, 390],
+      [7, 0.5, 200],
+      [8, 0.2, 399],
+      [9, 0.35, 0],
+    ] as const) {
+      const entries = randomEntries(seed, 400);
+      const index = createNearDuplicateIndex(threshold);
+      for (const entry of entries) index.add(entry.id, entry.owner, entry.words);
+      index.seal(answerAbove);
+      const newer = entries.filter((entry) => entry.id > answerAbove);
+      const expected = newer.map((entry) => exhaustive(entries, entry, threshold));
+      if (newer.length >= 100) {
+        expect(expected.filter(Boolean).length).toBeGreaterThan(5);
+        expect(expected.filter((found) => !found).length).toBeGreaterThan(5);
+      }
+      expect(newer.map((entry) => index.hasNearDuplicate(entry.id, entry.owner, entry.words))).toEqual(expected);
+      for (const entry of entries.filter((older) => older.id <= answerAbove)) {
+        expect(index.hasNearDuplicate(entry.id, entry.owner, entry.words)).toBe(true);
+      }
+    }
+  });
+
   it('answers for the memories as indexed: one unknown to it, moved or reworded since, is to be searched', () => {
     const index = createNearDuplicateIndex(0.35);
     index.add(1, 'global', new Set(['release', 'train', 'tuesday']));

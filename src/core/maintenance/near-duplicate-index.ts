@@ -13,15 +13,24 @@
  * it in each), where they meet: X looks up its first words in the lists of the memories visited
  * before it, then adds its own. A pair met first at positions i and j shares at most
  * min(|X| - i, |Y| - j) words (none before them); the rest are compared word by word.
+ *
+ * `seal(answerAbove)` answers only for the memories with a greater id (a run's new ones): only those are
+ * listed, under their first |Y| - ⌈t·|Y|⌉ + 1 words (the bound for a partner of any size, as X's above),
+ * and every memory looks its own first words up in those lists: a pair of two older memories is never
+ * compared, and an older memory's answer is "unknown".
  */
 export interface NearDuplicateIndex {
   /** Adds a memory before `seal` (its words and owner as they are now); ids must grow. */
   add(id: number, owner: string, words: ReadonlySet<string>): void;
-  /** Finds every memory's near-duplicates; `add` after it is refused. */
-  seal(): void;
+  /**
+   * Finds the near-duplicates of every memory added, or with `answerAbove` only of those with a greater
+   * id (the new memories of a run: a pair of two older ones is not compared); `add` after it is refused.
+   */
+  seal(answerAbove?: number): void;
   /**
    * False only when memory `id`, indexed with these words and this owner, has no near-duplicate among
-   * the indexed memories; true when it has one, or when it was not indexed so (unknown: search).
+   * the indexed memories; true when it has one, or when it was not indexed so, or was not answered for
+   * (`seal`'s `answerAbove`): unknown, search.
    */
   hasNearDuplicate(id: number, owner: string, words: ReadonlySet<string>): boolean;
   /** Memories indexed. */
@@ -80,6 +89,7 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
   let found = new Uint8Array(0);
   let idOf: Int32Array = new Int32Array(0);
   let owned: Int32Array = new Int32Array(0);
+  let answeredAbove = Number.NEGATIVE_INFINITY;
   let sealed = false;
   let last = Number.NEGATIVE_INFINITY;
 
@@ -112,9 +122,10 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
       }
     },
 
-    seal() {
+    seal(answerAbove = Number.NEGATIVE_INFINITY) {
       if (sealed) return;
       sealed = true;
+      answeredAbove = answerAbove;
       const count = ids.length;
       starts.push(words.length);
       allWords = words.done();
@@ -145,12 +156,22 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
       visitOrder.forEach((index, position) => {
         visitedAt[index] = position;
       });
-      // The lists of memories by prefix word and owner, in visiting order: (memory, position) pairs, one
-      // allocation (a list's slot by its key, its entries between two offsets).
+      const isAnswered = (index: number) => (idOf[index] ?? 0) > answerAbove;
+      const answeredOrder = visitOrder.filter(isAnswered);
+      const answeringAll = answeredOrder.length === count;
+      /** A memory's words the probes look up: those its first shared word with any near-duplicate is among. */
+      const probedOf = (size: number) => size - minimumShared(size, threshold) + 1;
+      // Every memory answered: each is listed under its first words by the bound for a larger partner
+      // (`indexedOf`), as it is visited only by larger ones. Some answered: only they are listed, by the
+      // bound for any partner (`probedOf`), and every memory looks them up (a pair of two unanswered
+      // memories is of no interest).
+      const listedOf = answeringAll ? indexedOf : probedOf;
+      // The lists by prefix word and owner, in visiting order: (memory, position) pairs, one allocation
+      // (a list's slot by its key, its entries between two offsets).
       const slotOf = new Map<number, number>();
       const lengths = createIntList();
-      for (const index of visitOrder) {
-        for (let position = 0; position < indexedOf(sizeOf(index)); position++) {
+      for (const index of answeredOrder) {
+        for (let position = 0; position < listedOf(sizeOf(index)); position++) {
           const key = keyOf(index, position);
           const slot = slotOf.get(key);
           if (slot === undefined) {
@@ -165,8 +186,8 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
         offsets[slot + 1] = (offsets[slot] ?? 0) + (listLengths[slot] ?? 0);
       const entries = new Int32Array(2 * (offsets[listLengths.length] ?? 0));
       const filled = offsets.slice(0, listLengths.length);
-      for (const index of visitOrder) {
-        for (let position = 0; position < indexedOf(sizeOf(index)); position++) {
+      for (const index of answeredOrder) {
+        for (let position = 0; position < listedOf(sizeOf(index)); position++) {
           const slot = slotOf.get(keyOf(index, position)) ?? 0;
           const at = filled[slot] ?? 0;
           filled[slot] = at + 1;
@@ -178,17 +199,18 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
       const marked = new Int32Array(frequencies.length).fill(-1);
       for (const probe of visitOrder) {
         const size = sizeOf(probe);
-        if (size === 0) continue;
+        if (size === 0 || entries.length === 0) continue;
         const start = startOf[probe] ?? 0;
         for (let position = 0; position < size; position++) marked[allWords[start + position] ?? 0] = probe;
         const visited = visitedAt[probe] ?? 0;
-        for (let position = 0; position <= size - minimumShared(size, threshold); position++) {
+        // An answered memory meets the answered ones visited before it (each pair once); another meets all.
+        const upTo = isAnswered(probe) ? visited : count;
+        for (let position = 0; position < probedOf(size); position++) {
           const slot = slotOf.get(keyOf(probe, position));
           if (slot === undefined) continue;
-          // The list holds the memories visited before this one first: stop at this one.
           for (let entry = offsets[slot] ?? 0; entry < (offsets[slot + 1] ?? 0); entry++) {
             const other = entries[2 * entry] ?? 0;
-            if ((visitedAt[other] ?? 0) >= visited) break;
+            if ((visitedAt[other] ?? 0) >= upTo) break;
             if (seen[other] === probe) continue;
             seen[other] = probe;
             const otherSize = sizeOf(other);
@@ -217,7 +239,7 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
         if ((idOf[middle] ?? 0) < id) low = middle + 1;
         else high = middle;
       }
-      if (idOf.length === 0 || idOf[low] !== id || owners.get(owner) !== owned[low]) return true;
+      if (idOf.length === 0 || idOf[low] !== id || id <= answeredAbove || owners.get(owner) !== owned[low]) return true;
       const indexed = new Set(allWords.subarray(startOf[low], startOf[low + 1]));
       if (indexed.size !== text.size) return true;
       for (const word of text) if (!indexed.has(wordIds.get(word) ?? -1)) return true;
