@@ -213,6 +213,40 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     },
   );
 
+  it.each(['clustered', 'uniform'] as const)(
+    'are trained into lists of about the same size (none under a quarter of the mean) that answer exactly, on %s vectors',
+    (kind) => {
+      // Clustered: members of the 12 centres at a cosine of about 0.6 (as the bench's corpus has its
+      // topics); uniform: Gaussian vectors made unit, uniform on the sphere.
+      const random = createSeededRandom(31);
+      const stored = Array.from({ length: 3000 }, (_, position) => ({
+        id: position + 1,
+        owner: OWNERS[position % OWNERS.length] ?? 'global',
+        vector:
+          kind === 'clustered'
+            ? near(centres[random.below(centres.length)] ?? new Float32Array(DIMENSIONS), random, 0.6)
+            : scaled(gaussian(random), 1),
+      }));
+      const { database, index } = openIndex(500);
+      put(database, index, stored);
+      build(database, index);
+      const sizes = database
+        .prepare<[], number>(
+          `SELECT count(bits.memory_id) FROM vector_lists
+           LEFT JOIN memory_vector_list_bits AS bits ON bits.part >= list * 181 AND bits.part < (list + 1) * 181
+           GROUP BY list ORDER BY list`,
+        )
+        .pluck()
+        .all();
+      expect(sizes.length).toBe(listCount(3000));
+      const mean = sizes.reduce((sum, size) => sum + size, 0) / sizes.length;
+      expect(Math.min(...sizes)).toBeGreaterThanOrEqual(mean / 4);
+      // More lists than the shortlist of centroids a vector's list is chosen among: still exact.
+      expect(sizes.length).toBeGreaterThan(24);
+      expect(misses(index, stored, 30, 33)).toEqual([]);
+    },
+  );
+
   it.each([12, 4])(
     'put the vectors far from every centroid in the overflow partition, so that the lists stay narrow, with one vector in %i far',
     (every) => {

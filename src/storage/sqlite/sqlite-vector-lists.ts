@@ -4,11 +4,12 @@ import type Database from 'better-sqlite3';
  * Inverted lists over the sign bits of a large store (ADR 20, migration 15), for the neighbour
  * searches of maintenance (`searchNear`: every vector at least a cosine close). A k-means coarse
  * quantiser, trained over a sample of the store's vectors in bounded steps, gives each vector a list
- * (its nearest centroid) and the angle `r` between it and that centroid. `memory_vector_list_bits`
- * holds the sign bits again, partitioned by (list, band of `r`, 1 degree wide), with the owner as
- * integer metadata as in the owner buckets. By the triangle inequality on angles, a vector at angle
- * at most `a` from a query has `|angle(query, centroid) - r| <= a`: a search reads only the bands of
- * each list within `a` of the query's angle to its centroid, and misses nothing above the cosine.
+ * (its nearest centroid, among the 24 nearest by sign bits) and the angle `r` between it and that
+ * centroid. `memory_vector_list_bits` holds the sign bits again, partitioned by (list, band of `r`, 1
+ * degree wide), with the owner as integer metadata as in the owner buckets. By the triangle
+ * inequality on angles, a vector at angle at most `a` from a query has
+ * `|angle(query, centroid) - r| <= a`: a search reads only the bands of each list within `a` of the
+ * query's angle to its centroid, and misses nothing above the cosine.
  *
  * A vector farther from its nearest centroid than most of the training's sample (the overflow band,
  * set when the lists are trained) goes to one overflow partition instead of its list, which every
@@ -96,8 +97,34 @@ const RETRAIN_GROWTH = 4;
 /** Vectors drawn per training step (mini-batch k-means), and training steps. */
 const TRAINING_BATCH = 256;
 const TRAINING_STEPS = 48;
+/**
+ * A list drawn less than this share of the mean after a training step is starved: its centroid is put
+ * beside the most drawn list's, the two split along the direction of one of that list's drawn vectors
+ * (ADR 20, 2026-12-01, session 5). Without it, on clustered vectors the first centroid of a cluster to win
+ * a few vectors moves to its centre and wins every other member, and the cluster's other seeds keep the
+ * one vector they were seeded with (94 of 158 lists of 1 or 2 vectors on the bench's corpus).
+ */
+const STARVED_SHARE = 1 / 4;
+/** Vectors drawn per list on average before starved lists are looked for (the counts are noise before). */
+const STARVED_AFTER_DRAWS = 8;
+/** How far apart a split puts the two centroids: each is this much of a unit direction off the old one. */
+const SPLIT_OFFSET = 0.1;
 /** Vectors assigned to their list per step. */
 const ASSIGN_PAGE = 400;
+/**
+ * The centroids whose sign bits are nearest a vector's (Hamming distance) among which its list is
+ * chosen by exact dot products (ADR 20, 2026-12-01, session 5): the list is then the nearest centroid
+ * but for a centroid at almost the same angle that the sign bits put farther. The vector's angle is the
+ * exact angle to the list chosen, which is all the bands' bound needs.
+ */
+const SHORTLIST = 24;
+/** Vectors placed at the switch to balance the lists (this many per list, at least {@link OVERFLOW_SAMPLE}). */
+const BALANCE_SAMPLE_PER_LIST = 16;
+/** At the switch, a list given less than this share of the mean of that sample is split off the largest. */
+const BALANCE_SHARE = 1 / 2;
+const BALANCE_ROUNDS = 8;
+/** Members of a list tried as the direction of its split (the one that splits its members most evenly is taken). */
+const SPLIT_TRIALS = 4;
 /** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
 const BAND = Math.PI / 180;
 const BANDS = 181;
@@ -182,7 +209,7 @@ export function createSqliteVectorLists(
    * before it ends could hold writes rolled back after (a rollback leaves `data_version` as it was).
    */
   let uncommitted = false;
-  let centroids: { generation: number; dimensions: number; values: Float32Array; count: number } | null = null;
+  let centroids: Centroids | null = null;
   let prepared: ReturnType<typeof prepare> | null = null;
   let preparedList: ReturnType<typeof prepareListTable> | null = null;
   const rangeStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
@@ -202,7 +229,10 @@ export function createSqliteVectorLists(
         'SELECT centroid, weight FROM vector_list_training ORDER BY list',
       ),
       keyBounds: database.prepare<[], { low: number | null; high: number | null }>(
-        'SELECT min(key) AS low, max(key) AS high FROM memory_vector_slices',
+        // Two subqueries: SQLite answers a lone min() or max() from the primary key, but both in one
+        // aggregate read the whole table (0.4 s at 100,000 vectors, once a training step).
+        `SELECT (SELECT min(key) FROM memory_vector_slices) AS low,
+           (SELECT max(key) FROM memory_vector_slices) AS high`,
       ),
       keyAtOrAfter: database
         .prepare<[number], number>('SELECT key FROM memory_vector_slices WHERE key >= ? ORDER BY key LIMIT 1')
@@ -339,6 +369,10 @@ export function createSqliteVectorLists(
         'INSERT INTO memory_vector_list_bits (memory_id, part, bits, owner_id) VALUES (?, ?, vec_bit(?), ?)',
       ),
       remove: database.prepare<[bigint]>('DELETE FROM memory_vector_list_bits WHERE memory_id = ?'),
+      // A vec0 lookup of a missing row costs about a fifth of a vec0 delete of one (6 against 27 us).
+      holds: database
+        .prepare<[bigint], number>('SELECT memory_id FROM memory_vector_list_bits WHERE memory_id = ?')
+        .pluck(),
       overflowed: database.prepare('UPDATE vector_list_state SET overflow_vectors = overflow_vectors + 1 WHERE id = 1'),
       widen: database.prepare<[{ band: number; list: number }]>(
         `UPDATE vector_lists SET low_band = min(coalesce(low_band, @band), @band), high_band = max(coalesce(high_band, @band), @band)
@@ -368,33 +402,18 @@ export function createSqliteVectorLists(
     for (const [list, row] of rows.entries()) {
       values.set(floats(row).subarray(0, dimensions), list * dimensions);
     }
-    centroids = { generation: current.generation, dimensions, values, count: rows.length };
+    centroids = { generation: current.generation, dimensions, ...centroidsOf(values, rows.length, dimensions) };
     return centroids;
   }
 
-  /** The list of a unit vector (its nearest centroid) and its angle to that centroid. */
-  function placeOf(unit: Float32Array, values: Float32Array, count: number): { list: number; angle: number } {
-    const dimensions = unit.length;
-    let best = -2;
-    let list = 0;
-    for (let centroid = 0; centroid < count; centroid++) {
-      const similarity = dot(unit, values, centroid * dimensions);
-      if (similarity > best) {
-        best = similarity;
-        list = centroid;
-      }
-    }
-    return { list, angle: Math.acos(Math.min(1, Math.max(-1, best))) };
-  }
-
   function insert(memoryId: number, ownerId: number, vector: Float32Array, code: Buffer, current: State): void {
-    const { values, count } = loadCentroids(current, vector.length);
-    if (count === 0) return;
-    const { list, angle } = placeOf(unit(vector), values, count);
+    const loaded = loadCentroids(current, vector.length);
+    if (loaded.count === 0) return;
+    const { list, angle } = placeShortlisted(unit(vector), code, loaded);
     const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
     const statements = listSql();
     written();
-    statements.remove.run(BigInt(memoryId));
+    if (statements.holds.get(BigInt(memoryId)) !== undefined) statements.remove.run(BigInt(memoryId));
     if (current.overflow_band !== null && band > current.overflow_band) {
       statements.insert.run(BigInt(memoryId), BigInt(OVERFLOW_PART), code, BigInt(ownerId));
       statements.overflowed.run();
@@ -405,18 +424,22 @@ export function createSqliteVectorLists(
   }
 
   /**
-   * The overflow band of `values`' centroids (the band of a sample's median angle to its nearest
-   * centroid plus 3 median absolute deviations) and the share of the sample above it.
+   * Balances the trained centroids `values` on a sample of the store (lists given less than half the mean
+   * are split off the largest, {@link balance}), then the overflow band of the result (the band of the
+   * sample's median angle to its nearest centroid plus 3 median absolute deviations) and the share of the
+   * sample above it.
    */
-  function overflowBand(
+  function balanceAndOverflow(
     values: Float32Array,
     count: number,
     dimensions: number,
     seed: number,
   ): { band: number; share: number } {
-    const angles = [...options.read(sample(OVERFLOW_SAMPLE, seed)).values()].map(
-      (vector) => placeOf(unit(vector.subarray(0, dimensions)), values, count).angle,
-    );
+    const points = [
+      ...options.read(sample(Math.max(OVERFLOW_SAMPLE, BALANCE_SAMPLE_PER_LIST * count), seed)).values(),
+    ].map((vector) => unit(vector.subarray(0, dimensions)));
+    balance(values, count, dimensions, points);
+    const angles = points.map((point) => placeOf(point, values, count).angle);
     if (angles.length === 0) return { band: BANDS - 1, share: 0 };
     const median = medianOf(angles);
     const deviation = medianOf(angles.map((angle) => Math.abs(angle - median)));
@@ -468,7 +491,11 @@ export function createSqliteVectorLists(
       .run({ lists: seeds.length, total });
   }
 
-  /** One mini-batch of k-means: each drawn vector moves its nearest centroid by 1 / (vectors it has drawn). */
+  /**
+   * One mini-batch of k-means: each drawn vector moves its nearest centroid (among the shortlist) by 1 / (vectors
+   * it has drawn); then starved lists are split off the most drawn ({@link splitStarved}), and at the last step the
+   * centroids are balanced on a sample of the store ({@link balance}) before the switch.
+   */
   function train(current: State, dimensions: number): void {
     const rows = sql().trainingRows.all();
     const values = new Float32Array(rows.length * dimensions);
@@ -478,9 +505,14 @@ export function createSqliteVectorLists(
     }
     const steps = current.training_steps ?? 0;
     const drawn = options.read(sample(TRAINING_BATCH, current.generation * 1000 + steps + 7));
+    /** A vector drawn into each list in this step (the last one), the direction a split of that list takes. */
+    const drawnInto = new Map<number, Float32Array>();
+    // The centroids' sign bits as at the start of the step: they only pick the shortlist.
+    const placing = centroidsOf(values, rows.length, dimensions);
     for (const vector of drawn.values()) {
-      const point = unit(vector);
-      const { list } = placeOf(point, values, rows.length);
+      const point = unit(vector.subarray(0, dimensions));
+      const { list } = placeShortlisted(point, binaryCodeOf(point), placing);
+      drawnInto.set(list, point);
       const weight = (weights[list] ?? 0) + 1;
       weights[list] = weight;
       const offset = list * dimensions;
@@ -491,17 +523,20 @@ export function createSqliteVectorLists(
       // Kept on the sphere, so that the nearest centroid is the one of largest dot product.
       normalise(values, offset, dimensions);
     }
+    splitStarved(values, weights, drawnInto, dimensions);
+    const last = steps + 1 >= TRAINING_STEPS;
+    // At the switch, the centroids balanced on a sample first (they are written as the lists below).
+    const overflow = last ? balanceAndOverflow(values, rows.length, dimensions, current.generation * 1000 + 999) : null;
     const update = database.prepare('UPDATE vector_list_training SET centroid = ?, weight = ? WHERE list = ?');
     for (let list = 0; list < rows.length; list++) {
       update.run(bytes(values.subarray(list * dimensions, (list + 1) * dimensions)), weights[list] ?? 0, list);
     }
-    if (steps + 1 < TRAINING_STEPS) {
+    if (!overflow) {
       database.prepare('UPDATE vector_list_state SET training_steps = ? WHERE id = 1').run(steps + 1);
       return;
     }
     // The switch: the trained centroids become the lists, every vector to be assigned again, those
     // farther from their centroid than the overflow band to the overflow partition.
-    const overflow = overflowBand(values, rows.length, dimensions, current.generation * 1000 + 999);
     database.exec(`DELETE FROM vector_lists;
       INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
       DELETE FROM vector_list_training;
@@ -691,6 +726,238 @@ export function createSqliteVectorLists(
       return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
     },
   };
+}
+
+/** Centroids with their sign bits (32-bit words), for {@link placeShortlisted}. */
+interface Placing {
+  values: Float32Array;
+  count: number;
+  codes: Uint32Array;
+  words: number;
+  /** Scratch: how many centroids lie at each Hamming distance from the vector being placed. */
+  histogram: Int32Array;
+  distances: Int32Array;
+}
+
+/** The lists' centroids in memory, of one generation. */
+interface Centroids extends Placing {
+  generation: number;
+  dimensions: number;
+}
+
+function centroidsOf(values: Float32Array, count: number, dimensions: number): Placing {
+  const words = Math.ceil(dimensions / 32);
+  const codes = new Uint32Array(count * words);
+  for (let list = 0; list < count; list++) {
+    codes.set(
+      codeWords(binaryCodeOf(values.subarray(list * dimensions, (list + 1) * dimensions)), words),
+      list * words,
+    );
+  }
+  return {
+    values,
+    count,
+    codes,
+    words,
+    histogram: new Int32Array(words * 32 + 1),
+    distances: new Int32Array(count),
+  };
+}
+
+/** The list of a unit vector (its nearest centroid) and its angle to that centroid. */
+function placeOf(unit: Float32Array, values: Float32Array, count: number): { list: number; angle: number } {
+  const dimensions = unit.length;
+  let best = -2;
+  let list = 0;
+  for (let centroid = 0; centroid < count; centroid++) {
+    const similarity = dot(unit, values, centroid * dimensions);
+    if (similarity > best) {
+      best = similarity;
+      list = centroid;
+    }
+  }
+  return { list, angle: Math.acos(Math.min(1, Math.max(-1, best))) };
+}
+
+/**
+ * The list of a unit vector among the {@link SHORTLIST} centroids whose sign bits are nearest its `code`
+ * (and those tied with the last of them), by exact dot product, and its exact angle to that centroid.
+ */
+function placeShortlisted(unit: Float32Array, code: Buffer, centroids: Placing): { list: number; angle: number } {
+  const { values, count, codes, words, histogram, distances } = centroids;
+  if (count <= SHORTLIST) return placeOf(unit, values, count);
+  const query = codeWords(code, words);
+  histogram.fill(0);
+  for (let list = 0; list < count; list++) {
+    const offset = list * words;
+    let distance = 0;
+    for (let word = 0; word < words; word++) {
+      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+      bits -= (bits >>> 1) & 0x55555555;
+      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+      distance += Math.imul(bits, 0x01010101) >>> 24;
+    }
+    distances[list] = distance;
+    histogram[distance] = (histogram[distance] ?? 0) + 1;
+  }
+  let cut = 0;
+  for (let seen = 0; cut < histogram.length; cut++) {
+    seen += histogram[cut] ?? 0;
+    if (seen >= SHORTLIST) break;
+  }
+  const dimensions = unit.length;
+  let best = -2;
+  let list = 0;
+  for (let centroid = 0; centroid < count; centroid++) {
+    if ((distances[centroid] ?? 0) > cut) continue;
+    const similarity = dot(unit, values, centroid * dimensions);
+    if (similarity > best) {
+      best = similarity;
+      list = centroid;
+    }
+  }
+  return { list, angle: Math.acos(Math.min(1, Math.max(-1, best))) };
+}
+
+/**
+ * Balances the lists at the switch to new centroids (ADR 20, 2026-12-01, session 5), in up to
+ * {@link BALANCE_ROUNDS} rounds over `points` (unit vectors drawn from the store): each is placed, then
+ * each list given less than {@link BALANCE_SHARE} of the mean, smallest first, is moved to the largest list
+ * not yet split in the round: the two centroids are put on either side of the largest's, along the
+ * direction off it of the one of its first few members that splits them most evenly, so that its
+ * vectors are split between them by the side of that direction they lie on. The members of a list
+ * moved go to their nearest centroid in the next round.
+ */
+function balance(values: Float32Array, count: number, dimensions: number, points: readonly Float32Array[]): void {
+  if (count < 2 || points.length < count) return;
+  const codes = points.map((point) => binaryCodeOf(point));
+  const starved = BALANCE_SHARE * (points.length / count);
+  for (let round = 0; round < BALANCE_ROUNDS; round++) {
+    const centroids = centroidsOf(values, count, dimensions);
+    const members: number[][] = Array.from({ length: count }, () => []);
+    for (const [index, point] of points.entries()) {
+      members[placeShortlisted(point, codes[index] ?? Buffer.alloc(0), centroids).list]?.push(index);
+    }
+    const sizes = members.map((list) => list.length);
+    const order = sizes.map((_, list) => list).sort((a, b) => (sizes[a] ?? 0) - (sizes[b] ?? 0) || a - b);
+    const touched = new Set<number>();
+    for (const list of order) {
+      if ((sizes[list] ?? 0) >= starved) break;
+      if (touched.has(list)) continue;
+      let largest = -1;
+      for (let other = 0; other < count; other++) {
+        if (other === list || touched.has(other)) continue;
+        if (largest < 0 || (sizes[other] ?? 0) > (sizes[largest] ?? 0)) largest = other;
+      }
+      const split = members[largest] ?? [];
+      if (largest < 0 || split.length < 2 * starved) break;
+      splitAlong(values, largest, list, evenest(values, largest, split, points, dimensions), dimensions);
+      touched.add(list);
+      touched.add(largest);
+    }
+    if (touched.size === 0) return;
+  }
+}
+
+/**
+ * Of the first {@link SPLIT_TRIALS} of a list's `members` (indexes into `points`), the one whose direction off the
+ * list's centroid splits the members most evenly by side.
+ */
+function evenest(
+  values: Float32Array,
+  list: number,
+  members: readonly number[],
+  points: readonly Float32Array[],
+  dimensions: number,
+): Float32Array | undefined {
+  const offset = list * dimensions;
+  let best: Float32Array | undefined;
+  let bestGap = Number.POSITIVE_INFINITY;
+  for (const trial of members.slice(0, SPLIT_TRIALS)) {
+    const point = points[trial];
+    if (!point) continue;
+    const along = dot(point, values, offset);
+    const direction = new Float32Array(dimensions);
+    for (let index = 0; index < dimensions; index++) {
+      direction[index] = (point[index] ?? 0) - along * (values[offset + index] ?? 0);
+    }
+    let side = 0;
+    for (const member of members) {
+      const other = points[member];
+      if (other && dot(other, direction, 0) >= 0) side++;
+    }
+    const gap = Math.abs(2 * side - members.length);
+    if (gap < bestGap) {
+      bestGap = gap;
+      best = point;
+    }
+  }
+  return best;
+}
+
+/**
+ * Puts the centroids `largest` and `list` on either side of `largest`'s, {@link SPLIT_OFFSET} along the
+ * direction of `point` off it (a fixed direction when that is none), so that a vector goes to one or the
+ * other by the side of that direction it lies on: about half each of a cluster with no finer structure.
+ * Both as far off the old centroid: the mean of a few vectors on each side would carry their noise, and
+ * a centroid with more noise loses the vectors not drawn to the other one.
+ */
+function splitAlong(
+  values: Float32Array,
+  largest: number,
+  list: number,
+  point: Float32Array | undefined,
+  dimensions: number,
+): void {
+  const offset = largest * dimensions;
+  const direction = new Float32Array(dimensions);
+  if (point) {
+    const along = dot(point, values, offset);
+    for (let index = 0; index < dimensions; index++) {
+      direction[index] = (point[index] ?? 0) - along * (values[offset + index] ?? 0);
+    }
+  }
+  if (!direction.some((value) => value !== 0)) direction[list % dimensions] = 1;
+  normalise(direction, 0, dimensions);
+  const target = list * dimensions;
+  for (let index = 0; index < dimensions; index++) {
+    const value = values[offset + index] ?? 0;
+    const off = SPLIT_OFFSET * (direction[index] ?? 0);
+    values[target + index] = value - off;
+    values[offset + index] = value + off;
+  }
+  normalise(values, target, dimensions);
+  normalise(values, offset, dimensions);
+}
+
+/**
+ * Moves every starved list (drawn less than {@link STARVED_SHARE} of the mean) beside the most drawn list,
+ * the two centroids split along the direction of a vector drawn into it (its component off the centroid):
+ * vectors of that list then go to one or the other by the side of that direction they lie on, about half
+ * each for a cluster with no finer structure, and the halves of a cluster that has it. The most drawn list's
+ * weight is shared between the two, so that neither moves more than the list did.
+ */
+function splitStarved(
+  values: Float32Array,
+  weights: number[],
+  drawnInto: ReadonlyMap<number, Float32Array>,
+  dimensions: number,
+): void {
+  const count = weights.length;
+  const total = weights.reduce((sum, weight) => sum + weight, 0);
+  if (count < 2 || total < STARVED_AFTER_DRAWS * count) return;
+  const starved = STARVED_SHARE * (total / count);
+  for (let list = 0; list < count; list++) {
+    if ((weights[list] ?? 0) >= starved) continue;
+    let largest = 0;
+    for (let other = 1; other < count; other++) if ((weights[other] ?? 0) > (weights[largest] ?? 0)) largest = other;
+    if (largest === list) return;
+    splitAlong(values, largest, list, drawnInto.get(largest), dimensions);
+    const shared = (weights[largest] ?? 0) / 2;
+    weights[largest] = shared;
+    weights[list] = shared;
+  }
 }
 
 /** The little-endian 64-bit integer at `offset` of `buffer` (exact up to 2^53), without a BigInt. */
