@@ -1,4 +1,5 @@
 import { createApiKeys } from './api-keys.js';
+import { checkedEmbedder } from './checked-embedder.js';
 import { asOfNow } from './current-values.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
@@ -33,6 +34,9 @@ import { requireVisible } from './visibility.js';
 
 /** Builds the engine over already-chosen adapters. `createMneme` is the usual way in. */
 export function createEngine(context: EngineContext): Mneme {
+  // Every vector a model returns is checked before anything stores or searches with it. The context is
+  // the engine's own from here on (a policy change is written into it), so the model is replaced in it.
+  if (context.embedder) context.embedder = checkedEmbedder(context.embedder);
   const { storage, clock } = context;
   const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
   const ingest = createIngest(context);

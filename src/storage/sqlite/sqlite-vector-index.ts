@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { unusableVector } from '../../core/checked-embedder.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
@@ -379,6 +380,13 @@ export function createSqliteVectorIndex(
         throw new MnemeError(
           ErrorCode.ModelFailed,
           `model ${embedding.model} returned ${vector.length} dimensions, expected ${current.dimensions}`,
+        );
+      }
+      const problem = unusableVector(vector);
+      if (problem !== null) {
+        throw new MnemeError(
+          ErrorCode.ModelFailed,
+          `model ${embedding.model} returned an unusable vector (${problem})`,
         );
       }
       removeOne(memoryId);

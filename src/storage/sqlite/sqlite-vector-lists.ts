@@ -142,8 +142,12 @@ const OVERFLOW_PART = -1;
  */
 const OVERFLOW_RETRAIN_SHARE = 0.1;
 const OVERFLOW_RETRAIN_GROWTH = 1.25;
-/** Room for rounding between the angles computed at insert and at search. */
-const ANGLE_SLACK = 1e-6;
+/**
+ * Room for rounding between the angles computed at insert and at search: acos amplifies a dot product's
+ * float32 rounding (about 1e-7) near a centroid to about sqrt(2e-7), 4.5e-4 rad, at each end (attack of
+ * session 5: 1e-6 missed a neighbour a fraction of a degree from its centroid). A band is 1 degree.
+ */
+const ANGLE_SLACK = 2e-3;
 const CHUNK_SIZE = 64;
 /** Slice numbers per memory in `memory_vector_slices.key`, as in the vector index. */
 const SLICE_SLOTS = 64;
@@ -669,8 +673,10 @@ export function createSqliteVectorLists(
       for (const row of memory?.lists ?? sql().listRows.all()) {
         if (row.list >= count || row.low_band === null || row.high_band === null) continue;
         const angle = Math.acos(Math.min(1, Math.max(-1, dot(query, values, row.list * vector.length))));
-        const low = Math.max(row.low_band, Math.floor((angle - reach) / BAND));
-        const high = Math.min(row.high_band, Math.floor((angle + reach) / BAND));
+        // A query with no angle (a vector stored before vectors were checked, not finite) reads every band.
+        const known = !Number.isNaN(angle);
+        const low = known ? Math.max(row.low_band, Math.floor((angle - reach) / BAND)) : row.low_band;
+        const high = known ? Math.min(row.high_band, Math.floor((angle + reach) / BAND)) : row.high_band;
         if (low > high) continue;
         ranges.push([row.list * BANDS + low, row.list * BANDS + high]);
       }
