@@ -26,7 +26,7 @@ function open(path: string) {
 }
 
 describe('attack5: two processes, two embedding models', () => {
-  it.fails('refuses a vector of the model another connection replaced, rather than storing it under the new one', () => {
+  it('refuses a vector of the model another connection replaced, rather than storing it under the new one', () => {
     const path = join(folder, 'models.db');
     const serving = open(path);
     serving.index.configure({ model: 'old-model', dimensions: 4 });
@@ -48,7 +48,7 @@ describe('attack5: two processes, two embedding models', () => {
     expect({ refused, stored }).toEqual({ refused: true, stored: 0 });
   });
 
-  it.fails("keeps the old process's new memories out of the new model's index (through two engines on one file)", async () => {
+  it("keeps the old process's new memories out of the new model's index (through two engines on one file)", async () => {
     const path = join(folder, 'engines.db');
     const quiet = { warn: () => {}, info: () => {} };
     const serving = await createMneme({

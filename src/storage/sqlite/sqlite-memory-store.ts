@@ -154,8 +154,9 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         // A faded memory kept its vector: it stays unless a new one is given.
         const kept = before.faded_at === null ? null : before.embedding_model;
-        const after = getRow(statements.restore(), context.at, embedding?.model ?? kept, id);
-        if (embedding) vectors.put(id, after.owner, embedding);
+        const held = vectors.held(embedding);
+        const after = getRow(statements.restore(), context.at, held?.model ?? kept, id);
+        if (held) vectors.put(id, after.owner, held);
         if (after.superseded_by === null) statements.resupersede.run(id, id);
         writes.recordVersion(after, 'restore', { archivedAt: { from: toIso(before.archived_at), to: null } }, context);
         return toMemory(after);

@@ -103,13 +103,16 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
         throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
       }
-      const row = getRow(statements.insert, insertParameters(memory, context.at));
-      if (memory.embedding) vectors.put(row.id, row.owner, memory.embedding);
+      const embedding = vectors.held(memory.embedding);
+      const row = getRow(statements.insert, insertParameters({ ...memory, embedding }, context.at));
+      if (embedding) vectors.put(row.id, row.owner, embedding);
       writes.recordVersion(row, action, {}, context);
       return row;
     },
 
-    update(id, changes, context) {
+    update(id, given, context) {
+      // A vector of a model the index no longer holds is not kept (nor its model named on the row).
+      const changes = given.embedding ? { ...given, embedding: vectors.held(given.embedding) } : given;
       const before = writes.read(id);
       if (before.archived_at !== null) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);

@@ -51,7 +51,7 @@ export function createSqliteVectorBackfillStore(
             entries.flatMap((entry) => {
               const row = statements.current().get(entry.id);
               const searchable = row && (row.archived_at === null || row.faded_at !== null);
-              if (!row || !searchable || row.content !== entry.content) return [];
+              if (!row || !searchable || row.content !== entry.content || !vectors.held(entry.embedding)) return [];
               vectors.put(entry.id, row.owner, entry.embedding);
               statements.mark.run(entry.embedding.model, entry.id);
               return [entry.id];

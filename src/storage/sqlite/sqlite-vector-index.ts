@@ -28,6 +28,12 @@ import { createSqliteVectorLists, LIST_MIN_VECTORS } from './sqlite-vector-lists
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
   configure(info: VectorIndexInfo): boolean;
+  /**
+   * The embedding when the index holds its model now (another connection may have switched the model since
+   * this one configured it), else null: the memory is then written without a vector, to be
+   * re-embedded by the process of the index's model.
+   */
+  held(embedding: StoredEmbedding | null | undefined): StoredEmbedding | null;
   put(memoryId: number, owner: string, embedding: StoredEmbedding): void;
   /** Removes the vectors of these memories; returns how many there were. */
   remove(memoryIds: readonly number[]): number;
@@ -160,8 +166,10 @@ export function createSqliteVectorIndex(
   database: Database.Database,
   options: SqliteVectorIndexOptions = {},
 ): SqliteVectorIndex {
-  let current =
-    database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1').get() ?? null;
+  const readModel = database.prepare<[], VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1');
+  const dataVersion = database.prepare<[], number>('PRAGMA data_version').pluck();
+  let current = readModel.get() ?? null;
+  let seenVersion = dataVersion.get();
   const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
   const listProbes = options.listProbes ?? LIST_PROBES;
   const lists = createSqliteVectorLists(database, {
@@ -178,6 +186,21 @@ export function createSqliteVectorIndex(
   function statements() {
     prepared ??= prepareStatements(database);
     return prepared;
+  }
+
+  /**
+   * The model the file's index holds now: another connection may have switched it (`configure`), and this
+   * connection would otherwise store and search vectors of the model it last saw. `data_version` moves with
+   * every commit of another connection, so the row is read again only then.
+   */
+  function refresh(): void {
+    const version = dataVersion.get();
+    if (version === seenVersion) return;
+    seenVersion = version;
+    const stored = readModel.get() ?? null;
+    if (stored?.model === current?.model && stored?.dimensions === current?.dimensions) return;
+    current = stored;
+    reset();
   }
 
   function reset(): void {
@@ -342,9 +365,13 @@ export function createSqliteVectorIndex(
   }
 
   return {
-    info: () => current,
+    info: () => {
+      refresh();
+      return current;
+    },
 
     configure(info) {
+      refresh();
       if (current && current.model === info.model && current.dimensions === info.dimensions) return false;
       const wasSet = current !== null;
       database
@@ -368,7 +395,14 @@ export function createSqliteVectorIndex(
       return wasSet;
     },
 
+    held(embedding) {
+      if (!embedding) return null;
+      refresh();
+      return current?.model === embedding.model ? embedding : null;
+    },
+
     put(memoryId, owner, embedding) {
+      refresh();
       if (!current || current.model !== embedding.model) {
         throw new MnemeError(
           ErrorCode.StoreFailed,
@@ -404,6 +438,7 @@ export function createSqliteVectorIndex(
     },
 
     remove(memoryIds) {
+      refresh();
       if (!current) return 0;
       let removed = 0;
       for (const id of memoryIds) if (removeOne(id)) removed++;
@@ -411,6 +446,7 @@ export function createSqliteVectorIndex(
     },
 
     search(vector, model, owners, limit) {
+      refresh();
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
@@ -445,6 +481,7 @@ export function createSqliteVectorIndex(
     },
 
     searchNear(vector, model, owners, limit, minScore) {
+      refresh();
       if (!current || current.model !== model || vector.length !== current.dimensions) return [];
       if (owners !== null && owners.length === 0) return [];
       const k = Math.min(Math.max(1, limit), MAX_K);
@@ -474,6 +511,7 @@ export function createSqliteVectorIndex(
     vectors: (memoryIds) => readVectors(memoryIds),
 
     indexStep() {
+      refresh();
       return current ? lists.step(current.dimensions) : false;
     },
   };

@@ -463,8 +463,10 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     expect(listState(database)).toBeUndefined();
     put(database, index, vectorsFor('clustered', 100, 23, 5000));
     expect(build(database, index)).toBeGreaterThan(0);
+    const built = listState(database)?.generation ?? 0;
     index.configure({ model: 'other', dimensions: DIMENSIONS });
-    expect(listState(database)).toBeUndefined();
+    // No lists, and the generation kept: another connection's centroids cached by it are never taken again.
+    expect(listState(database)).toEqual({ generation: built, maintained: 0, watermark: null, training_steps: null });
     expect(
       database.prepare("SELECT name FROM sqlite_master WHERE name = 'memory_vector_list_bits'").get(),
     ).toBeUndefined();

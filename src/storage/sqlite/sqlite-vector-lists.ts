@@ -644,10 +644,21 @@ export function createSqliteVectorLists(
     },
 
     clear() {
+      // A generation is never given twice: another connection caches centroids by their generation's number,
+      // so a cleared store keeps its last one (in a row with no lists) and the next training goes past it.
+      const last = database.prepare<[], number>('SELECT generation FROM vector_list_state WHERE id = 1').pluck().get();
       database.exec(`DROP TABLE IF EXISTS memory_vector_list_bits;
         DELETE FROM vector_lists;
         DELETE FROM vector_list_training;
         DELETE FROM vector_list_state;`);
+      if (last !== undefined) {
+        database
+          .prepare(
+            `INSERT INTO vector_list_state (id, generation, lists, training_steps, maintained, watermark, trained_vectors)
+             VALUES (1, ?, 0, NULL, 0, NULL, 0)`,
+          )
+          .run(last);
+      }
       preparedList = null;
       rangeStatements.clear();
       knnStatements.clear();
