@@ -43,15 +43,14 @@ describe('attack5: recalls of several viewers merged', () => {
     expect(secret).toBeDefined();
     // Bo may not see it...
     expect(asBo?.hits.some((hit) => hit.memory.content.includes('Globex'))).toBe(false);
-    // ...yet the ranking the application gives the room's reply holds it: the README does not say that a
-    // merged ranking is for the application's eyes, and that what goes back to the room must drop the
-    // personal memories (scope 'personal', their userId) of anyone but the one it answers.
+    // ...and the merged ranking holds it: it is for a reader who may see every viewer's memories, never for a
+    // reply to the room (the README and mergeRecalls' documentation say so since this attack).
     const merged = mergeRecalls(results, 5);
     const found = merged.find((hit) => hit.memory.content.includes('Globex'));
     expect(found?.memory).toMatchObject({ scope: 'personal', userId: 'ann' });
   });
 
-  it.fails('refuses results that are not recall results with INVALID_INPUT, as it refuses a bad topK', () => {
+  it('refuses results that are not recall results with INVALID_INPUT, as it refuses a bad topK', () => {
     let error: unknown;
     try {
       mergeRecalls([{ hits: undefined as never }], 5);

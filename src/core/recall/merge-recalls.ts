@@ -1,11 +1,13 @@
+import { ErrorCode, MnemeError } from '../errors.js';
 import { parseInput, TopKSchema } from '../schemas.js';
 import { type RecallHit, standIn, withoutDuplicates } from './recall.js';
 import { factsInPlaceOfTurns } from './turn-standins.js';
 
 /**
- * One ranking of several recalls of the same query, as one recall ranks its candidates: for an application
- * that answers for several people at once (the members of a room, each recalled as their own viewer, since
- * a viewer carries one user id and sees that user's personal memories only). A memory found by several
+ * One ranking of several recalls of the same query, as one recall ranks its candidates (a viewer carries one
+ * user id and sees that user's personal memories only). The result holds every one of those viewers'
+ * personal memories, so it is for a reader who may see all of them (an evaluation, an administrator's tool),
+ * never for a reply shown to several people: recall as the viewer a reply is for. A memory found by several
  * recalls is kept once, with its best hit (a direct match before a `graph` one, then the higher score). The
  * direct hits, best score first, then go through the rules a single recall applies: a conversation turn
  * whose facts, events or preferences are among the best `2 x topK` gives its place to them
@@ -17,6 +19,9 @@ import { factsInPlaceOfTurns } from './turn-standins.js';
  */
 export function mergeRecalls(results: ReadonlyArray<{ hits: readonly RecallHit[] }>, topK: number): RecallHit[] {
   const limit = parseInput(TopKSchema.unwrap(), topK, 'mergeRecalls topK');
+  if (!Array.isArray(results) || !results.every((result) => Array.isArray(result?.hits))) {
+    throw new MnemeError(ErrorCode.InvalidInput, 'mergeRecalls takes a list of recall results, each with its hits');
+  }
   const best = new Map<number, RecallHit>();
   for (const result of results) {
     for (const hit of result.hits) {
