@@ -136,7 +136,11 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             commands: 0,
             droppedJobs: 0,
           };
-          const prefix = createHash('sha256');
+          // Records of this version hash the lines' bytes under a mark of their own; a version before the
+          // UTF-8 check hashed the text it read (U+FFFD for bad bytes), which `legacy` recomputes to resume it.
+          const prefix = createHash('sha256').update(PREFIX_MARK);
+          const legacy = createHash('sha256');
+          const lenientLines = new Map<number, Buffer>();
           let lineNumber = 0;
           let bytes = 0;
           let batch: IngestLine[] = [];
@@ -186,12 +190,19 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           try {
             // The lines an earlier run committed are only hashed to check the file is unchanged; a version
             // before the UTF-8 check read them with U+FFFD for bad bytes, so they are read that way again.
-            for await (const line of readLines(input, file, { lenientThrough: resumeAfter })) {
+            const read = readLines(input, file, {
+              lenientThrough: resumeAfter,
+              onLenient: (number, raw) => lenientLines.set(number, raw),
+            });
+            for await (const line of read) {
               lineNumber++;
-              bytes += Buffer.byteLength(line) + 1;
-              prefix.update(`${line}\n`);
+              const raw = lenientLines.get(lineNumber) ?? Buffer.from(line);
+              lenientLines.delete(lineNumber);
+              bytes += raw.length + 1;
+              prefix.update(raw).update('\n');
               if (lineNumber <= resumeAfter) {
-                if (lineNumber === resumeAfter) assertUnchanged(file, recorded, prefix);
+                legacy.update(`${line}\n`);
+                if (lineNumber === resumeAfter) assertUnchanged(file, recorded, [prefix, legacy]);
                 continue;
               }
               summary.lines++;
@@ -210,7 +221,7 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               if (mode.interactive) void extraction.poll();
               progress?.update(bytes, totalBytes ?? 0);
             }
-            if (lineNumber < resumeAfter) assertUnchanged(file, recorded, null);
+            if (lineNumber < resumeAfter) assertUnchanged(file, recorded, []);
             await flush();
             lines = lineNumber;
           } catch (error) {
@@ -304,12 +315,18 @@ function createExtractionFollower(mneme: Mneme, started: number) {
   };
 }
 
-/** CONFLICT unless the file's lines up to the recorded one hash as they did (`prefix` null: the file ended before it). */
-function assertUnchanged(file: string, recorded: { line: number; prefixSha256: string } | null, prefix: Hash | null) {
-  if (!recorded || (prefix !== null && prefix.copy().digest('hex') === recorded.prefixSha256)) return;
+/** What a record of this version hashes before the lines' bytes, so it is never taken for an older version's. */
+const PREFIX_MARK = 'mneme ingest: line bytes\n';
+
+/**
+ * CONFLICT unless the file's lines up to the recorded one hash as they did, by one of `hashes` (this
+ * version's, an older version's; none: the file ended before the recorded line).
+ */
+function assertUnchanged(file: string, recorded: { line: number; prefixSha256: string } | null, hashes: Hash[]) {
+  if (!recorded || hashes.some((hash) => hash.copy().digest('hex') === recorded.prefixSha256)) return;
   throw new MnemeError(
     ErrorCode.Conflict,
-    `${file} changed since an earlier run committed its lines 1-${recorded.line} (${prefix === null ? 'it is shorter now' : 'they differ now'}); nothing was written. Ingest it without --resume (lines with an externalId are not stored twice), or restore the file`,
+    `${file} changed since an earlier run committed its lines 1-${recorded.line} (${hashes.length === 0 ? 'it is shorter now' : 'they differ now'}); nothing was written. Ingest it without --resume (lines with an externalId are not stored twice), or restore the file`,
   );
 }
 
@@ -345,14 +362,18 @@ export class UnreadableLineError extends MnemeError {}
  * The lines of a JSON-lines input, each decoded as UTF-8. A line ends at LF, CRLF or a lone CR (as
  * `readline` splits them). A line that is not UTF-8 is refused with its number and where it goes wrong:
  * decoding it anyway would store U+FFFD in place of each bad byte (the HTTP face refuses such a body
- * with 400 for the same reason); so is a line over {@link MAX_LINE_BYTES}. Lines up to `lenientThrough`
- * are decoded with U+FFFD for bad bytes, as versions before this check read them (`--resume` hashes the
- * lines an earlier run committed). A read error (permissions, a device) becomes INVALID_INPUT naming the file.
+ * with 400 for the same reason); so is a line over {@link MAX_LINE_BYTES}. A line up to `lenientThrough`
+ * that is not UTF-8 is decoded with U+FFFD for bad bytes, as versions before this check read it, and handed
+ * to `onLenient` with its bytes (`--resume` hashes the lines an earlier run committed). A read error
+ * (permissions, a device) becomes INVALID_INPUT naming the file.
  */
 export async function* readLines(
   input: NodeJS.ReadableStream,
   file: string,
-  { lenientThrough = 0 }: { lenientThrough?: number } = {},
+  {
+    lenientThrough = 0,
+    onLenient,
+  }: { lenientThrough?: number; onLenient?: (lineNumber: number, bytes: Buffer) => void } = {},
 ): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   const lenient = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -360,8 +381,12 @@ export async function* readLines(
   const decode = (bytes: Buffer): string => {
     lineNumber++;
     try {
-      return (lineNumber <= lenientThrough ? lenient : decoder).decode(bytes);
+      return decoder.decode(bytes);
     } catch {
+      if (lineNumber <= lenientThrough) {
+        onLenient?.(lineNumber, bytes);
+        return lenient.decode(bytes);
+      }
       const column = firstInvalidByte(bytes);
       throw new UnreadableLineError(
         ErrorCode.InvalidInput,
