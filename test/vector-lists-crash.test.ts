@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cosine } from '../src/core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
+import { BANDS, bandUnder } from '../src/storage/sqlite/sqlite-vector-lists.js';
 import { killMidWrite } from './kill-mid-write.js';
 
 const dist = resolve(import.meta.dirname, '../dist');
@@ -84,10 +85,55 @@ function disagreements(path: string): string[] {
     if (state.watermark === null && listed.length !== owners.size) {
       problems.push(`the lists are complete with ${listed.length} of ${owners.size} vectors`);
     }
+    problems.push(...misplaced(database));
     return problems;
   } finally {
     database.close();
   }
+}
+
+/**
+ * Listed vectors not in the band of their angle to their list's centroid, or outside the list's band range
+ * (a search skips a band by that range and angle: such a vector would be missed; attack of session 5).
+ */
+function misplaced(database: Database.Database): string[] {
+  const floats = (buffer: Buffer) => new Float32Array(Uint8Array.from(buffer).buffer);
+  const lists = new Map(
+    database
+      .prepare<[], { list: number; centroid: Buffer; low_band: number | null; high_band: number | null }>(
+        'SELECT list, centroid, low_band, high_band FROM vector_lists',
+      )
+      .all()
+      .map((row) => [row.list, { ...row, values: floats(row.centroid).subarray(0, DIMENSIONS) }]),
+  );
+  const slices = new Map<number, Buffer[]>();
+  for (const row of database
+    .prepare<[], { key: number; vector: Buffer }>('SELECT key, vector FROM memory_vector_slices ORDER BY key')
+    .all()) {
+    const id = Math.floor(row.key / 64);
+    slices.set(id, [...(slices.get(id) ?? []), row.vector]);
+  }
+  const problems: string[] = [];
+  for (const { id, part } of database
+    .prepare<[], { id: number; part: number }>(
+      'SELECT memory_id AS id, part FROM memory_vector_list_bits WHERE part >= 0',
+    )
+    .all()) {
+    const list = Math.floor(part / BANDS);
+    const band = part % BANDS;
+    const row = lists.get(list);
+    const stored = slices.get(id);
+    if (!row || !stored) {
+      problems.push(`memory ${id} in part ${part}: no list ${list} or no vector`);
+      continue;
+    }
+    const expected = bandUnder(floats(Buffer.concat(stored)).subarray(0, DIMENSIONS), row.values);
+    if (expected !== band) problems.push(`memory ${id}: band ${band} of list ${list}, its angle's is ${expected}`);
+    if (row.low_band === null || row.high_band === null || band < row.low_band || band > row.high_band) {
+      problems.push(`memory ${id}: band ${band} outside list ${list}'s ${row.low_band}-${row.high_band}`);
+    }
+  }
+  return problems;
 }
 
 describe('the inverted lists of the vector index after kill -9 in the middle of writes and steps', () => {

@@ -127,7 +127,7 @@ const BALANCE_ROUNDS = 8;
 const SPLIT_TRIALS = 4;
 /** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
 const BAND = Math.PI / 180;
-const BANDS = 181;
+export const BANDS = 181;
 /**
  * The overflow band: the band of the median angle of a sample of the store to its nearest centroid plus
  * this many median absolute deviations (a robust outlier rule: far vectors do not move it until they
@@ -1041,6 +1041,15 @@ function binaryCodeOf(vector: Float32Array): Buffer {
 }
 
 /** The dot product of `vector` with the `vector.length` values of `values` from `offset`, four sums at a time. */
+/**
+ * The band (of {@link BANDS}, {@link BAND} wide) a vector is listed in under `centroid`, computed as an insert
+ * computes it; for tests that check a file's lists against its vectors.
+ */
+export function bandUnder(vector: Float32Array, centroid: Float32Array): number {
+  const angle = Math.acos(Math.min(1, Math.max(-1, dot(unit(vector), centroid, 0))));
+  return Math.min(BANDS - 1, Math.floor(angle / BAND));
+}
+
 function dot(vector: Float32Array, values: Float32Array, offset: number): number {
   const length = vector.length;
   let first = 0;
