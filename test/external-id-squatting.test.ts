@@ -9,20 +9,27 @@ import { createHttpApp } from '../src/http/http-app.js';
  * true`, the squatter's message in its answer) and never stored. An id is now unique per channel and
  * sender (ADR 14, 2026-12-01).
  */
+/** A team channel of ann and bob, a bridge's administrator key, ann's user key, and a POST through the HTTP app. */
+async function team() {
+  const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
+  const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;
+  const ann = (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key;
+  await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
+  const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+  const call = (key: string, path: string, body: unknown) =>
+    app.request(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  return { mneme, bridge, ann, call };
+}
+
 describe("a member squatting a bridge's external id", () => {
   it("does not make the bridge's later message for another user be acknowledged and dropped", async () => {
-    const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
+    const { mneme, bridge, ann, call } = await team();
     try {
-      const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;
-      const ann = (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key;
-      await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
-      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
-      const post = (key: string, body: unknown) =>
-        app.request('/api/messages', {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
+      const post = (key: string, body: unknown) => call(key, '/api/messages', body);
 
       const squat = await post(ann, {
         channelId: 'team',
@@ -48,18 +55,8 @@ describe("a member squatting a bridge's external id", () => {
   });
 
   it("gives a user key no way to name the assistant's messages, so a bridge's later reply under that id is stored", async () => {
-    const mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
+    const { mneme, bridge, ann, call } = await team();
     try {
-      const bridge = (await mneme.apiKeys.create({ label: 'slack bridge' })).key;
-      const ann = (await mneme.apiKeys.create({ label: 'ann app', userId: 'ann' })).key;
-      await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
-      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
-      const call = (key: string, path: string, body: unknown) =>
-        app.request(path, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
       const squatted = 'slack:1733050000.000300';
       const exchange = {
         channelId: 'team',
