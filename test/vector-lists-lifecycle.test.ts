@@ -16,7 +16,7 @@ import { type MaintenanceEngine, openMaintenanceEngine } from './maintenance-eng
 // lie within the Hamming bound of every query, where both keep the nearest 4 x limit codes, ties either way.)
 const DIMENSIONS = 64;
 const model = createFakeEmbeddingModel({ dimensions: DIMENSIONS });
-const folder = mkdtempSync(join(tmpdir(), 'wt-attack5-lifecycle-'));
+const folder = mkdtempSync(join(tmpdir(), 'mneme-lists-lifecycle-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const engines: MaintenanceEngine[] = [];
 afterEach(async () => {

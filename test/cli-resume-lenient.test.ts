@@ -11,7 +11,7 @@ import { runCli } from './cli-harness.js';
 // Fixed: a record of this version hashes the lines' bytes under a mark of its own, so only a record of an
 // older version is compared with the text read leniently; that version's hash cannot tell one bad byte from
 // another (the second test records it), and the committed lines are not ingested again either way.
-const folder = mkdtempSync(join(tmpdir(), 'wt-attack5-resume-'));
+const folder = mkdtempSync(join(tmpdir(), 'mneme-resume-lenient-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 const quiet = { warn: () => {}, info: () => {} };

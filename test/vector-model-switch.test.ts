@@ -12,7 +12,7 @@ import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-ind
 // configured with in memory (`current`). Another process that opens the same database with another model
 // of the same dimensions empties the index and declares its model; this process still stores vectors of its
 // old model there, and a search by either model then ranks vectors of the other.
-const folder = mkdtempSync(join(tmpdir(), 'wt-attack5-model-'));
+const folder = mkdtempSync(join(tmpdir(), 'mneme-model-switch-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const opened: Database.Database[] = [];
 afterEach(() => {
