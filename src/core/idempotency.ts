@@ -59,25 +59,36 @@ export function checkIdempotencyKey(key: string): void {
 /**
  * Whose key space a principal's keys live in: a user's id (all of a user's keys share one), an
  * administrator key's own id (two administrator keys may share a label), or, for the `--open` service,
- * which has no key, its label.
+ * which has no key, its label. An administrator key's keys lived under its label before session 4
+ * (ADR 14): that space is still read for a retry of the same request.
  */
-function keySpace(principal: Principal): string {
-  if (principal.kind === 'user') return `user:${principal.userId}`;
-  return principal.keyId === undefined ? `admin:${principal.label}` : `admin-key:${principal.keyId}`;
+function keySpace(principal: Principal): { principal: string; formerPrincipal?: string } {
+  if (principal.kind === 'user') return { principal: `user:${principal.userId}` };
+  const byLabel = `admin:${principal.label}`;
+  return principal.keyId === undefined
+    ? { principal: byLabel }
+    : { principal: `admin-key:${principal.keyId}`, formerPrincipal: byLabel };
 }
 
 export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
   return {
     async begin({ principal, key, request }) {
       checkIdempotencyKey(key);
+      const { formerPrincipal, ...space } = keySpace(principal);
       const claim = {
-        principal: keySpace(principal),
+        ...space,
         key,
         requestSha256: createHash('sha256').update(JSON.stringify(request)).digest('hex'),
       };
       const now = clock.now();
       const expiresAt = now + IDEMPOTENCY_KEY_TTL_MS;
-      const existing = await store.claim({ ...claim, now, lockedUntil: now + IDEMPOTENCY_LOCK_MS, expiresAt });
+      const existing = await store.claim({
+        ...claim,
+        now,
+        lockedUntil: now + IDEMPOTENCY_LOCK_MS,
+        expiresAt,
+        ...(formerPrincipal === undefined ? {} : { formerPrincipal }),
+      });
       if (existing === null) {
         return {
           complete: (response) => store.complete({ ...claim, expiresAt }, response),

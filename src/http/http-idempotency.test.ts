@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../config/create-mneme.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../core/idempotency.js';
@@ -264,6 +268,51 @@ describe('retried writes over HTTP', () => {
     );
     for (const read of [document.paths['/api/memories']?.get, document.paths['/api/memories/search']?.post]) {
       expect(read?.parameters ?? []).not.toContainEqual(expect.objectContaining({ name: 'Idempotency-Key' }));
+    }
+  });
+});
+
+describe('an administrator key across the upgrade of its key space (ADR 14, session 6)', () => {
+  it('replays a write the key made before the upgrade, stored under its label, instead of doing it again', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-idem-upgrade-'));
+    const path = join(folder, 'mneme.db');
+    const mneme = await createMneme({ path, logger: { warn: () => {}, info: () => {} } });
+    const server = await startHttpServer({ mneme, port: 0 });
+    try {
+      const { key, id } = await mneme.apiKeys.create({ label: 'deploy' });
+      const send = (content: string) =>
+        fetch(`${server.url}/api/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'idempotency-key': 'n1' },
+          body: JSON.stringify({ channelId: 'ops', sender: 'bob', content }),
+        });
+      const first = await send('The backup runs at 02:00');
+      expect(first.status).toBe(202);
+      const firstBody = await first.text();
+      // What a version before session 4 stored: the same row under the key's label (written once extraction,
+      // which writes too, is idle).
+      await mneme.whenIdle();
+      const file = new Database(path, { timeout: 10_000 });
+      try {
+        const moved = file
+          .prepare("UPDATE idempotency_keys SET principal = 'admin:deploy' WHERE principal = ?")
+          .run(`admin-key:${id}`);
+        expect(moved.changes).toBe(1);
+      } finally {
+        file.close();
+      }
+      const retry = await send('The backup runs at 02:00');
+      expect(retry.status).toBe(202);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(await retry.text()).toBe(firstBody);
+      expect(await mneme.turns({ channelId: 'ops', count: 10 })).toHaveLength(1);
+      // Another request under that key is this key's own and is done.
+      expect((await send('The restore test runs on Fridays')).headers.get('idempotent-replayed')).toBeNull();
+      expect(await mneme.turns({ channelId: 'ops', count: 10 })).toHaveLength(2);
+    } finally {
+      await server.close();
+      await mneme.close();
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

@@ -24,6 +24,12 @@ export interface IdempotencyClaim {
   lockedUntil: number;
   /** When the row (and its stored response) is deleted. */
   expiresAt: number;
+  /**
+   * The key space this principal's keys lived in before (ADR 14, session 6): a row there for this key and this
+   * request, finished or still held, is returned as this claim's existing row, so a retry that spans an upgrade
+   * is not done twice. Rows there for another request are ignored.
+   */
+  formerPrincipal?: string;
 }
 
 /** Idempotency keys of the HTTP face (ADR 14): one row per principal and key, until it expires. */
@@ -31,7 +37,7 @@ export interface IdempotencyStore {
   /**
    * In one transaction: deletes expired keys, then claims this one. Returns null when the caller now
    * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed, taken
-   * over); otherwise the existing row, unchanged.
+   * over); otherwise the existing row, unchanged (or the former space's row: see `formerPrincipal`).
    */
   claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
   /** Stores the response of the request that holds the key (written even if the row was deleted meanwhile). */

@@ -1233,6 +1233,28 @@ export function describeStorageContract(
       expect(await storage.idempotency.claim({ ...claim, now: at + 1_000, requestSha256: 'r3' })).toBeNull();
     });
 
+    it("answers a claim with its former key space's row for the same request, finished or still held", async () => {
+      const legacy = { principal: 'admin:deploy', key: 'k1', now: at, lockedUntil: at + 100, expiresAt: at + 1_000 };
+      expect(await storage.idempotency.claim({ ...legacy, requestSha256: 'done' })).toBeNull();
+      await storage.idempotency.complete({ ...legacy, requestSha256: 'done' }, { status: 202, body: '{"id":1}' });
+      const claim = { ...legacy, principal: 'admin-key:k9', formerPrincipal: 'admin:deploy' };
+      expect(await storage.idempotency.claim({ ...claim, requestSha256: 'done' })).toEqual({
+        requestSha256: 'done',
+        status: 202,
+        body: '{"id":1}',
+        lockedUntil: 0,
+      });
+      // Another request under that key is this space's own, as is the key without a former space.
+      expect(await storage.idempotency.claim({ ...claim, requestSha256: 'other' })).toBeNull();
+      expect(await storage.idempotency.claim({ ...claim, key: 'k2', requestSha256: 'done' })).toBeNull();
+      // A first request of the former space still running holds the key until its lock passes.
+      expect(await storage.idempotency.claim({ ...legacy, key: 'k3', requestSha256: 'run' })).toBeNull();
+      expect(await storage.idempotency.claim({ ...claim, key: 'k3', requestSha256: 'run' })).toMatchObject({
+        status: null,
+      });
+      expect(await storage.idempotency.claim({ ...claim, key: 'k3', requestSha256: 'run', now: at + 100 })).toBeNull();
+    });
+
     it('appends nothing of a call when one message is refused', async () => {
       const valid = {
         channelId: 'room',

@@ -8,6 +8,10 @@ interface IdempotencyRow {
   locked_until: number;
 }
 
+function record(row: IdempotencyRow): IdempotencyRecord {
+  return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+}
+
 /**
  * The PostgreSQL implementation of the IdempotencyStore port, over `idempotency_keys` (migration 2).
  * Every call is one transaction under the write lock (`writePg`), so two claims of one key never both win.
@@ -18,6 +22,15 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
       return writePg(database, 'claiming an idempotency key', async (q): Promise<IdempotencyRecord | null> => {
         await q.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [claim.now]);
         const { principal, key, requestSha256 } = claim;
+        if (claim.formerPrincipal !== undefined) {
+          const former = await q.query<IdempotencyRow>(
+            `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
+             WHERE principal = $1 AND key = $2 AND request_sha256 = $3 AND (status IS NOT NULL OR locked_until > $4)`,
+            [claim.formerPrincipal, key, requestSha256, claim.now],
+          );
+          const row = former.rows[0];
+          if (row) return record(row);
+        }
         const inserted = await q.query(
           `INSERT INTO idempotency_keys (principal, key, request_sha256, locked_until, expires_at)
            VALUES ($1, $2, $3, $4, $5) ON CONFLICT (principal, key) DO NOTHING`,
@@ -32,8 +45,7 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         if (takenOver.changed === 1) return null;
         const sql =
           'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = $1 AND key = $2';
-        const row = firstRow(await q.query<IdempotencyRow>(sql, [principal, key]), sql);
-        return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+        return record(firstRow(await q.query<IdempotencyRow>(sql, [principal, key]), sql));
       });
     },
     async complete(claim, response) {

@@ -9,6 +9,10 @@ interface IdempotencyRow {
   locked_until: number;
 }
 
+function record(row: IdempotencyRow): IdempotencyRecord {
+  return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+}
+
 /** The SQLite implementation of the IdempotencyStore port, over `idempotency_keys` (migration 14). */
 export function createSqliteIdempotencyStore(database: Database.Database): IdempotencyStore {
   const statements = {
@@ -27,6 +31,11 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       database,
       'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = ? AND key = ?',
     ),
+    former: preparedOnUse<[string, string, string, number], IdempotencyRow>(
+      database,
+      `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
+      WHERE principal = ? AND key = ? AND request_sha256 = ? AND (status IS NOT NULL OR locked_until > ?)`,
+    ),
     complete: preparedOnUse<[string, string, string, number, string, number]>(
       database,
       `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at)
@@ -44,6 +53,10 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       return writeSqlite(database, 'claiming an idempotency key', (): IdempotencyRecord | null => {
         statements.expire().run(claim.now);
         const { principal, key, requestSha256 } = claim;
+        if (claim.formerPrincipal !== undefined) {
+          const former = statements.former().get(claim.formerPrincipal, key, requestSha256, claim.now);
+          if (former) return record(former);
+        }
         if (statements.insert().run(principal, key, requestSha256, claim.lockedUntil, claim.expiresAt).changes === 1) {
           return null;
         }
@@ -52,7 +65,7 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
         }
         const row = statements.get().get(principal, key);
         if (!row) throw new Error(`idempotency key ${key} was neither claimed nor found`);
-        return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+        return record(row);
       });
     },
     async complete(claim, response) {
