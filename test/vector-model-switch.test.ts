@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { createFakeEmbeddingModel } from '../src/models/fake/fake-embedding-model.js';
+import { createPgliteDatabase } from '../src/storage/postgres/postgres-pglite-database.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
 
@@ -83,4 +84,50 @@ describe('attack5: two processes, two embedding models', () => {
       await switched.close();
     }
   });
+});
+
+describe('two engines, two embedding models, one PostgreSQL database (PGlite)', () => {
+  // The new model of another size (64 and 32), then of the same size (64 and 64).
+  it.each([32, 64])(
+    "keeps the old engine's vectors out of the new model's index, and its searches off the new model's vectors (%i dimensions)",
+    async (dimensions) => {
+      const path = `pglite:${join(folder, `pglite-${dimensions}`)}`;
+      const quiet = { warn: () => {}, info: () => {} };
+      // Each engine opens its own vector index on the shared database, as two processes would.
+      const serving = await createMneme({
+        path,
+        embedder: createFakeEmbeddingModel({ modelId: 'fake:old' }),
+        logger: quiet,
+      });
+      await serving.remember({ content: 'the lighthouse keeper logs the tides at dawn' });
+      const switched = await createMneme({
+        path,
+        embedder: createFakeEmbeddingModel({ modelId: 'fake:new', dimensions }),
+        logger: quiet,
+      });
+      const database = await createPgliteDatabase(path);
+      try {
+        await switched.remember({ content: 'the lighthouse lamp is lit at dusk' });
+        await serving.remember({ content: 'written by the old engine after the switch' });
+        const mixed = await database.query<{ count: number }>(
+          `SELECT count(*)::int AS count FROM memory_vectors v JOIN memories m ON m.id = v.memory_id
+         WHERE m.embedding_model IS DISTINCT FROM (SELECT model FROM vector_index)`,
+        );
+        expect(mixed.rows[0]?.count).toBe(0);
+        const indexed = await database.query<{ content: string }>(
+          'SELECT m.content FROM memory_vectors v JOIN memories m ON m.id = v.memory_id',
+        );
+        expect(indexed.rows.map((row) => row.content)).not.toContain('written by the old engine after the switch');
+        // The old engine's query is of its own model: its recall ranks by text, not by the new model's vectors
+        // (nor by casting them to its size).
+        const recalled = await serving.recall({ query: 'lighthouse lamp at dusk', topK: 5 });
+        expect(recalled.hits.map((hit) => hit.memory.content)).toContain('the lighthouse lamp is lit at dusk');
+      } finally {
+        await serving.close();
+        await switched.close();
+        await database.close();
+      }
+    },
+    120_000,
+  );
 });

@@ -752,6 +752,8 @@ export function describeStorageContract(
           .then((page) => page.memories);
         expect(neighbour.map((hit) => hit.id)).toEqual([seven?.id]);
       },
+      // 1,001 memories embedded and inserted: PGlite takes 35-40 s on two busy cores.
+      120_000,
     );
 
     it('never compares vectors of two models: a model change empties the index', async () => {

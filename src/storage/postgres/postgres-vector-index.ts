@@ -27,7 +27,10 @@ export interface PostgresVectorIndex {
   readonly support: PostgresVectorSupport;
   info(): VectorIndexInfo | null;
   configure(info: VectorIndexInfo): Promise<boolean>;
-  /** Stores (or replaces) the vector of a memory, inside the caller's transaction. */
+  /**
+   * Stores (or replaces) the vector of a memory, inside the caller's transaction; stores nothing when the
+   * database's index holds another model (another process switched it).
+   */
   put(transaction: PostgresQueryable, memoryId: number, owner: string, embedding: StoredEmbedding): Promise<void>;
   /** Removes the vectors of these memories, inside the caller's transaction; returns how many there were. */
   remove(transaction: PostgresQueryable, memoryIds: readonly number[]): Promise<number>;
@@ -56,6 +59,8 @@ export const DEFAULT_EXACT_SCAN_LIMIT = 10_000;
 export const PGLITE_EXACT_SCAN_LIMIT = 1_000;
 /** Tuples an iterative HNSW scan may visit before it gives up (pgvector's default is 20,000). */
 const MAX_SCAN_TUPLES = 200_000;
+
+const INFO_SQL = 'SELECT model, dimensions FROM vector_index WHERE id = 1';
 
 /** A vector as pgvector's text input: `[0.1,0.2,...]`. */
 export function vectorLiteral(vector: Float32Array): string {
@@ -113,8 +118,7 @@ export async function createPostgresVectorIndex(
 ): Promise<PostgresVectorIndex> {
   const support = await detectVectorSupport(database, options.vectors !== false);
   const exactScanLimit = options.exactScanLimit ?? DEFAULT_EXACT_SCAN_LIMIT;
-  const readInfo = async () =>
-    (await database.query<VectorIndexInfo>('SELECT model, dimensions FROM vector_index WHERE id = 1')).rows[0] ?? null;
+  const readInfo = async () => (await database.query<VectorIndexInfo>(INFO_SQL)).rows[0] ?? null;
   let current = await readInfo();
 
   /** The HNSW index for `dimensions`, created when missing (a new server with pgvector, or a new model). */
@@ -158,23 +162,27 @@ export async function createPostgresVectorIndex(
     },
 
     async put(transaction, memoryId, owner, embedding) {
-      if (!current || current.model !== embedding.model) {
-        throw new MnemeError(
-          ErrorCode.StoreFailed,
-          `cannot store a vector of model ${embedding.model}: the index holds ${current?.model ?? 'no model'}`,
-        );
-      }
-      if (embedding.vector.length !== current.dimensions) {
-        throw new MnemeError(
+      const dimensionsFailed = (expected: number) =>
+        new MnemeError(
           ErrorCode.ModelFailed,
-          `model ${embedding.model} returned ${embedding.vector.length} dimensions, expected ${current.dimensions}`,
+          `model ${embedding.model} returned ${embedding.vector.length} dimensions, expected ${expected}`,
         );
+      if (current?.model === embedding.model && embedding.vector.length !== current.dimensions) {
+        throw dimensionsFailed(current.dimensions);
       }
-      await transaction.query(
-        `INSERT INTO memory_vectors (memory_id, owner, embedding) VALUES ($1, $2, $3::real[])
+      // Stored only while the database's index holds this model: another process may have switched it
+      // (`configure`) since this one read it, and its vectors must not join the new model's.
+      const stored = await transaction.query(
+        `INSERT INTO memory_vectors (memory_id, owner, embedding)
+         SELECT $1, $2, $3::real[] FROM vector_index WHERE id = 1 AND model = $4 AND dimensions = $5
          ON CONFLICT (memory_id) DO UPDATE SET owner = excluded.owner, embedding = excluded.embedding`,
-        [memoryId, owner, arrayLiteral(embedding.vector)],
+        [memoryId, owner, arrayLiteral(embedding.vector), embedding.model, embedding.vector.length],
       );
+      if (stored.changed > 0) return;
+      current = (await transaction.query<VectorIndexInfo>(INFO_SQL)).rows[0] ?? null;
+      if (current?.model === embedding.model) throw dimensionsFailed(current.dimensions);
+      // The index holds another model now (or none): the memory is found by its text until it is re-embedded,
+      // as its `embedding_model` is not the index's.
     },
 
     async remove(transaction, memoryIds) {
@@ -190,11 +198,14 @@ export async function createPostgresVectorIndex(
       if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
       const dimensions = current.dimensions;
       const distance = `v.embedding::vector(${dimensions}) <=> $1::vector(${dimensions})`;
+      // The model is checked in the statement too: another process may have switched the index since this
+      // one read it, and a query of one model must never rank vectors of another (nor cast them to its size).
       const where = [
-        ...(owners === null ? [] : ['v.owner = ANY($3::text[])']),
+        'EXISTS (SELECT 1 FROM vector_index WHERE id = 1 AND model = $3 AND dimensions = $4)',
+        ...(owners === null ? [] : ['v.owner = ANY($5::text[])']),
         ...(includeFaded ? [] : ['m.faded_at IS NULL']),
       ];
-      const parameters = [vectorLiteral(vector), limit, ...(owners === null ? [] : [[...owners]])];
+      const parameters = [vectorLiteral(vector), limit, model, dimensions, ...(owners === null ? [] : [[...owners]])];
       const select = (order: string) => `SELECT v.memory_id AS id, 1 - (${distance}) AS score
         FROM memory_vectors v JOIN memories m ON m.id = v.memory_id
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
