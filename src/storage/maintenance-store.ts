@@ -66,8 +66,6 @@ export interface MaintenanceStore {
     sizeFrom: number,
     sizeTo: number,
   ): Promise<ListedWord[]>;
-  /** The word hashes each of these listed memories was listed with; memories not listed are left out. */
-  listedWordHashes(ids: readonly number[]): Promise<Map<number, Int32Array>>;
   /**
    * One bounded step of merging the full-text index into one part, when it is in more than a few
    * (or a merge is under way); true when the step did work: call again until false. Consolidation
@@ -97,8 +95,6 @@ export interface NearDuplicateListing extends MemoryText {
   words: readonly string[];
   /** Its number of distinct words. */
   size: number;
-  /** A 32-bit hash of each of its distinct words (`wordHashes`): an upper bound of its overlap with another memory's. */
-  hashes: Int32Array;
 }
 
 /** One listed word of a memory (`listedNearDuplicates`). */
@@ -114,11 +110,4 @@ export interface MemoryText {
   id: number;
   owner: string;
   content: string;
-}
-
-/** Stored word hashes (32-bit, the platform's byte order) as an array of their own (a blob's bytes need not be aligned). */
-export function toHashes(bytes: Uint8Array): Int32Array {
-  const hashes = new Int32Array(bytes.byteLength >> 2);
-  new Uint8Array(hashes.buffer).set(bytes.subarray(0, hashes.length * 4));
-  return hashes;
 }

@@ -492,7 +492,6 @@ export function describeStorageContract(
         ...memory,
         words: memory.content.split(' ').sort((left, right) => right.length - left.length),
         size: 3,
-        hashes: Int32Array.from([memory.id, -1, 2 ** 31 - 1]),
       });
       await storage.maintenance.listNearDuplicates(queued.memories.map(listing), queued.entries);
       const byWord = (rows: ListedWord[]) => [...rows].sort((left, right) => (left.word < right.word ? -1 : 1));
@@ -501,9 +500,6 @@ export function describeStorageContract(
         { memoryId: firstId, word: 'kestrel', position: 0, size: 3 },
       ]);
       expect(await storage.maintenance.listedNearDuplicates('user:ann', ['kestrel'], 4, 9)).toEqual([]);
-      expect(await storage.maintenance.listedWordHashes([firstId, secondId])).toEqual(
-        new Map([[firstId, Int32Array.from([firstId, -1, 2 ** 31 - 1])]]),
-      );
       expect(await storage.maintenance.listedNearDuplicates('global', ['kestrel', 'train', 'bus'], 1, 3)).toEqual([]);
       const again = await storage.maintenance.nearDuplicateQueue(10);
       expect(again.memories).toEqual([{ id: secondId, owner: 'global', content: 'kestrel night bus' }]);
@@ -519,7 +515,6 @@ export function describeStorageContract(
       expect((await storage.maintenance.nearDuplicateQueue(10)).entries).toEqual([]);
       await storage.memories.purgeUser('ann');
       expect(await storage.maintenance.listedNearDuplicates('user:ann', ['kestrel', 'ferry'], 1, 3)).toEqual([]);
-      expect(await storage.maintenance.listedWordHashes([firstId])).toEqual(new Map());
     });
 
     it('re-indexes text and vector when content changes', async () => {

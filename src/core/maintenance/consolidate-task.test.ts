@@ -181,9 +181,7 @@ describe('the consolidation task', () => {
     expect(merged?.sourceIds).toEqual([a.id, b.id, c.id, firstMerge?.id].sort((x, y) => (x ?? 0) - (y ?? 0)));
   });
 
-  it('merges the same clusters whether the index, the stored lists or neither picks the memories to search for', {
-    timeout: 180_000,
-  }, async () => {
+  it('merges the same clusters whether the index, the stored lists or neither picks the memories to search for', async () => {
     const inputs = nearDuplicateStore(7, 400);
     const more = nearDuplicateStore(8, 120);
     const last = nearDuplicateStore(9, 60);

@@ -200,12 +200,14 @@ async function hasListedPartner(
     (id) => !done.has(id),
   );
   if (ids.length === 0) return false;
-  const partners = (await context.storage.memories.get(ids)).filter(
-    (candidate) => isMergeable(candidate) && jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD,
+  const candidates = await context.storage.memories.get(ids);
+  await learnSpeakers(context, [seed, ...candidates], speakers);
+  return candidates.some(
+    (candidate) =>
+      isMergeable(candidate) &&
+      isTogether(seed, candidate, speakers) &&
+      jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD,
   );
-  if (partners.length === 0) return false;
-  await learnSpeakers(context, [seed, ...partners], speakers);
-  return partners.some((candidate) => isTogether(seed, candidate, speakers));
 }
 
 /**

@@ -21,19 +21,8 @@ export function listedCount(size: number, threshold: number): number {
   return size === 0 ? 0 : size - minimumShared(size, threshold) + 1;
 }
 
-/** A 32-bit FNV-1a hash of each word (its UTF-16 code units). */
-export function wordHashes(words: readonly string[]): Int32Array {
-  const hashes = new Int32Array(words.length);
-  words.forEach((word, index) => {
-    let hash = 0x811c9dc5;
-    for (let at = 0; at < word.length; at++) hash = Math.imul(hash ^ word.charCodeAt(at), 0x01000193);
-    hashes[index] = hash;
-  });
-  return hashes;
-}
-
 /** Queued memories listed per transaction. */
-const LIST_PAGE_SIZE = 2000;
+const LIST_PAGE_SIZE = 500;
 
 /**
  * Lists every memory queued (written, or its text or owner changed, since it was last listed; migration
@@ -48,12 +37,7 @@ export async function listQueuedMemories(context: EngineContext, threshold: numb
     if (entries.length === 0) break;
     const listings = memories.map((memory) => {
       const words = listedOrder(wordSet(memory.content));
-      return {
-        ...memory,
-        words: words.slice(0, listedCount(words.length, threshold)),
-        size: words.length,
-        hashes: wordHashes(words),
-      };
+      return { ...memory, words: words.slice(0, listedCount(words.length, threshold)), size: words.length };
     });
     await maintenance.listNearDuplicates(listings, entries);
     listed += listings.length;
@@ -85,41 +69,17 @@ export async function listedCandidates(
     minimumShared(size, threshold),
     Math.floor(size / threshold + 1e-9),
   );
-  // Every shared word before a pair's last shared word in the lists is in both lists (it comes before a
-  // listed word in both): a pair whose last listed shared word is at positions i (in the other) and j
-  // (in this one), after c shared listed words, shares at most c + min(|X| - 1 - i, |Y| - 1 - j) words.
-  const met = new Map<number, { count: number; position: number; probed: number; size: number }>();
-  for (const row of rows) {
-    if (row.memoryId === id) continue;
-    const probedAt = positionOf.get(row.word) ?? 0;
-    const pair = met.get(row.memoryId);
-    if (pair === undefined)
-      met.set(row.memoryId, { count: 1, position: row.position, probed: probedAt, size: row.size });
-    else {
-      pair.count++;
-      if (row.position > pair.position) pair.position = row.position;
-      if (probedAt > pair.probed) pair.probed = probedAt;
-    }
-  }
-  const bounded: number[] = [];
-  for (const [memoryId, pair] of met) {
-    const needed = minimumShared((threshold * (size + pair.size)) / (1 + threshold), 1);
-    if (pair.count + Math.min(pair.size - 1 - pair.position, size - 1 - pair.probed) >= needed) bounded.push(memoryId);
-  }
-  // Then by the hashes of all their words: a shared word is a shared hash, so the hashes shared are at
-  // least the words shared (at most a collision more), and a pair below the threshold by them is below it.
-  const own = new Set(wordHashes([...words]));
-  const hashesOf = await context.storage.maintenance.listedWordHashes(bounded);
+  // A pair is first met at its first shared word (the smallest position in the probe's order): after
+  // it, each has at most its words from there on to share.
+  rows.sort((left, right) => (positionOf.get(left.word) ?? 0) - (positionOf.get(right.word) ?? 0));
+  const met = new Set<number>([id]);
   const candidates: number[] = [];
-  for (const memoryId of bounded) {
-    const hashes = hashesOf.get(memoryId);
-    if (hashes === undefined) {
-      candidates.push(memoryId);
-      continue;
-    }
-    let shared = 0;
-    for (const hash of hashes) if (own.has(hash)) shared++;
-    if (shared / (size + hashes.length - shared) >= threshold - 1e-9) candidates.push(memoryId);
+  for (const row of rows) {
+    if (met.has(row.memoryId)) continue;
+    met.add(row.memoryId);
+    const position = positionOf.get(row.word) ?? 0;
+    const needed = minimumShared((threshold * (size + row.size)) / (1 + threshold), 1);
+    if (Math.min(size - position, row.size - row.position) >= needed) candidates.push(row.memoryId);
   }
   return candidates;
 }

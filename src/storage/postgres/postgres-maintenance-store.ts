@@ -1,11 +1,5 @@
 import { toIso } from '../../core/clock.js';
-import {
-  type DecayCandidate,
-  type ListedWord,
-  type MaintenanceStore,
-  type MemoryText,
-  toHashes,
-} from '../maintenance-store.js';
+import type { DecayCandidate, ListedWord, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -161,11 +155,6 @@ export function createPostgresMaintenanceStore(
           const now = rows[0];
           if (now?.owner !== listing.owner || now.content !== listing.content) continue;
           await q.query('DELETE FROM near_duplicate_words WHERE memory_id = $1', [listing.id]);
-          await q.query(
-            `INSERT INTO near_duplicate_hashes (memory_id, hashes) VALUES ($1, $2)
-             ON CONFLICT (memory_id) DO UPDATE SET hashes = excluded.hashes`,
-            [listing.id, Buffer.from(listing.hashes.buffer, listing.hashes.byteOffset, listing.hashes.byteLength)],
-          );
           if (listing.words.length === 0) continue;
           await q.query(
             `INSERT INTO near_duplicate_words (owner, word, memory_id, position, size)
@@ -193,19 +182,6 @@ export function createPostgresMaintenanceStore(
             size: row.size,
           }),
         );
-      });
-    },
-
-    async listedWordHashes(ids) {
-      const found = new Map<number, Int32Array>();
-      if (ids.length === 0) return found;
-      return withPgErrors('reading near-duplicate word hashes', async () => {
-        const { rows } = await database.query<{ memory_id: string; hashes: Uint8Array }>(
-          'SELECT memory_id, hashes FROM near_duplicate_hashes WHERE memory_id = ANY($1::bigint[])',
-          [ids],
-        );
-        for (const row of rows) found.set(Number(row.memory_id), toHashes(row.hashes));
-        return found;
       });
     },
 

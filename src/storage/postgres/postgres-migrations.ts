@@ -334,10 +334,6 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         PRIMARY KEY (owner, word, memory_id)
       );
       CREATE INDEX near_duplicate_words_by_memory ON near_duplicate_words(memory_id);
-      CREATE TABLE near_duplicate_hashes (
-        memory_id bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
-        hashes bytea NOT NULL
-      );
       CREATE FUNCTION mneme_near_duplicate_queue() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         INSERT INTO near_duplicate_queue (memory_id) VALUES (NEW.id);

@@ -20,7 +20,6 @@ const TEXT_TABLES = [
   'memory_words',
   'memory_word_owners',
   'near_duplicate_words',
-  'near_duplicate_hashes',
   'memory_links',
   'users',
   'members',

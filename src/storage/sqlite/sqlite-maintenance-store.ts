@@ -1,12 +1,11 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import {
-  type DecayCandidate,
-  type ImportanceChange,
-  type ListedWord,
-  type MaintenanceStore,
-  type MemoryText,
-  toHashes,
+import type {
+  DecayCandidate,
+  ImportanceChange,
+  ListedWord,
+  MaintenanceStore,
+  MemoryText,
 } from '../maintenance-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
@@ -90,12 +89,6 @@ export function createSqliteMaintenanceStore(
     >(
       `SELECT memory_id, word, position, size FROM near_duplicate_words
       WHERE owner = ? AND word IN (SELECT value FROM json_each(?)) AND size BETWEEN ? AND ?`,
-    ),
-    hashed: database.prepare<[number, Buffer]>(
-      'INSERT OR REPLACE INTO near_duplicate_hashes (memory_id, hashes) VALUES (?, ?)',
-    ),
-    hashes: database.prepare<[string], { memory_id: number; hashes: Buffer }>(
-      'SELECT memory_id, hashes FROM near_duplicate_hashes WHERE memory_id IN (SELECT value FROM json_each(?))',
     ),
     supersedesLink: database.prepare<[number, number, number]>(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
@@ -208,24 +201,14 @@ export function createSqliteMaintenanceStore(
         database,
         'listing near-duplicate words',
         () => {
-          const rows: Array<[string, string, number, number, number]> = [];
           for (const listing of listings) {
             const now = statements.current.get(listing.id);
             if (now?.owner !== listing.owner || now.content !== listing.content) continue;
             statements.unlist.run(listing.id);
             listing.words.forEach((word, position) => {
-              rows.push([listing.owner, word, listing.id, position, listing.size]);
+              statements.list.run(listing.owner, word, listing.id, position, listing.size);
             });
-            statements.hashed.run(
-              listing.id,
-              Buffer.from(listing.hashes.buffer, listing.hashes.byteOffset, listing.hashes.byteLength),
-            );
           }
-          // In key order: a page of the lists is written once per transaction, not once per row.
-          rows.sort((left, right) =>
-            left[0] !== right[0] ? (left[0] < right[0] ? -1 : 1) : left[1] < right[1] ? -1 : left[1] > right[1] ? 1 : 0,
-          );
-          for (const row of rows) statements.list.run(...row);
           for (const entry of entries) statements.unqueue.run(entry);
         },
         // The lists can be rebuilt from the memories (their entries are taken off the queue with them).
@@ -242,15 +225,6 @@ export function createSqliteMaintenanceStore(
             (row): ListedWord => ({ memoryId: row.memory_id, word: row.word, position: row.position, size: row.size }),
           ),
       );
-    },
-
-    async listedWordHashes(ids) {
-      const found = new Map<number, Int32Array>();
-      if (ids.length === 0) return found;
-      return readSqlite('reading near-duplicate word hashes', () => {
-        for (const row of statements.hashes.all(JSON.stringify(ids))) found.set(row.memory_id, toHashes(row.hashes));
-        return found;
-      });
     },
 
     async merge(merged, originalIds, context) {

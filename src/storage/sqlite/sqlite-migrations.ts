@@ -659,8 +659,6 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         PRIMARY KEY (owner, word, memory_id)
       ) WITHOUT ROWID;
       CREATE INDEX near_duplicate_words_by_memory ON near_duplicate_words(memory_id);
-      -- Each listed memory's word hashes (32-bit, little-endian): a bound of a pair's overlap without its text.
-      CREATE TABLE near_duplicate_hashes (memory_id INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
       CREATE TRIGGER near_duplicate_queue_insert AFTER INSERT ON memories
         BEGIN
           INSERT INTO near_duplicate_queue (memory_id) VALUES (new.id);
@@ -673,7 +671,6 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE TRIGGER near_duplicate_words_delete AFTER DELETE ON memories
         BEGIN
           DELETE FROM near_duplicate_words WHERE memory_id = old.id;
-          DELETE FROM near_duplicate_hashes WHERE memory_id = old.id;
         END;
       -- The memories written before this migration: listed by the next consolidation run.
       INSERT INTO near_duplicate_queue (memory_id) SELECT id FROM memories ORDER BY id;
