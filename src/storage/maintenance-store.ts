@@ -44,29 +44,6 @@ export interface MaintenanceStore {
   /** The highest memory id, or 0 for an empty store. */
   latestMemoryId(): Promise<number>;
   /**
-   * The oldest `limit` entries of the near-duplicate lists' queue (ADR 19, session 6): a trigger queues
-   * a memory in the transaction that writes it or changes its text or owner key (migration 20 queued
-   * every memory before it). Each with the memory's id, owner key and text as they are now; a memory
-   * deleted since is left out (its entry is still returned in `entries`, for `listNearDuplicates`).
-   */
-  nearDuplicateQueue(limit: number): Promise<{ entries: number[]; memories: MemoryText[] }>;
-  /**
-   * In one transaction: replaces the listed words of each memory whose text and owner key are still
-   * those given (a memory changed since was queued again: it is listed from its new text later), then
-   * takes the queue `entries` (as `nearDuplicateQueue` returned them) off the queue.
-   */
-  listNearDuplicates(listings: readonly NearDuplicateListing[], entries: readonly number[]): Promise<void>;
-  /**
-   * The listed words among `words` of memories of `owner` with `sizeFrom` to `sizeTo` words, each
-   * with the memory, the word's position in the memory's order and the memory's number of words.
-   */
-  listedNearDuplicates(
-    owner: string,
-    words: readonly string[],
-    sizeFrom: number,
-    sizeTo: number,
-  ): Promise<ListedWord[]>;
-  /**
    * One bounded step of merging the full-text index into one part, when it is in more than a few
    * (or a merge is under way); true when the step did work: call again until false. Consolidation
    * does so before its searches: the index answers the same searches with the same scores, each term
@@ -87,22 +64,6 @@ export interface MaintenanceStore {
    * nothing is written: the originals stay visible. CONFLICT when an original is already archived.
    */
   merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
-}
-
-/** The words a memory is listed under for near-duplicate lookups, read from `content` with `owner`. */
-export interface NearDuplicateListing extends MemoryText {
-  /** Its distinct words in their order, the first ones only (those it is listed under). */
-  words: readonly string[];
-  /** Its number of distinct words. */
-  size: number;
-}
-
-/** One listed word of a memory (`listedNearDuplicates`). */
-export interface ListedWord {
-  memoryId: number;
-  word: string;
-  position: number;
-  size: number;
 }
 
 /** A memory's id, owner key (`ownerKey` of its scope, as stored) and text. */

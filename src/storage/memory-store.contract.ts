@@ -4,7 +4,6 @@ import { ownerKey, visibleOwners } from '../core/scope.js';
 import type { Scope } from '../core/types.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
 import type { ExtractionLease } from './extraction-store.js';
-import type { ListedWord } from './maintenance-store.js';
 import type { NewMemory, StoredEmbedding } from './memory-store.js';
 import type { Storage } from './storage.js';
 
@@ -470,51 +469,6 @@ export function describeStorageContract(
       });
       expect(history[2]?.changes).toEqual({ archivedAt: { from: null, to: '2024-06-15T12:00:02.000Z' } });
       expect(history[2]?.reason).toBe('outdated');
-    });
-
-    it('queues each memory written or rewritten for the near-duplicate lists, and lists it once from its text as it is', async () => {
-      const ann = { scope: 'personal' as const, owner: 'user:ann', userId: 'ann' };
-      const [first, second] = await storage.memories.insert(
-        [await newMemory('kestrel harbour ferry', ann), await newMemory('kestrel night train')],
-        context,
-      );
-      const firstId = first?.id ?? 0;
-      const secondId = second?.id ?? 0;
-      const queued = await storage.maintenance.nearDuplicateQueue(10);
-      expect(queued.entries).toHaveLength(2);
-      expect(queued.memories).toEqual([
-        { id: firstId, owner: 'user:ann', content: 'kestrel harbour ferry' },
-        { id: secondId, owner: 'global', content: 'kestrel night train' },
-      ]);
-      // The second is rewritten after the queue was read: it is not listed from its old text, and stays queued.
-      await storage.memories.update(secondId, { content: 'kestrel night bus' }, context);
-      const listing = (memory: { id: number; owner: string; content: string }) => ({
-        ...memory,
-        words: memory.content.split(' ').sort((left, right) => right.length - left.length),
-        size: 3,
-      });
-      await storage.maintenance.listNearDuplicates(queued.memories.map(listing), queued.entries);
-      const byWord = (rows: ListedWord[]) => [...rows].sort((left, right) => (left.word < right.word ? -1 : 1));
-      expect(byWord(await storage.maintenance.listedNearDuplicates('user:ann', ['kestrel', 'ferry'], 1, 3))).toEqual([
-        { memoryId: firstId, word: 'ferry', position: 2, size: 3 },
-        { memoryId: firstId, word: 'kestrel', position: 0, size: 3 },
-      ]);
-      expect(await storage.maintenance.listedNearDuplicates('user:ann', ['kestrel'], 4, 9)).toEqual([]);
-      expect(await storage.maintenance.listedNearDuplicates('global', ['kestrel', 'train', 'bus'], 1, 3)).toEqual([]);
-      const again = await storage.maintenance.nearDuplicateQueue(10);
-      expect(again.memories).toEqual([{ id: secondId, owner: 'global', content: 'kestrel night bus' }]);
-      await storage.maintenance.listNearDuplicates(again.memories.map(listing), again.entries);
-      expect(await storage.maintenance.nearDuplicateQueue(10)).toEqual({ entries: [], memories: [] });
-      expect(
-        byWord(await storage.maintenance.listedNearDuplicates('global', ['kestrel', 'train', 'bus'], 1, 3)).map(
-          (row) => row.word,
-        ),
-      ).toEqual(['bus', 'kestrel']);
-      // A change of importance queues nothing; a purge takes its memories' words out of the lists.
-      await storage.memories.update(firstId, { importance: 0.9 }, context);
-      expect((await storage.maintenance.nearDuplicateQueue(10)).entries).toEqual([]);
-      await storage.memories.purgeUser('ann');
-      expect(await storage.maintenance.listedNearDuplicates('user:ann', ['kestrel', 'ferry'], 1, 3)).toEqual([]);
     });
 
     it('re-indexes text and vector when content changes', async () => {

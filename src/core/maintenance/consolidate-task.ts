@@ -10,7 +10,6 @@ import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
 import { createNearDuplicateIndex, type NearDuplicateIndex } from './near-duplicate-index.js';
-import { listedCandidates, listQueuedMemories } from './near-duplicate-lists.js';
 
 /** Memories whose word sets overlap at least this much (Jaccard) are merged. */
 export const CONSOLIDATION_JACCARD = 0.35;
@@ -33,21 +32,23 @@ const PAGE_SIZE = 200;
 /** Memories read per page while the near-duplicate index is built. */
 const INDEX_PAGE_SIZE = 1000;
 /**
- * A run whose new memories are at least this share of the store first reads every active memory's
- * words into a near-duplicate index (`createNearDuplicateIndex`, which compares the pairs with a new
- * memory in memory); a run over fewer looks up each new memory's near-duplicates in the lists kept
- * between runs (`near-duplicate-lists.ts`, ADR 19, session 6): a read that grows with the new memories,
- * not with the store. Either way only the new memories with a near-duplicate search for full-text candidates.
+ * A run whose new memories are at least this share of the store, or {@link NEAR_DUPLICATE_INDEX_NEW} of
+ * them, first reads every active memory's words into a near-duplicate index (`createNearDuplicateIndex`)
+ * and searches full-text candidates only for the new memories that have a near-duplicate; a run over
+ * fewer searches for each new memory.
  */
 export const NEAR_DUPLICATE_INDEX_SHARE = 0.05;
+/**
+ * The index compares only pairs with a new memory, and costs about as much as 300-400 searches at
+ * 100,000 memories (measured) and, estimated, at 10,000 (it reads every text; a search's lists grow
+ * with the store): from this many new memories it is used whatever the store's size (ADR 19, session 5).
+ */
+export const NEAR_DUPLICATE_INDEX_NEW = 400;
 
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
-  /**
-   * 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE}; 'always' the in-memory near-duplicate index,
-   * 'lists' the stored lists, 'never' neither (every new memory searches: the reference the others must match).
-   */
-  nearDuplicateIndex?: 'auto' | 'always' | 'lists' | 'never';
+  /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE} and {@link NEAR_DUPLICATE_INDEX_NEW}; 'always' or 'never' the near-duplicate index. */
+  nearDuplicateIndex?: 'auto' | 'always' | 'never';
 }
 
 /** What one consolidation run did. */
@@ -83,18 +84,16 @@ export async function runConsolidate(
   const speakers = new Map<string, string>();
 
   let afterId = state?.watermark ?? 0;
-  // The stored lists first take in every memory written or changed since the last run (every run, so
-  // that they stay whole whichever way this one finds near-duplicates).
-  await listQueuedMemories(context, CONSOLIDATION_JACCARD);
-  // One full-text search per new memory with a near-duplicate follows: first the index in one part
-  // (each term looked up once), a bounded step at a time.
+  // One full-text search per new memory follows: first the index in one part (each term looked up
+  // once), a bounded step at a time.
   if (afterId < latest) while (await storage.maintenance.compactTextIndex());
   const mode = options.nearDuplicateIndex ?? 'auto';
-  const inMemory =
+  const index =
     afterId < latest &&
-    (mode === 'always' || (mode === 'auto' && latest - afterId >= NEAR_DUPLICATE_INDEX_SHARE * latest));
-  const index = inMemory ? await nearDuplicateIndex(context, afterId, latest) : null;
-  const lists = !inMemory && (mode === 'auto' || mode === 'lists');
+    (mode === 'always' ||
+      (mode === 'auto' && latest - afterId >= Math.min(NEAR_DUPLICATE_INDEX_NEW, NEAR_DUPLICATE_INDEX_SHARE * latest)))
+      ? await nearDuplicateIndex(context, afterId, latest)
+      : null;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
     if (page.length === 0) break;
@@ -107,7 +106,6 @@ export async function runConsolidate(
       if (words.size === 0) continue;
       // No memory of its owner is close enough to merge with: no candidate the search finds could be.
       if (index && !index.hasNearDuplicate(seed.id, ownerOf(seed), words)) continue;
-      if (lists && !(await hasListedPartner(context, seed, words, done, speakers))) continue;
       const hits = await storage.memories.searchText({
         terms: [...words].slice(0, MAX_QUERY_TERMS),
         maxTerms: CANDIDATE_TERMS,
@@ -181,33 +179,6 @@ async function nearDuplicateIndex(
   }
   index.seal(watermark);
   return index;
-}
-
-/**
- * Whether a memory the lists give as a possible near-duplicate of `seed` could join its cluster: one
- * that is mergeable, not done, together with it (`isTogether`) and at Jaccard >= 0.35 as it is now.
- * The cluster is `seed` and such memories among its full-text candidates: without one, the search
- * could not make a cluster.
- */
-async function hasListedPartner(
-  context: EngineContext,
-  seed: Memory,
-  words: ReadonlySet<string>,
-  done: ReadonlySet<number>,
-  speakers: Map<string, string>,
-): Promise<boolean> {
-  const ids = (await listedCandidates(context, seed.id, ownerOf(seed), words, CONSOLIDATION_JACCARD)).filter(
-    (id) => !done.has(id),
-  );
-  if (ids.length === 0) return false;
-  const candidates = await context.storage.memories.get(ids);
-  await learnSpeakers(context, [seed, ...candidates], speakers);
-  return candidates.some(
-    (candidate) =>
-      isMergeable(candidate) &&
-      isTogether(seed, candidate, speakers) &&
-      jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD,
-  );
 }
 
 /**

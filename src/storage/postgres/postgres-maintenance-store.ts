@@ -1,5 +1,5 @@
 import { toIso } from '../../core/clock.js';
-import type { DecayCandidate, ListedWord, MaintenanceStore, MemoryText } from '../maintenance-store.js';
+import type { DecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -122,66 +122,6 @@ export function createPostgresMaintenanceStore(
       return withPgErrors('reading the latest memory id', async () => {
         const { rows } = await database.query<{ id: number }>('SELECT COALESCE(MAX(id), 0) AS id FROM memories');
         return rows[0]?.id ?? 0;
-      });
-    },
-
-    async nearDuplicateQueue(limit) {
-      return withPgErrors('reading the near-duplicate queue', async () => {
-        const { rows } = await database.query<{
-          entry: string;
-          id: string | null;
-          owner: string | null;
-          content: string | null;
-        }>(
-          `SELECT q.id AS entry, m.id, m.owner, m.content
-           FROM near_duplicate_queue q LEFT JOIN memories m ON m.id = q.memory_id ORDER BY q.id LIMIT $1`,
-          [limit],
-        );
-        const memories: MemoryText[] = [];
-        for (const { id, owner, content } of rows)
-          if (id !== null && owner !== null && content !== null) memories.push({ id: Number(id), owner, content });
-        return { entries: rows.map((row) => Number(row.entry)), memories };
-      });
-    },
-
-    async listNearDuplicates(listings, entries) {
-      if (listings.length === 0 && entries.length === 0) return;
-      await writePg(database, 'listing near-duplicate words', async (q) => {
-        for (const listing of listings) {
-          const { rows } = await q.query<{ owner: string; content: string }>(
-            'SELECT owner, content FROM memories WHERE id = $1',
-            [listing.id],
-          );
-          const now = rows[0];
-          if (now?.owner !== listing.owner || now.content !== listing.content) continue;
-          await q.query('DELETE FROM near_duplicate_words WHERE memory_id = $1', [listing.id]);
-          if (listing.words.length === 0) continue;
-          await q.query(
-            `INSERT INTO near_duplicate_words (owner, word, memory_id, position, size)
-             SELECT $1, word, $2, position - 1, $3 FROM unnest($4::text[]) WITH ORDINALITY AS w(word, position)`,
-            [listing.owner, listing.id, listing.size, listing.words],
-          );
-        }
-        await q.query('DELETE FROM near_duplicate_queue WHERE id = ANY($1::bigint[])', [entries]);
-      });
-    },
-
-    async listedNearDuplicates(owner, words, sizeFrom, sizeTo) {
-      if (words.length === 0) return [];
-      return withPgErrors('reading near-duplicate words', async () => {
-        const { rows } = await database.query<{ memory_id: string; word: string; position: number; size: number }>(
-          `SELECT memory_id, word, position, size FROM near_duplicate_words
-           WHERE owner = $1 AND word = ANY($2::text[]) AND size BETWEEN $3 AND $4`,
-          [owner, words, sizeFrom, sizeTo],
-        );
-        return rows.map(
-          (row): ListedWord => ({
-            memoryId: Number(row.memory_id),
-            word: row.word,
-            position: row.position,
-            size: row.size,
-          }),
-        );
       });
     },
 

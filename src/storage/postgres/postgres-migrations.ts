@@ -10,7 +10,7 @@ interface PostgresMigration {
 
 /**
  * The schema of a mneme PostgreSQL database: the same tables as SQLite's latest schema, written for
- * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own; step 4: SQLite's 16; step 5: SQLite's 18; step 6: SQLite's 20). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
+ * PostgreSQL (step 1: SQLite's migrations 1 to 13; step 2: SQLite's 14; step 3: PostgreSQL's own; step 4: SQLite's 16; step 5: SQLite's 18). Times are epoch milliseconds (`bigint`); ids are identities that `mneme
  * copy` may also set; provenance lists are `bigint[]` with GIN indexes; full text is a stored
  * `tsvector` with a GIN index (`english` for memories, stemmed like SQLite's porter tokenizer;
  * `simple` for messages); vectors are `real[]` rows of `memory_vectors`, indexed by pgvector's HNSW
@@ -312,40 +312,6 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       DROP INDEX messages_by_external_id;
       CREATE UNIQUE INDEX messages_by_external_id ON messages(channel_id, sender_id, external_id)
         WHERE external_id IS NOT NULL;
-    `,
-  },
-  {
-    version: 6,
-    name: 'near-duplicate lists kept between consolidation runs',
-    sql: `
-      -- SQLite's migration 20 (ADR 19, 2026-12-01, session 6): each memory listed under the first of its
-      -- words (longest first) a near-duplicate must share one of, by owner key; a trigger queues each
-      -- memory written, or whose text or owner key changes, and consolidation lists the queued ones.
-      CREATE TABLE near_duplicate_queue (
-        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        memory_id bigint NOT NULL
-      );
-      CREATE TABLE near_duplicate_words (
-        owner text NOT NULL,
-        word text NOT NULL,
-        memory_id bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
-        position integer NOT NULL,
-        size integer NOT NULL,
-        PRIMARY KEY (owner, word, memory_id)
-      );
-      CREATE INDEX near_duplicate_words_by_memory ON near_duplicate_words(memory_id);
-      CREATE FUNCTION mneme_near_duplicate_queue() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO near_duplicate_queue (memory_id) VALUES (NEW.id);
-        RETURN NULL;
-      END $$;
-      CREATE TRIGGER near_duplicate_queue_insert AFTER INSERT ON memories
-        FOR EACH ROW EXECUTE FUNCTION mneme_near_duplicate_queue();
-      CREATE TRIGGER near_duplicate_queue_update AFTER UPDATE OF content, owner ON memories
-        FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content OR OLD.owner IS DISTINCT FROM NEW.owner)
-        EXECUTE FUNCTION mneme_near_duplicate_queue();
-      -- The memories written before this step: listed by the next consolidation run.
-      INSERT INTO near_duplicate_queue (memory_id) SELECT id FROM memories ORDER BY id;
     `,
   },
 ];

@@ -128,33 +128,6 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
-  it('queues every memory a schema 5 database held for the near-duplicate lists (step 6)', async () => {
-    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
-    expect(await migratePostgres(database, 5)).toBe(5);
-    for (const [content, owner] of [
-      ['Ann edits kestrels', 'ann'],
-      ['Bob edited the kestrel', 'bob'],
-    ]) {
-      await database.query(
-        `INSERT INTO memories (content, category, sector, scope, owner, user_id, source, importance,
-           valid_from, created_at, updated_at)
-         VALUES ($1, 'fact', 'semantic', 'personal', 'user:' || $2::text, $2, 'manual', 0.5, $3, $3, $3)`,
-        [content, owner, at],
-      );
-    }
-    const storage = await createPostgresStorage({ database, ownsDatabase: false });
-    try {
-      const queued = await storage.maintenance.nearDuplicateQueue(10);
-      expect(queued.memories.map(({ owner, content }) => ({ owner, content }))).toEqual([
-        { owner: 'user:ann', content: 'Ann edits kestrels' },
-        { owner: 'user:bob', content: 'Bob edited the kestrel' },
-      ]);
-      expect(queued.entries).toHaveLength(2);
-    } finally {
-      await storage.close();
-    }
-  });
-
   it('analyzes its tables as they fill, as autovacuum does on a server, not after every write', async () => {
     const own = await createPgliteDatabase('pglite:memory:');
     const storage = await createPostgresStorage({ database: own });

@@ -19,7 +19,6 @@ const TEXT_TABLES = [
   'memory_versions',
   'memory_words',
   'memory_word_owners',
-  'near_duplicate_words',
   'memory_links',
   'users',
   'members',

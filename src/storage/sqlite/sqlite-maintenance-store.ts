@@ -1,12 +1,6 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type {
-  DecayCandidate,
-  ImportanceChange,
-  ListedWord,
-  MaintenanceStore,
-  MemoryText,
-} from '../maintenance-store.js';
+import type { DecayCandidate, ImportanceChange, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
@@ -67,28 +61,6 @@ export function createSqliteMaintenanceStore(
     link: database.prepare<[number, number, number]>(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
       VALUES (?, ?, 'consolidated', 1, ?) ON CONFLICT (source_id, target_id, type) DO NOTHING`,
-    ),
-    queue: database.prepare<
-      [number],
-      { entry: number; id: number | null; owner: string | null; content: string | null }
-    >(
-      `SELECT q.id AS entry, m.id, m.owner, m.content
-      FROM near_duplicate_queue q LEFT JOIN memories m ON m.id = q.memory_id ORDER BY q.id LIMIT ?`,
-    ),
-    unqueue: database.prepare<[number]>('DELETE FROM near_duplicate_queue WHERE id = ?'),
-    current: database.prepare<[number], { owner: string; content: string }>(
-      'SELECT owner, content FROM memories WHERE id = ?',
-    ),
-    unlist: database.prepare<[number]>('DELETE FROM near_duplicate_words WHERE memory_id = ?'),
-    list: database.prepare<[string, string, number, number, number]>(
-      'INSERT INTO near_duplicate_words (owner, word, memory_id, position, size) VALUES (?, ?, ?, ?, ?)',
-    ),
-    listed: database.prepare<
-      [string, string, number, number],
-      { memory_id: number; word: string; position: number; size: number }
-    >(
-      `SELECT memory_id, word, position, size FROM near_duplicate_words
-      WHERE owner = ? AND word IN (SELECT value FROM json_each(?)) AND size BETWEEN ? AND ?`,
     ),
     supersedesLink: database.prepare<[number, number, number]>(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at)
@@ -183,48 +155,6 @@ export function createSqliteMaintenanceStore(
 
     async latestMemoryId() {
       return readSqlite('reading the latest memory id', () => getRow(statements.latestMemoryId).id);
-    },
-
-    async nearDuplicateQueue(limit) {
-      return readSqlite('reading the near-duplicate queue', () => {
-        const rows = statements.queue.all(limit);
-        const memories: MemoryText[] = [];
-        for (const { id, owner, content } of rows)
-          if (id !== null && owner !== null && content !== null) memories.push({ id, owner, content });
-        return { entries: rows.map((row) => row.entry), memories };
-      });
-    },
-
-    async listNearDuplicates(listings, entries) {
-      if (listings.length === 0 && entries.length === 0) return;
-      writeSqlite(
-        database,
-        'listing near-duplicate words',
-        () => {
-          for (const listing of listings) {
-            const now = statements.current.get(listing.id);
-            if (now?.owner !== listing.owner || now.content !== listing.content) continue;
-            statements.unlist.run(listing.id);
-            listing.words.forEach((word, position) => {
-              statements.list.run(listing.owner, word, listing.id, position, listing.size);
-            });
-          }
-          for (const entry of entries) statements.unqueue.run(entry);
-        },
-        // The lists can be rebuilt from the memories (their entries are taken off the queue with them).
-        { deferred: true },
-      );
-    },
-
-    async listedNearDuplicates(owner, words, sizeFrom, sizeTo) {
-      if (words.length === 0) return [];
-      return readSqlite('reading near-duplicate words', () =>
-        statements.listed
-          .all(owner, JSON.stringify(words), sizeFrom, sizeTo)
-          .map(
-            (row): ListedWord => ({ memoryId: row.memory_id, word: row.word, position: row.position, size: row.size }),
-          ),
-      );
     },
 
     async merge(merged, originalIds, context) {

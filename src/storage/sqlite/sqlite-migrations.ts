@@ -640,42 +640,6 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
-  {
-    version: 20,
-    name: 'near-duplicate lists kept between consolidation runs',
-    sql: `
-      -- ADR 19, 2026-12-01 (session 6). Each memory listed under the first of its words (in a fixed
-      -- order: longest first) that a near-duplicate must share one of, by owner key, so that a
-      -- consolidation run looks up its new memories' near-duplicates instead of reading every memory.
-      -- The words need the engine's word splitting: a trigger queues each memory written, or whose
-      -- text or owner key changes, in the same transaction, and consolidation lists the queued ones.
-      CREATE TABLE near_duplicate_queue (id INTEGER PRIMARY KEY, memory_id INTEGER NOT NULL);
-      CREATE TABLE near_duplicate_words (
-        owner TEXT NOT NULL,
-        word TEXT NOT NULL,
-        memory_id INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        size INTEGER NOT NULL,
-        PRIMARY KEY (owner, word, memory_id)
-      ) WITHOUT ROWID;
-      CREATE INDEX near_duplicate_words_by_memory ON near_duplicate_words(memory_id);
-      CREATE TRIGGER near_duplicate_queue_insert AFTER INSERT ON memories
-        BEGIN
-          INSERT INTO near_duplicate_queue (memory_id) VALUES (new.id);
-        END;
-      CREATE TRIGGER near_duplicate_queue_update AFTER UPDATE OF content, owner ON memories
-        WHEN old.content IS NOT new.content OR old.owner IS NOT new.owner
-        BEGIN
-          INSERT INTO near_duplicate_queue (memory_id) VALUES (new.id);
-        END;
-      CREATE TRIGGER near_duplicate_words_delete AFTER DELETE ON memories
-        BEGIN
-          DELETE FROM near_duplicate_words WHERE memory_id = old.id;
-        END;
-      -- The memories written before this migration: listed by the next consolidation run.
-      INSERT INTO near_duplicate_queue (memory_id) SELECT id FROM memories ORDER BY id;
-    `,
-  },
 ];
 
 /** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */

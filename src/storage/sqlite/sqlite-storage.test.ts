@@ -274,29 +274,6 @@ describe('SQLite storage', () => {
     }
   });
 
-  it('queues every memory a schema 19 file held for the near-duplicate lists (migration 20)', async () => {
-    const path = newFile();
-    const old = openSqliteDatabase({ path, migrateTo: 19 });
-    const insert = old.prepare<[string, string, string | null, string]>(`INSERT INTO memories
-        (content, category, sector, scope, user_id, owner, source, importance, valid_from, created_at, updated_at)
-      VALUES (?, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`);
-    insert.run('Ann edits kestrels', 'personal', 'ann', 'user:ann');
-    insert.run('the kestrel of the room', 'room', null, 'room:r');
-    old.close();
-
-    const storage = createSqliteStorage({ path });
-    try {
-      const queued = await storage.maintenance.nearDuplicateQueue(10);
-      expect(queued.memories).toEqual([
-        { id: 1, owner: 'user:ann', content: 'Ann edits kestrels' },
-        { id: 2, owner: 'room:r', content: 'the kestrel of the room' },
-      ]);
-      expect(queued.entries).toHaveLength(2);
-    } finally {
-      await storage.close();
-    }
-  });
-
   it('keeps the word counts of a schema 18 file, clustered by owner number from then on (migration 19)', async () => {
     const path = newFile();
     const old = openSqliteDatabase({ path, migrateTo: 18 });
