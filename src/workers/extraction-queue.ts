@@ -49,7 +49,7 @@ const nextTurnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(reso
  * - It shares the event loop: the start's catch-up pass begins on a later turn of the loop than
  *   the one that created the queue (a service listens first); a channel has turns of `turnMs`
  *   (its turn signal aborts, it stops at the end of the batch in progress, at most
- *   `ingest.extractionBatchMessages` user messages, and goes to the back of the line, taking turns
+ *   `ingest.extractionBatchMessages` user messages or `BATCH_HOLD_MS` more, and goes to the back of the line, taking turns
  *   with newly scheduled channels), and the worker yields (`setImmediate`) after each
  *   turn. It runs as background work (`runInBackground`): within a turn, the storage adapter yields
  *   between its calls every few milliseconds (`createSqliteScheduler`).

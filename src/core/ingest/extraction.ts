@@ -136,9 +136,9 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
 /**
  * One batch of a channel run: up to `limit` user messages, each its own step, in order, ending after
  * `ingest.extractionBatchMs` of work once another call of the process waits for the store
- * (`othersWaiting`), or after `BATCH_HOLD_MS` once the channel's turn is over; the store commits them together (`ExtractionStore.batch`), and each message's
- * reads see the steps before it, so the memories are those of one step a transaction. False when a
- * step was refused (lease lost).
+ * (`othersWaiting`), or after `BATCH_HOLD_MS` once the channel's turn is over; the store commits
+ * them together (`ExtractionStore.batch`), and each message's reads see the steps before it, so the
+ * memories are those of one step a transaction. False when a step was refused (lease lost).
  */
 async function extractBatch(
   run: ChannelRun,
