@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine } from '../src/core/create-engine.js';
+import { BATCH_HOLD_MS } from '../src/core/ingest/extraction.js';
+import type { ExtractionSchedulerFactory } from '../src/core/ingest/extraction-scheduler.js';
 import type { Mneme } from '../src/core/mneme.js';
 import { resolvePolicy } from '../src/core/policy.js';
 import type { FactExtractor } from '../src/core/ports/fact-extractor.js';
@@ -13,6 +15,7 @@ import { createOfflineExtractor } from '../src/models/offline/offline-extractor.
 import { createOfflineMemoryMerger } from '../src/models/offline/offline-memory-merger.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { createFixedClock } from '../src/testing.js';
+import { createExtractionQueue } from '../src/workers/extraction-queue.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-batched-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -69,7 +72,7 @@ function history(count: number): Array<IngestInput | IngestExchangeInput> {
  */
 async function open(
   path: string,
-  options: { batch: number; batchMs?: number; extractor?: FactExtractor },
+  options: { batch: number; batchMs?: number; extractor?: FactExtractor; worker?: ExtractionSchedulerFactory },
 ): Promise<Mneme> {
   const ingest = {
     extractionBatchMessages: options.batch,
@@ -85,6 +88,7 @@ async function open(
     merger: createOfflineMemoryMerger(),
     dreamer: null,
     extractor: options.extractor ?? createOfflineExtractor(),
+    ...(options.worker ? { extractionScheduler: options.worker } : {}),
   });
   engines.push(mneme);
   return mneme;
@@ -233,6 +237,41 @@ describe('batched extraction', () => {
     await expect(failing.whenIdle()).rejects.toThrow('the extractor died');
     expect(dying.calls).toBe(20);
     expect(await extracted(failing)).toEqual([]);
+  });
+
+  it("runs a batch on past the end of its channel's turn in the background worker: a failure at the 20th message leaves none written", async () => {
+    const dying = dyingExtractor(20);
+    // Each call slower than a whole turn (1 ms): every message of the batch ends after the turn did.
+    const slow = {
+      ...dying,
+      async extract(input: Parameters<FactExtractor['extract']>[0]) {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        return dying.extract(input);
+      },
+    };
+    const worker: ExtractionSchedulerFactory = (work) => createExtractionQueue(work, { turnMs: 1 });
+    const failing = await open(join(folder, 'turns.db'), { batch: 64, batchMs: 60_000, extractor: slow, worker });
+    await failing.ingestMany(oneChannel);
+    await vi.waitFor(() => expect(dying.calls).toBeGreaterThanOrEqual(20), { timeout: 20_000 });
+    expect(await extracted(failing)).toEqual([]);
+  });
+
+  it("ends a batch after BATCH_HOLD_MS once its channel's turn is over: the messages before a failure are kept", async () => {
+    const dying = dyingExtractor(25);
+    // 24 calls of at least 120 ms each: past BATCH_HOLD_MS (2 s) before the failure.
+    const slow = {
+      ...dying,
+      async extract(input: Parameters<FactExtractor['extract']>[0]) {
+        await new Promise((resolve) => setTimeout(resolve, 120));
+        return dying.extract(input);
+      },
+    };
+    expect(24 * 120).toBeGreaterThan(BATCH_HOLD_MS);
+    const worker: ExtractionSchedulerFactory = (work) => createExtractionQueue(work, { turnMs: 1 });
+    const failing = await open(join(folder, 'held.db'), { batch: 64, batchMs: 60_000, extractor: slow, worker });
+    await failing.ingestMany(oneChannel);
+    await vi.waitFor(() => expect(dying.calls).toBeGreaterThanOrEqual(25), { timeout: 60_000 });
+    expect((await extracted(failing)).length).toBeGreaterThan(0);
   });
 
   it('ends a batch after extractionBatchMs once another call waits for the store: the messages before a failure are kept', async () => {

@@ -241,12 +241,13 @@ describe('the extraction queue', () => {
     const extracted: string[] = [];
     const queue = createExtractionQueue(
       {
-        async processChannel(channelId, signal) {
+        async processChannel(channelId, signal, turn) {
           if (channelId === 'quiet') {
             extracted.push(`quiet, with ${backlog > 0 ? 'messages' : 'nothing'} left in busy`);
             return;
           }
-          while (backlog > 0 && !signal.aborted) {
+          // One message a batch: the turn's end stops it after the one in progress.
+          while (backlog > 0 && !signal.aborted && !turn?.aborted) {
             await new Promise((resolve) => setImmediate(resolve));
             backlog--;
           }
@@ -261,6 +262,25 @@ describe('the extraction queue', () => {
     await vi.waitFor(() => expect(extracted.length).toBeGreaterThan(0), { timeout: 10_000 });
     await queue.close();
     expect(extracted).toEqual(['quiet, with messages left in busy']);
+  });
+
+  it('ends a turn apart from a stop: the work sees its turn aborted and its stop signal not, until close', async () => {
+    const seen: Array<{ stop: boolean; turn: boolean | undefined }> = [];
+    const queue = createExtractionQueue(
+      {
+        async processChannel(_channelId, signal, turn) {
+          // Longer than the turn: the turn's timer fires while the work runs.
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          seen.push({ stop: signal.aborted, turn: turn?.aborted });
+        },
+        pendingChannels: async () => [],
+      },
+      { turnMs: 5 },
+    );
+    queue.schedule('busy');
+    await vi.waitFor(() => expect(seen.length).toBeGreaterThan(0), { timeout: 10_000 });
+    await queue.close();
+    expect(seen[0]).toEqual({ stop: false, turn: true });
   });
 
   it('retries a failed channel on its own after a pause, without new messages or whenIdle', async () => {

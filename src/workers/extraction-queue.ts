@@ -48,8 +48,9 @@ const nextTurnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(reso
  *   watermark.
  * - It shares the event loop: the start's catch-up pass begins on a later turn of the loop than
  *   the one that created the queue (a service listens first); a channel has turns of `turnMs`
- *   (its signal aborts, it stops after the message in progress and goes to the back of the line,
- *   taking turns with newly scheduled channels), and the worker yields (`setImmediate`) after each
+ *   (its turn signal aborts, it stops at the end of the batch in progress, at most
+ *   `ingest.extractionBatchMessages` user messages or `BATCH_HOLD_MS` more, and goes to the back of the line, taking turns
+ *   with newly scheduled channels), and the worker yields (`setImmediate`) after each
  *   turn. It runs as background work (`runInBackground`): within a turn, the storage adapter yields
  *   between its calls every few milliseconds (`createSqliteScheduler`).
  * - `close` stops after the message in progress, so each message is extracted exactly once
@@ -86,12 +87,13 @@ export function createExtractionQueue(
 
   /** One turn of a channel: 'more' when the turn ended before the channel's last message. */
   async function runTurn(channelId: string): Promise<'done' | 'more' | 'failed'> {
+    // The turn's end stops the channel between two batches; closing stops it between two messages.
     const turn = new AbortController();
     const endTurn = () => turn.abort();
     controller.signal.addEventListener('abort', endTurn, { once: true });
     const timer = setTimeout(endTurn, turnMs);
     try {
-      await work.processChannel(channelId, turn.signal);
+      await work.processChannel(channelId, controller.signal, turn.signal);
       retryDelay = firstRetryDelay;
       return turn.signal.aborted ? 'more' : 'done';
     } catch (error) {

@@ -4,9 +4,11 @@ export interface ExtractionWork {
    * Extracts every message of a channel after its watermark, in order, and moves the watermark.
    * Waits while another process holds the channel's lease (it is extracting the channel), then
    * extracts what is left. Stops between two messages once `signal` is aborted (a wait too),
-   * keeping the watermark of what it finished.
+   * keeping the watermark of what it finished. Once `turn` is aborted (the channel's turn is over)
+   * it stops at the end of the batch in progress (a wait at once): a turn ending mid-batch does not
+   * cut the batch short, so a backlog is committed in full batches however slow the machine is.
    */
-  processChannel(channelId: string, signal: AbortSignal): Promise<void>;
+  processChannel(channelId: string, signal: AbortSignal, turn?: AbortSignal): Promise<void>;
   /** The channels whose newest message is past their extraction watermark (the catch-up list). */
   pendingChannels(): Promise<string[]>;
 }

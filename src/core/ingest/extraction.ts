@@ -25,12 +25,23 @@ export interface Extraction extends ExtractionWork {
   extractWork(sessionId: string): Promise<ExtractionReport & { sessionId: string; projectId: string }>;
 }
 
+/**
+ * Milliseconds of work after which a batch ends once its channel's turn is over. The turn's end does
+ * not cut a batch short (a loaded machine made batches of a few messages, each commit writing an FTS5
+ * segment and the batch's pages), but another process writing the same file waits for a batch, and
+ * its busy timeout (5 s by default) must cover it.
+ */
+export const BATCH_HOLD_MS = 2_000;
+
 /** What one channel run needs besides the channel. */
 interface ChannelRun {
   context: EngineContext;
   extractor: FactExtractor | null;
   leases: ExtractionLeases;
+  /** Stops the run between two messages (the worker closing). */
   signal: AbortSignal;
+  /** Ends the run between two batches (the channel's turn is over); `signal` when the caller gives no turn. */
+  turn: AbortSignal;
 }
 
 /**
@@ -51,8 +62,8 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
     ttlMs: context.policy.ingest.extractionLeaseSeconds * 1000,
   });
   return {
-    processChannel: (channelId, signal) =>
-      lock.run(() => processChannel({ context, extractor, leases, signal }, channelId)),
+    processChannel: (channelId, signal, turn) =>
+      lock.run(() => processChannel({ context, extractor, leases, signal, turn: turn ?? signal }, channelId)),
     pendingChannels: () => pendingChannels(context),
     extractTopic: (topicId) =>
       lock.run(async () => {
@@ -78,8 +89,10 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
 /** Extracts the channel under its lease, waiting while another process holds it; claims again after losing it. */
 async function processChannel(run: ChannelRun, channelId: string): Promise<void> {
   const key = { channelId, task: ExtractionTask.channel };
+  // A wait for another process's lease ends with the turn (or the stop, which ends the turn too).
+  const waitSignal = run.turn === run.signal ? run.signal : AbortSignal.any([run.signal, run.turn]);
   for (;;) {
-    const held = await run.leases.hold(key, { wait: true, signal: run.signal }, (lease) => extractChannel(run, lease));
+    const held = await run.leases.hold(key, { wait: true, signal: waitSignal }, (lease) => extractChannel(run, lease));
     if (!held || held.value) return;
   }
 }
@@ -110,7 +123,8 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
   const cursor: ChannelCursor = { applied, watermark: applied, previous, page: [], index: 0, done: false };
   const batched = run.extractor === null || run.extractor.inProcess === true;
   const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
-  while (!signal.aborted && !cursor.done) {
+  // The turn ends the run between batches only: a batch runs to its own end (ADR 19).
+  while (!signal.aborted && !run.turn.aborted && !cursor.done) {
     const batch = (othersWaiting: () => boolean) => extractBatch(run, lease, cursor, { limit, othersWaiting });
     if (!(await storage.extraction.batch(batch))) return false;
   }
@@ -122,9 +136,9 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
 /**
  * One batch of a channel run: up to `limit` user messages, each its own step, in order, ending after
  * `ingest.extractionBatchMs` of work once another call of the process waits for the store
- * (`othersWaiting`); the store commits them together (`ExtractionStore.batch`), and each message's
- * reads see the steps before it, so the memories are those of one step a transaction. False when a
- * step was refused (lease lost).
+ * (`othersWaiting`), or after `BATCH_HOLD_MS` once the channel's turn is over; the store commits
+ * them together (`ExtractionStore.batch`), and each message's reads see the steps before it, so the
+ * memories are those of one step a transaction. False when a step was refused (lease lost).
  */
 async function extractBatch(
   run: ChannelRun,
@@ -140,7 +154,11 @@ async function extractBatch(
   const reads = withBatchReads(run.context);
   let extracted = 0;
   // Nobody waiting for the store, the batch runs on to `limit` messages: fewer commits, the same memories.
-  const within = () => performance.now() - started < budget || !othersWaiting();
+  // Past the channel's turn, at most BATCH_HOLD_MS: another process writing the file waits for the batch.
+  const within = () => {
+    const spent = performance.now() - started;
+    return (spent < budget || !othersWaiting()) && (spent < BATCH_HOLD_MS || !run.turn.aborted);
+  };
   while (!run.signal.aborted && extracted < limit && within()) {
     if (cursor.index >= cursor.page.length) {
       cursor.page = await storage.messages.listAfter(lease.channelId, cursor.watermark, EXTRACTION_BATCH_SIZE);
