@@ -35,8 +35,10 @@ export interface LinkReport extends TaskReport {
  * by that cosine (the index scans for close codes only and ranks a few candidates exactly; in a large
  * store it reads only the inverted lists' angle bands that may hold such a neighbour, built first in
  * bounded steps, ADR 20): a global memory may link to any owner's, others only to their own owner's
- * and global ones. A page
- * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
+ * and global ones. A page of vectors at a time, never an all-pairs scan; with many memories to visit,
+ * a page's searches asked of the store at once (`LINK_BATCH_FROM`), which answers the same older hits.
+ * The watermark moves after each page's links are stored: a crash repeats at most one page, whose links
+ * are stored again as they were (an existing link keeps its row). Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
  */
 export async function runLink(context: EngineContext, now: number): Promise<LinkReport> {
