@@ -115,6 +115,13 @@ export interface VectorSearch extends ScopedSearch {
   minScore?: number;
 }
 
+/** One of linking's neighbour searches (`searchOlderNeighbours`): a bounded vector search for one memory. */
+export interface OlderNeighbourSearch extends VectorSearch {
+  minScore: number;
+  /** The id of the memory searched for: only hits of smaller ids are answered. */
+  olderThan: number;
+}
+
 /** Options of `termCounts`. */
 export interface TermCountOptions {
   /**
@@ -231,6 +238,13 @@ export interface MemoryStore {
    * KNN query; [] when `model` is not the indexed one.
    */
   searchVector(search: VectorSearch): Promise<SearchHit[]>;
+  /**
+   * Linking's neighbour searches, many at once (ADR 20, 2026-12-01, session 6): for each, what
+   * `searchVector` answers, less the hits whose id is not below its `olderThan`. A store may skip the
+   * searches it can tell hold no older hit. Optional: linking searches a store without it one
+   * `searchVector` at a time.
+   */
+  searchOlderNeighbours?(searches: readonly OlderNeighbourSearch[]): Promise<SearchHit[][]>;
   /**
    * Records one retrieval of each memory in a single write: `access_count + 1`, `last_accessed = at`
    * and the given reinforcement fields. A faded memory is brought back first (archive cleared, a

@@ -9,6 +9,15 @@ export const LINK_COSINE = 0.85;
 export const LINK_NEIGHBOURS = 10;
 /** New memories (and vectors) read per page. */
 const PAGE_SIZE = 100;
+/**
+ * From this many memories to visit (a first cycle, an import, a model change, a restored backup), a store
+ * that answers many neighbour searches at once (`searchOlderNeighbours`) is asked a page of them at a time,
+ * and the pages are larger: the store then searches its lists' codes in memory and skips the searches that
+ * can hold no older neighbour (ADR 20, 2026-12-01, session 6). Fewer: one `searchVector` each, as a
+ * steady cycle's few new memories are cheaper searched through SQL than by reading every code first.
+ */
+export const LINK_BATCH_FROM = 256;
+const BATCH_PAGE_SIZE = 500;
 
 /** What one linking run did. */
 export interface LinkReport extends TaskReport {
@@ -26,8 +35,10 @@ export interface LinkReport extends TaskReport {
  * by that cosine (the index scans for close codes only and ranks a few candidates exactly; in a large
  * store it reads only the inverted lists' angle bands that may hold such a neighbour, built first in
  * bounded steps, ADR 20): a global memory may link to any owner's, others only to their own owner's
- * and global ones. A page
- * of vectors at a time, never an all-pairs scan. Then removes links to archived memories.
+ * and global ones. A page of vectors at a time, never an all-pairs scan; with many memories to visit,
+ * a page's searches asked of the store at once (`LINK_BATCH_FROM`), which answers the same older hits.
+ * The watermark moves after each page's links are stored: a crash repeats at most one page, whose links
+ * are stored again as they were (an existing link keeps its row). Then removes links to archived memories.
  * Without an embedding model only the cleanup runs.
  */
 export async function runLink(context: EngineContext, now: number): Promise<LinkReport> {
@@ -38,30 +49,45 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
     let afterId = state?.watermark ?? 0;
     // The neighbour searches of a large store read inverted lists (ADR 20): first train and fill
     // them, a bounded step at a time, when there is something to link.
-    if (afterId < (await storage.maintenance.latestMemoryId())) while (await storage.maintenance.indexStep());
+    const latest = await storage.maintenance.latestMemoryId();
+    if (afterId < latest) while (await storage.maintenance.indexStep());
+    const batched = latest - afterId >= LINK_BATCH_FROM && storage.memories.searchOlderNeighbours !== undefined;
     for (;;) {
-      const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
+      const page = await storage.maintenance.listAfter(afterId, batched ? BATCH_PAGE_SIZE : PAGE_SIZE);
       if (page.length === 0) break;
       const vectors = await storage.maintenance.vectors(
         page.map((memory) => memory.id),
         embedder.modelId,
       );
-      const links: NewLink[] = [];
-      for (const memory of page) {
+      const searches = page.flatMap((memory) => {
         const vector = vectors.get(memory.id);
-        if (!vector) continue;
-        report.checked++;
+        if (!vector) return [];
         const owner = ownerKey(memory.scope, memory);
-        const hits = await storage.memories.searchVector({
-          vector,
-          model: embedder.modelId,
-          owners: memory.scope === 'global' ? null : [...new Set(['global', owner])],
-          limit: LINK_NEIGHBOURS + 1,
-          minScore: LINK_COSINE,
-        });
-        for (const hit of hits) {
-          if (hit.id >= memory.id || hit.score <= LINK_COSINE) continue;
-          links.push({ sourceId: memory.id, targetId: hit.id, type: 'semantic', strength: Math.min(1, hit.score) });
+        return [
+          {
+            vector,
+            model: embedder.modelId,
+            owners: memory.scope === 'global' ? null : [...new Set(['global', owner])],
+            limit: LINK_NEIGHBOURS + 1,
+            minScore: LINK_COSINE,
+            olderThan: memory.id,
+          },
+        ];
+      });
+      report.checked += searches.length;
+      // Both ways answer the same hits older than the memory, the only ones linked.
+      const found = (batched && (await storage.memories.searchOlderNeighbours?.(searches))) || [];
+      if (!batched) for (const search of searches) found.push(await storage.memories.searchVector(search));
+      const links: NewLink[] = [];
+      for (const [index, search] of searches.entries()) {
+        for (const hit of found[index] ?? []) {
+          if (hit.id >= search.olderThan || hit.score <= LINK_COSINE) continue;
+          links.push({
+            sourceId: search.olderThan,
+            targetId: hit.id,
+            type: 'semantic',
+            strength: Math.min(1, hit.score),
+          });
         }
       }
       report.created += await storage.links.add(links, now);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import type { MemoryListQuery, MemoryStore } from '../memory-store.js';
+import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
 import { sourcesGone } from '../memory-store.js';
 import { getRow, preparedOnUse, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
@@ -112,6 +112,18 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       textSearches.set(key, statement);
     }
     return statement;
+  }
+
+  /** Archived memories have no vector but faded ones keep theirs: a search without includeFaded drops those. */
+  function withoutFaded(hits: SearchHit[]): SearchHit[] {
+    if (hits.length === 0) return hits;
+    const faded = new Set(
+      statements
+        .fadedAmong()
+        .all(JSON.stringify(hits.map((hit) => hit.id)))
+        .map((row) => row.id),
+    );
+    return faded.size === 0 ? hits : hits.filter((hit) => !faded.has(hit.id));
   }
 
   return {
@@ -254,19 +266,38 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
 
     async searchVector({ vector, model, owners, limit, includeFaded = false, minScore }) {
       return readSqlite('searching memory vectors', () => {
-        // Archived memories have no vector but faded ones keep theirs: without includeFaded, drop those.
         const hits =
           minScore === undefined
             ? vectors.search(vector, model, owners, limit)
             : vectors.searchNear(vector, model, owners, limit, minScore);
-        if (includeFaded || hits.length === 0) return hits;
-        const faded = new Set(
-          statements
-            .fadedAmong()
-            .all(JSON.stringify(hits.map((hit) => hit.id)))
-            .map((row) => row.id),
-        );
-        return faded.size === 0 ? hits : hits.filter((hit) => !faded.has(hit.id));
+        return includeFaded ? hits : withoutFaded(hits);
+      });
+    },
+
+    async searchOlderNeighbours(searches) {
+      return readSqlite('searching memory vectors', () => {
+        // One call per (model, limit, minScore, includeFaded): linking's searches all share them.
+        const answers: SearchHit[][] = searches.map(() => []);
+        const groups = new Map<string, number[]>();
+        for (const [index, search] of searches.entries()) {
+          const key = JSON.stringify([search.model, search.limit, search.minScore, search.includeFaded ?? false]);
+          groups.set(key, [...(groups.get(key) ?? []), index]);
+        }
+        for (const indexes of groups.values()) {
+          const first = searches[indexes[0] ?? 0];
+          if (!first) continue;
+          const found = vectors.searchNearOlder(
+            indexes.flatMap((index) => searches[index] ?? []),
+            first.model,
+            first.limit,
+            first.minScore,
+          );
+          for (const [at, index] of indexes.entries()) {
+            const hits = found[at] ?? [];
+            answers[index] = first.includeFaded ? hits : withoutFaded(hits);
+          }
+        }
+        return answers;
       });
     },
 

@@ -3,7 +3,7 @@ import { unusableVector } from '../../core/checked-embedder.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
-import { createSqliteVectorLists, LIST_MIN_VECTORS } from './sqlite-vector-lists.js';
+import { createSqliteVectorLists, LIST_MIN_VECTORS, type OlderQuery } from './sqlite-vector-lists.js';
 
 /**
  * The vector index of one database (ADR 10), for the one model recorded in `vector_index`; configuring
@@ -50,6 +50,15 @@ export interface SqliteVectorIndex {
     limit: number,
     minScore: number,
   ): SearchHit[];
+  /**
+   * Linking's neighbour searches, many at once (ADR 20, 2026-12-01, session 6): for each, the hits of
+   * {@link searchNear} whose id is below its `olderThan`, as {@link searchNear} answers them (same
+   * order, scores and limit). A search of the inverted lists first asks them whether any code within the
+   * Hamming bound of an older vector lies in the bands {@link searchNear} would read: when none does
+   * (linking's first pass over a store of few near-duplicates: almost every memory), its answer holds no
+   * older hit and the search is skipped; the others are searched whole.
+   */
+  searchNearOlder(searches: readonly NearOlderSearch[], model: string, limit: number, minScore: number): SearchHit[][];
   /** The stored vectors of those of these memories that have one. */
   vectors(memoryIds: readonly number[]): Map<number, Float32Array>;
   /**
@@ -57,6 +66,14 @@ export interface SqliteVectorIndex {
    * caller's transaction; true when it did work: call again until false.
    */
   indexStep(): boolean;
+}
+
+/** One search of {@link SqliteVectorIndex.searchNearOlder}: a memory's vector, the owners it may see, its id. */
+export interface NearOlderSearch {
+  vector: Float32Array;
+  owners: readonly string[] | null;
+  /** Only hits of a smaller id are answered. */
+  olderThan: number;
 }
 
 export interface SqliteVectorIndexOptions {
@@ -480,32 +497,51 @@ export function createSqliteVectorIndex(
         .slice(0, k);
     },
 
-    searchNear(vector, model, owners, limit, minScore) {
+    searchNear,
+
+    searchNearOlder(searches, model, limit, minScore) {
       refresh();
-      if (!current || current.model !== model || vector.length !== current.dimensions) return [];
-      if (owners !== null && owners.length === 0) return [];
-      const k = Math.min(Math.max(1, limit), MAX_K);
-      const { scans, visible, ownerIds } = scansFor(owners);
-      if (visible === 0) return [];
-      const wanted = Math.min(MAX_K, visible, k * OVERSAMPLING);
-      const code = binaryCode(vector);
-      const bound = hammingBound(current.dimensions, minScore);
-      // A large scope of a store whose lists are complete reads only the lists' bands that may hold
-      // such a neighbour (ADR 20); the others scan their owner buckets.
-      const candidates =
-        visible >= listMinVectors && lists.complete()
-          ? lists.near(vector, code, ownerIds, wanted, bound, minScore)
-          : scans
-              .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
-              .sort((a, b) => a.distance - b.distance || a.id - b.id)
-              .slice(0, wanted);
-      return rescore(
-        vector,
-        candidates.map((candidate) => candidate.id),
-      )
-        .filter((hit) => hit.score >= minScore)
-        .sort((a, b) => b.score - a.score || a.id - b.id)
-        .slice(0, k);
+      const answers: SearchHit[][] = searches.map(() => []);
+      if (!current || current.model !== model) return answers;
+      const older = (hits: SearchHit[], olderThan: number) => hits.filter((hit) => hit.id < olderThan);
+      const whole = (index: number) => {
+        const search = searches[index];
+        if (search) {
+          answers[index] = older(searchNear(search.vector, model, search.owners, limit, minScore), search.olderThan);
+        }
+      };
+      // The searches searchNear would answer from the lists are asked of them together; the others are searched whole.
+      const listed: number[] = [];
+      const queries: OlderQuery[] = [];
+      const scopes = new Map<string, ReturnType<typeof scansFor>>();
+      const complete = lists.complete();
+      for (const [index, search] of searches.entries()) {
+        if (search.vector.length !== current.dimensions || (search.owners !== null && search.owners.length === 0)) {
+          continue;
+        }
+        const key = search.owners === null ? '*' : JSON.stringify(search.owners);
+        let scope = scopes.get(key);
+        if (!scope) {
+          scope = scansFor(search.owners);
+          scopes.set(key, scope);
+        }
+        if (scope.visible === 0) continue;
+        if (!complete || scope.visible < listMinVectors) {
+          whole(index);
+          continue;
+        }
+        listed.push(index);
+        queries.push({
+          olderThan: search.olderThan,
+          vector: search.vector,
+          code: binaryCode(search.vector),
+          ownerIds: scope.ownerIds,
+        });
+      }
+      const found =
+        queries.length === 0 ? [] : lists.mayHoldOlder(queries, hammingBound(current.dimensions, minScore), minScore);
+      for (const [at, index] of listed.entries()) if (found === null || found[at]) whole(index);
+      return answers;
     },
 
     vectors: (memoryIds) => readVectors(memoryIds),
@@ -515,6 +551,40 @@ export function createSqliteVectorIndex(
       return current ? lists.step(current.dimensions) : false;
     },
   };
+
+  function searchNear(
+    vector: Float32Array,
+    model: string,
+    owners: readonly string[] | null,
+    limit: number,
+    minScore: number,
+  ): SearchHit[] {
+    refresh();
+    if (!current || current.model !== model || vector.length !== current.dimensions) return [];
+    if (owners !== null && owners.length === 0) return [];
+    const k = Math.min(Math.max(1, limit), MAX_K);
+    const { scans, visible, ownerIds } = scansFor(owners);
+    if (visible === 0) return [];
+    const wanted = Math.min(MAX_K, visible, k * OVERSAMPLING);
+    const code = binaryCode(vector);
+    const bound = hammingBound(current.dimensions, minScore);
+    // A large scope of a store whose lists are complete reads only the lists' bands that may hold
+    // such a neighbour (ADR 20); the others scan their owner buckets.
+    const candidates =
+      visible >= listMinVectors && lists.complete()
+        ? lists.near(vector, code, ownerIds, wanted, bound, minScore)
+        : scans
+            .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
+            .sort((a, b) => a.distance - b.distance || a.id - b.id)
+            .slice(0, wanted);
+    return rescore(
+      vector,
+      candidates.map((candidate) => candidate.id),
+    )
+      .filter((hit) => hit.score >= minScore)
+      .sort((a, b) => b.score - a.score || a.id - b.id)
+      .slice(0, k);
+  }
 
   function readVectors(memoryIds: readonly number[]): Map<number, Float32Array> {
     {

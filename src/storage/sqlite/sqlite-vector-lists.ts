@@ -45,6 +45,17 @@ export interface SqliteVectorLists {
     minScore: number,
   ): Array<{ id: number; distance: number }>;
   /**
+   * Linking's first pass (ADR 20, 2026-12-01, session 6): for each query, whether {@link near} with the same
+   * arguments could answer a vector of a memory id below the query's `olderThan` (linking keeps only older
+   * neighbours). False only when no code {@link near} would read within Hamming distance `bound` (of the
+   * query's owners) has a smaller id: the caller may then skip the search, its answer holds no older
+   * vector. Each query reads only the older codes of the bands {@link near} reads, and stops at the first
+   * within the bound; the lists' centroids far enough from the query's own list by the triangle inequality
+   * on angles are left out without their product. Null when the lists' codes cannot be read into memory:
+   * search each with {@link near}.
+   */
+  mayHoldOlder(queries: readonly OlderQuery[], bound: number, minScore: number): boolean[] | null;
+  /**
    * Recall's top-k candidates: the nearest `wanted` codes by Hamming distance among the vectors (of
    * `ownerIds`, null: all) of the `probes` lists whose centroids are nearest `vector`, and of the
    * overflow partition, within Hamming distance `bound` (null: any), nearest first. Approximate: a
@@ -58,6 +69,16 @@ export interface SqliteVectorLists {
     probes: number,
     bound: number | null,
   ): Array<{ id: number; distance: number }>;
+}
+
+/** One query of {@link SqliteVectorLists.mayHoldOlder}: a memory's vector, its code and owners, and its id. */
+export interface OlderQuery {
+  /** The id of the memory whose vector this is: only vectors of smaller ids are looked for. */
+  olderThan: number;
+  vector: Float32Array;
+  code: Buffer;
+  /** The owners (null: all) whose vectors are looked at. */
+  ownerIds: readonly number[] | null;
 }
 
 export interface SqliteVectorListsOptions {
@@ -148,6 +169,11 @@ const OVERFLOW_RETRAIN_GROWTH = 1.25;
  * session 5: 1e-6 missed a neighbour a fraction of a degree from its centroid). A band is 1 degree.
  */
 const ANGLE_SLACK = 2e-3;
+/**
+ * Room for rounding in the triangle inequality that leaves a list out of {@link SqliteVectorLists.mayHoldOlder}
+ * without its centroid's product: three acos of float32 dot products, each off by at most about 5e-4 rad.
+ */
+const PIVOT_SLACK = 1e-2;
 const CHUNK_SIZE = 64;
 /** Slice numbers per memory in `memory_vector_slices.key`, as in the vector index. */
 const SLICE_SLOTS = 64;
@@ -172,7 +198,7 @@ interface State {
   overflow_share: number | null;
 }
 
-interface ListRow {
+export interface ListRow {
   list: number;
   low_band: number | null;
   high_band: number | null;
@@ -193,6 +219,8 @@ interface Snapshot {
   words: number;
   lists: ListRow[];
   parts: Map<number, SnapshotPart>;
+  /** The parts again, each sorted by memory id, with each memory's part: read by the first pass of linking. */
+  byId?: { parts: Map<number, SnapshotPart>; partOf: Map<number, number> };
 }
 
 export function createSqliteVectorLists(
@@ -265,7 +293,7 @@ export function createSqliteVectorLists(
    * The snapshot to search, read first when the lists have gone {@link snapshotAfter} searches without a
    * write; null: search through SQL.
    */
-  function snapshotFor(current: State): Snapshot | null {
+  function snapshotFor(current: State, now = false): Snapshot | null {
     const version = sql().dataVersion.get() ?? 0;
     if (snapshot && (snapshot.generation !== current.generation || snapshot.dataVersion !== version)) written();
     if (snapshot) return snapshot;
@@ -278,7 +306,7 @@ export function createSqliteVectorLists(
       quietSearches = 0;
     }
     quietSearches++;
-    if (quietSearches <= snapshotAfter) return null;
+    if (!now && quietSearches <= snapshotAfter) return null;
     // One read transaction (unless already in one): the shadow tables are read by several statements,
     // and another process's commit between them would pair a slot's code with another memory's id and
     // owner (sqlite-vec gives a removed row's slot to the next insert). Its data version is read inside.
@@ -679,18 +707,7 @@ export function createSqliteVectorLists(
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
       const memory = snapshotFor(current);
       const found: Array<{ id: number; distance: number }> = [];
-      /** Each list in reach's partitions (list * BANDS + band) to read: the bands within `reach` of the query's angle. */
-      const ranges: Array<[number, number]> = [];
-      for (const row of memory?.lists ?? sql().listRows.all()) {
-        if (row.list >= count || row.low_band === null || row.high_band === null) continue;
-        const angle = Math.acos(Math.min(1, Math.max(-1, dot(query, values, row.list * vector.length))));
-        // A query with no angle (a vector stored before vectors were checked, not finite) reads every band.
-        const known = !Number.isNaN(angle);
-        const low = known ? Math.max(row.low_band, Math.floor((angle - reach) / BAND)) : row.low_band;
-        const high = known ? Math.min(row.high_band, Math.floor((angle + reach) / BAND)) : row.high_band;
-        if (low > high) continue;
-        ranges.push([row.list * BANDS + low, row.list * BANDS + high]);
-      }
+      const ranges = rangesOf(query, values, count, memory?.lists ?? sql().listRows.all(), reach, null);
       if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
       if (memory) {
         const words = codeWords(code, memory.words);
@@ -708,6 +725,34 @@ export function createSqliteVectorLists(
         }
       }
       return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+    },
+
+    mayHoldOlder(queries, bound, minScore) {
+      const current = state();
+      if (!current?.maintained) return queries.map(() => false);
+      const first = queries[0];
+      if (!first) return [];
+      const loaded = loadCentroids(current, first.vector.length);
+      const memory = snapshotFor(current, true);
+      if (!memory) return null;
+      const { parts, partOf } = sortedById(memory);
+      const between = anglesBetween(loaded);
+      const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
+      return queries.map(({ olderThan, vector, code, ownerIds }) => {
+        if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
+        const part = partOf.get(olderThan);
+        const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
+        const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot);
+        if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+        const words = codeWords(code, memory.words);
+        for (const [low, high] of ranges) {
+          for (let at = low; at <= high; at++) {
+            const members = parts.get(at);
+            if (members && holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
+          }
+        }
+        return false;
+      });
     },
 
     nearest(vector, code, ownerIds, wanted, probes, bound) {
@@ -745,6 +790,119 @@ export function createSqliteVectorLists(
   };
 }
 
+/**
+ * The partitions (list * BANDS + band, or the overflow) a search reads for `query` (a unit vector): of each list,
+ * the bands within `reach` of the query's angle to its centroid. With a `pivot` (the list the query's vector is
+ * in, and the angles between the centroids), a list whose centroid the triangle inequality puts out of reach
+ * (angle(q, c) >= angle(p, c) - angle(q, p), and <= their sum) is left out without its product: it would have
+ * no band in the range, as the product would have said; the other lists' ranges are the same numbers.
+ */
+export function rangesOf(
+  query: Float32Array,
+  values: Float32Array,
+  count: number,
+  rows: readonly ListRow[],
+  reach: number,
+  pivot: { list: number; between: Float64Array } | null,
+): Array<[number, number]> {
+  const dimensions = query.length;
+  const angleTo = (list: number) => Math.acos(Math.min(1, Math.max(-1, dot(query, values, list * dimensions))));
+  const toPivot = pivot !== null && pivot.list < count ? angleTo(pivot.list) : Number.NaN;
+  const ranges: Array<[number, number]> = [];
+  for (const row of rows) {
+    if (row.list >= count || row.low_band === null || row.high_band === null) continue;
+    if (pivot !== null && row.list !== pivot.list) {
+      const apart = pivot.between[pivot.list * count + row.list] ?? Number.NaN;
+      // NaN (a query or centroid not finite) compares false: the product decides.
+      if ((apart - toPivot - PIVOT_SLACK - reach) / BAND >= row.high_band + 1) continue;
+      if ((apart + toPivot + PIVOT_SLACK + reach) / BAND < row.low_band) continue;
+    }
+    const angle = pivot !== null && row.list === pivot.list ? toPivot : angleTo(row.list);
+    // A query with no angle (a vector stored before vectors were checked, not finite) reads every band.
+    const known = !Number.isNaN(angle);
+    const low = known ? Math.max(row.low_band, Math.floor((angle - reach) / BAND)) : row.low_band;
+    const high = known ? Math.min(row.high_band, Math.floor((angle + reach) / BAND)) : row.high_band;
+    if (low > high) continue;
+    ranges.push([row.list * BANDS + low, row.list * BANDS + high]);
+  }
+  return ranges;
+}
+
+/** The snapshot's parts sorted by memory id, and each memory's part (computed once per snapshot). */
+function sortedById(memory: Snapshot): NonNullable<Snapshot['byId']> {
+  if (memory.byId) return memory.byId;
+  const parts = new Map<number, SnapshotPart>();
+  const partOf = new Map<number, number>();
+  const words = memory.words;
+  for (const [part, { ids, owners, codes }] of memory.parts) {
+    const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
+    const sorted: SnapshotPart = {
+      ids: new Float64Array(ids.length),
+      owners: new Float64Array(ids.length),
+      codes: new Uint32Array(codes.length),
+    };
+    for (const [at, from] of order.entries()) {
+      sorted.ids[at] = ids[from] ?? 0;
+      sorted.owners[at] = owners[from] ?? 0;
+      sorted.codes.set(codes.subarray(from * words, (from + 1) * words), at * words);
+      partOf.set(ids[from] ?? 0, part);
+    }
+    parts.set(part, sorted);
+  }
+  memory.byId = { parts, partOf };
+  return memory.byId;
+}
+
+/** The angles between every two centroids, computed once per generation. */
+function anglesBetween(centroids: Centroids): Float64Array {
+  centroids.between ??= anglesAmong(centroids.values, centroids.count, centroids.dimensions);
+  return centroids.between;
+}
+
+/** The angles between every two of `count` unit vectors of `dimensions` in `values` (`count` by `count`). */
+export function anglesAmong(values: Float32Array, count: number, dimensions: number): Float64Array {
+  const between = new Float64Array(count * count);
+  for (let left = 0; left < count; left++) {
+    const centroid = values.subarray(left * dimensions, (left + 1) * dimensions);
+    for (let right = left; right < count; right++) {
+      const angle = Math.acos(Math.min(1, Math.max(-1, dot(centroid, values, right * dimensions))));
+      between[left * count + right] = angle;
+      between[right * count + left] = angle;
+    }
+  }
+  return between;
+}
+
+/**
+ * Whether `part` (sorted by memory id) holds a vector of an id below `olderThan` (of `ownerIds`, null: all)
+ * within Hamming distance `bound` of `query`.
+ */
+function holdsOlder(
+  part: SnapshotPart,
+  query: Uint32Array,
+  ownerIds: readonly number[] | null,
+  bound: number,
+  olderThan: number,
+): boolean {
+  const words = query.length;
+  const { codes, ids, owners } = part;
+  for (let member = 0, offset = 0; member < ids.length; member++, offset += words) {
+    if ((ids[member] ?? 0) >= olderThan) return false;
+    if (ownerIds !== null && !ownerIds.includes(owners[member] ?? -1)) continue;
+    let distance = 0;
+    for (let word = 0; word < words; word++) {
+      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+      bits -= (bits >>> 1) & 0x55555555;
+      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+      distance += Math.imul(bits, 0x01010101) >>> 24;
+      if (distance > bound) break;
+    }
+    if (distance <= bound) return true;
+  }
+  return false;
+}
+
 /** Centroids with their sign bits (32-bit words), for {@link placeShortlisted}. */
 interface Placing {
   values: Float32Array;
@@ -760,6 +918,8 @@ interface Placing {
 interface Centroids extends Placing {
   generation: number;
   dimensions: number;
+  /** The angles between the centroids (`count` by `count`), computed when first needed. */
+  between?: Float64Array;
 }
 
 function centroidsOf(values: Float32Array, count: number, dimensions: number): Placing {
