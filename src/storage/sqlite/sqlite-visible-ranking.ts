@@ -121,7 +121,13 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
    * The owners' searchable memories holding `term`: each one's length and the term's frequency in it.
    * `indexAverage` is read (once a search) only for a term of several words.
    */
-  function matchesOf(term: string, query: string, owners: readonly string[], includeFaded: boolean, indexAverage: () => number) {
+  function matchesOf(
+    term: string,
+    query: string,
+    owners: readonly string[],
+    includeFaded: boolean,
+    indexAverage: () => number,
+  ) {
     const matches = new Map<number, { length: number; times: number }>();
     const stems = term.includes('\u0000') ? [] : words.stems(term);
     if (stems.length === 1) {
