@@ -82,18 +82,12 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   /**
    * A word's occurrences among the owners' searchable memories: a row an occurrence (memory id, its
    * document sizes in hex), from the index's `instance` vocabulary (a temporary table of this
-   * connection, made on first use: it stores nothing, it reads the index).
+   * connection, made on first use outside a transaction: it stores nothing, it reads the index).
    */
   function wordStatement(ownerCount: number, includeFaded: boolean) {
     const key = `${ownerCount}:${includeFaded}`;
     let statement = byWord.get(key);
     if (!statement) {
-      if (!instances) {
-        database.exec(
-          "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_instances USING fts5vocab(main, 'memories_fts', 'instance')",
-        );
-        instances = true;
-      }
       statement = database
         .prepare<unknown[], WordOccurrence>(
           `SELECT m.id AS id, hex(d.sz) AS size
@@ -106,6 +100,21 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
       byWord.set(key, statement);
     }
     return statement;
+  }
+
+  /**
+   * Whether the `instance` vocabulary is there, made now if it is not and no transaction is open: made
+   * inside one, a rollback would take it away under the statements prepared on it (the term's `MATCH`
+   * statement ranks the same meanwhile).
+   */
+  function instancesReady(): boolean {
+    if (!instances && !database.inTransaction) {
+      database.exec(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_instances USING fts5vocab(main, 'memories_fts', 'instance')",
+      );
+      instances = true;
+    }
+    return instances;
   }
 
   /** The average length of a memory over the whole index, as `bm25()` computes it. */
@@ -130,7 +139,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   ) {
     const matches = new Map<number, { length: number; times: number }>();
     const stems = term.includes('\u0000') ? [] : words.stems(term);
-    if (stems.length === 1) {
+    if (stems.length === 1 && instancesReady()) {
       for (const [id, size] of wordStatement(owners.length, includeFaded).all(stems[0], ...owners)) {
         const match = matches.get(id);
         if (match) match.times++;
