@@ -36,8 +36,10 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   } | null = null;
   const stemsOf = new Map<string, readonly string[]>();
   let statements: {
-    words: Database.Statement<[string, string], { stem: string; memories: number }>;
-    owners: Database.Statement<[string], { memories: number | null; tokens: number | null }>;
+    counted: Database.Statement<
+      { stems: string; owners: string },
+      { stem: string | null; memories: number | null; tokens: number | null }
+    >;
     changes: Database.Statement<[], number>;
     version: Database.Statement<[], number>;
   } | null = null;
@@ -89,16 +91,18 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
 
   function prepared() {
     statements ??= {
-      words: database.prepare<[string, string], { stem: string; memories: number }>(
-        `SELECT w.stem AS stem, SUM(w.memories) AS memories
+      // The owners' number of memories and tokens (the row without a stem), then each asked stem's
+      // memories among them: one statement.
+      counted: database.prepare(
+        `SELECT NULL AS stem, SUM(memories) AS memories, SUM(tokens) AS tokens FROM memory_word_owners
+          WHERE owner IN (SELECT value FROM json_each(@owners))
+        UNION ALL
+        SELECT w.stem AS stem, SUM(w.memories) AS memories, NULL AS tokens
           FROM memory_word_owners o JOIN memory_words w ON w.owner = o.id
-          WHERE w.stem IN (SELECT value FROM json_each(?)) AND o.owner IN (SELECT value FROM json_each(?))
+          WHERE w.stem IN (SELECT value FROM json_each(@stems)) AND o.owner IN (SELECT value FROM json_each(@owners))
           GROUP BY w.stem`,
       ),
-      owners: database.prepare<[string], { memories: number | null; tokens: number | null }>(
-        `SELECT SUM(memories) AS memories, SUM(tokens) AS tokens FROM memory_word_owners
-          WHERE owner IN (SELECT value FROM json_each(?))`,
-      ),
+      // Two statements: `pragma_data_version` as a table costs more than both.
       changes: database.prepare<[], number>('SELECT total_changes()').pluck(),
       version: database.prepare<[], number>('PRAGMA data_version').pluck(),
     };
@@ -108,7 +112,7 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   return {
     stems,
     counts(terms, owners) {
-      const { words, owners: sizes, changes, version } = prepared();
+      const { counted: read, changes, version } = prepared();
       const ownerList = JSON.stringify(owners);
       const key = `${JSON.stringify(terms)}\u0000${ownerList}`;
       const now = { changes: changes.get() ?? 0, version: version.get() ?? 0 };
@@ -118,10 +122,11 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
       const stemmed = terms.map(stems);
       const asked = [...new Set(stemmed.flat())];
       const found = new Map<string, number>();
-      if (asked.length > 0) {
-        for (const row of words.all(JSON.stringify(asked), ownerList)) found.set(row.stem, row.memories);
+      let size: { memories: number | null; tokens: number | null } | undefined;
+      for (const row of read.all({ stems: JSON.stringify(asked), owners: ownerList })) {
+        if (row.stem === null) size = row;
+        else found.set(row.stem, row.memories ?? 0);
       }
-      const size = sizes.get(ownerList);
       const counted = {
         memories: size?.memories ?? 0,
         tokens: size?.tokens ?? 0,

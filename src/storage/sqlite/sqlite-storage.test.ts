@@ -425,6 +425,39 @@ describe('SQLite storage', () => {
     }
   });
 
+  it('ranks words the tokenizer stems, folds or splits (a phrase for FTS5) exactly as bm25() does', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    try {
+      const personal = (content: string, userId: string) =>
+        globalMemory(content, { scope: 'personal', owner: `user:${userId}`, userId });
+      const long = 'k'.repeat(70);
+      await storage.memories.insert(
+        [
+          personal('an e-mail about the café, another e-mail, and an email', 'ann'),
+          personal('the cafe was naïve; Café CAFÉ café', 'ann'),
+          { ...personal('mail me', 'bob'), searchContext: 'e-mail the café owner about running' },
+          globalMemory(`runs ran running runner ${long} ${long}`),
+          globalMemory('Über alles: the e mail of the co-op'),
+          ...Array.from({ length: 12 }, (_, index) => globalMemory(`gulls only, ${index} of them`)),
+        ],
+        { at, actor: null },
+      );
+      const every = ['global', 'user:ann', 'user:bob'];
+      const searches = [['e-mail'], ['café'], ['CAFÉ', 'naive'], ['running'], [long], ['über', 'co-op', 'mail']];
+      for (const terms of searches) {
+        const byIndex = await storage.memories.searchText({ terms, owners: null, limit: 10 });
+        const visible = await storage.memories.searchText({ terms, owners: every, limit: 10 });
+        expect(visible.map((hit) => hit.id)).toEqual(byIndex.map((hit) => hit.id));
+        expect(visible.length).toBeGreaterThan(0);
+        visible.forEach((hit, index) => {
+          expect(hit.score).toBeCloseTo(byIndex[index]?.score ?? Number.NaN, 9);
+        });
+      }
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('moves maintenance watermarks of a schema 5 file to the task names episodes and consolidate (migration 6)', async () => {
     const path = newFile();
     const old = openSqliteDatabase({ path, migrateTo: 5 });

@@ -31,27 +31,37 @@ export interface SqliteVisibleRanking {
  * them hold each term, from the word counts of migration 16. FTS5's `bm25()` takes its statistics from
  * the whole index, so a memory of another owner holding a word would move the order and the scores.
  *
- * FTS5 is used for matching and for what it knows of each matching memory: one statement a rare
- * term (its matches among the owners' searchable memories), from which each memory's length comes
- * from the index's document sizes and the term's frequency in it from two `bm25()` values with
- * column weights 1 and 2 (they differ only by the frequency, so it solves exactly: see `frequency`).
- * The statement joins the document sizes after the owner filter, and reads them as hex text: a
- * `Buffer` a matching row cost more than both `bm25()` values together (ADR 25, session 4).
+ * FTS5 is used for matching and for what it knows of each matching memory: one statement a rare term
+ * (its matches among the owners' searchable memories), from which each memory's length comes from the
+ * index's document sizes, read as hex text (a `Buffer` a matching row cost more than the rest, ADR 25,
+ * session 4), joined after the owner filter. A term of one word (what the index stems it to: nearly
+ * every term) is read from an `fts5vocab` table of type `instance` over the index, a row an occurrence:
+ * the term's frequency in a memory is its number of rows (ADR 25, session 6). A term the tokenizer
+ * splits into several words (a phrase for FTS5) is matched by `MATCH`, its frequency solved from two
+ * `bm25()` values with column weights 1 and 2 (they differ only by the frequency: see `frequency`);
+ * `bm25()` costs a second pass over the term's whole posting list and a document size a match.
  * A very common term only scores the memories the rarer ones found, as before, and counts as found
  * once in each (its frequency is not read, so its posting list is not scored whole; its weight is
  * small by definition).
  */
 export function createSqliteVisibleRanking(database: Database.Database, words: SqliteOwnerWords): SqliteVisibleRanking {
   const byTerm = new Map<string, Database.Statement<unknown[], TermMatch>>();
+  const byWord = new Map<string, Database.Statement<unknown[], WordOccurrence>>();
   let averages: Database.Statement<[], Buffer> | null = null;
   let common: Database.Statement<[string], number> | null = null;
+  let instances = false;
+
+  /** The owners' searchable memories (`m`), active only unless `includeFaded`. */
+  function stateOf(ownerCount: number, includeFaded: boolean): string {
+    const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
+    const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
+    return `${state} AND m.owner IN (${placeholders(ownerCount)})`;
+  }
 
   function termStatement(ownerCount: number, includeFaded: boolean) {
     const key = `${ownerCount}:${includeFaded}`;
     let statement = byTerm.get(key);
     if (!statement) {
-      const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
-      const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
       // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes in hex): a term's matches
       // may be many. CROSS JOIN keeps this order: the sizes of the owners' matches only.
       statement = database
@@ -61,12 +71,50 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
           FROM memories_fts
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
           CROSS JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
-          WHERE memories_fts MATCH ? AND ${state} AND m.owner IN (${placeholders(ownerCount)})`,
+          WHERE memories_fts MATCH ? AND ${stateOf(ownerCount, includeFaded)}`,
         )
         .raw();
       byTerm.set(key, statement);
     }
     return statement;
+  }
+
+  /**
+   * A word's occurrences among the owners' searchable memories: a row an occurrence (memory id, its
+   * document sizes in hex), from the index's `instance` vocabulary (a temporary table of this
+   * connection, made on first use outside a transaction: it stores nothing, it reads the index).
+   */
+  function wordStatement(ownerCount: number, includeFaded: boolean) {
+    const key = `${ownerCount}:${includeFaded}`;
+    let statement = byWord.get(key);
+    if (!statement) {
+      statement = database
+        .prepare<unknown[], WordOccurrence>(
+          `SELECT m.id AS id, hex(d.sz) AS size
+          FROM temp.memories_fts_instances i
+          CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = i.doc
+          CROSS JOIN memories_fts_docsize d ON d.id = i.doc
+          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded)}`,
+        )
+        .raw();
+      byWord.set(key, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Whether the `instance` vocabulary is there, made now if it is not and no transaction is open: made
+   * inside one, a rollback would take it away under the statements prepared on it (the term's `MATCH`
+   * statement ranks the same meanwhile).
+   */
+  function instancesReady(): boolean {
+    if (!instances && !database.inTransaction) {
+      database.exec(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_instances USING fts5vocab(main, 'memories_fts', 'instance')",
+      );
+      instances = true;
+    }
+    return instances;
   }
 
   /** The average length of a memory over the whole index, as `bm25()` computes it. */
@@ -78,27 +126,57 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     return rows > 0 ? columns.reduce((sum, size) => sum + size, 0) / rows : 1;
   }
 
+  /**
+   * The owners' searchable memories holding `term`: each one's length and the term's frequency in it.
+   * `indexAverage` is read (once a search) only for a term of several words.
+   */
+  function matchesOf(
+    term: string,
+    query: string,
+    owners: readonly string[],
+    includeFaded: boolean,
+    indexAverage: () => number,
+  ) {
+    const matches = new Map<number, { length: number; times: number }>();
+    const stems = term.includes('\u0000') ? [] : words.stems(term);
+    if (stems.length === 1 && instancesReady()) {
+      for (const [id, size] of wordStatement(owners.length, includeFaded).all(stems[0], ...owners)) {
+        const match = matches.get(id);
+        if (match) match.times++;
+        else matches.set(id, { length: documentLength(size), times: 1 });
+      }
+      return matches;
+    }
+    const average = indexAverage();
+    for (const [id, one, two, size] of termStatement(owners.length, includeFaded).all(query, ...owners)) {
+      const length = documentLength(size);
+      matches.set(id, { length, times: frequency(one, two, length, average) });
+    }
+    return matches;
+  }
+
   return {
     search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted }) {
       if (rare.length === 0 || owners.length === 0) return [];
       const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
       const memories = Math.max(1, visible.memories);
       const averageLength = visible.tokens > 0 ? visible.tokens / memories : 1;
-      const indexAverage = indexAverageLength();
+      let indexAverage: number | null = null;
+      const average = () => {
+        indexAverage ??= indexAverageLength();
+        return indexAverage;
+      };
       const idf = (index: number) => {
         const containing = visible.counts[index] ?? 0;
         const weight = Math.log((memories - containing + 0.5) / (containing + 0.5));
         return weight > 0 ? weight : 1e-6;
       };
       const found = new Map<number, { length: number; score: number }>();
-      const statement = termStatement(owners.length, includeFaded);
       rare.forEach((term, index) => {
         const query = ftsQuery([term]);
         if (query === null) return;
         const weight = idf(index);
-        for (const [id, one, two, size] of statement.all(query, ...owners)) {
-          const length = documentLength(size);
-          const times = frequency(one, two, length, indexAverage);
+        for (const [id, { length, times }] of matchesOf(term, query, owners, includeFaded, average)) {
           const entry = found.get(id);
           if (entry) entry.score += weight * saturated(times, length, averageLength);
           else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
@@ -126,6 +204,9 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     },
   };
 }
+
+/** A word's occurrence: memory id, the document sizes record in hex. */
+type WordOccurrence = [id: number, size: string];
 
 /** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record in hex. */
 type TermMatch = [id: number, one: number, two: number, size: string];
