@@ -112,6 +112,20 @@ export const RecallPolicySchema = z.strictObject({
    * about ...") names the viewer's user. 1 turns it off (and saves the name look-ups).
    */
   otherSpeakerWeight: unit(0.9, 'recall.otherSpeakerWeight'),
+  /**
+   * Words that go together in the viewer's memories: the query is also searched with the words its rarest
+   * words share memories with ("family" with "kids", "painted" with "canvas"), as one more full-text list
+   * weighing this in the fusion (the query's weighs 1), so a memory that says what the query asks in other
+   * words can rank (ADR 26). 0 turns it off (and saves its storage calls).
+   */
+  associationWeight: unit(0.3, 'recall.associationWeight'),
+  /**
+   * Who said what, for facts (ADR 26): when the query names a speaker, a fact, event or preference of
+   * another user that covers less than half of the query's word weight (it matches a word of the question's
+   * frame, not what is asked) has its score multiplied by this. One that matches well keeps its score. 1
+   * turns it off.
+   */
+  otherSpeakerWeakWeight: unit(0.8, 'recall.otherSpeakerWeakWeight'),
   candidatePool: CandidatePoolSchema.prefault({}),
   /**
    * What a memory that faded (decay put it to rest; ADR 9) counts for: its score is multiplied by this, so

@@ -680,6 +680,106 @@ describe('recall: recent-first mode', () => {
   });
 });
 
+describe('recall: words that go together (ADR 26)', () => {
+  /** Memories that say "family" and "kids" together, and unrelated ones, so "family" is a rare word. */
+  async function familyTalk(add: Harness['add'], input: Omit<RememberInput, 'content'> = {}) {
+    await add('Family dinner with the kids on Sunday evening', input);
+    await add('The kids and the whole family went to the zoo', input);
+    await add('Planning a family holiday that the kids will love', input);
+    const fillers = [
+      'The invoice went to accounting',
+      'Printer toner is low again',
+      'Standup moved to Wednesday',
+      'Quarterly report due Friday',
+      'Server rack needs a new fan',
+      'Budget review with finance',
+      'Contract signed by the vendor',
+      'Laptop battery replaced',
+      'Parking permits renewed in March',
+      'Office plants watered by Lee',
+      'Coffee machine descaled',
+      'Wifi password rotated',
+      'Badge reader fixed at the door',
+      'Desk booking opens Monday',
+      'Fire drill at noon',
+      'Projector bulb ordered',
+    ];
+    for (const filler of fillers) await add(filler);
+  }
+
+  it('finds a memory by a word the query word shares memories with, which it does not contain', async () => {
+    const search = async (associationWeight: number) => {
+      const { mneme, add } = await openEngine({ embedder: null, policy: { recall: { associationWeight } } });
+      await familyTalk(add);
+      const target = await add('Swimming with the kids every Saturday morning');
+      const result = await mneme.recall({ query: 'What does the family do together?', inspect: true });
+      return { ids: result.hits.map((hit) => hit.memory.id), target };
+    };
+    const off = await search(0);
+    expect(off.ids).not.toContain(off.target);
+    const on = await search(0.3);
+    expect(on.ids).toContain(on.target);
+  });
+
+  it('never takes an association from memories the viewer may not see (two users)', async () => {
+    const { mneme, add } = await openEngine({ embedder: null });
+    // Ann's own memories say "family" and "kids" together; Bob has no such memory.
+    await familyTalk(add, { scope: 'personal', userId: 'ann' });
+    await add('Family is what matters', { scope: 'personal', userId: 'bob' });
+    await add('Family first, always', { scope: 'personal', userId: 'bob' });
+    const shared = await add('Swimming with the kids every Saturday morning');
+    const recallAs = async (userId: string) =>
+      (await mneme.recall({ query: 'What does the family do together?', viewer: { userId }, inspect: true })).hits;
+    // Ann's recall finds the shared memory through her own memories' association; Bob's cannot.
+    expect((await recallAs('ann')).map((hit) => hit.memory.id)).toContain(shared);
+    const bob = await recallAs('bob');
+    expect(bob.map((hit) => hit.memory.id)).not.toContain(shared);
+    expect(bob.every((hit) => hit.memory.userId !== 'ann')).toBe(true);
+  });
+});
+
+describe("recall: another user's facts that match a question's frame only (ADR 26)", () => {
+  const talk = async (otherSpeakerWeakWeight: number) => {
+    const { mneme, clock, add } = await openEngine({
+      embedder: null,
+      policy: { recall: { otherSpeakerWeakWeight, associationWeight: 0 } },
+    });
+    const say = (sender: string, senderName: string, content: string) =>
+      mneme.ingest({ channelId: 'camp', sender, senderName, role: 'user', content, createdAt: clock.now() });
+    // Ann's turn becomes an event of hers ("Ann and others took the kids kayaking ...").
+    await say('ann', 'Ann', 'We took the kids kayaking on the river last weekend, everyone paddled!');
+    await say('bob', 'Bob', 'That sounds like a lot of fun for everyone.');
+    await mneme.whenIdle();
+    // "done" is a common word of this store, as words of a question's frame are.
+    for (const chore of [
+      'The dishes are done',
+      'Laundry done for today',
+      'Report done and filed',
+      'Done with the garden',
+    ])
+      await add(chore);
+    const weak = await add('Bob has done the tax paperwork', { scope: 'personal', userId: 'bob' });
+    const strong = await add('Bob has done kayaking with kids before', { scope: 'personal', userId: 'bob' });
+    const result = await mneme.recall({
+      query: 'What has Ann done with the kids?',
+      viewer: { channelId: 'camp', userId: 'bob' },
+      inspect: true,
+    });
+    return { hits: result.hits, weak, strong };
+  };
+
+  it('ranks a fact of another user that shares only a frame word with the query below, one that matches well not', async () => {
+    const off = await talk(1);
+    const on = await talk(0.8);
+    const rank = (run: Awaited<ReturnType<typeof talk>>, id: number) =>
+      run.hits.findIndex((hit) => hit.memory.id === id);
+    expect(rank(on, on.weak)).toBeGreaterThan(rank(off, off.weak));
+    expect(on.hits[rank(on, on.weak)]?.score).toBeCloseTo((off.hits[rank(off, off.weak)]?.score ?? 0) * 0.8, 10);
+    expect(on.hits[rank(on, on.weak)]?.breakdown.otherSpeaker).toBe(0.8);
+    expect(on.hits[rank(on, on.strong)]?.breakdown.otherSpeaker).toBeUndefined();
+  });
+});
+
 describe('recall: cost', () => {
   it('runs the same number of SQL statements whatever topK is', async () => {
     const { mneme, add, storage, clock } = await openEngine();

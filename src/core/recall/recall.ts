@@ -28,6 +28,7 @@ import { MAX_SPEAKER_LOOKUPS, namedSpeakers, otherSpeakerFactor, speaksOfTheAske
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
+import { associatedSearchWords } from './term-associations.js';
 import { factsInPlaceOfTurns } from './turn-standins.js';
 
 /**
@@ -170,13 +171,13 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     pool,
     includeFaded,
   );
-  const lists = [...textLists, ...vectorLists].filter((list): list is RankedList => list !== null);
+  const counted = await countTerms(context, texts, owners);
+  const associated = await associationList(context, fullQuery, counted, owners, pool, includeFaded);
+  const lists = [...textLists, ...vectorLists, associated].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
-  const [memories, weighted] = await Promise.all([
-    context.storage.memories.get(candidates.map((candidate) => candidate.id)),
-    weightedTexts(context, texts, owners),
-  ]);
+  const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
+  const weighted = weightedTexts(texts, counted);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
   const named = await speakersNamed(context, fullQuery, candidates, byId, request.viewer.userId);
   const totalWeight = listWeight(lists);
@@ -186,7 +187,11 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
       if (!memory || isTheMessageAnswered(memory, answered)) return [];
       return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named)];
     })
-    .sort((a, b) => b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id)
+    .sort(byScore)
+    .map((entry, index) =>
+      index < request.topK * WEAK_MATCH_DEPTH ? weakMatchOfAnother(context, entry, named, weighted) : entry,
+    )
+    .sort(byScore)
     .map((entry) => entry.hit);
   // The calibrated relevance ranks nothing: it is measured for the hits returned only (stemming every
   // candidate's text was the largest share of a lexical recall).
@@ -203,6 +208,43 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const linked = await graphHits(context, direct, owners, now);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
+}
+
+type RankedEntry = { hit: RecallHit; fused: number };
+
+function byScore(a: RankedEntry, b: RankedEntry): number {
+  return b.hit.score - a.hit.score || b.fused - a.fused || a.hit.memory.id - b.hit.memory.id;
+}
+
+/** How far down the candidates, in multiples of topK, weak matches of another user's memories are looked for. */
+export const WEAK_MATCH_DEPTH = 4;
+/** A memory covering less than this share of the query's word weight (calibrated lexical relevance) matches weakly. */
+export const WEAK_MATCH = 0.5;
+
+/**
+ * Who said what, for facts (ADR 26): when the query names a speaker, a fact, event or preference of another
+ * user that covers less than {@link WEAK_MATCH} of the query's word weight ("Caroline couldn't have done it
+ * without them" for "What has Melanie done with her family?": a word of the question's frame) has its score
+ * multiplied by `recall.otherSpeakerWeakWeight`. One that matches well keeps its place: a question naming the
+ * wrong person ("What did Melanie realize after the charity race?", Caroline's) still finds it. Turns have
+ * their own factor (`otherSpeakerFactor`); episodes are left alone.
+ */
+function weakMatchOfAnother(
+  context: EngineContext,
+  entry: RankedEntry,
+  named: ReadonlySet<string>,
+  weighted: ReadonlyArray<{ terms: WeightedTerms; weight: number }>,
+): RankedEntry {
+  const weight = context.policy.recall.otherSpeakerWeakWeight;
+  const { memory } = entry.hit;
+  if (weight >= 1 || named.size === 0 || memory.userId === null || named.has(memory.userId)) return entry;
+  if (memory.category === 'exchange' || memory.category === 'episode') return entry;
+  if (lexicalRelevance(weighted, memory.content) >= WEAK_MATCH) return entry;
+  const breakdown = { ...entry.hit.breakdown, otherSpeaker: weight };
+  return {
+    ...entry,
+    hit: { ...entry.hit, breakdown, score: weightedScore(breakdown, context.policy.recall.weights) },
+  };
 }
 
 /**
@@ -244,21 +286,60 @@ async function speakersNamed(
   return named;
 }
 
-/**
- * The search texts' words with their weights (one storage call), each text with the weight its lists
- * have; the words' rarity counted among the memories of `owners` (the viewer's) only (ADR 25).
- */
-async function weightedTexts(
+/** How many of the memories of `owners` (the viewer's; ADR 25) hold each word of the search texts: one storage call. */
+interface CountedTerms {
+  memories: number;
+  counts: ReadonlyMap<string, number>;
+}
+
+async function countTerms(
   context: EngineContext,
-  texts: ReadonlyArray<{ text: string; weight: number }>,
+  texts: ReadonlyArray<{ text: string }>,
   owners: readonly string[],
-): Promise<Array<{ terms: WeightedTerms; weight: number }>> {
+): Promise<CountedTerms> {
   const terms = [...new Set(texts.flatMap(({ text }) => queryTerms(text)))];
   const counted = terms.length === 0 ? null : await context.storage.memories.termCounts(terms, { owners });
-  const idf = new Map(
-    terms.map((term, index) => [term, inverseDocumentFrequency(counted?.memories ?? 0, counted?.counts[index] ?? 0)]),
-  );
-  return texts.map(({ text, weight }) => ({ terms: weightedTerms(text, (term) => idf.get(term) ?? 0), weight }));
+  return {
+    memories: counted?.memories ?? 0,
+    counts: new Map(terms.map((term, index) => [term, counted?.counts[index] ?? 0])),
+  };
+}
+
+/** The search texts' words with their weights, each text with the weight its lists have; rarity from `counted`. */
+function weightedTexts(
+  texts: ReadonlyArray<{ text: string; weight: number }>,
+  counted: CountedTerms,
+): Array<{ terms: WeightedTerms; weight: number }> {
+  const idf = (term: string) => inverseDocumentFrequency(counted.memories, counted.counts.get(term) ?? 0);
+  return texts.map(({ text, weight }) => ({ terms: weightedTerms(text, idf), weight }));
+}
+
+/**
+ * The query searched again with the words its rarest words are associated with in the viewer's memories
+ * (`associatedSearchWords`, ADR 26), as one more full-text list weighing `recall.associationWeight`; null when
+ * that is 0 or no word is associated.
+ */
+async function associationList(
+  context: EngineContext,
+  query: string,
+  counted: CountedTerms,
+  owners: readonly string[],
+  pool: number,
+  includeFaded: boolean,
+): Promise<RankedList | null> {
+  const weight = context.policy.recall.associationWeight;
+  const terms = queryTerms(query);
+  if (weight <= 0 || terms.length === 0) return null;
+  const counts = { memories: counted.memories, counts: terms.map((term) => counted.counts.get(term) ?? 0) };
+  const words = await associatedSearchWords(context.storage.memories, terms, counts, owners, includeFaded);
+  if (words.length === 0) return null;
+  const hits = await context.storage.memories.searchText({
+    terms: [...terms, ...words],
+    owners,
+    limit: pool,
+    includeFaded,
+  });
+  return { leg: 'fts', hits, weight };
 }
 
 /** The best weighted coverage of a memory's text by any search text (the calibrated lexical relevance). */
@@ -484,10 +565,11 @@ async function recentFirstHits(
         }),
     context.storage.memories.recentlyAccessed(owners, recentLimit),
   ]);
-  const [matched, [weighted]] = await Promise.all([
+  const [matched, counted] = await Promise.all([
     context.storage.memories.get(textHits.map((hit) => hit.id)),
-    weightedTexts(context, [{ text, weight: 1 }], owners),
+    countTerms(context, [{ text }], owners),
   ]);
+  const [weighted] = weightedTexts([{ text, weight: 1 }], counted);
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
     const breakdown = scoreBreakdown(memory, relevance, context.policy, now);

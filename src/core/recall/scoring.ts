@@ -17,7 +17,8 @@ export type ScoreBreakdown = Record<ScoreTerm, number> & {
   faded?: number;
   /**
    * 1, or the policy's `recall.otherSpeakerWeight` (0.9 by default) for a conversation turn of another
-   * user when the query names a speaker (ADR 23). Left out: 1.
+   * user when the query names a speaker (ADR 23), or `recall.otherSpeakerWeakWeight` (0.8) for another user's
+   * fact, event or preference that covers less than half of the query's word weight (ADR 26). Left out: 1.
    */
   otherSpeaker?: number;
 };
