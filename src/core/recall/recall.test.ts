@@ -722,7 +722,7 @@ describe('recall: words that go together (ADR 26)', () => {
   });
 
   it('never takes an association from memories the viewer may not see (two users)', async () => {
-    const { mneme, add } = await openEngine({ embedder: null });
+    const { mneme, add } = await openEngine({ embedder: null, policy: { recall: { associationWeight: 0.3 } } });
     // Ann's own memories say "family" and "kids" together; Bob has no such memory.
     await familyTalk(add, { scope: 'personal', userId: 'ann' });
     await add('Family is what matters', { scope: 'personal', userId: 'bob' });
