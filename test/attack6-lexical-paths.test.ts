@@ -106,3 +106,36 @@ describe('attack6: a word from the instance vocabulary, or from MATCH and bm25()
     }
   });
 });
+
+describe("attack6: another owner's memories and a viewer's full-text scores", () => {
+  it("gives a viewer the same scores whatever another owner's memories hold, both paths (a phrase's bm25() included)", () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const insert = database.prepare<[string, string]>(
+        `INSERT INTO memories
+          (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+        VALUES (?, NULL, 'fact', 'semantic', 'global', NULL, ?, 'manual', 0.5, ${at}, ${at}, ${at})`,
+      );
+      insert.run('send the e-mail about the kestrel', 'user:ann');
+      insert.run('e-mail e-mail e-mail: three kestrel kestrel kestrel notes', 'user:ann');
+      insert.run('a long note that mentions the e-mail once among many other words of no interest', 'user:ann');
+      const words = createSqliteOwnerWords(database);
+      const ranking = createSqliteVisibleRanking(database, words);
+      const scores = () =>
+        ['e-mail', 'kestrel', 'kestrel\u0000'].map((term) =>
+          ranking.search({ rare: [term], common: [], owners: ['user:ann'], limit: 10, includeFaded: false }),
+        );
+      const alone = scores();
+      // Bob's memories make both words common in the whole index (bm25()'s weight clamps to 1e-6) and
+      // change its average length.
+      for (let index = 0; index < 40; index++) {
+        insert.run(`${'e-mail kestrel '.repeat(1 + (index % 7))} bob's word ${'filler '.repeat(index)}`, 'user:bob');
+      }
+      expect(scores()).toEqual(alone);
+      expect(alone[0]).toHaveLength(3);
+    } finally {
+      database.close();
+    }
+  });
+});
