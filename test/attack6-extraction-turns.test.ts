@@ -30,7 +30,7 @@ function dependants(signal: AbortSignal): number | undefined {
 
 describe('attack6: the extraction worker over a long life', () => {
   it.fails("keeps nothing of a channel's turn on the worker's signal once the turn is over", async () => {
-    let work: ExtractionWork | null = null;
+    const captured: { work?: ExtractionWork } = {};
     const mneme = createEngine({
       storage: createSqliteStorage({ path: ':memory:' }),
       embedder: null,
@@ -42,7 +42,7 @@ describe('attack6: the extraction worker over a long life', () => {
       dreamer: null,
       extractor: createOfflineExtractor(),
       extractionScheduler: (given) => {
-        work = given;
+        captured.work = given;
         return { schedule: () => true, whenIdle: async () => {}, close: async () => {} };
       },
     });
@@ -53,7 +53,7 @@ describe('attack6: the extraction worker over a long life', () => {
     const turns = 2_000;
     for (let index = 0; index < turns; index++) {
       const turn = new AbortController();
-      await work?.processChannel('room', closing.signal, turn.signal);
+      await captured.work?.processChannel('room', closing.signal, turn.signal);
       turn.abort();
     }
     expect(await mneme.turns({ channelId: 'room', count: 5 })).toHaveLength(1);

@@ -74,7 +74,7 @@ describe('attack6: odd recall queries from a user key', () => {
   }
 
   it('answers every odd query with a 2xx or a 4xx problem, and the same whatever bob remembers', async () => {
-    const before = [];
+    const before: Array<Awaited<ReturnType<typeof search>>> = [];
     for (const query of odd) before.push(await search(query));
     const statuses = before.map((answer, index) => [odd[index], answer.status]);
     expect(statuses.filter(([, status]) => Number(status) >= 500)).toEqual([]);
@@ -88,7 +88,7 @@ describe('attack6: odd recall queries from a user key', () => {
         userId: 'bob',
       });
     }
-    const after = [];
+    const after: Array<Awaited<ReturnType<typeof search>>> = [];
     for (const query of odd) after.push(await search(query));
     const strip = (answer: { status: number; body: unknown }) => JSON.stringify(answer);
     const moved = odd.filter(
