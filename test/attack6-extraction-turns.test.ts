@@ -29,7 +29,7 @@ function dependants(signal: AbortSignal): number | undefined {
 }
 
 describe('attack6: the extraction worker over a long life', () => {
-  it.fails("keeps nothing of a channel's turn on the worker's signal once the turn is over", async () => {
+  it("keeps nothing of a channel's turn on the worker's signal once the turn is over", async () => {
     const captured: { work?: ExtractionWork } = {};
     const mneme = createEngine({
       storage: createSqliteStorage({ path: ':memory:' }),

@@ -14,7 +14,7 @@ const folder = mkdtempSync('/tmp/wt-attack6-pg-');
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 describe('attack6: an old process updates a memory after another switched the model (PGlite)', () => {
-  it.fails("leaves no vector of the memory's former content in the new model's index", async () => {
+  it("leaves no vector of the memory's former content in the new model's index", async () => {
     const path = `pglite:${join(folder, 'stale')}`;
     const quiet = { warn: () => {}, info: () => {} };
     const serving = await createMneme({

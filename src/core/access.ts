@@ -8,10 +8,11 @@ import type { Viewer } from './types.js';
  */
 /**
  * Who a request acts as. An administrator key's `keyId` tells two keys of one label apart (the
- * service's `--open` mode has none); labels are for people and need not be unique.
+ * service's `--open` mode has none); labels are for people and need not be unique. `keyCreatedAt`
+ * (epoch ms) is when that key was made.
  */
 export type Principal =
-  | { kind: 'admin'; label: string; keyId?: number }
+  | { kind: 'admin'; label: string; keyId?: number; keyCreatedAt?: number }
   | { kind: 'user'; userId: string; label: string };
 
 /**

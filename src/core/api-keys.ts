@@ -70,7 +70,7 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
         await store.markUsed(record.id, now).catch(() => undefined);
       }
       return record.userId === null
-        ? { kind: 'admin', label: record.label, keyId: record.id }
+        ? { kind: 'admin', label: record.label, keyId: record.id, keyCreatedAt: Date.parse(record.createdAt) }
         : { kind: 'user', userId: record.userId, label: record.label };
     },
 

@@ -58,25 +58,32 @@ export function checkIdempotencyKey(key: string): void {
 
 /**
  * Whose key space a principal's keys live in: a user's id (all of a user's keys share one), an
- * administrator key's own id (two administrator keys may share a label), or, for the `--open` service,
- * which has no key, its label. An administrator key's keys lived under its label before session 4
- * (ADR 14): that space is still read for a retry of the same request.
+ * administrator key's own id (two administrator keys may share a label), or, for the service open
+ * without a key (`--open`, or before any key was made), its label under `open:`. Before session 4 an
+ * administrator key's keys lived under its label (`admin:<label>`), as the open service's did until
+ * session 6 (ADR 14): nothing writes there any more, and a retry of the same request still finds its row
+ * there for a day, an administrator key only a row claimed since the key was made.
  */
-function keySpace(principal: Principal): { principal: string; formerPrincipal?: string } {
+function keySpace(principal: Principal): { principal: string; former?: { principal: string; expiresFrom: number } } {
   if (principal.kind === 'user') return { principal: `user:${principal.userId}` };
   const byLabel = `admin:${principal.label}`;
-  return principal.keyId === undefined
-    ? { principal: byLabel }
-    : { principal: `admin-key:${principal.keyId}`, formerPrincipal: byLabel };
+  if (principal.keyId === undefined) {
+    return { principal: `open:${principal.label}`, former: { principal: byLabel, expiresFrom: 0 } };
+  }
+  const since = principal.keyCreatedAt ?? 0;
+  return {
+    principal: `admin-key:${principal.keyId}`,
+    former: { principal: byLabel, expiresFrom: since + IDEMPOTENCY_KEY_TTL_MS },
+  };
 }
 
 export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
   return {
     async begin({ principal, key, request }) {
       checkIdempotencyKey(key);
-      const { formerPrincipal, ...space } = keySpace(principal);
+      const { principal: space, former } = keySpace(principal);
       const claim = {
-        ...space,
+        principal: space,
         key,
         requestSha256: createHash('sha256').update(JSON.stringify(request)).digest('hex'),
       };
@@ -87,7 +94,7 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
         now,
         lockedUntil: now + IDEMPOTENCY_LOCK_MS,
         expiresAt,
-        ...(formerPrincipal === undefined ? {} : { formerPrincipal }),
+        ...(former === undefined ? {} : { formerPrincipal: former.principal, formerExpiresFrom: former.expiresFrom }),
       });
       if (existing === null) {
         return {

@@ -30,6 +30,8 @@ export interface IdempotencyClaim {
    * is not done twice. Rows there for another request are ignored.
    */
   formerPrincipal?: string;
+  /** Only a former row that expires at or after this (epoch ms) counts: one claimed since then. */
+  formerExpiresFrom?: number;
 }
 
 /** Idempotency keys of the HTTP face (ADR 14): one row per principal and key, until it expires. */

@@ -1249,6 +1249,9 @@ export function describeStorageContract(
       // Another request under that key is this space's own, as is the key without a former space.
       expect(await storage.idempotency.claim({ ...claim, requestSha256: 'other' })).toBeNull();
       expect(await storage.idempotency.claim({ ...claim, key: 'k2', requestSha256: 'done' })).toBeNull();
+      // A former row claimed before the claimant's key was made is not its own.
+      const later = { ...claim, key: 'k1', requestSha256: 'done', formerExpiresFrom: legacy.expiresAt + 1 };
+      expect(await storage.idempotency.claim({ ...later, principal: 'admin-key:k10' })).toBeNull();
       // A first request of the former space still running holds the key until its lock passes.
       expect(await storage.idempotency.claim({ ...legacy, key: 'k3', requestSha256: 'run' })).toBeNull();
       expect(await storage.idempotency.claim({ ...claim, key: 'k3', requestSha256: 'run' })).toMatchObject({

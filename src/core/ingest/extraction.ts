@@ -89,12 +89,38 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
 /** Extracts the channel under its lease, waiting while another process holds it; claims again after losing it. */
 async function processChannel(run: ChannelRun, channelId: string): Promise<void> {
   const key = { channelId, task: ExtractionTask.channel };
-  // A wait for another process's lease ends with the turn (or the stop, which ends the turn too).
-  const waitSignal = run.turn === run.signal ? run.signal : AbortSignal.any([run.signal, run.turn]);
-  for (;;) {
-    const held = await run.leases.hold(key, { wait: true, signal: waitSignal }, (lease) => extractChannel(run, lease));
-    if (!held || held.value) return;
+  // A wait for another process's lease ends with the turn or the stop. Not `AbortSignal.any`: on Node 20 it
+  // leaves an entry on the worker's long-lived signal for every turn (attack 6).
+  const wait = eitherSignal(run.signal, run.turn);
+  try {
+    for (;;) {
+      const held = await run.leases.hold(key, { wait: true, signal: wait.signal }, (lease) =>
+        extractChannel(run, lease),
+      );
+      if (!held || held.value) return;
+    }
+  } finally {
+    wait.release();
   }
+}
+
+/** A signal aborted when `a` or `b` is; `release` removes its listeners from both. */
+function eitherSignal(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; release(): void } {
+  if (a === b) return { signal: a, release: () => {} };
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  if (a.aborted || b.aborted) controller.abort();
+  else {
+    a.addEventListener('abort', abort, { once: true });
+    b.addEventListener('abort', abort, { once: true });
+  }
+  return {
+    signal: controller.signal,
+    release() {
+      a.removeEventListener('abort', abort);
+      b.removeEventListener('abort', abort);
+    },
+  };
 }
 
 /** Where a channel run stands: its watermarks, the page of the log it reads, the message before the next one. */

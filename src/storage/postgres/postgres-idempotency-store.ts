@@ -25,8 +25,9 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         if (claim.formerPrincipal !== undefined) {
           const former = await q.query<IdempotencyRow>(
             `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
-             WHERE principal = $1 AND key = $2 AND request_sha256 = $3 AND (status IS NOT NULL OR locked_until > $4)`,
-            [claim.formerPrincipal, key, requestSha256, claim.now],
+             WHERE principal = $1 AND key = $2 AND request_sha256 = $3 AND (status IS NOT NULL OR locked_until > $4)
+               AND expires_at >= $5`,
+            [claim.formerPrincipal, key, requestSha256, claim.now, claim.formerExpiresFrom ?? 0],
           );
           const row = former.rows[0];
           if (row) return record(row);

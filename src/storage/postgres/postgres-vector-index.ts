@@ -182,7 +182,8 @@ export async function createPostgresVectorIndex(
       current = (await transaction.query<VectorIndexInfo>(INFO_SQL)).rows[0] ?? null;
       if (current?.model === embedding.model) throw dimensionsFailed(current.dimensions);
       // The index holds another model now (or none): the memory is found by its text until it is re-embedded,
-      // as its `embedding_model` is not the index's.
+      // as its `embedding_model` is not the index's; a vector the new model made of its former text goes.
+      await transaction.query('DELETE FROM memory_vectors WHERE memory_id = $1', [memoryId]);
     },
 
     async remove(transaction, memoryIds) {

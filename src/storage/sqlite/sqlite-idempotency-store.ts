@@ -31,10 +31,11 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       database,
       'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = ? AND key = ?',
     ),
-    former: preparedOnUse<[string, string, string, number], IdempotencyRow>(
+    former: preparedOnUse<[string, string, string, number, number], IdempotencyRow>(
       database,
       `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
-      WHERE principal = ? AND key = ? AND request_sha256 = ? AND (status IS NOT NULL OR locked_until > ?)`,
+      WHERE principal = ? AND key = ? AND request_sha256 = ? AND (status IS NOT NULL OR locked_until > ?)
+        AND expires_at >= ?`,
     ),
     complete: preparedOnUse<[string, string, string, number, string, number]>(
       database,
@@ -54,7 +55,8 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
         statements.expire().run(claim.now);
         const { principal, key, requestSha256 } = claim;
         if (claim.formerPrincipal !== undefined) {
-          const former = statements.former().get(claim.formerPrincipal, key, requestSha256, claim.now);
+          const from = claim.formerExpiresFrom ?? 0;
+          const former = statements.former().get(claim.formerPrincipal, key, requestSha256, claim.now, from);
           if (former) return record(former);
         }
         if (statements.insert().run(principal, key, requestSha256, claim.lockedUntil, claim.expiresAt).changes === 1) {
