@@ -65,7 +65,9 @@ export interface Storage {
   /**
    * Takes the cross-process lock named `name` (a maintenance task: `maintenance:<task>`) if no other
    * process holds it; the returned function releases it, and a process that dies releases it too.
-   * Null when another process holds it. SQLite grants it always (its writes are serialised by the file lock).
+   * Null when another process (or another call of this storage) holds it. PostgreSQL: a session advisory
+   * lock, freed when its session ends; SQLite: a lease row renewed while held, freed by a process killed
+   * while holding it once the lease expires (`SQLITE_LOCK_TTL_MS`).
    */
   tryLock(name: string): Promise<(() => Promise<void>) | null>;
   close(): Promise<void>;

@@ -24,6 +24,8 @@ export interface OpenSqliteOptions {
   vectorListMinVectors?: number;
   /** Lists a recall probes (`LIST_PROBES` by default; 0 scans the owner buckets; tests and measurements only). */
   vectorListProbes?: number;
+  /** How long a named lock (`Storage.tryLock`) lasts unrenewed (`SQLITE_LOCK_TTL_MS` by default; tests only). */
+  lockTtlMs?: number;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { ExtractionLease } from '../extraction-store.js';
 import type { Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import {
@@ -21,6 +23,9 @@ import { createSqliteTransferStore } from './sqlite-transfer-store.js';
 import { createSqliteVectorBackfillStore } from './sqlite-vector-backfill-store.js';
 import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 
+/** How long a named lock (`tryLock`) lasts unrenewed: a process that dies holding it frees it after this. */
+export const SQLITE_LOCK_TTL_MS = 60_000;
+
 /**
  * Opens (or creates) a SQLite database with FTS5 and sqlite-vec and returns mneme's storage over it;
  * every call shares the event loop and waits for locks without blocking it (`createSqliteScheduler`).
@@ -32,6 +37,8 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     ...(options.vectorListProbes === undefined ? {} : { listProbes: options.vectorListProbes }),
   });
   const scheduler = createSqliteScheduler({ busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+  const extraction = createSqliteExtractionStore(database, vectors, scheduler);
+  const locks = createSqliteLocks(extraction, scheduler, options.lockTtlMs ?? SQLITE_LOCK_TTL_MS);
   let isOpen = true;
   const storage: Storage = {
     memories: createSqliteMemoryStore(database, vectors),
@@ -42,15 +49,13 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     messages: createSqliteMessageStore(database),
     idempotency: createSqliteIdempotencyStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
-    extraction: createSqliteExtractionStore(database, vectors, scheduler),
+    extraction,
     maintenance: createSqliteMaintenanceStore(database, vectors),
     vectorBackfill: createSqliteVectorBackfillStore(database, vectors),
     policy: createSqlitePolicyStore(database),
     transfer: createSqliteTransferStore(database),
     vectorSearch: { available: true, reason: null },
-    async tryLock() {
-      return async () => {};
-    },
+    tryLock: locks.take,
     async vectorIndex() {
       return vectors.info();
     },
@@ -64,8 +69,50 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     async close() {
       if (!isOpen) return;
       isOpen = false;
+      await locks.releaseAll();
       database.close();
     },
   };
   return scheduleSqliteStorage(storage, scheduler);
+}
+
+/**
+ * Named locks across every process on one file (`Storage.tryLock`): a lease row each in
+ * `extraction_leases` (channel key '', task = the lock's name, owner = this storage's random token),
+ * taken in one transaction when free or expired, renewed every third of `ttlMs` while held, deleted on
+ * release and on close. A process killed while holding one frees it when the lease expires.
+ */
+function createSqliteLocks(
+  leases: ReturnType<typeof createSqliteExtractionStore>,
+  scheduler: ReturnType<typeof createSqliteScheduler>,
+  ttlMs: number,
+) {
+  const owner = randomUUID();
+  const held = new Map<string, { lease: ExtractionLease; renewal: NodeJS.Timeout }>();
+  const release = async (name: string) => {
+    const lock = held.get(name);
+    if (!lock) return;
+    held.delete(name);
+    clearInterval(lock.renewal);
+    // A release that fails (the file closed under it) leaves the lease to expire.
+    await scheduler.run(() => leases.release(lock.lease)).catch(() => undefined);
+  };
+  return {
+    /** Called through the storage's scheduler (`scheduleSqliteStorage`): the claim runs there. */
+    async take(name: string): Promise<(() => Promise<void>) | null> {
+      // Held already by this storage (another engine call of the same process): not granted twice.
+      if (held.has(name)) return null;
+      const lease: ExtractionLease = { channelId: '', task: name, owner, ttlMs };
+      if (!(await leases.claim(lease))) return null;
+      const renewal = setInterval(() => {
+        scheduler.run(() => leases.claim(lease)).catch(() => undefined);
+      }, ttlMs / 3);
+      renewal.unref();
+      held.set(name, { lease, renewal });
+      return () => release(name);
+    },
+    async releaseAll() {
+      for (const name of [...held.keys()]) await release(name);
+    },
+  };
 }
