@@ -59,7 +59,8 @@ export interface SqliteVectorLists {
    * Recall's top-k candidates: the nearest `wanted` codes by Hamming distance among the vectors (of
    * `ownerIds`, null: all) of the `probes` lists whose centroids are nearest `vector`, and of the
    * overflow partition, within Hamming distance `bound` (null: any), nearest first. Approximate: a
-   * neighbour in a list not probed is missed.
+   * neighbour in a list not probed is missed. Through one KNN statement a list, or a scan of the codes in
+   * memory once {@link near}'s snapshot is read (the searches of both count towards it).
    */
   nearest(
     vector: Float32Array,
@@ -85,8 +86,9 @@ export interface SqliteVectorListsOptions {
   /** Stores with fewer vectors get no lists. */
   minVectors?: number;
   /**
-   * Searches without a write to the lists before {@link SqliteVectorLists.near} reads their codes into memory
-   * (default {@link SNAPSHOT_AFTER}); tests set 0 (at once) or Infinity (never).
+   * Searches without a write to the lists before {@link SqliteVectorLists.near} and
+   * {@link SqliteVectorLists.nearest} read their codes into memory (default {@link SNAPSHOT_AFTER}); tests set 0
+   * (at once) or Infinity (never).
    */
   snapshotAfter?: number;
   /** Reads the stored float32 vectors of these memories. */
