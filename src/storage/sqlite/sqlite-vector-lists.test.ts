@@ -599,6 +599,52 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     expect(topRecall(index, now, 20, 46)).toBeGreaterThanOrEqual(topRecall(buckets.index, now, 20, 46) - 0.02);
   });
 
+  it('gives the same hits and scores from the codes in memory as through SQL, for three viewers and two limits', () => {
+    const path = join(folder, 'top-same.db');
+    const stored = vectorsFor('with outliers', 2000, 70);
+    const throughSql = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    put(throughSql.database, throughSql.index, stored);
+    build(throughSql.database, throughSql.index);
+    const inMemory = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(71);
+    let compared = 0;
+    for (let query = 0; query < 40; query++) {
+      const base = stored[random.below(stored.length)];
+      if (!base) continue;
+      const vector = near(base.vector, random, 0.8);
+      for (const owners of [null, ['global', 'user:a'], ['user:b']]) {
+        // Twice each: the second search is bounded by the Hamming distances of the first ones.
+        for (const limit of [10, 50, 10, 50]) {
+          expect(inMemory.index.search(vector, 'm', owners, limit)).toEqual(
+            throughSql.index.search(vector, 'm', owners, limit),
+          );
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBe(480);
+  });
+
+  it('sees lists trained again by another connection to the same file, though it read them before', () => {
+    const path = join(folder, 'top-other.db');
+    const stored = vectorsFor('clustered', 1500, 72);
+    // Through SQL, so that the lists' rows are what this connection keeps between searches.
+    const { database, index } = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    put(database, index, stored);
+    build(database, index);
+    const found = (rows: readonly Stored[]) =>
+      rows.filter((row) => index.search(row.vector, 'm', null, 1)[0]?.id === row.id).length;
+    expect(found(stored.slice(0, 200))).toBe(200);
+    // Another connection empties the index (another model), puts other vectors back and trains new lists.
+    const other = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    other.index.configure({ model: 'm2', dimensions: DIMENSIONS });
+    other.index.configure({ model: 'm', dimensions: DIMENSIONS });
+    const now = vectorsFor('with outliers', 1500, 73);
+    put(other.database, other.index, now);
+    build(other.database, other.index);
+    expect(found(now.slice(0, 200))).toBe(200);
+  });
+
   it('scans the owner buckets while a training assigns the vectors, and finds every vector at every step', () => {
     const stored = vectorsFor('with outliers', 1200, 47);
     const { database, index } = openIndex(500);

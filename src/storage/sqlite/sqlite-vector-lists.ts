@@ -59,7 +59,8 @@ export interface SqliteVectorLists {
    * Recall's top-k candidates: the nearest `wanted` codes by Hamming distance among the vectors (of
    * `ownerIds`, null: all) of the `probes` lists whose centroids are nearest `vector`, and of the
    * overflow partition, within Hamming distance `bound` (null: any), nearest first. Approximate: a
-   * neighbour in a list not probed is missed.
+   * neighbour in a list not probed is missed. Through one KNN statement a list, or a scan of the codes in
+   * memory once {@link near}'s snapshot is read (the searches of both count towards it).
    */
   nearest(
     vector: Float32Array,
@@ -85,8 +86,9 @@ export interface SqliteVectorListsOptions {
   /** Stores with fewer vectors get no lists. */
   minVectors?: number;
   /**
-   * Searches without a write to the lists before {@link SqliteVectorLists.near} reads their codes into memory
-   * (default {@link SNAPSHOT_AFTER}); tests set 0 (at once) or Infinity (never).
+   * Searches without a write to the lists before {@link SqliteVectorLists.near} and
+   * {@link SqliteVectorLists.nearest} read their codes into memory (default {@link SNAPSHOT_AFTER}); tests set 0
+   * (at once) or Infinity (never).
    */
   snapshotAfter?: number;
   /** Reads the stored float32 vectors of these memories. */
@@ -281,8 +283,35 @@ export function createSqliteVectorLists(
     };
   }
 
+  /**
+   * The state row and the list rows as last read outside a transaction (ADR 10, 2026-12-02, session 7):
+   * recall reads both at every search, and they change only with a write, made through this object
+   * (`writes` counts them) or committed by another connection (`PRAGMA data_version` moves). Inside a
+   * transaction they are read each time: a rollback leaves `data_version` as it was.
+   */
+  let writes = 0;
+  let cached: { dataVersion: number; writes: number; state: State | undefined; lists: ListRow[] | null } | null = null;
+
+  /** The cache, read again when the file changed; null inside a transaction. */
+  function fresh() {
+    if (database.inTransaction) return null;
+    const version = sql().dataVersion.get() ?? 0;
+    if (cached?.dataVersion !== version || cached.writes !== writes) {
+      cached = { dataVersion: version, writes, state: sql().state.get(), lists: null };
+    }
+    return cached;
+  }
+
+  function listRows(): ListRow[] {
+    const known = fresh();
+    if (!known) return sql().listRows.all();
+    known.lists ??= sql().listRows.all();
+    return known.lists;
+  }
+
   /** Forgets the snapshot: the lists were written to. */
   function written(): void {
+    writes++;
     snapshot = null;
     quietSearches = 0;
     quietVersion = null;
@@ -424,7 +453,8 @@ export function createSqliteVectorLists(
   }
 
   function state(): State | undefined {
-    return sql().state.get();
+    const known = fresh();
+    return known ? known.state : sql().state.get();
   }
 
   function loadCentroids(current: State, dimensions: number) {
@@ -644,6 +674,7 @@ export function createSqliteVectorLists(
 
   return {
     step(dimensions) {
+      writes++;
       const current = state();
       if (current?.training_steps !== null && current?.training_steps !== undefined) {
         train(current, dimensions);
@@ -707,7 +738,7 @@ export function createSqliteVectorLists(
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
       const memory = snapshotFor(current);
       const found: Array<{ id: number; distance: number }> = [];
-      const ranges = rangesOf(query, values, count, memory?.lists ?? sql().listRows.all(), reach, null);
+      const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null);
       if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
       if (memory) {
         const words = codeWords(code, memory.words);
@@ -760,15 +791,34 @@ export function createSqliteVectorLists(
       if (!current?.maintained || ownerIds?.length === 0) return [];
       const { values, count } = loadCentroids(current, vector.length);
       const query = unit(vector);
-      const probed = sql()
-        .listRows.all()
+      const memory = snapshotFor(current);
+      const probed = (memory?.lists ?? listRows())
         .filter((row) => row.list < count && row.low_band !== null && row.high_band !== null)
         .map((row) => ({ row, similarity: dot(query, values, row.list * vector.length) }))
         .sort((a, b) => b.similarity - a.similarity || a.row.list - b.row.list)
         .slice(0, probes);
+      const found: Array<{ id: number; distance: number }> = [];
+      if (memory) {
+        // The codes in memory (ADR 10, 2026-12-02, session 7): every code of the probed lists' bands and of
+        // the overflow within the bound, where SQL keeps the `wanted` nearest of each list; the same answer
+        // but for which of several codes at the `wanted`th distance a list's statement keeps.
+        const words = codeWords(code, memory.words);
+        const reach = bound ?? Number.POSITIVE_INFINITY;
+        const ranges: Array<[number, number]> = probed.map(({ row }) => [
+          row.list * BANDS + (row.low_band ?? 0),
+          row.list * BANDS + (row.high_band ?? 0),
+        ]);
+        if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+        for (const [low, high] of ranges) {
+          for (let part = low; part <= high; part++) {
+            const members = memory.parts.get(part);
+            if (members) scan(members, words, ownerIds, reach, found);
+          }
+        }
+        return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+      }
       const statement = knnStatement(ownerIds === null ? null : ownerIds.length, bound !== null);
       const rest = [...(ownerIds ?? []).map(BigInt), ...(bound === null ? [] : [bound])];
-      const found: Array<{ id: number; distance: number }> = [];
       for (const { row } of probed) {
         const base = row.list * BANDS;
         found.push(
