@@ -124,8 +124,9 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   /**
-   * The owners' searchable memories holding `term`: each one's length and the term's frequency in it.
-   * `indexAverage` is read (once a search) only for a term of several words.
+   * The owners' searchable memories holding `term`, each given to `add` once with its length and the
+   * term's frequency in it, in the order the index yields them. `indexAverage` is read (once a search)
+   * only for a term of several words.
    */
   function matchesOf(
     term: string,
@@ -133,22 +134,38 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     owners: readonly string[],
     includeFaded: boolean,
     indexAverage: () => number,
-  ) {
-    const matches = new Map<number, { length: number; times: number }>();
+    add: (id: number, length: number, times: number) => void,
+  ): void {
     const stems = term.includes('\u0000') ? [] : words.stems(term);
     if (stems.length === 1 && instancesReady()) {
-      for (const [id, length] of wordStatement(owners.length, includeFaded).all(stems[0], ...owners)) {
-        const match = matches.get(id);
-        if (match) match.times++;
-        else matches.set(id, { length, times: 1 });
+      const rows = wordStatement(owners.length, includeFaded).all(stems[0], ...owners);
+      if (!inMemoryOrder(rows)) {
+        const matches = new Map<number, { length: number; times: number }>();
+        for (const [id, length] of rows) {
+          const match = matches.get(id);
+          if (match) match.times++;
+          else matches.set(id, { length, times: 1 });
+        }
+        for (const [id, { length, times }] of matches) add(id, length, times);
+        return;
       }
-      return matches;
+      // A memory's occurrences are consecutive rows (the index lists a word's memories by id): their
+      // number is the frequency, without a map of the word's matches.
+      let index = 0;
+      while (index < rows.length) {
+        const [id, length] = rows[index] as WordOccurrence;
+        let times = 1;
+        while (rows[index + times]?.[0] === id) times++;
+        add(id, length, times);
+        index += times;
+      }
+      return;
     }
     const average = indexAverage();
+    // One row a memory.
     for (const [id, one, two, length] of termStatement(owners.length, includeFaded).all(query, ...owners)) {
-      matches.set(id, { length, times: frequency(one, two, length, average) });
+      add(id, length, frequency(one, two, length, average));
     }
-    return matches;
   }
 
   return {
@@ -172,11 +189,11 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
         const query = ftsQuery([term]);
         if (query === null) return;
         const weight = idf(index);
-        for (const [id, { length, times }] of matchesOf(term, query, owners, includeFaded, average)) {
+        matchesOf(term, query, owners, includeFaded, average, (id, length, times) => {
           const entry = found.get(id);
           if (entry) entry.score += weight * saturated(times, length, averageLength);
           else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
-        }
+        });
       });
       const rareQuery = ftsQuery(rare);
       if (rareQuery !== null && found.size > 0) {
@@ -193,12 +210,44 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
           }
         });
       }
-      return [...found]
-        .map(([id, { score }]) => ({ id, score }))
-        .sort((left, right) => right.score - left.score || left.id - right.id)
-        .slice(0, limit);
+      return best(found, limit);
     },
   };
+}
+
+/** Whether a word's occurrence rows come by memory id (ascending), each memory's rows together. */
+function inMemoryOrder(rows: readonly WordOccurrence[]): boolean {
+  for (let index = 1; index < rows.length; index++) {
+    if ((rows[index] as WordOccurrence)[0] < (rows[index - 1] as WordOccurrence)[0]) return false;
+  }
+  return true;
+}
+
+/**
+ * The `limit` best of the found memories, by score then id: what sorting them all and keeping the
+ * first `limit` gives (the order is total), by keeping the best so far in order instead (a search may
+ * find thousands).
+ */
+function best(found: ReadonlyMap<number, { score: number }>, limit: number): Array<{ id: number; score: number }> {
+  const kept: Array<{ id: number; score: number }> = [];
+  if (limit <= 0) return kept;
+  const before = (left: { id: number; score: number }, right: { id: number; score: number }) =>
+    left.score > right.score || (left.score === right.score && left.id < right.id);
+  for (const [id, { score }] of found) {
+    const hit = { id, score };
+    const last = kept[kept.length - 1];
+    if (kept.length === limit && last && !before(hit, last)) continue;
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (before(kept[middle] as { id: number; score: number }, hit)) low = middle + 1;
+      else high = middle;
+    }
+    kept.splice(low, 0, hit);
+    if (kept.length > limit) kept.pop();
+  }
+  return kept;
 }
 
 /** A word's occurrence: memory id, the memory's length in tokens. */
