@@ -304,15 +304,22 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
     async touch(touches, at) {
       if (touches.length === 0) return;
       // Access statistics are not data a power cut must not lose: no fsync of their own.
-      const ids = JSON.stringify(touches.map((touch) => touch.id));
       writeSqlite(
         database,
         'recording retrievals',
         () => {
-          for (const { id } of statements.fadedAmong().all(ids)) {
+          // The active memories first (nearly always all of them: one statement). A touched memory it
+          // left alone is archived: if it faded, it is brought back, then touched like the others.
+          const touched = statements.touch.run({ at, touches: JSON.stringify(touches) }).changes;
+          const ids = new Set(touches.map((touch) => touch.id));
+          if (touched >= ids.size) return;
+          const revived = new Set<number>();
+          for (const { id } of statements.fadedAmong().all(JSON.stringify([...ids]))) {
             writes.revive(id, { at, actor: null, reason: 'recalled after it faded' });
+            revived.add(id);
           }
-          statements.touch.run({ at, touches: JSON.stringify(touches) });
+          if (revived.size === 0) return;
+          statements.touch.run({ at, touches: JSON.stringify(touches.filter((touch) => revived.has(touch.id))) });
         },
         { deferred: true },
       );

@@ -640,7 +640,67 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
+  {
+    version: 20,
+    name: 'a memory length in the owner index of the full-text search',
+    sql: `
+      -- ADR 25, 2026-12-02 (session 7). A memory's length in tokens (what the full-text index's document
+      -- sizes sum to), kept by the word-count triggers that already tokenize it, and carried by the owner
+      -- index of the full-text search: a search reads each match's length with its owner instead of
+      -- joining the index's document sizes. Filled from those sizes below; the index is made after that.
+      ALTER TABLE memories ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+      DROP INDEX memories_searchable_owner;
+      DROP TRIGGER memory_words_insert;
+      DROP TRIGGER memory_words_update;
+      CREATE TRIGGER memory_words_insert AFTER INSERT ON memories
+        BEGIN
+          ${countInByNumber('new', true)}
+        END;
+      CREATE TRIGGER memory_words_update AFTER UPDATE OF content, search_context, owner ON memories
+        WHEN old.content IS NOT new.content OR old.search_context IS NOT new.search_context OR old.owner IS NOT new.owner
+        BEGIN
+          ${countOutByNumber('old')}
+          ${countInByNumber('new', true)}
+        END;
+    `,
+    after: (database) => {
+      // Each memory's length from the document sizes record of the full-text index (which holds every
+      // memory): one varint a column, summed.
+      database.function('mneme_document_length', { deterministic: true }, (record: unknown) =>
+        record instanceof Uint8Array ? varintSum(record) : 0,
+      );
+      database.exec(`
+        UPDATE memories SET tokens = sizes.tokens
+          FROM (SELECT id, mneme_document_length(sz) AS tokens FROM memories_fts_docsize) AS sizes
+          WHERE memories.id = sizes.id AND sizes.tokens <> 0;
+        -- Covers the join of a full-text search: each match's owner and length, for the memories recall
+        -- may find (active ones and those that faded, told apart by faded_at; ADR 9; migration 13).
+        CREATE INDEX memories_searchable_owner ON memories(id, owner, faded_at, tokens)
+          WHERE archived_at IS NULL OR faded_at IS NOT NULL;
+      `);
+    },
+  },
 ];
+
+/** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */
+function varintSum(record: Uint8Array): number {
+  let sum = 0;
+  let index = 0;
+  while (index < record.length) {
+    let value = 0;
+    for (let read = 1; ; read++) {
+      const byte = record[index++] ?? 0;
+      if (read === 9) {
+        value = value * 256 + byte;
+        break;
+      }
+      value = value * 128 + (byte & 0x7f);
+      if ((byte & 0x80) === 0) break;
+    }
+    sum += value;
+  }
+  return sum;
+}
 
 /** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */
 function countIn(row: 'new' | 'old'): string {
@@ -672,9 +732,14 @@ function countOut(row: 'new' | 'old'): string {
 
 /**
  * Migration 19's trigger statements counting the memory `row` (`new` or `old`) into the word counts:
- * its owner key first (which numbers it), then one row per distinct stem under that number.
+ * its owner key first (which numbers it), then one row per distinct stem under that number. With
+ * `length` (migration 20), the memory's length in tokens too, in its row.
  */
-function countInByNumber(row: 'new' | 'old'): string {
+function countInByNumber(row: 'new' | 'old', length = false): string {
+  const lengthOf = length
+    ? `UPDATE memories SET tokens = (SELECT IFNULL(SUM(cnt), 0) FROM memory_words_scratch_terms)
+            WHERE id = ${row}.id;`
+    : '';
   return `INSERT INTO memory_words_scratch (rowid, content, search_context)
             VALUES (${row}.id, ${row}.content, ${row}.search_context);
           INSERT INTO memory_word_owners (owner, memories, tokens)
@@ -684,6 +749,7 @@ function countInByNumber(row: 'new' | 'old'): string {
             SELECT (SELECT id FROM memory_word_owners WHERE owner = ${row}.owner), term, 1
               FROM memory_words_scratch_terms WHERE true
             ON CONFLICT (owner, stem) DO UPDATE SET memories = memories + 1;
+          ${lengthOf}
           INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all');`;
 }
 

@@ -334,6 +334,108 @@ describe('SQLite storage', () => {
     }
   });
 
+  it("fills each memory's length in tokens from the full-text index of a schema 19 file, in the owner index (migration 20)", async () => {
+    const path = newFile();
+    const old = openSqliteDatabase({ path, migrateTo: 19 });
+    const insert = old.prepare<[string, string | null, number | null, number | null]>(`INSERT INTO memories
+        (content, search_context, category, sector, scope, owner, source, importance, valid_from, created_at,
+         updated_at, archived_at, faded_at)
+      VALUES (?, ?, 'fact', 'semantic', 'global', 'global', 'manual', 0.5, ${at}, ${at}, ${at}, ?, ?)`);
+    insert.run('Ann edits kestrels', 'Bob: who edits?', null, null);
+    insert.run('the kestrel of the room, the kestrel of the dune', null, null, null);
+    insert.run('forgotten, with a context', 'the question it answered', at, null);
+    insert.run('faded kestrels', null, at, at);
+    insert.run('', null, null, null);
+    old.close();
+
+    const storage = createSqliteStorage({ path });
+    const raw = new Database(path);
+    try {
+      expect(raw.prepare('SELECT content, tokens FROM memories ORDER BY id').all()).toEqual([
+        { content: 'Ann edits kestrels', tokens: 6 },
+        { content: 'the kestrel of the room, the kestrel of the dune', tokens: 10 },
+        { content: 'forgotten, with a context', tokens: 8 },
+        { content: 'faded kestrels', tokens: 2 },
+        { content: '', tokens: 0 },
+      ]);
+      expect(lengthsRecounted(raw)).toEqual(lengthsStored(raw));
+      expect(
+        raw.prepare("SELECT name FROM pragma_index_info('memories_searchable_owner') ORDER BY seqno").pluck().all(),
+      ).toEqual(['id', 'owner', 'faded_at', 'tokens']);
+      // Searched by the same statistics as before the step.
+      const hits = await storage.memories.searchText({ terms: ['kestrel'], owners: ['global'], limit: 5 });
+      expect(hits.map((hit) => hit.id)).toEqual([2, 1]);
+    } finally {
+      raw.close();
+      await storage.close();
+    }
+  });
+
+  it("keeps each memory's length in tokens through inserts, edits, forgets, fades, restores and purges", async () => {
+    const path = newFile();
+    const storage = createSqliteStorage({ path });
+    const raw = new Database(path);
+    try {
+      const personal = (content: string, userId: string, searchContext: string | null = null) =>
+        globalMemory(content, { scope: 'personal', owner: `user:${userId}`, userId, searchContext });
+      const stored = await storage.memories.insert(
+        [
+          personal('Ann edits kestrels', 'ann', 'Bob: who edits the kestrels of the dune?'),
+          personal('Ann keeps a café kestrel', 'ann'),
+          personal('Bob edited the kestrel', 'bob'),
+          globalMemory('the kestrel of the room'),
+          globalMemory('kestrels hover, kestrels hunt', { searchContext: 'what do kestrels do?' }),
+        ],
+        { at, actor: null },
+      );
+      const [edited, forgotten, purged, faded, other] = stored.map((memory) => memory.id);
+      const check = () => {
+        const stored = lengthsStored(raw);
+        expect(stored).toEqual(lengthsRecounted(raw));
+        // The owner index holds each searchable memory's length too.
+        const indexed = raw
+          .prepare<[], [number, number]>(
+            `SELECT id, tokens FROM memories INDEXED BY memories_searchable_owner
+              WHERE archived_at IS NULL OR faded_at IS NOT NULL ORDER BY id`,
+          )
+          .raw()
+          .all();
+        for (const [id, tokens] of indexed) expect(tokens).toBe(stored.get(id));
+        return stored;
+      };
+      expect(check().get(edited ?? 0)).toBe(11);
+
+      await storage.memories.update(
+        edited ?? 0,
+        { content: 'Ann edits kestrels and herons every day' },
+        {
+          at,
+          actor: null,
+        },
+      );
+      expect(check().get(edited ?? 0)).toBe(15);
+      raw.prepare('UPDATE memories SET search_context = NULL WHERE id = ?').run(edited);
+      expect(check().get(edited ?? 0)).toBe(7);
+      raw
+        .prepare("UPDATE memories SET search_context = 'a longer context than it had', owner = 'room:r' WHERE id = ?")
+        .run(other);
+      expect(check().get(other ?? 0)).toBe(10);
+      await storage.memories.archive([forgotten ?? 0], { at, actor: null });
+      await storage.memories.archive([faded ?? 0], { at, actor: null }, { fade: true });
+      check();
+      await storage.memories.restore(forgotten ?? 0, null, { at, actor: null });
+      await storage.memories.restore(faded ?? 0, null, { at, actor: null });
+      expect(check().get(forgotten ?? 0)).toBe(5);
+      await storage.memories.purgeUser('bob');
+      expect(check().has(purged ?? 0)).toBe(false);
+      raw.prepare('DELETE FROM memories WHERE id = ?').run(other);
+      expect([...check().keys()]).toEqual([edited, forgotten, faded]);
+    } finally {
+      raw.close();
+      await storage.close();
+    }
+  });
+
   it("ranks a search of some owners by their memories' statistics: of every owner, exactly as FTS5's bm25() ranks", async () => {
     const storage = createSqliteStorage({ path: ':memory:' });
     try {
@@ -821,3 +923,23 @@ describe('createMneme busyTimeoutMs', () => {
     });
   });
 });
+
+/** Each memory's length as stored (`memories.tokens`), by id. */
+function lengthsStored(database: Database.Database): Map<number, number> {
+  return new Map(database.prepare<[], [number, number]>('SELECT id, tokens FROM memories ORDER BY id').raw().all());
+}
+
+/** Each memory's length counted again from the full-text index: its occurrences of every term. */
+function lengthsRecounted(database: Database.Database): Map<number, number> {
+  database.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recount USING fts5vocab(main, 'memories_fts', 'instance')");
+  const counted = new Map(
+    database.prepare<[], [number, number]>('SELECT doc, count(*) FROM temp.recount GROUP BY doc').raw().all(),
+  );
+  return new Map(
+    database
+      .prepare<[], number>('SELECT id FROM memories ORDER BY id')
+      .pluck()
+      .all()
+      .map((id) => [id, counted.get(id) ?? 0]),
+  );
+}

@@ -28,4 +28,28 @@ describe('SQLite visible ranking', () => {
       database.close();
     }
   });
+
+  it('keeps the best of many found memories as a full sort by score then id would, ties to the lower id', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const insert = database.prepare<[string]>(`INSERT INTO memories
+          (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+        VALUES (?, NULL, 'fact', 'semantic', 'global', NULL, 'global', 'manual', 0.5, ${at}, ${at}, ${at})`);
+      // Memories of three lengths and three frequencies of the word, many alike (equal scores).
+      const shapes = ['a kestrel', 'a kestrel over the long field', 'kestrel kestrel kestrel'];
+      for (let index = 0; index < 120; index++) insert.run(`${shapes[(index * 7) % 3]} ${index % 2 ? 'dune' : ''}`);
+      const ranking = createSqliteVisibleRanking(database, createSqliteOwnerWords(database));
+      const search = (limit: number) =>
+        ranking.search({ rare: ['kestrel', 'dune'], common: [], owners: ['global'], limit, includeFaded: false });
+      const all = search(1000);
+      expect(all).toHaveLength(120);
+      const sorted = [...all].sort((left, right) => right.score - left.score || left.id - right.id);
+      expect(all).toEqual(sorted);
+      for (const limit of [0, 1, 5, 7, 40, 119, 120]) expect(search(limit)).toEqual(sorted.slice(0, limit));
+      expect(new Set(all.map((hit) => hit.score)).size).toBeLessThan(10);
+    } finally {
+      database.close();
+    }
+  });
 });

@@ -32,9 +32,9 @@ export interface SqliteVisibleRanking {
  * the whole index, so a memory of another owner holding a word would move the order and the scores.
  *
  * FTS5 is used for matching and for what it knows of each matching memory: one statement a rare term
- * (its matches among the owners' searchable memories), from which each memory's length comes from the
- * index's document sizes, read as hex text (a `Buffer` a matching row cost more than the rest, ADR 25,
- * session 4), joined after the owner filter. A term of one word (what the index stems it to: nearly
+ * (its matches among the owners' searchable memories). Each memory's length comes with its owner from
+ * the owner index (`memories.tokens`, kept by the word-count triggers: migration 20, ADR 25 session 7),
+ * no longer from the index's document sizes joined after the owner filter. A term of one word (what the index stems it to: nearly
  * every term) is read from an `fts5vocab` table of type `instance` over the index, a row an occurrence:
  * the term's frequency in a memory is its number of rows (ADR 25, session 6). A term the tokenizer
  * splits into several words (a phrase for FTS5) is matched by `MATCH`, its frequency solved from two
@@ -62,15 +62,13 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     const key = `${ownerCount}:${includeFaded}`;
     let statement = byTerm.get(key);
     if (!statement) {
-      // Rows as arrays (id, bm25 with weights 1, with weights 2, document sizes in hex): a term's matches
-      // may be many. CROSS JOIN keeps this order: the sizes of the owners' matches only.
+      // Rows as arrays (id, bm25 with weights 1, with weights 2, length): a term's matches may be many.
       statement = database
         .prepare<unknown[], TermMatch>(
           `SELECT m.id AS id, bm25(memories_fts, 1.0, 1.0) AS one, bm25(memories_fts, 2.0, 2.0) AS two,
-            hex(d.sz) AS size
+            m.tokens AS length
           FROM memories_fts
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
-          CROSS JOIN memories_fts_docsize d ON d.id = memories_fts.rowid
           WHERE memories_fts MATCH ? AND ${stateOf(ownerCount, includeFaded)}`,
         )
         .raw();
@@ -81,8 +79,8 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
 
   /**
    * A word's occurrences among the owners' searchable memories: a row an occurrence (memory id, its
-   * document sizes in hex), from the index's `instance` vocabulary (a temporary table of this
-   * connection, made on first use outside a transaction: it stores nothing, it reads the index).
+   * length), from the index's `instance` vocabulary (a temporary table of this connection, made on
+   * first use outside a transaction: it stores nothing, it reads the index).
    */
   function wordStatement(ownerCount: number, includeFaded: boolean) {
     const key = `${ownerCount}:${includeFaded}`;
@@ -90,10 +88,9 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     if (!statement) {
       statement = database
         .prepare<unknown[], WordOccurrence>(
-          `SELECT m.id AS id, hex(d.sz) AS size
+          `SELECT m.id AS id, m.tokens AS length
           FROM temp.memories_fts_instances i
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = i.doc
-          CROSS JOIN memories_fts_docsize d ON d.id = i.doc
           WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded)}`,
         )
         .raw();
@@ -127,8 +124,9 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   /**
-   * The owners' searchable memories holding `term`: each one's length and the term's frequency in it.
-   * `indexAverage` is read (once a search) only for a term of several words.
+   * The owners' searchable memories holding `term`, each given to `add` once with its length and the
+   * term's frequency in it, in the order the index yields them. `indexAverage` is read (once a search)
+   * only for a term of several words.
    */
   function matchesOf(
     term: string,
@@ -136,23 +134,38 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     owners: readonly string[],
     includeFaded: boolean,
     indexAverage: () => number,
-  ) {
-    const matches = new Map<number, { length: number; times: number }>();
+    add: (id: number, length: number, times: number) => void,
+  ): void {
     const stems = term.includes('\u0000') ? [] : words.stems(term);
     if (stems.length === 1 && instancesReady()) {
-      for (const [id, size] of wordStatement(owners.length, includeFaded).all(stems[0], ...owners)) {
-        const match = matches.get(id);
-        if (match) match.times++;
-        else matches.set(id, { length: documentLength(size), times: 1 });
+      const rows = wordStatement(owners.length, includeFaded).all(stems[0], ...owners);
+      if (!inMemoryOrder(rows)) {
+        const matches = new Map<number, { length: number; times: number }>();
+        for (const [id, length] of rows) {
+          const match = matches.get(id);
+          if (match) match.times++;
+          else matches.set(id, { length, times: 1 });
+        }
+        for (const [id, { length, times }] of matches) add(id, length, times);
+        return;
       }
-      return matches;
+      // A memory's occurrences are consecutive rows (the index lists a word's memories by id): their
+      // number is the frequency, without a map of the word's matches.
+      let index = 0;
+      while (index < rows.length) {
+        const [id, length] = rows[index] as WordOccurrence;
+        let times = 1;
+        while (rows[index + times]?.[0] === id) times++;
+        add(id, length, times);
+        index += times;
+      }
+      return;
     }
     const average = indexAverage();
-    for (const [id, one, two, size] of termStatement(owners.length, includeFaded).all(query, ...owners)) {
-      const length = documentLength(size);
-      matches.set(id, { length, times: frequency(one, two, length, average) });
+    // One row a memory.
+    for (const [id, one, two, length] of termStatement(owners.length, includeFaded).all(query, ...owners)) {
+      add(id, length, frequency(one, two, length, average));
     }
-    return matches;
   }
 
   return {
@@ -176,11 +189,11 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
         const query = ftsQuery([term]);
         if (query === null) return;
         const weight = idf(index);
-        for (const [id, { length, times }] of matchesOf(term, query, owners, includeFaded, average)) {
+        matchesOf(term, query, owners, includeFaded, average, (id, length, times) => {
           const entry = found.get(id);
           if (entry) entry.score += weight * saturated(times, length, averageLength);
           else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
-        }
+        });
       });
       const rareQuery = ftsQuery(rare);
       if (rareQuery !== null && found.size > 0) {
@@ -197,50 +210,51 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
           }
         });
       }
-      return [...found]
-        .map(([id, { score }]) => ({ id, score }))
-        .sort((left, right) => right.score - left.score || left.id - right.id)
-        .slice(0, limit);
+      return best(found, limit);
     },
   };
 }
 
-/** A word's occurrence: memory id, the document sizes record in hex. */
-type WordOccurrence = [id: number, size: string];
-
-/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the document sizes record in hex. */
-type TermMatch = [id: number, one: number, two: number, size: string];
+/** Whether a word's occurrence rows come by memory id (ascending), each memory's rows together. */
+function inMemoryOrder(rows: readonly WordOccurrence[]): boolean {
+  for (let index = 1; index < rows.length; index++) {
+    if ((rows[index] as WordOccurrence)[0] < (rows[index - 1] as WordOccurrence)[0]) return false;
+  }
+  return true;
+}
 
 /**
- * A memory's length in tokens: the sum of its document sizes record (one SQLite varint a column), read
- * from SQL's `hex()` of it (upper-case digits, two a byte).
+ * The `limit` best of the found memories, by score then id: what sorting them all and keeping the
+ * first `limit` gives (the order is total), by keeping the best so far in order instead (a search may
+ * find thousands).
  */
-function documentLength(hex: string): number {
-  let length = 0;
-  let value = 0;
-  let read = 0;
-  for (let index = 0; index + 1 < hex.length; index += 2) {
-    const byte = (hexDigit(hex.charCodeAt(index)) << 4) | hexDigit(hex.charCodeAt(index + 1));
-    read++;
-    if (read === 9) {
-      length += value * 256 + byte;
-      value = 0;
-      read = 0;
-    } else if (byte >= 0x80) {
-      value = value * 128 + (byte & 0x7f);
-    } else {
-      length += value * 128 + byte;
-      value = 0;
-      read = 0;
+function best(found: ReadonlyMap<number, { score: number }>, limit: number): Array<{ id: number; score: number }> {
+  const kept: Array<{ id: number; score: number }> = [];
+  if (limit <= 0) return kept;
+  const before = (left: { id: number; score: number }, right: { id: number; score: number }) =>
+    left.score > right.score || (left.score === right.score && left.id < right.id);
+  for (const [id, { score }] of found) {
+    const hit = { id, score };
+    const last = kept[kept.length - 1];
+    if (kept.length === limit && last && !before(hit, last)) continue;
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (before(kept[middle] as { id: number; score: number }, hit)) low = middle + 1;
+      else high = middle;
     }
+    kept.splice(low, 0, hit);
+    if (kept.length > limit) kept.pop();
   }
-  return length;
+  return kept;
 }
 
-/** The value of a hex digit's character code (`0-9`, `A-F`, `a-f`). */
-function hexDigit(code: number): number {
-  return code <= 57 ? code - 48 : (code | 0x20) - 87;
-}
+/** A word's occurrence: memory id, the memory's length in tokens. */
+type WordOccurrence = [id: number, length: number];
+
+/** A term's match: memory id, `bm25()` with column weights 1 and with 2, the memory's length in tokens. */
+type TermMatch = [id: number, one: number, two: number, length: number];
 
 /** BM25's term-frequency part for a term found `times` in a memory of `length` tokens. */
 function saturated(times: number, length: number, averageLength: number): number {
