@@ -1,5 +1,5 @@
 import type { LinkType } from '../../storage/link-store.js';
-import type { MemoryTouch } from '../../storage/memory-store.js';
+import type { MemoryTouch, SearchHit } from '../../storage/memory-store.js';
 import { toIso } from '../clock.js';
 import { currentValues } from '../current-values.js';
 import { reinforcement } from '../decay/decay.js';
@@ -172,13 +172,21 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     includeFaded,
   );
   const counted = await countTerms(context, texts, owners);
-  const associated = await associationList(context, fullQuery, counted, owners, pool, includeFaded);
+  const associated = await associationList(
+    context,
+    fullQuery,
+    counted,
+    owners,
+    pool,
+    includeFaded,
+    textLists[0]?.hits ?? [],
+  );
   const lists = [...textLists, ...vectorLists, associated].filter((list): list is RankedList => list !== null);
 
   const candidates = reciprocalRankFusion(lists);
   const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
-  const weighted = weightedTexts(texts, counted);
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const weighted = weightedTexts(texts, counted);
   const named = await speakersNamed(context, fullQuery, candidates, byId, request.viewer.userId);
   const totalWeight = listWeight(lists);
   const ranked = candidates
@@ -315,9 +323,12 @@ function weightedTexts(
 }
 
 /**
- * The query searched again with the words its rarest words are associated with in the viewer's memories
+ * The query's words and those its rarest words are associated with in the viewer's memories
  * (`associatedSearchWords`, ADR 26), as one more full-text list weighing `recall.associationWeight`; null when
- * that is 0 or no word is associated.
+ * that is 0 or no word is associated. Only the associated words are searched: a memory of the first pass's
+ * list (`first`, the query's full-text hits) adds its score there to theirs, as a full-text score sums over the
+ * words it matches (BM25 on SQLite, idf x `ts_rank` a lexeme on PostgreSQL), so the query's words are not
+ * searched a second time (ADR 26, session 7).
  */
 async function associationList(
   context: EngineContext,
@@ -326,6 +337,7 @@ async function associationList(
   owners: readonly string[],
   pool: number,
   includeFaded: boolean,
+  first: readonly SearchHit[],
 ): Promise<RankedList | null> {
   const weight = context.policy.recall.associationWeight;
   const terms = queryTerms(query);
@@ -333,12 +345,13 @@ async function associationList(
   const counts = { memories: counted.memories, counts: terms.map((term) => counted.counts.get(term) ?? 0) };
   const words = await associatedSearchWords(context.storage.memories, terms, counts, owners, includeFaded);
   if (words.length === 0) return null;
-  const hits = await context.storage.memories.searchText({
-    terms: [...terms, ...words],
-    owners,
-    limit: pool,
-    includeFaded,
-  });
+  const extra = await context.storage.memories.searchText({ terms: words, owners, limit: pool, includeFaded });
+  const scores = new Map(first.map((hit) => [hit.id, hit.score]));
+  for (const hit of extra) scores.set(hit.id, (scores.get(hit.id) ?? 0) + hit.score);
+  const hits = [...scores]
+    .map(([id, score]) => ({ id, score }))
+    .sort((a, b) => b.score - a.score || a.id - b.id)
+    .slice(0, pool);
   return { leg: 'fts', hits, weight };
 }
 
