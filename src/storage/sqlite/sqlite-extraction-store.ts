@@ -30,6 +30,10 @@ function prepareStatements(database: Database.Database) {
     watermark: database.prepare<LeaseKey, { watermark: number | null }>(
       'SELECT watermark FROM maintenance_state WHERE channel_id = @channelId AND task = @task',
     ),
+    setWatermark: database.prepare<LeaseKey & { watermark: number; at: number }>(
+      `UPDATE maintenance_state SET watermark = @watermark, last_run_at = @at
+      WHERE channel_id = @channelId AND task = @task`,
+    ),
     moveWatermark: database.prepare<LeaseKey & { watermark: number; at: number }>(
       `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES (@channelId, @task, @watermark, @at)
       ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at`,
@@ -78,6 +82,16 @@ export function createSqliteExtractionStore(
     return prepared;
   };
   const key = (lease: ExtractionLease): LeaseKey => ({ channelId: lease.channelId, task: lease.task });
+  /**
+   * Within a batch's transaction, per lease (its key and owner): the watermark its last step moved. The
+   * transaction holds the file's write lock and the other calls of the process wait for the batch, so
+   * nothing else moves that watermark or takes that lease before the commit: the next step of the lease
+   * is checked against this instead of reading both rows again, and the leases are renewed once, at the
+   * commit. Empty outside a batch.
+   */
+  const batchSteps = new Map<string, { lease: ExtractionLease; watermark: number }>();
+  let batchOpen = false;
+  const stepKey = (lease: ExtractionLease) => JSON.stringify([lease.channelId, lease.task, lease.owner]);
   const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
 
   return {
@@ -117,6 +131,8 @@ export function createSqliteExtractionStore(
     batch(work) {
       return scheduler.section(() => work(() => scheduler.waiting()), {
         open() {
+          batchSteps.clear();
+          batchOpen = true;
           database.pragma('synchronous = NORMAL');
           try {
             database.prepare('BEGIN IMMEDIATE').run();
@@ -127,10 +143,18 @@ export function createSqliteExtractionStore(
         },
         close(ok) {
           try {
-            if (ok) database.prepare('COMMIT').run();
+            if (ok) {
+              const expiresAt = Date.now();
+              for (const { lease } of batchSteps.values()) {
+                statements().renew.run({ ...key(lease), owner: lease.owner, expiresAt: expiresAt + lease.ttlMs });
+              }
+              database.prepare('COMMIT').run();
+            }
           } catch (error) {
             throw toMnemeError(error, 'committing a batch of extraction steps');
           } finally {
+            batchSteps.clear();
+            batchOpen = false;
             if (database.inTransaction) database.prepare('ROLLBACK').run();
             database.pragma('synchronous = FULL');
           }
@@ -143,16 +167,20 @@ export function createSqliteExtractionStore(
       const doing = `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`;
       // Within a batch's transaction, a step is no savepoint of its own: a failed step fails the
       // whole batch anyway, and a savepoint would make FTS5 write its pending terms at every step.
-      const write = database.inTransaction
-        ? <T>(_: unknown, __: string, work: () => T) => readSqlite(doing, work)
-        : writeSqlite;
+      const inBatch = database.inTransaction;
+      const write = inBatch ? <T>(_: unknown, __: string, work: () => T) => readSqlite(doing, work) : writeSqlite;
+      const before = inBatch && batchOpen ? batchSteps.get(stepKey(lease)) : undefined;
       return write(
         database,
         doing,
         () => {
           const sql = statements();
-          if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
-          if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
+          // The lease's earlier step of this batch left the watermark at `before.watermark`, held by this owner.
+          const known = before !== undefined && before.watermark === step.from;
+          if (!known) {
+            if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
+            if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
+          }
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
           if (step.facts && sql.messageExists.get(step.to)) {
             const { context, updates, inserts, linked, supersedes = [] } = step.facts;
@@ -180,8 +208,10 @@ export function createSqliteExtractionStore(
               applied.chunks.push(toMemory(row));
             }
           }
-          sql.moveWatermark.run({ ...key(lease), watermark: step.to, at: step.at });
-          sql.renew.run({ ...key(lease), owner: lease.owner, expiresAt: Date.now() + lease.ttlMs });
+          // The watermark's row exists once an earlier step of the batch moved it: an update, not an upsert.
+          (known ? sql.setWatermark : sql.moveWatermark).run({ ...key(lease), watermark: step.to, at: step.at });
+          if (inBatch && batchOpen) batchSteps.set(stepKey(lease), { lease, watermark: step.to });
+          else sql.renew.run({ ...key(lease), owner: lease.owner, expiresAt: Date.now() + lease.ttlMs });
           return applied;
         },
         { deferred: true },
