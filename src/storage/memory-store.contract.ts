@@ -1482,8 +1482,18 @@ export function describeStorageContract(
         const results = await storage.extraction.batch(async () => [
           await storage.extraction.apply(lease('worker'), { from: 0, to: 3, at }),
           await storage.extraction.apply(lease('worker'), { from: 3, to: 5, at: at + 1 }),
-          await storage.extraction.apply(lease('worker'), { from: 3, to: 9, at, exchange: await exchange(9, ['stale']) }),
-          await storage.extraction.apply(lease('stranger'), { from: 5, to: 9, at, exchange: await exchange(9, ['not']) }),
+          await storage.extraction.apply(lease('worker'), {
+            from: 3,
+            to: 9,
+            at,
+            exchange: await exchange(9, ['stale']),
+          }),
+          await storage.extraction.apply(lease('stranger'), {
+            from: 5,
+            to: 9,
+            at,
+            exchange: await exchange(9, ['not']),
+          }),
           await storage.extraction.apply(lease('worker'), { from: 5, to: 6, at: at + 2 }),
         ]);
         expect(results.map((result) => result !== null)).toEqual([true, true, false, false, true]);
