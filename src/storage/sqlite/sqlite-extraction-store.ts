@@ -50,9 +50,6 @@ function prepareStatements(database: Database.Database) {
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
     ),
-    placeChunk: database.prepare<[number, number, number]>(
-      'UPDATE memories SET chunk_message_id = ?, chunk_index = ? WHERE id = ?',
-    ),
     citing: database.prepare<{ messageId: number; owners: string }, MemoryRow>(
       `SELECT memories.* FROM memory_source_messages source JOIN memories ON memories.id = source.memory_id
       WHERE source.message_id = @messageId AND memories.archived_at IS NULL
@@ -203,9 +200,7 @@ export function createSqliteExtractionStore(
             const { context, messageId, chunks } = step.exchange;
             for (const [index, memory] of chunks.entries()) {
               if (sql.chunkStored.get(messageId, index)) continue;
-              const row = writes.insert(memory, context);
-              sql.placeChunk.run(messageId, index, row.id);
-              applied.chunks.push(toMemory(row));
+              applied.chunks.push(toMemory(writes.insert(memory, context, 'create', { messageId, index })));
             }
           }
           // The watermark's row exists once an earlier step of the batch moved it: an update, not an upsert.
