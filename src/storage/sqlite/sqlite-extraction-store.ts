@@ -64,8 +64,9 @@ function prepareStatements(database: Database.Database) {
  * this machine's clock), steps applied in one IMMEDIATE transaction without an fsync of their own
  * (a power cut loses whole steps, memories and watermark together, which the next run re-extracts).
  * A `batch` is a section of the connection's scheduler: its first step opens one IMMEDIATE
- * transaction (each step a savepoint in it), committed when the batch's work returns, rolled back
- * when it throws; the batch's reads run inside it, other calls of the process wait for its end.
+ * transaction (the steps run in it, no savepoint each), committed when the batch's work returns, rolled
+ * back when it throws; the batch's reads run inside it, other calls of the process wait for its end.
+ * Within it a lease is checked once and renewed at the commit (ADR 19, session 7).
  */
 export function createSqliteExtractionStore(
   database: Database.Database,
