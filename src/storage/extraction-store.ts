@@ -82,7 +82,8 @@ export interface ExtractionStore {
   citing(messageId: number, owners: readonly string[]): Promise<Memory[]>;
   /**
    * Applies one step in one transaction: the facts (updates, inserts, links), the exchange chunks
-   * not stored yet, the watermark moved to `step.to`, the lease renewed. Writes nothing and returns
+   * not stored yet, the watermark moved to `step.to`, the lease renewed (within a `batch`, a store may
+   * renew the leases of its steps once, at its commit). Writes nothing and returns
    * null when `lease.owner` no longer holds the lease or the watermark is no longer `step.from`
    * (another holder moved it): the caller has lost the run and must claim again. Facts of a message
    * (`step.to`) and chunks of one (`exchange.messageId`) that was purged meanwhile are not written.

@@ -1476,6 +1476,35 @@ export function describeStorageContract(
         expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({ watermark: 5 });
       });
 
+      it('checks every step of a batch against the watermark its steps moved, and leaves the lease renewed at the end', async () => {
+        // Claimed with an expiry already past: only the batch's renewal keeps another holder out afterwards.
+        await storage.extraction.claim(lease('worker', 0));
+        const results = await storage.extraction.batch(async () => [
+          await storage.extraction.apply(lease('worker'), { from: 0, to: 3, at }),
+          await storage.extraction.apply(lease('worker'), { from: 3, to: 5, at: at + 1 }),
+          await storage.extraction.apply(lease('worker'), {
+            from: 3,
+            to: 9,
+            at,
+            exchange: await exchange(9, ['stale']),
+          }),
+          await storage.extraction.apply(lease('stranger'), {
+            from: 5,
+            to: 9,
+            at,
+            exchange: await exchange(9, ['not']),
+          }),
+          await storage.extraction.apply(lease('worker'), { from: 5, to: 6, at: at + 2 }),
+        ]);
+        expect(results.map((result) => result !== null)).toEqual([true, true, false, false, true]);
+        expect((await storage.memories.list(allActive())).memories).toEqual([]);
+        expect(await storage.maintenanceState.get('room', 'extraction')).toMatchObject({
+          watermark: 6,
+          lastRunAt: at + 2,
+        });
+        expect(await storage.extraction.claim(lease('successor'))).toBe(false);
+      });
+
       it('stores each exchange chunk of a message once, however often the message is applied', async () => {
         await storage.extraction.claim(lease('worker'));
         const first = await storage.extraction.apply(lease('worker'), {

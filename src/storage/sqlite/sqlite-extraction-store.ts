@@ -30,6 +30,10 @@ function prepareStatements(database: Database.Database) {
     watermark: database.prepare<LeaseKey, { watermark: number | null }>(
       'SELECT watermark FROM maintenance_state WHERE channel_id = @channelId AND task = @task',
     ),
+    setWatermark: database.prepare<LeaseKey & { watermark: number; at: number }>(
+      `UPDATE maintenance_state SET watermark = @watermark, last_run_at = @at
+      WHERE channel_id = @channelId AND task = @task`,
+    ),
     moveWatermark: database.prepare<LeaseKey & { watermark: number; at: number }>(
       `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES (@channelId, @task, @watermark, @at)
       ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at`,
@@ -46,9 +50,6 @@ function prepareStatements(database: Database.Database) {
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
     ),
-    placeChunk: database.prepare<[number, number, number]>(
-      'UPDATE memories SET chunk_message_id = ?, chunk_index = ? WHERE id = ?',
-    ),
     citing: database.prepare<{ messageId: number; owners: string }, MemoryRow>(
       `SELECT memories.* FROM memory_source_messages source JOIN memories ON memories.id = source.memory_id
       WHERE source.message_id = @messageId AND memories.archived_at IS NULL
@@ -63,8 +64,9 @@ function prepareStatements(database: Database.Database) {
  * this machine's clock), steps applied in one IMMEDIATE transaction without an fsync of their own
  * (a power cut loses whole steps, memories and watermark together, which the next run re-extracts).
  * A `batch` is a section of the connection's scheduler: its first step opens one IMMEDIATE
- * transaction (each step a savepoint in it), committed when the batch's work returns, rolled back
- * when it throws; the batch's reads run inside it, other calls of the process wait for its end.
+ * transaction (the steps run in it, no savepoint each), committed when the batch's work returns, rolled
+ * back when it throws; the batch's reads run inside it, other calls of the process wait for its end.
+ * Within it a lease is checked once and renewed at the commit (ADR 19, session 7).
  */
 export function createSqliteExtractionStore(
   database: Database.Database,
@@ -78,6 +80,16 @@ export function createSqliteExtractionStore(
     return prepared;
   };
   const key = (lease: ExtractionLease): LeaseKey => ({ channelId: lease.channelId, task: lease.task });
+  /**
+   * Within a batch's transaction, per lease (its key and owner): the watermark its last step moved. The
+   * transaction holds the file's write lock and the other calls of the process wait for the batch, so
+   * nothing else moves that watermark or takes that lease before the commit: the next step of the lease
+   * is checked against this instead of reading both rows again, and the leases are renewed once, at the
+   * commit. Empty outside a batch.
+   */
+  const batchSteps = new Map<string, { lease: ExtractionLease; watermark: number }>();
+  let batchOpen = false;
+  const stepKey = (lease: ExtractionLease) => JSON.stringify([lease.channelId, lease.task, lease.owner]);
   const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
 
   return {
@@ -117,6 +129,8 @@ export function createSqliteExtractionStore(
     batch(work) {
       return scheduler.section(() => work(() => scheduler.waiting()), {
         open() {
+          batchSteps.clear();
+          batchOpen = true;
           database.pragma('synchronous = NORMAL');
           try {
             database.prepare('BEGIN IMMEDIATE').run();
@@ -127,10 +141,18 @@ export function createSqliteExtractionStore(
         },
         close(ok) {
           try {
-            if (ok) database.prepare('COMMIT').run();
+            if (ok) {
+              const expiresAt = Date.now();
+              for (const { lease } of batchSteps.values()) {
+                statements().renew.run({ ...key(lease), owner: lease.owner, expiresAt: expiresAt + lease.ttlMs });
+              }
+              database.prepare('COMMIT').run();
+            }
           } catch (error) {
             throw toMnemeError(error, 'committing a batch of extraction steps');
           } finally {
+            batchSteps.clear();
+            batchOpen = false;
             if (database.inTransaction) database.prepare('ROLLBACK').run();
             database.pragma('synchronous = FULL');
           }
@@ -143,16 +165,20 @@ export function createSqliteExtractionStore(
       const doing = `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`;
       // Within a batch's transaction, a step is no savepoint of its own: a failed step fails the
       // whole batch anyway, and a savepoint would make FTS5 write its pending terms at every step.
-      const write = database.inTransaction
-        ? <T>(_: unknown, __: string, work: () => T) => readSqlite(doing, work)
-        : writeSqlite;
+      const inBatch = database.inTransaction;
+      const write = inBatch ? <T>(_: unknown, __: string, work: () => T) => readSqlite(doing, work) : writeSqlite;
+      const before = inBatch && batchOpen ? batchSteps.get(stepKey(lease)) : undefined;
       return write(
         database,
         doing,
         () => {
           const sql = statements();
-          if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
-          if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
+          // The lease's earlier step of this batch left the watermark at `before.watermark`, held by this owner.
+          const known = before !== undefined && before.watermark === step.from;
+          if (!known) {
+            if (sql.holder.get(key(lease))?.owner !== lease.owner) return null;
+            if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
+          }
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
           if (step.facts && sql.messageExists.get(step.to)) {
             const { context, updates, inserts, linked, supersedes = [] } = step.facts;
@@ -175,13 +201,13 @@ export function createSqliteExtractionStore(
             const { context, messageId, chunks } = step.exchange;
             for (const [index, memory] of chunks.entries()) {
               if (sql.chunkStored.get(messageId, index)) continue;
-              const row = writes.insert(memory, context);
-              sql.placeChunk.run(messageId, index, row.id);
-              applied.chunks.push(toMemory(row));
+              applied.chunks.push(toMemory(writes.insert(memory, context, 'create', { messageId, index })));
             }
           }
-          sql.moveWatermark.run({ ...key(lease), watermark: step.to, at: step.at });
-          sql.renew.run({ ...key(lease), owner: lease.owner, expiresAt: Date.now() + lease.ttlMs });
+          // The watermark's row exists once an earlier step of the batch moved it: an update, not an upsert.
+          (known ? sql.setWatermark : sql.moveWatermark).run({ ...key(lease), watermark: step.to, at: step.at });
+          if (inBatch && batchOpen) batchSteps.set(stepKey(lease), { lease, watermark: step.to });
+          else sql.renew.run({ ...key(lease), owner: lease.owner, expiresAt: Date.now() + lease.ttlMs });
           return applied;
         },
         { deferred: true },

@@ -20,8 +20,14 @@ export interface SqliteMemoryWrites {
    * Writes one memory: its row (the FTS row follows by trigger), its vector when it has one, and its
    * first version, `create` (or `merge` for a consolidated memory) with `context.reason`; `valid_from`
    * is `memory.validFrom`, or the write's time. NOT_FOUND for a session memory whose topic does not exist.
+   * `chunk`: an exchange chunk's place (its message and index), written with the row.
    */
-  insert(memory: NewMemory, context: WriteContext, action?: 'create' | 'merge'): MemoryRow;
+  insert(
+    memory: NewMemory,
+    context: WriteContext,
+    action?: 'create' | 'merge',
+    chunk?: { messageId: number; index: number },
+  ): MemoryRow;
   /**
    * Applies `changes` to memory `id` and writes an `update` version with the diff (none when only
    * the vector, the provenance, the decay time or the validity changed). NOT_FOUND when it does not
@@ -55,15 +61,12 @@ export interface SqliteMemoryWrites {
 /** Prepares the memory writes of one database; its methods run inside the caller's transaction. */
 export function createSqliteMemoryWrites(database: Database.Database, vectors: SqliteVectorIndex): SqliteMemoryWrites {
   const statements = {
-    insert: database.prepare<InsertParameters, MemoryRow>(`INSERT INTO memories (
-        id, content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
-        importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
-        search_context, search_context_message_id
-      ) VALUES (
-        ${nextIdSql('memories')}, @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
-        @importance, @pinned, @sourceMessageIds, @sourceIds, @validFrom, @at, @at, @embeddingModel, @searchContext,
-        @searchContextMessageId
-      ) RETURNING *`),
+    insert: database.prepare<InsertParameters, MemoryRow>(insertSql([])),
+    // Prepared on first use: a file opened at a schema before migration 9 (migration tests) has no chunk columns.
+    insertChunk: preparedOnUse<InsertParameters & { chunkMessageId: number; chunkIndex: number }, MemoryRow>(
+      database,
+      insertSql(['chunk_message_id', 'chunk_index']),
+    ),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
     archive: preparedOnUse<[number, number, number], MemoryRow>(
@@ -99,12 +102,15 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       return row;
     },
 
-    insert(memory, context, action = 'create') {
+    insert(memory, context, action = 'create', chunk) {
       if (memory.scope === 'session' && !statements.topicExists.get(memory.topicId)) {
         throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
       }
       const embedding = vectors.held(memory.embedding);
-      const row = getRow(statements.insert, insertParameters({ ...memory, embedding }, context.at));
+      const parameters = insertParameters({ ...memory, embedding }, context.at);
+      const row = chunk
+        ? getRow(statements.insertChunk(), { ...parameters, chunkMessageId: chunk.messageId, chunkIndex: chunk.index })
+        : getRow(statements.insert, parameters);
       if (embedding) vectors.put(row.id, row.owner, embedding);
       writes.recordVersion(row, action, {}, context);
       return row;
@@ -233,6 +239,21 @@ function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVer
     if (before[field] !== after[field]) changes[field] = { from: before[field], to: after[field] };
   }
   return changes;
+}
+
+/** The memory row's INSERT, with the named columns of an exchange chunk's place (`@chunkMessageId`, `@chunkIndex`). */
+function insertSql(chunkColumns: readonly string[]): string {
+  const columns = chunkColumns.map((column) => `, ${column}`).join('');
+  const values = chunkColumns.length > 0 ? ', @chunkMessageId, @chunkIndex' : '';
+  return `INSERT INTO memories (
+      id, content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
+      importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
+      search_context, search_context_message_id${columns}
+    ) VALUES (
+      ${nextIdSql('memories')}, @content, @category, @sector, @scope, @owner, @userId, @channelId, @projectId, @topicId, @source,
+      @importance, @pinned, @sourceMessageIds, @sourceIds, @validFrom, @at, @at, @embeddingModel, @searchContext,
+      @searchContextMessageId${values}
+    ) RETURNING *`;
 }
 
 function insertParameters(memory: NewMemory, at: number) {

@@ -157,6 +157,36 @@ describe('the SQLite vector index', () => {
     expect(index.search(vector(3).vector, 'm', ['user:ann'], 10)).toEqual([]);
   });
 
+  it("counts an owner's vectors in its own row after that row was forgotten, its id given again, or rolled back", () => {
+    const { database, index } = openIndex(8);
+    const vector = (value: number) => ({ model: 'm', vector: Float32Array.from({ length: 8 }, (_, i) => i - value) });
+    const owners = () => database.prepare('SELECT owner, vectors FROM vector_owners ORDER BY owner').all();
+    index.put(1, 'user:ann', vector(1));
+    index.remove([1]);
+    // Ann's row is gone; the next owner's row takes its id.
+    index.put(2, 'user:bob', vector(2));
+    index.put(3, 'user:ann', vector(3));
+    index.put(4, 'user:ann', vector(4));
+    expect(owners()).toEqual([
+      { owner: 'user:ann', vectors: 2 },
+      { owner: 'user:bob', vectors: 1 },
+    ]);
+    expect(() =>
+      database.transaction(() => {
+        index.put(5, 'user:cy', vector(5));
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    index.put(6, 'user:cy', vector(6));
+    index.put(7, 'user:bob', vector(7));
+    expect(owners()).toEqual([
+      { owner: 'user:ann', vectors: 2 },
+      { owner: 'user:bob', vectors: 2 },
+      { owner: 'user:cy', vectors: 1 },
+    ]);
+    expect(index.search(vector(6).vector, 'm', ['user:cy'], 10).map((hit) => hit.id)).toEqual([6]);
+  });
+
   it('writes the sign bits as vec_quantize_binary does, padded to whole bytes', () => {
     const { database } = openIndex(8);
     const vector = Float32Array.from({ length: 24 }, (_, i) => Math.sin(i * 1.7));
