@@ -880,17 +880,19 @@ function sortedById(memory: Snapshot): ById {
   let at = 0;
   for (const [part, { ids, owners, codes }] of memory.parts) {
     const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
+    // Where the scan's codes have no padding, the part's codes are a view of them rather than a second copy.
+    const shared = scan !== null && perCode === words;
     const sorted: SortedPart = {
       ids: new Float64Array(ids.length),
       owners: new Float64Array(ids.length),
-      codes: new Uint32Array(codes.length),
+      codes: shared ? scan.codes.subarray(at * words, (at + ids.length) * words) : new Uint32Array(codes.length),
       at,
     };
     for (const [index, from] of order.entries()) {
       const code = codes.subarray(from * words, (from + 1) * words);
       sorted.ids[index] = ids[from] ?? 0;
       sorted.owners[index] = owners[from] ?? 0;
-      sorted.codes.set(code, index * words);
+      if (!shared) sorted.codes.set(code, index * words);
       if (scan !== null) {
         scan.codes.set(code, (at + index) * perCode);
         scan.owners[at + index] = owners[from] ?? 0;
