@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { type CodeScan, createCodeScan, createDotProducts, type DotProducts } from './sqlite-code-scan.js';
 
 /**
  * Inverted lists over the sign bits of a large store (ADR 20, migration 15), for the neighbour
@@ -222,7 +223,20 @@ interface Snapshot {
   lists: ListRow[];
   parts: Map<number, SnapshotPart>;
   /** The parts again, each sorted by memory id, with each memory's part: read by the first pass of linking. */
-  byId?: { parts: Map<number, SnapshotPart>; partOf: Map<number, number> };
+  byId?: ById;
+}
+
+/** The snapshot's parts sorted by memory id (linking's first pass). */
+interface ById {
+  parts: Map<number, SortedPart>;
+  partOf: Map<number, number>;
+  /** The same codes and owners in one WebAssembly memory, part after part (null: scanned in JavaScript). */
+  scan: CodeScan | null;
+}
+
+interface SortedPart extends SnapshotPart {
+  /** Where the part's first code is in {@link ById.scan}. */
+  at: number;
 }
 
 export function createSqliteVectorLists(
@@ -464,7 +478,12 @@ export function createSqliteVectorLists(
     for (const [list, row] of rows.entries()) {
       values.set(floats(row).subarray(0, dimensions), list * dimensions);
     }
-    centroids = { generation: current.generation, dimensions, ...centroidsOf(values, rows.length, dimensions) };
+    centroids = {
+      generation: current.generation,
+      dimensions,
+      ...centroidsOf(values, rows.length, dimensions),
+      products: createDotProducts(values, rows.length, dimensions),
+    };
     return centroids;
   }
 
@@ -733,12 +752,12 @@ export function createSqliteVectorLists(
     near(vector, code, ownerIds, wanted, bound, minScore) {
       const current = state();
       if (!current?.maintained || ownerIds?.length === 0) return [];
-      const { values, count } = loadCentroids(current, vector.length);
+      const { values, count, products } = loadCentroids(current, vector.length);
       const query = unit(vector);
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
       const memory = snapshotFor(current);
       const found: Array<{ id: number; distance: number }> = [];
-      const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null);
+      const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null, products);
       if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
       if (memory) {
         const words = codeWords(code, memory.words);
@@ -766,20 +785,29 @@ export function createSqliteVectorLists(
       const loaded = loadCentroids(current, first.vector.length);
       const memory = snapshotFor(current, true);
       if (!memory) return null;
-      const { parts, partOf } = sortedById(memory);
+      const { parts, partOf, scan } = sortedById(memory);
       const between = anglesBetween(loaded);
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
       return queries.map(({ olderThan, vector, code, ownerIds }) => {
         if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
         const part = partOf.get(olderThan);
         const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
-        const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot);
+        const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products);
         if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
         const words = codeWords(code, memory.words);
+        // Owners as the WebAssembly scan takes them (any, or one or two); others are scanned in JavaScript.
+        const pair = scan === null ? null : ownerPair(ownerIds);
+        if (pair !== null) scan?.query(words);
         for (const [low, high] of ranges) {
           for (let at = low; at <= high; at++) {
             const members = parts.get(at);
-            if (members && holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
+            if (!members) continue;
+            if (scan === null || pair === null) {
+              if (holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
+              continue;
+            }
+            const older = countBelow(members.ids, olderThan);
+            if (older > 0 && scan.first(members.at, older, bound, pair[0], pair[1]) >= 0) return true;
           }
         }
         return false;
@@ -854,9 +882,12 @@ export function rangesOf(
   rows: readonly ListRow[],
   reach: number,
   pivot: { list: number; between: Float64Array } | null,
+  products: DotProducts | null = null,
 ): Array<[number, number]> {
   const dimensions = query.length;
-  const angleTo = (list: number) => Math.acos(Math.min(1, Math.max(-1, dot(query, values, list * dimensions))));
+  products?.query(query);
+  const product = (list: number) => (products ? products.dot(list) : dot(query, values, list * dimensions));
+  const angleTo = (list: number) => Math.acos(Math.min(1, Math.max(-1, product(list))));
   const toPivot = pivot !== null && pivot.list < count ? angleTo(pivot.list) : Number.NaN;
   const ranges: Array<[number, number]> = [];
   for (const row of rows) {
@@ -878,29 +909,73 @@ export function rangesOf(
   return ranges;
 }
 
-/** The snapshot's parts sorted by memory id, and each memory's part (computed once per snapshot). */
-function sortedById(memory: Snapshot): NonNullable<Snapshot['byId']> {
+/**
+ * The snapshot's parts sorted by memory id, and each memory's part (computed once per snapshot); their codes and
+ * owners copied, part after part, into the WebAssembly scan's memory when it can run and every owner is a 32-bit
+ * integer.
+ */
+function sortedById(memory: Snapshot): ById {
   if (memory.byId) return memory.byId;
-  const parts = new Map<number, SnapshotPart>();
+  const parts = new Map<number, SortedPart>();
   const partOf = new Map<number, number>();
   const words = memory.words;
+  let total = 0;
+  let small = true;
+  for (const { ids, owners } of memory.parts.values()) {
+    total += ids.length;
+    for (const owner of owners) if (!Number.isInteger(owner) || owner < 0 || owner > 0x7fffffff) small = false;
+  }
+  const scan = small ? createCodeScan(total, words) : null;
+  const perCode = scan === null ? 0 : scan.stride / 4;
+  let at = 0;
   for (const [part, { ids, owners, codes }] of memory.parts) {
     const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
-    const sorted: SnapshotPart = {
+    // Where the scan's codes have no padding, the part's codes are a view of them rather than a second copy.
+    const shared = scan !== null && perCode === words;
+    const sorted: SortedPart = {
       ids: new Float64Array(ids.length),
       owners: new Float64Array(ids.length),
-      codes: new Uint32Array(codes.length),
+      codes: shared ? scan.codes.subarray(at * words, (at + ids.length) * words) : new Uint32Array(codes.length),
+      at,
     };
-    for (const [at, from] of order.entries()) {
-      sorted.ids[at] = ids[from] ?? 0;
-      sorted.owners[at] = owners[from] ?? 0;
-      sorted.codes.set(codes.subarray(from * words, (from + 1) * words), at * words);
+    for (const [index, from] of order.entries()) {
+      const code = codes.subarray(from * words, (from + 1) * words);
+      sorted.ids[index] = ids[from] ?? 0;
+      sorted.owners[index] = owners[from] ?? 0;
+      if (!shared) sorted.codes.set(code, index * words);
+      if (scan !== null) {
+        scan.codes.set(code, (at + index) * perCode);
+        scan.owners[at + index] = owners[from] ?? 0;
+      }
       partOf.set(ids[from] ?? 0, part);
     }
+    at += ids.length;
     parts.set(part, sorted);
   }
-  memory.byId = { parts, partOf };
+  memory.byId = { parts, partOf, scan };
   return memory.byId;
+}
+
+/** The owners of a query as the WebAssembly scan takes them: [-1, -1] for any, else two (one twice); null: more. */
+function ownerPair(ownerIds: readonly number[] | null): [number, number] | null {
+  if (ownerIds === null) return [-1, -1];
+  const first = ownerIds[0];
+  const second = ownerIds[1] ?? first;
+  if (ownerIds.length > 2 || first === undefined || second === undefined) return null;
+  const fits = (owner: number) => Number.isInteger(owner) && owner >= 0 && owner <= 0x7fffffff;
+  return fits(first) && fits(second) ? [first, second] : null;
+}
+
+/** How many of `ids` (ascending) are below `bound`. */
+function countBelow(ids: Float64Array, bound: number): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((ids[middle] ?? 0) < bound) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The angles between every two centroids, computed once per generation. */
@@ -962,6 +1037,8 @@ interface Placing {
   /** Scratch: how many centroids lie at each Hamming distance from the vector being placed. */
   histogram: Int32Array;
   distances: Int32Array;
+  /** The centroids' products in WebAssembly, the same numbers (only for centroids that no longer change). */
+  products: DotProducts | null;
 }
 
 /** The lists' centroids in memory, of one generation. */
@@ -988,6 +1065,7 @@ function centroidsOf(values: Float32Array, count: number, dimensions: number): P
     words,
     histogram: new Int32Array(words * 32 + 1),
     distances: new Int32Array(count),
+    products: null,
   };
 }
 
@@ -1034,11 +1112,13 @@ function placeShortlisted(unit: Float32Array, code: Buffer, centroids: Placing):
     if (seen >= SHORTLIST) break;
   }
   const dimensions = unit.length;
+  const { products } = centroids;
+  products?.query(unit);
   let best = -2;
   let list = 0;
   for (let centroid = 0; centroid < count; centroid++) {
     if ((distances[centroid] ?? 0) > cut) continue;
-    const similarity = dot(unit, values, centroid * dimensions);
+    const similarity = products ? products.dot(centroid) : dot(unit, values, centroid * dimensions);
     if (similarity > best) {
       best = similarity;
       list = centroid;
