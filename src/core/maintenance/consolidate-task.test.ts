@@ -310,6 +310,24 @@ describe('the consolidation task', () => {
   });
 });
 
+it('reads the blocks past a block with no active memory', async () => {
+  const engine = await openOnFile();
+  const options: ConsolidateOptions = { nearDuplicateIndex: 'always', wordBlockSize: 4 };
+  const memories: Memory[] = [];
+  for (let at = 0; at < 12; at++) {
+    memories.push(await engine.mneme.remember({ content: `kestrel${at} heron${at} falcon${at} osprey${at}` }));
+  }
+  for (const memory of memories.slice(4, 8)) await engine.mneme.forget(memory.id);
+  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 0 });
+  expect(engine.sql('SELECT first_id FROM consolidation_word_blocks ORDER BY first_id')).toEqual([
+    { first_id: 1 },
+    { first_id: 9 },
+  ]);
+  await engine.mneme.remember({ content: 'kestrel1 heron1 falcon1 osprey1 plover' });
+  await engine.mneme.remember({ content: 'kestrel10 heron10 falcon10 osprey10 plover' });
+  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 2, merged: 4 });
+});
+
 /** An engine on its own database file, with a second connection to run SQL on it (rows back). */
 async function openOnFile() {
   const path = join(folder, `consolidate-${files++}.db`);

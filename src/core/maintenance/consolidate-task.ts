@@ -210,7 +210,7 @@ async function nearDuplicateIndex(
   const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD, { words, nextWordId: maxWordId + 1 });
   let writing = true;
   for (let firstId = 1; firstId <= latest; firstId += size) {
-    const lastId = firstId + size - 1;
+    let lastId = firstId + size - 1;
     const block = stored.get(firstId);
     if (block && lastId <= watermark) {
       for (let at = 0; at < block.ids.length; at++) {
@@ -222,9 +222,20 @@ async function nearDuplicateIndex(
       }
       continue;
     }
-    const texts = (await context.storage.maintenance.textsAfter(firstId - 1, size)).filter(
-      (memory) => memory.id <= Math.min(lastId, latest),
-    );
+    const page = await context.storage.maintenance.textsAfter(firstId - 1, size);
+    const next = page[0]?.id;
+    if (next === undefined || next > latest) break;
+    if (next > lastId && !stored.has(firstId)) {
+      // No active memory in this block (a gap in the ids): on to the block of the next one.
+      firstId = next - ((next - 1) % size);
+      lastId = firstId + size - 1;
+      const ahead = stored.get(firstId);
+      if (ahead && lastId <= watermark) {
+        firstId -= size;
+        continue;
+      }
+    }
+    const texts = page.filter((memory) => memory.id >= firstId && memory.id <= Math.min(lastId, latest));
     const split = texts.map((memory) => ({ id: memory.id, owner: memory.owner, words: [...wordSet(memory.content)] }));
     const unknown = new Set<string>();
     for (const memory of split) for (const word of memory.words) if (!words.has(word)) unknown.add(word);
@@ -233,7 +244,9 @@ async function nearDuplicateIndex(
     }
     for (const memory of split) index.add(memory.id, memory.owner, memory.words);
     // A block changed since the generation was read is not written, nor any after it in this run.
-    if (writing && !block && lastId <= latest) writing = await store.write(firstId, lastId, split, generation);
+    if (writing && !stored.has(firstId) && lastId <= latest) {
+      writing = await store.write(firstId, lastId, split, generation);
+    }
   }
   index.seal(watermark);
   return index;
