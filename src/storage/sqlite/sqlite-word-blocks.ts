@@ -17,7 +17,8 @@ interface BlockRow {
  * AUTOINCREMENT: never given twice, even after a purge empties it.
  */
 export function createSqliteWordBlocks(database: Database.Database): WordBlockStore {
-  const statements = {
+  // Prepared on first use: a store opened at an older schema (tests) has no such tables.
+  const prepare = () => ({
     generation: database
       .prepare<[], number>(
         `SELECT IFNULL((SELECT value FROM service_state WHERE name = '${WORD_BLOCKS_GENERATION}'), 0)`,
@@ -37,15 +38,29 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
       `INSERT INTO consolidation_word_blocks (first_id, last_id, owners, words) VALUES (?, ?, ?, ?)
       ON CONFLICT (first_id) DO UPDATE SET last_id = excluded.last_id, owners = excluded.owners, words = excluded.words`,
     ),
+  });
+  let prepared: ReturnType<typeof prepare> | null = null;
+  const statements = () => {
+    prepared ??= prepare();
+    return prepared;
   };
-  const readAll = database.transaction(() => ({
-    rows: statements.blocks.all(),
-    maxWordId: statements.maxWordId.get() ?? 0,
-  }));
+  const readAll = () =>
+    database.transaction(() => ({
+      rows: statements().blocks.all(),
+      maxWordId: statements().maxWordId.get() ?? 0,
+    }))();
+  /**
+   * Word ids this connection read or wrote, while the generation is `known.generation`: only a purge takes
+   * a word's id away, and it moves the generation on.
+   */
+  const known = { generation: -1, ids: new Map<string, number>() };
+  /** Word ids the transaction under way read or added. */
+  const learnt = new Map<string, number>();
   const write = (firstId: number, lastId: number, memories: readonly MemoryWords[], generation: number): boolean => {
-    if ((statements.generation.get() ?? 0) !== generation) return false;
+    if ((statements().generation.get() ?? 0) !== generation) return false;
+    // Ids read or added here join `known` only once the transaction has committed (see `write` below).
+    const cached = known.generation === generation ? known.ids : new Map<string, number>();
     const owners = new Map<string, number>();
-    const ids = new Map<string, number>();
     let total = 0;
     for (const memory of memories) total += memory.words.length;
     const count = memories.length;
@@ -62,16 +77,16 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
       values[1 + count + index] = owner;
       values[1 + 2 * count + index] = at - (2 + 3 * count);
       for (const word of memory.words) {
-        let id = ids.get(word);
+        let id = cached.get(word) ?? learnt.get(word);
         if (id === undefined) {
-          id = statements.wordId.get(word) ?? statements.addWord.get(word) ?? 0;
-          ids.set(word, id);
+          id = statements().wordId.get(word) ?? statements().addWord.get(word) ?? 0;
+          learnt.set(word, id);
         }
         values[at++] = id;
       }
     });
     values[1 + 3 * count] = at - (2 + 3 * count);
-    statements.writeBlock.run(
+    statements().writeBlock.run(
       firstId,
       lastId,
       JSON.stringify([...owners.keys()]),
@@ -82,11 +97,11 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
 
   return {
     async generation() {
-      return readSqlite('reading the word blocks', () => statements.generation.get() ?? 0);
+      return readSqlite('reading the word blocks', () => statements().generation.get() ?? 0);
     },
 
     async read() {
-      const { rows, maxWordId } = readSqlite('reading the word blocks', () => readAll.deferred());
+      const { rows, maxWordId } = readSqlite('reading the word blocks', readAll);
       return { blocks: rows.map(toWordBlock), maxWordId };
     },
 
@@ -94,7 +109,7 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
       return readSqlite('reading the word blocks', () => {
         const found = new Map<string, number>();
         for (const word of words) {
-          const id = statements.wordId.get(word);
+          const id = statements().wordId.get(word);
           if (id !== undefined) found.set(word, id);
         }
         return found;
@@ -102,10 +117,23 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
     },
 
     async write(firstId, lastId, memories, generation) {
+      learnt.clear();
       // Data that can be rebuilt: committed without an fsync of its own (see `writeSqlite`).
-      return writeSqlite(database, 'writing a word block', () => write(firstId, lastId, memories, generation), {
-        deferred: true,
-      });
+      const written = writeSqlite(
+        database,
+        'writing a word block',
+        () => write(firstId, lastId, memories, generation),
+        {
+          deferred: true,
+        },
+      );
+      if (written) {
+        if (known.generation !== generation) known.ids.clear();
+        known.generation = generation;
+        for (const [word, id] of learnt) known.ids.set(word, id);
+      }
+      learnt.clear();
+      return written;
     },
   };
 }
