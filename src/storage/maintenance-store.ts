@@ -64,6 +64,55 @@ export interface MaintenanceStore {
    * nothing is written: the originals stay visible. CONFLICT when an original is already archived.
    */
   merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
+  /**
+   * Consolidation's stored word ids, when the store keeps them (SQLite): its near-duplicate index then
+   * reads them instead of every memory's text. Absent (PostgreSQL): it reads every text.
+   */
+  readonly wordBlocks?: WordBlockStore;
+}
+
+/**
+ * The words of the active memories of a range of ids [firstId, lastId], as ids in a stored vocabulary
+ * (ADR 19, 2026-12-02). Column by column: memory `i` has id `ids[i]`, owner key `owners[ownerOf[i]]` and
+ * words `words[starts[i]]` up to `words[starts[i + 1]]`.
+ */
+export interface WordBlock {
+  firstId: number;
+  lastId: number;
+  ids: Int32Array;
+  owners: readonly string[];
+  ownerOf: Int32Array;
+  starts: Int32Array;
+  words: Int32Array;
+}
+
+/** A memory's words as a block is written from them (its text's distinct words, each once). */
+export interface MemoryWords {
+  id: number;
+  owner: string;
+  words: readonly string[];
+}
+
+/**
+ * Stored word blocks and their vocabulary. A block holds the active memories of its range as they
+ * were when it was written; the store deletes it when one of them changes text or owner, is restored
+ * (from archived), is deleted, or a memory is inserted into its range, and then moves the generation
+ * on. Archiving leaves it (an archived memory in it is a needless search at worst). A word's id never
+ * changes, nor is it given to another word.
+ */
+export interface WordBlockStore {
+  /** A number that moves on whenever a stored or unstored block's memories change (see above). */
+  generation(): Promise<number>;
+  /** Every stored block, by first id, and the largest word id the vocabulary held then (0 for none). */
+  read(): Promise<{ blocks: WordBlock[]; maxWordId: number }>;
+  /** The vocabulary's ids of these words; words it does not hold are left out. */
+  wordIds(words: readonly string[]): Promise<Map<string, number>>;
+  /**
+   * Writes the block of [firstId, lastId] from these memories (the active ones of the range, by id),
+   * adding their new words to the vocabulary, in one transaction, and only if the generation is still
+   * `generation` (the memories were read after it was): false, and nothing written, otherwise.
+   */
+  write(firstId: number, lastId: number, memories: readonly MemoryWords[], generation: number): Promise<boolean>;
 }
 
 /** A memory's id, owner key (`ownerKey` of its scope, as stored) and text. */

@@ -1,9 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../../models/offline/offline-episode-summariser.js';
 import { createOfflineMemoryMerger } from '../../models/offline/offline-memory-merger.js';
+import { openSqliteDatabase } from '../../storage/sqlite/sqlite-database.js';
 import type { EngineContext } from '../engine-context.js';
 import { resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
@@ -19,6 +23,9 @@ import {
 } from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
+const folder = mkdtempSync(join(tmpdir(), 'mneme-consolidate-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+let files = 0;
 const engines: MaintenanceEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.mneme.close();
@@ -221,7 +228,142 @@ describe('the consolidation task', () => {
       expect(await consolidateWith(engine, { nearDuplicateIndex })).toMatchObject({ clusters: 1, merged: 2 });
     }
   });
+
+  it('merges, through rewrites, owner changes, forgets, restores and purges, as it does reading every text when it reads stored word blocks', async () => {
+    const runs: unknown[][] = [];
+    let blocksRead = 0;
+    for (const wordBlocks of [false, true]) {
+      const engine = await openOnFile();
+      const options: ConsolidateOptions = { nearDuplicateIndex: 'always', wordBlocks, wordBlockSize: 16 };
+      const random = createSeededRandom(11);
+      const states: unknown[] = [];
+      const round = async (inputs: readonly RememberInput[]) => {
+        for (const input of inputs) await engine.mneme.remember(input);
+        states.push(await consolidateWith(engine, options), await everyMemory(engine));
+      };
+      const someIds = async (count: number) => {
+        const latest = await engine.storage.maintenance.latestMemoryId();
+        return Array.from({ length: count }, () => 1 + random.below(latest));
+      };
+      await round(nearDuplicateStore(21, 200, 1000));
+      // Older memories reworded into near-duplicates of others (of the new ones of the next run too).
+      const texts = nearDuplicateStore(22, 60, 1000);
+      for (const [at, id] of (await someIds(30)).entries()) {
+        await engine.mneme.update({ id, content: texts[at]?.content ?? 'word1' }).catch(() => null);
+      }
+      await round(texts.slice(30));
+      for (const id of await someIds(10)) await engine.mneme.forget(id).catch(() => null);
+      await round(nearDuplicateStore(23, 30, 1000));
+      for (const id of await someIds(40)) await engine.mneme.restore(id).catch(() => null);
+      await round(nearDuplicateStore(25, 30, 1000));
+      engine.sql(`UPDATE memories SET scope = 'room', owner = 'room:ops', channel_id = 'ops'
+        WHERE id IN (${(await someIds(15)).join(', ')}) AND scope = 'global'`);
+      await round(nearDuplicateStore(26, 30, 1000));
+      await engine.mneme.purgeUser('oz');
+      await round(nearDuplicateStore(24, 40, 1000));
+      await round([]);
+      if (wordBlocks)
+        blocksRead = Number(engine.sql('SELECT count(*) AS blocks FROM consolidation_word_blocks')[0]?.blocks);
+      runs.push(states);
+    }
+    const [everyText, stored] = runs;
+    expect(blocksRead).toBeGreaterThan(8);
+    expect((everyText ?? []).filter((_, at) => at % 2 === 0)).toMatchObject(
+      Array.from({ length: 7 }, () => ({ clusters: expect.any(Number) })),
+    );
+    expect(stored).toEqual(everyText);
+  }, 120_000);
+
+  it.each([
+    ['reworded', 'the release train leaves every tuesday at noon'],
+    ['moved to another owner', 'ospreys plunge feet first after trout'],
+    ['restored', 'ospreys plunge feet first after trout'],
+  ] as const)('compares a memory %s since its word block was written as it is now', async (change, content) => {
+    const engine = await openOnFile();
+    const options: ConsolidateOptions = { nearDuplicateIndex: 'always', wordBlockSize: 4 };
+    const memories: Memory[] = [];
+    for (const text of [
+      'kestrels hover above motorway verges',
+      'herons stalk frogs along canals',
+      'falcons stoop onto pigeons downtown',
+      'ospreys plunge feet first after trout',
+      'plovers pretend broken wings near nests',
+      'curlews probe mudflats with curved bills',
+      'dunlins wheel together over estuaries',
+      'avocets sweep upturned beaks through brine',
+    ]) {
+      memories.push(await engine.mneme.remember({ content: text }));
+    }
+    const changed = memories[3]?.id ?? 0;
+    if (change === 'restored') await engine.mneme.forget(changed);
+    expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 0 });
+    expect(engine.sql('SELECT first_id, last_id FROM consolidation_word_blocks')).toHaveLength(2);
+    if (change === 'reworded') await engine.mneme.update({ id: changed, content });
+    if (change === 'restored') await engine.mneme.restore(changed);
+    if (change === 'moved to another owner') {
+      engine.sql(`UPDATE memories SET scope = 'room', owner = 'room:ops', channel_id = 'ops' WHERE id = ${changed}`);
+    }
+    const room = change === 'moved to another owner' ? ({ scope: 'room', channelId: 'ops' } as const) : {};
+    await engine.mneme.remember({ content: `${content} again`, ...room });
+    expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 1, merged: 2 });
+    expect((await engine.mneme.get(changed)).archivedAt).not.toBeNull();
+  });
 });
+
+it('reads the blocks past a block with no active memory', async () => {
+  const engine = await openOnFile();
+  const options: ConsolidateOptions = { nearDuplicateIndex: 'always', wordBlockSize: 4 };
+  const memories: Memory[] = [];
+  for (let at = 0; at < 12; at++) {
+    memories.push(await engine.mneme.remember({ content: `kestrel${at} heron${at} falcon${at} osprey${at}` }));
+  }
+  for (const memory of memories.slice(4, 8)) await engine.mneme.forget(memory.id);
+  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 0 });
+  expect(engine.sql('SELECT first_id FROM consolidation_word_blocks ORDER BY first_id')).toEqual([
+    { first_id: 1 },
+    { first_id: 9 },
+  ]);
+  await engine.mneme.remember({ content: 'kestrel1 heron1 falcon1 osprey1 plover' });
+  await engine.mneme.remember({ content: 'kestrel10 heron10 falcon10 osprey10 plover' });
+  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 2, merged: 4 });
+});
+
+/** An engine on its own database file, with a second connection to run SQL on it (rows back). */
+async function openOnFile() {
+  const path = join(folder, `consolidate-${files++}.db`);
+  const engine = await openMaintenanceEngine({ path, start });
+  engines.push(engine);
+  const sql = (text: string): Array<Record<string, unknown>> => {
+    const raw = openSqliteDatabase({ path });
+    try {
+      const statement = raw.prepare(text);
+      if (statement.reader) return statement.all() as Array<Record<string, unknown>>;
+      statement.run();
+      return [];
+    } finally {
+      raw.close();
+    }
+  };
+  return { ...engine, sql };
+}
+
+/** Every memory, archived ones too, as consolidation leaves them. */
+async function everyMemory(engine: MaintenanceEngine) {
+  const memories: Memory[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const page = (await engine.mneme.list({ archived: 'include', limit: 500, offset })).memories;
+    memories.push(...page);
+    if (page.length < 500) break;
+  }
+  return memories.map(({ id, content, scope, channelId, archivedAt, sourceIds }) => ({
+    id,
+    content,
+    scope,
+    channelId,
+    archivedAt,
+    sourceIds,
+  }));
+}
 
 async function consolidateWith(engine: MaintenanceEngine, options: ConsolidateOptions) {
   const merger = createOfflineMemoryMerger();
@@ -242,9 +384,9 @@ async function consolidateWith(engine: MaintenanceEngine, options: ConsolidateOp
  * Memories over a small vocabulary in three owners and two sectors, a third of them an earlier one with
  * a word or two changed (near-duplicates, some of them past the Jaccard threshold, some not).
  */
-function nearDuplicateStore(seed: number, count: number): RememberInput[] {
+function nearDuplicateStore(seed: number, count: number, words = 150): RememberInput[] {
   const random = createSeededRandom(seed);
-  const vocabulary = Array.from({ length: 150 }, (_, index) => `word${index}`);
+  const vocabulary = Array.from({ length: words }, (_, index) => `word${index}`);
   const word = () => vocabulary[Math.floor(vocabulary.length * random.next() ** 2)] ?? 'word0';
   const owners = [{}, { scope: 'personal', userId: 'oz' }, { scope: 'room', channelId: 'ops' }] as const;
   const made: Array<{ words: string[]; owner: number; category: 'fact' | 'event' }> = [];

@@ -45,10 +45,20 @@ export const NEAR_DUPLICATE_INDEX_SHARE = 0.05;
  */
 export const NEAR_DUPLICATE_INDEX_NEW = 400;
 
+/**
+ * Memory ids per stored word block (`MaintenanceStore.wordBlocks`): block b holds ids b·1000 + 1 to
+ * (b + 1)·1000. A store of 100,000 memories is 100 blocks of about 60 KB.
+ */
+export const WORD_BLOCK_SIZE = 1000;
+
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
   /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE} and {@link NEAR_DUPLICATE_INDEX_NEW}; 'always' or 'never' the near-duplicate index. */
   nearDuplicateIndex?: 'auto' | 'always' | 'never';
+  /** Whether the index reads the store's word blocks when it has them (default true; false: every text). */
+  wordBlocks?: boolean;
+  /** Memory ids per word block (default {@link WORD_BLOCK_SIZE}; tests use small ones). */
+  wordBlockSize?: number;
 }
 
 /** What one consolidation run did. */
@@ -92,7 +102,7 @@ export async function runConsolidate(
     afterId < latest &&
     (mode === 'always' ||
       (mode === 'auto' && latest - afterId >= Math.min(NEAR_DUPLICATE_INDEX_NEW, NEAR_DUPLICATE_INDEX_SHARE * latest)))
-      ? await nearDuplicateIndex(context, afterId, latest)
+      ? await nearDuplicateIndex(context, afterId, latest, options)
       : null;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
@@ -163,19 +173,80 @@ export async function runConsolidate(
  * A memory archived since is still in it (a needless search at worst). A memory merged during the run is
  * no candidate in that run (it is done); one written by another call during the run is compared as a
  * new memory in the next run.
+ *
+ * When the store keeps word blocks, a block of ids all at or below the watermark is read from them (word
+ * ids, no text); every other block from its texts, split here, and a whole one (up to `latest`) that
+ * is not stored is written for the next runs (ADR 19, session 7). The index's vocabulary is the stored
+ * one up to its largest id when the blocks were read; a word it did not hold then takes an id above
+ * that (no block read holds such a word), so stored and split words compare alike.
  */
 async function nearDuplicateIndex(
   context: EngineContext,
   watermark: number,
   latest: number,
+  options: ConsolidateOptions,
 ): Promise<NearDuplicateIndex> {
-  const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD);
-  let afterId = 0;
-  while (afterId < latest) {
-    const page = await context.storage.maintenance.textsAfter(afterId, INDEX_PAGE_SIZE);
-    if (page.length === 0) break;
-    for (const memory of page) if (memory.id <= latest) index.add(memory.id, memory.owner, wordSet(memory.content));
-    afterId = page.at(-1)?.id ?? latest;
+  const store = options.wordBlocks === false ? undefined : context.storage.maintenance.wordBlocks;
+  if (!store) {
+    const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD);
+    let afterId = 0;
+    while (afterId < latest) {
+      const page = await context.storage.maintenance.textsAfter(afterId, INDEX_PAGE_SIZE);
+      if (page.length === 0) break;
+      for (const memory of page) if (memory.id <= latest) index.add(memory.id, memory.owner, wordSet(memory.content));
+      afterId = page.at(-1)?.id ?? latest;
+    }
+    index.seal(watermark);
+    return index;
+  }
+  const size = options.wordBlockSize ?? WORD_BLOCK_SIZE;
+  // Read first: a block that changes after it is not written by this run.
+  const generation = await store.generation();
+  const { blocks, maxWordId } = await store.read();
+  const stored = new Map(
+    blocks.filter((block) => block.lastId - block.firstId + 1 === size).map((block) => [block.firstId, block]),
+  );
+  const words = new Map<string, number>();
+  const index = createNearDuplicateIndex(CONSOLIDATION_JACCARD, { words, nextWordId: maxWordId + 1 });
+  let writing = true;
+  for (let firstId = 1; firstId <= latest; firstId += size) {
+    let lastId = firstId + size - 1;
+    const block = stored.get(firstId);
+    if (block && lastId <= watermark) {
+      for (let at = 0; at < block.ids.length; at++) {
+        index.addIds(
+          block.ids[at] ?? 0,
+          block.owners[block.ownerOf[at] ?? 0] ?? '',
+          block.words.subarray(block.starts[at], block.starts[at + 1]),
+        );
+      }
+      continue;
+    }
+    const page = await context.storage.maintenance.textsAfter(firstId - 1, size);
+    const next = page[0]?.id;
+    if (next === undefined || next > latest) break;
+    if (next > lastId && !stored.has(firstId)) {
+      // No active memory in this block (a gap in the ids): on to the block of the next one.
+      firstId = next - ((next - 1) % size);
+      lastId = firstId + size - 1;
+      const ahead = stored.get(firstId);
+      if (ahead && lastId <= watermark) {
+        firstId -= size;
+        continue;
+      }
+    }
+    const texts = page.filter((memory) => memory.id >= firstId && memory.id <= Math.min(lastId, latest));
+    const split = texts.map((memory) => ({ id: memory.id, owner: memory.owner, words: [...wordSet(memory.content)] }));
+    const unknown = new Set<string>();
+    for (const memory of split) for (const word of memory.words) if (!words.has(word)) unknown.add(word);
+    if (unknown.size > 0 && maxWordId > 0) {
+      for (const [word, id] of await store.wordIds([...unknown])) if (id <= maxWordId) words.set(word, id);
+    }
+    for (const memory of split) index.add(memory.id, memory.owner, memory.words);
+    // A block changed since the generation was read is not written, nor any after it in this run.
+    if (writing && !stored.has(firstId) && lastId <= latest) {
+      writing = await store.write(firstId, lastId, split, generation);
+    }
   }
   index.seal(watermark);
   return index;

@@ -21,7 +21,12 @@
  */
 export interface NearDuplicateIndex {
   /** Adds a memory before `seal` (its words and owner as they are now); ids must grow. */
-  add(id: number, owner: string, words: ReadonlySet<string>): void;
+  add(id: number, owner: string, words: Iterable<string>): void;
+  /**
+   * Adds a memory by its words' ids in the index's vocabulary (`NearDuplicateIndexOptions.words`), each
+   * once, as `add` would have given them (consolidation's stored word ids); ids must grow.
+   */
+  addIds(id: number, owner: string, wordIds: ArrayLike<number>): void;
   /**
    * Finds the near-duplicates of every memory added, or with `answerAbove` only of those with a greater
    * id (the new memories of a run: a pair of two older ones is not compared); `add` after it is refused.
@@ -73,10 +78,35 @@ function createIntList() {
   };
 }
 
-export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex {
-  const wordIds = new Map<string, number>();
-  /** Memories each word is in, by word id. */
-  const frequencies: number[] = [];
+/** Where the words of an index come from. */
+export interface NearDuplicateIndexOptions {
+  /**
+   * Words and their ids, shared with the caller: words `add` meets that are not in it are added, with
+   * ids from `nextWordId` up. Ids are small whole numbers (arrays are sized by the largest).
+   */
+  words?: Map<string, number>;
+  /** The id of the first word `add` adds to `words` (default: its size): above every id `addIds` is given. */
+  nextWordId?: number;
+}
+
+export function createNearDuplicateIndex(
+  threshold: number,
+  options: NearDuplicateIndexOptions = {},
+): NearDuplicateIndex {
+  const wordIds = options.words ?? new Map<string, number>();
+  let nextWordId = options.nextWordId ?? wordIds.size;
+  /** Memories each word is in, by word id (`wordLimit`: one above the largest id seen). */
+  let frequencies = new Int32Array(1024);
+  let wordLimit = 0;
+  const count = (wordId: number) => {
+    if (wordId >= frequencies.length) {
+      const grown = new Int32Array(Math.max(wordId + 1, frequencies.length * 2));
+      grown.set(frequencies);
+      frequencies = grown;
+    }
+    frequencies[wordId] = (frequencies[wordId] ?? 0) + 1;
+    if (wordId >= wordLimit) wordLimit = wordId + 1;
+  };
   const owners = new Map<string, number>();
   /** Per indexed memory: its id, owner number, and where its word ids start in `words` (the rarest first once sealed). */
   const ids = createIntList();
@@ -92,6 +122,19 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
   let answeredAbove = Number.NEGATIVE_INFINITY;
   let sealed = false;
   let last = Number.NEGATIVE_INFINITY;
+  const begin = (id: number, owner: string) => {
+    if (sealed) throw new Error('the near-duplicate index is sealed');
+    if (id <= last) throw new Error('add memories to the near-duplicate index by growing id');
+    last = id;
+    let ownerNumber = owners.get(owner);
+    if (ownerNumber === undefined) {
+      ownerNumber = owners.size;
+      owners.set(owner, ownerNumber);
+    }
+    ids.push(id);
+    ownerOf.push(ownerNumber);
+    starts.push(words.length);
+  };
 
   return {
     get size() {
@@ -99,25 +142,23 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
     },
 
     add(id, owner, text) {
-      if (sealed) throw new Error('the near-duplicate index is sealed');
-      if (id <= last) throw new Error('add memories to the near-duplicate index by growing id');
-      last = id;
-      let ownerNumber = owners.get(owner);
-      if (ownerNumber === undefined) {
-        ownerNumber = owners.size;
-        owners.set(owner, ownerNumber);
-      }
-      ids.push(id);
-      ownerOf.push(ownerNumber);
-      starts.push(words.length);
+      begin(id, owner);
       for (const word of text) {
         let wordId = wordIds.get(word);
         if (wordId === undefined) {
-          wordId = frequencies.length;
+          wordId = nextWordId++;
           wordIds.set(word, wordId);
-          frequencies.push(0);
         }
-        frequencies[wordId] = (frequencies[wordId] ?? 0) + 1;
+        count(wordId);
+        words.push(wordId);
+      }
+    },
+
+    addIds(id, owner, memoryWords) {
+      begin(id, owner);
+      for (let at = 0; at < memoryWords.length; at++) {
+        const wordId = memoryWords[at] ?? 0;
+        count(wordId);
         words.push(wordId);
       }
     },
@@ -133,8 +174,8 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
       idOf = ids.done();
       owned = ownerOf.done();
       const sizeOf = (index: number) => (startOf[index + 1] ?? 0) - (startOf[index] ?? 0);
-      const rank = new Int32Array(frequencies.length);
-      Array.from({ length: frequencies.length }, (_, index) => index)
+      const rank = new Int32Array(wordLimit);
+      Array.from({ length: wordLimit }, (_, index) => index)
         .sort((left, right) => (frequencies[left] ?? 0) - (frequencies[right] ?? 0) || left - right)
         .forEach((word, position) => {
           rank[word] = position;
@@ -196,7 +237,7 @@ export function createNearDuplicateIndex(threshold: number): NearDuplicateIndex 
         }
       }
       const seen = new Int32Array(count).fill(-1);
-      const marked = new Int32Array(frequencies.length).fill(-1);
+      const marked = new Int32Array(wordLimit).fill(-1);
       for (const probe of visitOrder) {
         const size = sizeOf(probe);
         if (size === 0 || entries.length === 0) continue;

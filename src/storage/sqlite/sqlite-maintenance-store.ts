@@ -5,6 +5,7 @@ import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
+import { createSqliteWordBlocks } from './sqlite-word-blocks.js';
 
 type DecayRow = Pick<
   MemoryRow,
@@ -69,6 +70,8 @@ export function createSqliteMaintenanceStore(
   };
 
   return {
+    wordBlocks: createSqliteWordBlocks(database),
+
     async decayCandidates(afterId, limit) {
       return readSqlite('reading memories to decay', () =>
         statements.decayCandidates.all(afterId, limit).map(

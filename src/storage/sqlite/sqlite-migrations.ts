@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 
+/** The `service_state` row migration 21's triggers move on whenever a word block's memories change. */
+export const WORD_BLOCKS_GENERATION = 'consolidation_word_blocks_generation';
+
 /** One step of the schema. Steps are append-only: a released step is never edited, a new one is added. */
 interface SqliteMigration {
   version: number;
@@ -680,6 +683,42 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       `);
     },
   },
+  {
+    version: 21,
+    name: 'consolidation word blocks',
+    sql: `
+      -- ADR 19, 2026-12-02 (session 7). Consolidation's near-duplicate index read and split every
+      -- memory's text each run; it now reads each block of 1,000 ids as stored word ids, and splits
+      -- only the texts of the blocks not stored (new, changed). The first run after this writes them.
+      CREATE TABLE consolidation_words (id INTEGER PRIMARY KEY AUTOINCREMENT, word TEXT NOT NULL UNIQUE);
+      CREATE TABLE consolidation_word_blocks (
+        first_id INTEGER PRIMARY KEY,
+        last_id INTEGER NOT NULL,
+        owners TEXT NOT NULL,
+        words BLOB NOT NULL
+      );
+      CREATE INDEX consolidation_word_blocks_by_last ON consolidation_word_blocks(last_id);
+      INSERT INTO service_state (name, value) VALUES ('${WORD_BLOCKS_GENERATION}', 0) ON CONFLICT (name) DO NOTHING;
+      -- A block holds its memories' words as they were: one that changes text or owner, is restored,
+      -- deleted, or inserted below the newest id deletes it, and moves the generation on (a block read
+      -- before is then not written).
+      CREATE TRIGGER consolidation_word_blocks_update AFTER UPDATE OF content, owner, archived_at ON memories
+        WHEN old.content IS NOT new.content OR old.owner IS NOT new.owner
+          OR (old.archived_at IS NOT NULL AND new.archived_at IS NULL)
+        BEGIN
+          ${dropWordBlock('old')}
+        END;
+      CREATE TRIGGER consolidation_word_blocks_delete AFTER DELETE ON memories
+        BEGIN
+          ${dropWordBlock('old')}
+        END;
+      CREATE TRIGGER consolidation_word_blocks_insert AFTER INSERT ON memories
+        WHEN new.id < (SELECT MAX(id) FROM memories)
+        BEGIN
+          ${dropWordBlock('new')}
+        END;
+    `,
+  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */
@@ -700,6 +739,12 @@ function varintSum(record: Uint8Array): number {
     sum += value;
   }
   return sum;
+}
+
+/** Migration 21's trigger statements: the word block holding memory \`row\` deleted, the generation moved on. */
+function dropWordBlock(row: 'new' | 'old'): string {
+  return `DELETE FROM consolidation_word_blocks WHERE last_id >= ${row}.id AND first_id <= ${row}.id;
+          UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`;
 }
 
 /** Migration 16's trigger statements counting the memory `row` (`new` or `old`) into the word counts. */

@@ -3,6 +3,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { PurgeReport } from '../../core/types.js';
 import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
 import { recordPurge } from './sqlite-id-floors.js';
+import { WORD_BLOCKS_GENERATION } from './sqlite-migrations.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /**
@@ -96,6 +97,10 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   const memories = database
     .prepare('DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?))')
     .run(doomed).changes;
+  // Consolidation's vocabulary may hold the user's words: it goes, with every word block its ids are in
+  // (the next consolidation writes them again), and the generation moves on (ADR 19, session 7).
+  database.exec(`DELETE FROM consolidation_word_blocks; DELETE FROM consolidation_words;
+    UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`);
   const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
   database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
   database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
