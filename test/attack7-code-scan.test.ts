@@ -94,7 +94,7 @@ describe("attack7: linking's first pass in WebAssembly against JavaScript and th
         const withWasm = indexOf(stored, dimensions, firstOwnerId);
         const wasmAnswers = olderAnswers(withWasm, stored);
         const expected = perMemory(withWasm, stored);
-        const saved = globalThis.WebAssembly;
+        const saved = (globalThis as { WebAssembly?: unknown }).WebAssembly;
         let jsAnswers: string[];
         try {
           (globalThis as { WebAssembly?: unknown }).WebAssembly = undefined;
