@@ -35,4 +35,41 @@ describe('attack7: SQLite named locks when the holder is alive but its renewal i
       await second.close();
     }
   });
+
+  // Finding: `take` checks `held` before awaiting the claim and records the lock after it, so two calls of one
+  // storage that overlap (two engines over one storage, or any direct caller) are both granted; and a release
+  // deletes whatever entry `held` has under the name, so the first holder's release frees the second's lock and
+  // a later release of the second frees a third's.
+  it.fails('does not grant one lock twice to two overlapping calls of the same storage', async () => {
+    const path = join(folder, 'overlap.db');
+    const storage = createSqliteStorage({ path });
+    try {
+      const [first, second] = await Promise.all([
+        storage.tryLock('maintenance:consolidate'),
+        storage.tryLock('maintenance:consolidate'),
+      ]);
+      expect([first, second].filter((release) => release !== null)).toHaveLength(1);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it.fails('frees only its own hold: a stale release does not free the lock another call holds now', async () => {
+    const path = join(folder, 'stale-release.db');
+    const storage = createSqliteStorage({ path });
+    const other = createSqliteStorage({ path });
+    try {
+      const first = await storage.tryLock('maintenance:link');
+      expect(first).not.toBeNull();
+      await first?.();
+      const second = await storage.tryLock('maintenance:link');
+      expect(second).not.toBeNull();
+      // The first holder releases again (a retry, a finally run twice): the second still holds the lock.
+      await first?.();
+      expect(await other.tryLock('maintenance:link')).toBeNull();
+    } finally {
+      await storage.close();
+      await other.close();
+    }
+  });
 });
