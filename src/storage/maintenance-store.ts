@@ -105,8 +105,11 @@ export interface WordBlockStore {
   generation(): Promise<number>;
   /** Every stored block, by first id, and the largest word id the vocabulary held then (0 for none). */
   read(): Promise<{ blocks: WordBlock[]; maxWordId: number }>;
-  /** The vocabulary's ids of these words; words it does not hold are left out. */
-  wordIds(words: readonly string[]): Promise<Map<string, number>>;
+  /**
+   * The vocabulary's ids of these words; words it does not hold are left out, and all of them when the
+   * generation is no longer `generation` (a purge may have given their ids to other words since).
+   */
+  wordIds(words: readonly string[], generation: number): Promise<Map<string, number>>;
   /**
    * Writes the block of [firstId, lastId] from these memories (the active ones of the range, by id),
    * adding their new words to the vocabulary, in one transaction, and only if the generation is still

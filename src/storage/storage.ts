@@ -64,11 +64,22 @@ export interface Storage {
   configureVectors(info: VectorIndexInfo): Promise<boolean>;
   /**
    * Takes the cross-process lock named `name` (a maintenance task: `maintenance:<task>`) if no other
-   * process holds it; the returned function releases it, and a process that dies releases it too.
-   * Null when another process (or another call of this storage) holds it. PostgreSQL: a session advisory
+   * process holds it, nor another call of this storage. Null when one does. PostgreSQL: a session advisory
    * lock, freed when its session ends; SQLite: a lease row renewed while held, freed by a process killed
    * while holding it once the lease expires (`SQLITE_LOCK_TTL_MS`).
    */
-  tryLock(name: string): Promise<(() => Promise<void>) | null>;
+  tryLock(name: string): Promise<HeldLock | null>;
   close(): Promise<void>;
+}
+
+/** A named lock taken by `Storage.tryLock`. */
+export interface HeldLock {
+  /** Gives it up; a second call does nothing. */
+  release(): Promise<void>;
+  /**
+   * Whether this holder still has it, checked now (SQLite: the lease renewed in this call; false when it
+   * expired unrenewed, the process having paused past it, and another holder took it; PostgreSQL: false
+   * once the session holding it failed). A task checks it before each step's watermark.
+   */
+  confirm(): Promise<boolean>;
 }

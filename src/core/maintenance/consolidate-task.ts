@@ -51,6 +51,9 @@ export const NEAR_DUPLICATE_INDEX_NEW = 400;
  */
 export const WORD_BLOCK_SIZE = 1000;
 
+/** The largest memory id a stored word block may hold: blocks keep ids as 32-bit integers (larger: read from texts). */
+const MAX_WORD_BLOCK_ID = 2 ** 31 - 1;
+
 /** How a consolidation run picks the new memories it searches candidates for (tests force one way). */
 export interface ConsolidateOptions {
   /** 'auto' (default): by {@link NEAR_DUPLICATE_INDEX_SHARE} and {@link NEAR_DUPLICATE_INDEX_NEW}; 'always' or 'never' the near-duplicate index. */
@@ -240,11 +243,13 @@ async function nearDuplicateIndex(
     const unknown = new Set<string>();
     for (const memory of split) for (const word of memory.words) if (!words.has(word)) unknown.add(word);
     if (unknown.size > 0 && maxWordId > 0) {
-      for (const [word, id] of await store.wordIds([...unknown])) if (id <= maxWordId) words.set(word, id);
+      for (const [word, id] of await store.wordIds([...unknown], generation)) {
+        if (id <= maxWordId) words.set(word, id);
+      }
     }
     for (const memory of split) index.add(memory.id, memory.owner, memory.words);
     // A block changed since the generation was read is not written, nor any after it in this run.
-    if (writing && !stored.has(firstId) && lastId <= latest) {
+    if (writing && !stored.has(firstId) && lastId <= latest && lastId <= MAX_WORD_BLOCK_ID) {
       writing = await store.write(firstId, lastId, split, generation);
     }
   }

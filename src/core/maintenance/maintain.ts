@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import type { HeldLock } from '../../storage/storage.js';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
+import { ErrorCode, MnemeError } from '../errors.js';
 import { refreshPolicy } from '../policy-state.js';
 import { parseInput, timeSchema } from '../schemas.js';
 import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
@@ -93,20 +95,47 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
       running.add(task);
       try {
         // One process per task at a time across every process sharing the database (PostgreSQL).
-        const release = await context.storage.tryLock(`maintenance:${task}`);
-        if (!release) {
+        const lock = await context.storage.tryLock(`maintenance:${task}`);
+        if (!lock) {
           Object.assign(report, { [task]: skippedReports[task](context, runningElsewhere) });
           continue;
         }
         try {
-          Object.assign(report, { [task]: await runners[task](context, now) });
+          Object.assign(report, { [task]: await runners[task](fenced(context, task, lock), now) });
         } finally {
-          await release();
+          await lock.release();
         }
       } finally {
         running.delete(task);
       }
     }
     return report;
+  };
+}
+
+/**
+ * The context a task runs in: every watermark it moves first confirms that this process still holds the
+ * task's lock. A process that paused past its lease (SQLite) and lost the lock to another stops there,
+ * at most one step done twice, rather than moving a watermark the other process is moving too.
+ */
+function fenced(context: EngineContext, task: MaintenanceTask, lock: HeldLock): EngineContext {
+  const state = context.storage.maintenanceState;
+  return {
+    ...context,
+    storage: {
+      ...context.storage,
+      maintenanceState: {
+        ...state,
+        async set(...args) {
+          if (!(await lock.confirm())) {
+            throw new MnemeError(
+              ErrorCode.Conflict,
+              `maintenance task ${task} stopped: this process lost its lock on the database (it paused past the lock's lease and another process took the task over); the task runs again at the next cycle`,
+            );
+          }
+          return state.set(...args);
+        },
+      },
+    },
   };
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+import type { HeldLock } from '../storage.js';
 
 /** The rows of one statement. */
 export interface PostgresResult<Row> {
@@ -27,10 +28,10 @@ export interface PostgresDatabase extends PostgresQueryable {
   transaction<T>(work: (transaction: PostgresQueryable) => Promise<T>): Promise<T>;
   /**
    * Takes the advisory lock named `name` for this process if no other session holds it
-   * (`pg_try_advisory_lock`), on a connection kept for it until the returned function releases it (or
-   * the process dies and its session ends). Null when another session holds it.
+   * (`pg_try_advisory_lock`), on a connection kept for it until it is released (or the process dies and
+   * its session ends; `confirm` is false once that connection failed). Null when another session holds it.
    */
-  tryLock(name: string): Promise<(() => Promise<void>) | null>;
+  tryLock(name: string): Promise<HeldLock | null>;
   /**
    * Told after each writing transaction (`writePg`) committed, with how many rows it inserted, updated
    * or deleted. PGlite analyzes its tables here (it has no autovacuum); a server's autovacuum does that
@@ -126,8 +127,12 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
     },
     async tryLock(name) {
       const client = await pool.connect();
-      // A lock's connection stays checked out: its server dropping it must not crash the process.
-      client.on('error', () => {});
+      // A lock's connection stays checked out: its server dropping it must not crash the process, and
+      // ends the session that held the lock.
+      let failed = false;
+      client.on('error', () => {
+        failed = true;
+      });
       try {
         const { rows } = await client.query<{ locked: boolean }>(
           `SELECT pg_try_advisory_lock(${NAMED_LOCKS}, hashtext($1)) AS locked`,
@@ -154,7 +159,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         }
       };
       lockClients.add(release);
-      return release;
+      return { release, confirm: async () => !released && !failed };
     },
     async close() {
       // Locks still held end with their sessions; pool.end() waits for every checked-out connection.

@@ -171,8 +171,14 @@ export async function createPgliteDatabase(
     async tryLock(key) {
       if (held.has(key)) return null;
       held.add(key);
-      return async () => {
-        held.delete(key);
+      let released = false;
+      return {
+        async release() {
+          if (released) return;
+          released = true;
+          held.delete(key);
+        },
+        confirm: async () => !released,
       };
     },
     afterWrite: (changedRows) => analyzeWhenDue(database, statistics, changedRows),

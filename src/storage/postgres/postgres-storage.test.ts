@@ -178,7 +178,7 @@ describe('PostgreSQL storage on PGlite', () => {
       const release = await first.tryLock('maintenance');
       expect(release).not.toBeNull();
       expect(await second.tryLock('maintenance')).toBeNull();
-      await release?.();
+      await release?.release();
       await first.close();
       await second.memories.insert([globalMemory('written by the second')], context);
       expect(await second.memories.searchText({ terms: ['written'], owners: null, limit: 5 })).toHaveLength(2);
@@ -259,7 +259,7 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
       expect(await second.tryLock('maintenance:decay')).toBeNull();
       const other = await second.tryLock('maintenance:link');
       expect(other).not.toBeNull();
-      await release?.();
+      await release?.release();
       const taken = await second.tryLock('maintenance:decay');
       expect(taken).not.toBeNull();
       await second.close();

@@ -135,6 +135,16 @@ function compile(key: string, bytes: () => Uint8Array): { api: WasmApi; module: 
   return module ? { api, module } : null;
 }
 
+/** An instance of `module` over a new memory of at least `bytes`, or null where it cannot be had (too large). */
+function instantiate(api: WasmApi, module: object, bytes: number) {
+  try {
+    const memory = new api.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
+    return { memory, f: new api.Instance(module, { m: { m: memory } }).exports.f };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A scan over `count` codes of `words` 32-bit words, or null where WebAssembly cannot run (the caller scans in
  * JavaScript).
@@ -146,8 +156,10 @@ export function createCodeScan(count: number, words: number): CodeScan | null {
   const { api, module } = wasm;
   const stride = Math.ceil(words / 2) * 8;
   const ownersAt = QUERY_BYTES + count * stride;
-  const memory = new api.Memory({ initial: Math.max(1, Math.ceil((ownersAt + count * 4) / PAGE)) });
-  const older = new api.Instance(module, { m: { m: memory } }).exports.f as Older;
+  const made = instantiate(api, module, ownersAt + count * 4);
+  if (!made) return null;
+  const { memory } = made;
+  const older = made.f as Older;
   const query = new Uint32Array(memory.buffer, 0, QUERY_BYTES / 4);
   const codes = new Uint32Array(memory.buffer, QUERY_BYTES, (count * stride) / 4);
   const owners = new Int32Array(memory.buffer, ownersAt, count);
@@ -219,8 +231,10 @@ export function createDotProducts(values: Float32Array, count: number, length: n
   if (!wasm) return null;
   const { api, module } = wasm;
   const queryBytes = Math.ceil((length * 4) / 16) * 16;
-  const memory = new api.Memory({ initial: Math.max(1, Math.ceil((queryBytes + count * length * 4) / PAGE)) });
-  const dot = new api.Instance(module, { m: { m: memory } }).exports.f as (q: number, v: number, n: number) => number;
+  const made = instantiate(api, module, queryBytes + count * length * 4);
+  if (!made) return null;
+  const { memory } = made;
+  const dot = made.f as (q: number, v: number, n: number) => number;
   const query = new Float32Array(memory.buffer, 0, length);
   new Float32Array(memory.buffer, queryBytes, count * length).set(values.subarray(0, count * length));
   return {

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
+import type { HeldLock } from '../storage.js';
 import { createSqliteStorage } from './sqlite-storage.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-sqlite-locks-'));
@@ -35,7 +36,7 @@ describe('SQLite named locks (Storage.tryLock) across connections and processes'
       // Held past its lease's length: renewed, so still refused to the other.
       await sleep(2_500);
       expect(await second.tryLock('maintenance:decay')).toBeNull();
-      await release?.();
+      await release?.release();
       const taken = await second.tryLock('maintenance:decay');
       expect(taken).not.toBeNull();
       expect(await first.tryLock('maintenance:decay')).toBeNull();
@@ -75,7 +76,7 @@ describe('SQLite named locks (Storage.tryLock) across connections and processes'
       await once(child, 'exit');
       // Its lease (3 s) has not expired yet: still refused.
       expect(await storage.tryLock('maintenance:consolidate')).toBeNull();
-      let release: (() => Promise<void>) | null = null;
+      let release: HeldLock | null = null;
       for (let tries = 0; tries < 100 && !release; tries++) {
         await sleep(100);
         release = await storage.tryLock('maintenance:consolidate');

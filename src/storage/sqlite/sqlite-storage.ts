@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExtractionLease } from '../extraction-store.js';
-import type { Storage } from '../storage.js';
+import type { HeldLock, Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
@@ -80,7 +80,8 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
  * Named locks across every process on one file (`Storage.tryLock`): a lease row each in
  * `extraction_leases` (channel key '', task = the lock's name, owner = this storage's random token),
  * taken in one transaction when free or expired, renewed every third of `ttlMs` while held, deleted on
- * release and on close. A process killed while holding one frees it when the lease expires.
+ * release and on close. A process killed while holding one frees it when the lease expires; a holder
+ * that paused past its lease learns from `confirm` whether another took it.
  */
 function createSqliteLocks(
   leases: ReturnType<typeof createSqliteExtractionStore>,
@@ -88,31 +89,46 @@ function createSqliteLocks(
   ttlMs: number,
 ) {
   const owner = randomUUID();
-  const held = new Map<string, { lease: ExtractionLease; renewal: NodeJS.Timeout }>();
-  const release = async (name: string) => {
-    const lock = held.get(name);
-    if (!lock) return;
-    held.delete(name);
-    clearInterval(lock.renewal);
-    // A release that fails (the file closed under it) leaves the lease to expire.
-    await scheduler.run(() => leases.release(lock.lease)).catch(() => undefined);
-  };
+  /** Held (or being taken) by this storage: one entry a name, each release acting on its own entry only. */
+  const held = new Map<string, { release(): Promise<void> }>();
   return {
     /** Called through the storage's scheduler (`scheduleSqliteStorage`): the claim runs there. */
-    async take(name: string): Promise<(() => Promise<void>) | null> {
-      // Held already by this storage (another engine call of the same process): not granted twice.
+    async take(name: string): Promise<HeldLock | null> {
+      // Not granted twice within this storage, also to two calls that overlap: the entry is set before the claim.
       if (held.has(name)) return null;
       const lease: ExtractionLease = { channelId: '', task: name, owner, ttlMs };
-      if (!(await leases.claim(lease))) return null;
-      const renewal = setInterval(() => {
+      let renewal: NodeJS.Timeout | undefined;
+      let released = false;
+      const entry = {
+        async release() {
+          if (released) return;
+          released = true;
+          clearInterval(renewal);
+          if (held.get(name) === entry) held.delete(name);
+          // A release that fails (the file closed under it) leaves the lease to expire.
+          await scheduler.run(() => leases.release(lease)).catch(() => undefined);
+        },
+      };
+      held.set(name, entry);
+      let claimed = false;
+      try {
+        claimed = await leases.claim(lease);
+      } finally {
+        if (!claimed) held.delete(name);
+      }
+      if (!claimed) return null;
+      renewal = setInterval(() => {
         scheduler.run(() => leases.claim(lease)).catch(() => undefined);
       }, ttlMs / 3);
       renewal.unref();
-      held.set(name, { lease, renewal });
-      return () => release(name);
+      return {
+        release: entry.release,
+        // A claim by the holder renews its own lease, or takes it again if it expired and nobody took it.
+        confirm: async () => !released && (await scheduler.run(() => leases.claim(lease))),
+      };
     },
     async releaseAll() {
-      for (const name of [...held.keys()]) await release(name);
+      for (const entry of [...held.values()]) await entry.release();
     },
   };
 }

@@ -98,8 +98,11 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     .prepare('DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?))')
     .run(doomed).changes;
   // Consolidation's vocabulary may hold the user's words: it goes, with every word block its ids are in
-  // (the next consolidation writes them again), and the generation moves on (ADR 19, session 7).
+  // (the next consolidation writes them again), and the generation moves on (ADR 19, session 7). Its ids
+  // start again from 1 (so they do not grow by the vocabulary at every purge): a run that read ids before
+  // this neither writes a block nor looks a word's id up any more (both check the generation).
   database.exec(`DELETE FROM consolidation_word_blocks; DELETE FROM consolidation_words;
+    DELETE FROM sqlite_sequence WHERE name = 'consolidation_words';
     UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`);
   const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
   database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);

@@ -13,8 +13,9 @@ interface BlockRow {
 /**
  * Consolidation's word blocks in SQLite (migration 21): a block's memories as one blob of 32-bit
  * integers, `[count, ids…, owner numbers…, starts… (count + 1), word ids…]` in the machine's byte order
- * (little-endian everywhere Node runs), its owner keys as a JSON array. The vocabulary's ids come from
- * AUTOINCREMENT: never given twice, even after a purge empties it.
+ * (little-endian everywhere Node runs), its owner keys as a JSON array; a block of ids above 2^31 - 1 is
+ * not stored. The vocabulary's ids come from AUTOINCREMENT, given again from 1 only after a purge
+ * emptied it and moved the generation on.
  */
 export function createSqliteWordBlocks(database: Database.Database): WordBlockStore {
   // Prepared on first use: a store opened at an older schema (tests) has no such tables.
@@ -105,9 +106,10 @@ export function createSqliteWordBlocks(database: Database.Database): WordBlockSt
       return { blocks: rows.map(toWordBlock), maxWordId };
     },
 
-    async wordIds(words) {
+    async wordIds(words, generation) {
       return readSqlite('reading the word blocks', () => {
         const found = new Map<string, number>();
+        if ((statements().generation.get() ?? 0) !== generation) return found;
         for (const word of words) {
           const id = statements().wordId.get(word);
           if (id !== undefined) found.set(word, id);
