@@ -12,6 +12,7 @@ import { createPgliteDatabase, isPgliteUrl } from '../storage/postgres/postgres-
 import { createPostgresStorage } from '../storage/postgres/postgres-storage.js';
 import { createPostgresVectorIndex } from '../storage/postgres/postgres-vector-index.js';
 import { openSqliteDatabase, toMnemeError } from '../storage/sqlite/sqlite-database.js';
+import { WORD_BLOCKS_GENERATION } from '../storage/sqlite/sqlite-migrations.js';
 import { createSqliteVectorIndex } from '../storage/sqlite/sqlite-vector-index.js';
 import type { VectorIndexInfo } from '../storage/storage.js';
 import { describeDatabase } from './open-storage.js';
@@ -28,7 +29,12 @@ interface TableSpec {
   arrays?: readonly string[];
   /** Ids of rows of the same table that may come later: copied as null, then set once every row is there. */
   later?: string;
+  /** Rows copied and counted (a condition both dialects read); left out: every row. Only for tables without `key`. */
+  rows?: string;
 }
+
+/** The condition of the rows of `table` a copy moves, as a WHERE clause ('' for every row). */
+const whereOf = (table: TableSpec) => (table.rows ? ` WHERE ${table.rows}` : '');
 
 /** The tables in an order that respects their references. Leases are not copied: they belong to running processes. */
 const tables: readonly TableSpec[] = [
@@ -37,7 +43,9 @@ const tables: readonly TableSpec[] = [
   { name: 'topics', columns: ['id', 'project_id', 'title', 'created_at'] },
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },
   { name: 'members', columns: ['kind', 'space_id', 'user_id', 'added_at'] },
-  { name: 'service_state', columns: ['name', 'value'] },
+  // Not the SQLite store's word blocks' generation: it belongs to the blocks, which are not copied (each store
+  // rebuilds its own), and a SQLite target has its own from its migration.
+  { name: 'service_state', columns: ['name', 'value'], rows: `name <> '${WORD_BLOCKS_GENERATION}'` },
   { name: 'policy_versions', columns: ['version', 'preset', 'overrides', 'change', 'actor', 'created_at'] },
   {
     name: 'api_keys',
@@ -171,7 +179,12 @@ function sqliteEnd(path: string): CopyEnd {
     description: path,
     async count(table) {
       return guard(`counting ${table.name}`, () =>
-        Number(database.prepare(`SELECT COUNT(*) AS count FROM ${table.name}`).pluck().get()),
+        Number(
+          database
+            .prepare(`SELECT COUNT(*) AS count FROM ${table.name}${whereOf(table)}`)
+            .pluck()
+            .get(),
+        ),
       );
     },
     async read(table, after, limit) {
@@ -183,7 +196,7 @@ function sqliteEnd(path: string): CopyEnd {
               .all(after, limit)
           : after > 0
             ? []
-            : database.prepare(`SELECT ${columns} FROM ${table.name}`).all();
+            : database.prepare(`SELECT ${columns} FROM ${table.name}${whereOf(table)}`).all();
         return (rows as Row[]).map((row) => fromSqlite(table, row));
       });
     },
@@ -283,14 +296,18 @@ async function postgresEnd(path: string): Promise<CopyEnd> {
     description: describeDatabase(path),
     async count(table) {
       return run(`counting ${table.name}`, async () => {
-        const { rows } = await database.query<{ count: number }>(`SELECT count(*) AS count FROM ${table.name}`);
+        const { rows } = await database.query<{ count: number }>(
+          `SELECT count(*) AS count FROM ${table.name}${whereOf(table)}`,
+        );
         return rows[0]?.count ?? 0;
       });
     },
     async read(table, after, limit) {
       return run(`reading ${table.name}`, async () => {
         if (!table.key) {
-          return after > 0 ? [] : (await database.query<Row>(`SELECT ${columnsOf(table)} FROM ${table.name}`)).rows;
+          return after > 0
+            ? []
+            : (await database.query<Row>(`SELECT ${columnsOf(table)} FROM ${table.name}${whereOf(table)}`)).rows;
         }
         const { rows } = await database.query<Row>(
           `SELECT ${columnsOf(table)} FROM ${table.name} WHERE ${table.key} > $1 ORDER BY ${table.key} LIMIT $2`,
