@@ -23,7 +23,10 @@ export interface SystemFigures {
   maintenanceMs?: number;
   /** A `maintain()` cycle after 1,000 more memories were remembered (as many as the store's size below 1,000; mneme only). */
   maintenanceSteadyMs?: number;
-  /** The process's peak resident set size at the end of the two cycles, an upper bound on theirs (mneme only). */
+  /**
+   * The peak resident set size during the ingest phase and the two cycles (mneme only): on Linux the kernel's
+   * high-water mark reset after the recall phases; elsewhere the process's peak so far, an upper bound.
+   */
   maintenancePeakRssBytes?: number;
   /**
    * mneme only: the share of the exact 10 nearest visible memories (the baseline's brute-force KNN) that
@@ -89,7 +92,7 @@ export function formatBenchTable(report: BenchReport, info: BenchRunInfo): strin
     rows.push(['first maintenance cycle: ms', mneme.maintenanceMs, baseline.maintenanceMs, 'ms']);
     rows.push(['steady maintenance cycle: ms', mneme.maintenanceSteadyMs, baseline.maintenanceSteadyMs, 'ms']);
     rows.push([
-      'peak RSS bytes up to the cycles',
+      'peak RSS bytes, ingest and cycles',
       mneme.maintenancePeakRssBytes,
       baseline.maintenancePeakRssBytes,
       'bytes',

@@ -5,6 +5,7 @@ import { isDatabaseUrl, openStorage } from '../config/open-storage.js';
 import { createMneme, type Mneme, type Viewer } from '../index.js';
 import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
+import { peakRssBytes, resetPeakRss } from './peak-rss.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
 import { createPostgresBenchDatabase, type PostgresBenchDatabase } from './postgres-bench-database.js';
 import { createPrecomputedEmbeddingModel, type PrecomputedEmbeddingModel } from './precomputed-embedding-model.js';
@@ -317,6 +318,10 @@ async function measureSize(
   await vectorLeg.close();
   baseline.close();
   await mnemeLexical.close();
+  // From here the kernel's peak resident set is that of ingest and the two cycles (Linux; elsewhere the process's
+  // peak so far, an upper bound): the recall phases' other engines are closed, `mneme` keeps what it holds.
+  collectGarbage();
+  resetPeakRss();
 
   // 3. Ingest through the offline extractor (one `ingest()` a message, then other messages in
   // `ingestMany` batches, as an importer does), then two maintenance cycles: mneme's alone.
@@ -376,8 +381,7 @@ async function measureSize(
   started = performance.now();
   await mneme.maintain();
   const maintenanceSteadyMs = Math.round((performance.now() - started) * 10) / 10;
-  // The process's peak resident set so far (the kernel's high-water mark): an upper bound on the cycles'.
-  const maintenancePeakRssBytes = process.resourceUsage().maxRSS * 1024;
+  const maintenancePeakRssBytes = peakRssBytes();
   await mneme.close();
 
   // 4. Peak RSS: a pass of recalls per system with only that system open.
