@@ -102,10 +102,10 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   /**
-   * The word statement's rows as one number each, `id * 2^21 + length` (see {@link addPacked}): better-sqlite3
-   * hands back a number for a row instead of an array of two, most of the cost of a row once SQLite
-   * made it. A row whose id or length does not fit (an id of 2^32 or more, a length of 2^21 or more:
-   * the product would pass 2^53) comes back null, and the word is read by `wordStatement` instead.
+   * The word statement's rows as one number each, `id * 2^21 + length` (see {@link addPacked}):
+   * better-sqlite3 hands back a number for a row instead of an array of two, most of the cost of a row
+   * once SQLite made it. A row whose id or length does not fit (an id of 2^32 or more, a length of 2^21
+   * or more: the sum would pass 2^53) comes back null, and the word is read by `wordStatement` instead.
    */
   function packedWordStatement(ownerCount: number, includeFaded: boolean) {
     const key = `${ownerCount}:${includeFaded}`;
