@@ -52,4 +52,37 @@ describe('SQLite visible ranking', () => {
       database.close();
     }
   });
+
+  it('ranks a memory whose id or length does not fit a packed word row (id 2^32 or more, length 2^21 or more) by BM25 all the same', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const insert = database.prepare<[number | null, string]>(`INSERT INTO memories
+          (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+        VALUES (?, ?, NULL, 'fact', 'semantic', 'global', NULL, 'global', 'manual', 0.5, ${at}, ${at}, ${at})`);
+      insert.run(null, 'a kestrel over the field');
+      insert.run(null, 'kestrel kestrel');
+      for (let index = 0; index < 4; index++) insert.run(null, 'a wren in the hedge');
+      insert.run(2 ** 32 + 5, 'one kestrel and a small wren');
+      // A length past 2^21 tokens (the column as a copy could hold it; content is at most 10,000 characters).
+      database.prepare('UPDATE memories SET tokens = ? WHERE id = 2').run(2 ** 21 + 3);
+      const ranking = createSqliteVisibleRanking(database, createSqliteOwnerWords(database));
+      const hits = ranking.search({
+        rare: ['kestrel'],
+        common: [],
+        owners: ['global'],
+        limit: 10,
+        includeFaded: false,
+      });
+      // BM25 over the owner's 7 memories of 33 tokens (the word counts, which the UPDATE left alone).
+      const average = 33 / 7;
+      const idf = Math.log((7 - 3 + 0.5) / (3 + 0.5));
+      const bm25 = (times: number, length: number) =>
+        (idf * (times * 2.2)) / (times + 1.2 * (1 - 0.75 + (0.75 * length) / average));
+      expect(hits.map((hit) => hit.id)).toEqual([1, 2 ** 32 + 5, 2]);
+      expect(hits.map((hit) => hit.score)).toEqual([bm25(1, 5), bm25(1, 6), bm25(2, 2 ** 21 + 3)]);
+    } finally {
+      database.close();
+    }
+  });
 });

@@ -36,7 +36,8 @@ export interface SqliteVisibleRanking {
  * the owner index (`memories.tokens`, kept by the word-count triggers: migration 20, ADR 25 session 7),
  * no longer from the index's document sizes joined after the owner filter. A term of one word (what the index stems it to: nearly
  * every term) is read from an `fts5vocab` table of type `instance` over the index, a row an occurrence:
- * the term's frequency in a memory is its number of rows (ADR 25, session 6). A term the tokenizer
+ * the term's frequency in a memory is its number of rows (ADR 25, session 6), each row one number (the
+ * memory's id and length packed: ADR 25, session 8). A term the tokenizer
  * splits into several words (a phrase for FTS5) is matched by `MATCH`, its frequency solved from two
  * `bm25()` values with column weights 1 and 2 (they differ only by the frequency: see `frequency`);
  * `bm25()` costs a second pass over the term's whole posting list and a document size a match.
@@ -47,6 +48,7 @@ export interface SqliteVisibleRanking {
 export function createSqliteVisibleRanking(database: Database.Database, words: SqliteOwnerWords): SqliteVisibleRanking {
   const byTerm = new Map<string, Database.Statement<unknown[], TermMatch>>();
   const byWord = new Map<string, Database.Statement<unknown[], WordOccurrence>>();
+  const byWordPacked = new Map<string, Database.Statement<unknown[], number | null>>();
   let averages: Database.Statement<[], Buffer> | null = null;
   let common: Database.Statement<[string], number> | null = null;
   let instances = false;
@@ -100,6 +102,30 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   /**
+   * The word statement's rows as one number each, `id * 2^21 + length` (see {@link addPacked}):
+   * better-sqlite3 hands back a number for a row instead of an array of two, most of the cost of a row
+   * once SQLite made it. A row whose id or length does not fit (an id of 2^32 or more, a length of 2^21
+   * or more: the sum would pass 2^53) comes back null, and the word is read by `wordStatement` instead.
+   */
+  function packedWordStatement(ownerCount: number, includeFaded: boolean) {
+    const key = `${ownerCount}:${includeFaded}`;
+    let statement = byWordPacked.get(key);
+    if (!statement) {
+      statement = database
+        .prepare<unknown[], number | null>(
+          `SELECT CASE WHEN m.id BETWEEN 0 AND ${PACKED_IDS - 1} AND m.tokens BETWEEN 0 AND ${PACKED_LENGTHS - 1}
+              THEN m.id * ${PACKED_LENGTHS} + m.tokens END
+          FROM temp.memories_fts_instances i
+          CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = i.doc
+          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded)}`,
+        )
+        .pluck();
+      byWordPacked.set(key, statement);
+    }
+    return statement;
+  }
+
+  /**
    * Whether the `instance` vocabulary is there, made now if it is not and no transaction is open: made
    * inside one, a rollback would take it away under the statements prepared on it (the term's `MATCH`
    * statement ranks the same meanwhile).
@@ -138,27 +164,10 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   ): void {
     const stems = term.includes('\u0000') ? [] : words.stems(term);
     if (stems.length === 1 && instancesReady()) {
-      const rows = wordStatement(owners.length, includeFaded).all(stems[0], ...owners);
-      if (!inMemoryOrder(rows)) {
-        const matches = new Map<number, { length: number; times: number }>();
-        for (const [id, length] of rows) {
-          const match = matches.get(id);
-          if (match) match.times++;
-          else matches.set(id, { length, times: 1 });
-        }
-        for (const [id, { length, times }] of matches) add(id, length, times);
-        return;
-      }
-      // A memory's occurrences are consecutive rows (the index lists a word's memories by id): their
-      // number is the frequency, without a map of the word's matches.
-      let index = 0;
-      while (index < rows.length) {
-        const [id, length] = rows[index] as WordOccurrence;
-        let times = 1;
-        while (rows[index + times]?.[0] === id) times++;
-        add(id, length, times);
-        index += times;
-      }
+      const packed = packedWordStatement(owners.length, includeFaded).all(stems[0], ...owners);
+      if (packed.includes(null))
+        addOccurrences(wordStatement(owners.length, includeFaded).all(stems[0], ...owners), add);
+      else addPacked(packed as number[], add);
       return;
     }
     const average = indexAverage();
@@ -213,6 +222,70 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
       return best(found, limit);
     },
   };
+}
+
+/** Lengths a packed word row holds (2^21), and ids (2^32): an id times 2^21 plus a length stays below 2^53. */
+const PACKED_LENGTHS = 2 ** 21;
+const PACKED_IDS = 2 ** 32;
+
+/** Whether packed word rows come by memory id (ascending): a packed row orders as its id does. */
+function inPackedOrder(rows: readonly number[]): boolean {
+  for (let index = 1; index < rows.length; index++) {
+    if ((rows[index] as number) < (rows[index - 1] as number)) return false;
+  }
+  return true;
+}
+
+/**
+ * Gives `add` each memory of a word's packed occurrence rows once, with its length and the word's
+ * frequency in it (its number of rows), in the order of the rows' first occurrences.
+ */
+function addPacked(rows: readonly number[], add: (id: number, length: number, times: number) => void): void {
+  const unpack = (value: number, times: number) => {
+    const id = Math.floor(value / PACKED_LENGTHS);
+    add(id, value - id * PACKED_LENGTHS, times);
+  };
+  if (!inPackedOrder(rows)) {
+    const times = new Map<number, number>();
+    for (const value of rows) times.set(value, (times.get(value) ?? 0) + 1);
+    for (const [value, count] of times) unpack(value, count);
+    return;
+  }
+  // A memory's occurrences are consecutive rows (the index lists a word's memories by id), each the
+  // same number: their number is the frequency, without a map of the word's matches.
+  let index = 0;
+  while (index < rows.length) {
+    const value = rows[index] as number;
+    let times = 1;
+    while (rows[index + times] === value) times++;
+    unpack(value, times);
+    index += times;
+  }
+}
+
+/** The same as {@link addPacked} for occurrence rows as arrays (id, length). */
+function addOccurrences(
+  rows: readonly WordOccurrence[],
+  add: (id: number, length: number, times: number) => void,
+): void {
+  if (!inMemoryOrder(rows)) {
+    const matches = new Map<number, { length: number; times: number }>();
+    for (const [id, length] of rows) {
+      const match = matches.get(id);
+      if (match) match.times++;
+      else matches.set(id, { length, times: 1 });
+    }
+    for (const [id, { length, times }] of matches) add(id, length, times);
+    return;
+  }
+  let index = 0;
+  while (index < rows.length) {
+    const [id, length] = rows[index] as WordOccurrence;
+    let times = 1;
+    while (rows[index + times]?.[0] === id) times++;
+    add(id, length, times);
+    index += times;
+  }
 }
 
 /** Whether a word's occurrence rows come by memory id (ascending), each memory's rows together. */
