@@ -163,6 +163,9 @@ const SPLIT_TRIALS = 4;
 /** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
 const BAND = Math.PI / 180;
 export const BANDS = 181;
+/** The cosine and sine of each band's middle angle (recall's estimates). */
+const BAND_COSINES = Float64Array.from({ length: BANDS }, (_, band) => Math.cos((band + 0.5) * BAND));
+const BAND_SINES = Float64Array.from({ length: BANDS }, (_, band) => Math.sin((band + 0.5) * BAND));
 /**
  * The overflow band: the band of the median angle of a sample of the store to its nearest centroid plus
  * this many median absolute deviations (a robust outlier rule: far vectors do not move it until they
@@ -226,6 +229,8 @@ export interface SnapshotPart {
   codes: Uint32Array;
   /** Of a list's partition, each member's signs' dot product with the centroid, once recall needed them. */
   signDots?: Float64Array;
+  /** The codes as bytes, once recall estimated one of them. */
+  bytes?: Uint8Array;
 }
 
 /** The lists' codes and band ranges as they were at `dataVersion` (ADR 20, 2026-12-01, session 4). */
@@ -1362,10 +1367,16 @@ export function bandEstimates(
   for (const value of query) total += value;
   const estimates = new Float64Array(candidates.length);
   const along = new Map<number, number>();
-  for (const [index, { part, member, partition }] of candidates.entries()) {
-    const code = new Uint8Array(part.codes.buffer, part.codes.byteOffset + member * bytes, bytes);
+  for (let index = 0; index < candidates.length; index++) {
+    const candidate = candidates[index];
+    if (!candidate) continue;
+    const { part, member, partition } = candidate;
+    part.bytes ??= new Uint8Array(part.codes.buffer, part.codes.byteOffset, part.codes.byteLength);
+    const code = part.bytes;
     let sum = 0;
-    for (let byte = 0, row = 0; byte < bytes; byte++, row += 256) sum += table[row + (code[byte] ?? 0)] ?? 0;
+    for (let byte = 0, row = 0, at = member * bytes; byte < bytes; byte++, row += 256, at++) {
+      sum += table[row + (code[at] ?? 0)] ?? 0;
+    }
     const signs = 2 * sum - total;
     const list = partition < 0 ? -1 : Math.floor(partition / BANDS);
     if (list < 0 || list >= count) {
@@ -1378,9 +1389,10 @@ export function bandEstimates(
       along.set(list, product);
     }
     part.signDots ??= signDotsOf(part, centroids.subarray(list * dimensions, (list + 1) * dimensions), words);
-    const angle = ((partition % BANDS) + 0.5) * BAND;
+    const band = partition % BANDS;
     estimates[index] =
-      Math.cos(angle) * product + Math.sin(angle) * scale * (signs - product * (part.signDots[member] ?? 0));
+      (BAND_COSINES[band] ?? 0) * product +
+      (BAND_SINES[band] ?? 0) * scale * (signs - product * (part.signDots[member] ?? 0));
   }
   return estimates;
 }
@@ -1434,10 +1446,10 @@ function scanWithin(
 export function estimateTable(query: Float32Array, bytes: number): Float64Array {
   const table = new Float64Array(bytes * 256);
   for (let byte = 0, row = 0; byte < bytes; byte++, row += 256) {
-    for (let value = 1; value < 256; value++) {
-      const lowest = value & -value;
-      const bit = 31 - Math.clz32(lowest);
-      table[row + value] = (table[row + (value ^ lowest)] ?? 0) + (query[byte * 8 + bit] ?? 0);
+    // The values with bit `bit` set are those below it plus that bit's value.
+    for (let bit = 0, span = 1; bit < 8; bit++, span <<= 1) {
+      const value = query[byte * 8 + bit] ?? 0;
+      for (let lower = 0; lower < span; lower++) table[row + span + lower] = (table[row + lower] ?? 0) + value;
     }
   }
   return table;
