@@ -23,7 +23,8 @@ import { createSqliteVectorLists, LIST_MIN_VECTORS, type NearestCode, type Older
  * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
  * A large scope of a store whose inverted lists (`sqlite-vector-lists.ts`, ADR 20) cover every vector
  * reads those instead of the buckets: a minimum-cosine search (`searchNear`) the bands that may hold
- * such a neighbour, a recall's `search` the few lists nearest the query (ADR 10, 2026-12-01).
+ * such a neighbour, a recall's `search` the few lists nearest the query (ADR 10, 2026-12-01); once the lists'
+ * codes are in memory, only the candidates of best estimated cosine are ranked exactly (ADR 10, 2026-12-02).
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
