@@ -3,7 +3,7 @@ import { unusableVector } from '../../core/checked-embedder.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
-import { createSqliteVectorLists, LIST_MIN_VECTORS, type OlderQuery } from './sqlite-vector-lists.js';
+import { createSqliteVectorLists, LIST_MIN_VECTORS, type NearestCode, type OlderQuery } from './sqlite-vector-lists.js';
 
 /**
  * The vector index of one database (ADR 10), for the one model recorded in `vector_index`; configuring
@@ -23,7 +23,8 @@ import { createSqliteVectorLists, LIST_MIN_VECTORS, type OlderQuery } from './sq
  * cosine from the float32 slices. A scope no larger than the candidate count is searched exactly.
  * A large scope of a store whose inverted lists (`sqlite-vector-lists.ts`, ADR 20) cover every vector
  * reads those instead of the buckets: a minimum-cosine search (`searchNear`) the bands that may hold
- * such a neighbour, a recall's `search` the few lists nearest the query (ADR 10, 2026-12-01).
+ * such a neighbour, a recall's `search` the few lists nearest the query (ADR 10, 2026-12-01); once the lists'
+ * codes are in memory, only the candidates of best estimated cosine are ranked exactly (ADR 10, 2026-12-02).
  */
 export interface SqliteVectorIndex {
   info(): VectorIndexInfo | null;
@@ -83,6 +84,8 @@ export interface SqliteVectorIndexOptions {
   listProbes?: number;
   /** Searches without a write before the lists' codes are searched in memory (ADR 20); tests set 0 or Infinity. */
   listSnapshotAfter?: number;
+  /** Candidates re-ranked exactly when the lists' codes estimate their cosines ({@link RERANK}); at least the limit. */
+  rerank?: number;
 }
 
 /** sqlite-vec's largest `k`. */
@@ -111,6 +114,24 @@ const THRESHOLD_FILTERS = 1024;
  * 32, as with the bucket scan; 8 leaves room for vectors less clustered (ADR 10, 2026-12-01, fifth pass).
  */
 export const LIST_PROBES = 8;
+
+/**
+ * Candidates re-ranked by exact cosine (at least the limit asked for) when the inverted lists' codes in memory
+ * gave each an estimate of its cosine (ADR 10, 2026-12-02, session 8): the best of the Hamming candidates by
+ * that estimate; the others are not read.
+ */
+export const RERANK = 256;
+
+/**
+ * The `count` candidates of best estimate when every candidate has one, else all of them: candidates found
+ * through SQL (the owner buckets, or the lists before their codes are read into memory) have none.
+ */
+function bestEstimated(candidates: readonly NearestCode[], count: number): readonly NearestCode[] {
+  if (candidates.length <= count || candidates.some((candidate) => candidate.estimate === undefined)) {
+    return candidates;
+  }
+  return [...candidates].sort((a, b) => (b.estimate ?? 0) - (a.estimate ?? 0) || a.id - b.id).slice(0, count);
+}
 
 /** Standard deviations above the expected Hamming distance that {@link hammingBound} allows. */
 const HAMMING_DEVIATIONS = 5;
@@ -189,6 +210,7 @@ export function createSqliteVectorIndex(
   let seenVersion = dataVersion.get();
   const listMinVectors = options.listMinVectors ?? LIST_MIN_VECTORS;
   const listProbes = options.listProbes ?? LIST_PROBES;
+  const rerank = options.rerank ?? RERANK;
   const lists = createSqliteVectorLists(database, {
     minVectors: listMinVectors,
     ...(options.listSnapshotAfter === undefined ? {} : { snapshotAfter: options.listSnapshotAfter }),
@@ -511,7 +533,9 @@ export function createSqliteVectorIndex(
       // In id order, the slices are read in key order: neighbouring B-tree pages, not random ones.
       return rescore(
         vector,
-        candidates.map((candidate) => candidate.id).sort((a, b) => a - b),
+        bestEstimated(candidates, Math.max(k, rerank))
+          .map((candidate) => candidate.id)
+          .sort((a, b) => a - b),
       )
         .sort((a, b) => b.score - a.score || a.id - b.id)
         .slice(0, k);

@@ -6,8 +6,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
-import { createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
-import { listCount } from './sqlite-vector-lists.js';
+import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
+import { BANDS, bandEstimates, listCount } from './sqlite-vector-lists.js';
 
 const opened: Database.Database[] = [];
 afterEach(() => {
@@ -99,7 +99,7 @@ function vectorsFor(
  */
 function openIndex(
   listMinVectors: number,
-  options: { listProbes?: number; listSnapshotAfter?: number; path?: string } = {},
+  options: { listProbes?: number; listSnapshotAfter?: number; rerank?: number; path?: string } = {},
 ): { database: Database.Database; index: SqliteVectorIndex } {
   const { path = ':memory:', ...tuning } = options;
   const database = openSqliteDatabase({ path });
@@ -506,7 +506,8 @@ function topRecall(index: SqliteVectorIndex, stored: readonly Stored[], queries:
 describe("recall's top-k search through the inverted lists", { timeout: 180_000 }, () => {
   it('keeps the scope filter inside each KNN: 1,000 closer vectors of other users around a visible memory do not hide it', () => {
     const stored = vectorsFor('clustered', 1500, 40);
-    const { database, index } = openIndex(500);
+    const path = join(folder, 'top-scope.db');
+    const { database, index } = openIndex(500, { path });
     put(database, index, stored);
     const random = createSeededRandom(41);
     const query = near(centres[3] ?? new Float32Array(DIMENSIONS), random, 0.6);
@@ -527,6 +528,146 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     // A viewer of one of the others gets its own first, and none of the other 999.
     const seven = index.search(query, 'm', ['user:neighbour-7'], 10);
     expect(seven.map((hit) => hit.id)).toEqual([10_007]);
+    // The same on the codes in memory, 10 of the 40 candidates re-ranked by their estimates: only visible ones.
+    const inMemory = openIndex(500, { path, listSnapshotAfter: 0, rerank: 10 }).index;
+    const few = inMemory.search(query, 'm', ['global', 'user:me'], 10);
+    expect(few[0]?.id).toBe(mine.id);
+    expect(few).toHaveLength(10);
+    const ids = new Set(visible.map((row) => row.id));
+    expect(few.every((hit) => ids.has(hit.id))).toBe(true);
+    expect(inMemory.search(query, 'm', ['user:neighbour-7'], 10).map((hit) => hit.id)).toEqual([10_007]);
+  });
+
+  it('re-ranks only the candidates of best estimate from the codes in memory, at least as many as asked for', () => {
+    // A query with one large value: a vector of its exact signs but even magnitudes has the best estimate
+    // (and Hamming distance 0) but a cosine of 0.43; the query with 20 small values' signs flipped is
+    // 0.96 close but estimated lower.
+    const random = createSeededRandom(80);
+    const query = Float32Array.from({ length: DIMENSIONS }, (_, index) =>
+      index === 0 ? 30 : random.next() < 0.5 ? -1 : 1,
+    );
+    const signs = { id: 90_001, owner: 'global', vector: query.map((value) => Math.sign(value)) };
+    const flipped = {
+      id: 90_002,
+      owner: 'global',
+      vector: query.map((value, index) => (index > 0 && index <= 20 ? -value : value)),
+    };
+    expect(cosine(query, flipped.vector)).toBeGreaterThan(cosine(query, signs.vector) + 0.5);
+    const stored = [...vectorsFor('unclustered', 600, 81), signs, flipped];
+    const path = join(folder, 'rerank.db');
+    const built = openIndex(500, { path });
+    put(built.database, built.index, stored);
+    build(built.database, built.index);
+    const search = (tuning: { listSnapshotAfter?: number; rerank?: number }, limit: number) =>
+      openIndex(500, { path, listProbes: listCount(stored.length), ...tuning })
+        .index.search(query, 'm', null, limit)
+        .map((hit) => hit.id);
+    // The Hamming candidates hold both; all re-ranked exactly, the closer comes first.
+    expect(search({ listSnapshotAfter: Number.POSITIVE_INFINITY, rerank: 1 }, 1)).toEqual([flipped.id]);
+    expect(search({ listSnapshotAfter: 0 }, 1)).toEqual([flipped.id]);
+    // One re-ranked: the one of best estimate, though the other is closer.
+    expect(search({ listSnapshotAfter: 0, rerank: 1 }, 1)).toEqual([signs.id]);
+    // Never fewer than asked for: both, in exact order.
+    expect(search({ listSnapshotAfter: 0, rerank: 1 }, 2)).toEqual([flipped.id, signs.id]);
+  });
+
+  it('estimates each code from its band, its centroid and its signs as a brute force does', () => {
+    const random = createSeededRandom(82);
+    for (const dimensions of [128, 100, 768]) {
+      const words = Math.ceil(dimensions / 32);
+      const query = scaled(gaussian(random, dimensions), 1);
+      const centroids = new Float32Array(3 * dimensions);
+      for (let list = 0; list < 3; list++) centroids.set(scaled(gaussian(random, dimensions), 1), list * dimensions);
+      const codes = new Uint32Array(words * 20);
+      const bytes = new Uint8Array(codes.buffer);
+      for (let member = 0; member < 20; member++) {
+        // Random bits within the dimensions; the padding past them stays zero, as in the stored codes.
+        for (let bit = 0; bit < dimensions; bit++) {
+          if (random.next() < 0.5)
+            bytes[member * words * 4 + (bit >> 3)] = (bytes[member * words * 4 + (bit >> 3)] ?? 0) | (1 << (bit & 7));
+        }
+      }
+      // A part of each of the three lists at some band, and the overflow's.
+      const parts = [0, 1, 2, 3].map(() => ({ ids: new Float64Array(20), owners: new Float64Array(20), codes }));
+      const partitions = [5, BANDS + 40, 2 * BANDS + 120, -1];
+      const members = Array.from({ length: 20 }, (_, member) => ({
+        part: parts[member % 4] ?? { ids: new Float64Array(20), owners: new Float64Array(20), codes },
+        member,
+        partition: partitions[member % 4] ?? -1,
+      }));
+      const estimates = bandEstimates(query, members, words, centroids, 3);
+      for (const [index, { member, partition }] of members.entries()) {
+        const signs = Array.from({ length: dimensions }, (_, bit) =>
+          ((bytes[member * words * 4 + (bit >> 3)] ?? 0) >> (bit & 7)) & 1 ? 1 : -1,
+        );
+        const signed = (vector: Float32Array) => signs.reduce((sum, sign, bit) => sum + sign * (vector[bit] ?? 0), 0);
+        const scale = Math.sqrt(2 / (Math.PI * dimensions));
+        let expected = scale * signed(query);
+        if (partition >= 0) {
+          const list = Math.floor(partition / BANDS);
+          const centroid = centroids.subarray(list * dimensions, (list + 1) * dimensions);
+          const along = query.reduce((sum, value, at) => sum + value * (centroid[at] ?? 0), 0);
+          const angle = (((partition % BANDS) + 0.5) * Math.PI) / 180;
+          expected = Math.cos(angle) * along + Math.sin(angle) * scale * (signed(query) - along * signed(centroid));
+        }
+        expect(estimates[index]).toBeCloseTo(expected, 10);
+      }
+    }
+  });
+
+  it('finds nearly as many of the exact top 10 re-ranking a few candidates of best estimate as re-ranking them all', () => {
+    const stored = vectorsFor('clustered', 2000, 83);
+    const path = join(folder, 'rerank-recall.db');
+    const all = openIndex(500, { path, listSnapshotAfter: Number.POSITIVE_INFINITY });
+    put(all.database, all.index, stored);
+    build(all.database, all.index);
+    // 40 Hamming candidates for 10 hits (128 sign bits): all 40 re-ranked, or the 24 of best estimate.
+    const few = openIndex(500, { path, listSnapshotAfter: 0, rerank: 24 });
+    const everyOne = topRecall(all.index, stored, 30, 84);
+    expect(topRecall(few.index, stored, 30, 84)).toBeGreaterThanOrEqual(everyOne - 0.03);
+  });
+
+  it('orders the Hamming candidates closer to exact search by the estimate than by their Hamming distance', () => {
+    const stored = vectorsFor('clustered', 2000, 85);
+    const words = DIMENSIONS / 32;
+    const codes = new Uint32Array(stored.length * words);
+    const bytes = new Uint8Array(codes.buffer);
+    for (const [member, row] of stored.entries()) bytes.set(binaryCode(row.vector), member * words * 4);
+    const part = { ids: Float64Array.from(stored, (row) => row.id), owners: new Float64Array(stored.length), codes };
+    const random = createSeededRandom(86);
+    const found = { estimate: 0, hamming: 0 };
+    for (let query = 0; query < 40; query++) {
+      const vector = near(stored[random.below(stored.length)]?.vector ?? new Float32Array(DIMENSIONS), random, 0.8);
+      const exact = new Set(exactTop(stored, vector, null, 10));
+      const code = binaryCode(vector);
+      const hamming = stored.map((_, member) => {
+        let distance = 0;
+        for (let byte = 0; byte < words * 4; byte++) {
+          let bits = (bytes[member * words * 4 + byte] ?? 0) ^ (code[byte] ?? 0);
+          for (; bits !== 0; bits &= bits - 1) distance++;
+        }
+        return { member, distance };
+      });
+      // As recall does: the 40 nearest by Hamming distance, then 16 of them by the estimate or by that distance.
+      const candidates = hamming.sort((a, b) => a.distance - b.distance || a.member - b.member).slice(0, 40);
+      // Of no list (as the overflow's): the signs alone.
+      const estimates = bandEstimates(
+        scaled(vector, 1),
+        candidates.map(({ member }) => ({ part, member, partition: -1 })),
+        words,
+        new Float32Array(0),
+        0,
+      );
+      const byEstimate = candidates
+        .map((candidate, index) => ({ ...candidate, estimate: estimates[index] ?? 0 }))
+        .sort((a, b) => b.estimate - a.estimate)
+        .slice(0, 16);
+      const count = (chosen: ReadonlyArray<{ member: number }>) =>
+        chosen.filter(({ member }) => exact.has(stored[member]?.id ?? 0)).length;
+      found.estimate += count(byEstimate);
+      found.hamming += count(candidates.slice(0, 16));
+    }
+    expect(found.estimate).toBeGreaterThan(found.hamming);
   });
 
   it('gives a viewer k memories when the lists it probes hold fewer than k of them (its memories lie elsewhere)', () => {

@@ -70,7 +70,18 @@ export interface SqliteVectorLists {
     wanted: number,
     probes: number,
     bound: number | null,
-  ): Array<{ id: number; distance: number }>;
+  ): NearestCode[];
+}
+
+/**
+ * One of recall's candidates from {@link SqliteVectorLists.nearest}: its Hamming distance and, when the codes were
+ * searched in memory, the estimate of its cosine with the query.
+ */
+export interface NearestCode {
+  id: number;
+  distance: number;
+  /** The estimate of its cosine with the query ({@link bandEstimates}). */
+  estimate?: number;
 }
 
 /** One query of {@link SqliteVectorLists.mayHoldOlder}: a memory's vector, its code and owners, and its id. */
@@ -152,6 +163,9 @@ const SPLIT_TRIALS = 4;
 /** Width of an angle band within a list, and bands per list (angles 0 to 180 degrees). */
 const BAND = Math.PI / 180;
 export const BANDS = 181;
+/** The cosine and sine of each band's middle angle (recall's estimates). */
+const BAND_COSINES = Float64Array.from({ length: BANDS }, (_, band) => Math.cos((band + 0.5) * BAND));
+const BAND_SINES = Float64Array.from({ length: BANDS }, (_, band) => Math.sin((band + 0.5) * BAND));
 /**
  * The overflow band: the band of the median angle of a sample of the store to its nearest centroid plus
  * this many median absolute deviations (a robust outlier rule: far vectors do not move it until they
@@ -208,11 +222,15 @@ export interface ListRow {
 }
 
 /** The codes of one partition of `memory_vector_list_bits`, in memory. */
-interface SnapshotPart {
+export interface SnapshotPart {
   ids: Float64Array;
   owners: Float64Array;
   /** `words` 32-bit words per code. */
   codes: Uint32Array;
+  /** Of a list's partition, each member's signs' dot product with the centroid, once recall needed them. */
+  signDots?: Float64Array;
+  /** The codes as bytes, once recall estimated one of them. */
+  bytes?: Uint8Array;
 }
 
 /** The lists' codes and band ranges as they were at `dataVersion` (ADR 20, 2026-12-01, session 4). */
@@ -832,6 +850,7 @@ export function createSqliteVectorLists(
         // but for which of several codes at the `wanted`th distance a list's statement keeps.
         const words = codeWords(code, memory.words);
         const reach = bound ?? Number.POSITIVE_INFINITY;
+        const within: Within[] = [];
         const ranges: Array<[number, number]> = probed.map(({ row }) => [
           row.list * BANDS + (row.low_band ?? 0),
           row.list * BANDS + (row.high_band ?? 0),
@@ -840,10 +859,19 @@ export function createSqliteVectorLists(
         for (const [low, high] of ranges) {
           for (let part = low; part <= high; part++) {
             const members = memory.parts.get(part);
-            if (members) scan(members, words, ownerIds, reach, found);
+            if (members) scanWithin(members, part, words, ownerIds, reach, within);
           }
         }
-        return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+        // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
+        // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
+        within.sort((a, b) => a.distance - b.distance || a.id - b.id);
+        const kept = within.slice(0, wanted);
+        const estimates = bandEstimates(query, kept, memory.words, values, count);
+        return kept.map((candidate, index) => ({
+          id: candidate.id,
+          distance: candidate.distance,
+          estimate: estimates[index] ?? 0,
+        }));
       }
       const statement = knnStatement(ownerIds === null ? null : ownerIds.length, bound !== null);
       const rest = [...(ownerIds ?? []).map(BigInt), ...(bound === null ? [] : [bound])];
@@ -1302,6 +1330,129 @@ function scan(
     }
     if (distance <= bound) found.push({ id: ids[member] ?? 0, distance });
   }
+}
+
+/** A code within recall's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
+interface Within {
+  id: number;
+  distance: number;
+  part: SnapshotPart;
+  member: number;
+  /** The partition's number: list * BANDS + band, or the overflow's. */
+  partition: number;
+}
+
+/**
+ * The estimate of each candidate's cosine with `query` (a unit vector) from its list and band and its signs
+ * (ADR 10, 2026-12-02, session 8): a vector at angle `r` from its list's centroid `c` is `cos r c + sin r u`
+ * (`u` a unit vector off `c`), so its dot product with the query is `cos r <q, c>`, known but for the band's
+ * width (`r` is taken at the band's middle), plus `sin r <q - <q, c> c, u>`, estimated from the signs `s` as a
+ * Gaussian `u`'s would be: `sqrt(2 / (pi D))` times `<q, s> - <q, c> <c, s>`. `<q, s>` costs a look-up a code
+ * byte ({@link estimateTable}, one table a query); `<c, s>` depends on the code alone and is computed once a
+ * snapshot for each code of a partition searched ({@link SnapshotPart.signDots}). The overflow's vectors have
+ * no centroid: `r` is 90 degrees, the estimate `sqrt(2 / (pi D)) <q, s>`.
+ */
+export function bandEstimates(
+  query: Float32Array,
+  candidates: ReadonlyArray<{ part: SnapshotPart; member: number; partition: number }>,
+  words: number,
+  centroids: Float32Array,
+  count: number,
+): Float64Array {
+  const dimensions = query.length;
+  const bytes = words * 4;
+  const scale = Math.sqrt(2 / (Math.PI * dimensions));
+  const table = estimateTable(query, bytes);
+  let total = 0;
+  for (const value of query) total += value;
+  const estimates = new Float64Array(candidates.length);
+  const along = new Map<number, number>();
+  for (let index = 0; index < candidates.length; index++) {
+    const candidate = candidates[index];
+    if (!candidate) continue;
+    const { part, member, partition } = candidate;
+    part.bytes ??= new Uint8Array(part.codes.buffer, part.codes.byteOffset, part.codes.byteLength);
+    const code = part.bytes;
+    let sum = 0;
+    for (let byte = 0, row = 0, at = member * bytes; byte < bytes; byte++, row += 256, at++) {
+      sum += table[row + (code[at] ?? 0)] ?? 0;
+    }
+    const signs = 2 * sum - total;
+    const list = partition < 0 ? -1 : Math.floor(partition / BANDS);
+    if (list < 0 || list >= count) {
+      estimates[index] = scale * signs;
+      continue;
+    }
+    let product = along.get(list);
+    if (product === undefined) {
+      product = dot(query, centroids, list * dimensions);
+      along.set(list, product);
+    }
+    part.signDots ??= signDotsOf(part, centroids.subarray(list * dimensions, (list + 1) * dimensions), words);
+    const band = partition % BANDS;
+    estimates[index] =
+      (BAND_COSINES[band] ?? 0) * product +
+      (BAND_SINES[band] ?? 0) * scale * (signs - product * (part.signDots[member] ?? 0));
+  }
+  return estimates;
+}
+
+/** The dot product of `centroid` with each member's signs (+1 for a set bit, -1 for a clear one). */
+function signDotsOf(part: SnapshotPart, centroid: Float32Array, words: number): Float64Array {
+  const table = estimateTable(centroid, words * 4);
+  let total = 0;
+  for (const value of centroid) total += value;
+  const bytes = words * 4;
+  const codes = new Uint8Array(part.codes.buffer, part.codes.byteOffset, part.codes.byteLength);
+  const dots = new Float64Array(part.ids.length);
+  for (let member = 0, at = 0; member < dots.length; member++) {
+    let sum = 0;
+    for (let byte = 0, row = 0; byte < bytes; byte++, row += 256, at++) sum += table[row + (codes[at] ?? 0)] ?? 0;
+    dots[member] = 2 * sum - total;
+  }
+  return dots;
+}
+
+/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`, with where each is. */
+function scanWithin(
+  part: SnapshotPart,
+  partition: number,
+  query: Uint32Array,
+  ownerIds: readonly number[] | null,
+  bound: number,
+  found: Within[],
+): void {
+  const words = query.length;
+  const { codes, ids, owners } = part;
+  for (let member = 0; member < ids.length; member++) {
+    if (ownerIds !== null && !ownerIds.includes(owners[member] ?? -1)) continue;
+    const offset = member * words;
+    let distance = 0;
+    for (let word = 0; word < words && distance <= bound; word++) {
+      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+      bits -= (bits >>> 1) & 0x55555555;
+      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+      distance += Math.imul(bits, 0x01010101) >>> 24;
+    }
+    if (distance <= bound) found.push({ id: ids[member] ?? 0, distance, part, member, partition });
+  }
+}
+
+/**
+ * For each of `bytes` code bytes, the sums of the query's values at the bits set in each of the 256 byte values
+ * (bit `i % 8` of byte `i / 8` is value `i`, as {@link binaryCodeOf} lays them out); bits past the query are 0.
+ */
+export function estimateTable(query: Float32Array, bytes: number): Float64Array {
+  const table = new Float64Array(bytes * 256);
+  for (let byte = 0, row = 0; byte < bytes; byte++, row += 256) {
+    // The values with bit `bit` set are those below it plus that bit's value.
+    for (let bit = 0, span = 1; bit < 8; bit++, span <<= 1) {
+      const value = query[byte * 8 + bit] ?? 0;
+      for (let lower = 0; lower < span; lower++) table[row + span + lower] = (table[row + lower] ?? 0) + value;
+    }
+  }
+  return table;
 }
 
 /** The `memory_vector_list_bits` table for vectors of `dimensions`, with its partition index. */
