@@ -26,4 +26,8 @@ describe('porterStem', () => {
   it('stems words with digits as the porter tokenizer does, a digit counting as a consonant', () => {
     expect(['4ms', 'utf8s', 'a1ing', 'x9ed', '12s'].map(porterStem)).toEqual(['4m', 'utf8', 'a1', 'x9ed', '12']);
   });
+
+  it('takes sses, ies and eed as suffixes of longer words only, as the porter tokenizer does', () => {
+    expect(['sses', 'ies', 'eed', 'ties', 'feed'].map(porterStem)).toEqual(['sse', 'ie', 'e', 'ti', 'feed']);
+  });
 });

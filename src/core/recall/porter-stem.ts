@@ -62,16 +62,18 @@ function endsCvc(stem: string): boolean {
   );
 }
 
+// As the index's stemmer: `sses` and `ies` are suffixes of a longer word only ("ies" gives "ie", "sses" "sse").
 function step1a(word: string): string {
-  if (word.endsWith('sses')) return word.slice(0, -2);
-  if (word.endsWith('ies')) return word.slice(0, -2);
+  if (word.endsWith('sses') && word.length > 4) return word.slice(0, -2);
+  if (word.endsWith('ies') && word.length > 3) return word.slice(0, -2);
   if (word.endsWith('ss')) return word;
   if (word.endsWith('s')) return word.slice(0, -1);
   return word;
 }
 
+// `eed` too: "eed" itself is stemmed as a word ending in `ed` ("e"), as the index does.
 function step1b(word: string): string {
-  if (word.endsWith('eed')) return measure(word.slice(0, -3)) > 0 ? word.slice(0, -1) : word;
+  if (word.endsWith('eed') && word.length > 3) return measure(word.slice(0, -3)) > 0 ? word.slice(0, -1) : word;
   for (const suffix of ['ed', 'ing']) {
     if (!word.endsWith(suffix)) continue;
     const stem = word.slice(0, -suffix.length);

@@ -6,6 +6,7 @@ import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js'
 import { getRow, preparedOnUse } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
+import { createSqliteMemoryWordCounts } from './sqlite-memory-word-counts.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /**
@@ -60,13 +61,22 @@ export interface SqliteMemoryWrites {
 
 /** Prepares the memory writes of one database; its methods run inside the caller's transaction. */
 export function createSqliteMemoryWrites(database: Database.Database, vectors: SqliteVectorIndex): SqliteMemoryWrites {
+  // From migration 22 an insert that gives the row its length counts its words itself (ADR 25, session
+  // 8); a file opened at an older schema (migration tests) leaves them to the trigger.
+  const wordCounts = schemaVersion(database) >= WORDS_COUNTED_BY_INSERT ? createSqliteMemoryWordCounts(database) : null;
+  const chunkColumns = ['chunk_message_id', 'chunk_index'];
   const statements = {
     insert: database.prepare<InsertParameters, MemoryRow>(insertSql([])),
     // Prepared on first use: a file opened at a schema before migration 9 (migration tests) has no chunk columns.
     insertChunk: preparedOnUse<InsertParameters & { chunkMessageId: number; chunkIndex: number }, MemoryRow>(
       database,
-      insertSql(['chunk_message_id', 'chunk_index']),
+      insertSql(chunkColumns),
     ),
+    insertCounted: preparedOnUse<InsertParameters & { tokens: number }, MemoryRow>(database, insertSql(['tokens'])),
+    insertChunkCounted: preparedOnUse<
+      InsertParameters & { tokens: number; chunkMessageId: number; chunkIndex: number },
+      MemoryRow
+    >(database, insertSql([...chunkColumns, 'tokens'])),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
     archive: preparedOnUse<[number, number, number], MemoryRow>(
@@ -108,9 +118,22 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       }
       const embedding = vectors.held(memory.embedding);
       const parameters = insertParameters({ ...memory, embedding }, context.at);
-      const row = chunk
-        ? getRow(statements.insertChunk(), { ...parameters, chunkMessageId: chunk.messageId, chunkIndex: chunk.index })
-        : getRow(statements.insert, parameters);
+      const place = chunk ? { chunkMessageId: chunk.messageId, chunkIndex: chunk.index } : null;
+      const words = wordCounts?.wordsOf(parameters.content, parameters.searchContext);
+      let row: MemoryRow;
+      if (wordCounts && words && words.tokens > 0) {
+        // The row with its length, which the insert trigger leaves alone: its words counted here.
+        const counted = { ...parameters, tokens: words.tokens };
+        row = place
+          ? getRow(statements.insertChunkCounted(), { ...counted, ...place })
+          : getRow(statements.insertCounted(), counted);
+        wordCounts.countIn(row.owner, words);
+      } else {
+        // A text without a word (length 0), or an older schema: the trigger counts it.
+        row = place
+          ? getRow(statements.insertChunk(), { ...parameters, ...place })
+          : getRow(statements.insert, parameters);
+      }
       if (embedding) vectors.put(row.id, row.owner, embedding);
       writes.recordVersion(row, action, {}, context);
       return row;
@@ -242,9 +265,28 @@ function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVer
 }
 
 /** The memory row's INSERT, with the named columns of an exchange chunk's place (`@chunkMessageId`, `@chunkIndex`). */
-function insertSql(chunkColumns: readonly string[]): string {
-  const columns = chunkColumns.map((column) => `, ${column}`).join('');
-  const values = chunkColumns.length > 0 ? ', @chunkMessageId, @chunkIndex' : '';
+/** The schema version migration 22 made: from it, an insert that gives the row's length counts its words. */
+const WORDS_COUNTED_BY_INSERT = 22;
+
+/** The file's schema version (0 for a file without migrations). */
+function schemaVersion(database: Database.Database): number {
+  const table = database
+    .prepare<[], number>("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .pluck()
+    .get();
+  if (!table) return 0;
+  return database.prepare<[], number | null>('SELECT MAX(version) FROM schema_migrations').pluck().get() ?? 0;
+}
+
+/** The insert of a memory row naming `extraColumns` too (`chunk_message_id`, `chunk_index`, `tokens`). */
+function insertSql(extraColumns: readonly string[]): string {
+  const columns = extraColumns.map((column) => `, ${column}`).join('');
+  const parameterOf: Record<string, string> = {
+    chunk_message_id: '@chunkMessageId',
+    chunk_index: '@chunkIndex',
+    tokens: '@tokens',
+  };
+  const values = extraColumns.map((column) => `, ${parameterOf[column]}`).join('');
   return `INSERT INTO memories (
       id, content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
       importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,

@@ -719,6 +719,22 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
+  {
+    version: 22,
+    name: 'word counts of an insert that gives its length written by the insert',
+    sql: `
+      -- ADR 25, 2026-12-02 (session 8). The store's insert tokenizes a memory itself (the index's
+      -- tokenizer, or the same split and stemmer in code for plain ASCII text), writes its length with
+      -- the row and counts its words in the same transaction (sqlite-memory-word-counts.ts): no
+      -- scratch index written and emptied in the file, no second write of the row. The trigger counts
+      -- every other insert, which gives no length (tokens 0, the column's default), as before.
+      DROP TRIGGER memory_words_insert;
+      CREATE TRIGGER memory_words_insert AFTER INSERT ON memories WHEN new.tokens = 0
+        BEGIN
+          ${countInByNumber('new', true)}
+        END;
+    `,
+  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */
