@@ -17,10 +17,11 @@ interface AssociationRow {
 export function createSqliteTermAssociations(database: Database.Database): TermAssociationStore {
   // Prepared on first use: a store opened at an older schema (tests) has no such table.
   const prepare = () => ({
+    // CROSS JOIN keeps the order: each (owner key, stem) pair looked up by primary key. Joined the other
+    // way round, the planner read every row of an owner key (17 ms for the global one at 100,000 memories).
     read: database.prepare<{ owners: string; stems: string }, AssociationRow>(
-      `SELECT a.owner, a.stem, a.memories, a.words FROM term_associations a
-      JOIN json_each(@owners) o ON a.owner = o.value
-      JOIN json_each(@stems) s ON a.stem = s.value`,
+      `SELECT a.owner, a.stem, a.memories, a.words FROM json_each(@owners) o CROSS JOIN json_each(@stems) s
+      CROSS JOIN term_associations a WHERE a.owner = o.value AND a.stem = s.value`,
     ),
     stored: database
       .prepare<[string, string], number>('SELECT memories FROM term_associations WHERE owner = ? AND stem = ?')
