@@ -20,13 +20,13 @@ async function open(): Promise<MaintenanceEngine> {
   return engine;
 }
 
-function run(engine: MaintenanceEngine, options: { bulk?: boolean } = {}) {
+function run(engine: MaintenanceEngine, options: { bulk?: boolean } = {}, associationWeight = 0.3) {
   const context: EngineContext = {
     storage: engine.storage,
     embedder: null,
     clock: engine.clock,
     logger: { warn: () => {} },
-    policy: resolvePolicy(),
+    policy: resolvePolicy({ recall: { associationWeight } }),
     summariser: createOfflineEpisodeSummariser(),
     merger: createOfflineMemoryMerger(),
     dreamer: null,
@@ -69,6 +69,14 @@ describe('the stored word associations (ADR 26, session 8)', () => {
       'user:bob lighthous',
     ]);
     expect(await associatedWith(engine, ['user:carol'], 'famili')).toEqual([]);
+  });
+
+  it('does nothing while the association list is off, and its first run after reads every memory', async () => {
+    const engine = await open();
+    await remember(engine, ['Family dinner with the kids', 'The kids and the family at the zoo'], ann);
+    expect(await run(engine, {}, 0)).toEqual({ checked: 0, words: 0 });
+    expect(await engine.storage.maintenanceState.get(ALL_CHANNELS, ASSOCIATIONS_TASK)).toBeNull();
+    expect(await run(engine)).toEqual({ checked: 2, words: 2 });
   });
 
   it('reads each new memory once, from a watermark, and computes a stored word again only once its count has moved', async () => {

@@ -46,7 +46,8 @@ export interface AssociationsReport {
  * times gets its associations among that owner key's memories only (`wordAssociations` of its best
  * full-text matches there), stored by owner key and stem. A word already stored is computed again only
  * when its count has moved by `ASSOCIATION_RECOUNT` since, and at most once a run. Without a store that
- * keeps them (PostgreSQL) it does nothing: recall computes them itself. A large backlog (`BULK_MIN_MEMORIES`
+ * keeps them (PostgreSQL), or while `recall.associationWeight` is 0 (the list off: nothing reads them), it
+ * does nothing and its watermark stays; without such a store recall computes them itself. A large backlog (`BULK_MIN_MEMORIES`
  * and `BULK_MIN_SHARE` of the store, or `options.bulk`) goes through `bulkAssociations` instead.
  */
 export async function runAssociations(
@@ -57,7 +58,8 @@ export async function runAssociations(
   const report: AssociationsReport = { checked: 0, words: 0 };
   const { storage } = context;
   const store = storage.maintenance.termAssociations;
-  if (!store) return report;
+  // Nothing reads them while the list is off: a database that turns it on gets them from its next run.
+  if (!store || context.policy.recall.associationWeight <= 0) return report;
   const state = await storage.maintenanceState.get(ALL_CHANNELS, ASSOCIATIONS_TASK);
   const latest = await storage.maintenance.latestMemoryId();
   const includeFaded = context.policy.recall.fadedWeight > 0;
