@@ -8,6 +8,30 @@ export interface DecayCandidate
   decayedAt: number | null;
 }
 
+/**
+ * When an active, unpinned memory next needs decay (ADR 9, session 8): a decay policy's rule, which
+ * storage evaluates from a memory's stored columns alone, so a write cannot forget to move it.
+ * - `fades`: `signal` (strength or salience) times `perDay` per day from the later of the last
+ *   retrieval (else the creation) and the creation plus `graceMs` falls below `below`: due at that
+ *   crossing, or always when the stored signal is at or below it already.
+ * - `every`: something happens `periodMs` after the later of the last retrieval (else the creation)
+ *   and the time the stored changes are applied up to (`decayedAt`).
+ */
+export type DecayDueRule =
+  | { kind: 'fades'; signal: 'strength' | 'salience'; perDay: number; below: number; graceMs: number }
+  | { kind: 'every'; periodMs: number };
+
+/** Where a read of due memories stands: the due time and id of the last memory read. */
+export interface DecayCursor {
+  due: number;
+  id: number;
+}
+
+/** A due memory as decay reads it, with its due time (epoch milliseconds) under the rule it was read by. */
+export interface DueDecayCandidate extends DecayCandidate {
+  due: number;
+}
+
 /** One importance-steps downgrade: the new importance and the time up to which it is applied. */
 export interface ImportanceChange {
   id: number;
@@ -28,6 +52,18 @@ export interface MergeResult {
 export interface MaintenanceStore {
   /** Active, unpinned memories with an id greater than `afterId`, by id, at most `limit`. */
   decayCandidates(afterId: number, limit: number): Promise<DecayCandidate[]>;
+  /**
+   * Active, unpinned memories due under `rule` at or before `until`, after `after` (null: from the
+   * first) by due time then id, at most `limit`. SQLite reads them through an index on the rule's due
+   * time (built on the first call with a rule, replacing the index of another rule); PostgreSQL
+   * evaluates the rule over every active memory in the database (no index).
+   */
+  dueForDecay(
+    rule: DecayDueRule,
+    until: number,
+    after: DecayCursor | null,
+    limit: number,
+  ): Promise<DueDecayCandidate[]>;
   /**
    * Stores importance-steps downgrades in one transaction: the new importance, the time decay is
    * applied up to, and an `update` version (with `context.reason`) for each memory whose importance changed.

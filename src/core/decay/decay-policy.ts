@@ -1,4 +1,4 @@
-import type { ImportanceChange } from '../../storage/maintenance-store.js';
+import type { DecayDueRule, ImportanceChange } from '../../storage/maintenance-store.js';
 import type { Memory } from '../types.js';
 
 /** Milliseconds in a day. */
@@ -49,6 +49,12 @@ export interface DecayPolicy {
   current(memory: DecayFields, decayedAt: number | null, now: number): DecayValues;
   /** Where the memory stands at `now`, given the time its stored changes are applied up to (`decayedAt`). */
   step(memory: DecayFields, decayedAt: number | null, now: number): DecayStep;
+  /**
+   * When a memory next needs a run of `step` (ADR 9, session 8): before its due time `step` stores
+   * nothing and archives nothing, so maintenance reads only the memories due. `never` for a policy
+   * whose `step` never does anything.
+   */
+  readonly due: DecayDueRule | 'never';
   /** Whether `current` and `step` read `decayedAt`; when false, callers pass null instead of reading it from storage. */
   readonly usesDecayedAt: boolean;
   /** The version reason of an archive by this policy; a policy whose `step` never expires a memory has none. */

@@ -29,6 +29,13 @@ export const ebbinghausDecay: DecayPolicy = {
   current: (memory, _decayedAt, now) => ({ ...storedValues(memory), strength: retention(memory, now) }),
   step: (memory, _decayedAt, now) =>
     thresholdStep(memory, memory.strength, retention(memory, now), RETENTION_ARCHIVE_BELOW),
+  due: {
+    kind: 'fades',
+    signal: 'strength',
+    perDay: 2 ** (-1 / HALF_LIFE_DAYS),
+    below: RETENTION_ARCHIVE_BELOW,
+    graceMs: 0,
+  },
   usesDecayedAt: false,
   archiveReason: `decay: Ebbinghaus retention fell below ${RETENTION_ARCHIVE_BELOW.toFixed(2)}`,
 };

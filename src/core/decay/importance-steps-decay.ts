@@ -76,6 +76,9 @@ export const importanceStepsDecay: DecayPolicy = {
       change: appliedUpTo === null ? null : { importance: state.step / IMPORTANCE_STEPS, decayedAt: appliedUpTo },
     };
   },
+  // The next step down, or the expiry of a memory at step 0, from the later of the last retrieval and
+  // the time the stored steps are applied up to.
+  due: { kind: 'every', periodMs: Math.min(IMPORTANCE_STEP_DAYS, IMPORTANCE_EXPIRY_DAYS) * DAY_MS },
   usesDecayedAt: true,
   archiveReason: `decay: importance 0 for ${IMPORTANCE_EXPIRY_DAYS} days without a retrieval`,
   changeReason: `decay: importance steps, one step down per ${IMPORTANCE_STEP_DAYS} days without a retrieval`,

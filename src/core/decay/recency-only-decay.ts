@@ -12,5 +12,6 @@ export const recencyOnlyDecay: DecayPolicy = {
   reinforcement: () => ({}),
   current: (memory) => storedValues(memory),
   step: () => ({ isDecayed: false, isExpired: false, change: null }),
+  due: 'never',
   usesDecayedAt: false,
 };

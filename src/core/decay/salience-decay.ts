@@ -33,6 +33,13 @@ export const salienceDecay: DecayPolicy = {
   current: (memory, _decayedAt, now) => ({ ...storedValues(memory), salience: currentSalience(memory, now) }),
   step: (memory, _decayedAt, now) =>
     thresholdStep(memory, memory.salience, currentSalience(memory, now), SALIENCE_REMOVE_BELOW),
+  due: {
+    kind: 'fades',
+    signal: 'salience',
+    perDay: SALIENCE_DAILY_FACTOR,
+    below: SALIENCE_REMOVE_BELOW,
+    graceMs: DAY_MS,
+  },
   usesDecayedAt: false,
   archiveReason: `decay: salience fell below ${SALIENCE_REMOVE_BELOW}`,
 };

@@ -1,6 +1,7 @@
-import type { DecayCandidate, ImportanceChange } from '../../storage/maintenance-store.js';
+import type { DecayCandidate, DecayCursor, DecayDueRule, ImportanceChange } from '../../storage/maintenance-store.js';
 import type { Storage } from '../../storage/storage.js';
 import { decayPolicies } from '../decay/decay.js';
+import type { DecayPolicy } from '../decay/decay-policy.js';
 import type { EngineContext } from '../engine-context.js';
 import type { MnemePolicy } from '../policy.js';
 import { archiveEach } from './archive-each.js';
@@ -12,7 +13,7 @@ const PAGE_SIZE = 500;
 /** What one decay run did. */
 export interface DecayReport extends TaskReport {
   policy: MnemePolicy['decay'];
-  /** Active, unpinned memories looked at. */
+  /** Active, unpinned memories due under the policy's rule, read and stepped (before session 8: every active, unpinned memory). */
   checked: number;
   /** Of those, how many have a signal below its stored value now (importance steps: how many were downgraded). */
   decayed: number;
@@ -20,18 +21,33 @@ export interface DecayReport extends TaskReport {
   archived: number;
 }
 
+/** How a decay run reads its memories. */
+export interface DecayRunOptions {
+  /**
+   * Read every active, unpinned memory, as decay did before session 8, instead of only the memories
+   * due under the policy's rule: what a run does is the same (a test compares the two).
+   */
+  everyMemory?: boolean;
+}
+
 /**
- * Applies the engine's decay policy (core/decay/) at `now` to every active, unpinned memory, a page
- * at a time: stores the changes its `step` asks for, with the time they are applied up to, and
- * archives the memories below its line, each with the policy's reason. A policy computes from the
- * time since the last retrieval, so a missed run is caught up exactly.
+ * Applies the engine's decay policy (core/decay/) at `now` to the active, unpinned memories due under
+ * its rule (ADR 9, session 8: before its due time a memory's `step` does nothing), a page at a time:
+ * stores the changes its `step` asks for, with the time they are applied up to, and archives the
+ * memories below its line, each with the policy's reason. A policy computes from the time since the
+ * last retrieval, so a missed run is caught up exactly.
  */
-export async function runDecay(context: EngineContext, now: number): Promise<DecayReport> {
+export async function runDecay(
+  context: EngineContext,
+  now: number,
+  options: DecayRunOptions = {},
+): Promise<DecayReport> {
   const { policy, storage } = context;
   const decay = decayPolicies[policy.decay];
   const report: DecayReport = { policy: policy.decay, checked: 0, decayed: 0, archived: 0, skipped: null };
   const writeContext = { at: now, actor: MAINTENANCE_ACTOR };
-  for await (const page of decayCandidatePages(storage)) {
+  const pages = options.everyMemory ? decayCandidatePages(storage) : duePages(storage, decay, now);
+  for await (const page of pages) {
     report.checked += page.length;
     const expired: number[] = [];
     const changes: ImportanceChange[] = [];
@@ -62,3 +78,37 @@ export async function* decayCandidatePages(storage: Pick<Storage, 'maintenance'>
     yield page;
   }
 }
+
+/**
+ * The active, unpinned memories due under `policy`'s rule at or before `until` (none under a policy whose
+ * step never does anything): every memory whose `step` at `until` or before would store or archive.
+ */
+export function duePages(
+  storage: Pick<Storage, 'maintenance'>,
+  policy: Pick<DecayPolicy, 'due'>,
+  until: number,
+): AsyncGenerator<DecayCandidate[]> {
+  return policy.due === 'never' ? noPages() : dueCandidatePages(storage, policy.due, until);
+}
+
+/**
+ * The active, unpinned memories due under `rule` at `now`, a page of 500 at a time by due time then id,
+ * each once: a memory this run changes moves its due time past `now` (its step is applied up to now),
+ * and one archived leaves the read.
+ */
+async function* dueCandidatePages(
+  storage: Pick<Storage, 'maintenance'>,
+  rule: DecayDueRule,
+  now: number,
+): AsyncGenerator<DecayCandidate[]> {
+  let after: DecayCursor | null = null;
+  for (;;) {
+    const page = await storage.maintenance.dueForDecay(rule, now, after, PAGE_SIZE);
+    const last = page.at(-1);
+    if (!last) return;
+    after = { due: last.due, id: last.id };
+    yield page;
+  }
+}
+
+async function* noPages(): AsyncGenerator<DecayCandidate[]> {}

@@ -20,7 +20,7 @@ describe('maintain', () => {
       expect(Object.keys(report)).toEqual(['now', 'decay', 'episodes', 'consolidate', 'link', 'dream']);
       expect(report).toEqual({
         now: '2024-06-15T12:00:00.000Z',
-        decay: { policy: 'ebbinghaus', checked: 1, decayed: 0, archived: 0, skipped: null },
+        decay: { policy: 'ebbinghaus', checked: 0, decayed: 0, archived: 0, skipped: null },
         episodes: { channels: 0, messages: 0, episodes: 0, skipped: null },
         consolidate: { checked: 1, clusters: 0, merged: 0, skipped: null },
         link: {

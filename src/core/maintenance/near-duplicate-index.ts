@@ -180,7 +180,12 @@ export function createNearDuplicateIndex(
         .forEach((word, position) => {
           rank[word] = position;
         });
+      const isAnswered = (index: number) => (idOf[index] ?? 0) > answerAbove;
+      const answeringAll = count === 0 || (idOf[0] ?? 0) > answerAbove;
       for (let index = 0; index < count; index++) {
+        // Only the memories answered for are probed by their first words, or listed under them: the others
+        // look every word of theirs up (below), in any order.
+        if (!answeringAll && !isAnswered(index)) continue;
         allWords
           .subarray(startOf[index], startOf[index + 1])
           .sort((left, right) => (rank[left] ?? 0) - (rank[right] ?? 0));
@@ -190,16 +195,18 @@ export function createNearDuplicateIndex(
       const keyOf = (index: number, position: number) =>
         (allWords[(startOf[index] ?? 0) + position] ?? 0) * ownerCount + (owned[index] ?? 0);
       const indexedOf = (size: number) => Math.min(size, size - atLeast((2 * threshold * size) / (1 + threshold)) + 1);
-      const visitOrder = Int32Array.from({ length: count }, (_, index) => index).sort(
-        (left, right) => sizeOf(left) - sizeOf(right) || left - right,
-      );
+      // Answering all: every memory in visiting order. Answering some: only they need an order (each pair
+      // of two of them is compared once); the others probe in id order.
+      const visitOrder = (
+        answeringAll
+          ? Int32Array.from({ length: count }, (_, index) => index)
+          : Int32Array.from({ length: count }, (_, index) => index).filter(isAnswered)
+      ).sort((left, right) => sizeOf(left) - sizeOf(right) || left - right);
       const visitedAt = new Int32Array(count);
       visitOrder.forEach((index, position) => {
         visitedAt[index] = position;
       });
-      const isAnswered = (index: number) => (idOf[index] ?? 0) > answerAbove;
-      const answeredOrder = visitOrder.filter(isAnswered);
-      const answeringAll = answeredOrder.length === count;
+      const answeredOrder = visitOrder;
       /** A memory's words the probes look up: those its first shared word with any near-duplicate is among. */
       const probedOf = (size: number) => size - minimumShared(size, threshold) + 1;
       // Every memory answered: each is listed under its first words by the bound for a larger partner
@@ -238,6 +245,41 @@ export function createNearDuplicateIndex(
       }
       const seen = new Int32Array(count).fill(-1);
       const marked = new Int32Array(wordLimit).fill(-1);
+      if (!answeringAll && entries.length > 0) {
+        // The memories not answered for (a run's older ones), each against the answered ones' lists by
+        // every word of its own, unsorted (sorting them all cost most of a steady run's seal). A pair
+        // is met at each shared word listed for the answered memory; only at the first of them in its
+        // order does its position bound the overlap, and that is the meeting with the largest bound: a
+        // pair is verified at the first meeting that its position does not rule out, and marked seen then.
+        const listedOwners = new Uint8Array(ownerCount);
+        for (const index of answeredOrder) listedOwners[owned[index] ?? 0] = 1;
+        for (let probe = 0; probe < count; probe++) {
+          if (isAnswered(probe) || listedOwners[owned[probe] ?? 0] === 0) continue;
+          const size = sizeOf(probe);
+          const start = startOf[probe] ?? 0;
+          for (let position = 0; position < size; position++) marked[allWords[start + position] ?? 0] = probe;
+          for (let position = 0; position < size; position++) {
+            const slot = slotOf.get(keyOf(probe, position));
+            if (slot === undefined) continue;
+            for (let entry = offsets[slot] ?? 0; entry < (offsets[slot + 1] ?? 0); entry++) {
+              const other = entries[2 * entry] ?? 0;
+              if (seen[other] === probe) continue;
+              const otherSize = sizeOf(other);
+              const needed = atLeast((threshold * (size + otherSize)) / (1 + threshold));
+              if (otherSize - (entries[2 * entry + 1] ?? 0) < needed) continue;
+              seen[other] = probe;
+              let shared = 0;
+              const otherStart = startOf[other] ?? 0;
+              for (let at = otherStart; at < otherStart + otherSize; at++)
+                if (marked[allWords[at] ?? 0] === probe) shared++;
+              if (shared / (size + otherSize - shared) >= threshold) {
+                found[probe] = 1;
+                found[other] = 1;
+              }
+            }
+          }
+        }
+      }
       for (const probe of visitOrder) {
         const size = sizeOf(probe);
         if (size === 0 || entries.length === 0) continue;
@@ -245,7 +287,7 @@ export function createNearDuplicateIndex(
         for (let position = 0; position < size; position++) marked[allWords[start + position] ?? 0] = probe;
         const visited = visitedAt[probe] ?? 0;
         // An answered memory meets the answered ones visited before it (each pair once); another meets all.
-        const upTo = isAnswered(probe) ? visited : count;
+        const upTo = answeringAll || isAnswered(probe) ? visited : count;
         for (let position = 0; position < probedOf(size); position++) {
           const slot = slotOf.get(keyOf(probe, position));
           if (slot === undefined) continue;

@@ -1,9 +1,23 @@
 import { toIso } from '../../core/clock.js';
-import type { DecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
+import { DUE_MARGIN_MS, decayDueExpression } from '../decay-due-sql.js';
+import type { DecayCandidate, DueDecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
+
+function toDecayCandidate(row: PgMemoryRow): DecayCandidate {
+  return {
+    id: row.id,
+    strength: row.strength,
+    salience: row.salience,
+    importance: row.importance,
+    pinned: false,
+    lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
+    createdAt: toIso(row.created_at),
+    decayedAt: row.decayed_at,
+  };
+}
 
 /** The PostgreSQL implementation of the MaintenanceStore port. */
 export function createPostgresMaintenanceStore(
@@ -23,18 +37,23 @@ export function createPostgresMaintenanceStore(
            FROM memories WHERE archived_at IS NULL AND NOT pinned AND id > $1 ORDER BY id LIMIT $2`,
           [afterId, limit],
         );
-        return rows.map(
-          (row): DecayCandidate => ({
-            id: row.id,
-            strength: row.strength,
-            salience: row.salience,
-            importance: row.importance,
-            pinned: false,
-            lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
-            createdAt: toIso(row.created_at),
-            decayedAt: row.decayed_at,
-          }),
+        return rows.map(toDecayCandidate);
+      });
+    },
+
+    // No index here (ADR 9, session 8): the rule is evaluated over every active, unpinned memory in
+    // the database, which still leaves the memories that are not due out of what is sent.
+    async dueForDecay(rule, until, after, limit) {
+      const due = `(${decayDueExpression(rule, 'GREATEST')})::float8`;
+      return withPgErrors('reading memories due to decay', async () => {
+        const { rows } = await database.query<PgMemoryRow & { due: number }>(
+          `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at, ${due} AS due
+           FROM memories WHERE archived_at IS NULL AND NOT pinned AND ${due} <= $1::float8
+             AND (${due}, id) > ($2::float8, $3::bigint)
+           ORDER BY ${due}, id LIMIT $4`,
+          [until + DUE_MARGIN_MS, after?.due ?? -Number.MAX_VALUE, after?.id ?? 0, limit],
         );
+        return rows.map((row): DueDecayCandidate => ({ ...toDecayCandidate(row), due: row.due }));
       });
     },
 

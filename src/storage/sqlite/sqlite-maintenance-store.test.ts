@@ -224,4 +224,55 @@ describe('the SQLite maintenance store', () => {
     ]);
     expect(await engine.storage.maintenance.decayCandidates(plain?.id ?? 0, 10)).toEqual([]);
   });
+  it('reads due memories through one index on the rule, which another rule replaces, in pages that give each once', async () => {
+    const engine = await openOnFile();
+    const day = 24 * 60 * 60 * 1000;
+    const inserted = await engine.storage.memories.insert(
+      await Promise.all([0, 1, 2, 3].map(async (i) => ({ ...(await mergedMemory(`memory ${i}`)), embedding: null }))),
+      { at, actor: null },
+    );
+    const ids = inserted.map((memory) => memory.id);
+    await engine.storage.memories.touch(
+      [1, 0.5, 0.2, 0.05].map((strength, i) => ({ id: ids[i] ?? 0, strength })),
+      at,
+    );
+    const fades = { kind: 'fades', signal: 'strength', perDay: 0.5, below: 0.1, graceMs: 0 } as const;
+    const indexes = () => {
+      const raw = openSqliteDatabase({ path: engine.path });
+      const names = raw
+        .prepare<[], string>("SELECT name FROM sqlite_master WHERE name LIKE 'memories_decay_due_%' ORDER BY name")
+        .pluck()
+        .all();
+      raw.close();
+      return names;
+    };
+    const read = async (rule: Parameters<typeof engine.storage.maintenance.dueForDecay>[0], until: number) => {
+      const seen: number[] = [];
+      let after: { due: number; id: number } | null = null;
+      for (;;) {
+        const page = await engine.storage.maintenance.dueForDecay(rule, until, after, 1);
+        const last = page.at(-1);
+        if (!last) return seen;
+        seen.push(...page.map((memory) => memory.id));
+        after = { due: last.due, id: last.id };
+      }
+    };
+    // Halving a day from 1, 0.5 and 0.2: below 0.1 after log2(10), log2(5) and 1 days; 0.05 is below already.
+    expect(await read(fades, at)).toEqual([ids[3]]);
+    expect(await read(fades, at + 1.01 * day)).toEqual([ids[3], ids[2]]);
+    expect(await read(fades, at + 3.3 * day)).toEqual([ids[3], ids[2], ids[1]]);
+    const first = indexes();
+    expect(first).toHaveLength(1);
+    // Another half-life is another rule: its own index, built over the stored memories, replaces the first.
+    const slower = { ...fades, perDay: 0.75 };
+    expect(await read(slower, at + 3.3 * day)).toEqual([ids[3], ids[2]]);
+    expect(indexes()).toHaveLength(1);
+    expect(indexes()).not.toEqual(first);
+    // The index follows every write: a retrieval moves a memory's due time on, with no code of its own.
+    await engine.storage.memories.touch([{ id: ids[2] ?? 0, strength: 1 }], at + 3 * day);
+    expect(await read(slower, at + 3.3 * day)).toEqual([ids[3]]);
+    await engine.storage.memories.archive([ids[3] ?? 0], { at, actor: null });
+    expect(await read(slower, at + 3.3 * day)).toEqual([]);
+    expect(await read({ kind: 'every', periodMs: 7 * day }, at + 7 * day)).toEqual([ids[0], ids[1]]);
+  });
 });

@@ -1,6 +1,16 @@
+import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
-import type { DecayCandidate, ImportanceChange, MaintenanceStore, MemoryText } from '../maintenance-store.js';
+import { DUE_MARGIN_MS, decayDueExpression } from '../decay-due-sql.js';
+import type {
+  DecayCandidate,
+  DecayCursor,
+  DecayDueRule,
+  DueDecayCandidate,
+  ImportanceChange,
+  MaintenanceStore,
+  MemoryText,
+} from '../maintenance-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
@@ -23,6 +33,65 @@ export const TEXT_INDEX_SEGMENTS = 4;
 /** Pages (of 4 KiB) one step of a compaction writes, about: 100,000 memories take 3 or 4 steps of tens of milliseconds. */
 const TEXT_INDEX_MERGE_PAGES = 500;
 
+/** The prefix of the name of the index on a decay rule's due time (one at a time: the last rule read by). */
+export const DECAY_DUE_INDEX_PREFIX = 'memories_decay_due_';
+
+function toDecayCandidate(row: DecayRow): DecayCandidate {
+  return {
+    id: row.id,
+    strength: row.strength,
+    salience: row.salience,
+    importance: row.importance,
+    pinned: false,
+    lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
+    createdAt: toIso(row.created_at),
+    decayedAt: row.decayed_at,
+  };
+}
+
+/**
+ * Reads the memories due under a decay rule through a partial index on the rule's due time (ADR 9,
+ * session 8): an index on an expression of the stored columns, so every write that changes them
+ * (insert, touch, edit, restore, forget, import, a copy) moves a memory's due time with no code of its
+ * own. The index is named after the expression: a rule with other numbers (another preset, a changed
+ * half-life) builds its own index on its first read, which drops the other's; building it is the
+ * backfill of a store.
+ */
+function createDecayDueReads(database: Database.Database) {
+  const prepared = new Map<string, Database.Statement<[number, number, number, number], DecayRow & { due: number }>>();
+  const indexes = database
+    .prepare<[], string>(
+      `SELECT name FROM sqlite_master WHERE type = 'index' AND substr(name, 1, ${DECAY_DUE_INDEX_PREFIX.length}) = '${DECAY_DUE_INDEX_PREFIX}'`,
+    )
+    .pluck();
+  return (rule: DecayDueRule) => {
+    const expression = decayDueExpression(rule, 'max');
+    let statement = prepared.get(expression);
+    if (statement) return statement;
+    const name = `${DECAY_DUE_INDEX_PREFIX}${createHash('sha256').update(expression).digest('hex').slice(0, 12)}`;
+    const present = readSqlite('reading the indexes of decay due times', () => indexes.all());
+    if (present.length !== 1 || present[0] !== name) {
+      writeSqlite(database, 'building the index of decay due times', () => {
+        for (const other of indexes.all()) {
+          if (other !== name) database.exec(`DROP INDEX "${other}"`);
+        }
+        database.exec(
+          `CREATE INDEX IF NOT EXISTS "${name}" ON memories(${expression}, id) WHERE archived_at IS NULL AND pinned = 0`,
+        );
+      });
+    }
+    prepared.clear();
+    statement = database.prepare(
+      `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at, ${expression} AS due
+      FROM memories INDEXED BY "${name}"
+      WHERE archived_at IS NULL AND pinned = 0 AND ${expression} <= ? AND (${expression}, id) > (?, ?)
+      ORDER BY ${expression}, id LIMIT ?`,
+    );
+    prepared.set(expression, statement);
+    return statement;
+  };
+}
+
 /** The SQLite implementation of the MaintenanceStore port. */
 export function createSqliteMaintenanceStore(
   database: Database.Database,
@@ -31,6 +100,7 @@ export function createSqliteMaintenanceStore(
   const writes = createSqliteMemoryWrites(database, vectors);
   /** True while a compaction is under way (its steps go on until one merges nothing). */
   let compacting = false;
+  const decayDueRead = createDecayDueReads(database);
   const statements = {
     decayCandidates: database.prepare<[number, number], DecayRow>(
       `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
@@ -76,18 +146,16 @@ export function createSqliteMaintenanceStore(
 
     async decayCandidates(afterId, limit) {
       return readSqlite('reading memories to decay', () =>
-        statements.decayCandidates.all(afterId, limit).map(
-          (row): DecayCandidate => ({
-            id: row.id,
-            strength: row.strength,
-            salience: row.salience,
-            importance: row.importance,
-            pinned: false,
-            lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
-            createdAt: toIso(row.created_at),
-            decayedAt: row.decayed_at,
-          }),
-        ),
+        statements.decayCandidates.all(afterId, limit).map(toDecayCandidate),
+      );
+    },
+
+    async dueForDecay(rule, until, after: DecayCursor | null, limit) {
+      const statement = decayDueRead(rule);
+      return readSqlite('reading memories due to decay', () =>
+        statement
+          .all(until + DUE_MARGIN_MS, after?.due ?? -Number.MAX_VALUE, after?.id ?? 0, limit)
+          .map((row): DueDecayCandidate => ({ ...toDecayCandidate(row), due: row.due })),
       );
     },
 
