@@ -95,8 +95,8 @@ describe('linking many memories at once', { timeout: 180_000 }, () => {
   });
 
   it('answers a page of searches in any order of ids as one search at a time does', async () => {
-    // The first pass moves each part's count of older codes on from the last query's (ids ascending, ADR 20,
-    // session 8); a page out of that order, or one going back below the last page's ids, must not use them.
+    // The store answers a page whatever the order of its ids (linking asks them ascending, page after page): a
+    // page ascending from the middle, one shuffled below it, one ascending from the start again (ADR 20, session 8).
     const engine = await openMaintenanceEngine({ embedder: model, vectorListMinVectors: LIST_MIN_VECTORS });
     engines.push(engine);
     await engine.storage.memories.insert(corpus(), { at: Date.now(), actor: null });

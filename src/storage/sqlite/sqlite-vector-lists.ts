@@ -181,12 +181,9 @@ const CHUNK_SIZE = 64;
 /** Slice numbers per memory in `memory_vector_slices.key`, as in the vector index. */
 const SLICE_SLOTS = 64;
 
-/** The most lists a store is given ({@link listCount}). */
-const MAX_LISTS = 256;
-
 /** Lists for a store of `vectors`: about half the square root, 16 to 256. */
 export function listCount(vectors: number): number {
-  return Math.min(MAX_LISTS, Math.max(16, Math.round(Math.sqrt(vectors) / 2)));
+  return Math.min(256, Math.max(16, Math.round(Math.sqrt(vectors) / 2)));
 }
 
 interface State {
@@ -232,19 +229,6 @@ interface Snapshot {
 /** The snapshot's parts sorted by memory id (linking's first pass). */
 interface ById {
   parts: Map<number, SortedPart>;
-  /**
-   * The same parts by number, for the lists' parts (0 and up): the first pass reads about 1,500 of them a query,
-   * and an array's read costs a fraction of a `Map`'s (ADR 20, 2026-12-02, session 8).
-   */
-  byNumber: Array<SortedPart | undefined>;
-  /**
-   * Per part of {@link byNumber}, how many of its ids are below a bound no greater than {@link olderFor}: the first
-   * pass asks for memory ids in ascending order, so each part's count is moved on from where the last query left it
-   * rather than searched again (ADR 20, 2026-12-02, session 8).
-   */
-  olderCounts: Int32Array;
-  /** The largest `olderThan` the counts were moved to. */
-  olderFor: number;
   partOf: Map<number, number>;
   /** The same codes and owners in one WebAssembly memory, part after part (null: scanned in JavaScript). */
   scan: CodeScan | null;
@@ -801,26 +785,10 @@ export function createSqliteVectorLists(
       const loaded = loadCentroids(current, first.vector.length);
       const memory = snapshotFor(current, true);
       if (!memory) return null;
-      const sorted = sortedById(memory);
-      const { parts, byNumber, partOf, scan, olderCounts } = sorted;
+      const { parts, partOf, scan } = sortedById(memory);
       const between = anglesBetween(loaded);
       const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
-      let olderThan = 0;
-      /** How many of a part's ids are below `olderThan`, its count moved on from the last query's (ascending ids). */
-      const olderThanIn = (members: SortedPart, at: number): number => {
-        let count = olderCounts[at] ?? 0;
-        const { ids } = members;
-        while (count < ids.length && (ids[count] ?? 0) < olderThan) count++;
-        olderCounts[at] = count;
-        return count;
-      };
-      let ascending = false;
-      return queries.map((query) => {
-        const { vector, code, ownerIds } = query;
-        olderThan = query.olderThan;
-        // A query of a smaller id than one before it (not linking's order) counts by binary search.
-        ascending = olderThan >= sorted.olderFor;
-        if (ascending) sorted.olderFor = olderThan;
+      return queries.map(({ olderThan, vector, code, ownerIds }) => {
         if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
         const part = partOf.get(olderThan);
         const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
@@ -832,13 +800,13 @@ export function createSqliteVectorLists(
         if (pair !== null) scan?.query(words);
         for (const [low, high] of ranges) {
           for (let at = low; at <= high; at++) {
-            const members = at >= 0 && at < byNumber.length ? byNumber[at] : parts.get(at);
+            const members = parts.get(at);
             if (!members) continue;
             if (scan === null || pair === null) {
               if (holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
               continue;
             }
-            const older = ascending ? olderThanIn(members, at) : countBelow(members.ids, olderThan);
+            const older = countBelow(members.ids, olderThan);
             if (older > 0 && scan.first(members.at, older, bound, pair[0], pair[1]) >= 0) return true;
           }
         }
@@ -984,13 +952,7 @@ function sortedById(memory: Snapshot): ById {
     at += ids.length;
     parts.set(part, sorted);
   }
-  // Filled first (a packed array), then set: lists * 181 slots, a few hundred KB at most.
-  let top = -1;
-  for (const part of parts.keys()) if (Number.isSafeInteger(part) && part > top && part < MAX_LISTS * BANDS) top = part;
-  const byNumber = new Array<SortedPart | undefined>(top + 1).fill(undefined);
-  for (const [part, sorted] of parts)
-    if (part >= 0 && part <= top && Number.isSafeInteger(part)) byNumber[part] = sorted;
-  memory.byId = { parts, byNumber, partOf, scan, olderCounts: new Int32Array(byNumber.length), olderFor: 0 };
+  memory.byId = { parts, partOf, scan };
   return memory.byId;
 }
 
