@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../src/bench/seeded-random.js';
 import { LINK_BATCH_FROM } from '../src/core/maintenance/link-task.js';
+import { ownerKey } from '../src/core/scope.js';
 import { createFakeEmbeddingModel } from '../src/models/fake/fake-embedding-model.js';
 import { globalMemory } from '../src/storage/global-memory.fixture.js';
 import type { NewMemory } from '../src/storage/memory-store.js';
@@ -91,5 +92,55 @@ describe('linking many memories at once', { timeout: 180_000 }, () => {
       const pair = [owners.get(link.sourceId), owners.get(link.targetId)];
       expect(pair.includes('global') || pair[0] === pair[1]).toBe(true);
     }
+  });
+
+  it('answers a page of searches in any order of ids as one search at a time does', async () => {
+    // The store answers a page whatever the order of its ids (linking asks them ascending, page after page): a
+    // page ascending from the middle, one shuffled below it, one ascending from the start again (ADR 20, session 8).
+    const engine = await openMaintenanceEngine({ embedder: model, vectorListMinVectors: LIST_MIN_VECTORS });
+    engines.push(engine);
+    await engine.storage.memories.insert(corpus(), { at: Date.now(), actor: null });
+    while (await engine.storage.maintenance.indexStep());
+    const vectors = await engine.storage.maintenance.vectors(
+      Array.from({ length: 1600 }, (_, index) => index + 1),
+      model.modelId,
+    );
+    const owners = new Map<number, string>();
+    for (const memory of await engine.storage.maintenance.listAfter(0, 2000)) {
+      owners.set(memory.id, ownerKey(memory.scope, memory));
+    }
+    const search = (id: number) => {
+      const owner = owners.get(id) ?? 'global';
+      return {
+        vector: vectors.get(id) ?? new Float32Array(DIMENSIONS),
+        model: model.modelId,
+        owners: owner === 'global' ? null : ['global', owner],
+        limit: 11,
+        minScore: 0.85,
+        olderThan: id,
+      };
+    };
+    const random = createSeededRandom(5);
+    const shuffled = Array.from({ length: 1600 }, (_, index) => index + 1).sort(() => random.below(3) - 1);
+    // Ascending from the middle, then the lower half shuffled, then ascending from the start: three pages.
+    const pages = [
+      Array.from({ length: 500 }, (_, index) => 801 + index),
+      shuffled.filter((id) => id <= 800).slice(0, 500),
+      Array.from({ length: 500 }, (_, index) => 1 + index * 3),
+    ];
+    let withOlder = 0;
+    for (const page of pages) {
+      const searches = page.map(search);
+      const batched = (await engine.storage.memories.searchOlderNeighbours?.(searches)) ?? [];
+      const single = [];
+      for (const one of searches) {
+        single.push((await engine.storage.memories.searchVector(one)).filter((hit) => hit.id < one.olderThan));
+      }
+      expect(batched).toEqual(single);
+      withOlder += single.filter((hits) => hits.length > 0).length;
+    }
+    // Not vacuous: many of these searches have older neighbours, many have none.
+    expect(withOlder).toBeGreaterThan(100);
+    expect(withOlder).toBeLessThan(1400);
   });
 });

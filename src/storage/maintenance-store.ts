@@ -137,7 +137,7 @@ export interface TermAssociation {
  */
 export const ASSOCIATIONS_TASK = 'associations';
 
-/** Stored word associations, per owner key and stem (SQLite migration 25). */
+/** Stored word associations, per owner key and stem (SQLite migration 24). */
 export interface TermAssociationStore {
   /** The stored associations of `stems` among the memories of `owners` only, in one statement. */
   read(owners: readonly string[], stems: readonly string[]): Promise<TermAssociation[]>;

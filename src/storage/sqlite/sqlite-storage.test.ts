@@ -136,6 +136,25 @@ describe('SQLite storage', () => {
     database.close();
   });
 
+  it('finds the memories superseded by one through an index, not a scan of every memory (migration 23)', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    // A merge hands on each original's supersession, an archive clears those pointing at it (the statements of
+    // sqlite-memory-writes.ts), and deleting a memory sets them to NULL (the foreign key).
+    for (const sql of [
+      'UPDATE memories SET superseded_by = ? WHERE superseded_by = ? AND archived_at IS NULL RETURNING id',
+      'UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?',
+      'SELECT id FROM memories WHERE superseded_by = ?',
+    ]) {
+      const plan = database
+        .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(...Array.from({ length: sql.split('?').length - 1 }, () => 1))
+        .map((row) => row.detail)
+        .join('; ');
+      expect(plan).toContain('memories_by_superseded');
+    }
+    database.close();
+  });
+
   it('opens a file in WAL mode with foreign keys on and durable commits, and never sleeps on a lock once open', () => {
     const database = openSqliteDatabase({ path: newFile() });
     expect(database.pragma('journal_mode', { simple: true })).toBe('wal');

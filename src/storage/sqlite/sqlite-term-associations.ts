@@ -10,7 +10,7 @@ interface AssociationRow {
 }
 
 /**
- * Recall's stored word associations in SQLite (migration 25, ADR 26 session 8): one row per owner key and
+ * Recall's stored word associations in SQLite (migration 24, ADR 26 session 8): one row per owner key and
  * stem, its associated words as a JSON array of `[word, stem, share]`. A row goes with its owner key's last
  * memory (a trigger on `memory_word_owners`), so a purged user's words do not stay behind.
  */

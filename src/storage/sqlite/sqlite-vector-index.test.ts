@@ -238,4 +238,30 @@ describe('the SQLite vector index', () => {
     expect(hits[0]?.id).toBe(3);
     for (const hit of hits) expect(hit.score).toBeCloseTo(cosine(query, vectors[hit.id - 1] ?? query), 5);
   });
+
+  it.each([20, 200, 800])(
+    'reads the same %i-dimensional vectors for ids in a close ascending run (one range read) as one at a time',
+    (dimensions) => {
+      const { index } = openIndex(dimensions);
+      const vectorOf = (id: number) => Float32Array.from({ length: dimensions }, (_, i) => Math.sin(id * 0.7 + i));
+      // Ids 1 to 60, but for a gap (21 to 25: no vector) and one removed (40).
+      for (let id = 1; id <= 60; id++) {
+        if (id > 20 && id <= 25) continue;
+        index.put(id, id % 3 ? 'global' : 'user:a', { model: 'm', vector: vectorOf(id) });
+      }
+      index.remove([40]);
+      const expected = (ids: number[]) =>
+        ids.flatMap((id) => ((id > 20 && id <= 25) || id === 40 || id > 60 ? [] : [[id, [...vectorOf(id)]]]));
+      const read = (ids: number[]) => [...index.vectors(ids)].map(([id, vector]) => [id, [...vector]]);
+      // Ascending and close: read over their keys' range, leaving out the ids in it not asked for (every third).
+      const run = Array.from({ length: 60 }, (_, at) => at + 3).filter((id) => id % 3 !== 0);
+      expect(read(run)).toEqual(expected(run));
+      // The same ids in another order, or spread out, or few: one at a time; the same vectors in the order asked.
+      const reversed = [...run].reverse();
+      expect(read(reversed)).toEqual(expected(reversed));
+      const spread = [1, 2, 3, 4, 5, 6, 7, 8, 30, 60];
+      expect(read(spread)).toEqual(expected(spread));
+      expect(read([41, 39, 40])).toEqual(expected([41, 39, 40]));
+    },
+  );
 });

@@ -631,25 +631,57 @@ export function createSqliteVectorIndex(
   }
 
   function readVectors(memoryIds: readonly number[]): Map<number, Float32Array> {
-    {
-      const found = new Map<number, Float32Array>();
-      if (!current) return found;
-      const { slicesOf } = statements();
-      for (const id of memoryIds) {
-        const parts = slicesOf.all(id * SLICE_SLOTS, id * SLICE_SLOTS + SLICE_SLOTS - 1);
-        if (parts.length === 0) continue;
-        const vector = new Float32Array(current.dimensions);
-        let offset = 0;
-        for (const part of parts) {
-          const floats = new Float32Array(Uint8Array.from(part).buffer);
-          vector.set(floats.subarray(0, Math.max(0, Math.min(floats.length, vector.length - offset))), offset);
-          offset += floats.length;
-        }
-        found.set(id, vector);
+    const found = new Map<number, Float32Array>();
+    if (!current) return found;
+    const dimensions = current.dimensions;
+    const { slicesOf, slicesBetween } = statements();
+    const assemble = (id: number, parts: readonly Buffer[]) => {
+      if (parts.length === 0) return;
+      const vector = new Float32Array(dimensions);
+      let offset = 0;
+      for (const part of parts) {
+        const floats = new Float32Array(Uint8Array.from(part).buffer);
+        vector.set(floats.subarray(0, Math.max(0, Math.min(floats.length, vector.length - offset))), offset);
+        offset += floats.length;
       }
+      found.set(id, vector);
+    };
+    if (isDenseAscending(memoryIds)) {
+      // Ids in order and close together (a page of the lists' assignment or of linking): one statement over
+      // their keys' range rather than one each (ADR 20, 2026-12-02, session 8); the same slices, in key order.
+      const wanted = new Set(memoryIds);
+      const first = memoryIds[0] ?? 0;
+      const last = memoryIds.at(-1) ?? 0;
+      let id = -1;
+      let parts: Buffer[] = [];
+      for (const row of slicesBetween.all(first * SLICE_SLOTS, last * SLICE_SLOTS + SLICE_SLOTS - 1)) {
+        const owner = Math.floor(row.key / SLICE_SLOTS);
+        if (owner !== id) {
+          if (wanted.has(id)) assemble(id, parts);
+          id = owner;
+          parts = [];
+        }
+        parts.push(row.vector);
+      }
+      if (wanted.has(id)) assemble(id, parts);
       return found;
     }
+    for (const id of memoryIds) assemble(id, slicesOf.all(id * SLICE_SLOTS, id * SLICE_SLOTS + SLICE_SLOTS - 1));
+    return found;
   }
+}
+
+/**
+ * Whether `ids` ascend strictly, are whole numbers, and span at most twice their number (a range read then reads
+ * at most as many vectors again as asked for); from 8 ids.
+ */
+function isDenseAscending(ids: readonly number[]): boolean {
+  if (ids.length < 8) return false;
+  for (let at = 0; at < ids.length; at++) {
+    const id = ids[at] ?? 0;
+    if (!Number.isSafeInteger(id) || id < 0 || (at > 0 && id <= (ids[at - 1] ?? 0))) return false;
+  }
+  return (ids.at(-1) ?? 0) - (ids[0] ?? 0) < 2 * ids.length;
 }
 
 function prepareStatements(database: Database.Database) {
@@ -679,6 +711,9 @@ function prepareStatements(database: Database.Database) {
         'SELECT vector FROM memory_vector_slices WHERE key BETWEEN ? AND ? ORDER BY key',
       )
       .pluck(),
+    slicesBetween: database.prepare<[number, number], { key: number; vector: Buffer }>(
+      'SELECT key, vector FROM memory_vector_slices WHERE key BETWEEN ? AND ? ORDER BY key',
+    ),
     allOwners: database.prepare<[], OwnerRow>('SELECT id, owner, vectors FROM vector_owners'),
     ownersNamed: database.prepare<[string], OwnerRow>(
       'SELECT id, owner, vectors FROM vector_owners WHERE owner IN (SELECT value FROM json_each(?))',
