@@ -105,49 +105,6 @@ export interface MaintenanceStore {
    * reads them instead of every memory's text. Absent (PostgreSQL): it reads every text.
    */
   readonly wordBlocks?: WordBlockStore;
-  /**
-   * Recall's stored word associations (ADR 26, session 8), when the store keeps them (SQLite): recall reads
-   * them instead of searching each rare word's memories. Absent (PostgreSQL): recall computes them itself.
-   */
-  readonly termAssociations?: TermAssociationStore;
-}
-
-/** One associated word of a stored association: a surface word, its stem and its share (ADR 26). */
-export interface AssociatedWord {
-  word: string;
-  stem: string;
-  share: number;
-}
-
-/**
- * The associations of one word (by its index stem) among one owner key's memories: the words of its best
- * full-text matches there, as ADR 26 defines them, and how many of that owner key's memories held the word
- * when they were computed.
- */
-export interface TermAssociation {
-  owner: string;
-  stem: string;
-  memories: number;
-  words: AssociatedWord[];
-}
-
-/**
- * The `maintenance_state` task name of the stored word associations (a step of consolidation, channel
- * `''`; watermark: the last memory id whose words' associations were brought up to date).
- */
-export const ASSOCIATIONS_TASK = 'associations';
-
-/** Stored word associations, per owner key and stem (SQLite migration 24). */
-export interface TermAssociationStore {
-  /** The stored associations of `stems` among the memories of `owners` only, in one statement. */
-  read(owners: readonly string[], stems: readonly string[]): Promise<TermAssociation[]>;
-  /**
-   * How many memories of `owner` held each of `stems` when its associations were stored (0: none stored),
-   * in order.
-   */
-  storedCounts(owner: string, stems: readonly string[]): Promise<number[]>;
-  /** Stores (replaces) associations, in one transaction. */
-  write(associations: readonly TermAssociation[]): Promise<void>;
 }
 
 /**

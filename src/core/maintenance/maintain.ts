@@ -5,7 +5,6 @@ import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { refreshPolicy } from '../policy-state.js';
 import { parseInput, timeSchema } from '../schemas.js';
-import { runAssociations } from './associations-task.js';
 import { type ConsolidateReport, runConsolidate } from './consolidate-task.js';
 import { type DecayReport, runDecay } from './decay-task.js';
 import { type DreamReport, runDream } from './dream-task.js';
@@ -49,12 +48,7 @@ type TaskReports = { [Task in MaintenanceTask]: NonNullable<MaintenanceReport[Ta
 const runners: { [Task in MaintenanceTask]: (context: EngineContext, now: number) => Promise<TaskReports[Task]> } = {
   decay: (context, now) => runDecay(context, now),
   episodes: (context, now) => runEpisodes(context, context.summariser, now),
-  // Consolidation's last step brings recall's stored word associations up to date (ADR 26, session 8).
-  consolidate: async (context, now) => {
-    const report = await runConsolidate(context, context.merger, now);
-    await runAssociations(context, now);
-    return report;
-  },
+  consolidate: (context, now) => runConsolidate(context, context.merger, now),
   link: (context, now) => runLink(context, now),
   dream: (context, now) => runDream(context, context.dreamer, now),
 };

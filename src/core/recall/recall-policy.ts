@@ -116,9 +116,8 @@ export const RecallPolicySchema = z.strictObject({
    * Words that go together in the viewer's memories: the query is also searched with the words its rarest
    * words share memories with ("family" with "kids", "painted" with "canvas"), as one more full-text list
    * weighing this in the fusion (the query's weighs 1), so a memory that says what the query asks in other
-   * words can rank (ADR 26). Off (0) by default: it gains recall offline (LoCoMo R@10 0.776 at 0.3 against 0.771
-   * off) but costs about 2.5 times the CPU of a lexical recall at 100,000 memories; 0.3 is the measured weight.
-   * While it is above 0, consolidation's last step stores each word's associations (SQLite), which recall reads.
+   * words can rank (ADR 26). Off (0) by default: it gains recall offline (LoCoMo R@10 0.779 at 0.3 against 0.771
+   * off) but costs about 3.5 times the CPU of a lexical recall at 100,000 memories; 0.3 is the measured weight.
    */
   associationWeight: unit(0, 'recall.associationWeight'),
   /**

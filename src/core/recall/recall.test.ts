@@ -712,7 +712,6 @@ describe('recall: words that go together (ADR 26)', () => {
       const { mneme, add } = await openEngine({ embedder: null, policy: { recall: { associationWeight } } });
       await familyTalk(add);
       const target = await add('Swimming with the kids every Saturday morning');
-      await mneme.maintain({ tasks: ['consolidate'] });
       const result = await mneme.recall({ query: 'What does the family do together?', inspect: true });
       return { ids: result.hits.map((hit) => hit.memory.id), target };
     };
@@ -722,28 +721,6 @@ describe('recall: words that go together (ADR 26)', () => {
     expect(on.ids).toContain(on.target);
   });
 
-  it('reads the associations maintenance stored: none before the consolidation step ran, a new word after', async () => {
-    const { mneme, add } = await openEngine({ embedder: null, policy: { recall: { associationWeight: 0.3 } } });
-    await familyTalk(add);
-    const target = await add('Swimming with the kids every Saturday morning');
-    const ids = async () =>
-      (await mneme.recall({ query: 'What does the family do together?', inspect: true })).hits.map(
-        (hit) => hit.memory.id,
-      );
-    expect(await ids()).not.toContain(target);
-    await mneme.maintain({ tasks: ['consolidate'] });
-    expect(await ids()).toContain(target);
-    // "pottery" is new: its associations come with the next run.
-    await add('Pottery class with the neighbours, we glazed bowls');
-    await add('The pottery bowls came out of the kiln cracked');
-    const bowls = await add('Glazing the bowls took all afternoon');
-    const pottery = async () =>
-      (await mneme.recall({ query: 'What about the pottery?', inspect: true })).hits.map((hit) => hit.memory.id);
-    expect(await pottery()).not.toContain(bowls);
-    await mneme.maintain({ tasks: ['consolidate'] });
-    expect(await pottery()).toContain(bowls);
-  });
-
   it('never takes an association from memories the viewer may not see (two users)', async () => {
     const { mneme, add } = await openEngine({ embedder: null, policy: { recall: { associationWeight: 0.3 } } });
     // Ann's own memories say "family" and "kids" together; Bob has no such memory.
@@ -751,7 +728,6 @@ describe('recall: words that go together (ADR 26)', () => {
     await add('Family is what matters', { scope: 'personal', userId: 'bob' });
     await add('Family first, always', { scope: 'personal', userId: 'bob' });
     const shared = await add('Swimming with the kids every Saturday morning');
-    await mneme.maintain({ tasks: ['consolidate'] });
     const recallAs = async (userId: string) =>
       (await mneme.recall({ query: 'What does the family do together?', viewer: { userId }, inspect: true })).hits;
     // Ann's recall finds the shared memory through her own memories' association; Bob's cannot.

@@ -28,7 +28,7 @@ import { MAX_SPEAKER_LOOKUPS, namedSpeakers, otherSpeakerFactor, speaksOfTheAske
 import { queryTerms, shapeQueries } from './query-terms.js';
 import { type RecallPolicy, type RecallWeights, scoreTerms } from './recall-policy.js';
 import { type ScoreBreakdown, scoreBreakdown, weightedScore } from './scoring.js';
-import { associatedSearchWords, storedAssociatedWords } from './term-associations.js';
+import { associatedSearchWords } from './term-associations.js';
 import { factsInPlaceOfTurns } from './turn-standins.js';
 
 /**
@@ -343,10 +343,7 @@ async function associationList(
   const terms = queryTerms(query);
   if (weight <= 0 || terms.length === 0) return null;
   const counts = { memories: counted.memories, counts: terms.map((term) => counted.counts.get(term) ?? 0) };
-  const stored = context.storage.maintenance.termAssociations;
-  const words = stored
-    ? await storedAssociatedWords(stored, context.storage.memories, terms, counts, owners)
-    : await associatedSearchWords(context.storage.memories, terms, counts, owners, includeFaded);
+  const words = await associatedSearchWords(context.storage.memories, terms, counts, owners, includeFaded);
   if (words.length === 0) return null;
   const extra = await context.storage.memories.searchText({ terms: words, owners, limit: pool, includeFaded });
   const scores = new Map(first.map((hit) => [hit.id, hit.score]));

@@ -1,4 +1,3 @@
-import type { AssociatedWord, TermAssociation, TermAssociationStore } from '../../storage/maintenance-store.js';
 import type { MemoryStore } from '../../storage/memory-store.js';
 import { indexStem, inverseDocumentFrequency } from './calibrated-relevance.js';
 import { queryTerms } from './query-terms.js';
@@ -24,47 +23,18 @@ export function associationCandidates(
   neighbourhoods: readonly TermNeighbourhood[],
   limit: number,
 ): Array<{ word: string; stem: string; share: number }> {
-  return candidatesOf(
-    neighbourhoods.map(({ texts }) => texts.map(associableWords)),
-    new Set(query.map(indexStem)),
-    limit,
-  );
-}
-
-/**
- * The words of a text that may be associated with another (3 letters or more, not a number), as
- * `[stem, word]` once a stem (its first word), in order: what `associationCandidates` reads of a text.
- */
-export function associableWords(text: string): Array<readonly [string, string]> {
-  const seen = new Set<string>();
-  const words: Array<readonly [string, string]> = [];
-  for (const word of queryTerms(text)) {
-    if (word.length < 3 || /^\p{N}+$/u.test(word)) continue;
-    const stem = indexStem(word);
-    if (seen.has(stem)) continue;
-    seen.add(stem);
-    words.push([stem, word]);
-  }
-  return words;
-}
-
-/**
- * `associationCandidates` over texts already read by `associableWords`: for each neighbourhood (a query
- * word's texts), the share of its texts each stem is in (at least {@link MIN_SHARED_MEMORIES} of them),
- * summed over the neighbourhoods; stems of `excluded` left out; best first, at most `limit`.
- */
-export function candidatesOf(
-  neighbourhoods: ReadonlyArray<ReadonlyArray<ReadonlyArray<readonly [string, string]>>>,
-  excluded: ReadonlySet<string>,
-  limit: number,
-): Array<{ word: string; stem: string; share: number }> {
+  const queryStems = new Set(query.map(indexStem));
   const scores = new Map<string, { word: string; share: number }>();
-  for (const texts of neighbourhoods) {
+  for (const { texts } of neighbourhoods) {
     if (texts.length === 0) continue;
     const counts = new Map<string, { word: string; count: number }>();
-    for (const words of texts) {
-      for (const [stem, word] of words) {
-        if (excluded.has(stem)) continue;
+    for (const text of texts) {
+      const seen = new Set<string>();
+      for (const word of queryTerms(text)) {
+        if (word.length < 3 || /^\p{N}+$/u.test(word)) continue;
+        const stem = indexStem(word);
+        if (queryStems.has(stem) || seen.has(stem)) continue;
+        seen.add(stem);
         const entry = counts.get(stem);
         if (entry) entry.count += 1;
         else counts.set(stem, { word, count: 1 });
@@ -153,7 +123,15 @@ export async function associatedSearchWords(
   owners: readonly string[],
   includeFaded: boolean,
 ): Promise<string[]> {
-  const rare = rareQueryTerms(terms, counts);
+  const rare = terms
+    .map((term, index) => ({ term, count: counts.counts[index] ?? 0 }))
+    .filter(
+      ({ count }) =>
+        count >= MIN_SHARED_MEMORIES &&
+        count <= Math.min(ASSOCIATION.maxShare * counts.memories, ASSOCIATION.maxMemories),
+    )
+    .sort((a, b) => a.count - b.count || (a.term < b.term ? -1 : a.term > b.term ? 1 : 0))
+    .slice(0, ASSOCIATION.queryWords);
   if (rare.length === 0) return [];
   const found = await Promise.all(
     rare.map(({ term }) =>
@@ -167,94 +145,6 @@ export async function associatedSearchWords(
     texts: (found[index] ?? []).flatMap((hit) => textOf.get(hit.id) ?? []),
   }));
   const candidates = associationCandidates(terms, neighbourhoods, ASSOCIATION.candidates);
-  if (candidates.length === 0) return [];
-  const background = await memories.termCounts(
-    candidates.map((candidate) => candidate.word),
-    { owners },
-  );
-  return associatedWords(candidates, background, ASSOCIATION.words, ASSOCIATION.maxMemories);
-}
-
-/**
- * The query's rarest words whose associations are read: in at least {@link MIN_SHARED_MEMORIES} and at most
- * `ASSOCIATION.maxShare` (and `ASSOCIATION.maxMemories`) of the viewer's memories, rarest first, at most
- * `ASSOCIATION.queryWords`.
- */
-export function rareQueryTerms(
-  terms: readonly string[],
-  counts: { memories: number; counts: readonly number[] },
-): Array<{ term: string; count: number }> {
-  return terms
-    .map((term, index) => ({ term, count: counts.counts[index] ?? 0 }))
-    .filter(
-      ({ count }) =>
-        count >= MIN_SHARED_MEMORIES &&
-        count <= Math.min(ASSOCIATION.maxShare * counts.memories, ASSOCIATION.maxMemories),
-    )
-    .sort((a, b) => a.count - b.count || (a.term < b.term ? -1 : a.term > b.term ? 1 : 0))
-    .slice(0, ASSOCIATION.queryWords);
-}
-
-/**
- * The associations of one word among the memories of one owner key, as maintenance stores them (ADR 26,
- * session 8): the words of its `ASSOCIATION.memoriesPerWord` best full-text matches there
- * (`associationCandidates` with the word as the query), at most `ASSOCIATION.candidates`. `texts` are those
- * matches' texts, best first.
- */
-export function wordAssociations(word: string, texts: readonly string[]): AssociatedWord[] {
-  return associationCandidates([word], [{ term: word, texts }], ASSOCIATION.candidates);
-}
-
-/**
- * The candidates of stored associations (`TermAssociationStore`) for a query: for each of its rare words, the
- * shares of each visible owner key's associations, weighed by how many memories of that owner key they were
- * read from (at most `ASSOCIATION.memoriesPerWord`), summed over the query's words; the query's own words
- * left out; best first, at most `ASSOCIATION.candidates`. What `associationCandidates` gives for one search
- * of the viewer's memories, read per owner key instead.
- */
-export function storedCandidates(
-  query: readonly string[],
-  rare: readonly string[],
-  stored: readonly TermAssociation[],
-): Array<{ word: string; stem: string; share: number }> {
-  const queryStems = new Set(query.map(indexStem));
-  const scores = new Map<string, { word: string; share: number }>();
-  for (const stem of new Set(rare.map(indexStem))) {
-    const rows = stored.filter((row) => row.stem === stem);
-    const read = rows.reduce((sum, row) => sum + Math.min(row.memories, ASSOCIATION.memoriesPerWord), 0);
-    if (read === 0) continue;
-    for (const row of rows) {
-      const weight = Math.min(row.memories, ASSOCIATION.memoriesPerWord) / read;
-      for (const { word, stem: wordStem, share } of row.words) {
-        if (queryStems.has(wordStem)) continue;
-        const entry = scores.get(wordStem);
-        if (entry) entry.share += share * weight;
-        else scores.set(wordStem, { word, share: share * weight });
-      }
-    }
-  }
-  return [...scores.entries()]
-    .map(([stem, { word, share }]) => ({ word, stem, share }))
-    .sort((a, b) => b.share - a.share || (a.stem < b.stem ? -1 : a.stem > b.stem ? 1 : 0))
-    .slice(0, ASSOCIATION.candidates);
-}
-
-/**
- * `associatedSearchWords` from stored associations: one read of the rare words' associations among the
- * owner keys of `owners` (only theirs: no word of a memory the viewer may not see), one `termCounts` of the
- * candidates among the viewer's memories. Two storage calls, no search.
- */
-export async function storedAssociatedWords(
-  store: TermAssociationStore,
-  memories: Pick<MemoryStore, 'termCounts'>,
-  terms: readonly string[],
-  counts: { memories: number; counts: readonly number[] },
-  owners: readonly string[],
-): Promise<string[]> {
-  const rare = rareQueryTerms(terms, counts).map(({ term }) => term);
-  if (rare.length === 0) return [];
-  const stored = await store.read(owners, [...new Set(rare.map(indexStem))]);
-  const candidates = storedCandidates(terms, rare, stored);
   if (candidates.length === 0) return [];
   const background = await memories.termCounts(
     candidates.map((candidate) => candidate.word),

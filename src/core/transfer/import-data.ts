@@ -1,5 +1,4 @@
 import type { MaintenanceState } from '../../storage/maintenance-state-store.js';
-import { ASSOCIATIONS_TASK } from '../../storage/maintenance-store.js';
 import {
   IMPORT_TARGET_NOT_EMPTY,
   type ImportedMemory,
@@ -333,9 +332,6 @@ async function restore(
         break;
       }
       case 'watermark':
-        // Recall's stored word associations are not exported (derived): their watermark is not taken
-        // either, so the importing store's next run computes them all (ADR 26, session 8).
-        if (record.channelId === '' && record.task === ASSOCIATIONS_TASK) break;
         watermarks.push({
           channelId: record.channelId,
           task: record.task,

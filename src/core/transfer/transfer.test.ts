@@ -73,28 +73,6 @@ describe('exportData and importData', () => {
     expect(report).toMatchObject({ from: 'mneme', messages: 2, memories: 2 });
   });
 
-  it("does not take the stored word associations' watermark, which they are not exported with", async () => {
-    const withList = () =>
-      createMneme({
-        path: ':memory:',
-        clock: createFixedClock('2026-02-01T10:00:00Z'),
-        policy: { recall: { associationWeight: 0.3 } },
-      }).then((mneme) => {
-        engines.push(mneme);
-        return mneme;
-      });
-    const source = await withList();
-    await source.remember({ content: 'Family dinner with the kids' });
-    await source.remember({ content: 'The kids and the family at the zoo' });
-    await source.maintain({ tasks: ['consolidate'] });
-    const associations = (line: string) => line.includes('"type":"watermark"') && line.includes('"associations"');
-    const lines = await collect(source.exportData());
-    expect(lines.some(associations)).toBe(true);
-    const target = await withList();
-    await target.importData(lines);
-    expect((await collect(target.exportData())).some(associations)).toBe(false);
-  });
-
   it('refuses a record out of order, naming its line, and writes nothing', async () => {
     const { lines } = await sample();
     const channel = lines.findIndex((line) => line.includes('"type":"channel"'));

@@ -14,7 +14,6 @@ import type {
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
-import { createSqliteTermAssociations } from './sqlite-term-associations.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 import { createSqliteWordBlocks } from './sqlite-word-blocks.js';
 
@@ -142,7 +141,6 @@ export function createSqliteMaintenanceStore(
 
   return {
     wordBlocks: createSqliteWordBlocks(database),
-    termAssociations: createSqliteTermAssociations(database),
 
     async decayCandidates(afterId, limit) {
       return readSqlite('reading memories to decay', () =>

@@ -746,28 +746,6 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX memories_by_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
     `,
   },
-  {
-    version: 24,
-    name: 'stored word associations',
-    sql: `
-      -- ADR 26, 2026-12-02 (session 8). Recall read each rare query word's associations by searching the
-      -- viewer's memories for it; maintenance now stores them per owner key and stem (a word's associated
-      -- words as JSON [word, stem, share]), computed from that owner key's memories only, and recall reads
-      -- them. A row goes when its owner key's last memory does (a purge, say): no word outlives its memories'
-      -- owner key.
-      CREATE TABLE term_associations (
-        owner TEXT NOT NULL,
-        stem TEXT NOT NULL,
-        memories INTEGER NOT NULL,
-        words TEXT NOT NULL,
-        PRIMARY KEY (owner, stem)
-      ) WITHOUT ROWID;
-      CREATE TRIGGER term_associations_owner_gone AFTER DELETE ON memory_word_owners
-        BEGIN
-          DELETE FROM term_associations WHERE owner = old.owner;
-        END;
-    `,
-  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */

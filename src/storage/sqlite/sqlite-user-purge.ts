@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { PurgeReport } from '../../core/types.js';
-import { ASSOCIATIONS_TASK } from '../maintenance-store.js';
 import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
 import { recordPurge } from './sqlite-id-floors.js';
 import { WORD_BLOCKS_GENERATION } from './sqlite-migrations.js';
@@ -105,9 +104,6 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   database.exec(`DELETE FROM consolidation_word_blocks; DELETE FROM consolidation_words;
     DELETE FROM sqlite_sequence WHERE name = 'consolidation_words';
     UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`);
-  // Recall's stored word associations (ADR 26, session 8) may hold the user's words, in a shared owner key's
-  // too: all go, with their watermark, and the next consolidation computes them again from what is left.
-  database.exec(`DELETE FROM term_associations; DELETE FROM maintenance_state WHERE task = '${ASSOCIATIONS_TASK}';`);
   const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
   database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
   database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
