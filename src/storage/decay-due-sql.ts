@@ -1,4 +1,5 @@
-import type { DecayDueRule } from './maintenance-store.js';
+import { toIso } from '../core/clock.js';
+import type { DecayCandidate, DecayDueRule } from './maintenance-store.js';
 
 /** Milliseconds in a day. */
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -37,4 +38,29 @@ export function decayDueExpression(rule: DecayDueRule, greatest: 'max' | 'GREATE
   const msPerLn = DAY_MS / -Math.log(rule.perDay);
   const below = literal(rule.below);
   return `(CASE WHEN ${rule.signal} > ${below} THEN ${start} + ${literal(msPerLn)} * ln(${rule.signal} / ${below}) ELSE ${ALWAYS_DUE} END)`;
+}
+
+/** A memory row's decay columns (both stores name them alike), as decay reads them. */
+export interface DecayCandidateRow {
+  id: number;
+  strength: number;
+  salience: number;
+  importance: number;
+  last_accessed: number | null;
+  created_at: number;
+  decayed_at: number | null;
+}
+
+/** A decay candidate from its row: the stores read active, unpinned memories only. */
+export function toDecayCandidate(row: DecayCandidateRow): DecayCandidate {
+  return {
+    id: row.id,
+    strength: row.strength,
+    salience: row.salience,
+    importance: row.importance,
+    pinned: false,
+    lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
+    createdAt: toIso(row.created_at),
+    decayedAt: row.decayed_at,
+  };
 }

@@ -1,23 +1,9 @@
-import { toIso } from '../../core/clock.js';
-import { DUE_MARGIN_MS, decayDueExpression } from '../decay-due-sql.js';
-import type { DecayCandidate, DueDecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
+import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
+import type { DueDecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
-
-function toDecayCandidate(row: PgMemoryRow): DecayCandidate {
-  return {
-    id: row.id,
-    strength: row.strength,
-    salience: row.salience,
-    importance: row.importance,
-    pinned: false,
-    lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
-    createdAt: toIso(row.created_at),
-    decayedAt: row.decayed_at,
-  };
-}
 
 /** The PostgreSQL implementation of the MaintenanceStore port. */
 export function createPostgresMaintenanceStore(

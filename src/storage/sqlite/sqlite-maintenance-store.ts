@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { toIso } from '../../core/clock.js';
-import { DUE_MARGIN_MS, decayDueExpression } from '../decay-due-sql.js';
+import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
 import type {
-  DecayCandidate,
   DecayCursor,
   DecayDueRule,
   DueDecayCandidate,
@@ -34,19 +32,6 @@ const TEXT_INDEX_MERGE_PAGES = 500;
 
 /** The prefix of the name of the index on a decay rule's due time (one at a time: the last rule read by). */
 export const DECAY_DUE_INDEX_PREFIX = 'memories_decay_due_';
-
-function toDecayCandidate(row: DecayRow): DecayCandidate {
-  return {
-    id: row.id,
-    strength: row.strength,
-    salience: row.salience,
-    importance: row.importance,
-    pinned: false,
-    lastAccessedAt: row.last_accessed === null ? null : toIso(row.last_accessed),
-    createdAt: toIso(row.created_at),
-    decayedAt: row.decayed_at,
-  };
-}
 
 /**
  * Reads the memories due under a decay rule through a partial index on the rule's due time (ADR 9,
