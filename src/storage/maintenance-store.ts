@@ -55,9 +55,14 @@ export interface MaintenanceStore {
   /**
    * Active, unpinned memories due under `rule` at or before `until`, after `after` (null: from the
    * first) by due time then id, at most `limit`. SQLite reads them through an index on the rule's due
-   * time (built on the first call with a rule, replacing the index of another rule); PostgreSQL
-   * evaluates the rule over every active memory in the database (no index).
+   * time once `indexDecayDue` built it, over every active memory before; PostgreSQL evaluates the rule
+   * over every active memory in the database (no index).
    */
+  /**
+   * Builds the index `dueForDecay` reads `rule`'s due memories through, replacing another rule's, when the
+   * store keeps one (SQLite; a write: decay's run asks for it, not a read such as `stats`).
+   */
+  indexDecayDue?(rule: DecayDueRule): Promise<void>;
   dueForDecay(
     rule: DecayDueRule,
     until: number,

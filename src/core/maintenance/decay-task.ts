@@ -46,6 +46,8 @@ export async function runDecay(
   const decay = decayPolicies[policy.decay];
   const report: DecayReport = { policy: policy.decay, checked: 0, decayed: 0, archived: 0, skipped: null };
   const writeContext = { at: now, actor: MAINTENANCE_ACTOR };
+  // The run builds the index its reads go through (SQLite), once per rule; reads such as `stats` only use it.
+  if (!options.everyMemory && decay.due !== 'never') await storage.maintenance.indexDecayDue?.(decay.due);
   const pages = options.everyMemory ? decayCandidatePages(storage) : duePages(storage, decay, now);
   for await (const page of pages) {
     report.checked += page.length;

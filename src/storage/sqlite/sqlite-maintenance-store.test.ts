@@ -224,7 +224,7 @@ describe('the SQLite maintenance store', () => {
     ]);
     expect(await engine.storage.maintenance.decayCandidates(plain?.id ?? 0, 10)).toEqual([]);
   });
-  it('reads due memories through one index on the rule, which another rule replaces, in pages that give each once', async () => {
+  it('reads due memories through one index on the rule once decay built it, which another rule replaces, in pages that give each once', async () => {
     const engine = await openOnFile();
     const day = 24 * 60 * 60 * 1000;
     const inserted = await engine.storage.memories.insert(
@@ -258,6 +258,10 @@ describe('the SQLite maintenance store', () => {
       }
     };
     // Halving a day from 1, 0.5 and 0.2: below 0.1 after log2(10), log2(5) and 1 days; 0.05 is below already.
+    // A read builds nothing (`stats` reads beside other writers and on read-only files): it scans until decay indexes.
+    expect(await read(fades, at + 3.3 * day)).toEqual([ids[3], ids[2], ids[1]]);
+    expect(indexes()).toEqual([]);
+    await engine.storage.maintenance.indexDecayDue?.(fades);
     expect(await read(fades, at)).toEqual([ids[3]]);
     expect(await read(fades, at + 1.01 * day)).toEqual([ids[3], ids[2]]);
     expect(await read(fades, at + 3.3 * day)).toEqual([ids[3], ids[2], ids[1]]);
@@ -265,6 +269,7 @@ describe('the SQLite maintenance store', () => {
     expect(first).toHaveLength(1);
     // Another half-life is another rule: its own index, built over the stored memories, replaces the first.
     const slower = { ...fades, perDay: 0.75 };
+    await engine.storage.maintenance.indexDecayDue?.(slower);
     expect(await read(slower, at + 3.3 * day)).toEqual([ids[3], ids[2]]);
     expect(indexes()).toHaveLength(1);
     expect(indexes()).not.toEqual(first);

@@ -38,41 +38,56 @@ export const DECAY_DUE_INDEX_PREFIX = 'memories_decay_due_';
  * session 8): an index on an expression of the stored columns, so every write that changes them
  * (insert, touch, edit, restore, forget, import, a copy) moves a memory's due time with no code of its
  * own. The index is named after the expression: a rule with other numbers (another preset, a changed
- * half-life) builds its own index on its first read, which drops the other's; building it is the
+ * half-life) builds its own index on its first decay run (`indexDecayDue`; a read alone builds nothing and scans), which drops the other's; building it is the
  * backfill of a store.
  */
 function createDecayDueReads(database: Database.Database) {
-  const prepared = new Map<string, Database.Statement<[number, number, number, number], DecayRow & { due: number }>>();
+  type DueStatement = Database.Statement<[number, number, number, number], DecayRow & { due: number }>;
+  const prepared = new Map<string, DueStatement>();
   const indexes = database
     .prepare<[], string>(
       `SELECT name FROM sqlite_master WHERE type = 'index' AND substr(name, 1, ${DECAY_DUE_INDEX_PREFIX.length}) = '${DECAY_DUE_INDEX_PREFIX}'`,
     )
     .pluck();
-  return (rule: DecayDueRule) => {
-    const expression = decayDueExpression(rule, 'max');
-    let statement = prepared.get(expression);
-    if (statement) return statement;
-    const name = `${DECAY_DUE_INDEX_PREFIX}${createHash('sha256').update(expression).digest('hex').slice(0, 12)}`;
-    const present = readSqlite('reading the indexes of decay due times', () => indexes.all());
-    if (present.length !== 1 || present[0] !== name) {
+  const nameOf = (expression: string) =>
+    `${DECAY_DUE_INDEX_PREFIX}${createHash('sha256').update(expression).digest('hex').slice(0, 12)}`;
+  return {
+    /**
+     * Builds the index of `rule`'s due times (dropping another rule's) when it is not there: a write, so
+     * only decay's run asks for it, never a read such as `stats` (which may run beside another writer, or
+     * on a read-only file).
+     */
+    index(rule: DecayDueRule): void {
+      const name = nameOf(decayDueExpression(rule, 'max'));
+      const present = readSqlite('reading the indexes of decay due times', () => indexes.all());
+      if (present.length === 1 && present[0] === name) return;
       writeSqlite(database, 'building the index of decay due times', () => {
         for (const other of indexes.all()) {
           if (other !== name) database.exec(`DROP INDEX "${other}"`);
         }
         database.exec(
-          `CREATE INDEX IF NOT EXISTS "${name}" ON memories(${expression}, id) WHERE archived_at IS NULL AND pinned = 0`,
+          `CREATE INDEX IF NOT EXISTS "${name}" ON memories(${decayDueExpression(rule, 'max')}, id) WHERE archived_at IS NULL AND pinned = 0`,
         );
       });
-    }
-    prepared.clear();
-    statement = database.prepare(
-      `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at, ${expression} AS due
-      FROM memories INDEXED BY "${name}"
-      WHERE archived_at IS NULL AND pinned = 0 AND ${expression} <= ? AND (${expression}, id) > (?, ?)
-      ORDER BY ${expression}, id LIMIT ?`,
-    );
-    prepared.set(expression, statement);
-    return statement;
+      prepared.clear();
+    },
+    /** The read of `rule`'s due memories: through its index when built, else over every active memory. */
+    read(rule: DecayDueRule): DueStatement {
+      const expression = decayDueExpression(rule, 'max');
+      const name = nameOf(expression);
+      const indexed = readSqlite('reading the indexes of decay due times', () => indexes.all()).includes(name);
+      const key = `${indexed ? 'indexed' : 'scan'} ${expression}`;
+      let statement = prepared.get(key);
+      if (statement) return statement;
+      statement = database.prepare(
+        `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at, ${expression} AS due
+        FROM memories${indexed ? ` INDEXED BY "${name}"` : ''}
+        WHERE archived_at IS NULL AND pinned = 0 AND ${expression} <= ? AND (${expression}, id) > (?, ?)
+        ORDER BY ${expression}, id LIMIT ?`,
+      );
+      prepared.set(key, statement);
+      return statement;
+    },
   };
 }
 
@@ -84,7 +99,7 @@ export function createSqliteMaintenanceStore(
   const writes = createSqliteMemoryWrites(database, vectors);
   /** True while a compaction is under way (its steps go on until one merges nothing). */
   let compacting = false;
-  const decayDueRead = createDecayDueReads(database);
+  const decayDue = createDecayDueReads(database);
   const statements = {
     decayCandidates: database.prepare<[number, number], DecayRow>(
       `SELECT id, strength, salience, importance, last_accessed, created_at, decayed_at
@@ -133,8 +148,12 @@ export function createSqliteMaintenanceStore(
       );
     },
 
+    async indexDecayDue(rule) {
+      decayDue.index(rule);
+    },
+
     async dueForDecay(rule, until, after: DecayCursor | null, limit) {
-      const statement = decayDueRead(rule);
+      const statement = decayDue.read(rule);
       return readSqlite('reading memories due to decay', () =>
         statement
           .all(until + DUE_MARGIN_MS, after?.due ?? -Number.MAX_VALUE, after?.id ?? 0, limit)
