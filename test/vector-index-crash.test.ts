@@ -1,21 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
-import { killMidWrite } from './kill-mid-write.js';
+import { crashTest } from './kill-mid-write.js';
 
-const dist = resolve(import.meta.dirname, '../dist');
-const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-crash-'));
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(folder, { recursive: true, force: true });
-});
+const { folder, built, isBuilt, killMidWrite } = crashTest('vector-crash');
 
 /**
  * A process that writes memories with vectors as fast as it can, through the built library: remembers
@@ -23,8 +13,8 @@ afterAll(() => {
  * prints a line after each acknowledged write.
  */
 const writer = `
-  const { createMneme } = await import(${JSON.stringify(pathToFileURL(join(dist, 'index.js')).href)});
-  const { createFakeEmbeddingModel } = await import(${JSON.stringify(pathToFileURL(join(dist, 'testing.js')).href)});
+  const { createMneme } = await import(${JSON.stringify(built('index.js'))});
+  const { createFakeEmbeddingModel } = await import(${JSON.stringify(built('testing.js'))});
   const mneme = await createMneme({ path: process.argv[1], embedder: createFakeEmbeddingModel({ dimensions: 64 }), backfill: false });
   const round = Number(process.argv[2]);
   for (let index = 0; ; index++) {
@@ -93,10 +83,10 @@ function disagreements(path: string): string[] {
 
 describe('the vector index after kill -9 in the middle of writes', () => {
   it('holds exactly the vectors of the memories that have one, counted per owner, and finds them', async () => {
-    expect(existsSync(join(dist, 'index.js')), 'run `npm run build` first').toBe(true);
+    expect(isBuilt(), 'run `npm run build` first').toBe(true);
     const path = join(folder, 'crash.db');
     for (let round = 0; round < 3; round++) {
-      await killMidWrite(writer, path, round, 60 + 40 * round, children);
+      await killMidWrite(writer, path, round, 60 + 40 * round);
       expect(disagreements(path), `after kill ${round + 1}`).toEqual([]);
     }
     const storage = createSqliteStorage({ path });

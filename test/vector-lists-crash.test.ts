@@ -1,24 +1,14 @@
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cosine } from '../src/core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
 import { BANDS, bandUnder } from '../src/storage/sqlite/sqlite-vector-lists.js';
-import { killMidWrite } from './kill-mid-write.js';
+import { crashTest } from './kill-mid-write.js';
 
-const dist = resolve(import.meta.dirname, '../dist');
-const folder = mkdtempSync(join(tmpdir(), 'mneme-vector-lists-crash-'));
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(folder, { recursive: true, force: true });
-});
+const { folder, built, isBuilt, killMidWrite } = crashTest('vector-lists-crash');
 
 const DIMENSIONS = 128;
 const LIST_MIN_VECTORS = 300;
@@ -30,8 +20,8 @@ const LIST_MIN_VECTORS = 300;
  * copies) and three removed; it prints a line after each commit.
  */
 const writer = `
-  const { openSqliteDatabase } = await import(${JSON.stringify(pathToFileURL(join(dist, 'storage/sqlite/sqlite-database.js')).href)});
-  const { createSqliteVectorIndex } = await import(${JSON.stringify(pathToFileURL(join(dist, 'storage/sqlite/sqlite-vector-index.js')).href)});
+  const { openSqliteDatabase } = await import(${JSON.stringify(built('storage/sqlite/sqlite-database.js'))});
+  const { createSqliteVectorIndex } = await import(${JSON.stringify(built('storage/sqlite/sqlite-vector-index.js'))});
   const database = openSqliteDatabase({ path: process.argv[1] });
   const index = createSqliteVectorIndex(database, { listMinVectors: ${LIST_MIN_VECTORS} });
   if (!index.info()) index.configure({ model: 'm', dimensions: ${DIMENSIONS} });
@@ -138,11 +128,11 @@ function misplaced(database: Database.Database): string[] {
 
 describe('the inverted lists of the vector index after kill -9 in the middle of writes and steps', () => {
   it('list only vectors the bit index holds, under their owners, and find every close neighbour once rebuilt', async () => {
-    expect(existsSync(join(dist, 'index.js')), 'run `npm run build` first').toBe(true);
+    expect(isBuilt(), 'run `npm run build` first').toBe(true);
     const path = join(folder, 'crash.db');
     const phases = new Set<string>();
     for (let round = 0; round < 6; round++) {
-      await killMidWrite(writer, path, round, 40 + 37 * round, children);
+      await killMidWrite(writer, path, round, 40 + 37 * round);
       expect(disagreements(path), `after kill ${round + 1}`).toEqual([]);
       const probe = new Database(path, { readonly: true });
       const state = probe

@@ -1,21 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { wordCountDifferences } from '../src/storage/sqlite/sqlite-word-counts.fixture.js';
-import { killMidWrite } from './kill-mid-write.js';
+import { crashTest } from './kill-mid-write.js';
 
-const dist = resolve(import.meta.dirname, '../dist');
-const folder = mkdtempSync(join(tmpdir(), 'mneme-word-counts-crash-'));
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(folder, { recursive: true, force: true });
-});
+const { folder, built, isBuilt, killMidWrite } = crashTest('word-counts-crash');
 
 /**
  * A process that ingests messages in `ingestMany` batches through the built library as fast as it can
@@ -23,7 +13,7 @@ afterAll(() => {
  * by the insert), plain ASCII and not, and prints a line after each batch is appended.
  */
 const writer = `
-  const { createMneme } = await import(${JSON.stringify(pathToFileURL(join(dist, 'index.js')).href)});
+  const { createMneme } = await import(${JSON.stringify(built('index.js'))});
   const mneme = await createMneme({ path: process.argv[1], embedder: 'none' });
   const round = Number(process.argv[2]);
   const said = [
@@ -51,7 +41,7 @@ const writer = `
 
 describe('the word counts after kill -9 in the middle of batched extraction', () => {
   it('equal a recount after each crash, and after the extraction resumes, edits, forgets, restores and a purge', async () => {
-    expect(existsSync(join(dist, 'index.js')), 'run `npm run build` first').toBe(true);
+    expect(isBuilt(), 'run `npm run build` first').toBe(true);
     const path = join(folder, 'crash.db');
     const recount = () => {
       const database = new Database(path);
@@ -62,7 +52,7 @@ describe('the word counts after kill -9 in the middle of batched extraction', ()
       }
     };
     for (let round = 0; round < 3; round++) {
-      await killMidWrite(writer, path, round, 3 + 2 * round, children);
+      await killMidWrite(writer, path, round, 3 + 2 * round);
       expect(recount(), `after kill ${round + 1}`).toEqual([]);
     }
     const mneme = await createMneme({ path, embedder: 'none' });

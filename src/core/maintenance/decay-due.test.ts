@@ -6,6 +6,7 @@ import {
   openMaintenanceEngine,
   prepareEngineStore,
 } from '../../../test/maintenance-engine.js';
+import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createOfflineEpisodeSummariser } from '../../models/offline/offline-episode-summariser.js';
 import { createOfflineMemoryMerger } from '../../models/offline/offline-memory-merger.js';
 import { ALWAYS_DUE, DUE_MARGIN_MS } from '../../storage/decay-due-sql.js';
@@ -20,18 +21,6 @@ import { decayCandidatePages, duePages, runDecay } from './decay-task.js';
 
 const start = '2024-06-01T00:00:00.000Z';
 const DAY = 24 * 60 * 60 * 1000;
-
-/** A small deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Side {
   context: EngineContext;
@@ -147,7 +136,7 @@ describe.each(engineStores)('decay that reads only the memories due, on %s', (na
     // memory's step on the one store instead of running a second store the old way.
     const twoStores = name === 'sqlite';
     for (const seed of twoStores ? [1, 2, 3] : [4]) {
-      const next = random(seed);
+      const { next } = createSeededRandom(seed);
       const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(next() * items.length)];
       let decay: DecayPolicyName = decayPolicyNames[seed % decayPolicyNames.length] ?? 'ebbinghaus';
       const due = await openSide(decay);
