@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMneme, type MnemeOptions } from '../../config/create-mneme.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createOfflineExtractor } from '../../models/offline/offline-extractor.js';
 import { createFixedClock } from '../../testing.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import type { Mneme } from '../mneme.js';
@@ -340,6 +341,35 @@ describe('extraction', () => {
     await mneme.ingest({ channelId: 'c', sender: 'oz', senderName: 'Oz', content: 'coffee with Quill' });
     await mneme.whenIdle();
     expect(seen).toEqual([['Oz has a zebra called Quill']]);
+  });
+
+  it('tells the answer with related memories from the answer without them when the extractor can (withoutRelated), asking it once', async () => {
+    const offline = createOfflineExtractor();
+    const asked: number[] = [];
+    const { mneme } = await engine({
+      extractor: {
+        ...offline,
+        async extract(input) {
+          asked.push(input.related.length);
+          return offline.extract(input);
+        },
+      },
+      policy: { ingest: { exchangeMemories: false } },
+    });
+    await mneme.remember({ content: 'Oz keeps a zebra called Quill.', scope: 'personal', userId: 'oz' });
+    await mneme.ingest({
+      channelId: 'c',
+      sender: 'oz',
+      senderName: 'Oz',
+      content: 'I keep a zebra called Quill. I also keep a parrot called Ink.',
+    });
+    await mneme.whenIdle();
+    // Asked once, without the related memories; the known fact left out as a second run would have.
+    expect(asked).toEqual([0]);
+    expect((await memoriesOf(mneme)).map((memory) => [memory.content, memory.sourceMessageIds.length]).sort()).toEqual([
+      ['Oz also keeps a parrot called Ink.', 1],
+      ['Oz keeps a zebra called Quill.', 0],
+    ]);
   });
 
   it('asks an extractor whose related memories only remove facts without them first, and searches for them only when it finds a fact', async () => {

@@ -65,7 +65,8 @@ interface MessageRun {
  * (the older memory stays, marked `supersededBy`, with a `supersedes` link from the newer). A memory
  * already citing the message is left alone, so a re-run writes nothing twice. An extractor whose
  * related memories only remove facts (`FactExtractor.relatedOnlyRemoves`) is asked without them
- * first, and a message it finds no fact in is not searched (nor is any message without an extractor).
+ * first, and a message it finds no fact in is not searched (nor is any message without an extractor);
+ * when it finds some, its answer with them is told from that one (`withoutRelated`) where it can be.
  */
 export async function extractFacts(
   context: EngineContext,
@@ -91,11 +92,19 @@ export async function extractFacts(
   const related = found.slice(0, limit);
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
-  // Without related memories the answer is the one the extractor just gave.
+  // Without related memories the answer is the one the extractor just gave; with some, the one it
+  // tells from that answer (`withoutRelated`), or asked again.
+  const told =
+    unrelated !== null && related.length > 0
+      ? (extractor.withoutRelated?.(
+          unrelated,
+          related.map((memory) => ({ id: memory.id, content: memory.content })),
+        ) ?? null)
+      : null;
   const proposed =
     unrelated !== null && related.length === 0
       ? unrelated
-      : await runExtractor(context, extractor, { message, reply, speaker, related });
+      : (told ?? (await runExtractor(context, extractor, { message, reply, speaker, related })));
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
   const run: MessageRun = {
     message,

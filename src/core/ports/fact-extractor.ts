@@ -50,5 +50,14 @@ export interface FactExtractor {
    * the related memories are always searched first.
    */
   readonly relatedOnlyRemoves?: boolean;
+  /**
+   * For an extractor whose related memories only remove facts: the answer `extract` gives an input with
+   * `related`, from the `facts` it gave the same input without them (no second run of its rules), or
+   * null when it cannot tell from them (extraction then asks `extract` again). Left out: asked again.
+   */
+  withoutRelated?(
+    facts: readonly ExtractedFact[],
+    related: ReadonlyArray<{ id: number; content: string }>,
+  ): ExtractedFact[] | null;
   extract(input: ExtractionInput, options?: { signal?: AbortSignal }): Promise<ExtractedFact[]>;
 }

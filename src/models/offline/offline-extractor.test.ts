@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ExtractedFactsSchema, type ExtractionInput } from '../../core/ports/fact-extractor.js';
-import { createOfflineExtractor, extractFacts, resolveRelativeTimes, splitSentences } from './offline-extractor.js';
+import {
+  createOfflineExtractor,
+  extractFacts,
+  factsWithoutKnown,
+  resolveRelativeTimes,
+  splitSentences,
+} from './offline-extractor.js';
 
 const sentAt = '2023-05-08T13:56:00.000Z';
 
@@ -249,6 +255,36 @@ describe('the offline extractor', () => {
       }
     }
     expect(messages.filter((message) => contents(message).length === 0).length).toBeGreaterThan(2);
+  });
+
+  it('tells its answer with related memories from its answer without them (withoutRelated), but not an answer cut at 20 facts', () => {
+    expect(createOfflineExtractor().withoutRelated).toBe(factsWithoutKnown);
+    const messages = [
+      'I prefer dark mode in every editor',
+      'my sister lives in Oslo with her two cats',
+      'I love jazz music. I love jazz music. I also love JAZZ MUSIC.',
+      'Always use tabs for indentation in Python code',
+      'We moved the team meeting to Thursdays at 10. I prefer dark mode in every editor.',
+      'The staging database runs on Postgres 16 now.',
+      'I visited Lisbon last week and I met my old teacher there yesterday.',
+    ];
+    const stated = messages.flatMap((message) => contents(message));
+    const upper = stated.map((content) => content.toUpperCase());
+    const related = [...stated, ...upper, 'Oz likes tea.'].map((content, id) => ({ id, content }));
+    const createdAt = '2024-05-09T10:00:00.000Z';
+    for (const message of messages) {
+      const alone = facts(message, { createdAt });
+      for (const given of [related, related.slice(0, 3), related.slice(3, 9), related.slice(stated.length), []]) {
+        expect(factsWithoutKnown(alone, given)).toEqual(facts(message, { createdAt, related: given }));
+      }
+    }
+    // Twenty facts: the rules stopped there, and with some of them known a later sentence would count.
+    const long = Array.from({ length: 30 }, (_, index) => `I visited museum number ${index + 1} in Paris.`).join(' ');
+    const cut = facts(long);
+    expect(cut).toHaveLength(20);
+    const first = [{ id: 1, content: cut[0]?.content ?? '' }];
+    expect(factsWithoutKnown(cut, first)).toBeNull();
+    expect(facts(long, { related: first }).at(-1)?.content).toBe('Oz visited museum number 21 in Paris.');
   });
 
   it('returns facts the shared fact schema accepts, at most 20', () => {

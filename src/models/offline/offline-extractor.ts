@@ -428,7 +428,22 @@ export function createOfflineExtractor(): FactExtractor {
     async extract(input: ExtractionInput): Promise<ExtractedFact[]> {
       return extractFacts(input);
     },
+    withoutRelated: factsWithoutKnown,
   };
+}
+
+/**
+ * What `extractFacts` answers an input with `related`, from its answer without them (`facts`): the
+ * facts no related memory states word for word (`known`), in order. An answer cut at `MAX_FACTS` is
+ * not told (null): with some of its facts known, later sentences could have given others.
+ */
+export function factsWithoutKnown(
+  facts: readonly ExtractedFact[],
+  related: ReadonlyArray<{ id: number; content: string }>,
+): ExtractedFact[] | null {
+  if (facts.length >= MAX_FACTS) return null;
+  const known = new Set(related.map((memory) => memory.content.toLowerCase()));
+  return facts.filter((fact) => !known.has(fact.content.toLowerCase()));
 }
 
 /** The offline extractor's rules as a plain function (see `createOfflineExtractor`). */

@@ -124,6 +124,46 @@ describe('a memory insert that counts its own words (migration 22)', () => {
     }
   });
 
+  it('counts an owner key in after its row was rolled back, deleted at zero memories or its number taken by another owner key', async () => {
+    const path = join(folder, 'owner-numbers.db');
+    const storage = createSqliteStorage({ path });
+    const raw = new Database(path);
+    try {
+      const personal = (content: string, userId: string, overrides: Partial<NewMemory> = {}) =>
+        globalMemory(content, { scope: 'personal', owner: `user:${userId}`, userId, ...overrides });
+      const counted = () =>
+        raw.prepare('SELECT id, owner, memories, tokens FROM memory_word_owners ORDER BY owner').all();
+      // Cat's row is made, then rolled back with the batch: the number the insert remembered holds nothing.
+      await expect(
+        storage.memories.insert(
+          [
+            personal('Cat counts herons', 'cat'),
+            globalMemory('in a missing topic', { scope: 'session', owner: 'session:nope', topicId: 'nope' }),
+          ],
+          context,
+        ),
+      ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await storage.memories.insert([personal('Cat counts herons', 'cat')], context);
+      await storage.memories.insert([personal('Cat counts kestrels too', 'cat')], context);
+      expect(wordCountDifferences(raw)).toEqual([]);
+      expect(counted()).toMatchObject([{ owner: 'user:cat', memories: 2, tokens: 7 }]);
+      // Cat's memories purged: the row goes at zero memories; Dee's row may take its number; Cat again.
+      await storage.memories.purgeUser('cat');
+      expect(counted()).toEqual([]);
+      await storage.memories.insert([personal('Dee counts wrens', 'dee')], context);
+      await storage.memories.insert([personal('Cat is back with herons', 'cat')], context);
+      await storage.memories.insert([personal('Dee counts more wrens', 'dee')], context);
+      expect(wordCountDifferences(raw)).toEqual([]);
+      expect(counted()).toMatchObject([
+        { owner: 'user:cat', memories: 1, tokens: 5 },
+        { owner: 'user:dee', memories: 2, tokens: 7 },
+      ]);
+    } finally {
+      raw.close();
+      await storage.close();
+    }
+  });
+
   it("has a memory's words counted inside the transaction that inserts it, for a search in that transaction", () => {
     const database = openSqliteDatabase({ path: join(folder, 'in-transaction.db') });
     try {

@@ -24,6 +24,8 @@ export interface SqliteMemoryWordCounts {
 /** Text the index splits into runs of ASCII letters and digits only: a character outside those is a separator. */
 const notAscii = /[^\p{ASCII}]/u;
 const asciiWord = /[A-Za-z0-9]+/g;
+/** Owner keys whose row number an insert remembers. */
+const REMEMBERED_OWNERS = 10_000;
 /** Tokens longer than this are left unstemmed by the index's porter tokenizer: read by the index's own tokenizer. */
 const MAX_STEMMED = 64;
 
@@ -35,8 +37,16 @@ export function createSqliteMemoryWordCounts(database: Database.Database): Sqlit
   } | null = null;
   let statements: {
     owner: Database.Statement<[string, number], number>;
+    bump: Database.Statement<[number, number, string]>;
     words: Database.Statement<[number, string]>;
   } | null = null;
+  /**
+   * The number of each owner key's row as this connection last wrote it: the next insert of the owner
+   * updates that row by its number (one seek) instead of the upsert on the owner key (its unique index,
+   * then the row), and upserts only when no row of that number holds the owner any more (deleted at
+   * zero memories, a rolled-back transaction, another connection).
+   */
+  const ownerIds = new Map<string, number>();
 
   /**
    * Any text, by the index's tokenizer on a connection of its own (an in-memory database: nothing of
@@ -94,6 +104,9 @@ export function createSqliteMemoryWordCounts(database: Database.Database): Sqlit
           RETURNING id`,
         )
         .pluck(),
+      bump: database.prepare<[number, number, string]>(
+        'UPDATE memory_word_owners SET memories = memories + 1, tokens = tokens + ? WHERE id = ? AND owner = ?',
+      ),
       words: database.prepare<[number, string]>(
         `INSERT INTO memory_words (owner, stem, memories) SELECT ?, value, 1 FROM json_each(?) WHERE true
         ON CONFLICT (owner, stem) DO UPDATE SET memories = memories + 1`,
@@ -108,9 +121,16 @@ export function createSqliteMemoryWordCounts(database: Database.Database): Sqlit
       return asciiWords(texts) ?? indexWords(content, searchContext);
     },
     countIn(owner, words) {
-      const { owner: counted, words: stems } = prepared();
-      const number = counted.get(owner, words.tokens);
-      if (number === undefined) throw new Error(`the word counts of owner key ${owner} were not written`);
+      const { owner: counted, bump, words: stems } = prepared();
+      const known = ownerIds.get(owner);
+      let number = known !== undefined && bump.run(words.tokens, known, owner).changes === 1 ? known : undefined;
+      if (number === undefined) {
+        number = counted.get(owner, words.tokens);
+        if (number === undefined) throw new Error(`the word counts of owner key ${owner} were not written`);
+        ownerIds.delete(owner);
+        ownerIds.set(owner, number);
+        if (ownerIds.size > REMEMBERED_OWNERS) ownerIds.delete(ownerIds.keys().next().value ?? '');
+      }
       if (words.stems.length > 0) stems.run(number, JSON.stringify(words.stems));
     },
   };

@@ -85,4 +85,59 @@ describe('SQLite visible ranking', () => {
       database.close();
     }
   });
+
+  it('finds the same memories in the same order seeking each occurrence by id alone (seekById), and none of an owner not asked', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const insert = database.prepare<[string, string, string | null, string]>(`INSERT INTO memories
+          (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+        VALUES (?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`);
+      const owners = [
+        ['personal', 'ana', 'user:ana'],
+        ['personal', 'ben', 'user:ben'],
+        ['room', null, 'room:deck'],
+        ['global', null, 'global'],
+      ] as const;
+      const texts = ['a kestrel', 'kestrel and wren', 'wren wren kestrel over the dune', 'a dune', 'the long dune'];
+      for (let index = 0; index < 80; index++) {
+        const [scope, user, owner] = owners[(index * 3) % owners.length] as (typeof owners)[number];
+        insert.run(`${texts[index % texts.length]} ${index % 7 === 0 ? 'kestrel' : ''}`, scope, user, owner);
+      }
+      insert.run('a kestrel ben keeps', 'personal', 'ben', 'user:ben');
+      // Archived, faded (archived and faded: ADR 9) and active memories of every owner.
+      database.exec(`UPDATE memories SET archived_at = ${at} WHERE id % 5 = 0;
+        UPDATE memories SET archived_at = ${at}, faded_at = ${at} WHERE id % 11 = 0`);
+      const ranking = createSqliteVisibleRanking(database, createSqliteOwnerWords(database));
+      const asked = [
+        ['user:ana', 'room:deck', 'global'],
+        ['user:ben', 'room:deck', 'global'],
+        ['user:ana'],
+        ['global'],
+      ];
+      for (const ownersAsked of asked) {
+        for (const includeFaded of [false, true]) {
+          for (const rare of [['kestrel'], ['kestrel', 'wren'], ['dune', 'wren', 'kestrel']]) {
+            const search = (seekById: boolean) =>
+              ranking.search({ rare, common: [], owners: ownersAsked, limit: 200, includeFaded, seekById });
+            const bySeek = search(true);
+            expect(bySeek).toEqual(search(false));
+            expect(bySeek.length).toBeGreaterThan(0);
+            const found = database
+              .prepare<[string], { owner: string; archived: number | null; faded: number | null }>(
+                `SELECT owner, archived_at AS archived, faded_at AS faded FROM memories
+                  WHERE id IN (SELECT value FROM json_each(?))`,
+              )
+              .all(JSON.stringify(bySeek.map((hit) => hit.id)));
+            for (const row of found) {
+              expect(ownersAsked).toContain(row.owner);
+              expect(row.archived === null || (includeFaded && row.faded !== null)).toBe(true);
+            }
+          }
+        }
+      }
+    } finally {
+      database.close();
+    }
+  });
 });

@@ -19,6 +19,13 @@ export interface VisibleSearch {
    * already: read again otherwise.
    */
   visible?: VisibleCounts | undefined;
+  /**
+   * Check each occurrence's owner and state in the owner index's entry found by the memory's id (one
+   * seek an occurrence; `seekById`), instead of seeking by id, owner and state together (the planner's
+   * choice: a seek per owner asked, each occurrence). The same rows in the same order. Extraction's
+   * related-memory search asks for it (ADR 19, session 9); recall's statement is left as it was.
+   */
+  seekById?: boolean | undefined;
 }
 
 export interface SqliteVisibleRanking {
@@ -53,15 +60,27 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   let common: Database.Statement<[string], number> | null = null;
   let instances = false;
 
-  /** The owners' searchable memories (`m`), active only unless `includeFaded`. */
-  function stateOf(ownerCount: number, includeFaded: boolean): string {
+  /**
+   * The owners' searchable memories (`m`), active only unless `includeFaded`. With `seekById`, the
+   * owner and the state are no seek keys (a unary `+`): the join seeks the owner index once by the
+   * memory's id and reads both from the entry it finds, where the planner otherwise seeks it once per
+   * owner asked (`id = ? AND owner = ? AND faded_at = ?`, each owner in turn). The partial index's
+   * condition stays a term, so the planner may use the index, and reads no table row for it.
+   */
+  function stateOf(ownerCount: number, includeFaded: boolean, seekById = false): string {
+    const column = (name: string) => (seekById ? `+m.${name}` : `m.${name}`);
     const searchable = '(m.archived_at IS NULL OR m.faded_at IS NOT NULL)';
-    const state = includeFaded ? searchable : `${searchable} AND m.faded_at IS NULL`;
-    return `${state} AND m.owner IN (${placeholders(ownerCount)})`;
+    const state = includeFaded ? searchable : `${searchable} AND ${column('faded_at')} IS NULL`;
+    return `${state} AND ${column('owner')} IN (${placeholders(ownerCount)})`;
   }
 
-  function termStatement(ownerCount: number, includeFaded: boolean) {
-    const key = `${ownerCount}:${includeFaded}`;
+  /** The key of a statement made for these owners, state and seek. */
+  function keyOf(ownerCount: number, includeFaded: boolean, seekById: boolean): string {
+    return `${ownerCount}:${includeFaded}:${seekById}`;
+  }
+
+  function termStatement(ownerCount: number, includeFaded: boolean, seekById: boolean) {
+    const key = keyOf(ownerCount, includeFaded, seekById);
     let statement = byTerm.get(key);
     if (!statement) {
       // Rows as arrays (id, bm25 with weights 1, with weights 2, length): a term's matches may be many.
@@ -71,7 +90,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
             m.tokens AS length
           FROM memories_fts
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = memories_fts.rowid
-          WHERE memories_fts MATCH ? AND ${stateOf(ownerCount, includeFaded)}`,
+          WHERE memories_fts MATCH ? AND ${stateOf(ownerCount, includeFaded, seekById)}`,
         )
         .raw();
       byTerm.set(key, statement);
@@ -84,8 +103,8 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
    * length), from the index's `instance` vocabulary (a temporary table of this connection, made on
    * first use outside a transaction: it stores nothing, it reads the index).
    */
-  function wordStatement(ownerCount: number, includeFaded: boolean) {
-    const key = `${ownerCount}:${includeFaded}`;
+  function wordStatement(ownerCount: number, includeFaded: boolean, seekById: boolean) {
+    const key = keyOf(ownerCount, includeFaded, seekById);
     let statement = byWord.get(key);
     if (!statement) {
       statement = database
@@ -93,7 +112,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
           `SELECT m.id AS id, m.tokens AS length
           FROM temp.memories_fts_instances i
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = i.doc
-          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded)}`,
+          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded, seekById)}`,
         )
         .raw();
       byWord.set(key, statement);
@@ -107,8 +126,8 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
    * once SQLite made it. A row whose id or length does not fit (an id of 2^32 or more, a length of 2^21
    * or more: the sum would pass 2^53) comes back null, and the word is read by `wordStatement` instead.
    */
-  function packedWordStatement(ownerCount: number, includeFaded: boolean) {
-    const key = `${ownerCount}:${includeFaded}`;
+  function packedWordStatement(ownerCount: number, includeFaded: boolean, seekById: boolean) {
+    const key = keyOf(ownerCount, includeFaded, seekById);
     let statement = byWordPacked.get(key);
     if (!statement) {
       statement = database
@@ -117,7 +136,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
               THEN m.id * ${PACKED_LENGTHS} + m.tokens END
           FROM temp.memories_fts_instances i
           CROSS JOIN memories m INDEXED BY memories_searchable_owner ON m.id = i.doc
-          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded)}`,
+          WHERE i.term = ? AND ${stateOf(ownerCount, includeFaded, seekById)}`,
         )
         .pluck();
       byWordPacked.set(key, statement);
@@ -159,26 +178,27 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     query: string,
     owners: readonly string[],
     includeFaded: boolean,
+    seekById: boolean,
     indexAverage: () => number,
     add: (id: number, length: number, times: number) => void,
   ): void {
     const stems = term.includes('\u0000') ? [] : words.stems(term);
     if (stems.length === 1 && instancesReady()) {
-      const packed = packedWordStatement(owners.length, includeFaded).all(stems[0], ...owners);
+      const packed = packedWordStatement(owners.length, includeFaded, seekById).all(stems[0], ...owners);
       if (packed.includes(null))
-        addOccurrences(wordStatement(owners.length, includeFaded).all(stems[0], ...owners), add);
+        addOccurrences(wordStatement(owners.length, includeFaded, seekById).all(stems[0], ...owners), add);
       else addPacked(packed as number[], add);
       return;
     }
     const average = indexAverage();
     // One row a memory.
-    for (const [id, one, two, length] of termStatement(owners.length, includeFaded).all(query, ...owners)) {
+    for (const [id, one, two, length] of termStatement(owners.length, includeFaded, seekById).all(query, ...owners)) {
       add(id, length, frequency(one, two, length, average));
     }
   }
 
   return {
-    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted }) {
+    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted, seekById = false }) {
       if (rare.length === 0 || owners.length === 0) return [];
       const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
       const memories = Math.max(1, visible.memories);
@@ -198,7 +218,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
         const query = ftsQuery([term]);
         if (query === null) return;
         const weight = idf(index);
-        matchesOf(term, query, owners, includeFaded, average, (id, length, times) => {
+        matchesOf(term, query, owners, includeFaded, seekById, average, (id, length, times) => {
           const entry = found.get(id);
           if (entry) entry.score += weight * saturated(times, length, averageLength);
           else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
