@@ -25,6 +25,14 @@ describe('calibrated relevance', () => {
     expect(coverage(query, textStems('Lee moved to ZURICH last year'))).toBe(1);
   });
 
+  it('stems a word the same before and after more distinct words than it remembers went by', () => {
+    const words = ['running', 'naïve', 'café', 'generalizations'];
+    const before = words.map(indexStem);
+    for (let index = 0; index < 45_000; index++) indexStem(`w${index.toString(36)}ing`);
+    expect(words.map(indexStem)).toEqual(before);
+    expect(before).toEqual(['run', 'naiv', 'cafe', 'gener']);
+  });
+
   it('is 0 for a query without words', () => {
     expect(
       coverage(

@@ -22,16 +22,30 @@ export interface WeightedTerms {
   total: number;
 }
 
-/** Words whose stem is remembered: a store's texts reuse their words, and stemming is most of coverage's cost. */
+/**
+ * Words whose stem is remembered: a store's texts reuse their words, and stemming is most of coverage's
+ * cost. Two generations of at most this many words each: when the newer is full it becomes the older
+ * and the words found in the older are carried back, so the words in use stay remembered (emptying a
+ * single map when full, a store of more distinct words than this stemmed them all again each time).
+ */
 const REMEMBERED_STEMS = 20_000;
-const stemmed = new Map<string, string>();
+let stemmed = new Map<string, string>();
+let stemmedBefore = new Map<string, string>();
+
+/** A word of ASCII letters and digits: decomposing it and removing its marks changes nothing. */
+const asciiWord = /^[a-z0-9]*$/i;
 
 /** Lower case, diacritics removed, Porter-stemmed: how the full-text index (`porter unicode61 remove_diacritics 2`) sees a word. */
 export function indexStem(word: string): string {
   let stem = stemmed.get(word);
   if (stem === undefined) {
-    stem = porterStem(word.normalize('NFD').replace(/\p{M}+/gu, ''));
-    if (stemmed.size >= REMEMBERED_STEMS) stemmed.clear();
+    stem =
+      stemmedBefore.get(word) ??
+      porterStem(asciiWord.test(word) ? word : word.normalize('NFD').replace(/\p{M}+/gu, ''));
+    if (stemmed.size >= REMEMBERED_STEMS) {
+      stemmedBefore = stemmed;
+      stemmed = new Map();
+    }
     stemmed.set(word, stem);
   }
   return stem;

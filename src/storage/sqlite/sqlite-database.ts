@@ -100,14 +100,39 @@ export function writeSqlite<T>(
   // Within a transaction already open (a batch of extraction steps), `work` is a savepoint of it,
   // committed with it; the safety level may not change there.
   const deferred = options.deferred === true && !database.inTransaction;
-  if (deferred) database.pragma('synchronous = NORMAL');
+  if (deferred) setSynchronous(database, 'NORMAL');
   try {
-    return database.transaction(work).immediate();
+    return transactionOf(database).immediate(work) as T;
   } catch (error) {
     throw toMnemeError(error, doing);
   } finally {
-    if (deferred) database.pragma('synchronous = FULL');
+    if (deferred) setSynchronous(database, 'FULL');
   }
+}
+
+/**
+ * Sets the connection's `synchronous` level. `exec` runs the pragma without the statement object
+ * `database.pragma()` makes (and its rows), a few microseconds a call: a recall's touch sets it twice.
+ * A prepared `PRAGMA synchronous` would not do: it takes effect when prepared, not when run.
+ */
+export function setSynchronous(database: Database.Database, level: 'NORMAL' | 'FULL'): void {
+  database.exec(`PRAGMA synchronous = ${level}`);
+}
+
+/**
+ * One transaction function a connection, running the work it is given: `database.transaction()`
+ * makes four wrapped functions and their properties a call, for a transaction that is the same each
+ * time (its `BEGIN`, `COMMIT` and `ROLLBACK` statements are the connection's, prepared once).
+ */
+const transactions = new WeakMap<Database.Database, Database.Transaction<(work: () => unknown) => unknown>>();
+
+function transactionOf(database: Database.Database): Database.Transaction<(work: () => unknown) => unknown> {
+  let transaction = transactions.get(database);
+  if (!transaction) {
+    transaction = database.transaction((work: () => unknown) => work());
+    transactions.set(database, transaction);
+  }
+  return transaction;
 }
 
 /**

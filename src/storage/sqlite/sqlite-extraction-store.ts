@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { AppliedStep, ExtractionLease, ExtractionStore } from '../extraction-store.js';
-import { readSqlite, toMnemeError, writeSqlite } from './sqlite-database.js';
+import { readSqlite, setSynchronous, toMnemeError, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
 import type { SqliteScheduler } from './sqlite-scheduler.js';
@@ -131,11 +131,11 @@ export function createSqliteExtractionStore(
         open() {
           batchSteps.clear();
           batchOpen = true;
-          database.pragma('synchronous = NORMAL');
+          setSynchronous(database, 'NORMAL');
           try {
             database.prepare('BEGIN IMMEDIATE').run();
           } catch (error) {
-            database.pragma('synchronous = FULL');
+            setSynchronous(database, 'FULL');
             throw toMnemeError(error, 'beginning a batch of extraction steps');
           }
         },
@@ -154,7 +154,7 @@ export function createSqliteExtractionStore(
             batchSteps.clear();
             batchOpen = false;
             if (database.inTransaction) database.prepare('ROLLBACK').run();
-            database.pragma('synchronous = FULL');
+            setSynchronous(database, 'FULL');
           }
         },
       });

@@ -205,6 +205,31 @@ describe('SQLite storage', () => {
     database.close();
   });
 
+  it('makes a write inside a write a savepoint of it: its failure, caught, undoes its own rows only', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    database.exec('CREATE TABLE notes (text TEXT)');
+    const add = database.prepare<[string]>('INSERT INTO notes (text) VALUES (?)');
+    writeSqlite(database, 'an outer write', () => {
+      add.run('outer');
+      expect(() =>
+        writeSqlite(database, 'an inner write', () => {
+          add.run('inner');
+          throw new Error('boom');
+        }),
+      ).toThrowError(/an inner write: boom/);
+      writeSqlite(database, 'another inner write', () => add.run('kept'));
+    });
+    expect(() =>
+      writeSqlite(database, 'a failing write', () => {
+        add.run('undone');
+        throw new Error('boom');
+      }),
+    ).toThrowError(/a failing write: boom/);
+    expect(database.inTransaction).toBe(false);
+    expect(database.prepare('SELECT text FROM notes ORDER BY rowid').pluck().all()).toEqual(['outer', 'kept']);
+    database.close();
+  });
+
   it('opens a file that another process finished migrating while it waited, though that process keeps writing', async () => {
     const path = newFile();
     const latest = sqliteMigrations.at(-1);
