@@ -241,9 +241,6 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
             ? { rare: searched, common: [] }
             : frequencies.split(searched, limit, searched.length < 2 ? undefined : visible(searched));
         if (owners !== null) {
-          // A candidate search by rare terms (extraction's related memories) seeks each occurrence's
-          // owner entry by id alone (`seekById`, ADR 19 session 9): the same rows, a seek an occurrence
-          // instead of one per owner.
           return ranking.search({
             rare,
             common,
@@ -251,7 +248,6 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
             limit,
             includeFaded,
             visible: visible([...rare, ...common]),
-            seekById: postingsAtMost !== undefined,
           });
         }
         const rareQuery = ftsQuery(rare);

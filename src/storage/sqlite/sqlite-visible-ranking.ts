@@ -21,9 +21,9 @@ export interface VisibleSearch {
   visible?: VisibleCounts | undefined;
   /**
    * Check each occurrence's owner and state in the owner index's entry found by the memory's id (one
-   * seek an occurrence; `seekById`), instead of seeking by id, owner and state together (the planner's
-   * choice: a seek per owner asked, each occurrence). The same rows in the same order. Extraction's
-   * related-memory search asks for it (ADR 19, session 9); recall's statement is left as it was.
+   * seek an occurrence; the default), instead of seeking by id, owner and state together (false: the
+   * planner's own choice, a seek per owner asked, each occurrence; kept as the reference the tests
+   * compare with). The same rows in the same order (ADR 19 and ADR 25, session 9).
    */
   seekById?: boolean | undefined;
 }
@@ -198,7 +198,7 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
   }
 
   return {
-    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted, seekById = false }) {
+    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted, seekById = true }) {
       if (rare.length === 0 || owners.length === 0) return [];
       const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
       const memories = Math.max(1, visible.memories);
