@@ -5,9 +5,10 @@ import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { cosine } from '../../core/maintenance/consolidate-task.js';
+import { createDotProducts } from './sqlite-code-scan.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
-import { BANDS, bandEstimates, listCount } from './sqlite-vector-lists.js';
+import { BANDS, bandEstimates, centroidProducts, listCount, nearestWithin } from './sqlite-vector-lists.js';
 
 const opened: Database.Database[] = [];
 afterEach(() => {
@@ -612,6 +613,45 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
         }
         expect(estimates[index]).toBeCloseTo(expected, 10);
       }
+    }
+  });
+
+  it('keeps the wanted codes nearest by Hamming distance, the smaller id first at a tie, as sorting them all does', () => {
+    const random = createSeededRandom(87);
+    for (const [count, wanted, spread] of [
+      [0, 5, 10],
+      [3, 5, 10],
+      [500, 40, 6],
+      [500, 40, 300],
+      [800, 515, 60],
+      [50, 50, 4],
+    ] as const) {
+      // Few distances for many codes: ties at the wanted-th distance, ids in no order.
+      const within = Array.from({ length: count }, () => ({
+        id: random.below(100_000),
+        distance: random.below(spread),
+      }));
+      const sorted = [...within].sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+      expect(nearestWithin(within, wanted)).toEqual(sorted);
+    }
+  });
+
+  it("computes the query's product with every centroid in WebAssembly as in JavaScript, to the bit", () => {
+    const random = createSeededRandom(88);
+    const dimensions = 768;
+    const count = 37;
+    const values = Float32Array.from({ length: count * dimensions }, () => random.normal());
+    const query = scaled(gaussian(random, dimensions), 1);
+    const products = createDotProducts(values, count, dimensions);
+    expect(products).not.toBeNull();
+    const inJavaScript = centroidProducts(query, values, count, null);
+    expect(centroidProducts(query, values, count, products)).toEqual(inJavaScript);
+    for (let list = 0; list < count; list++) {
+      const centroid = values.subarray(list * dimensions, (list + 1) * dimensions);
+      expect(inJavaScript[list]).toBeCloseTo(
+        query.reduce((sum, value, at) => sum + value * (centroid[at] ?? 0), 0),
+        5,
+      );
     }
   });
 

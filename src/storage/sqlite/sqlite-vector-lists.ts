@@ -835,12 +835,15 @@ export function createSqliteVectorLists(
     nearest(vector, code, ownerIds, wanted, probes, bound) {
       const current = state();
       if (!current?.maintained || ownerIds?.length === 0) return [];
-      const { values, count } = loadCentroids(current, vector.length);
+      const { values, count, products } = loadCentroids(current, vector.length);
       const query = unit(vector);
       const memory = snapshotFor(current);
+      // Each centroid's product with the query once (in WebAssembly where it runs, the same numbers): it chooses
+      // the lists probed and enters every estimate of their members (ADR 10, 2026-12-02, session 9).
+      const similarities = centroidProducts(query, values, count, products);
       const probed = (memory?.lists ?? listRows())
         .filter((row) => row.list < count && row.low_band !== null && row.high_band !== null)
-        .map((row) => ({ row, similarity: dot(query, values, row.list * vector.length) }))
+        .map((row) => ({ row, similarity: similarities[row.list] ?? 0 }))
         .sort((a, b) => b.similarity - a.similarity || a.row.list - b.row.list)
         .slice(0, probes);
       const found: Array<{ id: number; distance: number }> = [];
@@ -864,9 +867,8 @@ export function createSqliteVectorLists(
         }
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
         // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
-        within.sort((a, b) => a.distance - b.distance || a.id - b.id);
-        const kept = within.slice(0, wanted);
-        const estimates = bandEstimates(query, kept, memory.words, values, count);
+        const kept = nearestWithin(within, wanted);
+        const estimates = bandEstimates(query, kept, memory.words, values, count, similarities);
         return kept.map((candidate, index) => ({
           id: candidate.id,
           distance: candidate.distance,
@@ -1358,6 +1360,7 @@ export function bandEstimates(
   words: number,
   centroids: Float32Array,
   count: number,
+  similarities: Float64Array = centroidProducts(query, centroids, count, null),
 ): Float64Array {
   const dimensions = query.length;
   const bytes = words * 4;
@@ -1366,7 +1369,6 @@ export function bandEstimates(
   let total = 0;
   for (const value of query) total += value;
   const estimates = new Float64Array(candidates.length);
-  const along = new Map<number, number>();
   for (let index = 0; index < candidates.length; index++) {
     const candidate = candidates[index];
     if (!candidate) continue;
@@ -1383,11 +1385,7 @@ export function bandEstimates(
       estimates[index] = scale * signs;
       continue;
     }
-    let product = along.get(list);
-    if (product === undefined) {
-      product = dot(query, centroids, list * dimensions);
-      along.set(list, product);
-    }
+    const product = similarities[list] ?? 0;
     part.signDots ??= signDotsOf(part, centroids.subarray(list * dimensions, (list + 1) * dimensions), words);
     const band = partition % BANDS;
     estimates[index] =
@@ -1395,6 +1393,48 @@ export function bandEstimates(
       (BAND_SINES[band] ?? 0) * scale * (signs - product * (part.signDots[member] ?? 0));
   }
   return estimates;
+}
+
+/**
+ * The product of `query` (a unit vector) with each of the `count` centroids in `values`: through `products` (the
+ * same numbers, in WebAssembly) when given, else in JavaScript.
+ */
+export function centroidProducts(
+  query: Float32Array,
+  values: Float32Array,
+  count: number,
+  products: DotProducts | null,
+): Float64Array {
+  const similarities = new Float64Array(count);
+  if (products) {
+    products.query(query);
+    for (let list = 0; list < count; list++) similarities[list] = products.dot(list);
+    return similarities;
+  }
+  for (let list = 0; list < count; list++) similarities[list] = dot(query, values, list * query.length);
+  return similarities;
+}
+
+/**
+ * The `wanted` codes of `within` nearest by Hamming distance, the smaller id first at the same distance, in that
+ * order: what sorting them all and keeping the first `wanted` gives, with only those sorted. The distance of the
+ * `wanted`th is found by counting the codes at each distance (whole numbers, at most the code's bits).
+ */
+export function nearestWithin<T extends { id: number; distance: number }>(within: readonly T[], wanted: number): T[] {
+  const byDistance = (a: T, b: T) => a.distance - b.distance || a.id - b.id;
+  if (within.length <= wanted) return [...within].sort(byDistance);
+  let largest = 0;
+  for (const code of within) if (code.distance > largest) largest = code.distance;
+  const counts = new Int32Array(largest + 1);
+  for (const code of within) counts[code.distance] = (counts[code.distance] ?? 0) + 1;
+  let last = 0;
+  for (let seen = 0; last <= largest; last++) {
+    seen += counts[last] ?? 0;
+    if (seen >= wanted) break;
+  }
+  const kept: T[] = [];
+  for (const code of within) if (code.distance <= last) kept.push(code);
+  return kept.sort(byDistance).slice(0, wanted);
 }
 
 /** The dot product of `centroid` with each member's signs (+1 for a set bit, -1 for a clear one). */
