@@ -215,28 +215,46 @@ export function createNearDuplicateIndex(
       // memories is of no interest).
       const listedOf = answeringAll ? indexedOf : probedOf;
       // The lists by prefix word and owner, in visiting order: (memory, position) pairs, one allocation
-      // (a list's slot by its key, its entries between two offsets).
-      const slotOf = new Map<number, number>();
-      const lengths = createIntList();
+      // (a list's slot is its key's rank among the keys listed, its entries between two offsets). The keys are
+      // found by a binary search of one sorted array, not a Map (ADR 19, 2026-12-02, session 9): a Map of the
+      // half million keys of a first cycle over 100,000 memories held about 20 MB of the JavaScript heap.
+      let listedCount = 0;
+      for (const index of answeredOrder) listedCount += listedOf(sizeOf(index));
+      const listedKeys = new Float64Array(listedCount);
+      let listedAt = 0;
       for (const index of answeredOrder) {
         for (let position = 0; position < listedOf(sizeOf(index)); position++) {
-          const key = keyOf(index, position);
-          const slot = slotOf.get(key);
-          if (slot === undefined) {
-            slotOf.set(key, lengths.length);
-            lengths.push(1);
-          } else lengths.done()[slot] = (lengths.done()[slot] ?? 0) + 1;
+          listedKeys[listedAt++] = keyOf(index, position);
         }
       }
-      const listLengths = lengths.done();
-      const offsets = new Int32Array(listLengths.length + 1);
-      for (let slot = 0; slot < listLengths.length; slot++)
-        offsets[slot + 1] = (offsets[slot] ?? 0) + (listLengths[slot] ?? 0);
-      const entries = new Int32Array(2 * (offsets[listLengths.length] ?? 0));
-      const filled = offsets.slice(0, listLengths.length);
+      listedKeys.sort();
+      let distinct = 0;
+      for (let at = 0; at < listedCount; at++) if (at === 0 || listedKeys[at] !== listedKeys[at - 1]) distinct++;
+      const keys = new Float64Array(distinct);
+      const offsets = new Int32Array(distinct + 1);
+      let last = -1;
+      for (let at = 0; at < listedCount; at++) {
+        if (at === 0 || listedKeys[at] !== listedKeys[at - 1]) keys[++last] = listedKeys[at] ?? 0;
+        offsets[last + 1] = at + 1;
+      }
+      /** The slot of a key listed, or -1. */
+      const slotOf = (key: number): number => {
+        let low = 0;
+        let high = distinct - 1;
+        while (low <= high) {
+          const middle = (low + high) >>> 1;
+          const value = keys[middle] ?? 0;
+          if (value < key) low = middle + 1;
+          else if (value > key) high = middle - 1;
+          else return middle;
+        }
+        return -1;
+      };
+      const entries = new Int32Array(2 * listedCount);
+      const filled = offsets.slice(0, distinct);
       for (const index of answeredOrder) {
         for (let position = 0; position < listedOf(sizeOf(index)); position++) {
-          const slot = slotOf.get(keyOf(index, position)) ?? 0;
+          const slot = slotOf(keyOf(index, position));
           const at = filled[slot] ?? 0;
           filled[slot] = at + 1;
           entries[2 * at] = index;
@@ -259,8 +277,8 @@ export function createNearDuplicateIndex(
           const start = startOf[probe] ?? 0;
           for (let position = 0; position < size; position++) marked[allWords[start + position] ?? 0] = probe;
           for (let position = 0; position < size; position++) {
-            const slot = slotOf.get(keyOf(probe, position));
-            if (slot === undefined) continue;
+            const slot = slotOf(keyOf(probe, position));
+            if (slot < 0) continue;
             for (let entry = offsets[slot] ?? 0; entry < (offsets[slot + 1] ?? 0); entry++) {
               const other = entries[2 * entry] ?? 0;
               if (seen[other] === probe) continue;
@@ -289,8 +307,8 @@ export function createNearDuplicateIndex(
         // An answered memory meets the answered ones visited before it (each pair once); another meets all.
         const upTo = answeringAll || isAnswered(probe) ? visited : count;
         for (let position = 0; position < probedOf(size); position++) {
-          const slot = slotOf.get(keyOf(probe, position));
-          if (slot === undefined) continue;
+          const slot = slotOf(keyOf(probe, position));
+          if (slot < 0) continue;
           for (let entry = offsets[slot] ?? 0; entry < (offsets[slot + 1] ?? 0); entry++) {
             const other = entries[2 * entry] ?? 0;
             if ((visitedAt[other] ?? 0) >= upTo) break;

@@ -806,6 +806,38 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     expect(compared).toBe(480);
   });
 
+  it("gives the same hits and scores from the codes in memory once linking's first pass read them by id", () => {
+    const path = join(folder, 'top-same-after-linking.db');
+    const stored = vectorsFor('with outliers', 2000, 72);
+    const throughSql = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    put(throughSql.database, throughSql.index, stored);
+    build(throughSql.database, throughSql.index);
+    const inMemory = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(73);
+    const queries = Array.from({ length: 30 }, () => stored[random.below(stored.length)]).flatMap((base) =>
+      base ? [near(base.vector, random, 0.8)] : [],
+    );
+    const answers = (index: SqliteVectorIndex) =>
+      queries.flatMap((vector) =>
+        [null, ['global', 'user:a'], ['user:b']].map((owners) => index.search(vector, 'm', owners, 10)),
+      );
+    const before = answers(inMemory.index);
+    // Linking's first pass: its searches read the codes again sorted by memory id, which recall then searches.
+    const older = inMemory.index.searchNearOlder(
+      stored.slice(0, 200).map((row) => ({
+        vector: row.vector,
+        owners: row.owner === 'global' ? null : ['global', row.owner],
+        olderThan: row.id,
+      })),
+      'm',
+      LIMIT,
+      MIN_SCORE,
+    );
+    expect(older.some((hits) => hits.length > 0)).toBe(true);
+    expect(answers(inMemory.index)).toEqual(before);
+    expect(before).toEqual(answers(throughSql.index));
+  });
+
   it('sees lists trained again by another connection to the same file, though it read them before', () => {
     const path = join(folder, 'top-other.db');
     const stored = vectorsFor('clustered', 1500, 72);

@@ -387,67 +387,69 @@ export function createSqliteVectorLists(
     if (typeof layout !== 'string' || !SNAPSHOT_LAYOUTS.has(layout)) return null;
     const stored = database.prepare<[], number>('SELECT count(*) FROM memory_vector_list_bits_rowids').pluck().get();
     if ((stored ?? 0) > SNAPSHOT_MAX_VECTORS) return null;
-    // Three plain reads joined here by chunk id: SQLite joins these tables (no usable index on their
-    // `rowid` columns) by scanning one of them per row of another.
-    const codesOf = new Map(
-      database
-        .prepare<[], { id: number; vectors: Buffer }>(
-          'SELECT rowid AS id, vectors FROM memory_vector_list_bits_vector_chunks00',
-        )
-        .all()
-        .map((row) => [row.id, row.vectors]),
-    );
-    const ownersOf = new Map(
-      database
-        .prepare<[], { id: number; data: Buffer }>(
-          'SELECT rowid AS id, data FROM memory_vector_list_bits_metadatachunks00',
-        )
-        .all()
-        .map((row) => [row.id, row.data]),
-    );
-    const chunks: Array<{ part: number; validity: Buffer; rowids: Buffer; vectors: Buffer; owners: Buffer }> = [];
-    for (const row of database
-      .prepare<[], { id: number; part: number; validity: Buffer; rowids: Buffer }>(
-        'SELECT chunk_id AS id, partition00 AS part, validity, rowids FROM memory_vector_list_bits_chunks',
+    // The chunks' validity bits first (a few bytes a chunk), then each chunk's row ids, codes and owners by its
+    // id, one chunk at a time (ADR 20, 2026-12-02, session 9): reading the three tables whole held every chunk's
+    // blobs at once (about 18 MB at 103,097 vectors) beside the snapshot they were copied into, and that transient
+    // stayed in the process's resident set as the allocator's free space.
+    const chunks = database
+      .prepare<[], { id: number; part: number; validity: Buffer }>(
+        'SELECT chunk_id AS id, partition00 AS part, validity FROM memory_vector_list_bits_chunks ORDER BY chunk_id',
       )
-      .all()) {
-      const vectors = codesOf.get(row.id);
-      const owners = ownersOf.get(row.id);
-      if (!vectors || !owners) return null;
-      chunks.push({ part: row.part, validity: row.validity, rowids: row.rowids, vectors, owners });
-    }
-    const valid = (chunk: { validity: Buffer }, slot: number) =>
-      ((chunk.validity[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
+      .all();
+    const rowidsOf = database
+      .prepare<[number], Buffer>('SELECT rowids FROM memory_vector_list_bits_chunks WHERE chunk_id = ?')
+      .pluck();
+    const codesOf = database
+      .prepare<[number], Buffer>('SELECT vectors FROM memory_vector_list_bits_vector_chunks00 WHERE rowid = ?')
+      .pluck();
+    const ownersOf = database
+      .prepare<[number], Buffer>('SELECT data FROM memory_vector_list_bits_metadatachunks00 WHERE rowid = ?')
+      .pluck();
+    const valid = (validity: Buffer, slot: number) => ((validity[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
     const counts = new Map<number, number>();
-    let codeBytes = 0;
+    let total = 0;
     for (const chunk of chunks) {
-      const slots = chunk.rowids.length / 8;
-      codeBytes = chunk.vectors.length / slots;
       let count = 0;
-      for (let slot = 0; slot < slots; slot++) if (valid(chunk, slot)) count++;
+      for (let slot = 0; slot < chunk.validity.length * 8; slot++) if (valid(chunk.validity, slot)) count++;
       counts.set(chunk.part, (counts.get(chunk.part) ?? 0) + count);
+      total += count;
     }
+    const first = chunks[0];
+    const firstRowids = first ? rowidsOf.get(first.id) : undefined;
+    const firstCodes = first ? codesOf.get(first.id) : undefined;
+    if (first && (!firstRowids || !firstCodes)) return null;
+    const codeBytes = firstRowids && firstCodes ? firstCodes.length / (firstRowids.length / 8) : 0;
     const words = Math.ceil(codeBytes / 4);
+    // Every part's ids, owners and codes are views of three arrays (a few large allocations, not three a part).
+    const allIds = new Float64Array(total);
+    const allOwners = new Float64Array(total);
+    const allCodes = new Uint32Array(total * words);
+    const allBytes = new Uint8Array(allCodes.buffer);
     const parts = new Map<number, SnapshotPart>();
     const filled = new Map<number, number>();
+    let offset = 0;
     for (const [part, count] of counts) {
       parts.set(part, {
-        ids: new Float64Array(count),
-        owners: new Float64Array(count),
-        codes: new Uint32Array(count * words),
+        ids: allIds.subarray(offset, offset + count),
+        owners: allOwners.subarray(offset, offset + count),
+        codes: allCodes.subarray(offset * words, (offset + count) * words),
       });
+      filled.set(part, offset);
+      offset += count;
     }
     for (const chunk of chunks) {
-      const target = parts.get(chunk.part);
-      if (!target) continue;
-      const bytesOfCodes = new Uint8Array(target.codes.buffer);
-      const slots = chunk.rowids.length / 8;
+      const rowids = rowidsOf.get(chunk.id);
+      const vectors = codesOf.get(chunk.id);
+      const owners = ownersOf.get(chunk.id);
+      if (!rowids || !vectors || !owners) return null;
+      const slots = rowids.length / 8;
+      if (slots !== chunk.validity.length * 8 || vectors.length !== slots * codeBytes) return null;
       let at = filled.get(chunk.part) ?? 0;
       for (let slot = 0; slot < slots; slot++) {
-        if (!valid(chunk, slot)) continue;
-        target.ids[at] = int64At(chunk.rowids, slot * 8);
-        target.owners[at] = int64At(chunk.owners, slot * 8);
-        bytesOfCodes.set(chunk.vectors.subarray(slot * codeBytes, (slot + 1) * codeBytes), at * words * 4);
+        if (!valid(chunk.validity, slot)) continue;
+        allIds[at] = int64At(rowids, slot * 8);
+        allOwners[at] = int64At(owners, slot * 8);
+        allBytes.set(vectors.subarray(slot * codeBytes, (slot + 1) * codeBytes), at * words * 4);
         at++;
       }
       filled.set(chunk.part, at);
@@ -983,6 +985,10 @@ function sortedById(memory: Snapshot): ById {
     parts.set(part, sorted);
   }
   memory.byId = { parts, partOf, scan };
+  // The sorted parts hold the same codes, ids and owners (only their order within a part differs, which no search's
+  // answer depends on: each sorts its hits by distance, then id): recall searches them too, and the unsorted copy
+  // is let go (ADR 20, 2026-12-02, session 9: one copy of the codes, not two, once linking has read them).
+  memory.parts = parts;
   return memory.byId;
 }
 
