@@ -831,3 +831,38 @@ describe('recall: cost', () => {
     expect(counts[0]).toBeLessThanOrEqual(46);
   });
 });
+
+describe('a memory forgotten while a recall is in flight', () => {
+  it('is not returned, though the full-text leg found it before the forget', async () => {
+    const fake = createFakeEmbeddingModel({ dimensions: 32 });
+    let release: () => void = () => {};
+    let gate: Promise<void> | null = null;
+    // The query's embedding waits for the gate: the full-text leg has run, the rows are not read yet.
+    const gated: EmbeddingModel = {
+      modelId: fake.modelId,
+      dimensions: fake.dimensions,
+      async embed(texts, purpose, options) {
+        if (purpose === 'query' && gate) await gate;
+        return fake.embed(texts, purpose, options);
+      },
+    };
+    const mneme = await createMneme({ path: ':memory:', embedder: gated });
+    try {
+      const secret = await mneme.remember({ content: 'The vault password is kestrel-42', scope: 'global' });
+      const kept = await mneme.remember({ content: 'The vault door is painted green', scope: 'global' });
+      gate = new Promise((done) => {
+        release = done;
+      });
+      const recalling = mneme.recall({ query: 'vault password', viewer: {} });
+      await new Promise((done) => setTimeout(done, 20));
+      await mneme.forget({ id: secret.id });
+      release();
+      const ids = (await recalling).hits.map((hit) => hit.memory.id);
+      expect(ids).toContain(kept.id);
+      expect(ids).not.toContain(secret.id);
+      expect((await mneme.get({ id: secret.id })).archivedAt).not.toBeNull();
+    } finally {
+      await mneme.close();
+    }
+  });
+});

@@ -192,7 +192,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
-      if (!memory || isTheMessageAnswered(memory, answered)) return [];
+      if (!memory || !stillRecallable(memory) || isTheMessageAnswered(memory, answered)) return [];
       return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named)];
     })
     .sort(byScore)
@@ -414,6 +414,16 @@ function sameText(a: string, b: string): boolean {
   return normal(a) === normal(b);
 }
 
+/**
+ * Whether a memory the legs found may still be returned when its row is read: the legs and the row are read
+ * by separate statements, and a `forget` (or a merge) that lands between them (another request of the same
+ * process while the query is embedded, or another process) archives it; recall never returns such a memory.
+ * A faded one (archived by decay) stays recallable (ADR 9).
+ */
+function stillRecallable(memory: Memory): boolean {
+  return memory.archivedAt === null || memory.fadedAt !== null;
+}
+
 /** A memory made only of the message being answered (its own exchange memory): not a memory of it. */
 function isTheMessageAnswered(memory: Memory, answered: number | null): boolean {
   return (
@@ -599,7 +609,7 @@ async function recentFirstHits(
   };
   const seen = new Set<number>();
   const hits: RecallHit[] = [];
-  matched.forEach((memory, index) => {
+  matched.filter(stillRecallable).forEach((memory, index) => {
     seen.add(memory.id);
     hits.push(hit(memory, 'fts', index + 1));
   });
