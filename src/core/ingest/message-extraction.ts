@@ -5,6 +5,7 @@ import { scopeWithinAudience } from '../audience.js';
 import { toIso } from '../clock.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { errorMessage } from '../errors.js';
 import { createMembership } from '../membership.js';
 import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
 import { rarestTermCounts } from '../rarest-terms.js';
@@ -95,12 +96,7 @@ export async function extractFacts(
   // Without related memories the answer is the one the extractor just gave; with some, the one it
   // tells from that answer (`withoutRelated`), or asked again.
   const told =
-    unrelated !== null && related.length > 0
-      ? (extractor.withoutRelated?.(
-          unrelated,
-          related.map((memory) => ({ id: memory.id, content: memory.content })),
-        ) ?? null)
-      : null;
+    unrelated !== null && related.length > 0 ? toldAnswer(context, extractor, message, unrelated, related) : null;
   const proposed =
     unrelated !== null && related.length === 0
       ? unrelated
@@ -229,6 +225,38 @@ function searchOwners(message: Message, target: ExtractionTarget): string[] {
     ownerKey('room', { channelId: message.channelId }),
     ownerKey('global', {}),
   ];
+}
+
+/**
+ * The extractor's answer with these related memories told from its answer without them
+ * (`withoutRelated`), checked as `extract()`'s answer is (an extractor is the user's code: an importance
+ * out of range would fail the insert and stall the channel); null when it cannot tell, throws or tells
+ * something not valid, and the extractor is then asked with them.
+ */
+function toldAnswer(
+  context: EngineContext,
+  extractor: FactExtractor,
+  message: Message,
+  unrelated: readonly ExtractedFact[],
+  related: readonly Memory[],
+): ExtractedFact[] | null {
+  let raw: unknown;
+  try {
+    raw = extractor.withoutRelated?.(
+      unrelated,
+      related.map((memory) => ({ id: memory.id, content: memory.content })),
+    );
+  } catch (error) {
+    context.logger.warn(
+      `extractor ${extractor.id} failed to tell facts for message ${message.id}, asked again: ${errorMessage(error)}`,
+    );
+    return null;
+  }
+  if (raw === null || raw === undefined) return null;
+  const parsed = ExtractedFactsSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  context.logger.warn(`extractor ${extractor.id} told facts that are not valid for message ${message.id}: asked again`);
+  return null;
 }
 
 /** The extractor's facts, or none when there is no extractor or its output is not valid. */

@@ -53,7 +53,8 @@ export interface FactExtractor {
   /**
    * For an extractor whose related memories only remove facts: the answer `extract` gives an input with
    * `related`, from the `facts` it gave the same input without them (no second run of its rules), or
-   * null when it cannot tell from them (extraction then asks `extract` again). Left out: asked again.
+   * null when it cannot tell from them (extraction then asks `extract` again). Left out: asked again. Its
+   * answer is checked as `extract`'s is; one that throws or is not valid is asked again too.
    */
   withoutRelated?(
     facts: readonly ExtractedFact[],
