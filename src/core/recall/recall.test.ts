@@ -6,9 +6,12 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import type { EmbeddingModel } from '../../models/embedding-model.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
+import { createOfflineEpisodeSummariser } from '../../models/offline/offline-episode-summariser.js';
+import { createOfflineMemoryMerger } from '../../models/offline/offline-memory-merger.js';
 import { createSqliteStorage } from '../../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../storage/storage.js';
 import { createFixedClock } from '../../testing.js';
+import { createEngine } from '../create-engine.js';
 import { decayPolicyNames } from '../decay/decay.js';
 import { DAY_MS } from '../decay/decay-policy.js';
 import type { Mneme } from '../mneme.js';
@@ -861,6 +864,47 @@ describe('a memory forgotten while a recall is in flight', () => {
       expect(ids).toContain(kept.id);
       expect(ids).not.toContain(secret.id);
       expect((await mneme.get({ id: secret.id })).archivedAt).not.toBeNull();
+    } finally {
+      await mneme.close();
+    }
+  });
+});
+
+describe('a memory a leg answers that the viewer may not see', () => {
+  it('is not returned: recall checks each hit’s owner key against the viewer’s again (a stale or torn leg)', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    const { memories } = storage as { -readonly [Store in keyof Storage]: Storage[Store] };
+    const searchText = memories.searchText.bind(memories);
+    let foreign: number | null = null;
+    // The full-text leg answers with Bob's personal memory too, as a torn read could.
+    memories.searchText = async (search) => {
+      const hits = await searchText(search);
+      return foreign === null ? hits : [{ id: foreign, score: 99 }, ...hits];
+    };
+    const mneme = createEngine({
+      storage,
+      embedder: null,
+      clock: createFixedClock('2024-06-15T12:00:00.000Z'),
+      logger: { warn: () => undefined },
+      policy: resolvePolicy(),
+      summariser: createOfflineEpisodeSummariser(),
+      merger: createOfflineMemoryMerger(),
+      dreamer: null,
+      extractor: null,
+    });
+    try {
+      const shared = await mneme.remember({ content: 'The vault door is painted green', scope: 'global' });
+      const bobs = await mneme.remember({
+        content: 'Bob keeps the vault password in his desk',
+        scope: 'personal',
+        userId: 'bob',
+      });
+      foreign = bobs.id;
+      const ids = (await mneme.recall({ query: 'vault', viewer: { userId: 'ann' } })).hits.map((hit) => hit.memory.id);
+      expect(ids).toEqual([shared.id]);
+      // Bob himself still gets it.
+      const his = (await mneme.recall({ query: 'vault', viewer: { userId: 'bob' } })).hits.map((hit) => hit.memory.id);
+      expect(his).toContain(bobs.id);
     } finally {
       await mneme.close();
     }

@@ -6,7 +6,7 @@ import { reinforcement } from '../decay/decay.js';
 import type { EngineContext } from '../engine-context.js';
 import { errorMessage } from '../errors.js';
 import { parseInput, RecallInputSchema } from '../schemas.js';
-import { visibleOwners } from '../scope.js';
+import { ownerKey, visibleOwners } from '../scope.js';
 import type { TouchQueue } from '../touch-queue.js';
 import type { Memory, Viewer } from '../types.js';
 import {
@@ -186,13 +186,14 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
   const candidates = reciprocalRankFusion(lists);
   const memories = await context.storage.memories.get(candidates.map((candidate) => candidate.id));
   const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const visible = new Set(owners);
   const weighted = weightedTexts(texts, counted);
   const named = await speakersNamed(context, fullQuery, candidates, byId, request.viewer.userId);
   const totalWeight = listWeight(lists);
   const ranked = candidates
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
-      if (!memory || !stillRecallable(memory) || isTheMessageAnswered(memory, answered)) return [];
+      if (!memory || !stillRecallable(memory, visible) || isTheMessageAnswered(memory, answered)) return [];
       return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named)];
     })
     .sort(byScore)
@@ -415,13 +416,15 @@ function sameText(a: string, b: string): boolean {
 }
 
 /**
- * Whether a memory the legs found may still be returned when its row is read: the legs and the row are read
- * by separate statements, and a `forget` (or a merge) that lands between them (another request of the same
- * process while the query is embedded, or another process) archives it; recall never returns such a memory.
- * A faded one (archived by decay) stays recallable (ADR 9).
+ * Whether a memory the legs found may be returned when its row is read: the legs and the row are read by
+ * separate statements, and a `forget` (or a merge) that lands between them (another request of the same
+ * process while the query is embedded, or another process) archives it; recall never returns such a
+ * memory (a faded one, archived by decay, stays recallable: ADR 9). Its owner key is checked again
+ * against the viewer's (`visible`) too: every leg filters on it in its query, and this keeps a leg's
+ * stale or torn answer (an in-memory snapshot of the vector lists, say) from ever reaching another viewer.
  */
-function stillRecallable(memory: Memory): boolean {
-  return memory.archivedAt === null || memory.fadedAt !== null;
+function stillRecallable(memory: Memory, visible: ReadonlySet<string>): boolean {
+  return (memory.archivedAt === null || memory.fadedAt !== null) && visible.has(ownerKey(memory.scope, memory));
 }
 
 /** A memory made only of the message being answered (its own exchange memory): not a memory of it. */
@@ -609,10 +612,13 @@ async function recentFirstHits(
   };
   const seen = new Set<number>();
   const hits: RecallHit[] = [];
-  matched.filter(stillRecallable).forEach((memory, index) => {
-    seen.add(memory.id);
-    hits.push(hit(memory, 'fts', index + 1));
-  });
+  const visible = new Set(owners);
+  matched
+    .filter((memory) => stillRecallable(memory, visible))
+    .forEach((memory, index) => {
+      seen.add(memory.id);
+      hits.push(hit(memory, 'fts', index + 1));
+    });
   for (const memory of recent) {
     if (seen.has(memory.id)) continue;
     seen.add(memory.id);
