@@ -8,7 +8,14 @@ import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { createDotProducts } from './sqlite-code-scan.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
-import { BANDS, bandEstimates, centroidProducts, listCount, nearestWithin } from './sqlite-vector-lists.js';
+import {
+  BANDS,
+  bandEstimates,
+  centroidProducts,
+  createSqliteVectorLists,
+  listCount,
+  nearestWithin,
+} from './sqlite-vector-lists.js';
 
 const opened: Database.Database[] = [];
 afterEach(() => {
@@ -804,6 +811,40 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
       }
     }
     expect(compared).toBe(480);
+  });
+
+  it('finds in memory (in WebAssembly for up to two owners) every code within the bound the statements find, at the same distances', () => {
+    const path = join(folder, 'top-scan.db');
+    const stored = vectorsFor('with outliers', 2000, 74);
+    const built = openIndex(500, { path });
+    put(built.database, built.index, stored);
+    build(built.database, built.index);
+    const ownerId = (owner: string) =>
+      built.database.prepare<[string], number>('SELECT id FROM vector_owners WHERE owner = ?').pluck().get(owner) ?? -1;
+    const read = () => new Map<number, Float32Array>();
+    const inMemory = createSqliteVectorLists(built.database, { snapshotAfter: 0, read });
+    const throughSql = createSqliteVectorLists(built.database, { snapshotAfter: Number.POSITIVE_INFINITY, read });
+    const random = createSeededRandom(75);
+    const viewers = [null, ['global'], ['global', 'user:a'], ['global', 'user:a', 'room:c']].map((owners) =>
+      owners === null ? null : owners.map(ownerId),
+    );
+    let found = 0;
+    for (let query = 0; query < 20; query++) {
+      const vector = near(stored[random.below(stored.length)]?.vector ?? centres[0] ?? new Float32Array(), random, 0.8);
+      const code = binaryCode(vector);
+      for (const owners of viewers) {
+        // More wanted than any list holds: each statement keeps every code within the bound, as the scan does.
+        const answer = (lists: typeof inMemory) =>
+          lists.nearest(vector, code, owners, 4000, 4, 50).map(({ id, distance }) => ({ id, distance }));
+        const expected = answer(throughSql);
+        expect(answer(inMemory)).toEqual(expected);
+        found += expected.length;
+      }
+    }
+    expect(found).toBeGreaterThan(1000);
+    // The codes were searched in memory, with estimates.
+    const vector = stored[0]?.vector ?? new Float32Array(DIMENSIONS);
+    expect(inMemory.nearest(vector, binaryCode(vector), null, 10, 4, null)[0]?.estimate).toBeTypeOf('number');
   });
 
   it("gives the same hits and scores from the codes in memory once linking's first pass read them by id", () => {

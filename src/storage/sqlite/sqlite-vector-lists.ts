@@ -231,6 +231,8 @@ export interface SnapshotPart {
   signDots?: Float64Array;
   /** The codes as bytes, once recall estimated one of them. */
   bytes?: Uint8Array;
+  /** Where the part's first code is in {@link Snapshot.scan}, when its codes are there. */
+  at?: number;
 }
 
 /** The lists' codes and band ranges as they were at `dataVersion` (ADR 20, 2026-12-01, session 4). */
@@ -240,6 +242,11 @@ interface Snapshot {
   words: number;
   lists: ListRow[];
   parts: Map<number, SnapshotPart>;
+  /**
+   * The codes and owners of {@link parts} in one WebAssembly memory (each part's `at`), which recall's scan reads
+   * (ADR 10, 2026-12-02, session 10); null where it cannot run or an owner is not a 32-bit integer.
+   */
+  scan: CodeScan | null;
   /** The parts again, each sorted by memory id, with each memory's part: read by the first pass of linking. */
   byId?: ById;
 }
@@ -420,11 +427,15 @@ export function createSqliteVectorLists(
     if (first && (!firstRowids || !firstCodes)) return null;
     const codeBytes = firstRowids && firstCodes ? firstCodes.length / (firstRowids.length / 8) : 0;
     const words = Math.ceil(codeBytes / 4);
-    // Every part's ids, owners and codes are views of three arrays (a few large allocations, not three a part).
+    // Every part's ids, owners and codes are views of three arrays (a few large allocations, not three a part). The
+    // codes are read into the WebAssembly memory of recall's scan where it runs and holds them without padding
+    // (ADR 10, 2026-12-02, session 10): the same one copy of the codes.
+    const made = total > 0 ? createCodeScan(total, words) : null;
+    let scan = made !== null && made.stride === words * 4 ? made : null;
     const allIds = new Float64Array(total);
     const allOwners = new Float64Array(total);
-    const allCodes = new Uint32Array(total * words);
-    const allBytes = new Uint8Array(allCodes.buffer);
+    const allCodes = scan === null ? new Uint32Array(total * words) : scan.codes;
+    const allBytes = new Uint8Array(allCodes.buffer, allCodes.byteOffset, allCodes.byteLength);
     const parts = new Map<number, SnapshotPart>();
     const filled = new Map<number, number>();
     let offset = 0;
@@ -448,13 +459,25 @@ export function createSqliteVectorLists(
       for (let slot = 0; slot < slots; slot++) {
         if (!valid(chunk.validity, slot)) continue;
         allIds[at] = int64At(rowids, slot * 8);
-        allOwners[at] = int64At(owners, slot * 8);
+        const owner = int64At(owners, slot * 8);
+        allOwners[at] = owner;
+        if (scan !== null) {
+          if (owner >= 0 && owner <= 0x7fffffff) scan.owners[at] = owner;
+          else scan = null;
+        }
         allBytes.set(vectors.subarray(slot * codeBytes, (slot + 1) * codeBytes), at * words * 4);
         at++;
       }
       filled.set(chunk.part, at);
     }
-    return { generation: current.generation, dataVersion, words, lists: sql().listRows.all(), parts };
+    if (scan !== null) {
+      let at = 0;
+      for (const part of parts.values()) {
+        part.at = at;
+        at += part.ids.length;
+      }
+    }
+    return { generation: current.generation, dataVersion, words, lists: sql().listRows.all(), parts, scan };
   }
 
   /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
@@ -861,10 +884,19 @@ export function createSqliteVectorLists(
           row.list * BANDS + (row.high_band ?? 0),
         ]);
         if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+        // In WebAssembly where the codes are in its memory and the owners are any, or one or two (ADR 10,
+        // 2026-12-02, session 10): the same codes within the bound, in the same order, with the same distances.
+        const pair = memory.scan === null ? null : ownerPair(ownerIds);
+        if (pair !== null) memory.scan?.query(words);
         for (const [low, high] of ranges) {
           for (let part = low; part <= high; part++) {
             const members = memory.parts.get(part);
-            if (members) scanWithin(members, part, words, ownerIds, reach, within);
+            if (!members) continue;
+            if (memory.scan !== null && pair !== null && members.at !== undefined) {
+              scanWithinBy(memory.scan, members, part, words, pair, reach, within);
+            } else {
+              scanWithin(members, part, words, ownerIds, reach, within);
+            }
           }
         }
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
@@ -985,6 +1017,8 @@ function sortedById(memory: Snapshot): ById {
     parts.set(part, sorted);
   }
   memory.byId = { parts, partOf, scan };
+  // Recall's scan reads the sorted parts from here on (their `at` is in this scan's memory).
+  memory.scan = scan;
   // The sorted parts hold the same codes, ids and owners (only their order within a part differs, which no search's
   // answer depends on: each sorts its hits by distance, then id): recall searches them too, and the unsorted copy
   // is let go (ADR 20, 2026-12-02, session 9: one copy of the codes, not two, once linking has read them).
@@ -1371,7 +1405,7 @@ export function bandEstimates(
   const dimensions = query.length;
   const bytes = words * 4;
   const scale = Math.sqrt(2 / (Math.PI * dimensions));
-  const table = estimateTable(query, bytes);
+  const table = estimateTable(query, bytes, scratchTable(bytes));
   let total = 0;
   for (const value of query) total += value;
   const estimates = new Float64Array(candidates.length);
@@ -1445,7 +1479,7 @@ export function nearestWithin<T extends { id: number; distance: number }>(within
 
 /** The dot product of `centroid` with each member's signs (+1 for a set bit, -1 for a clear one). */
 function signDotsOf(part: SnapshotPart, centroid: Float32Array, words: number): Float64Array {
-  const table = estimateTable(centroid, words * 4);
+  const table = estimateTable(centroid, words * 4, scratchTable(words * 4, 1));
   let total = 0;
   for (const value of centroid) total += value;
   const bytes = words * 4;
@@ -1485,18 +1519,78 @@ function scanWithin(
   }
 }
 
+/** The largest bound the WebAssembly scan takes (an unsigned 32-bit comparison; codes have far fewer bits). */
+const ANY_DISTANCE = 0x7fffffff;
+
+/**
+ * {@link scanWithin} through the WebAssembly scan (its query set to `query`): each next member of `part` within
+ * Hamming distance `bound` of the owners `pair` ({@link ownerPair}), then its distance counted in JavaScript.
+ */
+function scanWithinBy(
+  scan: CodeScan,
+  part: SnapshotPart,
+  partition: number,
+  query: Uint32Array,
+  pair: [number, number],
+  bound: number,
+  found: Within[],
+): void {
+  const words = query.length;
+  const { codes, ids } = part;
+  const at = part.at ?? 0;
+  const limit = Math.min(bound, ANY_DISTANCE);
+  for (let from = 0; from < ids.length; ) {
+    const next = scan.first(at + from, ids.length - from, limit, pair[0], pair[1]);
+    if (next < 0) return;
+    const member = from + next;
+    const offset = member * words;
+    let distance = 0;
+    for (let word = 0; word < words; word++) {
+      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+      bits -= (bits >>> 1) & 0x55555555;
+      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+      distance += Math.imul(bits, 0x01010101) >>> 24;
+    }
+    found.push({ id: ids[member] ?? 0, distance, part, member, partition });
+    from = member + 1;
+  }
+}
+
 /**
  * For each of `bytes` code bytes, the sums of the query's values at the bits set in each of the 256 byte values
  * (bit `i % 8` of byte `i / 8` is value `i`, as {@link binaryCodeOf} lays them out); bits past the query are 0.
  */
-export function estimateTable(query: Float32Array, bytes: number): Float64Array {
-  const table = new Float64Array(bytes * 256);
+export function estimateTable(
+  query: Float32Array,
+  bytes: number,
+  table: Float64Array = new Float64Array(bytes * 256),
+): Float64Array {
+  // Entry 0 of each row is never written (no bit set): 0 in a new table and in one used before.
   for (let byte = 0, row = 0; byte < bytes; byte++, row += 256) {
     // The values with bit `bit` set are those below it plus that bit's value.
     for (let bit = 0, span = 1; bit < 8; bit++, span <<= 1) {
       const value = query[byte * 8 + bit] ?? 0;
       for (let lower = 0; lower < span; lower++) table[row + span + lower] = (table[row + lower] ?? 0) + value;
     }
+  }
+  return table;
+}
+
+/**
+ * The tables of the estimates, used again by the next search (ADR 10, 2026-12-02, session 10): 196 KiB a search at
+ * 768 bits, allocated and zeroed at every search before (about 0.4 ms of CPU, for 25 us of sums); two tables a code
+ * size, for the process.
+ */
+const scratchTables = new Map<number, Float64Array>();
+
+/** The table for codes of `bytes`: `use` 0 for the query's, 1 for a centroid's (built while the query's is in use). */
+function scratchTable(bytes: number, use: 0 | 1 = 0): Float64Array {
+  const key = bytes * 2 + use;
+  let table = scratchTables.get(key);
+  if (!table) {
+    table = new Float64Array(bytes * 256);
+    scratchTables.set(key, table);
   }
   return table;
 }
