@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../src/bench/seeded-random.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteVectorIndex, type SqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
+import { TRAINING_STEPS } from '../src/storage/sqlite/sqlite-vector-lists.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-torn-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -148,5 +149,73 @@ describe('the lists read into memory for linking (found by an attack, 2026-12-01
       reading.close();
       writing.close();
     }
+  });
+});
+
+describe("linking's first pass over the lists when another process switches them to a new training", () => {
+  it('still finds an older near-duplicate when the switch commits between the reads of the first pass', () => {
+    const template = join(folder, 'switch.db');
+    const random = createSeededRandom(11);
+    const gaussian = () => Float32Array.from({ length: DIMENSIONS }, () => random.normal());
+    const options = { listMinVectors: 50, listSnapshotAfter: Number.POSITIVE_INFINITY };
+    const setup = openSqliteDatabase({ path: template });
+    const writer = createSqliteVectorIndex(setup, options);
+    writer.configure({ model: 'm', dimensions: DIMENSIONS });
+    const owners = ['global', 'user:alice', 'user:bob', 'user:carol'];
+    const v = gaussian();
+    // Bob's memory 5001 and its older near-duplicate 5000, among 160 vectors of several owners about 8 topics (few
+    // bands a list: few chunks to read).
+    const topics = Array.from({ length: 8 }, () => gaussian());
+    const about = (id: number) => {
+      const noise = gaussian();
+      return (topics[id % topics.length] ?? noise).map((x, index) => x + 0.3 * (noise[index] ?? 0));
+    };
+    setup.transaction(() => {
+      for (let id = 1; id <= 160; id++)
+        writer.put(id, owners[id % owners.length] ?? 'global', { model: 'm', vector: about(id) });
+      writer.put(5000, 'user:bob', { model: 'm', vector: v });
+      writer.put(5001, 'user:bob', { model: 'm', vector: v.map((x) => x + 1e-3) });
+    })();
+    build(setup, writer);
+    // The lists are complete; a new training (as when the store has grown) has run to its last step.
+    setup.prepare('UPDATE vector_list_state SET trained_vectors = 1 WHERE id = 1').run();
+    const steps = () =>
+      setup.prepare<[], number | null>('SELECT training_steps FROM vector_list_state WHERE id = 1').pluck().get();
+    while (steps() !== TRAINING_STEPS - 1) setup.transaction(() => writer.indexStep()).immediate();
+    setup.close();
+
+    /** Linking's search for 5001's older neighbours, the switch to the new lists committed before the `at`th call. */
+    const search = (at: number) => {
+      const path = join(folder, `switch-${at}.db`);
+      copyFileSync(template, path);
+      const writing = openSqliteDatabase({ path });
+      writing.pragma('synchronous = OFF');
+      const reading = openSqliteDatabase({ path });
+      try {
+        const other = createSqliteVectorIndex(writing, options);
+        // The switch: the lists of the new training replace the old ones, every vector to be assigned again.
+        const hooked = interrupted(reading, at, () => writing.transaction(() => other.indexStep()).immediate());
+        const index = createSqliteVectorIndex(hooked.database, { listMinVectors: 50, listSnapshotAfter: 0 });
+        const [hits] = index.searchNearOlder(
+          [{ vector: v.map((x) => x + 1e-3), owners: ['global', 'user:bob'], olderThan: 5001 }],
+          'm',
+          10,
+          0.9,
+        );
+        if (at === Number.POSITIVE_INFINITY) {
+          writing.transaction(() => other.indexStep()).immediate();
+          expect(writing.prepare('SELECT watermark FROM vector_list_state').pluck().get()).toBe(0);
+        }
+        return { ids: (hits ?? []).map((hit) => hit.id), calls: hooked.calls() };
+      } finally {
+        reading.close();
+        writing.close();
+        for (const file of [path, `${path}-wal`, `${path}-shm`]) rmSync(file, { force: true });
+      }
+    };
+
+    const whole = search(Number.POSITIVE_INFINITY);
+    expect(whole.ids).toEqual([5000]);
+    for (let at = 1; at <= whole.calls; at++) expect({ at, ids: search(at).ids }).toEqual({ at, ids: [5000] });
   });
 });
