@@ -357,11 +357,13 @@ export function createSqliteVectorLists(
     uncommitted = false;
     ownRead = true;
     try {
-      return database.transaction(read).deferred();
+      readTransaction ??= database.transaction((run: () => unknown) => run());
+      return readTransaction.deferred(read) as T;
     } finally {
       ownRead = false;
     }
   }
+  let readTransaction: Database.Transaction<(run: () => unknown) => unknown> | null = null;
 
   /** Forgets the snapshot: the lists were written to. */
   function written(): void {
@@ -744,17 +746,19 @@ export function createSqliteVectorLists(
     const query = unit(vector);
     const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
     const memory = snapshotFor(current);
-    const found: Array<{ id: number; distance: number }> = [];
+    let found: Array<{ id: number; distance: number }> = [];
     const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null, products);
     if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
     if (memory) {
       const words = codeWords(code, memory.words);
+      const within: Within[] = [];
       for (const [low, high] of ranges) {
         for (let part = low; part <= high; part++) {
           const members = memory.parts.get(part);
-          if (members) scan(members, words, ownerIds, bound, found);
+          if (members) scan(members, part, words, ownerIds, bound, within);
         }
       }
+      found = within;
     } else {
       const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
       const owners = (ownerIds ?? []).map(BigInt);
@@ -897,7 +901,7 @@ export function createSqliteVectorLists(
         for (const [low, high] of ranges) {
           for (let part = low; part <= high; part++) {
             const members = memory.parts.get(part);
-            if (members) scanWithin(members, part, words, ownerIds, reach, within);
+            if (members) scan(members, part, words, ownerIds, reach, within);
           }
         }
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
@@ -1348,32 +1352,7 @@ function codeWords(code: Buffer, words: number): Uint32Array {
   return result;
 }
 
-/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`. */
-function scan(
-  part: SnapshotPart,
-  query: Uint32Array,
-  ownerIds: readonly number[] | null,
-  bound: number,
-  found: Array<{ id: number; distance: number }>,
-): void {
-  const words = query.length;
-  const { codes, ids, owners } = part;
-  for (let member = 0; member < ids.length; member++) {
-    if (ownerIds !== null && !ownerIds.includes(owners[member] ?? -1)) continue;
-    const offset = member * words;
-    let distance = 0;
-    for (let word = 0; word < words && distance <= bound; word++) {
-      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
-      bits -= (bits >>> 1) & 0x55555555;
-      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
-      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
-      distance += Math.imul(bits, 0x01010101) >>> 24;
-    }
-    if (distance <= bound) found.push({ id: ids[member] ?? 0, distance });
-  }
-}
-
-/** A code within recall's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
+/** A code within a search's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
 interface Within {
   id: number;
   distance: number;
@@ -1492,8 +1471,12 @@ function signDotsOf(part: SnapshotPart, centroid: Float32Array, words: number): 
   return dots;
 }
 
-/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`, with where each is. */
-function scanWithin(
+/**
+ * Adds to `found` the members of `part` (partition `partition`; of `ownerIds`, null: all) within Hamming distance
+ * `bound` of `query`, with where each is (recall estimates their cosines from it; {@link near} keeps the id and
+ * distance).
+ */
+function scan(
   part: SnapshotPart,
   partition: number,
   query: Uint32Array,
