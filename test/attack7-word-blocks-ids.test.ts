@@ -2,13 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { EngineContext } from '../src/core/engine-context.js';
-import { type ConsolidateOptions, runConsolidate } from '../src/core/maintenance/consolidate-task.js';
-import { resolvePolicy } from '../src/core/policy.js';
-import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
-import { createOfflineMemoryMerger } from '../src/models/offline/offline-memory-merger.js';
+import type { ConsolidateOptions } from '../src/core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
-import { type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
+import { consolidateOffline, type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack7-blocks-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -17,21 +13,6 @@ afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.mneme.close();
 });
 let files = 0;
-
-async function consolidate(engine: MaintenanceEngine, options: ConsolidateOptions) {
-  const merger = createOfflineMemoryMerger();
-  const context: EngineContext = {
-    storage: engine.storage,
-    embedder: null,
-    clock: engine.clock,
-    logger: { warn: () => {} },
-    policy: resolvePolicy(),
-    summariser: createOfflineEpisodeSummariser(),
-    merger,
-    dreamer: null,
-  };
-  return runConsolidate(context, merger, engine.clock.now(), options);
-}
 
 /** An engine on a file whose memory ids start at `firstId` (as after a copy of a store whose ids run that high). */
 async function engineFrom(firstId: number): Promise<MaintenanceEngine> {
@@ -71,7 +52,7 @@ describe('attack7: consolidation word blocks hold memory ids as 32-bit integers'
       }
       for (const [round, topic] of topics.entries()) {
         for (let copy = 0; copy < 6; copy++) await engine.mneme.remember({ content: `${topic} note ${round}-${copy}` });
-        runs.push(await consolidate(engine, options));
+        runs.push(await consolidateOffline(engine, options));
       }
       const ids = (await engine.mneme.list({ archived: 'include', limit: 100 })).memories.map((memory) => memory.id);
       expect(Math.max(...ids)).toBeGreaterThan(2 ** 31);

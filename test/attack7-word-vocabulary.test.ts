@@ -2,13 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { EngineContext } from '../src/core/engine-context.js';
-import { runConsolidate } from '../src/core/maintenance/consolidate-task.js';
-import { resolvePolicy } from '../src/core/policy.js';
-import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
-import { createOfflineMemoryMerger } from '../src/models/offline/offline-memory-merger.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
-import { type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
+import { consolidateOffline, type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack7-vocabulary-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -16,21 +11,6 @@ const engines: MaintenanceEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.mneme.close();
 });
-
-async function consolidate(engine: MaintenanceEngine) {
-  const merger = createOfflineMemoryMerger();
-  const context: EngineContext = {
-    storage: engine.storage,
-    embedder: null,
-    clock: engine.clock,
-    logger: { warn: () => {} },
-    policy: resolvePolicy(),
-    summariser: createOfflineEpisodeSummariser(),
-    merger,
-    dreamer: null,
-  };
-  return runConsolidate(context, merger, engine.clock.now(), { nearDuplicateIndex: 'always', wordBlockSize: 8 });
-}
 
 describe("attack7: consolidation's stored vocabulary across user purges", () => {
   // Finding: a purge deletes the whole vocabulary (consolidation_words, AUTOINCREMENT) and the next run writes
@@ -52,11 +32,11 @@ describe("attack7: consolidation's stored vocabulary across user purges", () => 
         userId: `user${round}`,
       });
       await engine.mneme.remember({ content: `round ${round} marker epsilon${round}` });
-      await consolidate(engine);
+      await consolidateOffline(engine, { nearDuplicateIndex: 'always', wordBlockSize: 8 });
       await engine.mneme.purgeUser(`user${round}`);
     }
     await engine.mneme.remember({ content: 'one more new memory after the last purge' });
-    await consolidate(engine);
+    await consolidateOffline(engine, { nearDuplicateIndex: 'always', wordBlockSize: 8 });
     const raw = openSqliteDatabase({ path });
     const { words, largest } = raw
       .prepare<[], { words: number; largest: number }>(

@@ -1,4 +1,6 @@
 import { createEngine } from '../src/core/create-engine.js';
+import type { EngineContext } from '../src/core/engine-context.js';
+import { type ConsolidateOptions, runConsolidate } from '../src/core/maintenance/consolidate-task.js';
 import type { Mneme } from '../src/core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../src/core/policy.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
@@ -119,6 +121,25 @@ export async function openMaintenanceEngine(options: MaintenanceEngineOptions = 
     dreamer: options.dreamer ?? null,
   });
   return { mneme, storage, clock, warnings };
+}
+
+/**
+ * One consolidation of `engine`'s store as a task of maintenance runs it, with the offline merger and summariser, no
+ * embedder and the default policy, and `options` (the near-duplicate index, the word blocks...).
+ */
+export async function consolidateOffline(engine: MaintenanceEngine, options: ConsolidateOptions) {
+  const merger = createOfflineMemoryMerger();
+  const context: EngineContext = {
+    storage: engine.storage,
+    embedder: null,
+    clock: engine.clock,
+    logger: { warn: () => {} },
+    policy: resolvePolicy(),
+    summariser: createOfflineEpisodeSummariser(),
+    merger,
+    dreamer: null,
+  };
+  return runConsolidate(context, merger, engine.clock.now(), options);
 }
 
 /** Epoch milliseconds of `start` plus `days` days. */

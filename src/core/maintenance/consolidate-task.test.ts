@@ -2,14 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
+import { consolidateOffline, type MaintenanceEngine, openMaintenanceEngine } from '../../../test/maintenance-engine.js';
 import { createSeededRandom } from '../../bench/seeded-random.js';
 import { createFakeEmbeddingModel } from '../../models/fake/fake-embedding-model.js';
-import { createOfflineEpisodeSummariser } from '../../models/offline/offline-episode-summariser.js';
-import { createOfflineMemoryMerger } from '../../models/offline/offline-memory-merger.js';
 import { openSqliteDatabase } from '../../storage/sqlite/sqlite-database.js';
-import type { EngineContext } from '../engine-context.js';
-import { resolvePolicy } from '../policy.js';
 import type { RememberInput } from '../schemas.js';
 import { jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
@@ -19,7 +15,6 @@ import {
   CONSOLIDATION_JACCARD,
   type ConsolidateOptions,
   cosine,
-  runConsolidate,
 } from './consolidate-task.js';
 
 const start = '2024-06-01T10:00:00.000Z';
@@ -195,9 +190,9 @@ describe('the consolidation task', () => {
     for (const nearDuplicateIndex of ['never', 'always'] as const) {
       const engine = await open();
       for (const input of inputs) await engine.mneme.remember(input);
-      const reports = [await consolidateWith(engine, { nearDuplicateIndex })];
+      const reports = [await consolidateOffline(engine, { nearDuplicateIndex })];
       for (const input of more) await engine.mneme.remember(input);
-      reports.push(await consolidateWith(engine, { nearDuplicateIndex }));
+      reports.push(await consolidateOffline(engine, { nearDuplicateIndex }));
       const memories: Memory[] = [];
       for (let offset = 0; ; offset += 500) {
         const page = (await engine.mneme.list({ archived: 'include', limit: 500, offset })).memories;
@@ -225,7 +220,7 @@ describe('the consolidation task', () => {
       const late = await engine.mneme.remember({ content: 'delta epsilon alpha zeta eta theta' });
       expect(jaccard(late.content, 'alpha beta gamma delta')).toBeLessThan(CONSOLIDATION_JACCARD);
       expect(jaccard(late.content, 'alpha beta gamma epsilon')).toBeLessThan(CONSOLIDATION_JACCARD);
-      expect(await consolidateWith(engine, { nearDuplicateIndex })).toMatchObject({ clusters: 1, merged: 2 });
+      expect(await consolidateOffline(engine, { nearDuplicateIndex })).toMatchObject({ clusters: 1, merged: 2 });
     }
   });
 
@@ -239,7 +234,7 @@ describe('the consolidation task', () => {
       const states: unknown[] = [];
       const round = async (inputs: readonly RememberInput[]) => {
         for (const input of inputs) await engine.mneme.remember(input);
-        states.push(await consolidateWith(engine, options), await everyMemory(engine));
+        states.push(await consolidateOffline(engine, options), await everyMemory(engine));
       };
       const someIds = async (count: number) => {
         const latest = await engine.storage.maintenance.latestMemoryId();
@@ -296,7 +291,7 @@ describe('the consolidation task', () => {
     }
     const changed = memories[3]?.id ?? 0;
     if (change === 'restored') await engine.mneme.forget(changed);
-    expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 0 });
+    expect(await consolidateOffline(engine, options)).toMatchObject({ clusters: 0 });
     expect(engine.sql('SELECT first_id, last_id FROM consolidation_word_blocks')).toHaveLength(2);
     if (change === 'reworded') await engine.mneme.update({ id: changed, content });
     if (change === 'restored') await engine.mneme.restore(changed);
@@ -305,7 +300,7 @@ describe('the consolidation task', () => {
     }
     const room = change === 'moved to another owner' ? ({ scope: 'room', channelId: 'ops' } as const) : {};
     await engine.mneme.remember({ content: `${content} again`, ...room });
-    expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 1, merged: 2 });
+    expect(await consolidateOffline(engine, options)).toMatchObject({ clusters: 1, merged: 2 });
     expect((await engine.mneme.get(changed)).archivedAt).not.toBeNull();
   });
 });
@@ -318,14 +313,14 @@ it('reads the blocks past a block with no active memory', async () => {
     memories.push(await engine.mneme.remember({ content: `kestrel${at} heron${at} falcon${at} osprey${at}` }));
   }
   for (const memory of memories.slice(4, 8)) await engine.mneme.forget(memory.id);
-  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 0 });
+  expect(await consolidateOffline(engine, options)).toMatchObject({ clusters: 0 });
   expect(engine.sql('SELECT first_id FROM consolidation_word_blocks ORDER BY first_id')).toEqual([
     { first_id: 1 },
     { first_id: 9 },
   ]);
   await engine.mneme.remember({ content: 'kestrel1 heron1 falcon1 osprey1 plover' });
   await engine.mneme.remember({ content: 'kestrel10 heron10 falcon10 osprey10 plover' });
-  expect(await consolidateWith(engine, options)).toMatchObject({ clusters: 2, merged: 4 });
+  expect(await consolidateOffline(engine, options)).toMatchObject({ clusters: 2, merged: 4 });
 });
 
 /** An engine on its own database file, with a second connection to run SQL on it (rows back). */
@@ -363,21 +358,6 @@ async function everyMemory(engine: MaintenanceEngine) {
     archivedAt,
     sourceIds,
   }));
-}
-
-async function consolidateWith(engine: MaintenanceEngine, options: ConsolidateOptions) {
-  const merger = createOfflineMemoryMerger();
-  const context: EngineContext = {
-    storage: engine.storage,
-    embedder: null,
-    clock: engine.clock,
-    logger: { warn: () => {} },
-    policy: resolvePolicy(),
-    summariser: createOfflineEpisodeSummariser(),
-    merger,
-    dreamer: null,
-  };
-  return runConsolidate(context, merger, engine.clock.now(), options);
 }
 
 /**

@@ -613,14 +613,18 @@ export function createSqliteVectorIndex(
     const code = binaryCode(vector);
     const bound = hammingBound(current.dimensions, minScore);
     // A large scope of a store whose lists are complete reads only the lists' bands that may hold
-    // such a neighbour (ADR 20); the others scan their owner buckets.
-    const candidates =
+    // such a neighbour (ADR 20); the others scan their owner buckets, as does a search that finds the lists
+    // incomplete when it reads them (another process switched them to a new training since `complete()`).
+    const listed =
       visible >= listMinVectors && lists.complete()
         ? lists.near(vector, code, ownerIds, wanted, bound, minScore)
-        : scans
-            .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
-            .sort((a, b) => a.distance - b.distance || a.id - b.id)
-            .slice(0, wanted);
+        : null;
+    const candidates =
+      listed ??
+      scans
+        .flatMap((scan) => (scan.rows === 0 ? [] : within(scan, code, Math.min(wanted, scan.rows), bound)))
+        .sort((a, b) => a.distance - b.distance || a.id - b.id)
+        .slice(0, wanted);
     return rescore(
       vector,
       candidates.map((candidate) => candidate.id),

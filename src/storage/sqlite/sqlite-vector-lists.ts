@@ -35,7 +35,9 @@ export interface SqliteVectorLists {
   complete(): boolean;
   /**
    * The nearest `wanted` codes within Hamming distance `bound` among the vectors (of `ownerIds`, null:
-   * all) that may be at least `minScore` close to `vector` (cosine), nearest first.
+   * all) that may be at least `minScore` close to `vector` (cosine), nearest first. Null when the lists do not
+   * cover every vector as this search reads them (another process may have switched them to a new training since
+   * {@link complete} said they did): search the owner buckets.
    */
   near(
     vector: Float32Array,
@@ -44,7 +46,7 @@ export interface SqliteVectorLists {
     wanted: number,
     bound: number,
     minScore: number,
-  ): Array<{ id: number; distance: number }>;
+  ): Array<{ id: number; distance: number }> | null;
   /**
    * Linking's first pass (ADR 20, 2026-12-01, session 6): for each query, whether {@link near} with the same
    * arguments could answer a vector of a memory id below the query's `olderThan` (linking keeps only older
@@ -52,8 +54,8 @@ export interface SqliteVectorLists {
    * query's owners) has a smaller id: the caller may then skip the search, its answer holds no older
    * vector. Each query reads only the older codes of the bands {@link near} reads, and stops at the first
    * within the bound; the lists' centroids far enough from the query's own list by the triangle inequality
-   * on angles are left out without their product. Null when the lists' codes cannot be read into memory:
-   * search each with {@link near}.
+   * on angles are left out without their product. Null when the lists' codes cannot be read into memory, or
+   * the lists do not cover every vector as this pass reads them: search each with {@link near}.
    */
   mayHoldOlder(queries: readonly OlderQuery[], bound: number, minScore: number): boolean[] | null;
   /**
@@ -131,7 +133,7 @@ const SNAPSHOT_LAYOUTS = new Set(['v0.1.9']);
 const RETRAIN_GROWTH = 4;
 /** Vectors drawn per training step (mini-batch k-means), and training steps. */
 const TRAINING_BATCH = 256;
-const TRAINING_STEPS = 48;
+export const TRAINING_STEPS = 48;
 /**
  * A list drawn less than this share of the mean after a training step is starved: its centroid is put
  * beside the most drawn list's, the two split along the direction of one of that list's drawn vectors
@@ -330,10 +332,12 @@ export function createSqliteVectorLists(
    */
   let writes = 0;
   let cached: { dataVersion: number; writes: number; state: State | undefined; lists: ListRow[] | null } | null = null;
+  /** Whether the transaction open is a read transaction of {@link reading} (no write of ours to roll back). */
+  let ownRead = false;
 
-  /** The cache, read again when the file changed; null inside a transaction. */
+  /** The cache, read again when the file changed; null inside a transaction of the caller's. */
   function fresh() {
-    if (database.inTransaction) return null;
+    if (database.inTransaction && !ownRead) return null;
     const version = sql().dataVersion.get() ?? 0;
     if (cached?.dataVersion !== version || cached.writes !== writes) {
       cached = { dataVersion: version, writes, state: sql().state.get(), lists: null };
@@ -347,6 +351,26 @@ export function createSqliteVectorLists(
     known.lists ??= sql().listRows.all();
     return known.lists;
   }
+
+  /**
+   * Runs a search's reads in one read transaction, unless the caller's is open (ADR 20, 2026-12-02, session 10): the
+   * state row, the centroids, the list rows and the codes are then of one commit. Read outside one, another
+   * process's switch to a new training committed between them paired the old lists' state with the new lists'
+   * codes, still being assigned: linking's first pass answered that no older neighbour was near.
+   */
+  function reading<T>(read: () => T): T {
+    if (database.inTransaction) return read();
+    // The transaction of the last write has ended (see `uncommitted`).
+    uncommitted = false;
+    ownRead = true;
+    try {
+      readTransaction ??= database.transaction((run: () => unknown) => run());
+      return readTransaction.deferred(read) as T;
+    } finally {
+      ownRead = false;
+    }
+  }
+  let readTransaction: Database.Transaction<(run: () => unknown) => unknown> | null = null;
 
   /** Forgets the snapshot: the lists were written to. */
   function written(): void {
@@ -734,6 +758,80 @@ export function createSqliteVectorLists(
     return statement;
   }
 
+  /** {@link SqliteVectorLists.near}, inside {@link reading}. */
+  function near(
+    ...[vector, code, ownerIds, wanted, bound, minScore]: Parameters<SqliteVectorLists['near']>
+  ): ReturnType<SqliteVectorLists['near']> {
+    const current = state();
+    if (!current?.maintained || current.watermark !== null) return null;
+    if (ownerIds?.length === 0) return [];
+    const { values, count, products } = loadCentroids(current, vector.length);
+    const query = unit(vector);
+    const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
+    const memory = snapshotFor(current);
+    let found: Array<{ id: number; distance: number }> = [];
+    const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null, products);
+    if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+    if (memory) {
+      const words = codeWords(code, memory.words);
+      const within: Within[] = [];
+      for (const [low, high] of ranges) {
+        for (let part = low; part <= high; part++) {
+          const members = memory.parts.get(part);
+          if (members) scan(members, part, words, ownerIds, bound, within);
+        }
+      }
+      found = within;
+    } else {
+      const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
+      const owners = (ownerIds ?? []).map(BigInt);
+      for (const [low, high] of ranges) {
+        found.push(...statement.all(code, wanted, BigInt(low), BigInt(high), ...owners, bound));
+      }
+    }
+    return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
+  }
+
+  /** {@link SqliteVectorLists.mayHoldOlder}, inside {@link reading}. */
+  function mayHoldOlder(
+    ...[queries, bound, minScore]: Parameters<SqliteVectorLists['mayHoldOlder']>
+  ): ReturnType<SqliteVectorLists['mayHoldOlder']> {
+    const current = state();
+    if (!current?.maintained || current.watermark !== null) return null;
+    const first = queries[0];
+    if (!first) return [];
+    const loaded = loadCentroids(current, first.vector.length);
+    const memory = snapshotFor(current, true);
+    if (!memory) return null;
+    const { parts, partOf, scan } = sortedById(memory);
+    const between = anglesBetween(loaded);
+    const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
+    return queries.map(({ olderThan, vector, code, ownerIds }) => {
+      if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
+      const part = partOf.get(olderThan);
+      const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
+      const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products);
+      if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
+      const words = codeWords(code, memory.words);
+      // Owners as the WebAssembly scan takes them (any, or one or two); others are scanned in JavaScript.
+      const pair = scan === null ? null : ownerPair(ownerIds);
+      if (pair !== null) scan?.query(words);
+      for (const [low, high] of ranges) {
+        for (let at = low; at <= high; at++) {
+          const members = parts.get(at);
+          if (!members) continue;
+          if (scan === null || pair === null) {
+            if (holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
+            continue;
+          }
+          const older = countBelow(members.ids, olderThan);
+          if (older > 0 && scan.first(members.at, older, bound, pair[0], pair[1]) >= 0) return true;
+        }
+      }
+      return false;
+    });
+  }
+
   return {
     step(dimensions) {
       writes++;
@@ -792,70 +890,9 @@ export function createSqliteVectorLists(
       return Boolean(current?.maintained) && current?.watermark === null;
     },
 
-    near(vector, code, ownerIds, wanted, bound, minScore) {
-      const current = state();
-      if (!current?.maintained || ownerIds?.length === 0) return [];
-      const { values, count, products } = loadCentroids(current, vector.length);
-      const query = unit(vector);
-      const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
-      const memory = snapshotFor(current);
-      const found: Array<{ id: number; distance: number }> = [];
-      const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null, products);
-      if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
-      if (memory) {
-        const words = codeWords(code, memory.words);
-        for (const [low, high] of ranges) {
-          for (let part = low; part <= high; part++) {
-            const members = memory.parts.get(part);
-            if (members) scan(members, words, ownerIds, bound, found);
-          }
-        }
-      } else {
-        const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
-        const owners = (ownerIds ?? []).map(BigInt);
-        for (const [low, high] of ranges) {
-          found.push(...statement.all(code, wanted, BigInt(low), BigInt(high), ...owners, bound));
-        }
-      }
-      return found.sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, wanted);
-    },
+    near: (...search) => reading(() => near(...search)),
 
-    mayHoldOlder(queries, bound, minScore) {
-      const current = state();
-      if (!current?.maintained) return queries.map(() => false);
-      const first = queries[0];
-      if (!first) return [];
-      const loaded = loadCentroids(current, first.vector.length);
-      const memory = snapshotFor(current, true);
-      if (!memory) return null;
-      const { parts, partOf, scan } = sortedById(memory);
-      const between = anglesBetween(loaded);
-      const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
-      return queries.map(({ olderThan, vector, code, ownerIds }) => {
-        if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
-        const part = partOf.get(olderThan);
-        const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
-        const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products);
-        if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
-        const words = codeWords(code, memory.words);
-        // Owners as the WebAssembly scan takes them (any, or one or two); others are scanned in JavaScript.
-        const pair = scan === null ? null : ownerPair(ownerIds);
-        if (pair !== null) scan?.query(words);
-        for (const [low, high] of ranges) {
-          for (let at = low; at <= high; at++) {
-            const members = parts.get(at);
-            if (!members) continue;
-            if (scan === null || pair === null) {
-              if (holdsOlder(members, words, ownerIds, bound, olderThan)) return true;
-              continue;
-            }
-            const older = countBelow(members.ids, olderThan);
-            if (older > 0 && scan.first(members.at, older, bound, pair[0], pair[1]) >= 0) return true;
-          }
-        }
-        return false;
-      });
-    },
+    mayHoldOlder: (...first) => reading(() => mayHoldOlder(...first)),
 
     nearest(vector, code, ownerIds, wanted, probes, bound) {
       const current = state();
@@ -893,9 +930,9 @@ export function createSqliteVectorLists(
             const members = memory.parts.get(part);
             if (!members) continue;
             if (memory.scan !== null && pair !== null && members.at !== undefined) {
-              scanWithinBy(memory.scan, members, part, words, pair, reach, within);
+              scanBy(memory.scan, members, part, words, pair, reach, within);
             } else {
-              scanWithin(members, part, words, ownerIds, reach, within);
+              scan(members, part, words, ownerIds, reach, within);
             }
           }
         }
@@ -1349,32 +1386,7 @@ function codeWords(code: Buffer, words: number): Uint32Array {
   return result;
 }
 
-/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`. */
-function scan(
-  part: SnapshotPart,
-  query: Uint32Array,
-  ownerIds: readonly number[] | null,
-  bound: number,
-  found: Array<{ id: number; distance: number }>,
-): void {
-  const words = query.length;
-  const { codes, ids, owners } = part;
-  for (let member = 0; member < ids.length; member++) {
-    if (ownerIds !== null && !ownerIds.includes(owners[member] ?? -1)) continue;
-    const offset = member * words;
-    let distance = 0;
-    for (let word = 0; word < words && distance <= bound; word++) {
-      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
-      bits -= (bits >>> 1) & 0x55555555;
-      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
-      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
-      distance += Math.imul(bits, 0x01010101) >>> 24;
-    }
-    if (distance <= bound) found.push({ id: ids[member] ?? 0, distance });
-  }
-}
-
-/** A code within recall's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
+/** A code within a search's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
 interface Within {
   id: number;
   distance: number;
@@ -1493,8 +1505,12 @@ function signDotsOf(part: SnapshotPart, centroid: Float32Array, words: number): 
   return dots;
 }
 
-/** Adds to `found` the members of `part` (of `ownerIds`, null: all) within Hamming distance `bound` of `query`, with where each is. */
-function scanWithin(
+/**
+ * Adds to `found` the members of `part` (partition `partition`; of `ownerIds`, null: all) within Hamming distance
+ * `bound` of `query`, with where each is (recall estimates their cosines from it; {@link near} keeps the id and
+ * distance).
+ */
+function scan(
   part: SnapshotPart,
   partition: number,
   query: Uint32Array,
@@ -1523,11 +1539,11 @@ function scanWithin(
 const ANY_DISTANCE = 0x7fffffff;
 
 /**
- * {@link scanWithin} through the WebAssembly scan (its query set to `query`): each next member of `part` within
+ * {@link scan} through the WebAssembly scan (its query set to `query`): each next member of `part` within
  * Hamming distance `bound` of the owners `pair` ({@link ownerPair}), then its distance counted in JavaScript.
  */
-function scanWithinBy(
-  scan: CodeScan,
+function scanBy(
+  codeScan: CodeScan,
   part: SnapshotPart,
   partition: number,
   query: Uint32Array,
@@ -1540,7 +1556,7 @@ function scanWithinBy(
   const at = part.at ?? 0;
   const limit = Math.min(bound, ANY_DISTANCE);
   for (let from = 0; from < ids.length; ) {
-    const next = scan.first(at + from, ids.length - from, limit, pair[0], pair[1]);
+    const next = codeScan.first(at + from, ids.length - from, limit, pair[0], pair[1]);
     if (next < 0) return;
     const member = from + next;
     const offset = member * words;
