@@ -183,10 +183,11 @@ export function createSqliteExtractionStore(
           // Whether the step's message is still there (a purge may have deleted it), read once for its facts
           // and its exchange: the step's own writes delete no message.
           let stepMessage: boolean | undefined;
-          const exists = (id: number) =>
-            id === step.to
-              ? (stepMessage ??= sql.messageExists.get(id) !== undefined)
-              : sql.messageExists.get(id) !== undefined;
+          const exists = (id: number) => {
+            if (id !== step.to) return sql.messageExists.get(id) !== undefined;
+            stepMessage ??= sql.messageExists.get(id) !== undefined;
+            return stepMessage;
+          };
           if (step.facts && exists(step.to)) {
             const { context, updates, inserts, linked, supersedes = [] } = step.facts;
             for (const { id, changes } of updates) applied.updated.push(toMemory(writes.update(id, changes, context)));
