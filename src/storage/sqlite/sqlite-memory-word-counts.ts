@@ -108,7 +108,7 @@ export function createSqliteMemoryWordCounts(database: Database.Database): Sqlit
         'UPDATE memory_word_owners SET memories = memories + 1, tokens = tokens + ? WHERE id = ? AND owner = ?',
       ),
       // One stem a run: the same rows as one upsert over `json_each` of the stems, at half its CPU (the
-      // table-valued function and the upsert's SELECT cost more than a call into SQLite a stem; ADR 25,
+      // table-valued function and the upsert's SELECT cost more than a call into SQLite a stem; ADR 19,
       // session 10).
       word: database.prepare<[number, string]>(
         `INSERT INTO memory_words (owner, stem, memories) VALUES (?, ?, 1)
