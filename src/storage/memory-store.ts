@@ -100,7 +100,8 @@ export interface TextSearch extends ScopedSearch {
   /**
    * The caller counted every term just before, in the same transaction (`termCounts` with
    * `exactUpTo`), and each is in at most this many memories: a store that weighs which terms are very
-   * common (the SQLite one, from its remembered counts) need not look them up. Omitted: it looks them up.
+   * common (the SQLite one, from its remembered counts) need not look them up, and may rank by the counts it
+   * answered then (the SQLite one, while nothing was written since). Omitted: it looks them up.
    */
   postingsAtMost?: number;
 }

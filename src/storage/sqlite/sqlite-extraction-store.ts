@@ -180,7 +180,15 @@ export function createSqliteExtractionStore(
             if ((sql.watermark.get(key(lease))?.watermark ?? 0) !== step.from) return null;
           }
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
-          if (step.facts && sql.messageExists.get(step.to)) {
+          // Whether the step's message is still there (a purge may have deleted it), read once for its facts
+          // and its exchange: the step's own writes delete no message.
+          let stepMessage: boolean | undefined;
+          const exists = (id: number) => {
+            if (id !== step.to) return sql.messageExists.get(id) !== undefined;
+            stepMessage ??= sql.messageExists.get(id) !== undefined;
+            return stepMessage;
+          };
+          if (step.facts && exists(step.to)) {
             const { context, updates, inserts, linked, supersedes = [] } = step.facts;
             for (const { id, changes } of updates) applied.updated.push(toMemory(writes.update(id, changes, context)));
             for (const memory of inserts) applied.created.push(toMemory(writes.insert(memory, context)));
@@ -197,7 +205,7 @@ export function createSqliteExtractionStore(
               }
             }
           }
-          if (step.exchange && sql.messageExists.get(step.exchange.messageId)) {
+          if (step.exchange && exists(step.exchange.messageId)) {
             const { context, messageId, chunks } = step.exchange;
             for (const [index, memory] of chunks.entries()) {
               if (sql.chunkStored.get(messageId, index)) continue;

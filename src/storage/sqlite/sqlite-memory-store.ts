@@ -228,8 +228,13 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
       if (owners !== null && owners.length === 0) return [];
       return readSqlite('searching memories', () => {
         // Which terms are rarest or very common is decided among the memories searched (ADR 25), and
-        // the ranking weighs them by the same counts: read once, for every term.
-        const counted = owners === null ? undefined : ownerWords.counts(terms, owners);
+        // the ranking weighs them by the same counts: read once, for every term. A caller that counted
+        // the terms just before (`postingsAtMost`) is answered with the counts it was given then.
+        const counted =
+          owners === null
+            ? undefined
+            : ((postingsAtMost === undefined ? null : ownerWords.countedBefore(terms, owners)) ??
+              ownerWords.counts(terms, owners));
         const visible = (asked: readonly string[]) => counted && countsOf(counted, terms, asked);
         const searched =
           maxTerms === undefined || terms.length <= maxTerms

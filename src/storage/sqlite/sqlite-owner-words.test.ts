@@ -30,3 +30,41 @@ describe('the owner word counts remembered until a write (found by an attack, 20
     }
   });
 });
+
+describe("the counts a search is given from its caller's count (ADR 19, session 10)", () => {
+  it('answers the counts just read for some of the same terms and owners, once, and nothing after a write', () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const insert = database.prepare<[string, string]>(`INSERT INTO memories
+          (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+        VALUES (?, NULL, 'fact', 'semantic', 'global', NULL, ?, 'manual', 0.5, ${at}, ${at}, ${at})`);
+      insert.run('a kestrel over the field', 'global');
+      insert.run('a kestrel and a heron', 'global');
+      insert.run('a heron in the room', 'room:r1');
+      const words = createSqliteOwnerWords(database);
+      const owners = ['global', 'room:r1'];
+      database.exec('BEGIN IMMEDIATE');
+      const counted = words.counts(['kestrel', 'heron', 'field'], owners);
+      expect(counted).toEqual({ memories: 3, tokens: 15, counts: [2, 2, 1] });
+      // Some of the terms, in another order: the same numbers as reading them again.
+      expect(words.countedBefore(['heron', 'kestrel'], owners)).toEqual(words.counts(['heron', 'kestrel'], owners));
+      // Taken once.
+      expect(words.countedBefore(['heron', 'kestrel'], owners)).toEqual({ memories: 3, tokens: 15, counts: [2, 2] });
+      expect(words.countedBefore(['heron', 'kestrel'], owners)).toBeNull();
+      // Another owner list, or a term the last count did not read: none.
+      words.counts(['kestrel', 'heron'], owners);
+      expect(words.countedBefore(['heron'], ['global'])).toBeNull();
+      words.counts(['kestrel', 'heron'], owners);
+      expect(words.countedBefore(['heron', 'field'], owners)).toBeNull();
+      // A memory written since the count: none, and the search reads the counts again.
+      words.counts(['kestrel', 'heron'], owners);
+      insert.run('a heron again', 'global');
+      expect(words.countedBefore(['heron'], owners)).toBeNull();
+      expect(words.counts(['heron'], owners).counts).toEqual([3]);
+      database.exec('ROLLBACK');
+    } finally {
+      database.close();
+    }
+  });
+});

@@ -15,6 +15,14 @@ export interface SqliteOwnerWords {
    * rarest word, an upper bound on the phrase's count; a term with no word counts 0.
    */
   counts(terms: readonly string[], owners: readonly string[]): VisibleCounts;
+  /**
+   * The counts of `terms` among `owners` as the last `counts` call read them, when that call counted
+   * each of them among the same owners and nothing was written since (by this connection: no row
+   * changed; by another: no commit); null otherwise. Taken once: a second call answers null. For a
+   * search that follows its caller's count of the same terms in the same transaction (extraction's
+   * related-memory search: ADR 19, session 10), which a rollback cannot come between.
+   */
+  countedBefore(terms: readonly string[], owners: readonly string[]): VisibleCounts | null;
   /** The stems the full-text index makes of `term`, in order (none for a term without a word). */
   stems(term: string): readonly string[];
 }
@@ -50,6 +58,15 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
    * the calibrated relevance): the second read is this, while nothing was written in between.
    */
   let last: { key: string; changes: number; version: number; counts: VisibleCounts } | null = null;
+  /** The last counts read, by term, for `countedBefore`; inside a transaction too. */
+  let latest: {
+    owners: string;
+    changes: number;
+    version: number;
+    memories: number;
+    tokens: number;
+    byTerm: Map<string, number>;
+  } | null = null;
 
   /**
    * The index's own tokenizer, on a connection of its own (an in-memory database, so a read never
@@ -109,14 +126,35 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
     return statements;
   }
 
+  /** Remembers `counted`, the counts of `terms` among the owners of `ownerList` read at `now`, for `countedBefore`. */
+  function keep(
+    terms: readonly string[],
+    ownerList: string,
+    now: { changes: number; version: number },
+    counted: VisibleCounts,
+  ) {
+    const byTerm = new Map(terms.map((term, index) => [term, counted.counts[index] ?? 0]));
+    latest = { owners: ownerList, ...now, memories: counted.memories, tokens: counted.tokens, byTerm };
+  }
+
   return {
     stems,
+    countedBefore(terms, owners) {
+      const kept = latest;
+      latest = null;
+      if (kept === null || kept.owners !== JSON.stringify(owners)) return null;
+      if (!terms.every((term) => kept.byTerm.has(term))) return null;
+      const { changes, version } = prepared();
+      if (kept.changes !== (changes.get() ?? 0) || kept.version !== (version.get() ?? 0)) return null;
+      return { memories: kept.memories, tokens: kept.tokens, counts: terms.map((term) => kept.byTerm.get(term) ?? 0) };
+    },
     counts(terms, owners) {
       const { counted: read, changes, version } = prepared();
       const ownerList = JSON.stringify(owners);
       const key = `${JSON.stringify(terms)}\u0000${ownerList}`;
       const now = { changes: changes.get() ?? 0, version: version.get() ?? 0 };
       if (last !== null && last.key === key && last.changes === now.changes && last.version === now.version) {
+        keep(terms, ownerList, now, last.counts);
         return { ...last.counts, counts: [...last.counts.counts] };
       }
       const stemmed = terms.map(stems);
@@ -137,6 +175,7 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
       // Counts read inside a transaction may hold its writes, which a rollback undoes without moving
       // either mark: only counts of committed rows are remembered.
       if (!database.inTransaction) last = { key, ...now, counts: { ...counted, counts: [...counted.counts] } };
+      keep(terms, ownerList, now, counted);
       return counted;
     },
   };
