@@ -95,6 +95,8 @@ export interface MaintenanceEngineOptions {
   dreamer?: Dreamer;
   /** SQLite's: stores with fewer vectors get no inverted lists. */
   vectorListMinVectors?: number;
+  /** SQLite's: quiet full-text searches before the owner index is held in memory (0: at once; negative: never). */
+  textSnapshotAfter?: number;
 }
 
 /** Opens an engine the way `createMneme` does, on `:memory:` unless told otherwise, with a fixed clock. */
@@ -104,6 +106,7 @@ export async function openMaintenanceEngine(options: MaintenanceEngineOptions = 
       ? createSqliteStorage({
           path: options.path ?? ':memory:',
           ...(options.vectorListMinVectors === undefined ? {} : { vectorListMinVectors: options.vectorListMinVectors }),
+          ...(options.textSnapshotAfter === undefined ? {} : { textSnapshotAfter: options.textSnapshotAfter }),
         })
       : await postgresStorage(options.store);
   const embedder = options.embedder ?? null;

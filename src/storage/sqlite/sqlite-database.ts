@@ -24,6 +24,11 @@ export interface OpenSqliteOptions {
   vectorListMinVectors?: number;
   /** Lists a recall probes (`LIST_PROBES` by default; 0 scans the owner buckets; tests and measurements only). */
   vectorListProbes?: number;
+  /**
+   * Quiet full-text searches before the owner index is held in memory (`AUDIENCE_SNAPSHOT_AFTER` by default;
+   * 0: at the first; negative: never; tests and measurements only).
+   */
+  textSnapshotAfter?: number;
   /** How long a named lock (`Storage.tryLock`) lasts unrenewed (`SQLITE_LOCK_TTL_MS` by default; tests only). */
   lockTtlMs?: number;
 }
@@ -191,4 +196,12 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
     });
   }
   return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
+}
+
+/**
+ * Runs `work` in one DEFERRED transaction (a read: every statement of it sees one state of the file), on
+ * the connection's transaction function.
+ */
+export function readInTransaction<T>(database: Database.Database, work: () => T): T {
+  return transactionOf(database).deferred(work) as T;
 }

@@ -22,7 +22,11 @@ import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 import { createSqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
 /** The SQLite implementation of the MemoryStore port. */
-export function createSqliteMemoryStore(database: Database.Database, vectors: SqliteVectorIndex): MemoryStore {
+export function createSqliteMemoryStore(
+  database: Database.Database,
+  vectors: SqliteVectorIndex,
+  options: { textSnapshotAfter?: number | undefined } = {},
+): MemoryStore {
   const writes = createSqliteMemoryWrites(database, vectors);
   const statements = {
     messagesAmong: preparedOnUse<[string], { id: number }>(
@@ -73,7 +77,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
   };
   const frequencies = createSqliteTermFrequencies(database);
   const ownerWords = createSqliteOwnerWords(database);
-  const ranking = createSqliteVisibleRanking(database, ownerWords);
+  const ranking = createSqliteVisibleRanking(
+    database,
+    ownerWords,
+    options.textSnapshotAfter === undefined ? {} : { snapshotAfter: options.textSnapshotAfter },
+  );
   const textSearches = new Map<string, Database.Statement<unknown[], { id: number; rank: number }>>();
 
   /**
@@ -322,7 +330,11 @@ export function createSqliteMemoryStore(database: Database.Database, vectors: Sq
         () => {
           // The active memories first (nearly always all of them: one statement). A touched memory it
           // left alone is archived: if it faded, it is brought back, then touched like the others.
-          const touched = statements.touch.run({ at, touches: JSON.stringify(touches) }).changes;
+          // It changes no memory's owner, state or length (active memories only): the full-text leg's
+          // audience snapshot stays valid through it (ADR 25, 2026-12-02, session 10); a revival does not.
+          const touched = ranking.unchangedBy(() =>
+            statements.touch.run({ at, touches: JSON.stringify(touches) }),
+          ).changes;
           const ids = new Set(touches.map((touch) => touch.id));
           if (touched >= ids.size) return;
           const revived = new Set<number>();

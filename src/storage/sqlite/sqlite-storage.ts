@@ -41,7 +41,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
   const locks = createSqliteLocks(extraction, scheduler, options.lockTtlMs ?? SQLITE_LOCK_TTL_MS);
   let isOpen = true;
   const storage: Storage = {
-    memories: createSqliteMemoryStore(database, vectors),
+    memories: createSqliteMemoryStore(database, vectors, { textSnapshotAfter: options.textSnapshotAfter }),
     links: createSqliteLinkStore(database),
     apiKeys: createSqliteApiKeyStore(database),
     directory: createSqliteDirectoryStore(database),

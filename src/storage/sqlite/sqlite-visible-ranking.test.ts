@@ -1,7 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { createSqliteOwnerWords } from './sqlite-owner-words.js';
-import { createSqliteVisibleRanking } from './sqlite-visible-ranking.js';
+import { createSqliteVisibleRanking, type SqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
 const at = Date.parse('2024-06-15T12:00:00.000Z');
 
@@ -139,5 +143,197 @@ describe('SQLite visible ranking', () => {
     } finally {
       database.close();
     }
+  });
+});
+
+describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-audience-'));
+  const opened: Database.Database[] = [];
+  afterEach(() => {
+    for (const database of opened.splice(0)) database.close();
+  });
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+  let files = 0;
+
+  const OWNERS = {
+    ana: ['personal', 'ana', 'user:ana'],
+    ben: ['personal', 'ben', 'user:ben'],
+    deck: ['room', null, 'room:deck'],
+    global: ['global', null, 'global'],
+  } as const;
+  type OwnerName = keyof typeof OWNERS;
+
+  /** Two connections to one new file (a reader that searches, and another), 60 memories of four owner keys. */
+  function twoConnections() {
+    const path = join(folder, `audience-${files++}.db`);
+    const reader = openSqliteDatabase({ path });
+    const other = openSqliteDatabase({ path });
+    opened.push(reader, other);
+    const texts = ['a kestrel', 'kestrel and wren', 'wren wren kestrel over the dune', 'a dune', 'the long dune'];
+    const names = Object.keys(OWNERS) as OwnerName[];
+    for (let index = 0; index < 60; index++) {
+      const text = `${texts[index % texts.length]} ${index % 7 === 0 ? 'kestrel' : ''}`;
+      insertInto(other, names[(index * 3) % names.length] as OwnerName, text);
+    }
+    other.exec(`UPDATE memories SET archived_at = ${at} WHERE id % 9 = 0;
+      UPDATE memories SET archived_at = ${at}, faded_at = ${at} WHERE id % 13 = 0`);
+    return { reader, other };
+  }
+
+  function insertInto(database: Database.Database, name: OwnerName, content: string, id: number | null = null): number {
+    const [scope, user, owner] = OWNERS[name];
+    return Number(
+      database
+        .prepare(`INSERT INTO memories
+          (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+           created_at, updated_at)
+          VALUES (?, ?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
+        .run(id, content, scope, user, owner).lastInsertRowid,
+    );
+  }
+
+  const asked = [['user:ana', 'room:deck', 'global'], ['user:ben', 'global'], ['user:ana'], ['global'], ['user:zoe']];
+  const words = [['kestrel'], ['kestrel', 'wren'], ['dune', 'wren', 'kestrel']];
+
+  /** Every search by the snapshot (`held`) answers as the SQL join (`reference`), and only with memories of the owners asked. */
+  function agree(reader: Database.Database, held: SqliteVisibleRanking, reference: SqliteVisibleRanking): void {
+    for (const owners of asked) {
+      for (const includeFaded of [false, true]) {
+        for (const rare of words) {
+          const search = { rare, common: [], owners, limit: 200, includeFaded };
+          const hits = held.search(search);
+          expect(held.lastSearchHeld()).toBe(true);
+          expect(hits).toEqual(reference.search(search));
+          expect(reference.lastSearchHeld()).toBe(false);
+          const found = reader
+            .prepare<[string], { owner: string; archived: number | null; faded: number | null }>(
+              `SELECT owner, archived_at AS archived, faded_at AS faded FROM memories
+                WHERE id IN (SELECT value FROM json_each(?))`,
+            )
+            .all(JSON.stringify(hits.map((hit) => hit.id)));
+          expect(found).toHaveLength(hits.length);
+          for (const row of found) {
+            expect(owners).toContain(row.owner);
+            expect(row.archived === null || (includeFaded && row.faded !== null)).toBe(true);
+          }
+        }
+      }
+    }
+  }
+
+  /** The ids `owners` find for `kestrel` by the snapshot. */
+  function kestrels(held: SqliteVisibleRanking, owners: string[], includeFaded = false): number[] {
+    return held
+      .search({ rare: ['kestrel'], common: [], owners, limit: 500, includeFaded })
+      .map((hit) => hit.id)
+      .sort((left, right) => left - right);
+  }
+
+  /** Every kind of write to a memory, in turn, by `writer`; after each, both searches agree. */
+  function writeEveryKind(
+    writer: Database.Database,
+    reader: Database.Database,
+    held: SqliteVisibleRanking,
+    reference: SqliteVisibleRanking,
+  ): void {
+    agree(reader, held, reference);
+    // Added: found at once, by its owner only.
+    const added = insertInto(writer, 'ana', 'a kestrel ana just saw');
+    expect(kestrels(held, ['user:ana'])).toContain(added);
+    expect(kestrels(held, ['user:ben', 'global'])).not.toContain(added);
+    agree(reader, held, reference);
+    // Archived (forgotten), then faded, then restored.
+    writer.prepare(`UPDATE memories SET archived_at = ${at} WHERE id = ?`).run(added);
+    expect(kestrels(held, ['user:ana'])).not.toContain(added);
+    agree(reader, held, reference);
+    writer.prepare(`UPDATE memories SET faded_at = ${at} WHERE id = ?`).run(added);
+    expect(kestrels(held, ['user:ana'])).not.toContain(added);
+    expect(kestrels(held, ['user:ana'], true)).toContain(added);
+    agree(reader, held, reference);
+    writer.prepare('UPDATE memories SET archived_at = NULL, faded_at = NULL WHERE id = ?').run(added);
+    expect(kestrels(held, ['user:ana'])).toContain(added);
+    agree(reader, held, reference);
+    // Moved to another owner key.
+    writer
+      .prepare("UPDATE memories SET scope = 'personal', user_id = 'ben', owner = 'user:ben' WHERE id = ?")
+      .run(added);
+    expect(kestrels(held, ['user:ana'])).not.toContain(added);
+    expect(kestrels(held, ['user:ben'])).toContain(added);
+    agree(reader, held, reference);
+    // Its text (its length and the word's frequency) changed.
+    writer
+      .prepare('UPDATE memories SET content = ? WHERE id = ?')
+      .run('kestrel kestrel kestrel in a long, long field', added);
+    agree(reader, held, reference);
+    // Purged, and its id given to another owner's new memory (the highest id is taken again).
+    writer.prepare('DELETE FROM memories WHERE id = ?').run(added);
+    expect(kestrels(held, ['user:ben'])).not.toContain(added);
+    agree(reader, held, reference);
+    expect(insertInto(writer, 'deck', 'the deck kestrel', added)).toBe(added);
+    expect(kestrels(held, ['user:ben'])).not.toContain(added);
+    expect(kestrels(held, ['room:deck'])).toContain(added);
+    agree(reader, held, reference);
+    // Many at once, in one transaction.
+    writer.transaction(() => {
+      writer.exec(`UPDATE memories SET archived_at = ${at} WHERE id % 4 = 1 AND archived_at IS NULL`);
+      writer.exec("UPDATE memories SET owner = 'global', scope = 'global', user_id = NULL WHERE id % 5 = 2");
+      for (let index = 0; index < 5; index++) insertInto(writer, 'ben', `kestrel wren ${index}`);
+    })();
+    agree(reader, held, reference);
+  }
+
+  it("answers as the SQL join after every kind of write by another connection between two searches (forget, fade, restore, move, edit, purge, add), never with another owner's memory", () => {
+    const { reader, other } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 0 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    writeEveryKind(other, reader, held, reference);
+  });
+
+  it('answers as the SQL join after every kind of write by its own connection, and by the join inside a transaction', () => {
+    const { reader } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 0 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    writeEveryKind(reader, reader, held, reference);
+    // Inside a write transaction the snapshot is not used: the search sees the transaction's own writes.
+    reader.exec('BEGIN IMMEDIATE');
+    const added = insertInto(reader, 'ana', 'a kestrel not committed');
+    const inside = kestrels(held, ['user:ana']);
+    expect(held.lastSearchHeld()).toBe(false);
+    expect(inside).toContain(added);
+    reader.exec('ROLLBACK');
+    expect(kestrels(held, ['user:ana'])).not.toContain(added);
+    expect(held.lastSearchHeld()).toBe(true);
+    agree(reader, held, reference);
+  });
+
+  it("is kept through recall's touch (unchangedBy) only, read after the quiet searches, and read later after it was dropped unused", () => {
+    const { reader, other } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 2 });
+    const heldAfter = () => {
+      kestrels(held, ['global']);
+      return held.lastSearchHeld();
+    };
+    // Two quiet searches, then the snapshot.
+    expect([heldAfter(), heldAfter(), heldAfter(), heldAfter()]).toEqual([false, false, true, true]);
+    const touch = reader.prepare('UPDATE memories SET access_count = access_count + 1 WHERE id IN (1, 2, 3)');
+    held.unchangedBy(() => touch.run());
+    expect(heldAfter()).toBe(true);
+    // The same write not told to be a touch, any other write, or another connection's commit: dropped.
+    touch.run();
+    expect(heldAfter()).toBe(false);
+    other.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 4');
+    // Dropped after 3 searches (fewer than it takes to pay back): the next one after 4 quiet searches, not 2.
+    expect([heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter()]).toEqual([
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
+    ]);
+    // A touch after another write keeps nothing: the write moved the marks first.
+    reader.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 5');
+    held.unchangedBy(() => touch.run());
+    expect(heldAfter()).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { readInTransaction } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import type { SqliteOwnerWords, VisibleCounts } from './sqlite-owner-words.js';
 import { placeholders } from './sqlite-vector-index.js';
@@ -30,7 +31,61 @@ export interface VisibleSearch {
 
 export interface SqliteVisibleRanking {
   search(search: VisibleSearch): Array<{ id: number; score: number }>;
+  /**
+   * Runs `write`, which changes no memory's id, owner, state (archived, faded) or length: recall's touch
+   * of active memories (access count, strength, salience, importance, last access). The audience
+   * snapshot (see {@link SqliteVisibleRankingOptions}) stays valid through its changes, and only through
+   * them: any other write this connection made since the last search drops it as before.
+   */
+  unchangedBy<T>(write: () => T): T;
+  /** Whether the last search's words were filtered by the audience snapshot (tests and measurements). */
+  lastSearchHeld(): boolean;
 }
+
+export interface SqliteVisibleRankingOptions {
+  /**
+   * Searches outside a transaction with nothing written in between (this connection's `total_changes()`
+   * and the other connections' `PRAGMA data_version` unmoved, recall's touch excepted: `unchangedBy`)
+   * after which the owner index is read once into the audience snapshot ({@link AUDIENCE_SNAPSHOT_AFTER}
+   * by default; 0: at the first such search; tests only). A negative number: never.
+   */
+  snapshotAfter?: number;
+}
+
+/**
+ * Quiet searches before the audience snapshot is read: reading it costs about what a few dozen word
+ * statements save, so a store written between most searches keeps the SQL join.
+ */
+export const AUDIENCE_SNAPSHOT_AFTER = 32;
+
+/**
+ * The owner index of the full-text search (`memories_searchable_owner`: each searchable memory's owner key,
+ * whether it faded, its length) held in memory by memory id, read in one read transaction: what the
+ * word statement's join reads for each occurrence, without the seek (ADR 25, 2026-12-02, session 10).
+ */
+interface AudienceSnapshot {
+  /** The id of entry 0. */
+  lowest: number;
+  /**
+   * Each id's entry (id - lowest): -1 for a memory not searchable (archived, not faded) or none; a
+   * searchable one's owner key's number times 2, plus 1 when it faded; -2 (active) or -3 (faded) while
+   * its owner key was not read (the keys are read as searches ask for them, each in the snapshot's state).
+   */
+  states: Int32Array;
+  /** Each id's length in tokens (id - lowest). */
+  lengths: Uint32Array;
+  /** The owner keys read so far, and their numbers (this snapshot's own). */
+  owners: Map<string, number>;
+}
+
+/** Searches a snapshot must serve before it is dropped for the next one to be read as soon (see `after`). */
+const SNAPSHOT_PAYS_AFTER = 64;
+
+/**
+ * Ids a snapshot holds: below 2^26 (64 Mi), so that an id and a length (below 2^21) pack into 12 hex
+ * digits. The entries are the ids from the lowest searchable to the highest.
+ */
+const SNAPSHOT_IDS = 2 ** 26;
 
 /**
  * The full-text leg of a search among some owners' memories, ranked by a BM25 whose statistics are
@@ -51,14 +106,119 @@ export interface SqliteVisibleRanking {
  * A very common term only scores the memories the rarer ones found, as before, and counts as found
  * once in each (its frequency is not read, so its posting list is not scored whole; its weight is
  * small by definition).
+ *
+ * A connection that searches again and again with nothing written in between holds the owner index in
+ * memory (the audience snapshot, ADR 25, 2026-12-02, session 10): a word is then read from the vocabulary
+ * alone (its occurrences' memory ids) and each occurrence's owner key, state and length looked up by id in
+ * typed arrays instead of sought in the index (about 1.2 µs an occurrence, two thirds of the statement).
+ * The snapshot is the audience filter, so it is exact whenever used: read in a read transaction after the
+ * marks, used in one (the search's marks, snapshot and vocabulary reads of one state of the file), dropped
+ * as soon as this connection writes anything but recall's touch (`total_changes()`) or another commits
+ * (`data_version`), never used in a write transaction; the same memories, order and scores as the join.
  */
-export function createSqliteVisibleRanking(database: Database.Database, words: SqliteOwnerWords): SqliteVisibleRanking {
+export function createSqliteVisibleRanking(
+  database: Database.Database,
+  words: SqliteOwnerWords,
+  options: SqliteVisibleRankingOptions = {},
+): SqliteVisibleRanking {
+  const snapshotAfter = options.snapshotAfter ?? AUDIENCE_SNAPSHOT_AFTER;
   const byTerm = new Map<string, Database.Statement<unknown[], TermMatch>>();
   const byWord = new Map<string, Database.Statement<unknown[], WordOccurrence>>();
   const byWordPacked = new Map<string, Database.Statement<unknown[], number | null>>();
   let averages: Database.Statement<[], Buffer> | null = null;
   let common: Database.Statement<[string], number> | null = null;
   let instances = false;
+  let audienceStatements: {
+    changes: Database.Statement<[], number>;
+    version: Database.Statement<[], number>;
+    docs: Database.Statement<[string], number>;
+    entries: Database.Statement<[], EntriesRow>;
+    owner: Database.Statement<[string, number, number], string | null>;
+  } | null = null;
+  /**
+   * What the database was at the last search outside a transaction (this connection's `total_changes()`,
+   * the other connections' `data_version`), the searches since then with both unmoved, and the snapshot
+   * read under these marks (null until {@link snapshotAfter} such searches).
+   */
+  let marks: { changes: number; version: number } | null = null;
+  let quietSearches = 0;
+  let audience: AudienceSnapshot | null = null;
+  /**
+   * Quiet searches before the next snapshot: {@link snapshotAfter}, doubled (up to 32 times it) each time a
+   * snapshot is dropped before it served {@link SNAPSHOT_PAYS_AFTER} searches, back to it when one did: a
+   * store written every few dozen searches stops paying for snapshots it drops before they pay back.
+   */
+  let after = snapshotAfter;
+  let served = 0;
+  let lastHeld = false;
+
+  function audienceSql() {
+    audienceStatements ??= {
+      changes: database.prepare<[], number>('SELECT total_changes()').pluck(),
+      version: database.prepare<[], number>('PRAGMA data_version').pluck(),
+      // A word's occurrences, a row each (the memory's id), in the index's order: by id.
+      docs: database.prepare<[string], number>('SELECT doc FROM temp.memories_fts_instances WHERE term = ?').pluck(),
+      // The owner index whole, as the word statement's join reads it (the partial index's condition): each
+      // entry as 12 hex digits (the id times 2^22, plus the length times 2, plus 1 when the memory faded),
+      // concatenated by SQLite; with the bounds that say whether they fit. A row each would cost ten times
+      // as much (a JavaScript array and an owner string an entry: about 0.3 s at 100,000 memories).
+      entries: database
+        .prepare<[], EntriesRow>(
+          `SELECT count(*), min(id), max(id), max(tokens),
+            group_concat(printf('%012x', id * ${2 ** 22} + tokens * 2 + (faded_at IS NOT NULL)), '')
+          FROM memories INDEXED BY memories_searchable_owner WHERE archived_at IS NULL OR faded_at IS NOT NULL`,
+        )
+        .raw(),
+      // An owner key's memories (every state), as 8 hex digits an id: a range of the index by owner.
+      owner: database
+        .prepare<[string, number, number], string | null>(
+          `SELECT group_concat(printf('%08x', id), '') FROM memories INDEXED BY memories_by_owner
+          WHERE owner = ? AND id BETWEEN ? AND ?`,
+        )
+        .pluck(),
+    };
+    return audienceStatements;
+  }
+
+  /**
+   * The audience snapshot, valid now: called in a read transaction (its reads and the searches' are of one
+   * state of the file), never in a write transaction. Null: search by the SQL join. The marks are read
+   * before the owner index, in the same transaction, so a snapshot is never taken for newer than it is.
+   */
+  function audienceNow(): AudienceSnapshot | null {
+    if (snapshotAfter < 0) return null;
+    const sql = audienceSql();
+    const now = { changes: sql.changes.get() ?? 0, version: sql.version.get() ?? 0 };
+    if (marks === null || marks.changes !== now.changes || marks.version !== now.version) {
+      marks = now;
+      quietSearches = 0;
+      if (audience) after = served < SNAPSHOT_PAYS_AFTER ? Math.min(after * 2, snapshotAfter * 32) : snapshotAfter;
+      audience = null;
+    }
+    if (audience) {
+      served++;
+      return audience;
+    }
+    quietSearches++;
+    if (quietSearches <= after) return null;
+    audience = readAudience(sql.entries);
+    served = 1;
+    // Not held (ids too sparse): count again, so that it is not tried at every search.
+    if (!audience) quietSearches = 0;
+    return audience;
+  }
+
+  /** Which entries of the snapshot a search may see: its owners' (read now if not yet), active and (with `includeFaded`) faded. */
+  function audienceOf(snapshot: AudienceSnapshot, owners: readonly string[], includeFaded: boolean): Uint8Array {
+    for (const owner of owners) if (!snapshot.owners.has(owner)) readOwner(snapshot, owner, audienceSql().owner);
+    const allowed = new Uint8Array(snapshot.owners.size * 2);
+    for (const owner of owners) {
+      const number = snapshot.owners.get(owner) as number;
+      allowed[number * 2] = 1;
+      if (includeFaded) allowed[number * 2 + 1] = 1;
+    }
+    return allowed;
+  }
 
   /**
    * The owners' searchable memories (`m`), active only unless `includeFaded`. With `seekById`, the
@@ -181,8 +341,13 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     seekById: boolean,
     indexAverage: () => number,
     add: (id: number, length: number, times: number) => void,
+    held: { snapshot: AudienceSnapshot; allowed: Uint8Array } | null,
   ): void {
     const stems = term.includes('\u0000') ? [] : words.stems(term);
+    if (stems.length === 1 && held) {
+      addVisible(audienceSql().docs.all(stems[0] as string), held.snapshot, held.allowed, add);
+      return;
+    }
     if (stems.length === 1 && instancesReady()) {
       const packed = packedWordStatement(owners.length, includeFaded, seekById).all(stems[0], ...owners);
       if (packed.includes(null))
@@ -197,58 +362,189 @@ export function createSqliteVisibleRanking(database: Database.Database, words: S
     }
   }
 
+  /**
+   * Runs `ranked` with the audience snapshot when one may be used: outside any transaction, the search in
+   * a read transaction of its own (the marks, the snapshot and every word's occurrences of one state of
+   * the file). Inside a transaction (a write's), by the SQL join: its reads see the transaction's writes.
+   */
+  function withAudience<T>(ranked: (snapshot: AudienceSnapshot | null) => T): T {
+    if (snapshotAfter < 0 || database.inTransaction || !instancesReady()) return ranked(null);
+    return readInTransaction(database, () => ranked(audienceNow()));
+  }
+
   return {
-    search({ rare, common: commonTerms, owners, limit, includeFaded, visible: counted, seekById = true }) {
-      if (rare.length === 0 || owners.length === 0) return [];
-      const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
-      const memories = Math.max(1, visible.memories);
-      const averageLength = visible.tokens > 0 ? visible.tokens / memories : 1;
-      let indexAverage: number | null = null;
-      const average = () => {
-        indexAverage ??= indexAverageLength();
-        return indexAverage;
-      };
-      const idf = (index: number) => {
-        const containing = visible.counts[index] ?? 0;
-        const weight = Math.log((memories - containing + 0.5) / (containing + 0.5));
-        return weight > 0 ? weight : 1e-6;
-      };
-      const found = new Map<number, { length: number; score: number }>();
-      rare.forEach((term, index) => {
-        const query = ftsQuery([term]);
-        if (query === null) return;
-        const weight = idf(index);
-        matchesOf(term, query, owners, includeFaded, seekById, average, (id, length, times) => {
+    unchangedBy(write) {
+      if (marks === null) return write();
+      const sql = audienceSql();
+      const before = sql.changes.get() ?? 0;
+      const result = write();
+      if (marks.changes === before) marks.changes = sql.changes.get() ?? 0;
+      return result;
+    },
+
+    lastSearchHeld: () => lastHeld,
+
+    search(search) {
+      lastHeld = false;
+      if (search.rare.length === 0 || search.owners.length === 0) return [];
+      return withAudience((snapshot) => {
+        lastHeld = snapshot !== null;
+        return rank(search, snapshot);
+      });
+    },
+  };
+
+  function rank(
+    { rare, common: commonTerms, owners, limit, includeFaded, visible: counted, seekById = true }: VisibleSearch,
+    snapshot: AudienceSnapshot | null,
+  ): Array<{ id: number; score: number }> {
+    const held = snapshot && { snapshot, allowed: audienceOf(snapshot, owners, includeFaded) };
+    const visible = counted ?? words.counts([...rare, ...commonTerms], owners);
+    const memories = Math.max(1, visible.memories);
+    const averageLength = visible.tokens > 0 ? visible.tokens / memories : 1;
+    let indexAverage: number | null = null;
+    const average = () => {
+      indexAverage ??= indexAverageLength();
+      return indexAverage;
+    };
+    const idf = (index: number) => {
+      const containing = visible.counts[index] ?? 0;
+      const weight = Math.log((memories - containing + 0.5) / (containing + 0.5));
+      return weight > 0 ? weight : 1e-6;
+    };
+    const found = new Map<number, { length: number; score: number }>();
+    rare.forEach((term, index) => {
+      const query = ftsQuery([term]);
+      if (query === null) return;
+      const weight = idf(index);
+      matchesOf(
+        term,
+        query,
+        owners,
+        includeFaded,
+        seekById,
+        average,
+        (id, length, times) => {
           const entry = found.get(id);
           if (entry) entry.score += weight * saturated(times, length, averageLength);
           else found.set(id, { length, score: weight * saturated(times, length, averageLength) });
-        });
+        },
+        held,
+      );
+    });
+    const rareQuery = ftsQuery(rare);
+    if (rareQuery !== null && found.size > 0) {
+      common ??= database
+        .prepare<[string], number>('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?')
+        .pluck();
+      commonTerms.forEach((term, offset) => {
+        const query = ftsQuery([term]);
+        if (query === null) return;
+        const weight = idf(rare.length + offset);
+        for (const id of common?.all(`${query} AND (${rareQuery})`) ?? []) {
+          const entry = found.get(id);
+          if (entry) entry.score += weight * saturated(1, entry.length, averageLength);
+        }
       });
-      const rareQuery = ftsQuery(rare);
-      if (rareQuery !== null && found.size > 0) {
-        common ??= database
-          .prepare<[string], number>('SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?')
-          .pluck();
-        commonTerms.forEach((term, offset) => {
-          const query = ftsQuery([term]);
-          if (query === null) return;
-          const weight = idf(rare.length + offset);
-          for (const id of common?.all(`${query} AND (${rareQuery})`) ?? []) {
-            const entry = found.get(id);
-            if (entry) entry.score += weight * saturated(1, entry.length, averageLength);
-          }
-        });
-      }
-      return best(found, limit);
-    },
+    }
+    return best(found, limit);
+  }
+}
+
+/** The owner index's entries as one text, and its bounds: count, lowest id, highest id, longest length. */
+type EntriesRow = [
+  count: number,
+  lowest: number | null,
+  highest: number | null,
+  longest: number | null,
+  hex: string | null,
+];
+
+/**
+ * Reads the owner index whole into a snapshot by id, its owner keys not yet; null when an id or a length
+ * does not fit the packed entries ({@link SNAPSHOT_IDS}, 2^21 tokens) or the ids are too sparse to be held
+ * by offset (over four entries a memory past the first million).
+ */
+function readAudience(entries: Database.Statement<[], EntriesRow>): AudienceSnapshot | null {
+  const [count, lowest, highest, longest, hex] = entries.get() ?? [0, null, null, null, null];
+  if (count === 0 || lowest === null || highest === null || hex === null) {
+    return { lowest: 0, states: new Int32Array(0), lengths: new Uint32Array(0), owners: new Map() };
+  }
+  if (lowest < 0 || highest >= SNAPSHOT_IDS || (longest ?? 0) >= 2 ** 21 || (longest ?? 0) < 0) return null;
+  const size = highest - lowest + 1;
+  if (size > 4 * count + 2 ** 20 || hex.length !== count * 12) return null;
+  const states = new Int32Array(size).fill(-1);
+  const lengths = new Uint32Array(size);
+  const packed = Buffer.from(hex, 'hex');
+  for (let at = 0; at < packed.length; at += 6) {
+    const value = packed.readUIntBE(at, 6);
+    const id = Math.floor(value / 2 ** 22);
+    const rest = value - id * 2 ** 22;
+    states[id - lowest] = -2 - (rest & 1);
+    lengths[id - lowest] = rest >>> 1;
+  }
+  return { lowest, states, lengths, owners: new Map() };
+}
+
+/**
+ * Reads an owner key's memories into the snapshot, under the next number: called only while the snapshot
+ * is valid (the file unchanged since it was read), so they are of its state.
+ */
+function readOwner(
+  snapshot: AudienceSnapshot,
+  owner: string,
+  statement: Database.Statement<[string, number, number], string | null>,
+): void {
+  const { lowest, states } = snapshot;
+  const number = snapshot.owners.size;
+  snapshot.owners.set(owner, number);
+  const ids = statement.get(owner, lowest, lowest + states.length - 1);
+  if (!ids) return;
+  const bytes = Buffer.from(ids, 'hex');
+  for (let at = 0; at < bytes.length; at += 4) {
+    const offset = bytes.readUInt32BE(at) - lowest;
+    const state = states[offset] as number;
+    if (state <= -2) states[offset] = number * 2 + (-2 - state);
+  }
+}
+
+/**
+ * Gives `add` each memory of a word's occurrence rows (memory ids) that the snapshot says the search may
+ * see, once, with its length and the word's frequency in it: the memories, order and frequencies of the
+ * word statement's join (ADR 25, 2026-12-02, session 10).
+ */
+function addVisible(
+  docs: readonly number[],
+  snapshot: AudienceSnapshot,
+  allowed: Uint8Array,
+  add: (id: number, length: number, times: number) => void,
+): void {
+  const { lowest, states, lengths } = snapshot;
+  const visible = (id: number) => {
+    const state = states[id - lowest];
+    return state !== undefined && state >= 0 && allowed[state] === 1;
   };
+  if (!inPackedOrder(docs)) {
+    const times = new Map<number, number>();
+    for (const id of docs) if (visible(id)) times.set(id, (times.get(id) ?? 0) + 1);
+    for (const [id, count] of times) add(id, lengths[id - lowest] as number, count);
+    return;
+  }
+  let index = 0;
+  while (index < docs.length) {
+    const id = docs[index] as number;
+    let times = 1;
+    while (docs[index + times] === id) times++;
+    if (visible(id)) add(id, lengths[id - lowest] as number, times);
+    index += times;
+  }
 }
 
 /** Lengths a packed word row holds (2^21), and ids (2^32): an id times 2^21 plus a length stays below 2^53. */
 const PACKED_LENGTHS = 2 ** 21;
 const PACKED_IDS = 2 ** 32;
 
-/** Whether packed word rows come by memory id (ascending): a packed row orders as its id does. */
+/** Whether packed word rows (or ids) come by memory id (ascending): a packed row orders as its id does. */
 function inPackedOrder(rows: readonly number[]): boolean {
   for (let index = 1; index < rows.length; index++) {
     if ((rows[index] as number) < (rows[index - 1] as number)) return false;
