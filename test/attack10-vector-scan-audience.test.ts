@@ -54,7 +54,13 @@ describe("attack10: another user's nearest vectors through the lists' WebAssembl
       writer.database.transaction(() => {
         for (const id of order) {
           if (id % 15 === 0) put(writer, id, 'user:ann', near());
-          else put(writer, id, others[id % others.length] ?? 'global', near().map((v) => v + random.normal() * 2));
+          else
+            put(
+              writer,
+              id,
+              others[id % others.length] ?? 'global',
+              near().map((v) => v + random.normal() * 2),
+            );
         }
       })();
       while (writer.database.transaction(() => writer.index.indexStep()).immediate()) {}
@@ -94,7 +100,12 @@ describe("attack10: another user's nearest vectors through the lists' WebAssembl
       check('after linking');
       // Another connection writes: Bob's first vectors removed, more of Ann's put.
       writer.database.transaction(() => {
-        writer.index.remove([...owner].filter(([, who]) => who === 'user:bob').slice(0, 20).map(([id]) => id));
+        writer.index.remove(
+          [...owner]
+            .filter(([, who]) => who === 'user:bob')
+            .slice(0, 20)
+            .map(([id]) => id),
+        );
         for (let id = 901; id <= 960; id++) put(writer, id, 'user:ann', near());
       })();
       check("after another connection's writes");
