@@ -25,13 +25,13 @@ function citations(raw: Database.Database) {
   return { rows, recount };
 }
 
-describe('the messages a memory cites, written by the insert that gives its length (migration 24)', () => {
+describe('the messages a memory cites (memory_source_messages, written by its trigger)', () => {
   it('keeps the citation rows equal to a recount for inserts with and without words, a rolled-back batch and edits', async () => {
     const path = join(folder, 'citations.db');
     const storage = createSqliteStorage({ path });
     const raw = new Database(path);
     try {
-      // With words (the insert writes the rows), without a word (the trigger writes them), cited twice.
+      // With words (counted by the insert) and without a word (counted by the trigger), cited twice.
       const [kestrel, empty] = await storage.memories.insert(
         [
           globalMemory('a kestrel over the dune', { sourceMessageIds: [3, 5, 3] }),

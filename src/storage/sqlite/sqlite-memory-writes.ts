@@ -63,10 +63,7 @@ export interface SqliteMemoryWrites {
 export function createSqliteMemoryWrites(database: Database.Database, vectors: SqliteVectorIndex): SqliteMemoryWrites {
   // From migration 22 an insert that gives the row its length counts its words itself (ADR 25, session
   // 8); a file opened at an older schema (migration tests) leaves them to the trigger.
-  const version = schemaVersion(database);
-  const wordCounts = version >= WORDS_COUNTED_BY_INSERT ? createSqliteMemoryWordCounts(database) : null;
-  // From migration 24 such an insert writes the messages it cites as well (ADR 19, session 10).
-  const citesByInsert = version >= CITATIONS_WRITTEN_BY_INSERT;
+  const wordCounts = schemaVersion(database) >= WORDS_COUNTED_BY_INSERT ? createSqliteMemoryWordCounts(database) : null;
   const chunkColumns = ['chunk_message_id', 'chunk_index'];
   const statements = {
     insert: database.prepare<InsertParameters, MemoryRow>(insertSql([])),
@@ -80,11 +77,6 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       InsertParameters & { tokens: number; chunkMessageId: number; chunkIndex: number },
       MemoryRow
     >(database, insertSql([...chunkColumns, 'tokens'])),
-    // Prepared on first use: a file opened at an older schema (migration tests) may have no such table.
-    cites: preparedOnUse<[number, number]>(
-      database,
-      'INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id) VALUES (?, ?)',
-    ),
     byId: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     topicExists: database.prepare<[string | null], 1>('SELECT 1 FROM topics WHERE id = ?'),
     archive: preparedOnUse<[number, number, number], MemoryRow>(
@@ -136,12 +128,6 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
           ? getRow(statements.insertChunkCounted(), { ...counted, ...place })
           : getRow(statements.insertCounted(), counted);
         wordCounts.countIn(row.owner, words);
-        // The messages it cites too, which the trigger writes for an insert that gives no length (migration 24).
-        if (citesByInsert) {
-          for (const messageId of memory.sourceMessageIds) {
-            if (Number.isInteger(messageId)) statements.cites().run(messageId, row.id);
-          }
-        }
       } else {
         // A text without a word (length 0), or an older schema: the trigger counts it.
         row = place
@@ -281,8 +267,6 @@ function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVer
 /** The memory row's INSERT, with the named columns of an exchange chunk's place (`@chunkMessageId`, `@chunkIndex`). */
 /** The schema version migration 22 made: from it, an insert that gives the row's length counts its words. */
 const WORDS_COUNTED_BY_INSERT = 22;
-/** The schema version migration 24 made: from it, an insert that gives the row's length writes the messages it cites. */
-const CITATIONS_WRITTEN_BY_INSERT = 24;
 
 /** The file's schema version (0 for a file without migrations). */
 function schemaVersion(database: Database.Database): number {

@@ -746,22 +746,6 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX memories_by_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
     `,
   },
-  {
-    version: 24,
-    name: 'message citations of an insert that gives its length written by the insert',
-    sql: `
-      -- ADR 19, 2026-12-02 (session 10). The store's insert, which gives the row its length and counts its
-      -- words (migration 22), writes the rows of the messages it cites too (sqlite-memory-writes.ts), one
-      -- statement a message: the trigger's json_each and its INSERT ... SELECT cost about a third of the
-      -- memory INSERT. The trigger writes them for every other insert (tokens 0), as before.
-      DROP TRIGGER memory_source_messages_insert;
-      CREATE TRIGGER memory_source_messages_insert AFTER INSERT ON memories WHEN new.tokens = 0
-        BEGIN
-          INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id)
-            SELECT value, new.id FROM json_each(new.source_message_ids) WHERE type = 'integer';
-        END;
-    `,
-  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */

@@ -58,8 +58,14 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
    * the calibrated relevance): the second read is this, while nothing was written in between.
    */
   let last: { key: string; changes: number; version: number; counts: VisibleCounts } | null = null;
-  /** The last counts read, by term, for `countedBefore`; inside a transaction too. */
+  /**
+   * The last counts read, by term, for `countedBefore`; inside a transaction too, and then given only inside one:
+   * a `ROLLBACK` moves neither mark, so counts read before it would otherwise be given after it (session 10's
+   * attack). A rollback and a new transaction between the count and the search are not told apart: the only
+   * caller (extraction) counts and searches in one step, under the channel's lock.
+   */
   let latest: {
+    inTransaction: boolean;
     owners: string;
     changes: number;
     version: number;
@@ -134,7 +140,14 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
     counted: VisibleCounts,
   ) {
     const byTerm = new Map(terms.map((term, index) => [term, counted.counts[index] ?? 0]));
-    latest = { owners: ownerList, ...now, memories: counted.memories, tokens: counted.tokens, byTerm };
+    latest = {
+      inTransaction: database.inTransaction,
+      owners: ownerList,
+      ...now,
+      memories: counted.memories,
+      tokens: counted.tokens,
+      byTerm,
+    };
   }
 
   return {
@@ -143,6 +156,7 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
       const kept = latest;
       latest = null;
       if (kept === null || kept.owners !== JSON.stringify(owners)) return null;
+      if (kept.inTransaction !== database.inTransaction) return null;
       if (!terms.every((term) => kept.byTerm.has(term))) return null;
       const { changes, version } = prepared();
       if (kept.changes !== (changes.get() ?? 0) || kept.version !== (version.get() ?? 0)) return null;
