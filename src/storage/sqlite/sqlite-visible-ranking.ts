@@ -164,7 +164,7 @@ export function createSqliteVisibleRanking(
       // as much (a JavaScript array and an owner string an entry: about 0.3 s at 100,000 memories).
       entries: database
         .prepare<[], EntriesRow>(
-          `SELECT count(*), min(id), max(id), max(tokens),
+          `SELECT count(*), min(id), max(id), max(tokens), min(tokens),
             group_concat(printf('%012x', id * ${2 ** 22} + tokens * 2 + (faded_at IS NOT NULL)), '')
           FROM memories INDEXED BY memories_searchable_owner WHERE archived_at IS NULL OR faded_at IS NOT NULL`,
         )
@@ -451,26 +451,28 @@ export function createSqliteVisibleRanking(
   }
 }
 
-/** The owner index's entries as one text, and its bounds: count, lowest id, highest id, longest length. */
+/** The owner index's entries as one text, and its bounds: count, lowest id, highest id, longest and shortest length. */
 type EntriesRow = [
   count: number,
   lowest: number | null,
   highest: number | null,
   longest: number | null,
+  shortest: number | null,
   hex: string | null,
 ];
 
 /**
  * Reads the owner index whole into a snapshot by id, its owner keys not yet; null when an id or a length
- * does not fit the packed entries ({@link SNAPSHOT_IDS}, 2^21 tokens) or the ids are too sparse to be held
+ * does not fit the packed entries ({@link SNAPSHOT_IDS}, lengths from 0 to 2^21 - 1) or the ids are too sparse to be held
  * by offset (over four entries a memory past the first million).
  */
 function readAudience(entries: Database.Statement<[], EntriesRow>): AudienceSnapshot | null {
-  const [count, lowest, highest, longest, hex] = entries.get() ?? [0, null, null, null, null];
+  const [count, lowest, highest, longest, shortest, hex] = entries.get() ?? [0, null, null, null, null, null];
   if (count === 0 || lowest === null || highest === null || hex === null) {
     return { lowest: 0, states: new Int32Array(0), lengths: new Uint32Array(0), owners: new Map() };
   }
-  if (lowest < 0 || highest >= SNAPSHOT_IDS || (longest ?? 0) >= 2 ** 21 || (longest ?? 0) < 0) return null;
+  // A negative length (a damaged row) would borrow from its id: the entry would decode as the memory below it.
+  if (lowest < 0 || highest >= SNAPSHOT_IDS || (longest ?? 0) >= 2 ** 21 || (shortest ?? 0) < 0) return null;
   const size = highest - lowest + 1;
   if (size > 4 * count + 2 ** 20 || hex.length !== count * 12) return null;
   const states = new Int32Array(size).fill(-1);
