@@ -261,6 +261,7 @@ export function createSqliteMemoryStore(
             limit,
             includeFaded,
             visible: visible([...rare, ...common]),
+            snapshot: maxTerms === undefined,
           });
         }
         const rareQuery = ftsQuery(rare);

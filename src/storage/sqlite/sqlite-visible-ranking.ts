@@ -27,6 +27,13 @@ export interface VisibleSearch {
    * compare with). The same rows in the same order (ADR 19 and ADR 25, session 9).
    */
   seekById?: boolean | undefined;
+  /**
+   * Whether the audience snapshot may answer (the default): false for consolidation's searches of one memory's
+   * rarest words (`maxTerms`), a thousand in a row in a steady cycle, which would read every owner's occurrences
+   * of their words into JavaScript arrays where the join reads only the one owner's (session 10: the peak
+   * resident set of `mneme bench`'s steady cycle 11-28 MiB higher with them).
+   */
+  snapshot?: boolean | undefined;
 }
 
 export interface SqliteVisibleRanking {
@@ -201,7 +208,7 @@ export function createSqliteVisibleRanking(
     }
     quietSearches++;
     if (quietSearches <= after) return null;
-    audience = readAudience(sql.entries);
+    audience = readAudienceOrNull(sql.entries);
     served = 1;
     // Not held (ids too sparse): count again, so that it is not tried at every search.
     if (!audience) quietSearches = 0;
@@ -387,6 +394,7 @@ export function createSqliteVisibleRanking(
     search(search) {
       lastHeld = false;
       if (search.rare.length === 0 || search.owners.length === 0) return [];
+      if (search.snapshot === false) return rank(search, null);
       return withAudience((snapshot) => {
         lastHeld = snapshot !== null;
         return rank(search, snapshot);
@@ -460,6 +468,18 @@ type EntriesRow = [
   shortest: number | null,
   hex: string | null,
 ];
+
+/**
+ * {@link readAudience}, or null when the read fails: an owner index too large for one string (SQLite's or
+ * V8's longest, from about 44 million searchable memories) is searched by the join.
+ */
+function readAudienceOrNull(entries: Database.Statement<[], EntriesRow>): AudienceSnapshot | null {
+  try {
+    return readAudience(entries);
+  } catch {
+    return null;
+  }
+}
 
 /**
  * Reads the owner index whole into a snapshot by id, its owner keys not yet; null when an id or a length
