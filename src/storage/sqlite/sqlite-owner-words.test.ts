@@ -62,7 +62,11 @@ describe("the counts a search is given from its caller's count (ADR 19, session 
       insert.run('a heron again', 'global');
       expect(words.countedBefore(['heron'], owners)).toBeNull();
       expect(words.counts(['heron'], owners).counts).toEqual([3]);
+      // Counted after a write in the transaction, then rolled back (which moves neither mark): none outside it
+      // (attack 10).
+      words.counts(['kestrel', 'heron'], owners);
       database.exec('ROLLBACK');
+      expect(words.countedBefore(['kestrel', 'heron'], owners)).toBeNull();
     } finally {
       database.close();
     }

@@ -1201,15 +1201,7 @@ function placeShortlisted(unit: Float32Array, code: Buffer, centroids: Placing):
   const query = codeWords(code, words);
   histogram.fill(0);
   for (let list = 0; list < count; list++) {
-    const offset = list * words;
-    let distance = 0;
-    for (let word = 0; word < words; word++) {
-      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
-      bits -= (bits >>> 1) & 0x55555555;
-      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
-      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
-      distance += Math.imul(bits, 0x01010101) >>> 24;
-    }
+    const distance = hammingAt(codes, list * words, query);
     distances[list] = distance;
     histogram[distance] = (histogram[distance] ?? 0) + 1;
   }
@@ -1535,6 +1527,19 @@ function scan(
   }
 }
 
+/** The Hamming distance between `query` and the code of `query.length` words at `offset` of `codes`. */
+function hammingAt(codes: Uint32Array, offset: number, query: Uint32Array): number {
+  let distance = 0;
+  for (let word = 0; word < query.length; word++) {
+    let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
+    bits -= (bits >>> 1) & 0x55555555;
+    bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+    bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
+    distance += Math.imul(bits, 0x01010101) >>> 24;
+  }
+  return distance;
+}
+
 /** The largest bound the WebAssembly scan takes (an unsigned 32-bit comparison; codes have far fewer bits). */
 const ANY_DISTANCE = 0x7fffffff;
 
@@ -1559,16 +1564,7 @@ function scanBy(
     const next = codeScan.first(at + from, ids.length - from, limit, pair[0], pair[1]);
     if (next < 0) return;
     const member = from + next;
-    const offset = member * words;
-    let distance = 0;
-    for (let word = 0; word < words; word++) {
-      let bits = ((codes[offset + word] ?? 0) ^ (query[word] ?? 0)) >>> 0;
-      bits -= (bits >>> 1) & 0x55555555;
-      bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
-      bits = (bits + (bits >>> 4)) & 0x0f0f0f0f;
-      distance += Math.imul(bits, 0x01010101) >>> 24;
-    }
-    found.push({ id: ids[member] ?? 0, distance, part, member, partition });
+    found.push({ id: ids[member] ?? 0, distance: hammingAt(codes, member * words, query), part, member, partition });
     from = member + 1;
   }
 }
