@@ -306,7 +306,7 @@ export function createSqliteVectorLists(
    * for listed vectors without one (from 0 again before it says none is left), and the generation and `data_version`
    * at which none was left. Only another connection's commit can leave a listed vector without one (a process of the
    * previous release): every list row this object writes comes with its residual row, so its own writes need no
-   * look (about 34 ms of CPU at 100,000 vectors).
+   * look (34-47 ms of CPU at 100,000 vectors).
    */
   let fillCursor = { generation: -1, after: 0 };
   let residualsFilled: { generation: number; dataVersion: number } | null = null;

@@ -309,6 +309,32 @@ describe('the residual codes of the inverted lists', { timeout: 180_000 }, () =>
     expect(queries.filter((query, position) => inLists.has(position) && differs(query))).toEqual([]);
   });
 
+  it("stay with their codes when linking's first pass sorts the codes in memory by memory id", () => {
+    const path = join(folder, 'sorted.db');
+    const { database, index } = openIndex(path);
+    const stored = vectorsFor(2000, 16);
+    // The larger ids listed first, the smaller put after: each partition's codes out of memory id order.
+    put(database, index, stored.slice(1000));
+    build(database, index);
+    put(database, index, stored.slice(0, 1000));
+    // 12 of 40 candidates re-ranked: the answers depend on each candidate's estimate.
+    const fine = openIndex(path, { listSnapshotAfter: 0, rerank: 12 }).index;
+    const random = createSeededRandom(17);
+    const queries = Array.from({ length: 30 }, () =>
+      near(stored[random.below(stored.length)]?.vector ?? gaussian(random), random, 0.8),
+    );
+    const answers = () => queries.map((query) => fine.search(query, 'm', null, 10));
+    const before = answers();
+    const older = fine.searchNearOlder(
+      stored.slice(0, 200).map((row) => ({ vector: row.vector, owners: null, olderThan: row.id })),
+      'm',
+      11,
+      0.85,
+    );
+    expect(older).toHaveLength(200);
+    expect(answers()).toEqual(before);
+  });
+
   it('estimate a code from its residual code as a brute force does (its signs off the centroid and the scale beside them)', () => {
     const random = createSeededRandom(13);
     for (const dimensions of [128, 100, 768]) {
