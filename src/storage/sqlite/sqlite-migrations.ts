@@ -746,6 +746,30 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX memories_by_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
     `,
   },
+  {
+    version: 24,
+    name: 'the signs of each listed vector off its list centroid',
+    sql: `
+      -- ADR 10, 2026-12-02 (session 11). Beside a vector's row in the inverted lists (memory_vector_list_bits), the
+      -- sign bits of its residual off its list's centroid (v - <v, c> c) and their product with its unit residual
+      -- (a float32 after the bits), written with the list row by the lists' training \`generation\`; recall
+      -- estimates a candidate's cosine from them and re-ranks fewer candidates exactly. Vectors in the overflow
+      -- partition have none. A row of another generation, or a listed vector without a row, is estimated as
+      -- before (and recall re-ranks as many as before); maintenance's index steps fill the missing rows.
+      CREATE TABLE memory_vector_residuals (
+        memory_id INTEGER PRIMARY KEY,
+        generation INTEGER NOT NULL,
+        code BLOB NOT NULL
+      );
+      -- Every write path that removes or replaces a vector deletes its slices (a process of the previous release
+      -- too, which knows nothing of this table): its residual row goes with them, so a row is never of another
+      -- vector of the same memory.
+      CREATE TRIGGER memory_vector_residuals_gone AFTER DELETE ON memory_vector_slices WHEN old.key % 64 = 0
+        BEGIN
+          DELETE FROM memory_vector_residuals WHERE memory_id = old.key / 64;
+        END;
+    `,
+  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */

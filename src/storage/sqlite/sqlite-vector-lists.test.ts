@@ -107,7 +107,13 @@ function vectorsFor(
  */
 function openIndex(
   listMinVectors: number,
-  options: { listProbes?: number; listSnapshotAfter?: number; rerank?: number; path?: string } = {},
+  options: {
+    listProbes?: number;
+    listSnapshotAfter?: number;
+    rerank?: number;
+    residualRerank?: number;
+    path?: string;
+  } = {},
 ): { database: Database.Database; index: SqliteVectorIndex } {
   const { path = ':memory:', ...tuning } = options;
   const database = openSqliteDatabase({ path });
@@ -793,7 +799,8 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     const throughSql = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
     put(throughSql.database, throughSql.index, stored);
     build(throughSql.database, throughSql.index);
-    const inMemory = openIndex(500, { listSnapshotAfter: 0, path });
+    // Every candidate re-ranked (200 at limit 50, fewer than 256), as through SQL.
+    const inMemory = openIndex(500, { listSnapshotAfter: 0, path, residualRerank: 256 });
     const random = createSeededRandom(71);
     let compared = 0;
     for (let query = 0; query < 40; query++) {

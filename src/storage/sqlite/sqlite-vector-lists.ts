@@ -84,6 +84,11 @@ export interface NearestCode {
   distance: number;
   /** The estimate of its cosine with the query ({@link bandEstimates}). */
   estimate?: number;
+  /**
+   * Whether the estimate is the finer one: from the vector's residual code, or of the overflow partition, whose
+   * estimate has none (ADR 10, 2026-12-02, session 11). Recall re-ranks fewer candidates when all are.
+   */
+  refined?: boolean;
 }
 
 /** One query of {@link SqliteVectorLists.mayHoldOlder}: a memory's vector, its code and owners, and its id. */
@@ -235,6 +240,15 @@ export interface SnapshotPart {
   bytes?: Uint8Array;
   /** Where the part's first code is in {@link Snapshot.scan}, when its codes are there. */
   at?: number;
+  /**
+   * Of a list's partition, each member's residual code ({@link residualCode}: the signs of its vector off the
+   * centroid, as many bytes as a code) when its row of the lists' generation was read (ADR 10, 2026-12-02, session 11).
+   */
+  residuals?: Uint8Array;
+  /** Each member's residual's product with its residual signs ({@link residualCode}); NaN: no residual code. */
+  residualScales?: Float32Array;
+  /** Each member's residual signs' dot product with the centroid, once recall needed them. */
+  residualDots?: Float64Array;
 }
 
 /** The lists' codes and band ranges as they were at `dataVersion` (ADR 20, 2026-12-01, session 4). */
@@ -287,6 +301,15 @@ export function createSqliteVectorLists(
   let centroids: Centroids | null = null;
   let prepared: ReturnType<typeof prepare> | null = null;
   let preparedList: ReturnType<typeof prepareListTable> | null = null;
+  /**
+   * The fill of the residual codes (ADR 10, 2026-12-02, session 11): the memory id after which the next step looks
+   * for listed vectors without one (from 0 again before it says none is left), and the generation and `data_version`
+   * at which none was left. Only another connection's commit can leave a listed vector without one (a process of the
+   * previous release): every list row this object writes comes with its residual row, so its own writes need no
+   * look (34-47 ms of CPU at 100,000 vectors).
+   */
+  let fillCursor = { generation: -1, after: 0 };
+  let residualsFilled: { generation: number; dataVersion: number } | null = null;
   const rangeStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
   const knnStatements = new Map<number, Database.Statement<unknown[], { id: number; distance: number }>>();
 
@@ -462,12 +485,19 @@ export function createSqliteVectorLists(
     const allBytes = new Uint8Array(allCodes.buffer, allCodes.byteOffset, allCodes.byteLength);
     const parts = new Map<number, SnapshotPart>();
     const filled = new Map<number, number>();
+    // The residual codes (ADR 10, 2026-12-02, session 11), as many bytes a member as its code, and their scales (NaN
+    // for a member without a residual row of this generation).
+    const stride = words * 4;
+    const allResiduals = new Uint8Array(total * stride);
+    const allScales = new Float32Array(total).fill(Number.NaN);
     let offset = 0;
     for (const [part, count] of counts) {
       parts.set(part, {
         ids: allIds.subarray(offset, offset + count),
         owners: allOwners.subarray(offset, offset + count),
         codes: allCodes.subarray(offset * words, (offset + count) * words),
+        residuals: allResiduals.subarray(offset * stride, (offset + count) * stride),
+        residualScales: allScales.subarray(offset, offset + count),
       });
       filled.set(part, offset);
       offset += count;
@@ -494,6 +524,7 @@ export function createSqliteVectorLists(
       }
       filled.set(chunk.part, at);
     }
+    readResiduals(current.generation, allIds, codeBytes, stride, allResiduals, allScales);
     if (scan !== null) {
       let at = 0;
       for (const part of parts.values()) {
@@ -502,6 +533,33 @@ export function createSqliteVectorLists(
       }
     }
     return { generation: current.generation, dataVersion, words, lists: sql().listRows.all(), parts, scan };
+  }
+
+  /**
+   * The residual rows of `generation` into `residuals` and `scales`, at the place of their memory in `ids`; a row of
+   * another size (written for other dimensions) is left out.
+   */
+  function readResiduals(
+    generation: number,
+    ids: Float64Array,
+    codeBytes: number,
+    stride: number,
+    residuals: Uint8Array,
+    scales: Float32Array,
+  ): void {
+    if (ids.length === 0) return;
+    const placeOf = new Map<number, number>();
+    for (let at = 0; at < ids.length; at++) placeOf.set(ids[at] ?? 0, at);
+    const rows = database
+      .prepare<[number], [number, Buffer]>('SELECT memory_id, code FROM memory_vector_residuals WHERE generation = ?')
+      .raw()
+      .iterate(generation);
+    for (const [id, code] of rows) {
+      const at = placeOf.get(id);
+      if (at === undefined || code.length !== codeBytes + 4) continue;
+      residuals.set(code.subarray(0, codeBytes), at * stride);
+      scales[at] = code.readFloatLE(codeBytes);
+    }
   }
 
   /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
@@ -516,6 +574,10 @@ export function createSqliteVectorLists(
         .prepare<[bigint], number>('SELECT memory_id FROM memory_vector_list_bits WHERE memory_id = ?')
         .pluck(),
       overflowed: database.prepare('UPDATE vector_list_state SET overflow_vectors = overflow_vectors + 1 WHERE id = 1'),
+      putResidual: database.prepare<[number, number, Buffer]>(
+        'INSERT OR REPLACE INTO memory_vector_residuals (memory_id, generation, code) VALUES (?, ?, ?)',
+      ),
+      dropResidual: database.prepare<[number]>('DELETE FROM memory_vector_residuals WHERE memory_id = ?'),
       widen: database.prepare<[{ band: number; list: number }]>(
         `UPDATE vector_lists SET low_band = min(coalesce(low_band, @band), @band), high_band = max(coalesce(high_band, @band), @band)
          WHERE list = @list AND (low_band IS NULL OR low_band > @band OR high_band < @band)`,
@@ -565,10 +627,70 @@ export function createSqliteVectorLists(
     if (current.overflow_band !== null && band > current.overflow_band) {
       statements.insert.run(BigInt(memoryId), BigInt(OVERFLOW_PART), code, BigInt(ownerId));
       statements.overflowed.run();
+      statements.dropResidual.run(memoryId);
       return;
     }
     statements.insert.run(BigInt(memoryId), BigInt(list * BANDS + band), code, BigInt(ownerId));
     statements.widen.run({ band, list });
+    const dimensions = loaded.dimensions;
+    statements.putResidual.run(
+      memoryId,
+      current.generation,
+      residualCode(vector, loaded.values.subarray(list * dimensions, (list + 1) * dimensions)),
+    );
+  }
+
+  /**
+   * One step of the fill of the residual codes of lists complete but for them (lists built by a release before
+   * migration 24, or vectors listed by a process of one): up to {@link ASSIGN_PAGE} listed vectors (not of the
+   * overflow) without a residual row of the lists' generation, in memory id order; false when none is left. The
+   * vectors' list rows are read from the vec0 shadow tables of the layouts the snapshot reads (another layout is
+   * not filled: recall estimates as before).
+   */
+  function fillResiduals(current: State, dimensions: number): boolean {
+    const version = sql().dataVersion.get() ?? 0;
+    if (residualsFilled?.generation === current.generation && residualsFilled.dataVersion === version) return false;
+    const layout = database
+      .prepare<[], unknown>("SELECT value FROM memory_vector_list_bits_info WHERE key = 'CREATE_VERSION'")
+      .pluck()
+      .get();
+    if (typeof layout !== 'string' || !SNAPSHOT_LAYOUTS.has(layout)) return false;
+    if (fillCursor.generation !== current.generation) fillCursor = { generation: current.generation, after: 0 };
+    const missing = database.prepare<[number, number, number], { id: number; part: number }>(
+      `SELECT r.rowid AS id, c.partition00 AS part FROM memory_vector_list_bits_rowids AS r
+         JOIN memory_vector_list_bits_chunks AS c ON c.chunk_id = r.chunk_id
+       WHERE r.rowid > ? AND c.partition00 >= 0
+         AND NOT EXISTS (SELECT 1 FROM memory_vector_residuals AS x WHERE x.memory_id = r.rowid AND x.generation = ?)
+       ORDER BY r.rowid LIMIT ?`,
+    );
+    let rows = missing.all(fillCursor.after, current.generation, ASSIGN_PAGE);
+    if (rows.length === 0 && fillCursor.after > 0) {
+      fillCursor.after = 0;
+      rows = missing.all(0, current.generation, ASSIGN_PAGE);
+    }
+    if (rows.length === 0) {
+      residualsFilled = { generation: current.generation, dataVersion: version };
+      return false;
+    }
+    const loaded = loadCentroids(current, dimensions);
+    const vectors = options.read(rows.map((row) => row.id));
+    const statements = listSql();
+    for (const { id, part } of rows) {
+      const vector = vectors.get(id);
+      const list = Math.floor(part / BANDS);
+      if (!vector || list >= loaded.count) continue;
+      statements.putResidual.run(
+        id,
+        current.generation,
+        residualCode(
+          vector.subarray(0, dimensions),
+          loaded.values.subarray(list * dimensions, (list + 1) * dimensions),
+        ),
+      );
+    }
+    fillCursor.after = rows.at(-1)?.id ?? fillCursor.after;
+    written();
+    return true;
   }
 
   /**
@@ -688,7 +810,8 @@ export function createSqliteVectorLists(
     database.exec(`DELETE FROM vector_lists;
       INSERT INTO vector_lists (list, centroid) SELECT list, centroid FROM vector_list_training;
       DELETE FROM vector_list_training;
-      DROP TABLE IF EXISTS memory_vector_list_bits;`);
+      DROP TABLE IF EXISTS memory_vector_list_bits;
+      DELETE FROM memory_vector_residuals;`);
     createListBitsTable(database, dimensions);
     database
       .prepare(
@@ -844,6 +967,7 @@ export function createSqliteVectorLists(
         assign(current, dimensions);
         return true;
       }
+      if (current?.maintained && fillResiduals(current, dimensions)) return true;
       const total = sql().vectorCount.get() ?? 0;
       if (total < minVectors) return false;
       if (current?.maintained && current.overflow_band !== null && !retrain(current, total)) return false;
@@ -869,7 +993,8 @@ export function createSqliteVectorLists(
       database.exec(`DROP TABLE IF EXISTS memory_vector_list_bits;
         DELETE FROM vector_lists;
         DELETE FROM vector_list_training;
-        DELETE FROM vector_list_state;`);
+        DELETE FROM vector_list_state;
+        DELETE FROM memory_vector_residuals;`);
       if (last !== undefined) {
         database
           .prepare(
@@ -939,11 +1064,13 @@ export function createSqliteVectorLists(
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
         // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
         const kept = nearestWithin(within, wanted);
-        const estimates = bandEstimates(query, kept, memory.words, values, count, similarities);
+        const refined = new Uint8Array(kept.length);
+        const estimates = bandEstimates(query, kept, memory.words, values, count, similarities, refined);
         return kept.map((candidate, index) => ({
           id: candidate.id,
           distance: candidate.distance,
           estimate: estimates[index] ?? 0,
+          refined: refined[index] === 1,
         }));
       }
       const statement = knnStatement(ownerIds === null ? null : ownerIds.length, bound !== null);
@@ -1029,7 +1156,7 @@ function sortedById(memory: Snapshot): ById {
   const scan = small ? createCodeScan(total, words) : null;
   const perCode = scan === null ? 0 : scan.stride / 4;
   let at = 0;
-  for (const [part, { ids, owners, codes }] of memory.parts) {
+  for (const [part, { ids, owners, codes, residuals, residualScales }] of memory.parts) {
     const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
     // Where the scan's codes have no padding, the part's codes are a view of them rather than a second copy.
     const shared = scan !== null && perCode === words;
@@ -1039,6 +1166,18 @@ function sortedById(memory: Snapshot): ById {
       codes: shared ? scan.codes.subarray(at * words, (at + ids.length) * words) : new Uint32Array(codes.length),
       at,
     };
+    // The residual codes in the same order (in place: each part's are views of one array, and only reordered).
+    if (residuals && residualScales) {
+      const stride = words * 4;
+      const oldResiduals = residuals.slice();
+      const oldScales = residualScales.slice();
+      for (const [index, from] of order.entries()) {
+        residuals.set(oldResiduals.subarray(from * stride, (from + 1) * stride), index * stride);
+        residualScales[index] = oldScales[from] ?? Number.NaN;
+      }
+      sorted.residuals = residuals;
+      sorted.residualScales = residualScales;
+    }
     for (const [index, from] of order.entries()) {
       const code = codes.subarray(from * words, (from + 1) * words);
       sorted.ids[index] = ids[from] ?? 0;
@@ -1397,6 +1536,13 @@ interface Within {
  * byte ({@link estimateTable}, one table a query); `<c, s>` depends on the code alone and is computed once a
  * snapshot for each code of a partition searched ({@link SnapshotPart.signDots}). The overflow's vectors have
  * no centroid: `r` is 90 degrees, the estimate `sqrt(2 / (pi D)) <q, s>`.
+ *
+ * A member with its residual code (ADR 10, 2026-12-02, session 11: the signs `t` of `v - <v, c> c`, and `k`, their
+ * product with the unit residual `u`) has its sign term from those signs instead: `<q, u>` estimated by the
+ * regression of `u` on `t` off the centroid, `k / (D - <c, t>^2)` times `<q, t> - <q, c> <c, t>` (the same table
+ * gives `<q, t>`; `<c, t>` is computed once a snapshot, as `<c, s>`). Its error is about half the other's on the
+ * bench's corpus, where `v`'s own signs say little of `u`. `refined` (when given) is set to 1 for each candidate
+ * estimated so, or of the overflow (whose estimate has no finer form), else 0.
  */
 export function bandEstimates(
   query: Float32Array,
@@ -1405,6 +1551,7 @@ export function bandEstimates(
   centroids: Float32Array,
   count: number,
   similarities: Float64Array = centroidProducts(query, centroids, count, null),
+  refined: Uint8Array | null = null,
 ): Float64Array {
   const dimensions = query.length;
   const bytes = words * 4;
@@ -1427,16 +1574,60 @@ export function bandEstimates(
     const list = partition < 0 ? -1 : Math.floor(partition / BANDS);
     if (list < 0 || list >= count) {
       estimates[index] = scale * signs;
+      if (refined && list < 0) refined[index] = 1;
       continue;
     }
     const product = similarities[list] ?? 0;
-    part.signDots ??= signDotsOf(part, centroids.subarray(list * dimensions, (list + 1) * dimensions), words);
     const band = partition % BANDS;
+    const centroid = centroids.subarray(list * dimensions, (list + 1) * dimensions);
+    const residualScale = part.residualScales?.[member] ?? Number.NaN;
+    if (part.residuals && !Number.isNaN(residualScale)) {
+      const residuals = part.residuals;
+      let residualSum = 0;
+      for (let byte = 0, row = 0, at = member * bytes; byte < bytes; byte++, row += 256, at++) {
+        residualSum += table[row + (residuals[at] ?? 0)] ?? 0;
+      }
+      part.residualDots ??= signDotsOf(residuals, part.ids.length, centroid, words);
+      const centroidDot = part.residualDots[member] ?? 0;
+      const spread = dimensions - centroidDot * centroidDot;
+      estimates[index] =
+        (BAND_COSINES[band] ?? 0) * product +
+        (spread > 0
+          ? (BAND_SINES[band] ?? 0) * (residualScale / spread) * (2 * residualSum - total - product * centroidDot)
+          : 0);
+      if (refined) refined[index] = 1;
+      continue;
+    }
+    part.signDots ??= signDotsOf(code, part.ids.length, centroid, words);
     estimates[index] =
       (BAND_COSINES[band] ?? 0) * product +
       (BAND_SINES[band] ?? 0) * scale * (signs - product * (part.signDots[member] ?? 0));
   }
   return estimates;
+}
+
+/**
+ * The residual code of `vector` listed under the unit centroid `centroid` (ADR 10, 2026-12-02, session 11): with `p`
+ * the vector scaled to length 1, the sign bits of `p - <p, c> c` laid out as {@link binaryCodeOf}'s, then, as a
+ * little-endian float32, their product with the unit residual (its L1 norm over its L2 norm; 0 for a vector along
+ * the centroid).
+ */
+export function residualCode(vector: Float32Array, centroid: Float32Array): Buffer {
+  const point = unit(vector);
+  const dimensions = point.length;
+  const codeBytes = Math.ceil(dimensions / 8);
+  const code = Buffer.alloc(codeBytes + 4);
+  const along = dot(point, centroid, 0);
+  let absolute = 0;
+  let squares = 0;
+  for (let index = 0; index < dimensions; index++) {
+    const value = (point[index] ?? 0) - along * (centroid[index] ?? 0);
+    if (value > 0) code[index >> 3] = (code[index >> 3] ?? 0) | (1 << (index & 7));
+    absolute += Math.abs(value);
+    squares += value * value;
+  }
+  code.writeFloatLE(squares > 0 ? absolute / Math.sqrt(squares) : 0, codeBytes);
+  return code;
 }
 
 /**
@@ -1481,14 +1672,13 @@ export function nearestWithin<T extends { id: number; distance: number }>(within
   return kept.sort(byDistance).slice(0, wanted);
 }
 
-/** The dot product of `centroid` with each member's signs (+1 for a set bit, -1 for a clear one). */
-function signDotsOf(part: SnapshotPart, centroid: Float32Array, words: number): Float64Array {
+/** The dot product of `centroid` with the signs (+1 for a set bit, -1 for a clear one) of each of `members` codes. */
+function signDotsOf(codes: Uint8Array, members: number, centroid: Float32Array, words: number): Float64Array {
   const table = estimateTable(centroid, words * 4, scratchTable(words * 4, 1));
   let total = 0;
   for (const value of centroid) total += value;
   const bytes = words * 4;
-  const codes = new Uint8Array(part.codes.buffer, part.codes.byteOffset, part.codes.byteLength);
-  const dots = new Float64Array(part.ids.length);
+  const dots = new Float64Array(members);
   for (let member = 0, at = 0; member < dots.length; member++) {
     let sum = 0;
     for (let byte = 0, row = 0; byte < bytes; byte++, row += 256, at++) sum += table[row + (codes[at] ?? 0)] ?? 0;
