@@ -256,6 +256,8 @@ interface Snapshot {
   generation: number;
   dataVersion: number;
   words: number;
+  /** Bytes a code holds (`words` 32-bit words, less their padding). */
+  codeBytes: number;
   lists: ListRow[];
   parts: Map<number, SnapshotPart>;
   /**
@@ -485,19 +487,12 @@ export function createSqliteVectorLists(
     const allBytes = new Uint8Array(allCodes.buffer, allCodes.byteOffset, allCodes.byteLength);
     const parts = new Map<number, SnapshotPart>();
     const filled = new Map<number, number>();
-    // The residual codes (ADR 10, 2026-12-02, session 11), as many bytes a member as its code, and their scales (NaN
-    // for a member without a residual row of this generation).
-    const stride = words * 4;
-    const allResiduals = new Uint8Array(total * stride);
-    const allScales = new Float32Array(total).fill(Number.NaN);
     let offset = 0;
     for (const [part, count] of counts) {
       parts.set(part, {
         ids: allIds.subarray(offset, offset + count),
         owners: allOwners.subarray(offset, offset + count),
         codes: allCodes.subarray(offset * words, (offset + count) * words),
-        residuals: allResiduals.subarray(offset * stride, (offset + count) * stride),
-        residualScales: allScales.subarray(offset, offset + count),
       });
       filled.set(part, offset);
       offset += count;
@@ -524,7 +519,6 @@ export function createSqliteVectorLists(
       }
       filled.set(chunk.part, at);
     }
-    readResiduals(current.generation, allIds, codeBytes, stride, allResiduals, allScales);
     if (scan !== null) {
       let at = 0;
       for (const part of parts.values()) {
@@ -532,35 +526,39 @@ export function createSqliteVectorLists(
         at += part.ids.length;
       }
     }
-    return { generation: current.generation, dataVersion, words, lists: sql().listRows.all(), parts, scan };
+    return { generation: current.generation, dataVersion, words, codeBytes, lists: sql().listRows.all(), parts, scan };
   }
 
   /**
-   * The residual rows of `generation` into `residuals` and `scales`, at the place of their memory in `ids`; a row of
-   * another size (written for other dimensions) is left out.
+   * A part's residual codes (ADR 10, 2026-12-02, session 11), read the first time recall estimates one of its members:
+   * as many bytes a member as its code, and their scales (NaN for a member without a residual row of the snapshot's
+   * generation, or with a row of another size). Read a part at a time, not with the snapshot: maintenance's searches
+   * never estimate, and the reads of every row at once left the allocator's free space in the resident set (about
+   * 16 MiB at 100,000 vectors, session 11). A row another connection changed since the snapshot was read can only
+   * make an estimate worse; the exact re-rank decides.
    */
-  function readResiduals(
-    generation: number,
-    ids: Float64Array,
-    codeBytes: number,
-    stride: number,
-    residuals: Uint8Array,
-    scales: Float32Array,
-  ): void {
-    if (ids.length === 0) return;
-    const placeOf = new Map<number, number>();
-    for (let at = 0; at < ids.length; at++) placeOf.set(ids[at] ?? 0, at);
-    const rows = database
-      .prepare<[number], [number, Buffer]>('SELECT memory_id, code FROM memory_vector_residuals WHERE generation = ?')
-      .raw()
-      .iterate(generation);
-    for (const [id, code] of rows) {
-      const at = placeOf.get(id);
-      if (at === undefined || code.length !== codeBytes + 4) continue;
+  function loadResiduals(memory: Snapshot, part: SnapshotPart): void {
+    if (part.residuals !== undefined) return;
+    const { generation, codeBytes } = memory;
+    const stride = memory.words * 4;
+    const residuals = new Uint8Array(part.ids.length * stride);
+    const scales = new Float32Array(part.ids.length).fill(Number.NaN);
+    residualsOf ??= database
+      .prepare<[string, number], [number, Buffer]>(
+        `SELECT j.key, r.code FROM json_each(?) AS j
+         JOIN memory_vector_residuals AS r ON r.memory_id = j.value
+         WHERE r.generation = ?`,
+      )
+      .raw();
+    for (const [at, code] of residualsOf.iterate(JSON.stringify(Array.from(part.ids)), generation)) {
+      if (code.length !== codeBytes + 4) continue;
       residuals.set(code.subarray(0, codeBytes), at * stride);
       scales[at] = code.readFloatLE(codeBytes);
     }
+    part.residuals = residuals;
+    part.residualScales = scales;
   }
+  let residualsOf: Database.Statement<[string, number], [number, Buffer]> | null = null;
 
   /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
   function prepareListTable() {
@@ -1064,6 +1062,9 @@ export function createSqliteVectorLists(
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
         // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
         const kept = nearestWithin(within, wanted);
+        for (const candidate of kept) {
+          if (candidate.partition !== OVERFLOW_PART) loadResiduals(memory, candidate.part);
+        }
         const refined = new Uint8Array(kept.length);
         const estimates = bandEstimates(query, kept, memory.words, values, count, similarities, refined);
         return kept.map((candidate, index) => ({
