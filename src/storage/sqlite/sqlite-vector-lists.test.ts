@@ -357,6 +357,30 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     expect(misses(index, stored, 40, 3)).toEqual([]);
   });
 
+  it('keep each chunk of codes of 768-dimensional vectors in one page, with no overflow page', () => {
+    const random = createSeededRandom(77);
+    const database = openSqliteDatabase({ path: ':memory:' });
+    opened.push(database);
+    const index = createSqliteVectorIndex(database, { listMinVectors: 300 });
+    index.configure({ model: 'm', dimensions: 768 });
+    const stored = Array.from({ length: 900 }, (_, position) => ({
+      id: position + 1,
+      owner: OWNERS[position % OWNERS.length] ?? 'global',
+      vector: gaussian(random, 768),
+    }));
+    put(database, index, stored);
+    expect(build(database, index)).toBeGreaterThan(0);
+    expect(listedIds(database)).toHaveLength(900);
+    const pages = database
+      .prepare<[], { pagetype: string; count: number }>(
+        `SELECT pagetype, count(*) AS count FROM dbstat
+         WHERE name = 'memory_vector_list_bits_vector_chunks00' GROUP BY pagetype`,
+      )
+      .all();
+    expect(pages.find((row) => row.pagetype === 'leaf')?.count ?? 0).toBeGreaterThan(0);
+    expect(pages.find((row) => row.pagetype === 'overflow')).toBeUndefined();
+  });
+
   it('keep up with vectors put, put again and removed after they are built', () => {
     const stored = vectorsFor('unclustered', 1000, 14);
     const { database, index } = openIndex(500);
