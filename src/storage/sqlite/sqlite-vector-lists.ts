@@ -556,7 +556,8 @@ export function createSqliteVectorLists(
       .iterate(generation);
     for (const [id, code] of rows) {
       const at = placeOf.get(id);
-      if (at === undefined || code.length !== codeBytes + 4) continue;
+      // Not a blob (a row written by hand as text): left out as a row of another size is, not read as one.
+      if (at === undefined || !Buffer.isBuffer(code) || code.length !== codeBytes + 4) continue;
       residuals.set(code.subarray(0, codeBytes), at * stride);
       scales[at] = code.readFloatLE(codeBytes);
     }
