@@ -24,7 +24,10 @@ import { type CodeScan, createCodeScan, createDotProducts, type DotProducts } fr
  * transaction. The lists answer searches only once every vector is assigned (`watermark` null).
  */
 export interface SqliteVectorLists {
-  /** One bounded step of training or assignment; true when it did work (call again until false). */
+  /**
+   * One bounded step of training, assignment or the residual codes' fill; true when it did work and more may be left
+   * (call again until false: the fill's last page, not full, is written by a step that answers false).
+   */
   step(dimensions: number): boolean;
   /** Adds (or moves) one vector to its list when the lists are maintained; inside the caller's transaction. */
   put(memoryId: number, ownerId: number, vector: Float32Array, code: Buffer): void;
@@ -562,9 +565,13 @@ export function createSqliteVectorLists(
       )
       .raw();
     for (const [at, code] of residualsOf.iterate(JSON.stringify(Array.from(part.ids)), generation)) {
-      if (code.length !== codeBytes + 4) continue;
+      // Not a blob (a row written by hand as text): left out as a row of another size is, not read as one.
+      if (!Buffer.isBuffer(code) || code.length !== codeBytes + 4) continue;
+      // An infinite scale (a damaged row) is no finer estimate: the member keeps the signs' estimate.
+      const scale = code.readFloatLE(codeBytes);
+      if (!Number.isFinite(scale)) continue;
       residuals.set(code.subarray(0, codeBytes), at * stride);
-      scales[at] = code.readFloatLE(codeBytes);
+      scales[at] = scale;
     }
     part.residuals = residuals;
     part.residualScales = scales;
@@ -652,7 +659,8 @@ export function createSqliteVectorLists(
   /**
    * One step of the fill of the residual codes of lists complete but for them (lists built by a release before
    * migration 24, or vectors listed by a process of one): up to {@link ASSIGN_PAGE} listed vectors (not of the
-   * overflow) without a residual row of the lists' generation, in memory id order; false when none is left. The
+   * overflow) without a residual row of the lists' generation, in memory id order; false when none is left or the
+   * page was the last (not full: the step still wrote it). The
    * vectors' list rows are read from the vec0 shadow tables of the layouts the snapshot reads (another layout is
    * not filled: recall estimates as before).
    */
@@ -699,7 +707,10 @@ export function createSqliteVectorLists(
     }
     fillCursor.after = rows.at(-1)?.id ?? fillCursor.after;
     written();
-    return true;
+    // A page not full was the last of what was missing: the steps end here, though they wrote. Otherwise a listed
+    // vector that cannot be filled (no vector, a list gone) was found again at every step, and a process of the
+    // previous release listing a vector between every two steps had linking's first pass call them without end.
+    return rows.length === ASSIGN_PAGE;
   }
 
   /**

@@ -230,7 +230,8 @@ describe('the residual codes of the inverted lists', { timeout: 180_000 }, () =>
     expect(residualProblems(database, index, false)).toEqual([]);
     // The process ends; another goes on from the file alone.
     const other = openIndex(path);
-    expect(build(other.database, other.index)).toBe(Math.ceil((listed - 400) / 400));
+    // Each full page a step that says more may be left; the last page, not full, is written by a step that says none is.
+    expect(build(other.database, other.index)).toBe(Math.floor((listed - 400) / 400));
     expect(residualRows(database)).toBe(listed);
     expect(residualProblems(database, index, true)).toEqual([]);
     // A vector listed by a process of the previous release (no residual row) is filled by the next step.
@@ -242,7 +243,7 @@ describe('the residual codes of the inverted lists', { timeout: 180_000 }, () =>
     put(database, index, [{ ...late, vector: near(stored[3]?.vector ?? late.vector, createSeededRandom(9), 0.95) }]);
     asOlderProcess(path, `DELETE FROM memory_vector_residuals WHERE memory_id = ${late.id}`);
     expect(residualProblems(database, index, true)).not.toEqual([]);
-    expect(build(other.database, other.index)).toBe(1);
+    expect(build(other.database, other.index)).toBe(0);
     expect(residualProblems(database, index, true)).toEqual([]);
   });
 
