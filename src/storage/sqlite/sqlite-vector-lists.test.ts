@@ -7,6 +7,7 @@ import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random
 import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { createDotProducts } from './sqlite-code-scan.js';
 import { openSqliteDatabase } from './sqlite-database.js';
+import { gaussian as gaussianVector, near } from './sqlite-test-vectors.fixture.js';
 import { binaryCode, createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
 import {
   BANDS,
@@ -34,17 +35,7 @@ interface Stored {
   vector: Float32Array;
 }
 
-function gaussian(random: SeededRandom, dimensions = DIMENSIONS): Float32Array {
-  return Float32Array.from({ length: dimensions }, () => random.normal());
-}
-
-/** A vector at a cosine of about `closeness` from `vector` (Gaussian noise of the right size). */
-function near(vector: Float32Array, random: SeededRandom, closeness: number): Float32Array {
-  let norm = 0;
-  for (const value of vector) norm += value * value;
-  const deviation = Math.sqrt(norm) * Math.sqrt((1 / closeness ** 2 - 1) / vector.length);
-  return vector.map((value) => value + random.normal() * deviation);
-}
+const gaussian = (random: SeededRandom, dimensions = DIMENSIONS) => gaussianVector(random, dimensions);
 
 const OWNERS = ['global', 'global', 'user:a', 'user:b', 'room:c'];
 /** The centres of the clustered vectors, the same in every test. */

@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { openSqliteDatabase } from './sqlite-database.js';
+import { gaussian as gaussianVector, near } from './sqlite-test-vectors.fixture.js';
 import { createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /**
@@ -31,16 +32,7 @@ interface Stored {
   vector: Float32Array;
 }
 
-function gaussian(random: SeededRandom): Float32Array {
-  return Float32Array.from({ length: DIMENSIONS }, () => random.normal());
-}
-
-function near(vector: Float32Array, random: SeededRandom, closeness: number): Float32Array {
-  let norm = 0;
-  for (const value of vector) norm += value * value;
-  const deviation = Math.sqrt(norm) * Math.sqrt((1 / closeness ** 2 - 1) / vector.length);
-  return vector.map((value) => value + random.normal() * deviation);
-}
+const gaussian = (random: SeededRandom, dimensions = DIMENSIONS) => gaussianVector(random, dimensions);
 
 const centres = Array.from({ length: 10 }, (_, index) => gaussian(createSeededRandom(3000 + index)));
 
