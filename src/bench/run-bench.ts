@@ -41,7 +41,13 @@ export interface BenchOptions {
 const TOP_K = 10;
 /** mneme's candidate pool for topK 10, `min(max(10 * 5, 20), 100)`, used by the baseline's hybrid legs too. */
 const POOL = 50;
-const WARM_UP = 5;
+/**
+ * Queries each system answers in every case, untimed, before any case is timed: enough recalls for a served store's
+ * state (its first 32 vector searches go through SQL, then recall reads the lists' codes and its estimates into
+ * memory: ADR 10, 2026-12-02, session 12), so that each case is timed in that state, not the first case alone
+ * paying for it. What a first recall costs is reported beside the bench in docs/performance.md.
+ */
+const WARM_UP = 10;
 const DIMENSIONS = 768;
 const MODEL_ID = 'bench-precomputed-768';
 /** Memories stored by one system before the other takes its turn. */
@@ -254,22 +260,27 @@ async function measureSize(
   const latencies = { baseline: emptyRecall(), mneme: emptyRecall() };
   const bar = options.progress('recalls in each system', cases.length * queries.length);
   let done = 0;
+  const both = async (leg: RecallLeg, viewer: RecallViewer, query: SyntheticQuery, index: number) => {
+    if (index % 2 === 0) {
+      const baselineMs = recall.baseline(leg, viewer, query);
+      return { baselineMs, mnemeMs: await recall.mneme(leg, viewer, query, index) };
+    }
+    const mnemeMs = await recall.mneme(leg, viewer, query, index);
+    return { baselineMs: recall.baseline(leg, viewer, query), mnemeMs };
+  };
+  for (const { leg, viewer } of cases) {
+    for (const [index, query] of queries.slice(0, WARM_UP).entries()) {
+      await both(leg, viewer, query, index);
+      if (++done % SAMPLE_EVERY === 0) bar.update(done);
+    }
+  }
   for (const { leg, viewer } of cases) {
     const durations = { baseline: [] as number[], mneme: [] as number[] };
     for (const [index, query] of queries.entries()) {
-      let baselineMs: number;
-      let mnemeMs: number;
-      if (index % 2 === 0) {
-        baselineMs = recall.baseline(leg, viewer, query);
-        mnemeMs = await recall.mneme(leg, viewer, query, index);
-      } else {
-        mnemeMs = await recall.mneme(leg, viewer, query, index);
-        baselineMs = recall.baseline(leg, viewer, query);
-      }
-      if (index >= WARM_UP) {
-        durations.baseline.push(baselineMs);
-        durations.mneme.push(mnemeMs);
-      }
+      if (index < WARM_UP) continue;
+      const { baselineMs, mnemeMs } = await both(leg, viewer, query, index);
+      durations.baseline.push(baselineMs);
+      durations.mneme.push(mnemeMs);
       if (++done % SAMPLE_EVERY === 0) bar.update(done);
     }
     latencies.baseline[leg][viewer] = summariseLatencies(durations.baseline);

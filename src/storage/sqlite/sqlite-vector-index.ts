@@ -84,6 +84,8 @@ export interface SqliteVectorIndexOptions {
   listProbes?: number;
   /** Searches without a write before the lists' codes are searched in memory (ADR 20); tests set 0 or Infinity. */
   listSnapshotAfter?: number;
+  /** Residual rows read a statement when recall first estimates (ADR 10, 2026-12-02, session 12); tests lower it. */
+  listResidualPage?: number;
   /** Candidates re-ranked exactly when the lists' codes estimate their cosines ({@link RERANK}); at least the limit. */
   rerank?: number;
   /**
@@ -133,6 +135,20 @@ export const RERANK = 256;
  * {@link RERANK} gives with the estimate of the signs alone.
  */
 export const RESIDUAL_RERANK = 160;
+
+/**
+ * The viewer's vectors for which {@link RERANK} and {@link RESIDUAL_RERANK} were measured (the bench's viewers at
+ * 100,000 see about 50,000). A larger scope re-ranks more, in proportion to the square root of its size (ADR 10,
+ * 2026-12-02, session 12): with 500,000 visible (the bench at 1,000,000), 160 re-ranks gave recall@10 0.875 against
+ * exact search and 512 gave 0.97; more vectors crowd the cosines near the tenth's, where the estimates' errors reorder
+ * them.
+ */
+export const RERANK_SCOPE = 50_000;
+
+/** The re-rank count `base` measured at {@link RERANK_SCOPE} vectors, for a viewer who may see `visible`. */
+export function rerankFor(base: number, visible: number): number {
+  return Math.ceil(base * Math.sqrt(Math.max(1, visible / RERANK_SCOPE)));
+}
 
 /**
  * The `count` candidates of best estimate when every candidate has one, else all of them: candidates found
@@ -232,6 +248,7 @@ export function createSqliteVectorIndex(
   const lists = createSqliteVectorLists(database, {
     minVectors: listMinVectors,
     ...(options.listSnapshotAfter === undefined ? {} : { snapshotAfter: options.listSnapshotAfter }),
+    ...(options.listResidualPage === undefined ? {} : { residualPage: options.listResidualPage }),
     read: (ids) => readVectors(ids),
   });
   let prepared: ReturnType<typeof prepareStatements> | null = null;
@@ -551,7 +568,11 @@ export function createSqliteVectorIndex(
       // In id order, the slices are read in key order: neighbouring B-tree pages, not random ones.
       return rescore(
         vector,
-        bestEstimated(candidates, Math.max(k, rerank), Math.max(k, residualRerank))
+        bestEstimated(
+          candidates,
+          Math.max(k, rerankFor(rerank, visible)),
+          Math.max(k, rerankFor(residualRerank, visible)),
+        )
           .map((candidate) => candidate.id)
           .sort((a, b) => a - b),
       )

@@ -113,6 +113,8 @@ export interface SqliteVectorListsOptions {
    * (at once) or Infinity (never).
    */
   snapshotAfter?: number;
+  /** Residual rows recall reads a statement when it first estimates ({@link residualPages}; default 16,384; tests). */
+  residualPage?: number;
   /** Reads the stored float32 vectors of these memories. */
   read(memoryIds: readonly number[]): Map<number, Float32Array>;
 }
@@ -130,6 +132,8 @@ export const LIST_MIN_VECTORS = 32_768;
  * searching through SQL and at worst spends twice what it would have.
  */
 export const SNAPSHOT_AFTER = 32;
+/** Residual codes read by one statement when recall first estimates (ADR 10, 2026-12-02, session 12). */
+const RESIDUAL_PAGE = 16_384;
 /** Lists of more vectors than this are never read into memory (about 100 MB of 768-bit codes). */
 const SNAPSHOT_MAX_VECTORS = 1 << 20;
 /**
@@ -281,6 +285,8 @@ interface Snapshot {
   scan: CodeScan | null;
   /** The parts again, each sorted by memory id, with each memory's part: read by the first pass of linking. */
   byId?: ById;
+  /** Whether recall read the residual codes and the signs' products with the centroids ({@link loadEstimates}). */
+  estimated?: boolean;
 }
 
 /** The snapshot's parts sorted by memory id (linking's first pass). */
@@ -302,6 +308,7 @@ export function createSqliteVectorLists(
 ): SqliteVectorLists {
   const minVectors = options.minVectors ?? LIST_MIN_VECTORS;
   const snapshotAfter = options.snapshotAfter ?? SNAPSHOT_AFTER;
+  const residualPage = options.residualPage ?? RESIDUAL_PAGE;
   /**
    * The lists' codes in memory, and the searches since the last write to the lists: any write through this
    * object drops the snapshot, a commit by another connection (`PRAGMA data_version`) too.
@@ -544,39 +551,68 @@ export function createSqliteVectorLists(
   }
 
   /**
-   * A part's residual codes (ADR 10, 2026-12-02, session 11), read the first time recall estimates one of its members:
-   * as many bytes a member as its code, and their scales (NaN for a member without a residual row of the snapshot's
-   * generation, or with a row of another size). Read a part at a time, not with the snapshot: maintenance's searches
-   * never estimate, and the reads of every row at once left the allocator's free space in the resident set (about
-   * 16 MiB at 100,000 vectors, session 11). A row another connection changed since the snapshot was read can only
-   * make an estimate worse; the exact re-rank decides.
+   * What recall's estimates read beside the codes (ADR 10, 2026-12-02, session 12), once a snapshot, by the first
+   * recall that estimates a member of a list: every member's residual code (ADR 10, session 11: as many bytes as its
+   * code, and its scale; NaN for a member without a residual row of the snapshot's generation, or with a row of
+   * another size or type) and, for each list's members, the products of their codes' and residual codes' signs with
+   * the centroid. Maintenance's searches never estimate, so linking's snapshot holds none of it. The rows are read in
+   * memory-id order ({@link residualPages}); session 11 read them a part at a time, by id, about 0.5 s of the first
+   * few hundred recalls at 100,000 vectors, which the bench's latencies counted. A row another connection
+   * changed since the snapshot was read can only make an estimate worse; the exact re-rank decides.
    */
-  function loadResiduals(memory: Snapshot, part: SnapshotPart): void {
-    if (part.residuals !== undefined) return;
-    const { generation, codeBytes } = memory;
-    const stride = memory.words * 4;
-    const residuals = new Uint8Array(part.ids.length * stride);
-    const scales = new Float32Array(part.ids.length).fill(Number.NaN);
-    residualsOf ??= database
-      .prepare<[string, number], [number, Buffer]>(
-        `SELECT j.key, r.code FROM json_each(?) AS j
-         JOIN memory_vector_residuals AS r ON r.memory_id = j.value
-         WHERE r.generation = ?`,
-      )
-      .raw();
-    for (const [at, code] of residualsOf.iterate(JSON.stringify(Array.from(part.ids)), generation)) {
-      // Not a blob (a row written by hand as text): left out as a row of another size is, not read as one.
-      if (!Buffer.isBuffer(code) || code.length !== codeBytes + 4) continue;
-      // An infinite scale (a damaged row) is no finer estimate: the member keeps the signs' estimate.
-      const scale = code.readFloatLE(codeBytes);
-      if (!Number.isFinite(scale)) continue;
-      residuals.set(code.subarray(0, codeBytes), at * stride);
-      scales[at] = scale;
+  function loadEstimates(memory: Snapshot, centroids: Float32Array, count: number, dimensions: number): void {
+    if (memory.estimated) return;
+    memory.estimated = true;
+    const { generation, codeBytes, words } = memory;
+    const stride = words * 4;
+    const parts = [...memory.parts.values()];
+    const total = parts.reduce((sum, part) => sum + part.ids.length, 0);
+    const residuals = new Uint8Array(total * stride);
+    const scales = new Float32Array(total).fill(Number.NaN);
+    let offset = 0;
+    for (const part of parts) {
+      part.residuals = residuals.subarray(offset * stride, (offset + part.ids.length) * stride);
+      part.residualScales = scales.subarray(offset, offset + part.ids.length);
+      offset += part.ids.length;
     }
-    part.residuals = residuals;
-    part.residualScales = scales;
+    // Every member's place (its index in `scales`, part after part), in the order of its memory id.
+    const ids = new Float64Array(total);
+    offset = 0;
+    for (const part of parts) {
+      ids.set(part.ids, offset);
+      offset += part.ids.length;
+    }
+    const places = placesById(ids);
+    const rowBytes = codeBytes + 4;
+    const target = Buffer.from(residuals.buffer, residuals.byteOffset, residuals.byteLength);
+    let next = 0;
+    for (const page of residualPages(database, generation, codeBytes, residualPage)) {
+      for (const [row, id] of page.ids.entries()) {
+        while (next < places.length && (ids[places[next] ?? 0] ?? 0) < id) next++;
+        // An infinite scale (a damaged row) is no finer estimate: the member keeps the signs' estimate.
+        const scale = page.codes.readFloatLE(row * rowBytes + codeBytes);
+        if (!Number.isFinite(scale)) continue;
+        for (let at = next; at < places.length && ids[places[at] ?? 0] === id; at++) {
+          const place = places[at] ?? 0;
+          page.codes.copy(target, place * stride, row * rowBytes, row * rowBytes + codeBytes);
+          scales[place] = scale;
+        }
+      }
+    }
+    // The signs' products with each list's centroid, one table a list (a part is a band of one list).
+    let tableList = -1;
+    let table = scratchTable(stride, 1);
+    for (const [partition, part] of [...memory.parts].sort((a, b) => a[0] - b[0])) {
+      const list = partition < 0 ? -1 : Math.floor(partition / BANDS);
+      if (list < 0 || list >= count) continue;
+      const centroid = centroids.subarray(list * dimensions, (list + 1) * dimensions);
+      if (tableList !== list) table = estimateTable(centroid, stride, table);
+      tableList = list;
+      part.bytes ??= new Uint8Array(part.codes.buffer, part.codes.byteOffset, part.codes.byteLength);
+      part.signDots ??= signDotsOf(part.bytes, part.ids.length, centroid, words, table);
+      if (part.residuals) part.residualDots ??= signDotsOf(part.residuals, part.ids.length, centroid, words, table);
+    }
   }
-  let residualsOf: Database.Statement<[string, number], [number, Buffer]> | null = null;
 
   /** The statements of `memory_vector_list_bits`, which exists only while the lists are maintained. */
   function prepareListTable() {
@@ -1084,9 +1120,8 @@ export function createSqliteVectorLists(
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
         // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
         const kept = nearestWithin(within, wanted);
-        for (const candidate of kept) {
-          if (candidate.partition !== OVERFLOW_PART) loadResiduals(memory, candidate.part);
-        }
+        if (kept.some((candidate) => candidate.partition !== OVERFLOW_PART))
+          loadEstimates(memory, values, count, vector.length);
         const refined = new Uint8Array(kept.length);
         const estimates = bandEstimates(query, kept, memory.words, values, count, similarities, refined);
         return kept.map((candidate, index) => ({
@@ -1224,6 +1259,62 @@ function sortedById(memory: Snapshot): ById {
   memory.parts = parts;
   return memory.byId;
 }
+
+/**
+ * The residual rows of `generation` whose code is a blob of `codeBytes` and a scale (ADR 10, 2026-12-02, session 12),
+ * in memory-id order, `pageSize` rows at a time: their ids, and their codes end to end in one blob. The blobs are
+ * concatenated as text and cast back, which keeps every byte where the file's text is UTF-8 (mneme's files are) and
+ * costs about 0.4 of hex() and unhex() on both sides; a value a row cost about 7 us of CPU for its buffer alone.
+ */
+export function* residualPages(
+  database: Database.Database,
+  generation: number,
+  codeBytes: number,
+  pageSize = RESIDUAL_PAGE,
+): Generator<{ ids: number[]; codes: Buffer }> {
+  // A file whose text is UTF-16 would convert the blobs' bytes as text: there, each code goes through hex() instead.
+  const utf8 = database.pragma('encoding', { simple: true }) === 'UTF-8';
+  const codes = utf8
+    ? "CAST(group_concat(code, '' ORDER BY memory_id) AS BLOB)"
+    : "unhex(group_concat(hex(code), '' ORDER BY memory_id))";
+  const page = database
+    .prepare<[number, number, number, number], [number | null, number, string | null, Buffer | null]>(
+      `SELECT max(memory_id), count(*), group_concat(memory_id, ',' ORDER BY memory_id), ${codes}
+       FROM (SELECT memory_id, code FROM memory_vector_residuals
+         WHERE memory_id > ? AND generation = ? AND typeof(code) = 'blob' AND length(code) = ?
+         ORDER BY memory_id LIMIT ?)`,
+    )
+    .raw();
+  const rowBytes = codeBytes + 4;
+  for (let after = Number.NEGATIVE_INFINITY; ; ) {
+    const [last, rows, idsText, codes] = page.get(after, generation, rowBytes, pageSize) ?? [null, 0, null, null];
+    if (last === null || rows === 0 || idsText === null || codes === null) return;
+    after = last;
+    const ids = idsText.split(',').map(Number);
+    if (ids.length === rows && codes.length === rows * rowBytes) yield { ids, codes };
+  }
+}
+
+/**
+ * The indexes of `ids` in ascending order of their values (equal values in index order): one native sort of numbers
+ * that carry both (the id times 2^21 plus the index) where every id is a whole number below 2^32 and there are at
+ * most 2^21 of them, else a sort with a comparison.
+ */
+export function placesById(ids: Float64Array): Uint32Array {
+  const places = new Uint32Array(ids.length);
+  const fits = ids.length <= PLACE_SPAN && ids.every((id) => Number.isInteger(id) && id >= 0 && id < 2 ** 32);
+  if (!fits) {
+    const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0) || a - b);
+    places.set(order);
+    return places;
+  }
+  const keys = new Float64Array(ids.length);
+  for (let index = 0; index < ids.length; index++) keys[index] = (ids[index] ?? 0) * PLACE_SPAN + index;
+  keys.sort();
+  for (let index = 0; index < keys.length; index++) places[index] = (keys[index] ?? 0) % PLACE_SPAN;
+  return places;
+}
+const PLACE_SPAN = 2 ** 21;
 
 /** The owners of a query as the WebAssembly scan takes them: [-1, -1] for any, else two (one twice); null: more. */
 function ownerPair(ownerIds: readonly number[] | null): [number, number] | null {
@@ -1696,8 +1787,13 @@ export function nearestWithin<T extends { id: number; distance: number }>(within
 }
 
 /** The dot product of `centroid` with the signs (+1 for a set bit, -1 for a clear one) of each of `members` codes. */
-function signDotsOf(codes: Uint8Array, members: number, centroid: Float32Array, words: number): Float64Array {
-  const table = estimateTable(centroid, words * 4, scratchTable(words * 4, 1));
+function signDotsOf(
+  codes: Uint8Array,
+  members: number,
+  centroid: Float32Array,
+  words: number,
+  table: Float64Array = estimateTable(centroid, words * 4, scratchTable(words * 4, 1)),
+): Float64Array {
   let total = 0;
   for (const value of centroid) total += value;
   const bytes = words * 4;

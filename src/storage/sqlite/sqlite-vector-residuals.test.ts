@@ -1,14 +1,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
+
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { cosine } from '../../core/maintenance/consolidate-task.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { gaussian as gaussianVector, near } from './sqlite-test-vectors.fixture.js';
-import { createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
-import { BANDS, bandEstimates, residualCode, type SnapshotPart } from './sqlite-vector-lists.js';
+import { createSqliteVectorIndex, RERANK_SCOPE, rerankFor, type SqliteVectorIndex } from './sqlite-vector-index.js';
+import {
+  BANDS,
+  bandEstimates,
+  placesById,
+  residualCode,
+  residualPages,
+  type SnapshotPart,
+} from './sqlite-vector-lists.js';
 
 /**
  * The residual codes of the inverted lists (ADR 10, 2026-12-02, session 11, migration 24): each listed vector's
@@ -48,7 +56,7 @@ function vectorsFor(count: number, seed: number, firstId = 1): Stored[] {
 
 function openIndex(
   path: string,
-  tuning: { listSnapshotAfter?: number; rerank?: number; residualRerank?: number } = {},
+  tuning: { listSnapshotAfter?: number; listResidualPage?: number; rerank?: number; residualRerank?: number } = {},
 ): { database: Database.Database; index: SqliteVectorIndex } {
   const database = openSqliteDatabase({ path });
   opened.push(database);
@@ -299,6 +307,96 @@ describe('the residual codes of the inverted lists', { timeout: 180_000 }, () =>
     // Ten re-ranked gave other answers than all for some of them; now all are re-ranked for each.
     expect(queries.filter((_, position) => inLists.has(position) && before[position]).length).toBeGreaterThan(0);
     expect(queries.filter((query, position) => inLists.has(position) && differs(query))).toEqual([]);
+  });
+
+  it("are all read into recall's estimates, a page of rows at a time, as one page gives them", () => {
+    const path = join(folder, 'pages.db');
+    const { database, index } = openIndex(path);
+    const stored = vectorsFor(2000, 21);
+    // The smaller ids listed after the larger ones: each partition's members out of memory id order.
+    put(database, index, stored.slice(1000));
+    build(database, index);
+    put(database, index, stored.slice(0, 1000));
+    const tuning = { listSnapshotAfter: 0, rerank: 4096, residualRerank: 12 };
+    const onePage = openIndex(path, tuning).index;
+    const pages = openIndex(path, { ...tuning, listResidualPage: 7 }).index;
+    const everyOne = openIndex(path, { listSnapshotAfter: Number.POSITIVE_INFINITY }).index;
+    const random = createSeededRandom(22);
+    const queries = Array.from({ length: 30 }, () =>
+      near(stored[random.below(stored.length)]?.vector ?? gaussian(random), random, 0.8),
+    );
+    const answers = (searched: SqliteVectorIndex) => queries.map((query) => searched.search(query, 'm', null, 10));
+    const paged = answers(pages);
+    expect(paged).toEqual(answers(onePage));
+    // Twelve re-ranked by the residual codes' estimates, not all of them: a member the pages missed would have none,
+    // and its search would re-rank every candidate (`rerank`), as through SQL.
+    const all = answers(everyOne);
+    expect(
+      paged.filter((hits, position) => JSON.stringify(hits) !== JSON.stringify(all[position])).length,
+    ).toBeGreaterThan(0);
+  });
+
+  it.each(['UTF-8', 'UTF-16le'])(
+    'are read a page at a time in memory id order, every byte of each code kept, rows of another kind left out (%s)',
+    (encoding) => {
+      const database = encoding === 'UTF-8' ? openSqliteDatabase({ path: ':memory:' }) : new Database(':memory:');
+      opened.push(database);
+      if (encoding !== 'UTF-8') {
+        // A file made elsewhere with UTF-16 text: a blob read as text there is converted, not kept byte for byte.
+        database.pragma(`encoding = '${encoding}'`);
+        database.exec(
+          'CREATE TABLE memory_vector_residuals (memory_id INTEGER PRIMARY KEY, generation INTEGER, code BLOB)',
+        );
+      }
+      const codeBytes = 16;
+      const random = createSeededRandom(23);
+      const insert = database.prepare(
+        'INSERT INTO memory_vector_residuals (memory_id, generation, code) VALUES (?, ?, ?)',
+      );
+      const expected: Array<{ id: number; code: Buffer }> = [];
+      for (let id = 1; id <= 40; id++) {
+        // Codes with every byte value among them: zeros (a text's end), bytes that are no UTF-8, 0xff.
+        const code = Buffer.alloc(codeBytes + 4);
+        for (let byte = 0; byte < code.length; byte++)
+          code[byte] = id % 5 === 0 ? 0 : id % 7 === 0 ? 0xff : random.below(256);
+        const kind = id % 11;
+        if (kind === 3) insert.run(id, 2, code.toString('latin1'));
+        else if (kind === 4) insert.run(id, 2, code.subarray(0, codeBytes));
+        else if (kind === 6) insert.run(id, 1, code);
+        else {
+          insert.run(id, 2, code);
+          expected.push({ id, code });
+        }
+      }
+      for (const pageSize of [1, 3, 40, 100]) {
+        const read: Array<{ id: number; code: Buffer }> = [];
+        let pages = 0;
+        for (const page of residualPages(database, 2, codeBytes, pageSize)) {
+          pages++;
+          page.ids.forEach((id, row) => {
+            read.push({ id, code: page.codes.subarray(row * (codeBytes + 4), (row + 1) * (codeBytes + 4)) });
+          });
+        }
+        expect(read).toEqual(expected);
+        expect(pages).toBe(Math.ceil(expected.length / pageSize));
+      }
+    },
+  );
+
+  it('give places in memory id order, ties in their order, whatever the ids', () => {
+    const small = Float64Array.from([9, 3, 7, 3, 1, 12, 0]);
+    expect(Array.from(placesById(small))).toEqual([6, 4, 1, 3, 2, 0, 5]);
+    // Ids past 2^32 (or not whole) sort by a comparison instead, to the same order.
+    const large = Float64Array.from([2 ** 40, 5, 2 ** 33, 5, 2 ** 35]);
+    expect(Array.from(placesById(large))).toEqual([1, 3, 2, 4, 0]);
+    expect(Array.from(placesById(new Float64Array(0)))).toEqual([]);
+  });
+
+  it('let a larger scope re-rank more candidates, by the square root of its size past the one measured', () => {
+    expect(rerankFor(160, 1_000)).toBe(160);
+    expect(rerankFor(160, RERANK_SCOPE)).toBe(160);
+    expect(rerankFor(160, 4 * RERANK_SCOPE)).toBe(320);
+    expect(rerankFor(256, 10 * RERANK_SCOPE)).toBe(Math.ceil(256 * Math.sqrt(10)));
   });
 
   it("stay with their codes when linking's first pass sorts the codes in memory by memory id", () => {
