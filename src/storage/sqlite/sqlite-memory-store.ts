@@ -243,6 +243,9 @@ export function createSqliteMemoryStore(
             ? undefined
             : ((postingsAtMost === undefined ? null : ownerWords.countedBefore(terms, owners)) ??
               ownerWords.counts(terms, owners));
+        // No memory of the owners holds any of the words (the counts are exact: ADR 25; a phrase counts as its
+        // rarest word, a term without a word 0): no statement can match, so none is run.
+        if (counted?.counts.every((count) => count === 0)) return [];
         const visible = (asked: readonly string[]) => counted && countsOf(counted, terms, asked);
         const searched =
           maxTerms === undefined || terms.length <= maxTerms

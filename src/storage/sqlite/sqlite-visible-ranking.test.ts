@@ -3,8 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { globalMemory } from '../global-memory.fixture.js';
 import { openSqliteDatabase } from './sqlite-database.js';
+import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteOwnerWords } from './sqlite-owner-words.js';
+import { createSqliteVectorIndex } from './sqlite-vector-index.js';
 import { createSqliteVisibleRanking, type SqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
 const at = Date.parse('2024-06-15T12:00:00.000Z');
@@ -335,5 +338,47 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     reader.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 5');
     held.unchangedBy(() => touch.run());
     expect(heldAfter()).toBe(false);
+  });
+});
+
+describe("SQLite full-text search of some owners' memories", () => {
+  it('runs no full-text statement for a search whose words no memory the owners may see holds, and finds nothing', async () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const store = createSqliteMemoryStore(database, createSqliteVectorIndex(database));
+      await store.insert(
+        [
+          globalMemory('a kestrel over the field'),
+          globalMemory('a heron by the pond', { scope: 'personal', owner: 'user:bob', userId: 'bob' }),
+        ],
+        { at, actor: null },
+      );
+      // Every statement the store prepares from here on; the full-text ones name the index's table.
+      const prepared: string[] = [];
+      const prepare = database.prepare.bind(database);
+      database.prepare = ((sql: string) => {
+        prepared.push(sql);
+        return prepare(sql);
+      }) as typeof database.prepare;
+      const fullText = () => prepared.filter((sql) => /memories_fts(?!_)|memories_fts_instances/.test(sql));
+      // "heron" is only in bob's memory, "qv0" in none: alice's viewer (and a word no memory holds) finds nothing.
+      for (const terms of [['heron'], ['qv0'], ['heron', 'qv0']]) {
+        expect(await store.searchText({ terms, owners: ['global', 'user:alice'], limit: 10 })).toEqual([]);
+      }
+      expect(fullText()).toEqual([]);
+      // A held word is searched as before (and the recorder sees the statements it prepares).
+      const found = await store.searchText({
+        terms: ['heron', 'kestrel'],
+        owners: ['global', 'user:alice'],
+        limit: 10,
+      });
+      expect(found.map((hit) => hit.id)).toEqual([1]);
+      expect(fullText().length).toBeGreaterThan(0);
+      expect(
+        (await store.searchText({ terms: ['heron'], owners: ['global', 'user:bob'], limit: 10 })).map((hit) => hit.id),
+      ).toEqual([2]);
+    } finally {
+      database.close();
+    }
   });
 });
