@@ -85,6 +85,34 @@ describe('the reads of a batch of extraction steps', () => {
     expect(memories.some((memory) => memory.category === 'exchange' && memory.content.startsWith('Ana:'))).toBe(true);
   });
 
+  it('reads each sender’s display name once an append, not once a message', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    const mneme = open(storage);
+    const calls = watched(storage);
+    await mneme.ingestMany(talk);
+    // Ten inputs of two senders: one read each (a read an input would be 10).
+    expect(calls.getUser).toBe(2);
+    expect((await storage.directory.getUser('ana'))?.displayName).toBe('Ana');
+    expect((await storage.directory.getUser('ben'))?.displayName).toBe('Ben');
+  });
+
+  it('writes every rename within one append in the inputs’ order, the last one kept', async () => {
+    const storage = createSqliteStorage({ path: ':memory:' });
+    const mneme = open(storage);
+    await mneme.ingest(talk[0] as (typeof talk)[number]);
+    const say = (content: string, senderName?: string) => ({
+      channelId: 'room',
+      sender: 'ana',
+      content,
+      ...(senderName === undefined ? {} : { senderName }),
+    });
+    // Ana renamed, then back to the name stored before the append, then a message that names no one.
+    await mneme.ingestMany([say('first', 'Ana Lima'), say('second', 'Ana'), say('third')]);
+    expect((await storage.directory.getUser('ana'))?.displayName).toBe('Ana');
+    await mneme.ingestMany([say('fourth', 'Ana Lima'), say('fifth')]);
+    expect((await storage.directory.getUser('ana'))?.displayName).toBe('Ana Lima');
+  });
+
   it('sees a rename made between two batches', async () => {
     const storage = createSqliteStorage({ path: ':memory:' });
     const mneme = open(storage);

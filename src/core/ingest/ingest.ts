@@ -152,14 +152,29 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     knownTopics.add(topicId);
   }
 
-  async function ensureName(userId: string, displayName: string | undefined): Promise<string> {
-    const user = await storage.directory.getUser(userId);
-    if (displayName !== undefined && user?.displayName !== displayName) {
+  /**
+   * The sender's display name, written first when the input names it differently. `known` holds what
+   * this append read or wrote of each sender's name (null: no user, or one without a name), so a sender
+   * of many inputs is read once an append (ADR 19, session 12): the append writes the only changes it
+   * reads, and a rename by another caller between two of its inputs reads as made just after them.
+   */
+  async function ensureName(
+    userId: string,
+    displayName: string | undefined,
+    known: Map<string, string | null>,
+  ): Promise<string> {
+    let current = known.get(userId);
+    if (current === undefined) {
+      current = (await storage.directory.getUser(userId))?.displayName ?? null;
+      known.set(userId, current);
+    }
+    if (displayName !== undefined && current !== displayName) {
       // No flush of its own: the append's durable commit follows and makes it durable with the messages.
       await storage.directory.putUser({ id: userId, displayName }, clock.now(), { deferred: true });
+      known.set(userId, displayName);
       return displayName;
     }
-    return user?.displayName ?? userId;
+    return current ?? userId;
   }
 
   /** INVALID_INPUT unless every `replyTo` names a stored message of the same channel; checked before anything is written. */
@@ -193,8 +208,9 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     const { file } = options;
     await checkReplies(inputs);
     const names = new Map<string, string>();
+    const known = new Map<string, string | null>();
     for (const input of inputs) {
-      names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name));
+      names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name, known));
       await ensureTopic(input.topicId);
     }
     // The senders' new memberships are written in the append's transaction: one durable commit.
