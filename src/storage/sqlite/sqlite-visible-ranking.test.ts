@@ -382,3 +382,67 @@ describe("SQLite full-text search of some owners' memories", () => {
     }
   });
 });
+
+describe("SQLite full-text search of some owners' memories, against the full-text statement (attack, session 12)", () => {
+  it('finds every memory of the owners the full-text statement finds, whatever the word: none hidden by a count of 0', async () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const store = createSqliteMemoryStore(database, createSqliteVectorIndex(database));
+      // Words where the stemmer in code and the index's porter tokenizer could part ("yy": `porterStem` gives
+      // "sayi", the index "sai"), cases, diacritics, hyphens, digits, a token over 64 bytes, text not ASCII.
+      const long = `x${'a'.repeat(70)}ing`;
+      const texts = [
+        'a meeting with Sayyed about the budget',
+        'the toyyed crane and the flyy kite',
+        'Café au lait, naïve résumé',
+        'an e-mail to the co-op at 10am',
+        `a long token ${long} here`,
+        'running runners ran; generously generous',
+        '東京 の 会議',
+        'happyyying yyies ayying',
+      ];
+      await store.insert(
+        texts.flatMap((text) => [
+          globalMemory(text),
+          globalMemory(text, { scope: 'personal', owner: 'user:bob', userId: 'bob' }),
+        ]),
+        { at, actor: null },
+      );
+      const statement = database
+        .prepare<[string], number>(
+          `SELECT f.rowid FROM memories_fts f JOIN memories m ON m.id = f.rowid
+            WHERE memories_fts MATCH ? AND m.owner IN ('global', 'user:alice') AND m.archived_at IS NULL`,
+        )
+        .pluck();
+      const terms = [
+        'sayyed',
+        'Sayyed',
+        'toyyed',
+        'flyy',
+        'happyyying',
+        'yyies',
+        'ayying',
+        'cafe',
+        'Café',
+        'naive',
+        'e-mail',
+        'co-op',
+        '10am',
+        long,
+        'run',
+        'running',
+        'generous',
+        '東京',
+        'budget',
+      ];
+      for (const term of terms) {
+        const expected = statement.all(`"${term.replaceAll('"', '""')}"`).sort((a, b) => a - b);
+        const found = await store.searchText({ terms: [term], owners: ['global', 'user:alice'], limit: 100 });
+        expect({ term, ids: found.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ term, ids: expected });
+        expect(expected.length, term).toBeGreaterThan(0);
+      }
+    } finally {
+      database.close();
+    }
+  });
+});
