@@ -102,8 +102,10 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
   function stems(term: string): readonly string[] {
     // A lower-case ASCII word is one token, stemmed by `porterStem` exactly as the index's porter
     // tokenizer stems it (`sqlite-porter-stem.test.ts`; FTS5 leaves tokens over 64 bytes alone): no
-    // statement at all, so a read-only recall runs no INSERT, not even into the tokenizer's table.
-    if (/^[a-z0-9]{1,64}$/.test(term)) return [porterStem(term)];
+    // statement at all, so a read-only recall runs no INSERT, not even into the tokenizer's table. A word with "yy"
+    // is where the two still part ("sayyed": "sayi" here, "sai" in the index; the counts' inserts leave such words to
+    // the tokenizer too): it goes to the index's tokenizer, or its count would read 0 and hide its memories.
+    if (/^[a-z0-9]{1,64}$/.test(term) && !term.includes('yy')) return [porterStem(term)];
     const known = stemsOf.get(term);
     if (known) return known;
     const found = tokenize(term);
