@@ -7,6 +7,7 @@ import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random
 import { openSqliteDatabase } from './sqlite-database.js';
 import { gaussian as gaussianVector, near } from './sqlite-test-vectors.fixture.js';
 import { createSqliteVectorIndex, type SqliteVectorIndex } from './sqlite-vector-index.js';
+import { residualPages } from './sqlite-vector-lists.js';
 
 /**
  * Damaged rows beside the inverted lists' residual codes (ADR 10, 2026-12-02, session 11, migration 24): they may
@@ -224,5 +225,40 @@ describe('damaged rows beside the residual codes', { timeout: 180_000 }, () => {
     let steps = 0;
     while (steps < 50 && database.transaction(() => index.indexStep()).immediate()) steps++;
     expect(steps).toBeLessThan(50);
+  });
+
+  it('end the residual read whose last row of a page has an id a JavaScript number cannot hold (2^53 + 1)', () => {
+    const { path, stored } = built('beyond-2-53.db', 900, 7);
+    const ownerOf = new Map(stored.map((row) => [row.id, row.owner]));
+    // 2^53 + 1 reads as 2^53: a page that ends on it must not start the next page below it again.
+    fromElsewhere(
+      path,
+      `INSERT INTO memory_vector_residuals (memory_id, generation, code)
+         VALUES (9007199254740993, (SELECT generation FROM vector_list_state), zeroblob(${CODE_BYTES}));`,
+    );
+    const { database, index } = openIndex(path, { listSnapshotAfter: 0 });
+    const generation = database.prepare<[], number>('SELECT generation FROM vector_list_state').pluck().get() ?? 0;
+    const residualRows = database
+      .prepare<[number], number>('SELECT count(*) FROM memory_vector_residuals WHERE generation = ?')
+      .pluck()
+      .get(generation);
+    for (const size of [1, 7, 16_384]) {
+      let pages = 0;
+      let rows = 0;
+      for (const page of residualPages(database, generation, CODE_BYTES - 4, size)) {
+        rows += page.ids.length;
+        if (++pages > 2000) break;
+      }
+      expect(pages).toBeLessThanOrEqual(2000);
+      expect(rows).toBe(residualRows);
+    }
+    // And recall over it ends, with the owners asked for.
+    const random = createSeededRandom(8);
+    for (let query = 0; query < 5; query++) {
+      const vector = near(stored[random.below(stored.length)]?.vector ?? gaussian(random), random, 0.8);
+      for (const hit of index.search(vector, 'm', ['global', 'user:a'], 10)) {
+        expect(['global', 'user:a']).toContain(ownerOf.get(hit.id));
+      }
+    }
   });
 });
