@@ -1277,17 +1277,27 @@ export function* residualPages(
   const codes = utf8
     ? "CAST(group_concat(code, '' ORDER BY memory_id) AS BLOB)"
     : "unhex(group_concat(hex(code), '' ORDER BY memory_id))";
+  // The last id as SQLite holds it (a bigint): an id past 2^53 read as a number may round down, and the next page
+  // would start below it and read the same rows again, for ever (attack12).
   const page = database
-    .prepare<[number, number, number, number], [number | null, number, string | null, Buffer | null]>(
+    .prepare<[number | bigint, number, number, number], [bigint | null, bigint, string | null, Buffer | null]>(
       `SELECT max(memory_id), count(*), group_concat(memory_id, ',' ORDER BY memory_id), ${codes}
        FROM (SELECT memory_id, code FROM memory_vector_residuals
          WHERE memory_id > ? AND generation = ? AND typeof(code) = 'blob' AND length(code) = ?
          ORDER BY memory_id LIMIT ?)`,
     )
-    .raw();
+    .raw()
+    .safeIntegers();
   const rowBytes = codeBytes + 4;
-  for (let after = Number.NEGATIVE_INFINITY; ; ) {
-    const [last, rows, idsText, codes] = page.get(after, generation, rowBytes, pageSize) ?? [null, 0, null, null];
+  for (let after: number | bigint = Number.NEGATIVE_INFINITY; ; ) {
+    const row: [bigint | null, bigint, string | null, Buffer | null] = page.get(
+      after,
+      generation,
+      rowBytes,
+      pageSize,
+    ) ?? [null, 0n, null, null];
+    const [last, count, idsText, codes] = row;
+    const rows = Number(count);
     if (last === null || rows === 0 || idsText === null || codes === null) return;
     after = last;
     const ids = idsText.split(',').map(Number);
