@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
+import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom, type SeededRandom } from '../../bench/seeded-random.js';
 import { openSqliteDatabase } from './sqlite-database.js';
@@ -261,4 +262,52 @@ describe('damaged rows beside the residual codes', { timeout: 180_000 }, () => {
       }
     }
   });
+
+  it.each(['UTF-8', 'UTF-16le', 'UTF-16be'])(
+    'are read byte for byte in a file whose text is %s (made before mneme opened it), whatever their bytes',
+    (encoding) => {
+      const path = join(folder, `encoding-${encoding}.db`);
+      const first = new BetterSqlite3(path);
+      first.pragma(`encoding = '${encoding}'`);
+      first.exec('CREATE TABLE made_before (x)');
+      first.close();
+      const { database, index } = openIndex(path);
+      expect(database.pragma('encoding', { simple: true })).toBe(encoding);
+      const stored = vectorsFor(900, 9);
+      database.transaction(() => {
+        for (const row of stored) index.put(row.id, row.owner, { model: 'm', vector: row.vector });
+      })();
+      while (database.transaction(() => index.indexStep()).immediate());
+      // Codes of every byte value: NUL, lone surrogates' halves, bytes that are no UTF-8 at all.
+      const random = createSeededRandom(10);
+      const update = database.prepare<[Buffer, number]>(
+        'UPDATE memory_vector_residuals SET code = ? WHERE memory_id = ?',
+      );
+      const ids = database.prepare<[], number>('SELECT memory_id FROM memory_vector_residuals').pluck().all();
+      for (const id of ids.filter((_, position) => position % 3 === 0)) {
+        const code = Buffer.alloc(CODE_BYTES, 0);
+        for (let at = 0; at < CODE_BYTES - 4; at++)
+          code[at] = [0x00, 0xd8, 0xdc, 0xff, 0xc0, 0x80][random.below(6)] ?? 0;
+        code.writeFloatLE(0.5, CODE_BYTES - 4);
+        update.run(code, id);
+      }
+      const generation = database.prepare<[], number>('SELECT generation FROM vector_list_state').pluck().get() ?? 0;
+      const expected = database
+        .prepare<[number], [number, Buffer]>(
+          'SELECT memory_id, code FROM memory_vector_residuals WHERE generation = ? ORDER BY memory_id',
+        )
+        .raw()
+        .all(generation);
+      expect(expected.length).toBeGreaterThan(800);
+      for (const size of [16_384, 100]) {
+        const read: Array<[number, Buffer]> = [];
+        for (const page of residualPages(database, generation, CODE_BYTES - 4, size)) {
+          for (const [row, id] of page.ids.entries()) {
+            read.push([id, Buffer.from(page.codes.subarray(row * CODE_BYTES, (row + 1) * CODE_BYTES))]);
+          }
+        }
+        expect(read).toEqual(expected);
+      }
+    },
+  );
 });
