@@ -445,4 +445,25 @@ describe("SQLite full-text search of some owners' memories, against the full-tex
       database.close();
     }
   });
+
+  it('finds what the full-text statement finds for a term the statement reads without its NUL characters', async () => {
+    const database = openSqliteDatabase({ path: ':memory:' });
+    try {
+      const store = createSqliteMemoryStore(database, createSqliteVectorIndex(database));
+      await store.insert([globalMemory('a kestrel over the field')], { at, actor: null });
+      // The statement drops NUL (`ftsQuery`): "kes\0trel" is "kestrel" to it, and to the store without its counts.
+      for (const term of ['kes\u0000trel', '\u0000kestrel', 'kestrel\u0000']) {
+        expect(
+          (await store.searchText({ terms: [term], owners: null, limit: 10 })).map((hit) => hit.id),
+          JSON.stringify(term),
+        ).toEqual([1]);
+        expect(
+          (await store.searchText({ terms: [term], owners: ['global'], limit: 10 })).map((hit) => hit.id),
+          `${JSON.stringify(term)} among the owners`,
+        ).toEqual([1]);
+      }
+    } finally {
+      database.close();
+    }
+  });
 });
