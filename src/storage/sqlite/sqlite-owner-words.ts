@@ -173,7 +173,9 @@ export function createSqliteOwnerWords(database: Database.Database): SqliteOwner
         keep(terms, ownerList, now, last.counts);
         return { ...last.counts, counts: [...last.counts.counts] };
       }
-      const stemmed = terms.map(stems);
+      // The full-text statement drops NUL from a term (`ftsQuery`): its count is that of the term without them, or a
+      // count of 0 for words the statement finds would let the search return before it (attack12).
+      const stemmed = terms.map((term) => stems(term.replaceAll('\u0000', '')));
       const asked = [...new Set(stemmed.flat())];
       const found = new Map<string, number>();
       let size: { memories: number | null; tokens: number | null } | undefined;
