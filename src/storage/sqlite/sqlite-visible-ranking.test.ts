@@ -466,4 +466,41 @@ describe("SQLite full-text search of some owners' memories, against the full-tex
       database.close();
     }
   });
+
+  it('finds a memory another connection wrote after a search found none, and one a rolled-back delete hid', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-zero-counts-'));
+    const path = join(folder, 'zero.db');
+    const first = openSqliteDatabase({ path });
+    const second = openSqliteDatabase({ path });
+    try {
+      const here = createSqliteMemoryStore(first, createSqliteVectorIndex(first));
+      const there = createSqliteMemoryStore(second, createSqliteVectorIndex(second));
+      const search = () => here.searchText({ terms: ['heron'], owners: ['global', 'user:alice'], limit: 10 });
+      await here.insert([globalMemory('a kestrel over the field')], { at, actor: null });
+      expect(await search()).toEqual([]);
+      expect(await search()).toEqual([]);
+      // Another connection (another process) writes alice's memory with the word: the counts read before are stale.
+      const [heron] = await there.insert(
+        [globalMemory('a heron by the pond', { scope: 'personal', owner: 'user:alice', userId: 'alice' })],
+        { at, actor: null },
+      );
+      expect((await search()).map((hit) => hit.id)).toEqual([heron?.id]);
+      // A delete inside a transaction this connection rolls back: the counts read inside it are not kept.
+      first.exec('BEGIN IMMEDIATE');
+      first.prepare('DELETE FROM memories WHERE id = ?').run(heron?.id);
+      expect(await search()).toEqual([]);
+      first.exec('ROLLBACK');
+      expect((await search()).map((hit) => hit.id)).toEqual([heron?.id]);
+      // Moved to bob by the other connection: alice's search finds nothing, bob's finds it.
+      second.prepare("UPDATE memories SET owner = 'user:bob', user_id = 'bob' WHERE id = ?").run(heron?.id);
+      expect(await search()).toEqual([]);
+      expect(
+        (await here.searchText({ terms: ['heron'], owners: ['global', 'user:bob'], limit: 10 })).map((hit) => hit.id),
+      ).toEqual([heron?.id]);
+    } finally {
+      first.close();
+      second.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
 });
