@@ -23,6 +23,9 @@ describe('resetPeakRss', () => {
     // Without the reset, the peak stays where the block took it.
     expect(peakRssBytes()).toBeGreaterThanOrEqual(raised);
     expect(resetPeakRss()).toBe(true);
-    expect(peakRssBytes()).toBeLessThan(raised - 128 * MiB);
+    // After the reset the peak is the resident set now. Other threads of the test process (the runner's workers,
+    // V8's) may have grown it a little since `held` was read, so the bound keeps half the block as slack: the CI once
+    // saw the peak 0.7 MiB above `raised - 128 MiB`.
+    expect(peakRssBytes()).toBeLessThan(raised - 64 * MiB);
   });
 });
