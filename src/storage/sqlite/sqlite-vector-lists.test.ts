@@ -137,6 +137,17 @@ function build(database: Database.Database, index: SqliteVectorIndex): number {
   return steps;
 }
 
+/** How many times the lists' codes were read into memory on `database` since this was called (one statement a read). */
+function snapshotReads(database: Database.Database): () => number {
+  let count = 0;
+  const prepare = database.prepare.bind(database);
+  database.prepare = ((source: string) => {
+    if (source.includes('FROM memory_vector_list_bits_chunks ORDER BY chunk_id')) count++;
+    return prepare(source);
+  }) as typeof database.prepare;
+  return () => count;
+}
+
 function listState(database: Database.Database) {
   return database
     .prepare<[], { generation: number; maintained: number; watermark: number | null; training_steps: number | null }>(
@@ -407,7 +418,7 @@ describe('the inverted lists of the SQLite vector index', { timeout: 180_000 }, 
     expect(misses(inMemory, stored, 30, 42)).toEqual([]);
   });
 
-  it('drop the codes held in memory when vectors are put or removed, through this connection or another', () => {
+  it('keep the codes held in memory up to date when vectors are put or removed through this connection, and drop them for another', () => {
     const path = join(folder, 'writes.db');
     const stored = vectorsFor('unclustered', 1000, 43);
     const { database, index } = openIndex(500, { listSnapshotAfter: 0, path });
@@ -867,6 +878,103 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     // The codes were searched in memory, with estimates.
     const vector = stored[0]?.vector ?? new Float32Array(DIMENSIONS);
     expect(inMemory.nearest(vector, binaryCode(vector), null, 10, 4, null)[0]?.estimate).toBeTypeOf('number');
+  });
+
+  it("keeps the codes it holds through its own writes, searching what it wrote as the file holds it, another owner's included", () => {
+    const path = join(folder, 'top-own-writes.db');
+    const stored = vectorsFor('with outliers', 2000, 76);
+    const built = openIndex(500, { path });
+    put(built.database, built.index, stored);
+    build(built.database, built.index);
+    // The codes read into memory at the first search, and kept through the writes below; another connection reads
+    // them again after each write (a commit of another connection), as they are then in the file.
+    const inMemory = openIndex(500, { listSnapshotAfter: 0, path });
+    const fresh = openIndex(500, { listSnapshotAfter: 0, path });
+    const reads = snapshotReads(inMemory.database);
+    const freshReads = snapshotReads(fresh.database);
+    const random = createSeededRandom(77);
+    const viewers = [null, ['global', 'user:a'], ['user:b'], ['room:c']];
+    const same = (vector: Float32Array) => {
+      for (const owners of viewers) {
+        for (const limit of [10, 50]) {
+          expect(inMemory.index.search(vector, 'm', owners, limit)).toEqual(
+            fresh.index.search(vector, 'm', owners, limit),
+          );
+        }
+      }
+    };
+    same(stored[0]?.vector ?? new Float32Array(DIMENSIONS));
+    expect(reads()).toBe(1);
+    const current = new Map(stored.map((row) => [row.id, row]));
+    for (let write = 0; write < 80; write++) {
+      const base = stored[random.below(stored.length)];
+      if (!base) continue;
+      const kind = write % 4;
+      if (kind === 0) {
+        // A new memory beside an old one, under another owner.
+        const row = {
+          id: 40_000 + write,
+          owner: OWNERS[(OWNERS.indexOf(base.owner) + 2) % OWNERS.length] ?? 'user:a',
+          vector: near(base.vector, random, 0.97),
+        };
+        put(inMemory.database, inMemory.index, [row]);
+        current.set(row.id, row);
+      } else if (kind === 1 && current.has(base.id)) {
+        // An old memory's vector moved elsewhere.
+        const row = { ...base, vector: near(centres[random.below(centres.length)] ?? base.vector, random, 0.6) };
+        put(inMemory.database, inMemory.index, [row]);
+        current.set(row.id, row);
+      } else if (kind === 2 && current.has(base.id)) {
+        // The same vector under another owner: the old owner's viewers must no longer find it.
+        const row = { ...base, owner: base.owner === 'user:b' ? 'room:c' : 'user:b' };
+        put(inMemory.database, inMemory.index, [row]);
+        current.set(row.id, row);
+        const formerViewers = viewers.filter((owners) => owners !== null && !owners.includes(row.owner));
+        for (const owners of formerViewers) {
+          expect(inMemory.index.search(row.vector, 'm', owners, 50).map((hit) => hit.id)).not.toContain(row.id);
+        }
+        expect(inMemory.index.search(row.vector, 'm', [row.owner], 1)[0]?.id).toBe(row.id);
+      } else if (current.has(base.id)) {
+        inMemory.database.transaction(() => inMemory.index.remove([base.id]))();
+        current.delete(base.id);
+        expect(inMemory.index.search(base.vector, 'm', null, 50).map((hit) => hit.id)).not.toContain(base.id);
+      }
+      same(near(base.vector, random, 0.9));
+    }
+    // Every search searched the codes read at the first one, and the rows written since.
+    expect(reads()).toBe(1);
+    expect(freshReads()).toBeGreaterThan(60);
+    expect(inMemory.index.search(stored[1]?.vector ?? new Float32Array(), 'm', null, 1)[0]?.score).toBeGreaterThan(0);
+  });
+
+  it('reads its codes again once it wrote more vectors than it keeps beside them, and after a write by another connection', () => {
+    const path = join(folder, 'top-many-writes.db');
+    const stored = vectorsFor('clustered', 1000, 78);
+    const built = openIndex(500, { path });
+    put(built.database, built.index, stored);
+    build(built.database, built.index);
+    const { database, index } = openIndex(500, { listSnapshotAfter: 0, path });
+    const reads = snapshotReads(database);
+    const random = createSeededRandom(79);
+    const query = stored[0]?.vector ?? new Float32Array(DIMENSIONS);
+    index.search(query, 'm', null, 10);
+    expect(reads()).toBe(1);
+    // 1,024 vectors written one at a time, each its own transaction, are kept beside the codes; the next one is not.
+    const added = Array.from({ length: 1_025 }, (_, position) => ({
+      id: 50_000 + position,
+      owner: 'user:a',
+      vector: near(stored[position % stored.length]?.vector ?? query, random, 0.95),
+    }));
+    for (const [position, row] of added.entries()) {
+      put(database, index, [row]);
+      if (position % 256 === 0 || position >= 1_023) index.search(row.vector, 'm', ['user:a'], 10);
+      expect(reads()).toBe(position < 1_024 ? 1 : 2);
+    }
+    for (const row of added.slice(-20)) expect(index.search(row.vector, 'm', ['user:a'], 1)[0]?.id).toBe(row.id);
+    // Another connection's commit: the codes are read again at once.
+    put(built.database, built.index, [{ id: 60_000, owner: 'global', vector: near(query, random, 0.99) }]);
+    expect(index.search(query, 'm', null, 10).map((hit) => hit.id)).toContain(60_000);
+    expect(reads()).toBe(3);
   });
 
   it("gives the same hits and scores from the codes in memory once linking's first pass read them by id", () => {

@@ -134,6 +134,13 @@ export const LIST_MIN_VECTORS = 32_768;
 export const SNAPSHOT_AFTER = 32;
 /** Residual codes read by one statement when recall first estimates (ADR 10, 2026-12-02, session 12). */
 const RESIDUAL_PAGE = 16_384;
+/**
+ * Vectors this object may write after its snapshot was read before the snapshot is read again (ADR 10, 2026-12-03,
+ * session 13): at least this many, or a thirty-second of the snapshot's. Until then a search reads the written
+ * vectors' rows again (once each) and searches them beside the snapshot, whose copies of them it leaves out.
+ */
+const DELTA_MIN = 1_024;
+const DELTA_SHARE = 1 / 32;
 /** Lists of more vectors than this are never read into memory (about 100 MB of 768-bit codes). */
 const SNAPSHOT_MAX_VECTORS = 1 << 20;
 /**
@@ -273,6 +280,8 @@ export interface SnapshotPart {
 interface Snapshot {
   generation: number;
   dataVersion: number;
+  /** The vectors it holds. */
+  vectors: number;
   words: number;
   /** Bytes a code holds (`words` 32-bit words, less their padding). */
   codeBytes: number;
@@ -302,6 +311,81 @@ interface SortedPart extends SnapshotPart {
   at: number;
 }
 
+/** A vector's list row as read again after a write of this object's, and its residual code of the snapshot's generation. */
+interface DeltaRow {
+  part: number;
+  owner: number;
+  code: Buffer;
+  residual: Buffer | null;
+}
+
+/** Vectors written by this object since its snapshot was read (ADR 10, 2026-12-03, session 13). */
+interface Delta {
+  /** Each one's row as last read (null: not listed: removed). */
+  rows: Map<number, DeltaRow | null>;
+  /** Written since their rows were read. */
+  stale: Set<number>;
+  /** {@link rows} grouped by partition, as the snapshot's parts. */
+  parts: Map<number, SnapshotPart>;
+  /** Partitions whose part is to be grouped again: a row read again left or joined them. */
+  regroup: Set<number>;
+}
+
+/**
+ * The rows of vectors written since the snapshot (of the partitions `only`, null: all), grouped by partition into
+ * parts laid out as the snapshot's: ids,
+ * owners, codes padded to its words, and a list's members' residual codes and scales (NaN: none of its generation,
+ * or not of its size), whose products with the centroid the estimates compute when they first need them.
+ */
+function deltaParts(
+  rows: ReadonlyMap<number, DeltaRow | null>,
+  memory: Snapshot,
+  only: ReadonlySet<number> | null = null,
+): Map<number, SnapshotPart> {
+  const grouped = new Map<number, Array<[number, DeltaRow]>>();
+  for (const [id, row] of rows) {
+    if (row === null || (only !== null && !only.has(row.part))) continue;
+    let members = grouped.get(row.part);
+    if (!members) {
+      members = [];
+      grouped.set(row.part, members);
+    }
+    members.push([id, row]);
+  }
+  const { words, codeBytes } = memory;
+  const stride = words * 4;
+  const parts = new Map<number, SnapshotPart>();
+  for (const [partition, members] of grouped) {
+    const codes = new Uint32Array(members.length * words);
+    const bytes = new Uint8Array(codes.buffer);
+    const residuals = new Uint8Array(members.length * stride);
+    const scales = new Float32Array(members.length).fill(Number.NaN);
+    const part: SnapshotPart = {
+      ids: new Float64Array(members.length),
+      owners: new Float64Array(members.length),
+      codes,
+    };
+    for (const [member, [id, row]] of members.entries()) {
+      part.ids[member] = id;
+      part.owners[member] = row.owner;
+      bytes.set(row.code.subarray(0, Math.min(codeBytes, row.code.length)), member * stride);
+      if (row.residual?.length === codeBytes + 4) {
+        const scale = row.residual.readFloatLE(codeBytes);
+        if (Number.isFinite(scale)) {
+          residuals.set(row.residual.subarray(0, codeBytes), member * stride);
+          scales[member] = scale;
+        }
+      }
+    }
+    if (partition !== OVERFLOW_PART) {
+      part.residuals = residuals;
+      part.residualScales = scales;
+    }
+    parts.set(partition, part);
+  }
+  return parts;
+}
+
 export function createSqliteVectorLists(
   database: Database.Database,
   options: SqliteVectorListsOptions,
@@ -314,6 +398,8 @@ export function createSqliteVectorLists(
    * object drops the snapshot, a commit by another connection (`PRAGMA data_version`) too.
    */
   let snapshot: Snapshot | null = null;
+  /** This object's writes since {@link snapshot} was read ({@link changed}); null: none. */
+  let delta: Delta | null = null;
   let quietSearches = 0;
   let quietVersion: number | null = null;
   /**
@@ -422,9 +508,81 @@ export function createSqliteVectorLists(
   function written(): void {
     writes++;
     snapshot = null;
+    delta = null;
     quietSearches = 0;
     quietVersion = null;
     uncommitted = database.inTransaction;
+  }
+
+  /**
+   * Records this object's write of one vector's list row (ADR 10, 2026-12-03, session 13): a snapshot then lives on,
+   * the vector's row to be read again by the next search ({@link deltaOf}), until the snapshot's
+   * {@link DELTA_SHARE} (at least {@link DELTA_MIN}) vectors were written. Without a snapshot, the searches since the
+   * last write by another connection still count towards reading one: a store written to between most recalls
+   * (a served one, ingesting) then gets one too, where before every write started the count again.
+   */
+  function changed(memoryId: number): void {
+    if (snapshot === null) {
+      uncommitted = database.inTransaction;
+      return;
+    }
+    delta ??= { rows: new Map(), stale: new Set(), parts: new Map(), regroup: new Set() };
+    const held = delta.rows.size + delta.stale.size;
+    if (!delta.rows.has(memoryId) && held >= Math.max(DELTA_MIN, snapshot.vectors * DELTA_SHARE)) {
+      written();
+      return;
+    }
+    delta.stale.add(memoryId);
+  }
+
+  /**
+   * The vectors written since the snapshot was read, as the file holds them now: each one's row read again once
+   * after its write (its list row and residual row; none: removed), grouped into parts by partition like the
+   * snapshot's. The rows read are kept only outside a transaction of the caller's (or in a read transaction of
+   * {@link reading}): a transaction rolled back after would leave them as they were not.
+   */
+  function deltaOf(
+    memory: Snapshot,
+  ): { written: ReadonlyMap<number, DeltaRow | null>; parts: ReadonlyMap<number, SnapshotPart> } | null {
+    if (delta === null) return null;
+    if (!database.inTransaction || ownRead) {
+      for (const id of delta.stale) {
+        const before = delta.rows.get(id);
+        const row = deltaRow(id, memory);
+        if (before) delta.regroup.add(before.part);
+        if (row) delta.regroup.add(row.part);
+        delta.rows.set(id, row);
+      }
+      delta.stale.clear();
+    } else if (delta.stale.size > 0) {
+      const rows = new Map(delta.rows);
+      for (const id of delta.stale) rows.set(id, deltaRow(id, memory));
+      return { written: rows, parts: deltaParts(rows, memory) };
+    }
+    if (delta.regroup.size > 0) {
+      const regrouped = deltaParts(delta.rows, memory, delta.regroup);
+      for (const partition of delta.regroup) {
+        const part = regrouped.get(partition);
+        if (part) delta.parts.set(partition, part);
+        else delta.parts.delete(partition);
+      }
+      delta.regroup.clear();
+    }
+    return { written: delta.rows, parts: delta.parts };
+  }
+
+  /** A vector's list row as the file holds it now, and its residual code of the snapshot's generation; null: none. */
+  function deltaRow(memoryId: number, memory: Snapshot): DeltaRow | null {
+    const statements = listSql();
+    const row = statements.row.get(BigInt(memoryId));
+    if (!row) return null;
+    const residual = row.part === OVERFLOW_PART ? undefined : statements.residualOf.get(memoryId);
+    return {
+      part: row.part,
+      owner: row.owner_id,
+      code: row.bits,
+      residual: residual?.generation === memory.generation ? residual.code : null,
+    };
   }
 
   /**
@@ -547,7 +705,16 @@ export function createSqliteVectorLists(
         at += part.ids.length;
       }
     }
-    return { generation: current.generation, dataVersion, words, codeBytes, lists: sql().listRows.all(), parts, scan };
+    return {
+      generation: current.generation,
+      dataVersion,
+      vectors: total,
+      words,
+      codeBytes,
+      lists: sql().listRows.all(),
+      parts,
+      scan,
+    };
   }
 
   /**
@@ -630,6 +797,12 @@ export function createSqliteVectorLists(
         'INSERT OR REPLACE INTO memory_vector_residuals (memory_id, generation, code) VALUES (?, ?, ?)',
       ),
       dropResidual: database.prepare<[number]>('DELETE FROM memory_vector_residuals WHERE memory_id = ?'),
+      row: database.prepare<[bigint], { part: number; owner_id: number; bits: Buffer }>(
+        'SELECT part, owner_id, bits FROM memory_vector_list_bits WHERE memory_id = ?',
+      ),
+      residualOf: database.prepare<[number], { generation: number; code: Buffer }>(
+        'SELECT generation, code FROM memory_vector_residuals WHERE memory_id = ?',
+      ),
       widen: database.prepare<[{ band: number; list: number }]>(
         `UPDATE vector_lists SET low_band = min(coalesce(low_band, @band), @band), high_band = max(coalesce(high_band, @band), @band)
          WHERE list = @list AND (low_band IS NULL OR low_band > @band OR high_band < @band)`,
@@ -674,16 +847,19 @@ export function createSqliteVectorLists(
     const { list, angle } = placeShortlisted(unit(vector), code, loaded);
     const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
     const statements = listSql();
-    written();
+    changed(memoryId);
     if (statements.holds.get(BigInt(memoryId)) !== undefined) statements.remove.run(BigInt(memoryId));
     if (current.overflow_band !== null && band > current.overflow_band) {
       statements.insert.run(BigInt(memoryId), BigInt(OVERFLOW_PART), code, BigInt(ownerId));
       statements.overflowed.run();
+      // The state row changed: read again (`fresh`).
+      writes++;
       statements.dropResidual.run(memoryId);
       return;
     }
     statements.insert.run(BigInt(memoryId), BigInt(list * BANDS + band), code, BigInt(ownerId));
-    statements.widen.run({ band, list });
+    // A list's bands widened: its row is read again (`fresh`).
+    if (statements.widen.run({ band, list }).changes > 0) writes++;
     const dimensions = loaded.dimensions;
     statements.putResidual.run(
       memoryId,
@@ -948,19 +1124,25 @@ export function createSqliteVectorLists(
     const query = unit(vector);
     const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
     const memory = snapshotFor(current);
+    const recent = memory ? deltaOf(memory) : null;
     let found: Array<{ id: number; distance: number }> = [];
-    const ranges = rangesOf(query, values, count, memory?.lists ?? listRows(), reach, null, products);
+    // The list rows as the file holds them once this object wrote after the snapshot: a write widens a list's bands.
+    const rows = memory && recent === null ? memory.lists : listRows();
+    const ranges = rangesOf(query, values, count, rows, reach, null, products);
     if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
     if (memory) {
       const words = codeWords(code, memory.words);
       const within: Within[] = [];
+      const added: Within[] = [];
       for (const [low, high] of ranges) {
         for (let part = low; part <= high; part++) {
           const members = memory.parts.get(part);
           if (members) scan(members, part, words, ownerIds, bound, within);
+          const written = recent?.parts.get(part);
+          if (written) scan(written, part, words, ownerIds, bound, added);
         }
       }
-      found = within;
+      found = withWritten(within, added, recent);
     } else {
       const statement = rangeStatement(ownerIds === null ? null : ownerIds.length);
       const owners = (ownerIds ?? []).map(BigInt);
@@ -980,6 +1162,11 @@ export function createSqliteVectorLists(
     const first = queries[0];
     if (!first) return [];
     const loaded = loadCentroids(current, first.vector.length);
+    // Linking's pass reads the codes by memory id, of one snapshot: one that this object wrote after is read again.
+    if (delta !== null) {
+      snapshot = null;
+      delta = null;
+    }
     const memory = snapshotFor(current, true);
     if (!memory) return null;
     const { parts, partOf, scan } = sortedById(memory);
@@ -1038,7 +1225,7 @@ export function createSqliteVectorLists(
 
     remove(memoryId) {
       if (!state()?.maintained) return;
-      written();
+      changed(memoryId);
       listSql().remove.run(BigInt(memoryId));
     },
 
@@ -1081,10 +1268,11 @@ export function createSqliteVectorLists(
       const { values, count, products } = loadCentroids(current, vector.length);
       const query = unit(vector);
       const memory = snapshotFor(current);
+      const recent = memory ? deltaOf(memory) : null;
       // Each centroid's product with the query once (in WebAssembly where it runs, the same numbers): it chooses
       // the lists probed and enters every estimate of their members (ADR 10, 2026-12-02, session 9).
       const similarities = centroidProducts(query, values, count, products);
-      const probed = (memory?.lists ?? listRows())
+      const probed = (memory && recent === null ? memory.lists : listRows())
         .filter((row) => row.list < count && row.low_band !== null && row.high_band !== null)
         .map((row) => ({ row, similarity: similarities[row.list] ?? 0 }))
         .sort((a, b) => b.similarity - a.similarity || a.row.list - b.row.list)
@@ -1097,6 +1285,7 @@ export function createSqliteVectorLists(
         const words = codeWords(code, memory.words);
         const reach = bound ?? Number.POSITIVE_INFINITY;
         const within: Within[] = [];
+        const added: Within[] = [];
         const ranges: Array<[number, number]> = probed.map(({ row }) => [
           row.list * BANDS + (row.low_band ?? 0),
           row.list * BANDS + (row.high_band ?? 0),
@@ -1108,6 +1297,8 @@ export function createSqliteVectorLists(
         if (pair !== null) memory.scan?.query(words);
         for (const [low, high] of ranges) {
           for (let part = low; part <= high; part++) {
+            const written = recent?.parts.get(part);
+            if (written) scan(written, part, words, ownerIds, reach, added);
             const members = memory.parts.get(part);
             if (!members) continue;
             if (memory.scan !== null && pair !== null && members.at !== undefined) {
@@ -1119,7 +1310,7 @@ export function createSqliteVectorLists(
         }
         // The `wanted` nearest by Hamming distance, each with the estimate of its cosine with the query from its
         // list, band and signs (ADR 10, 2026-12-02, session 8): the caller re-ranks exactly only the best of them.
-        const kept = nearestWithin(within, wanted);
+        const kept = nearestWithin(withWritten(within, added, recent), wanted);
         if (kept.some((candidate) => candidate.partition !== OVERFLOW_PART))
           loadEstimates(memory, values, count, vector.length);
         const refined = new Uint8Array(kept.length);
@@ -1639,6 +1830,21 @@ function codeWords(code: Buffer, words: number): Uint32Array {
   const result = new Uint32Array(words);
   new Uint8Array(result.buffer).set(code.subarray(0, words * 4));
   return result;
+}
+
+/**
+ * A snapshot's codes within a search's bound but those written since it was read ({@link SqliteVectorLists}'s
+ * delta, ADR 10, 2026-12-03, session 13), and the written ones within it as they are now.
+ */
+function withWritten(
+  within: Within[],
+  added: Within[],
+  recent: { written: ReadonlyMap<number, unknown> } | null,
+): Within[] {
+  if (recent === null) return within;
+  const kept = within.filter((candidate) => !recent.written.has(candidate.id));
+  for (const candidate of added) kept.push(candidate);
+  return kept;
 }
 
 /** A code within a search's Hamming bound: its memory, distance, and where its code is (member `member` of `part`). */
