@@ -309,9 +309,10 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     agree(reader, held, reference);
   });
 
-  it("is kept through recall's touch (unchangedBy) only, read after the quiet searches, and read later after it was dropped unused", () => {
+  it("is read after the quiet searches, kept through its own connection's writes (brought up to date) but not another's, and read later after it was dropped unused", () => {
     const { reader, other } = twoConnections();
     const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 2 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
     const heldAfter = () => {
       kestrels(held, ['global']);
       return held.lastSearchHeld();
@@ -321,11 +322,19 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     const touch = reader.prepare('UPDATE memories SET access_count = access_count + 1 WHERE id IN (1, 2, 3)');
     held.unchangedBy(() => touch.run());
     expect(heldAfter()).toBe(true);
-    // The same write not told to be a touch, any other write, or another connection's commit: dropped.
+    // The same write not told to be a touch, and writes of what the owner index holds: kept, up to date.
     touch.run();
-    expect(heldAfter()).toBe(false);
+    expect(heldAfter()).toBe(true);
+    const found = kestrels(held, ['global']);
+    const first = found[0] as number;
+    reader.prepare(`UPDATE memories SET archived_at = ${at} WHERE id = ?`).run(first);
+    const added = insertInto(reader, 'global', 'a global kestrel');
+    expect(kestrels(held, ['global'])).toEqual([...found.slice(1), added]);
+    expect(held.lastSearchHeld()).toBe(true);
+    agree(reader, held, reference);
+    // Another connection's commit: dropped; after fewer searches than it takes to pay back, the next one is read
+    // after 4 quiet searches, not 2.
     other.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 4');
-    // Dropped after 3 searches (fewer than it takes to pay back): the next one after 4 quiet searches, not 2.
     expect([heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter()]).toEqual([
       false,
       false,
@@ -334,10 +343,38 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
       true,
       true,
     ]);
-    // A touch after another write keeps nothing: the write moved the marks first.
-    reader.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 5');
-    held.unchangedBy(() => touch.run());
+    // More memories changed by its own writes than a search brings it up to date with: read again.
+    reader.transaction(() => {
+      for (let index = 0; index < 4_097; index++) insertInto(reader, 'ben', `kestrel ${index}`);
+    })();
     expect(heldAfter()).toBe(false);
+    expect(kestrels(held, ['user:ben'])).toEqual(kestrels(reference, ['user:ben']));
+  });
+
+  it("brings the snapshot up to date with its own writes in the search's read transaction while another connection holds the write lock, and not with a write rolled back", () => {
+    const { reader, other } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 0 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    agree(reader, held, reference);
+    const added = insertInto(reader, 'ana', 'an ana kestrel');
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      expect(kestrels(held, ['user:ana'])).toContain(added);
+      expect(held.lastSearchHeld()).toBe(true);
+    } finally {
+      other.exec('ROLLBACK');
+    }
+    // A move to another owner, rolled back with the record of it: the snapshot keeps the memory where it is.
+    expect(() =>
+      reader.transaction(() => {
+        reader.prepare("UPDATE memories SET owner = 'user:ben', user_id = 'ben' WHERE id = ?").run(added);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    expect(kestrels(held, ['user:ana'])).toContain(added);
+    expect(kestrels(held, ['user:ben'])).not.toContain(added);
+    expect(held.lastSearchHeld()).toBe(true);
+    agree(reader, held, reference);
   });
 });
 

@@ -142,6 +142,8 @@ export function createSqliteVisibleRanking(
     entries: Database.Statement<[], EntriesRow>;
     owner: Database.Statement<[string, number, number], string | null>;
   } | null = null;
+  /** The statements of the record of this connection's changed memories, once made ({@link trackingReady}). */
+  let tracking: Tracking | null = null;
   /**
    * What the database was at the last search outside a transaction (this connection's `total_changes()`,
    * the other connections' `data_version`), the searches since then with both unmoved, and the snapshot
@@ -188,14 +190,66 @@ export function createSqliteVisibleRanking(
   }
 
   /**
+   * Makes, once a connection and outside any transaction (a rollback would take them away), the temporary table
+   * and triggers that record each memory this connection's writes add, remove, or change in what the owner
+   * index holds (owner, archived, faded, length). They are of this connection only (a `TEMP` trigger), and of
+   * the writing transaction: a rollback takes the record back with the write.
+   */
+  function trackingReady(): Tracking | null {
+    if (!tracking && !database.inTransaction) {
+      database.exec(`CREATE TEMP TABLE IF NOT EXISTS ${CHANGED_TABLE} (id INTEGER PRIMARY KEY);
+        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_added AFTER INSERT ON main.memories BEGIN
+          INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
+        END;
+        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_removed AFTER DELETE ON main.memories BEGIN
+          INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
+        END;
+        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_changed
+        AFTER UPDATE OF id, owner, archived_at, faded_at, tokens ON main.memories
+        WHEN OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
+          OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens
+        BEGIN
+          INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
+          INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
+        END;`);
+      tracking = {
+        // The memories changed since the last search, up to a bound.
+        changed: database.prepare<[number], number>(`SELECT id FROM temp.${CHANGED_TABLE} LIMIT ?`).pluck(),
+        forget: database.prepare(`DELETE FROM temp.${CHANGED_TABLE}`),
+        // One memory's entry as the owner index holds it (its condition: searchable), or its absence.
+        entry: database
+          .prepare<[number], EntryRow>(
+            `SELECT owner, (archived_at IS NULL OR faded_at IS NOT NULL) AS searchable, faded_at IS NOT NULL AS faded,
+              tokens FROM memories WHERE id = ?`,
+          )
+          .raw(),
+      };
+    }
+    return tracking;
+  }
+
+  /**
    * The audience snapshot, valid now: called in a read transaction (its reads and the searches' are of one
    * state of the file), never in a write transaction. Null: search by the SQL join. The marks are read
    * before the owner index, in the same transaction, so a snapshot is never taken for newer than it is.
    */
-  function audienceNow(): AudienceSnapshot | null {
+  function audienceNow(changes: Tracking): AudienceSnapshot | null {
     if (snapshotAfter < 0) return null;
     const sql = audienceSql();
-    const now = { changes: sql.changes.get() ?? 0, version: sql.version.get() ?? 0 };
+    let now = { changes: sql.changes.get() ?? 0, version: sql.version.get() ?? 0 };
+    // This connection's own writes only (another's commit moves `data_version`): a snapshot held is brought up to
+    // date with the memories they changed (ADR 25, 2026-12-03, session 13), or dropped when they are too many;
+    // without one they do not start the quiet searches' count again (the snapshot read later holds them).
+    if (marks !== null && marks.version === now.version && marks.changes !== now.changes) {
+      if (audience !== null && !patch(audience, changes)) {
+        quietSearches = 0;
+        after = served < SNAPSHOT_PAYS_AFTER ? Math.min(after * 2, snapshotAfter * 32) : snapshotAfter;
+        audience = null;
+      }
+      changes.forget.run();
+      now = { changes: sql.changes.get() ?? 0, version: now.version };
+      marks = now;
+    }
     if (marks === null || marks.changes !== now.changes || marks.version !== now.version) {
       marks = now;
       quietSearches = 0;
@@ -208,6 +262,9 @@ export function createSqliteVisibleRanking(
     }
     quietSearches++;
     if (quietSearches <= after) return null;
+    // What was recorded before this state of the file is in the snapshot read now.
+    changes.forget.run();
+    marks = { changes: sql.changes.get() ?? 0, version: now.version };
     audience = readAudienceOrNull(sql.entries);
     served = 1;
     // Not held (ids too sparse): count again, so that it is not tried at every search.
@@ -375,8 +432,9 @@ export function createSqliteVisibleRanking(
    * the file). Inside a transaction (a write's), by the SQL join: its reads see the transaction's writes.
    */
   function withAudience<T>(ranked: (snapshot: AudienceSnapshot | null) => T): T {
-    if (snapshotAfter < 0 || database.inTransaction || !instancesReady()) return ranked(null);
-    return readInTransaction(database, () => ranked(audienceNow()));
+    const changes = snapshotAfter < 0 || database.inTransaction || !instancesReady() ? null : trackingReady();
+    if (changes === null) return ranked(null);
+    return readInTransaction(database, () => ranked(audienceNow(changes)));
   }
 
   return {
@@ -506,6 +564,60 @@ function readAudience(entries: Database.Statement<[], EntriesRow>): AudienceSnap
     lengths[id - lowest] = rest >>> 1;
   }
   return { lowest, states, lengths, owners: new Map() };
+}
+
+/** One memory's entry: its owner key, whether the owner index holds it, whether it faded, its length. */
+type EntryRow = [owner: string, searchable: number, faded: number, tokens: number];
+
+/** The statements of the record of the memories this connection's writes changed. */
+interface Tracking {
+  changed: Database.Statement<[number], number>;
+  forget: Database.Statement<[]>;
+  entry: Database.Statement<[number], EntryRow>;
+}
+
+/** The temporary table of the memories this connection's writes changed (`trackingReady`). */
+const CHANGED_TABLE = 'mneme_audience_changes';
+
+/** Changed memories a search brings the snapshot up to date with; more, and it is read again. */
+const PATCH_MAX = 4_096;
+
+/**
+ * Brings the snapshot up to date with the memories this connection's writes changed since the last search (ADR 25,
+ * 2026-12-03, session 13): each one's entry read again, the arrays grown for a new id past the highest; false (the
+ * snapshot to be dropped) for more than {@link PATCH_MAX} of them, or an entry it cannot hold (an id below its
+ * lowest or past {@link SNAPSHOT_IDS}, a length that does not fit). Called in the search's read transaction.
+ */
+function patch(snapshot: AudienceSnapshot, sql: Tracking): boolean {
+  const ids = sql.changed.all(PATCH_MAX + 1);
+  if (ids.length > PATCH_MAX) return false;
+  for (const id of ids) {
+    const row = sql.entry.get(id);
+    const searchable = row !== undefined && row[1] === 1;
+    const offset = id - snapshot.lowest;
+    if (!searchable) {
+      if (offset >= 0 && offset < snapshot.states.length) snapshot.states[offset] = -1;
+      continue;
+    }
+    const [owner, , faded, tokens] = row;
+    if (offset < 0 || id >= SNAPSHOT_IDS || !(tokens >= 0 && tokens < 2 ** 21)) return false;
+    if (offset >= snapshot.states.length) grow(snapshot, offset + 1);
+    const number = snapshot.owners.get(owner);
+    snapshot.states[offset] = number === undefined ? -2 - faded : number * 2 + faded;
+    snapshot.lengths[offset] = tokens;
+  }
+  return true;
+}
+
+/** Grows the snapshot's arrays to hold at least `size` entries (half as many again, for the next new ids). */
+function grow(snapshot: AudienceSnapshot, size: number): void {
+  const capacity = Math.max(size, Math.ceil(snapshot.states.length * 1.5), 1_024);
+  const states = new Int32Array(capacity).fill(-1);
+  states.set(snapshot.states);
+  const lengths = new Uint32Array(capacity);
+  lengths.set(snapshot.lengths);
+  snapshot.states = states;
+  snapshot.lengths = lengths;
 }
 
 /**
