@@ -975,6 +975,24 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     put(built.database, built.index, [{ id: 60_000, owner: 'global', vector: near(query, random, 0.99) }]);
     expect(index.search(query, 'm', null, 10).map((hit) => hit.id)).toContain(60_000);
     expect(reads()).toBe(3);
+    // Searches inside the transaction that wrote: with a few written vectors, beside the codes; with more than 64,
+    // through SQL (each search there reads the written rows again), and the codes read again after it.
+    const inside = (count: number, first: number) =>
+      database.transaction(() => {
+        const rows = Array.from({ length: count }, (_, position) => ({
+          id: first + position,
+          owner: 'user:b',
+          vector: near(stored[position]?.vector ?? query, random, 0.97),
+        }));
+        for (const row of rows) index.put(row.id, row.owner, { model: 'm', vector: row.vector });
+        for (const row of rows.slice(0, 5)) expect(index.search(row.vector, 'm', null, 1)[0]?.id).toBe(row.id);
+      })();
+    inside(10, 70_000);
+    expect(index.search(query, 'm', null, 10)).toHaveLength(10);
+    expect(reads()).toBe(3);
+    inside(65, 71_000);
+    expect(index.search(query, 'm', null, 10)).toHaveLength(10);
+    expect(reads()).toBe(4);
   });
 
   it("gives the same hits and scores from the codes in memory once linking's first pass read them by id", () => {

@@ -141,6 +141,8 @@ const RESIDUAL_PAGE = 16_384;
  */
 const DELTA_MIN = 1_024;
 const DELTA_SHARE = 1 / 32;
+/** Written vectors a search inside a transaction of the caller's reads again before it goes through SQL instead. */
+const STALE_IN_TRANSACTION = 64;
 /** Lists of more vectors than this are never read into memory (about 100 MB of 768-bit codes). */
 const SNAPSHOT_MAX_VECTORS = 1 << 20;
 /**
@@ -592,6 +594,9 @@ export function createSqliteVectorLists(
   function snapshotFor(current: State, now = false): Snapshot | null {
     const version = sql().dataVersion.get() ?? 0;
     if (snapshot && (snapshot.generation !== current.generation || snapshot.dataVersion !== version)) written();
+    // Inside a transaction of the caller's the written rows are read again at every search (`deltaOf`): past a
+    // few dozen, the search goes through SQL as it did before the written rows were kept (ADR 10, session 13).
+    if (snapshot && (delta?.stale.size ?? 0) > STALE_IN_TRANSACTION && database.inTransaction && !ownRead) written();
     if (snapshot) return snapshot;
     if (uncommitted) {
       if (database.inTransaction) return null;
