@@ -33,6 +33,11 @@ export interface SystemFigures {
    * mneme's vector leg ranks in its 10 best, averaged over the queries, per viewer.
    */
   vectorRecallVsExact?: Record<RecallViewer, number>;
+  /**
+   * Hybrid recall right after a write (session 13): each timed recall follows one new memory written to the same
+   * store (mneme's `remember()`, the baseline's insert), as a served store recalls while it remembers and ingests.
+   */
+  recallAfterWrite?: Record<RecallViewer, LatencySummary>;
   bytesPer10k: number;
   peakRssBytes: number;
 }
@@ -76,6 +81,12 @@ export function formatBenchTable(report: BenchReport, info: BenchRunInfo): strin
         rows.push([`recall ${leg}, ${viewer}: p95 ms`, ours.p95Ms, theirs.p95Ms, 'ms']);
         rows.push([`recall ${leg}, ${viewer}: p99 ms`, ours.p99Ms, theirs.p99Ms, 'ms']);
       }
+    }
+    for (const viewer of recallViewers) {
+      const ours = mneme.recallAfterWrite?.[viewer];
+      const theirs = baseline.recallAfterWrite?.[viewer];
+      rows.push([`recall hybrid after a write, ${viewer}: p50 ms`, ours?.p50Ms, theirs?.p50Ms, 'ms']);
+      rows.push([`recall hybrid after a write, ${viewer}: p95 ms`, ours?.p95Ms, theirs?.p95Ms, 'ms']);
     }
     for (const viewer of recallViewers) {
       const share = mneme.vectorRecallVsExact?.[viewer];

@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import type { ProgressBar } from '../cli/progress-bar.js';
 import { isDatabaseUrl, openStorage } from '../config/open-storage.js';
 import { createMneme, type Mneme, type Viewer } from '../index.js';
-import type { BenchReport, RecallLeg, RecallViewer, SystemFigures } from './bench-report.js';
+import {
+  type BenchReport,
+  type RecallLeg,
+  type RecallViewer,
+  recallViewers,
+  type SystemFigures,
+} from './bench-report.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
 import { peakRssBytes, resetPeakRss } from './peak-rss.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
@@ -326,6 +332,40 @@ async function measureSize(
     settings: { 'recall.minSimilarity': usual.minSimilarity, 'recall.weights': usual.weights },
     actor: 'bench',
   });
+
+  // Hybrid recall right after a write, as a served store recalls while it remembers and ingests (session 13): each
+  // timed recall follows one new memory written to both systems (mneme's `remember()`, the baseline's insert), after
+  // the steady phase's memories in the corpus; only the recall is timed, the order of the systems alternating.
+  const afterWrite = {
+    baseline: { unscoped: [] as number[], scoped: [] as number[] },
+    mneme: { unscoped: [] as number[], scoped: [] as number[] },
+  };
+  const writeBar = options.progress('hybrid recalls right after a write, in each system', 2 * options.queries);
+  let written = 0;
+  for (const viewer of recallViewers) {
+    for (const [index, query] of queries.entries()) {
+      if (index < WARM_UP) continue;
+      const memory = corpus.memory(size + STEADY_MEMORIES + written);
+      model.set(memory.content, memory.vector);
+      await mneme.remember({
+        content: memory.content,
+        scope: memory.scope,
+        ...(memory.userId ? { userId: memory.userId } : {}),
+        ...(memory.channelId ? { channelId: memory.channelId } : {}),
+      });
+      model.delete(memory.content);
+      baseline.insert({ content: memory.content, owner: ownerKeyOf(memory), vector: memory.vector });
+      const { baselineMs, mnemeMs } = await both('hybrid', viewer, query, index);
+      afterWrite.baseline[viewer].push(baselineMs);
+      afterWrite.mneme[viewer].push(mnemeMs);
+      if (++written % SAMPLE_EVERY === 0) writeBar.update(written);
+    }
+  }
+  writeBar.finish();
+  const recallAfterWrite = (durations: Record<RecallViewer, number[]>) => ({
+    unscoped: summariseLatencies(durations.unscoped),
+    scoped: summariseLatencies(durations.scoped),
+  });
   baseline.close();
   await mnemeLexical.close();
   // From here the kernel's peak resident set is that of ingest and the two cycles (Linux; elsewhere the process's
@@ -436,12 +476,14 @@ async function measureSize(
       maintenanceSteadyMs,
       maintenancePeakRssBytes,
       vectorRecallVsExact,
+      recallAfterWrite: recallAfterWrite(afterWrite.mneme),
       bytesPer10k: per10k(bytes.mneme),
       peakRssBytes: mnemeRss.peak(),
     },
     baseline: {
       recall: latencies.baseline,
       rememberPerSecond: rate(size, buildMs.baseline),
+      recallAfterWrite: recallAfterWrite(afterWrite.baseline),
       bytesPer10k: per10k(bytes.baseline),
       peakRssBytes: baselineRss.peak(),
     },

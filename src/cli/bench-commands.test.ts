@@ -27,6 +27,7 @@ describe('mneme bench', () => {
     expect(run.stderr).toContain('storing 40 memories in each system');
     expect(run.stderr).toContain('the first maintenance cycle over 40 memories');
     expect(run.stdout).toMatch(/steady maintenance cycle: ms +\d/);
+    expect(run.stdout).toMatch(/recall hybrid after a write, scoped: p50 ms +\d/);
     expect(run.stdout).toMatch(/ingest, one ingest\(\) each: messages\/s +\d/);
     expect(run.stdout).toMatch(/ingest, ingestMany batches: messages\/s +\d/);
     const report = JSON.parse(readFileSync(file, 'utf8'));
@@ -41,16 +42,20 @@ describe('mneme bench', () => {
         maintenanceSteadyMs: expect.any(Number),
         maintenancePeakRssBytes: expect.any(Number),
         vectorRecallVsExact: { unscoped: expect.any(Number), scoped: expect.any(Number) },
+        recallAfterWrite: legs,
         bytesPer10k: expect.any(Number),
         peakRssBytes: expect.any(Number),
       },
       baseline: {
         recall: { lexical: legs, vector: legs, hybrid: legs },
         rememberPerSecond: expect.any(Number),
+        recallAfterWrite: legs,
         bytesPer10k: expect.any(Number),
         peakRssBytes: expect.any(Number),
       },
     });
+    // Timed recalls after a write (3 queries for each viewer), each after a new memory written to the store.
+    expect(report.sizes['40'].mneme.recallAfterWrite.scoped.p50Ms).toBeGreaterThan(0);
   });
 
   // A CLI process starting PGlite and a whole bench cycle: 10 s on a quiet machine, over 30 s on loaded cores.
