@@ -15,7 +15,12 @@ import { peakRssBytes, resetPeakRss } from './peak-rss.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
 import { createPostgresBenchDatabase, type PostgresBenchDatabase } from './postgres-bench-database.js';
 import { createPrecomputedEmbeddingModel, type PrecomputedEmbeddingModel } from './precomputed-embedding-model.js';
-import { createSyntheticCorpus, type SyntheticCorpus, type SyntheticQuery } from './synthetic-corpus.js';
+import {
+  createSyntheticCorpus,
+  type SyntheticCorpus,
+  type SyntheticMemory,
+  type SyntheticQuery,
+} from './synthetic-corpus.js';
 
 /** What one `mneme bench` run does. */
 export interface BenchOptions {
@@ -145,6 +150,18 @@ async function buildVectorLists(path: string): Promise<void> {
   } finally {
     await storage.close();
   }
+}
+
+/** Remembers one corpus memory through `remember()`, its vector lent to the precomputed model for the call. */
+async function rememberOne(mneme: Mneme, model: PrecomputedEmbeddingModel, memory: SyntheticMemory): Promise<void> {
+  model.set(memory.content, memory.vector);
+  await mneme.remember({
+    content: memory.content,
+    scope: memory.scope,
+    ...(memory.userId ? { userId: memory.userId } : {}),
+    ...(memory.channelId ? { channelId: memory.channelId } : {}),
+  });
+  model.delete(memory.content);
 }
 
 /** One timed recall of each system: the baseline's SQL, and mneme's `recall()`. */
@@ -346,14 +363,7 @@ async function measureSize(
     for (const [index, query] of queries.entries()) {
       if (index < WARM_UP) continue;
       const memory = corpus.memory(size + STEADY_MEMORIES + written);
-      model.set(memory.content, memory.vector);
-      await mneme.remember({
-        content: memory.content,
-        scope: memory.scope,
-        ...(memory.userId ? { userId: memory.userId } : {}),
-        ...(memory.channelId ? { channelId: memory.channelId } : {}),
-      });
-      model.delete(memory.content);
+      await rememberOne(mneme, model, memory);
       baseline.insert({ content: memory.content, owner: ownerKeyOf(memory), vector: memory.vector });
       const { baselineMs, mnemeMs } = await both('hybrid', viewer, query, index);
       afterWrite.baseline[viewer].push(baselineMs);
@@ -415,15 +425,7 @@ async function measureSize(
   const added = Math.min(STEADY_MEMORIES, size);
   const steadyBar = options.progress(`mneme: ${added.toLocaleString('en-US')} new memories`, added);
   for (let index = size; index < size + added; index++) {
-    const memory = corpus.memory(index);
-    model.set(memory.content, memory.vector);
-    await mneme.remember({
-      content: memory.content,
-      scope: memory.scope,
-      ...(memory.userId ? { userId: memory.userId } : {}),
-      ...(memory.channelId ? { channelId: memory.channelId } : {}),
-    });
-    model.delete(memory.content);
+    await rememberOne(mneme, model, corpus.memory(index));
     if ((index - size + 1) % SAMPLE_EVERY === 0) steadyBar.update(index - size + 1);
   }
   steadyBar.finish();
