@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { visibleOwners } from '../src/core/scope.js';
+import { createHttpApp } from '../src/http/http-app.js';
 import { createFakeEmbeddingModel } from '../src/models/fake/fake-embedding-model.js';
 import { type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
 
@@ -44,6 +45,23 @@ describe("attack13: another user's writes and forgets between recalls that hold 
     }
     const recalled = async (query: string, userId: string) =>
       (await mneme.recall({ query, viewer: { userId }, topK: 10 })).hits.map((hit) => hit.memory.id);
+    // Over HTTP with each user's real API key: the search's hits, as the face returns them.
+    const errors: unknown[] = [];
+    const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: (error) => errors.push(error) });
+    const keys = {
+      ann: (await mneme.apiKeys.create({ label: 'ann-app', userId: 'ann' })).key,
+      bo: (await mneme.apiKeys.create({ label: 'bo-app', userId: 'bo' })).key,
+    };
+    const searched = async (query: string, user: 'ann' | 'bo') => {
+      const response = await app.request('/api/memories/search', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys[user]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query, topK: 20 }),
+      });
+      expect(response.status).toBe(200);
+      const { hits } = (await response.json()) as { hits: Array<{ memory: { id: number } }> };
+      return hits.map((hit) => hit.memory.id);
+    };
     const written: number[] = [];
     for (let round = 0; round < 12; round++) {
       const secret = `ann secret zebra ${round} locker 44${round} elm`;
@@ -53,6 +71,8 @@ describe("attack13: another user's writes and forgets between recalls that hold 
       expect(await recalled(secret, 'ann')).toContain(memory.id);
       expect(await vectorHits(secret, bo)).not.toContain(memory.id);
       expect(await recalled(secret, 'bo')).not.toContain(memory.id);
+      expect(await searched(secret, 'ann')).toContain(memory.id);
+      expect(await searched(secret, 'bo')).not.toContain(memory.id);
       if (round % 3 === 1) {
         // Forgotten: its vector removed, found by nobody.
         await mneme.forget(memory.id);
@@ -73,5 +93,7 @@ describe("attack13: another user's writes and forgets between recalls that hold 
       expect(found.filter((id) => written.includes(id))).toEqual([]);
     }
     expect(await vectorHits('bo locker row 3 gym', bo, 5)).toHaveLength(5);
+    expect((await searched('ann secret zebra locker elm', 'bo')).filter((id) => written.includes(id))).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });

@@ -1180,6 +1180,33 @@ describe("the codes in memory through this connection's own writes (attacked, se
     expect(reads()).toBe(2);
   });
 
+  it('keeps nothing it wrote beside the codes through a model change and the training and assignment after it', () => {
+    const { stored, path, searcher, reads } = opened('attack-model-change.db', 97);
+    const { database, index } = searcher;
+    const fresh = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(98);
+    // A memory of user:b moved to user:a (kept beside the codes), then the model changes: every vector goes, the
+    // same vectors come back under the new model with their first owners, and the lists are trained again.
+    const moved = stored.find((row) => row.owner === 'user:b') as Stored;
+    index.search(moved.vector, 'm', null, 10);
+    put(database, index, [{ ...moved, owner: 'user:a' }]);
+    expect(ids(index.search(moved.vector, 'm', ['global', 'user:a'], 1))).toEqual([moved.id]);
+    expect(reads()).toBe(1);
+    index.configure({ model: 'm2', dimensions: DIMENSIONS });
+    database.transaction(() => {
+      for (const row of stored) index.put(row.id, row.owner, { model: 'm2', vector: row.vector });
+    })();
+    build(database, index);
+    for (const viewer of [null, ['global', 'user:a'], ['global', 'user:b']]) {
+      for (const row of [moved, ...Array.from({ length: 10 }, () => stored[random.below(stored.length)] as Stored)]) {
+        expect(index.search(row.vector, 'm2', viewer, 20)).toEqual(fresh.index.search(row.vector, 'm2', viewer, 20));
+      }
+    }
+    expect(ids(index.search(moved.vector, 'm2', ['global', 'user:b'], 1))).toEqual([moved.id]);
+    expect(ids(index.search(moved.vector, 'm2', ['global', 'user:a'], 50))).not.toContain(moved.id);
+    expect(reads()).toBe(2);
+  });
+
   it('gives two connections writing between each other’s searches what the file holds', () => {
     const { stored, path, searcher } = opened('attack-two-writers.db', 95);
     const other = openIndex(500, { listSnapshotAfter: 0, path });
