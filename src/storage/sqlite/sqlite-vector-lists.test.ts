@@ -1072,3 +1072,183 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     expect(topRecall(index, stored, 20, 49)).toBeGreaterThanOrEqual(topRecall(buckets.index, stored, 20, 49) - 0.02);
   });
 });
+
+describe("the codes in memory through this connection's own writes (attacked, session 13)", {
+  timeout: 180_000,
+}, () => {
+  /** A built store at `path` (2,000 clustered vectors with outliers), and a connection that searches it in memory at once. */
+  function opened(name: string, seed: number) {
+    const path = join(folder, name);
+    const stored = vectorsFor('with outliers', 2000, seed);
+    const built = openIndex(500, { path });
+    put(built.database, built.index, stored);
+    build(built.database, built.index);
+    const searcher = openIndex(500, { listSnapshotAfter: 0, path });
+    return { path, stored, built, searcher, reads: snapshotReads(searcher.database) };
+  }
+  const otherOwner = (owner: string) => (owner === 'user:b' ? 'room:c' : 'user:b');
+  const ids = (hits: readonly { id: number }[]) => hits.map((hit) => hit.id);
+
+  it("never keeps codes read inside a transaction that rolls back, when linking's first pass read them there", () => {
+    const { stored, searcher, reads } = opened('attack-rollback-linking.db', 90);
+    const { database, index } = searcher;
+    // A memory of user:b moved to user:a, one forgotten, then linking's first pass, then a failure: the viewers of
+    // user:a must not find the first after the rollback (more than 500 visible: searched through the lists).
+    const moved = stored.find((row) => row.owner === 'user:b') as Stored;
+    const removed = stored[20] as Stored;
+    const [formerViewer, otherViewer] = [
+      ['global', 'user:b'],
+      ['global', 'user:a'],
+    ];
+    index.search(moved.vector, 'm', null, 10);
+    expect(reads()).toBe(1);
+    expect(() =>
+      database.transaction(() => {
+        index.put(moved.id, 'user:a', { model: 'm', vector: moved.vector });
+        index.remove([removed.id]);
+        index.searchNearOlder([{ vector: moved.vector, owners: null, olderThan: moved.id + 1 }], 'm', LIMIT, MIN_SCORE);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    // The file holds both as they were: the moved one under its owner only, the removed one findable.
+    expect(ids(index.search(moved.vector, 'm', otherViewer, 50))).not.toContain(moved.id);
+    expect(ids(index.searchNear(moved.vector, 'm', otherViewer, 50, 0.5))).not.toContain(moved.id);
+    expect(index.search(moved.vector, 'm', formerViewer, 1)[0]?.id).toBe(moved.id);
+    expect(index.search(removed.vector, 'm', null, 1)[0]?.id).toBe(removed.id);
+    expect(ids(index.searchNear(removed.vector, 'm', null, 1, MIN_SCORE))).toEqual([removed.id]);
+  });
+
+  it('searches what the file holds inside and after a batch that fails mid-way, the same id written many times', () => {
+    const { stored, path, searcher, reads } = opened('attack-rollback-batch.db', 91);
+    const { database, index } = searcher;
+    const fresh = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(92);
+    const viewers = [null, ['global', 'user:a'], ['user:b'], ['room:c']];
+    const same = (vector: Float32Array) => {
+      for (const owners of viewers) {
+        expect(index.search(vector, 'm', owners, 20)).toEqual(fresh.index.search(vector, 'm', owners, 20));
+        expect(index.searchNear(vector, 'm', owners, 20, 0.8)).toEqual(
+          fresh.index.searchNear(vector, 'm', owners, 20, 0.8),
+        );
+      }
+    };
+    const target = stored[30] as Stored;
+    same(target.vector);
+    // Committed: the same memory moved and given back many times, its last write under another owner.
+    for (let time = 0; time < 50; time++) {
+      const owner = time % 2 === 0 ? otherOwner(target.owner) : target.owner;
+      const vector = time === 49 ? target.vector : near(target.vector, random, 0.7);
+      put(database, index, [{ id: target.id, owner: time === 49 ? otherOwner(target.owner) : owner, vector }]);
+    }
+    same(target.vector);
+    expect(ids(index.search(target.vector, 'm', [target.owner], 50))).not.toContain(target.id);
+    // A batch that fails: new memories, a move back, a removal, searched inside (they are found there), then rolled back.
+    const removed = stored[40] as Stored;
+    const added = { id: 70_000, owner: 'user:a', vector: near(removed.vector, random, 0.99) };
+    expect(() =>
+      database.transaction(() => {
+        index.put(added.id, added.owner, { model: 'm', vector: added.vector });
+        index.put(target.id, target.owner, { model: 'm', vector: target.vector });
+        index.remove([removed.id]);
+        expect(index.search(added.vector, 'm', ['user:a'], 1)[0]?.id).toBe(added.id);
+        expect(ids(index.search(target.vector, 'm', [target.owner], 5))).toContain(target.id);
+        expect(ids(index.search(removed.vector, 'm', null, 50))).not.toContain(removed.id);
+        expect(ids(index.searchNear(added.vector, 'm', ['user:a'], 5, 0.9))).toContain(added.id);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    expect(ids(index.search(added.vector, 'm', null, 50))).not.toContain(added.id);
+    expect(ids(index.search(target.vector, 'm', [target.owner], 50))).not.toContain(target.id);
+    expect(index.search(removed.vector, 'm', null, 1)[0]?.id).toBe(removed.id);
+    same(target.vector);
+    same(removed.vector);
+    expect(reads()).toBe(1);
+  });
+
+  it('reads the codes again when the writes kept beside them cross their limit inside a transaction that rolls back', () => {
+    const { stored, searcher, reads } = opened('attack-limit-rollback.db', 93);
+    const { database, index } = searcher;
+    const random = createSeededRandom(94);
+    const query = (stored[0] as Stored).vector;
+    index.search(query, 'm', null, 10);
+    // 1,024 distinct vectors kept beside the codes (committed), then one more in a transaction that fails.
+    for (let at = 0; at < 1_024; at += 256) {
+      put(
+        database,
+        index,
+        stored.slice(at, at + 256).map((row) => ({ ...row, vector: near(row.vector, random, 0.999) })),
+      );
+      index.search(query, 'm', null, 10);
+    }
+    expect(reads()).toBe(1);
+    const last = stored[1_500] as Stored;
+    expect(() =>
+      database.transaction(() => {
+        index.put(last.id, otherOwner(last.owner), { model: 'm', vector: last.vector });
+        index.remove([(stored[1_600] as Stored).id]);
+        // Searches inside: through SQL (the codes are not read in a transaction that wrote).
+        expect(ids(index.search(last.vector, 'm', [otherOwner(last.owner)], 5))).toContain(last.id);
+        index.searchNearOlder([{ vector: last.vector, owners: null, olderThan: 5_000 }], 'm', LIMIT, MIN_SCORE);
+        throw new Error('rolled back');
+      })(),
+    ).toThrow('rolled back');
+    expect(ids(index.search(last.vector, 'm', [otherOwner(last.owner)], 50))).not.toContain(last.id);
+    expect(index.search(last.vector, 'm', [last.owner], 1)[0]?.id).toBe(last.id);
+    expect(index.search((stored[1_600] as Stored).vector, 'm', null, 1)[0]?.id).toBe((stored[1_600] as Stored).id);
+    expect(reads()).toBe(2);
+  });
+
+  it('keeps nothing it wrote beside the codes through a model change and the training and assignment after it', () => {
+    const { stored, path, searcher, reads } = opened('attack-model-change.db', 97);
+    const { database, index } = searcher;
+    const fresh = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(98);
+    // A memory of user:b moved to user:a (kept beside the codes), then the model changes: every vector goes, the
+    // same vectors come back under the new model with their first owners, and the lists are trained again.
+    const moved = stored.find((row) => row.owner === 'user:b') as Stored;
+    index.search(moved.vector, 'm', null, 10);
+    put(database, index, [{ ...moved, owner: 'user:a' }]);
+    expect(ids(index.search(moved.vector, 'm', ['global', 'user:a'], 1))).toEqual([moved.id]);
+    expect(reads()).toBe(1);
+    index.configure({ model: 'm2', dimensions: DIMENSIONS });
+    database.transaction(() => {
+      for (const row of stored) index.put(row.id, row.owner, { model: 'm2', vector: row.vector });
+    })();
+    build(database, index);
+    for (const viewer of [null, ['global', 'user:a'], ['global', 'user:b']]) {
+      for (const row of [moved, ...Array.from({ length: 10 }, () => stored[random.below(stored.length)] as Stored)]) {
+        expect(index.search(row.vector, 'm2', viewer, 20)).toEqual(fresh.index.search(row.vector, 'm2', viewer, 20));
+      }
+    }
+    expect(ids(index.search(moved.vector, 'm2', ['global', 'user:b'], 1))).toEqual([moved.id]);
+    expect(ids(index.search(moved.vector, 'm2', ['global', 'user:a'], 50))).not.toContain(moved.id);
+    expect(reads()).toBe(2);
+  });
+
+  it('gives two connections writing between each other’s searches what the file holds', () => {
+    const { stored, path, searcher } = opened('attack-two-writers.db', 95);
+    const other = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(96);
+    const connections = [searcher, other];
+    for (const connection of connections) connection.index.search((stored[0] as Stored).vector, 'm', null, 10);
+    for (let write = 0; write < 40; write++) {
+      const writer = connections[write % 2] as typeof searcher;
+      const reader = connections[(write + 1) % 2] as typeof searcher;
+      const base = stored[random.below(stored.length)] as Stored;
+      const owner = otherOwner(base.owner);
+      put(writer.database, writer.index, [{ id: base.id, owner, vector: base.vector }]);
+      base.owner = owner;
+      // With the global memories, more than 500 visible: searched through the lists.
+      for (const connection of connections) {
+        expect(connection.index.search(base.vector, 'm', ['global', owner], 1)[0]?.id).toBe(base.id);
+        expect(ids(connection.index.search(base.vector, 'm', ['global', otherOwner(owner)], 50))).not.toContain(
+          base.id,
+        );
+      }
+      expect(reader.index.searchNear(base.vector, 'm', ['global', owner], 1, 0.99)[0]?.id).toBe(base.id);
+      expect(ids(reader.index.searchNear(base.vector, 'm', ['global', otherOwner(owner)], 50, 0.5))).not.toContain(
+        base.id,
+      );
+    }
+  });
+});

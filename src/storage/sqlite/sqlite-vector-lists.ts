@@ -331,6 +331,8 @@ interface Delta {
   parts: Map<number, SnapshotPart>;
   /** Partitions whose part is to be grouped again: a row read again left or joined them. */
   regroup: Set<number>;
+  /** Vectors of {@link stale} not in {@link rows}: {@link rows} and these are the distinct vectors written. */
+  unread: number;
 }
 
 /**
@@ -524,17 +526,23 @@ export function createSqliteVectorLists(
    * (a served one, ingesting) then gets one too, where before every write started the count again.
    */
   function changed(memoryId: number): void {
-    if (snapshot === null) {
-      uncommitted = database.inTransaction;
+    // Whether a snapshot is held or not (attacked, session 13): a snapshot dropped later in this transaction (linking's
+    // first pass drops one with a delta) must not be read again inside it, where it would hold the writes a rollback
+    // then takes back, the file's `data_version` left as it was.
+    uncommitted = database.inTransaction;
+    if (snapshot === null) return;
+    delta ??= { rows: new Map(), stale: new Set(), parts: new Map(), regroup: new Set(), unread: 0 };
+    if (delta.rows.has(memoryId) || delta.stale.has(memoryId)) {
+      delta.stale.add(memoryId);
       return;
     }
-    delta ??= { rows: new Map(), stale: new Set(), parts: new Map(), regroup: new Set() };
-    const held = delta.rows.size + delta.stale.size;
-    if (!delta.rows.has(memoryId) && held >= Math.max(DELTA_MIN, snapshot.vectors * DELTA_SHARE)) {
+    // Distinct vectors: one put writes a vector's row twice (removed, then inserted), which is not two vectors.
+    if (delta.rows.size + delta.unread >= Math.max(DELTA_MIN, snapshot.vectors * DELTA_SHARE)) {
       written();
       return;
     }
     delta.stale.add(memoryId);
+    delta.unread++;
   }
 
   /**
@@ -556,6 +564,7 @@ export function createSqliteVectorLists(
         delta.rows.set(id, row);
       }
       delta.stale.clear();
+      delta.unread = 0;
     } else if (delta.stale.size > 0) {
       const rows = new Map(delta.rows);
       for (const id of delta.stale) rows.set(id, deltaRow(id, memory));
