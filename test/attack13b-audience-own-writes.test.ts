@@ -117,6 +117,9 @@ describe("attack13b: the audience snapshot through its own connection's writes (
     const { held, reference } = rankings(database);
     agree(database, held, reference, 'before');
     rebuildMemories(database);
+    // The next search finds the temporary triggers gone: by the join, the snapshot dropped, the triggers made again.
+    held.search({ rare: ['kestrel'], common: [], owners: ['global'], limit: 500, includeFaded: false });
+    expect(held.lastSearchHeld()).toBe(false);
     agree(database, held, reference, 'rebuilt');
     // Written after the rebuild: an ana memory moved to ben, and a new ana memory.
     const moved = database
