@@ -138,4 +138,61 @@ describe("attack13b: the audience snapshot through its own connection's writes, 
     await ask('ann');
     await ask('bob');
   });
+
+  it('answers as the SQL join after an export is restored into the empty store it held, and after a faded memory is revived by recall', async () => {
+    const source = await openMaintenanceEngine({ path: join(folder, 'source.db') });
+    engines.push(source);
+    await source.mneme.putChannel({ id: 'r1', members: ['ann', 'bob'] });
+    for (let index = 0; index < 30; index++) {
+      const user = index % 2 ? 'ann' : 'bob';
+      await source.mneme.remember({ content: `${user} zebrafinch note ${index}`, scope: 'personal', userId: user });
+    }
+    await source.mneme.remember({ content: 'room zebrafinch plan', scope: 'room', channelId: 'r1', userId: 'bob' });
+    await source.mneme.remember({ content: 'a zebrafinch is a small bird', scope: 'global' });
+    const lines: string[] = [];
+    for await (const line of source.mneme.exportData()) lines.push(line);
+
+    const path = join(folder, 'restored.db');
+    const server = await openMaintenanceEngine({ path, textSnapshotAfter: 0 });
+    const reference = await openMaintenanceEngine({ path, textSnapshotAfter: -1 });
+    engines.push(server, reference);
+    async function agree(step: string): Promise<void> {
+      for (const owners of ownerSets) {
+        for (const includeFaded of [false, true]) {
+          const search = { terms: ['zebrafinch'], owners, limit: 100, includeFaded };
+          const held = await server.storage.memories.searchText(search);
+          const joined = await reference.storage.memories.searchText(search);
+          expect(
+            held.map((hit) => hit.id),
+            `${step}: ${owners.join(',')} ${includeFaded}`,
+          ).toEqual(joined.map((hit) => hit.id));
+        }
+      }
+    }
+    // The empty store searched (a snapshot of nothing held), then the export restored into it by the same engine.
+    await agree('empty');
+    const report = await server.mneme.importData(lines);
+    expect(report.memories).toBe(32);
+    await agree('restored');
+    const bob = (await server.storage.memories.searchText({
+      terms: ['zebrafinch'],
+      owners: ['user:bob'],
+      limit: 100,
+      includeFaded: false,
+    })) as Array<{ id: number }>;
+    expect(bob).toHaveLength(15);
+    // A memory faded (decay's archive), then recalled: the touch revives it, and a search of active memories finds it.
+    const faded = (bob[0] as { id: number }).id;
+    await server.storage.memories.archive([faded], { at: Date.now(), actor: null }, { fade: true });
+    await agree('faded');
+    await server.storage.memories.touch([{ id: faded }], Date.now());
+    const active = await server.storage.memories.searchText({
+      terms: ['zebrafinch'],
+      owners: ['user:bob'],
+      limit: 100,
+      includeFaded: false,
+    });
+    expect(active.map((hit) => hit.id)).toContain(faded);
+    await agree('revived by recall');
+  });
 });
