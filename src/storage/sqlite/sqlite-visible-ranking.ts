@@ -81,6 +81,8 @@ interface AudienceSnapshot {
   states: Int32Array;
   /** Each id's length in tokens (id - lowest). */
   lengths: Uint32Array;
+  /** How many entries are searchable (not -1): the bound on how sparse the ids may grow (see `patch`). */
+  count: number;
   /** The owner keys read so far, and their numbers (this snapshot's own). */
   owners: Map<string, number>;
 }
@@ -198,13 +200,13 @@ export function createSqliteVisibleRanking(
   function trackingReady(): Tracking | null {
     if (!tracking && !database.inTransaction) {
       database.exec(`CREATE TEMP TABLE IF NOT EXISTS ${CHANGED_TABLE} (id INTEGER PRIMARY KEY);
-        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_added AFTER INSERT ON main.memories BEGIN
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[0]} AFTER INSERT ON main.memories BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
         END;
-        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_removed AFTER DELETE ON main.memories BEGIN
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[1]} AFTER DELETE ON main.memories BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
         END;
-        CREATE TEMP TRIGGER IF NOT EXISTS mneme_audience_changed
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[2]}
         AFTER UPDATE OF id, owner, archived_at, faded_at, tokens ON main.memories
         WHEN OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
           OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens
@@ -216,6 +218,12 @@ export function createSqliteVisibleRanking(
         // The memories changed since the last search, up to a bound.
         changed: database.prepare<[number], number>(`SELECT id FROM temp.${CHANGED_TABLE} LIMIT ?`).pluck(),
         forget: database.prepare(`DELETE FROM temp.${CHANGED_TABLE}`),
+        // The triggers there: a schema change of this connection can drop them (a rebuild of `memories`).
+        triggers: database
+          .prepare<[], number>(
+            `SELECT count(*) FROM temp.sqlite_master WHERE type = 'trigger' AND name IN (${TRIGGERS.map((name) => `'${name}'`).join(', ')})`,
+          )
+          .pluck(),
         // One memory's entry as the owner index holds it (its condition: searchable), or its absence.
         entry: database
           .prepare<[number], EntryRow>(
@@ -241,6 +249,16 @@ export function createSqliteVisibleRanking(
     // date with the memories they changed (ADR 25, 2026-12-03, session 13), or dropped when they are too many;
     // without one they do not start the quiet searches' count again (the snapshot read later holds them).
     if (marks !== null && marks.version === now.version && marks.changes !== now.changes) {
+      // The triggers gone (this connection dropped or rebuilt `memories`): its writes since were not recorded. The
+      // snapshot is dropped and the count starts again; the triggers are made again before the next search's read
+      // transaction, so that no snapshot is read while this connection's writes would go unrecorded (attack13b).
+      if (changes.triggers.get() !== TRIGGERS.length) {
+        tracking = null;
+        marks = null;
+        audience = null;
+        quietSearches = 0;
+        return null;
+      }
       if (audience !== null && !patch(audience, changes)) {
         quietSearches = 0;
         after = served < SNAPSHOT_PAYS_AFTER ? Math.min(after * 2, snapshotAfter * 32) : snapshotAfter;
@@ -547,7 +565,7 @@ function readAudienceOrNull(entries: Database.Statement<[], EntriesRow>): Audien
 function readAudience(entries: Database.Statement<[], EntriesRow>): AudienceSnapshot | null {
   const [count, lowest, highest, longest, shortest, hex] = entries.get() ?? [0, null, null, null, null, null];
   if (count === 0 || lowest === null || highest === null || hex === null) {
-    return { lowest: 0, states: new Int32Array(0), lengths: new Uint32Array(0), owners: new Map() };
+    return { lowest: 0, states: new Int32Array(0), lengths: new Uint32Array(0), count: 0, owners: new Map() };
   }
   // A negative length (a damaged row) would borrow from its id: the entry would decode as the memory below it.
   if (lowest < 0 || highest >= SNAPSHOT_IDS || (longest ?? 0) >= 2 ** 21 || (shortest ?? 0) < 0) return null;
@@ -563,7 +581,7 @@ function readAudience(entries: Database.Statement<[], EntriesRow>): AudienceSnap
     states[id - lowest] = -2 - (rest & 1);
     lengths[id - lowest] = rest >>> 1;
   }
-  return { lowest, states, lengths, owners: new Map() };
+  return { lowest, states, lengths, count, owners: new Map() };
 }
 
 /** One memory's entry: its owner key, whether the owner index holds it, whether it faded, its length. */
@@ -573,11 +591,14 @@ type EntryRow = [owner: string, searchable: number, faded: number, tokens: numbe
 interface Tracking {
   changed: Database.Statement<[number], number>;
   forget: Database.Statement<[]>;
+  triggers: Database.Statement<[], number>;
   entry: Database.Statement<[number], EntryRow>;
 }
 
 /** The temporary table of the memories this connection's writes changed (`trackingReady`). */
 const CHANGED_TABLE = 'mneme_audience_changes';
+/** The temporary triggers that fill it: on insert, delete, and update of what the owner index holds. */
+const TRIGGERS = ['mneme_audience_added', 'mneme_audience_removed', 'mneme_audience_changed'] as const;
 
 /** Changed memories a search brings the snapshot up to date with; more, and it is read again. */
 const PATCH_MAX = 4_096;
@@ -586,7 +607,9 @@ const PATCH_MAX = 4_096;
  * Brings the snapshot up to date with the memories this connection's writes changed since the last search (ADR 25,
  * 2026-12-03, session 13): each one's entry read again, the arrays grown for a new id past the highest; false (the
  * snapshot to be dropped) for more than {@link PATCH_MAX} of them, or an entry it cannot hold (an id below its
- * lowest or past {@link SNAPSHOT_IDS}, a length that does not fit). Called in the search's read transaction.
+ * lowest or past {@link SNAPSHOT_IDS}, a length that does not fit, or an id so far past the highest that the ids
+ * would be sparser than `readAudience` holds: one memory under id 2^26 - 1 would grow the arrays to 512 MiB,
+ * attack13b). Called in the search's read transaction.
  */
 function patch(snapshot: AudienceSnapshot, sql: Tracking): boolean {
   const ids = sql.changed.all(PATCH_MAX + 1);
@@ -595,13 +618,21 @@ function patch(snapshot: AudienceSnapshot, sql: Tracking): boolean {
     const row = sql.entry.get(id);
     const searchable = row !== undefined && row[1] === 1;
     const offset = id - snapshot.lowest;
+    const held = offset >= 0 && offset < snapshot.states.length && snapshot.states[offset] !== -1;
     if (!searchable) {
-      if (offset >= 0 && offset < snapshot.states.length) snapshot.states[offset] = -1;
+      if (held) {
+        snapshot.states[offset] = -1;
+        snapshot.count--;
+      }
       continue;
     }
     const [owner, , faded, tokens] = row;
     if (offset < 0 || id >= SNAPSHOT_IDS || !(tokens >= 0 && tokens < 2 ** 21)) return false;
-    if (offset >= snapshot.states.length) grow(snapshot, offset + 1);
+    if (!held) snapshot.count++;
+    if (offset >= snapshot.states.length) {
+      if (offset + 1 > 4 * snapshot.count + 2 ** 20) return false;
+      grow(snapshot, offset + 1);
+    }
     const number = snapshot.owners.get(owner);
     snapshot.states[offset] = number === undefined ? -2 - faded : number * 2 + faded;
     snapshot.lengths[offset] = tokens;
