@@ -55,14 +55,17 @@ function atLeast(value: number): number {
   return Math.max(1, Math.ceil(value - 1e-9));
 }
 
-/** A growable array of 32-bit integers (one allocation for every memory's words, not one each). */
+/**
+ * A growable array of 32-bit integers (one allocation for every memory's words, not one each), grown by half
+ * (ADR 19, 2026-12-03, session 13: at most a third of it unused, where doubling left up to half).
+ */
 function createIntList() {
   let values = new Int32Array(1024);
   let length = 0;
   return {
     push(value: number) {
       if (length === values.length) {
-        const grown = new Int32Array(values.length * 2);
+        const grown = new Int32Array(Math.ceil(values.length * 1.5));
         grown.set(values);
         values = grown;
       }
@@ -220,7 +223,11 @@ export function createNearDuplicateIndex(
       // half million keys of a first cycle over 100,000 memories held about 20 MB of the JavaScript heap.
       let listedCount = 0;
       for (const index of answeredOrder) listedCount += listedOf(sizeOf(index));
-      const listedKeys = new Float64Array(listedCount);
+      // 32-bit keys where every key fits (ADR 19, 2026-12-03, session 13: half the bytes); the distinct keys are
+      // then kept at the front of the same array, and each list's next free entry in its own offset while the
+      // entries are filled (no second array of keys, no copy of the offsets).
+      const listedKeys =
+        wordLimit * ownerCount <= 2 ** 32 ? new Uint32Array(listedCount) : new Float64Array(listedCount);
       let listedAt = 0;
       for (const index of answeredOrder) {
         for (let position = 0; position < listedOf(sizeOf(index)); position++) {
@@ -230,13 +237,15 @@ export function createNearDuplicateIndex(
       listedKeys.sort();
       let distinct = 0;
       for (let at = 0; at < listedCount; at++) if (at === 0 || listedKeys[at] !== listedKeys[at - 1]) distinct++;
-      const keys = new Float64Array(distinct);
       const offsets = new Int32Array(distinct + 1);
       let last = -1;
       for (let at = 0; at < listedCount; at++) {
-        if (at === 0 || listedKeys[at] !== listedKeys[at - 1]) keys[++last] = listedKeys[at] ?? 0;
+        const key = listedKeys[at] ?? 0;
+        // Sorted: the key before this one is the last distinct key kept (at or before `at`, already read).
+        if (last < 0 || key !== listedKeys[last]) listedKeys[++last] = key;
         offsets[last + 1] = at + 1;
       }
+      const keys = listedKeys.subarray(0, distinct);
       /** The slot of a key listed, or -1. */
       const slotOf = (key: number): number => {
         let low = 0;
@@ -251,16 +260,18 @@ export function createNearDuplicateIndex(
         return -1;
       };
       const entries = new Int32Array(2 * listedCount);
-      const filled = offsets.slice(0, distinct);
       for (const index of answeredOrder) {
         for (let position = 0; position < listedOf(sizeOf(index)); position++) {
           const slot = slotOf(keyOf(index, position));
-          const at = filled[slot] ?? 0;
-          filled[slot] = at + 1;
+          const at = offsets[slot] ?? 0;
+          offsets[slot] = at + 1;
           entries[2 * at] = index;
           entries[2 * at + 1] = position;
         }
       }
+      // Each slot's offset is now where the next one's entries start: back one place.
+      for (let slot = distinct; slot > 0; slot--) offsets[slot] = offsets[slot - 1] ?? 0;
+      offsets[0] = 0;
       const seen = new Int32Array(count).fill(-1);
       const marked = new Int32Array(wordLimit).fill(-1);
       if (!answeringAll && entries.length > 0) {

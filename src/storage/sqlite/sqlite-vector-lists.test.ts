@@ -13,6 +13,7 @@ import {
   BANDS,
   bandEstimates,
   centroidProducts,
+  createPartOf,
   createSqliteVectorLists,
   listCount,
   nearestWithin,
@@ -1025,6 +1026,75 @@ describe("recall's top-k search through the inverted lists", { timeout: 180_000 
     expect(older.some((hits) => hits.length > 0)).toBe(true);
     expect(answers(inMemory.index)).toEqual(before);
     expect(before).toEqual(answers(throughSql.index));
+  });
+
+  it("sorts the codes in memory by id where they are for linking's first pass, its answers and recall's as before", () => {
+    const path = join(folder, 'sorted-in-place.db');
+    const stored = vectorsFor('with outliers', 1600, 91);
+    const throughSql = openIndex(500, { listSnapshotAfter: Number.POSITIVE_INFINITY, path });
+    put(throughSql.database, throughSql.index, stored.slice(0, 800));
+    build(throughSql.database, throughSql.index);
+    // Put after the build from the largest id down: each list's partition holds them out of id order.
+    put(throughSql.database, throughSql.index, stored.slice(800).reverse());
+    const inMemory = openIndex(500, { listSnapshotAfter: 0, path });
+    const random = createSeededRandom(92);
+    const queries = Array.from({ length: 30 }, () => stored[random.below(stored.length)]).flatMap((base) =>
+      base ? [near(base.vector, random, 0.8)] : [],
+    );
+    const answers = (index: SqliteVectorIndex) =>
+      queries.flatMap((vector) =>
+        [null, ['global', 'user:a'], ['user:b']].map((owners) => index.search(vector, 'm', owners, 10)),
+      );
+    const searches = stored.map((row) => ({
+      vector: row.vector,
+      owners: row.owner === 'global' ? null : ['global', row.owner],
+      olderThan: row.id,
+    }));
+    const lines = (found: ReturnType<SqliteVectorIndex['searchNearOlder']>) =>
+      found.map((hits) => hits.map((hit) => `${hit.id}:${hit.score.toFixed(6)}`).join(','));
+    // Recall first (its estimates read beside the codes), then linking's first pass sorts them, then recall again.
+    const before = answers(inMemory.index);
+    const older = lines(inMemory.index.searchNearOlder(searches, 'm', LIMIT, MIN_SCORE));
+    const expected = searches.map((search) =>
+      throughSql.index
+        .searchNear(search.vector, 'm', search.owners, LIMIT, MIN_SCORE)
+        .filter((hit) => hit.id < search.olderThan)
+        .map((hit) => `${hit.id}:${hit.score.toFixed(6)}`)
+        .join(','),
+    );
+    expect(older).toEqual(expected);
+    expect(older.slice(800).filter((line) => line.length > 0).length).toBeGreaterThan(100);
+    expect(answers(inMemory.index)).toEqual(before);
+  });
+
+  it('tells the part of each memory whether its ids are dense or sparse, the overflow partition too', () => {
+    const part = (ids: number[]) => ({
+      ids: Float64Array.from(ids),
+      owners: new Float64Array(ids.length),
+      codes: new Uint32Array(ids.length),
+    });
+    for (const ids of [
+      [
+        [3, 5],
+        [4, 9],
+        [7, 8],
+      ],
+      [
+        [3, 5],
+        [4, 2 ** 40],
+        [7, 8],
+      ],
+    ]) {
+      const partOf = createPartOf(
+        new Map([
+          [-1, part(ids[0] ?? [])],
+          [0, part(ids[1] ?? [])],
+          [BANDS + 4, part(ids[2] ?? [])],
+        ]),
+      );
+      expect([3, 5, ...(ids[1] ?? []), 7, 8].map(partOf)).toEqual([-1, -1, 0, 0, BANDS + 4, BANDS + 4]);
+      expect([1, 2, 6, 10, 3.5, -1, 2 ** 41].map(partOf)).toEqual(Array(7).fill(undefined));
+    }
   });
 
   it('sees lists trained again by another connection to the same file, though it read them before', () => {

@@ -303,7 +303,8 @@ interface Snapshot {
 /** The snapshot's parts sorted by memory id (linking's first pass). */
 interface ById {
   parts: Map<number, SortedPart>;
-  partOf: Map<number, number>;
+  /** The part a memory's code is in (undefined: none). */
+  partOf: (id: number) => number | undefined;
   /** The same codes and owners in one WebAssembly memory, part after part (null: scanned in JavaScript). */
   scan: CodeScan | null;
 }
@@ -1188,7 +1189,7 @@ export function createSqliteVectorLists(
     const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
     return queries.map(({ olderThan, vector, code, ownerIds }) => {
       if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
-      const part = partOf.get(olderThan);
+      const part = partOf(olderThan);
       const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
       const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products);
       if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
@@ -1401,14 +1402,79 @@ export function rangesOf(
 }
 
 /**
- * The snapshot's parts sorted by memory id, and each memory's part (computed once per snapshot); their codes and
- * owners copied, part after part, into the WebAssembly scan's memory when it can run and every owner is a 32-bit
- * integer.
+ * The snapshot's parts sorted by memory id, and each memory's part (computed once per snapshot). Where recall's
+ * WebAssembly scan already holds the snapshot's codes and owners (`readSnapshot`), each part is sorted where it is,
+ * in that memory and in its own arrays (ADR 20, 2026-12-03, session 13): no second copy of the codes, which linking's
+ * first pass held beside the first while it sorted (about 15 MiB of resident set at 100,000 vectors). Elsewhere the
+ * codes and owners are copied, part after part, into a new scan's memory when it can run and every owner is a
+ * 32-bit integer.
  */
 function sortedById(memory: Snapshot): ById {
   if (memory.byId) return memory.byId;
+  const words = memory.words;
+  const inPlace =
+    memory.scan !== null &&
+    memory.scan.stride === words * 4 &&
+    [...memory.parts.values()].every((part) => part.at !== undefined);
+  const byId = inPlace ? sortInPlace(memory, memory.scan as CodeScan) : sortedCopy(memory);
+  memory.byId = byId;
+  // Recall's scan reads the sorted parts from here on (their `at` is in this scan's memory).
+  memory.scan = byId.scan;
+  // The sorted parts hold the same codes, ids and owners (only their order within a part differs, which no search's
+  // answer depends on: each sorts its hits by distance, then id): recall searches them too, and the unsorted copy
+  // is let go (ADR 20, 2026-12-02, session 9: one copy of the codes, not two, once linking has read them).
+  memory.parts = byId.parts;
+  return byId;
+}
+
+/** The order of a part's members by memory id (equal ids in their order). */
+function orderById(ids: Float64Array): number[] {
+  return Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
+}
+
+/** Sorts each part of `memory` by memory id where it is: its ids, owners and codes (in `scan`'s memory), and what recall read beside them. */
+function sortInPlace(memory: Snapshot, scan: CodeScan): ById {
+  const words = memory.words;
+  const stride = words * 4;
   const parts = new Map<number, SortedPart>();
-  const partOf = new Map<number, number>();
+  const partOf = createPartOf(memory.parts);
+  for (const [partition, part] of memory.parts) {
+    const { ids, owners, codes, residuals, residualScales } = part;
+    const at = part.at ?? 0;
+    const order = orderById(ids);
+    const count = ids.length;
+    if (order.some((from, index) => from !== index)) {
+      const oldIds = ids.slice();
+      const oldOwners = owners.slice();
+      const oldCodes = codes.slice();
+      for (let index = 0; index < count; index++) {
+        const from = order[index] ?? 0;
+        ids[index] = oldIds[from] ?? 0;
+        owners[index] = oldOwners[from] ?? 0;
+        scan.owners[at + index] = oldOwners[from] ?? 0;
+        codes.set(oldCodes.subarray(from * words, (from + 1) * words), index * words);
+      }
+      if (residuals && residualScales) {
+        const oldResiduals = residuals.slice();
+        const oldScales = residualScales.slice();
+        for (let index = 0; index < count; index++) {
+          const from = order[index] ?? 0;
+          residuals.set(oldResiduals.subarray(from * stride, (from + 1) * stride), index * stride);
+          residualScales[index] = oldScales[from] ?? Number.NaN;
+        }
+      }
+    }
+    // The products of the members' signs with the centroid are computed again when recall needs them, as of the
+    // sorted copy this replaces (their order was the unsorted one).
+    const { signDots: _signs, residualDots: _residuals, ...sorted } = part;
+    parts.set(partition, { ...sorted, at });
+  }
+  return { parts, partOf, scan };
+}
+
+/** The parts of `memory` sorted by memory id into new arrays (and a new scan's memory where it can run). */
+function sortedCopy(memory: Snapshot): ById {
+  const parts = new Map<number, SortedPart>();
   const words = memory.words;
   let total = 0;
   let small = true;
@@ -1420,7 +1486,7 @@ function sortedById(memory: Snapshot): ById {
   const perCode = scan === null ? 0 : scan.stride / 4;
   let at = 0;
   for (const [part, { ids, owners, codes, residuals, residualScales }] of memory.parts) {
-    const order = Array.from(ids.keys()).sort((a, b) => (ids[a] ?? 0) - (ids[b] ?? 0));
+    const order = orderById(ids);
     // Where the scan's codes have no padding, the part's codes are a view of them rather than a second copy.
     const shared = scan !== null && perCode === words;
     const sorted: SortedPart = {
@@ -1450,19 +1516,50 @@ function sortedById(memory: Snapshot): ById {
         scan.codes.set(code, (at + index) * perCode);
         scan.owners[at + index] = owners[from] ?? 0;
       }
-      partOf.set(ids[from] ?? 0, part);
     }
     at += ids.length;
     parts.set(part, sorted);
   }
-  memory.byId = { parts, partOf, scan };
-  // Recall's scan reads the sorted parts from here on (their `at` is in this scan's memory).
-  memory.scan = scan;
-  // The sorted parts hold the same codes, ids and owners (only their order within a part differs, which no search's
-  // answer depends on: each sorts its hits by distance, then id): recall searches them too, and the unsorted copy
-  // is let go (ADR 20, 2026-12-02, session 9: one copy of the codes, not two, once linking has read them).
-  memory.parts = parts;
-  return memory.byId;
+  return { parts, partOf: createPartOf(memory.parts), scan };
+}
+
+/**
+ * Each memory's part, as a table indexed by memory id where the ids are whole numbers not much sparser than the
+ * codes (4 bytes an id between the least and the largest: about 0.4 MB at 100,000 vectors, where a `Map` of them
+ * held some 4-7 MB of the JavaScript heap), else a `Map`. A memory in two parts (not written so) answers the last.
+ */
+export function createPartOf(parts: ReadonlyMap<number, SnapshotPart>): (id: number) => number | undefined {
+  let total = 0;
+  let least = Number.POSITIVE_INFINITY;
+  let largest = Number.NEGATIVE_INFINITY;
+  let whole = true;
+  for (const { ids } of parts.values()) {
+    total += ids.length;
+    for (const id of ids) {
+      if (!Number.isInteger(id)) whole = false;
+      if (id < least) least = id;
+      if (id > largest) largest = id;
+    }
+  }
+  const partitions = [...parts.keys()];
+  const dense =
+    whole &&
+    total > 0 &&
+    largest - least < 4 * total + 1024 &&
+    partitions.every((partition) => Number.isInteger(partition) && partition >= -1 && partition < 0x7ffffff0);
+  if (!dense) {
+    const partOf = new Map<number, number>();
+    for (const [partition, { ids }] of parts) for (const id of ids) partOf.set(id, partition);
+    return (id) => partOf.get(id);
+  }
+  // partition + 2 per id (0: none; the overflow's partition is -1).
+  const table = new Int32Array(largest - least + 1);
+  for (const [partition, { ids }] of parts) for (const id of ids) table[id - least] = partition + 2;
+  return (id) => {
+    if (!(id >= least && id <= largest && Number.isInteger(id))) return undefined;
+    const value = table[id - least] ?? 0;
+    return value === 0 ? undefined : value - 2;
+  };
 }
 
 /**
