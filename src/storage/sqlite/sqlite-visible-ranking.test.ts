@@ -352,6 +352,39 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     agree(reader, held, reference);
   });
 
+  it('records no changed memory before it read a snapshot, and answers as the join when the transaction that read the first one rolls back', () => {
+    const { reader } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 1 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    const recorded = reader.prepare<[], number>('SELECT count(*) FROM temp.mneme_audience_changes').pluck();
+    // A connection that only writes (an import) keeps no record of its writes.
+    for (let index = 0; index < 50; index++) insertInto(reader, 'ben', `kestrel ${index}`);
+    expect(recorded.get()).toBe(0);
+    // The first snapshot read inside a write transaction, which then rolls back with the start of the record.
+    const moved = kestrels(reference, ['user:ana'])[0] as number;
+    reader.exec('BEGIN IMMEDIATE');
+    expect([kestrels(held, ['global']), held.lastSearchHeld()]).toEqual([kestrels(reference, ['global']), false]);
+    expect([kestrels(held, ['global']), held.lastSearchHeld()]).toEqual([kestrels(reference, ['global']), true]);
+    insertInto(reader, 'ana', 'an ana kestrel');
+    expect(recorded.get()).toBe(1);
+    reader.exec('ROLLBACK');
+    expect(recorded.get()).toBe(0);
+    // Unrecorded (the record was rolled back), the move must not reach a snapshot read before it.
+    reader.prepare("UPDATE memories SET owner = 'user:ben', user_id = 'ben' WHERE id = ?").run(moved);
+    expect(recorded.get()).toBe(0);
+    for (let search = 0; search < 3; search++) {
+      expect(kestrels(held, ['user:ana'])).toEqual(kestrels(reference, ['user:ana']));
+      expect(kestrels(held, ['user:ben'])).toEqual(kestrels(reference, ['user:ben']));
+    }
+    expect(kestrels(held, ['user:ben'])).toContain(moved);
+    expect(held.lastSearchHeld()).toBe(true);
+    // Holding a snapshot read outside a transaction, its writes are recorded until the next search.
+    insertInto(reader, 'deck', 'a deck kestrel');
+    expect(recorded.get()).toBe(1);
+    agree(reader, held, reference);
+    expect(recorded.get()).toBe(0);
+  });
+
   it('answers as the SQL join through random writes, searches, commits and rollbacks of its own write transactions and savepoints', () => {
     const { reader, other } = twoConnections();
     const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 3 });

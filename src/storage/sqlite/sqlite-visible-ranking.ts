@@ -205,23 +205,27 @@ export function createSqliteVisibleRanking(
    */
   function trackingReady(): Tracking | null {
     if (!tracking && !database.inTransaction) {
+      // The triggers record only once this connection read a snapshot (`recording`, set in the read's transaction):
+      // a connection that never holds one (an import that only writes) keeps no record (ADR 25, session 14).
+      const recording = `(SELECT recording FROM temp.${STAMP_TABLE})`;
       database.exec(`CREATE TEMP TABLE IF NOT EXISTS ${CHANGED_TABLE} (id INTEGER PRIMARY KEY);
-        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[0]} AFTER INSERT ON main.memories BEGIN
+        CREATE TEMP TABLE IF NOT EXISTS ${STAMP_TABLE} (stamp INTEGER NOT NULL, recording INTEGER NOT NULL);
+        INSERT INTO temp.${STAMP_TABLE} (stamp, recording)
+          SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM temp.${STAMP_TABLE});
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[0]} AFTER INSERT ON main.memories WHEN ${recording} BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
         END;
-        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[1]} AFTER DELETE ON main.memories BEGIN
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[1]} AFTER DELETE ON main.memories WHEN ${recording} BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
         END;
         CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[2]}
         AFTER UPDATE OF id, owner, archived_at, faded_at, tokens ON main.memories
-        WHEN OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
-          OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens
+        WHEN (OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
+          OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens) AND ${recording}
         BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
-        END;
-        CREATE TEMP TABLE IF NOT EXISTS ${STAMP_TABLE} (stamp INTEGER NOT NULL);
-        INSERT INTO temp.${STAMP_TABLE} (stamp) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM temp.${STAMP_TABLE});`);
+        END;`);
       tracking = {
         // The memories changed since the last search, up to a bound.
         changed: database.prepare<[number], number>(`SELECT id FROM temp.${CHANGED_TABLE} LIMIT ?`).pluck(),
@@ -241,6 +245,7 @@ export function createSqliteVisibleRanking(
           .raw(),
         stamp: database.prepare<[], number>(`SELECT stamp FROM temp.${STAMP_TABLE}`).pluck(),
         setStamp: database.prepare<[number]>(`UPDATE temp.${STAMP_TABLE} SET stamp = ?`),
+        record: database.prepare(`UPDATE temp.${STAMP_TABLE} SET recording = 1 WHERE recording = 0`),
       };
     }
     return tracking;
@@ -290,7 +295,8 @@ export function createSqliteVisibleRanking(
     }
     quietSearches++;
     if (quietSearches <= after) return null;
-    // What was recorded before this state of the file is in the snapshot read now.
+    // What was recorded before this state of the file is in the snapshot read now; from here on every change is.
+    changes.record.run();
     changes.forget.run();
     marks = { changes: sql.changes.get() ?? 0, version: now.version };
     audience = readAudienceOrNull(sql.entries);
@@ -674,6 +680,8 @@ interface Tracking {
   /** The stamp of the last search in a caller's transaction ({@link STAMP_TABLE}). */
   stamp: Database.Statement<[], number>;
   setStamp: Database.Statement<[number]>;
+  /** Starts the record (before a snapshot's read, in its transaction). */
+  record: Database.Statement<[]>;
 }
 
 /** The temporary table of the memories this connection's writes changed (`trackingReady`). */
