@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createSeededRandom } from '../../bench/seeded-random.js';
 import { globalMemory } from '../global-memory.fixture.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
@@ -292,21 +293,169 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     writeEveryKind(other, reader, held, reference);
   });
 
-  it('answers as the SQL join after every kind of write by its own connection, and by the join inside a transaction', () => {
+  it('answers as the SQL join after every kind of write by its own connection, inside its write transactions too', () => {
     const { reader } = twoConnections();
     const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 0 });
     const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
     writeEveryKind(reader, reader, held, reference);
-    // Inside a write transaction the snapshot is not used: the search sees the transaction's own writes.
+    // Every kind of write again, each inside one write transaction of the connection's (extraction's batch).
+    reader.exec('BEGIN IMMEDIATE');
+    writeEveryKind(reader, reader, held, reference);
+    reader.exec('COMMIT');
+    agree(reader, held, reference);
+    // Inside a write transaction the snapshot sees the transaction's own writes, and not once it rolled back.
     reader.exec('BEGIN IMMEDIATE');
     const added = insertInto(reader, 'ana', 'a kestrel not committed');
-    const inside = kestrels(held, ['user:ana']);
-    expect(held.lastSearchHeld()).toBe(false);
-    expect(inside).toContain(added);
+    expect(kestrels(held, ['user:ana'])).toContain(added);
+    expect(held.lastSearchHeld()).toBe(true);
     reader.exec('ROLLBACK');
     expect(kestrels(held, ['user:ana'])).not.toContain(added);
-    expect(held.lastSearchHeld()).toBe(true);
     agree(reader, held, reference);
+  });
+
+  it("drops what a search in a write transaction brought into the snapshot when the transaction or a savepoint rolls back: a moved memory never shown to its new owner's viewer, nor hidden from its own", () => {
+    const { reader } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 0 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    agree(reader, held, reference);
+    const moved = kestrels(held, ['user:ana'])[0] as number;
+    const move = reader.prepare("UPDATE memories SET owner = 'user:ben', user_id = 'ben' WHERE id = ?");
+    const movedTo = (owner: string) => kestrels(held, [owner]).includes(moved);
+    // The whole transaction rolled back after a search inside it saw the move.
+    reader.exec('BEGIN IMMEDIATE');
+    move.run(moved);
+    expect([movedTo('user:ana'), movedTo('user:ben'), held.lastSearchHeld()]).toEqual([false, true, true]);
+    reader.exec('ROLLBACK');
+    expect([movedTo('user:ana'), movedTo('user:ben')]).toEqual([true, false]);
+    agree(reader, held, reference);
+    // Rolled back to a savepoint, the transaction going on: searched again inside it, then committed.
+    reader.exec('BEGIN IMMEDIATE');
+    const added = insertInto(reader, 'deck', 'a deck kestrel before the savepoint');
+    reader.exec('SAVEPOINT step');
+    move.run(moved);
+    expect([movedTo('user:ana'), movedTo('user:ben')]).toEqual([false, true]);
+    reader.exec('ROLLBACK TO step');
+    reader.exec('RELEASE step');
+    expect([movedTo('user:ana'), movedTo('user:ben')]).toEqual([true, false]);
+    expect(kestrels(held, ['room:deck'])).toContain(added);
+    agree(reader, held, reference);
+    reader.exec('COMMIT');
+    expect([movedTo('user:ana'), movedTo('user:ben')]).toEqual([true, false]);
+    expect(kestrels(held, ['room:deck'])).toContain(added);
+    agree(reader, held, reference);
+    // Committed: the snapshot kept through the commit (no read again) answers as the join.
+    reader.exec('BEGIN IMMEDIATE');
+    move.run(moved);
+    expect(movedTo('user:ben')).toBe(true);
+    reader.exec('COMMIT');
+    expect([movedTo('user:ana'), movedTo('user:ben'), held.lastSearchHeld()]).toEqual([false, true, true]);
+    agree(reader, held, reference);
+  });
+
+  it('records no changed memory before it read a snapshot, and answers as the join when the transaction that read the first one rolls back', () => {
+    const { reader } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 1 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    const recorded = reader.prepare<[], number>('SELECT count(*) FROM temp.mneme_audience_changes').pluck();
+    // A connection that only writes (an import) keeps no record of its writes.
+    for (let index = 0; index < 50; index++) insertInto(reader, 'ben', `kestrel ${index}`);
+    expect(recorded.get()).toBe(0);
+    // The first snapshot read inside a write transaction, which then rolls back with the start of the record.
+    const moved = kestrels(reference, ['user:ana'])[0] as number;
+    reader.exec('BEGIN IMMEDIATE');
+    expect([kestrels(held, ['global']), held.lastSearchHeld()]).toEqual([kestrels(reference, ['global']), false]);
+    expect([kestrels(held, ['global']), held.lastSearchHeld()]).toEqual([kestrels(reference, ['global']), true]);
+    insertInto(reader, 'ana', 'an ana kestrel');
+    expect(recorded.get()).toBe(1);
+    reader.exec('ROLLBACK');
+    expect(recorded.get()).toBe(0);
+    // Unrecorded (the record was rolled back), the move must not reach a snapshot read before it.
+    reader.prepare("UPDATE memories SET owner = 'user:ben', user_id = 'ben' WHERE id = ?").run(moved);
+    expect(recorded.get()).toBe(0);
+    for (let search = 0; search < 3; search++) {
+      expect(kestrels(held, ['user:ana'])).toEqual(kestrels(reference, ['user:ana']));
+      expect(kestrels(held, ['user:ben'])).toEqual(kestrels(reference, ['user:ben']));
+    }
+    expect(kestrels(held, ['user:ben'])).toContain(moved);
+    expect(held.lastSearchHeld()).toBe(true);
+    // Holding a snapshot read outside a transaction, its writes are recorded until the next search.
+    insertInto(reader, 'deck', 'a deck kestrel');
+    expect(recorded.get()).toBe(1);
+    agree(reader, held, reference);
+    expect(recorded.get()).toBe(0);
+  });
+
+  it('answers as the SQL join through random writes, searches, commits and rollbacks of its own write transactions and savepoints', () => {
+    const { reader, other } = twoConnections();
+    const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 3 });
+    const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
+    const random = createSeededRandom(14);
+    const names = Object.keys(OWNERS) as OwnerName[];
+    const ids = () => reader.prepare<[], number>('SELECT id FROM memories').pluck().all();
+    const any = () => {
+      const all = ids();
+      return all[random.below(all.length)] ?? 1;
+    };
+    const writes: Array<(writer: Database.Database) => void> = [
+      (writer) => insertInto(writer, names[random.below(names.length)] as OwnerName, `kestrel wren ${random.below(9)}`),
+      (writer) => {
+        const [scope, user, owner] = OWNERS[names[random.below(names.length)] as OwnerName];
+        writer
+          .prepare('UPDATE memories SET scope = ?, user_id = ?, owner = ? WHERE id = ?')
+          .run(scope, user, owner, any());
+      },
+      (writer) => writer.prepare(`UPDATE memories SET archived_at = ${at} WHERE id = ?`).run(any()),
+      (writer) => writer.prepare(`UPDATE memories SET archived_at = ${at}, faded_at = ${at} WHERE id = ?`).run(any()),
+      (writer) => writer.prepare('UPDATE memories SET archived_at = NULL, faded_at = NULL WHERE id = ?').run(any()),
+      (writer) => writer.prepare('UPDATE memories SET content = ? WHERE id = ?').run('kestrel kestrel dune', any()),
+      (writer) => writer.prepare('DELETE FROM memories WHERE id = ?').run(any()),
+    ];
+    let inTransaction = false;
+    const savepoints: string[] = [];
+    let heldInside = 0;
+    let rolledBack = 0;
+    for (let step = 0; step < 600; step++) {
+      const roll = random.below(20);
+      if (roll < 8) {
+        (writes[random.below(writes.length)] as (writer: Database.Database) => void)(reader);
+      } else if (roll < 13) {
+        const search = {
+          rare: words[random.below(words.length)] as string[],
+          common: [],
+          owners: asked[random.below(asked.length)] as string[],
+          limit: 200,
+          includeFaded: random.below(2) === 1,
+        };
+        expect(held.search(search)).toEqual(reference.search(search));
+        if (inTransaction && held.lastSearchHeld()) heldInside++;
+      } else if (roll === 13 && !inTransaction) {
+        reader.exec('BEGIN IMMEDIATE');
+        inTransaction = true;
+      } else if (roll === 14 && inTransaction) {
+        savepoints.push(`s${step}`);
+        reader.exec(`SAVEPOINT s${step}`);
+      } else if (roll === 15 && savepoints.length > 0) {
+        const name = savepoints.pop() as string;
+        if (random.below(2) === 0) {
+          reader.exec(`ROLLBACK TO ${name}`);
+          rolledBack++;
+        }
+        reader.exec(`RELEASE ${name}`);
+      } else if (roll === 16 && inTransaction) {
+        const commit = random.below(2) === 0;
+        reader.exec(commit ? 'COMMIT' : 'ROLLBACK');
+        if (!commit) rolledBack++;
+        inTransaction = false;
+        savepoints.length = 0;
+      } else if (roll === 17 && !inTransaction) {
+        (writes[random.below(writes.length)] as (writer: Database.Database) => void)(other);
+      }
+    }
+    if (inTransaction) reader.exec('COMMIT');
+    for (const owners of asked) expect(kestrels(held, owners, true)).toEqual(kestrels(reference, owners, true));
+    // The snapshot answered searches inside the transactions, and some were rolled back: tested where it is used.
+    expect(heldInside).toBeGreaterThan(20);
+    expect(rolledBack).toBeGreaterThan(5);
   });
 
   it("is read after the quiet searches, kept through its own connection's writes (brought up to date) but not another's, and read later after it was dropped unused", () => {

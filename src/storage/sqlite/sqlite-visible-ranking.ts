@@ -51,9 +51,9 @@ export interface SqliteVisibleRanking {
 
 export interface SqliteVisibleRankingOptions {
   /**
-   * Searches outside a transaction with nothing written in between (this connection's `total_changes()`
-   * and the other connections' `PRAGMA data_version` unmoved, recall's touch excepted: `unchangedBy`)
-   * after which the owner index is read once into the audience snapshot ({@link AUDIENCE_SNAPSHOT_AFTER}
+   * Searches with nothing written in between by another connection (`PRAGMA data_version` unmoved; this
+   * connection's own writes are recorded and brought in) after which the owner index is read once into the
+   * audience snapshot ({@link AUDIENCE_SNAPSHOT_AFTER}
    * by default; 0: at the first such search; tests only). A negative number: never.
    */
   snapshotAfter?: number;
@@ -121,9 +121,10 @@ const SNAPSHOT_IDS = 2 ** 26;
  * alone (its occurrences' memory ids) and each occurrence's owner key, state and length looked up by id in
  * typed arrays instead of sought in the index (about 1.2 µs an occurrence, two thirds of the statement).
  * The snapshot is the audience filter, so it is exact whenever used: read in a read transaction after the
- * marks, used in one (the search's marks, snapshot and vocabulary reads of one state of the file), dropped
- * as soon as this connection writes anything but recall's touch (`total_changes()`) or another commits
- * (`data_version`), never used in a write transaction; the same memories, order and scores as the join.
+ * marks, used in one (the search's marks, snapshot and vocabulary reads of one state of the file), brought up to
+ * date with this connection's own writes (session 13), dropped when another connection commits (`data_version`);
+ * in the connection's own write transactions too, each such search stamped so that a rollback drops it (session
+ * 14); the same memories, order and scores as the join.
  */
 export function createSqliteVisibleRanking(
   database: Database.Database,
@@ -162,6 +163,11 @@ export function createSqliteVisibleRanking(
   let after = snapshotAfter;
   let served = 0;
   let lastHeld = false;
+  /**
+   * The stamp written by this ranking's last search in a caller's transaction, until a search outside any
+   * transaction finds it in the table (the transaction committed): null when there is none to check.
+   */
+  let stamped: number | null = null;
 
   function audienceSql() {
     audienceStatements ??= {
@@ -199,17 +205,23 @@ export function createSqliteVisibleRanking(
    */
   function trackingReady(): Tracking | null {
     if (!tracking && !database.inTransaction) {
+      // The triggers record only once this connection read a snapshot (`recording`, set in the read's transaction):
+      // a connection that never holds one (an import that only writes) keeps no record (ADR 25, session 14).
+      const recording = `(SELECT recording FROM temp.${STAMP_TABLE})`;
       database.exec(`CREATE TEMP TABLE IF NOT EXISTS ${CHANGED_TABLE} (id INTEGER PRIMARY KEY);
-        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[0]} AFTER INSERT ON main.memories BEGIN
+        CREATE TEMP TABLE IF NOT EXISTS ${STAMP_TABLE} (stamp INTEGER NOT NULL, recording INTEGER NOT NULL);
+        INSERT INTO temp.${STAMP_TABLE} (stamp, recording)
+          SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM temp.${STAMP_TABLE});
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[0]} AFTER INSERT ON main.memories WHEN ${recording} BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
         END;
-        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[1]} AFTER DELETE ON main.memories BEGIN
+        CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[1]} AFTER DELETE ON main.memories WHEN ${recording} BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
         END;
         CREATE TEMP TRIGGER IF NOT EXISTS ${TRIGGERS[2]}
         AFTER UPDATE OF id, owner, archived_at, faded_at, tokens ON main.memories
-        WHEN OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
-          OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens
+        WHEN (OLD.id IS NOT NEW.id OR OLD.owner IS NOT NEW.owner OR OLD.archived_at IS NOT NEW.archived_at
+          OR OLD.faded_at IS NOT NEW.faded_at OR OLD.tokens IS NOT NEW.tokens) AND ${recording}
         BEGIN
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (OLD.id);
           INSERT OR IGNORE INTO ${CHANGED_TABLE} (id) VALUES (NEW.id);
@@ -231,6 +243,9 @@ export function createSqliteVisibleRanking(
               tokens FROM memories WHERE id = ?`,
           )
           .raw(),
+        stamp: database.prepare<[], number>(`SELECT stamp FROM temp.${STAMP_TABLE}`).pluck(),
+        setStamp: database.prepare<[number]>(`UPDATE temp.${STAMP_TABLE} SET stamp = ?`),
+        record: database.prepare(`UPDATE temp.${STAMP_TABLE} SET recording = 1 WHERE recording = 0`),
       };
     }
     return tracking;
@@ -280,7 +295,8 @@ export function createSqliteVisibleRanking(
     }
     quietSearches++;
     if (quietSearches <= after) return null;
-    // What was recorded before this state of the file is in the snapshot read now.
+    // What was recorded before this state of the file is in the snapshot read now; from here on every change is.
+    changes.record.run();
     changes.forget.run();
     marks = { changes: sql.changes.get() ?? 0, version: now.version };
     audience = readAudienceOrNull(sql.entries);
@@ -445,14 +461,82 @@ export function createSqliteVisibleRanking(
   }
 
   /**
-   * Runs `ranked` with the audience snapshot when one may be used: outside any transaction, the search in
-   * a read transaction of its own (the marks, the snapshot and every word's occurrences of one state of
-   * the file). Inside a transaction (a write's), by the SQL join: its reads see the transaction's writes.
+   * Runs `ranked` with the audience snapshot when one may be used. Outside any transaction, the search runs in a
+   * read transaction of its own (the marks, the snapshot and every word's occurrences of one state of the file).
+   * Inside a caller's transaction (extraction's batch, ADR 19) the snapshot is brought up to date with the
+   * transaction's own writes as with any of this connection's, and may be read there (ADR 25, 2026-12-03,
+   * session 14): the search stamps the transaction ({@link STAMP_TABLE}), and a later search that finds another
+   * stamp (the writes rolled back, with the record of them the search read) drops the snapshot. Before this
+   * connection made its temporary tables (a first search in a transaction: a rollback would take them away),
+   * by the SQL join.
    */
   function withAudience<T>(ranked: (snapshot: AudienceSnapshot | null) => T): T {
-    const changes = snapshotAfter < 0 || database.inTransaction || !instancesReady() ? null : trackingReady();
+    if (snapshotAfter < 0) return ranked(null);
+    if (database.inTransaction) {
+      const changes = instances ? tracking : null;
+      if (changes === null) return ranked(null);
+      try {
+        checkStamp(changes, false);
+        const result = ranked(audienceNow(changes));
+        stamp(changes);
+        return result;
+      } catch (error) {
+        forgetAudience();
+        throw error;
+      }
+    }
+    const changes = instancesReady() ? trackingReady() : null;
     if (changes === null) return ranked(null);
-    return readInTransaction(database, () => ranked(audienceNow(changes)));
+    return readInTransaction(database, () => {
+      checkStamp(changes, true);
+      return ranked(audienceNow(changes));
+    });
+  }
+
+  /** Drops the snapshot and its marks: the next search counts its quiet searches from the start. */
+  function forgetAudience(): void {
+    audience = null;
+    marks = null;
+    quietSearches = 0;
+  }
+
+  /**
+   * Drops the snapshot when the stamp this ranking wrote last in a caller's transaction is not the table's (a
+   * rollback took it back); outside any transaction, a stamp found there was committed and is checked no more.
+   */
+  function checkStamp(changes: Tracking, outside: boolean): void {
+    if (stamped === null) return;
+    if (changes.stamp.get() !== stamped) forgetAudience();
+    if (outside) stamped = null;
+  }
+
+  /** Stamps the caller's transaction with a new number, or drops the snapshot when the transaction ended. */
+  function stamp(changes: Tracking): void {
+    if (!database.inTransaction) {
+      // Ended inside the search (an error that rolls the whole transaction back): what it read is gone.
+      forgetAudience();
+      stamped = null;
+      return;
+    }
+    stamps++;
+    // The stamp is no write of a memory: marks that held the file as it was before it still do.
+    const sql = audienceSql();
+    const before = sql.changes.get() ?? 0;
+    changes.setStamp.run(stamps);
+    if (marks !== null && marks.changes === before) marks.changes = sql.changes.get() ?? 0;
+    stamped = stamps;
+  }
+
+  // The temporary tables made now, outside any transaction, so that a connection whose searches all run in its
+  // own transactions (extraction's batches) may hold the snapshot too (ADR 25, 2026-12-03, session 14).
+  // (A file opened at an older schema, without the owner index's columns, by a test of the migrations: at the first
+  // search, as before.)
+  const ownerIndexColumns = database
+    .prepare<[], number>("SELECT count(*) FROM pragma_table_info('memories') WHERE name IN ('faded_at', 'tokens')")
+    .pluck();
+  if (snapshotAfter >= 0 && !database.inTransaction && ownerIndexColumns.get() === 2) {
+    instancesReady();
+    trackingReady();
   }
 
   return {
@@ -593,10 +677,24 @@ interface Tracking {
   forget: Database.Statement<[]>;
   triggers: Database.Statement<[], number>;
   entry: Database.Statement<[number], EntryRow>;
+  /** The stamp of the last search in a caller's transaction ({@link STAMP_TABLE}). */
+  stamp: Database.Statement<[], number>;
+  setStamp: Database.Statement<[number]>;
+  /** Starts the record (before a snapshot's read, in its transaction). */
+  record: Database.Statement<[]>;
 }
 
 /** The temporary table of the memories this connection's writes changed (`trackingReady`). */
 const CHANGED_TABLE = 'mneme_audience_changes';
+/**
+ * The temporary table of one row that a search in a caller's transaction stamps with a number no other search
+ * of the process wrote (`stamps`), in that transaction: a rollback (of the transaction, or to a savepoint before
+ * the search) takes the stamp back with the writes and the record the search read, so that a stamp other than
+ * the last one written says the snapshot holds what the file no longer does (ADR 25, 2026-12-03, session 14).
+ */
+const STAMP_TABLE = 'mneme_audience_stamp';
+/** The last stamp written by any ranking of the process: each new one is greater, never written twice. */
+let stamps = 0;
 /** The temporary triggers that fill it: on insert, delete, and update of what the owner index holds. */
 const TRIGGERS = ['mneme_audience_added', 'mneme_audience_removed', 'mneme_audience_changed'] as const;
 
