@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import BetterSqlite3, { type Database as SqliteDatabase } from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createSeededRandom } from '../src/bench/seeded-random.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteOwnerWords } from '../src/storage/sqlite/sqlite-owner-words.js';
 import { createSqliteVisibleRanking, type SqliteVisibleRanking } from '../src/storage/sqlite/sqlite-visible-ranking.js';
@@ -428,4 +429,155 @@ describe('attack14: the audience snapshot inside its own connection’s write tr
     agree(database, held, reference, 'read-only, in a transaction');
     database.exec('COMMIT');
   });
+  for (const number of [141, 142, 143, 144]) {
+    it(`answers as the join through random writes, failing statements, RAISE(ROLLBACK), INSERT OR ROLLBACK, nested transaction functions, touches and another connection's commits (seed ${number})`, () => {
+      const path = join(folder, `fuzz-${files++}.db`);
+      const database = open(path);
+      const other = open(path);
+      seed(database, 8 + (number % 4) * 8);
+      database.exec(`CREATE TABLE boom (x INTEGER);
+        CREATE TRIGGER boom_rolls_back BEFORE INSERT ON boom BEGIN SELECT RAISE(ROLLBACK, 'boom'); END;`);
+      const random = createSeededRandom(number);
+      const { held, reference } = rankings(database, [0, 1, 3, 5][number % 4] as number);
+      const names = Object.keys(OWNERS) as OwnerName[];
+      const any = (writer: SqliteDatabase) => {
+        const all = writer.prepare<[], number>('SELECT id FROM memories').pluck().all();
+        return all[random.below(all.length)] ?? 1;
+      };
+      const writes: Array<(writer: SqliteDatabase) => void> = [
+        (writer) =>
+          insertInto(writer, names[random.below(names.length)] as OwnerName, `kestrel wren ${random.below(9)}`),
+        (writer) => moveTo(writer, any(writer), names[random.below(names.length)] as OwnerName),
+        (writer) => writer.prepare(`UPDATE memories SET archived_at = ${at} WHERE id = ?`).run(any(writer)),
+        (writer) =>
+          writer.prepare(`UPDATE memories SET archived_at = ${at}, faded_at = ${at} WHERE id = ?`).run(any(writer)),
+        (writer) =>
+          writer.prepare('UPDATE memories SET archived_at = NULL, faded_at = NULL WHERE id = ?').run(any(writer)),
+        (writer) =>
+          writer.prepare('UPDATE memories SET content = ? WHERE id = ?').run('kestrel kestrel wren dune', any(writer)),
+        (writer) => writer.prepare('DELETE FROM memories WHERE id = ?').run(any(writer)),
+        // A statement that moves memories, then fails on a NOT NULL: undone whole, the transaction going on.
+        (writer) => {
+          const last = any(writer);
+          const statement = `UPDATE memories SET owner = CASE WHEN id < ${last} THEN 'user:ben' ELSE NULL END,
+            user_id = 'ben', scope = 'personal'`;
+          if (writer.prepare('SELECT count(*) FROM memories').pluck().get() === 0) writer.exec(statement);
+          else expect(() => writer.exec(statement)).toThrow(/NOT NULL|locked/);
+        },
+      ];
+      // In a deferred transaction begun before another connection's commit, a write is refused (SQLITE_BUSY_SNAPSHOT).
+      const busy = (error: unknown) => String((error as { code?: string }).code).startsWith('SQLITE_BUSY');
+      const write = (writer: SqliteDatabase) => {
+        try {
+          (writes[random.below(writes.length)] as (writer: SqliteDatabase) => void)(writer);
+        } catch (error) {
+          if (!busy(error)) throw error;
+        }
+      };
+      const search = (step: number) => {
+        const asking = {
+          rare: [['kestrel'], ['wren', 'kestrel'], ['dune']][random.below(3)] as string[],
+          common: [],
+          owners: asked[random.below(asked.length)] as string[],
+          limit: 200,
+          includeFaded: random.below(2) === 1,
+          ...(random.below(6) === 0 ? { snapshot: false } : {}),
+        };
+        expect(held.search(asking), `step ${step}`).toEqual(reference.search(asking));
+        if (database.inTransaction && held.lastSearchHeld()) heldInside++;
+      };
+      const savepoints: string[] = [];
+      let heldInside = 0;
+      let undone = 0;
+      for (let step = 0; step < 900; step++) {
+        const roll = random.below(24);
+        if (roll < 7) write(database);
+        else if (roll < 13) search(step);
+        else if (roll === 13 && !database.inTransaction) {
+          database.exec(random.below(3) === 0 ? 'BEGIN' : 'BEGIN IMMEDIATE');
+          savepoints.length = 0;
+        } else if (roll === 14) {
+          savepoints.push(`s${step}`);
+          database.exec(`SAVEPOINT s${step}`);
+        } else if (roll === 15 && savepoints.length > 0 && database.inTransaction) {
+          const name = savepoints.pop() as string;
+          if (random.below(2) === 0) {
+            database.exec(`ROLLBACK TO ${name}`);
+            undone++;
+          }
+          database.exec(`RELEASE ${name}`);
+        } else if (roll === 16 && database.inTransaction) {
+          database.exec(random.below(2) === 0 ? 'COMMIT' : 'ROLLBACK');
+          savepoints.length = 0;
+        } else if (roll === 17 && database.inTransaction) {
+          // The whole transaction rolled back from inside a statement.
+          let error: unknown = null;
+          try {
+            database.exec('INSERT INTO boom VALUES (1)');
+          } catch (thrown) {
+            error = thrown;
+          }
+          if (!busy(error)) {
+            expect(String(error)).toMatch('boom');
+            expect(database.inTransaction).toBe(false);
+            savepoints.length = 0;
+            undone++;
+          }
+        } else if (roll === 18 && database.inTransaction) {
+          // A conflict resolved by rolling the transaction back (an id already taken).
+          const [scope, user, owner] = OWNERS[names[random.below(names.length)] as OwnerName];
+          let error: unknown = null;
+          try {
+            database
+              .prepare(`INSERT OR ROLLBACK INTO memories
+                (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
+                 created_at, updated_at)
+                VALUES (?, 'kestrel', NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
+              .run(any(database), scope, user, owner);
+          } catch (thrown) {
+            error = thrown;
+          }
+          expect(error).not.toBe(null);
+          if (!busy(error)) {
+            expect(database.inTransaction).toBe(false);
+            savepoints.length = 0;
+            undone++;
+          }
+        } else if (roll === 19) {
+          // better-sqlite3's transaction function (a savepoint inside a transaction), failing after writes and a search.
+          const fails = random.below(2) === 0;
+          const work = database.transaction(() => {
+            write(database);
+            search(step);
+            write(database);
+            if (fails) throw new Error('step failed');
+          });
+          if (fails) {
+            expect(() => work()).toThrow('step failed');
+            undone++;
+          } else work();
+        } else if (roll === 20) {
+          // Recall's touch.
+          try {
+            held.unchangedBy(() =>
+              database.prepare('UPDATE memories SET access_count = access_count + 1 WHERE archived_at IS NULL').run(),
+            );
+          } catch (error) {
+            if (!busy(error)) throw error;
+          }
+        } else if (roll >= 21) {
+          // Another connection's commit: refused while this one holds the write lock.
+          try {
+            write(other);
+          } catch (error) {
+            expect(String((error as { code?: string }).code)).toMatch(/SQLITE_BUSY/);
+          }
+        }
+      }
+      if (database.inTransaction) database.exec('COMMIT');
+      agree(database, held, reference, 'end', false);
+      expect(heldInside).toBeGreaterThan(5);
+      expect(undone).toBeGreaterThan(5);
+    });
+  }
 });
