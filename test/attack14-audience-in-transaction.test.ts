@@ -6,6 +6,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../src/bench/seeded-random.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
+import { latestSchemaVersion, migrateSqlite } from '../src/storage/sqlite/sqlite-migrations.js';
 import { createSqliteOwnerWords } from '../src/storage/sqlite/sqlite-owner-words.js';
 import { createSqliteVisibleRanking, type SqliteVisibleRanking } from '../src/storage/sqlite/sqlite-visible-ranking.js';
 
@@ -578,6 +579,34 @@ describe('attack14: the audience snapshot inside its own connection’s write tr
       agree(database, held, reference, 'end', false);
       expect(heldInside).toBeGreaterThan(5);
       expect(undone).toBeGreaterThan(5);
+    });
+  }
+  for (const from of [19, 20, 22]) {
+    it(`answers as the join on a connection opened at schema ${from} whose ranking was made there, the same connection then migrated to the latest`, () => {
+      const database = openSqliteDatabase({ path: join(folder, `migrate-${files++}.db`), migrateTo: from });
+      opened.push(database);
+      seed(database, 24);
+      const { held, reference } = rankings(database);
+      const temporary = () =>
+        database
+          .prepare<[], number>("SELECT count(*) FROM temp.sqlite_master WHERE name LIKE 'mneme_audience%'")
+          .pluck()
+          .get();
+      // Made at once where the owner index has its columns (schema 20 on), at the first search otherwise.
+      expect(temporary()).toBe(from >= 20 ? 5 : 0);
+      if (from >= 20) agree(database, held, reference, `at ${from}`);
+      expect(migrateSqlite(database)).toBe(latestSchemaVersion);
+      const a = firstOf(database, 'user:ana');
+      moveTo(database, a, 'ben');
+      insertInto(database, 'deck', 'a deck kestrel after the migration');
+      agree(database, held, reference, 'migrated', from >= 20);
+      expect(temporary()).toBe(5);
+      database.exec('BEGIN IMMEDIATE');
+      moveTo(database, a, 'global');
+      agree(database, held, reference, 'migrated, in a transaction');
+      database.exec('ROLLBACK');
+      expect(kestrels(held, ['user:ben'])).toContain(a);
+      agree(database, held, reference, 'migrated, rolled back');
     });
   }
 });
