@@ -21,7 +21,7 @@ import { createFixedClock } from '../src/testing.js';
  * session 14). A batch fails mid-way (the extractor dies after some messages: rolled back), the channel is
  * extracted again by the same engine (the same connection and snapshot), more messages come; at each stage every
  * owner key's full-text search on the engine's storage (snapshot from the first search) answers as a second storage
- * on the same file that never holds one (`textSnapshotAfter: -1`).
+ * on the same file that never holds one (`textSnapshotAfter: -1`), and so does a second storage holding its own.
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack14-engine-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -100,7 +100,7 @@ const terms = [
 ];
 
 /** Every owner key's searches (each term alone, and a few together; active, and with faded) on both storages. */
-async function agree(path: string, held: Storage, reference: Storage, step: string): Promise<number> {
+async function agree(path: string, helds: Storage[], reference: Storage, step: string): Promise<number> {
   const file = new BetterSqlite3(path, { readonly: true });
   const owners = file.prepare<[], string>('SELECT DISTINCT owner FROM memories ORDER BY owner').pluck().all();
   file.close();
@@ -109,11 +109,14 @@ async function agree(path: string, held: Storage, reference: Storage, step: stri
     for (const asked of [...terms.map((term) => [term]), terms.slice(0, 5), terms.slice(5)]) {
       for (const includeFaded of [false, true]) {
         const search = { terms: asked, owners: owner, limit: 200, includeFaded };
-        const hits = await held.memories.searchText(search);
-        expect(hits, `${step}: ${owner.join(',')} ${asked.join(' ')}`).toEqual(
-          await reference.memories.searchText(search),
-        );
-        found += hits.length;
+        const expected = await reference.memories.searchText(search);
+        for (const [index, held] of helds.entries()) {
+          expect(
+            await held.memories.searchText(search),
+            `${step} (${index}): ${owner.join(',')} ${asked.join(' ')}`,
+          ).toEqual(expected);
+        }
+        found += expected.length;
       }
     }
   }
@@ -126,6 +129,9 @@ describe('attack14: extraction batches failing mid-way and extracted again, sear
     const storage = createSqliteStorage({ path, textSnapshotAfter: 0 });
     const reference = createSqliteStorage({ path, textSnapshotAfter: -1 });
     closing.push(() => reference.close());
+    // A second storage on the file (another connection) holding its own snapshot: it sees the batches' commits only.
+    const watcher = createSqliteStorage({ path, textSnapshotAfter: 0 });
+    closing.push(() => watcher.close());
     const extractor = flakyExtractor(new Set([9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]));
     const mneme: Mneme = createEngine({
       storage,
@@ -140,23 +146,23 @@ describe('attack14: extraction batches failing mid-way and extracted again, sear
     });
     closing.push(() => mneme.close());
     await mneme.ingestMany(history(40));
-    await agree(path, storage, reference, 'ingested');
+    await agree(path, [storage, watcher], reference, 'ingested');
     // The first batch dies at its 9th message: rolled back after searches inside it.
     await mneme.whenIdle().catch(() => undefined);
     expect(extractor.calls).toBeGreaterThanOrEqual(9);
-    await agree(path, storage, reference, 'after the failed batch');
+    await agree(path, [storage, watcher], reference, 'after the failed batch');
     // Extracted again by the same engine (the same connection and snapshot), until nothing is left.
     for (let round = 0; round < 20; round++) {
       const done = await mneme.whenIdle().then(
         () => true,
         () => false,
       );
-      await agree(path, storage, reference, `retry ${round}`);
+      await agree(path, [storage, watcher], reference, `retry ${round}`);
       if (done) break;
     }
     await mneme.ingestMany(history(40, 40));
     await mneme.whenIdle();
-    const found = await agree(path, storage, reference, 'more messages');
+    const found = await agree(path, [storage, watcher], reference, 'more messages');
     expect(found).toBeGreaterThan(50);
     const file = new BetterSqlite3(path, { readonly: true });
     const extracted = file
