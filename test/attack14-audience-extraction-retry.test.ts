@@ -177,4 +177,65 @@ describe('attack14: extraction batches failing mid-way and extracted again, sear
     expect(extracted).toBeGreaterThan(20);
     expect(archived).toBeGreaterThan(0);
   });
+  it("drops what a failed batch's related-memory searches brought in: a memory restated (its text and length changed) in the batch, rolled back", async () => {
+    const path = join(folder, 'restated.db');
+    const storage = createSqliteStorage({ path, textSnapshotAfter: 0 });
+    const reference = createSqliteStorage({ path, textSnapshotAfter: -1 });
+    closing.push(() => reference.close());
+    let dies = false;
+    // Each message is its own fact; a message saying "die" kills the extractor while `dies` is set.
+    const extractor: FactExtractor = {
+      id: 'echo',
+      inProcess: true,
+      async extract(input) {
+        if (dies && input.userMessage.includes('die')) throw new Error('the extractor died');
+        return [{ content: input.userMessage, category: 'preference', importance: 0.5, scope: 'personal' }];
+      },
+    };
+    const mneme: Mneme = createEngine({
+      storage,
+      embedder: null,
+      clock: createFixedClock('2024-06-01T09:00:00Z'),
+      logger: { warn: () => undefined },
+      policy: resolvePolicy({ ingest: { extractionBatchMessages: 64, extractionBatchMs: 60_000 } }),
+      summariser: createOfflineEpisodeSummariser(),
+      merger: createOfflineMemoryMerger(),
+      dreamer: null,
+      extractor,
+    });
+    closing.push(() => mneme.close());
+    const message = (content: string, index: number): IngestInput => ({
+      channelId: 'dm-ana',
+      sender: 'ana',
+      senderName: 'ANA',
+      content,
+      createdAt: new Date(start + index * 3_600_000).toISOString(),
+    });
+    await mneme.ingestMany([
+      message('I really love my pet kestrel Pip', 0),
+      message('My favourite bird is the kestrel', 1),
+      message('I watch kestrels hover over the dunes', 2),
+    ]);
+    await mneme.whenIdle();
+    const search = { terms: ['kestrel'], owners: ['user:ana'], limit: 20 };
+    expect(await storage.memories.searchText(search)).toEqual(await reference.memories.searchText(search));
+    const before = await reference.memories.searchText(search);
+    // Restated at length (an update of its text, within the batch), then searched by the next messages, then the
+    // extractor dies: the batch is rolled back.
+    dies = true;
+    await mneme.ingestMany([
+      message('I really love my pet kestrel Pip so very very much indeed', 3),
+      message('My kestrel Pip likes mice', 4),
+      message('kestrel die', 5),
+    ]);
+    await expect(mneme.whenIdle()).rejects.toThrow('the extractor died');
+    expect(await reference.memories.searchText(search)).toEqual(before);
+    expect(await storage.memories.searchText(search)).toEqual(before);
+    // Extracted again, the extractor healthy: the same memories on both.
+    dies = false;
+    await mneme.whenIdle();
+    const after = await reference.memories.searchText(search);
+    expect(after).not.toEqual(before);
+    expect(await storage.memories.searchText(search)).toEqual(after);
+  });
 });
