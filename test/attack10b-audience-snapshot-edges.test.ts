@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { insertOwnedMemory } from '../src/storage/sqlite/owned-memory.fixture.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteOwnerWords } from '../src/storage/sqlite/sqlite-owner-words.js';
 import { createSqliteVisibleRanking, type SqliteVisibleRanking } from '../src/storage/sqlite/sqlite-visible-ranking.js';
@@ -23,16 +24,13 @@ const at = Date.parse('2024-06-15T12:00:00.000Z');
 const OWNERS = { ana: ['personal', 'ana', 'user:ana'], ben: ['personal', 'ben', 'user:ben'] } as const;
 let files = 0;
 
-function insertInto(database: Database.Database, name: keyof typeof OWNERS, content: string, id: number | null = null) {
-  const [scope, user, owner] = OWNERS[name];
-  return Number(
-    database
-      .prepare(`INSERT INTO memories
-        (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
-         created_at, updated_at)
-        VALUES (?, ?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
-      .run(id, content, scope, user, owner).lastInsertRowid,
-  );
+function insertInto(
+  database: Database.Database,
+  name: keyof typeof OWNERS,
+  content: string,
+  id: number | null = null,
+): number {
+  return insertOwnedMemory(database, OWNERS[name], content, id);
 }
 
 function world() {

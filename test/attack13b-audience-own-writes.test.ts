@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { insertOwnedMemory } from '../src/storage/sqlite/owned-memory.fixture.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteOwnerWords } from '../src/storage/sqlite/sqlite-owner-words.js';
 import { createSqliteVisibleRanking, type SqliteVisibleRanking } from '../src/storage/sqlite/sqlite-visible-ranking.js';
@@ -37,15 +38,7 @@ function open(path = join(folder, `own-${files++}.db`)): Database.Database {
 }
 
 function insertInto(database: Database.Database, name: OwnerName, content: string, id: number | null = null): number {
-  const [scope, user, owner] = OWNERS[name];
-  return Number(
-    database
-      .prepare(`INSERT INTO memories
-        (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
-         created_at, updated_at)
-        VALUES (?, ?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
-      .run(id, content, scope, user, owner).lastInsertRowid,
-  );
+  return insertOwnedMemory(database, OWNERS[name], content, id);
 }
 
 function seed(database: Database.Database, count = 30): void {

@@ -5,6 +5,11 @@ import BetterSqlite3, { type Database as SqliteDatabase } from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../src/bench/seeded-random.js';
+import {
+  insertOwnedMemory,
+  AUDIENCE_OWNERS as OWNERS,
+  type AudienceOwnerName as OwnerName,
+} from '../src/storage/sqlite/owned-memory.fixture.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { latestSchemaVersion, migrateSqlite } from '../src/storage/sqlite/sqlite-migrations.js';
 import { createSqliteOwnerWords } from '../src/storage/sqlite/sqlite-owner-words.js';
@@ -30,14 +35,6 @@ afterEach(() => {
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 let files = 0;
 
-const OWNERS = {
-  ana: ['personal', 'ana', 'user:ana'],
-  ben: ['personal', 'ben', 'user:ben'],
-  deck: ['room', null, 'room:deck'],
-  global: ['global', null, 'global'],
-} as const;
-type OwnerName = keyof typeof OWNERS;
-
 function open(path = join(folder, `tx-${files++}.db`)): SqliteDatabase {
   const database = openSqliteDatabase({ path });
   opened.push(database);
@@ -45,15 +42,7 @@ function open(path = join(folder, `tx-${files++}.db`)): SqliteDatabase {
 }
 
 function insertInto(database: SqliteDatabase, name: OwnerName, content: string): number {
-  const [scope, user, owner] = OWNERS[name];
-  return Number(
-    database
-      .prepare(`INSERT INTO memories
-        (content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
-         created_at, updated_at)
-        VALUES (?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
-      .run(content, scope, user, owner).lastInsertRowid,
-  );
+  return insertOwnedMemory(database, OWNERS[name], content);
 }
 
 function seed(database: SqliteDatabase, count = 32): void {

@@ -5,6 +5,11 @@ import type Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createSeededRandom } from '../../bench/seeded-random.js';
 import { globalMemory } from '../global-memory.fixture.js';
+import {
+  insertOwnedMemory,
+  AUDIENCE_OWNERS as OWNERS,
+  type AudienceOwnerName as OwnerName,
+} from './owned-memory.fixture.js';
 import { openSqliteDatabase } from './sqlite-database.js';
 import { createSqliteMemoryStore } from './sqlite-memory-store.js';
 import { createSqliteOwnerWords } from './sqlite-owner-words.js';
@@ -159,14 +164,6 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
   afterAll(() => rmSync(folder, { recursive: true, force: true }));
   let files = 0;
 
-  const OWNERS = {
-    ana: ['personal', 'ana', 'user:ana'],
-    ben: ['personal', 'ben', 'user:ben'],
-    deck: ['room', null, 'room:deck'],
-    global: ['global', null, 'global'],
-  } as const;
-  type OwnerName = keyof typeof OWNERS;
-
   /** Two connections to one new file (a reader that searches, and another), 60 memories of four owner keys. */
   function twoConnections() {
     const path = join(folder, `audience-${files++}.db`);
@@ -185,15 +182,7 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
   }
 
   function insertInto(database: Database.Database, name: OwnerName, content: string, id: number | null = null): number {
-    const [scope, user, owner] = OWNERS[name];
-    return Number(
-      database
-        .prepare(`INSERT INTO memories
-          (id, content, search_context, category, sector, scope, user_id, owner, source, importance, valid_from,
-           created_at, updated_at)
-          VALUES (?, ?, NULL, 'fact', 'semantic', ?, ?, ?, 'manual', 0.5, ${at}, ${at}, ${at})`)
-        .run(id, content, scope, user, owner).lastInsertRowid,
-    );
+    return insertOwnedMemory(database, OWNERS[name], content, id);
   }
 
   const asked = [['user:ana', 'room:deck', 'global'], ['user:ben', 'global'], ['user:ana'], ['global'], ['user:zoe']];
