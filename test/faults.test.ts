@@ -51,6 +51,7 @@ interface FaultResults {
       stackTracesInBodies: string[];
       hangs: string[];
       changedAlthoughRefused: string[];
+      unexpectedStatus: string[];
     };
     cli: {
       runs: number;
@@ -60,6 +61,7 @@ interface FaultResults {
       stackTraces: string[];
       hangs: string[];
       changedAlthoughRefused: string[];
+      unexpectedExit: string[];
     };
   };
   availability: {
@@ -146,6 +148,8 @@ describe('the fault suite, quick (bench/faults.mjs --quick against dist/)', () =
     expect(http.stackTracesInBodies).toEqual([]);
     expect(http.hangs).toEqual([]);
     expect(http.changedAlthoughRefused).toEqual([]);
+    // Each corpus case as the corpus writes it (its long texts expanded), answered with the status it expects.
+    expect(http.unexpectedStatus).toEqual([]);
   });
 
   it('answers malformed command lines with no crash, stack trace or hang, and changes nothing it refused', () => {
@@ -156,6 +160,7 @@ describe('the fault suite, quick (bench/faults.mjs --quick against dist/)', () =
     expect(cli.stackTraces).toEqual([]);
     expect(cli.hangs).toEqual([]);
     expect(cli.changedAlthoughRefused).toEqual([]);
+    expect(cli.unexpectedExit).toEqual([]);
   });
 
   it("deletes every row holding a purged user's words and keeps the other users' data", () => {

@@ -98,7 +98,7 @@ export function figureRows(results) {
     row('fuzz', 'HTTP: stack traces in the server log', http.stackTracesInServerLog);
     row('fuzz', 'HTTP: hangs (no answer within 5 s)', http.hangs.length, '0');
     row('fuzz', 'HTTP: refused requests that changed data', http.changedAlthoughRefused.length, '0');
-    row('fuzz', 'HTTP: corpus answers with another status than the corpus expects', http.unexpectedStatus.length);
+    row('fuzz', 'HTTP: corpus answers with another status than the corpus expects', http.unexpectedStatus.length, '0');
   }
   if (cli) {
     row('fuzz', `CLI runs (\`${cli.corpus}\`)`, cli.runs);
@@ -108,7 +108,7 @@ export function figureRows(results) {
     row('fuzz', 'CLI: stack traces on stdout or stderr', cli.stackTraces.length, '0');
     row('fuzz', 'CLI: hangs (killed at the case timeout)', cli.hangs.length, '0');
     row('fuzz', 'CLI: refused runs that changed data', cli.changedAlthoughRefused.length, '0');
-    row('fuzz', 'CLI: exit codes the corpus does not expect', cli.unexpectedExit.length);
+    row('fuzz', 'CLI: exit codes the corpus does not expect', cli.unexpectedExit.length, '0');
   }
   const { catchUp, lock } = results.availability ?? {};
   if (catchUp) {

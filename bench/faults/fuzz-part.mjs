@@ -24,13 +24,16 @@ export function stackTraces(text) {
   return traces;
 }
 
-/** Expands `{ "$repeat": text, "times": n, "prefix"?, "suffix"? }` anywhere in a corpus value. */
+/**
+ * Expands `{{repeat:<text>:<count>}}` in every string of a corpus value, as `test/fuzz/input-fuzz.test.ts` does (the
+ * corpus's long names, paths and bodies: sent unexpanded until 2026-12-03, short, so the server rightly took them).
+ */
 function expand(value) {
+  if (typeof value === 'string') {
+    return value.replaceAll(/\{\{repeat:(.*?):(\d+)\}\}/gs, (_, text, count) => text.repeat(Number(count)));
+  }
   if (Array.isArray(value)) return value.map(expand);
   if (value && typeof value === 'object') {
-    if ('$repeat' in value) {
-      return `${expand(value.prefix ?? '')}${String(value.$repeat).repeat(value.times)}${expand(value.suffix ?? '')}`;
-    }
     return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, expand(inner)]));
   }
   return value;
@@ -49,13 +52,13 @@ function httpCase(listed, index) {
   const entry = listed.request && typeof listed.request === 'object' ? { ...listed, ...listed.request } : listed;
   const path = expand(entry.path ?? entry.url ?? entry.route);
   if (typeof path !== 'string') return null;
-  // A string body is sent as is, a `$repeat` body expanded then sent as is, any other body as JSON.
-  const repeated = (value) => value !== null && typeof value === 'object' && '$repeat' in value;
-  const raw =
-    entry.rawBody ?? entry.raw ?? (typeof entry.body === 'string' || repeated(entry.body) ? entry.body : undefined);
+  // A string body is sent as is (its templates expanded), any other body as JSON.
+  const raw = entry.rawBody ?? entry.raw ?? (typeof entry.body === 'string' ? entry.body : undefined);
   const json = entry.json ?? (entry.body !== undefined && raw === undefined ? entry.body : undefined);
   let body = raw === undefined ? undefined : expand(raw);
   if (entry.bodyBase64 !== undefined) body = Buffer.from(entry.bodyBase64, 'base64');
+  // Bytes no JSON string can hold (invalid UTF-8), as the corpus gives them.
+  if (entry.bodyHex !== undefined) body = Buffer.from(entry.bodyHex, 'hex');
   if (json !== undefined) body = JSON.stringify(expand(json));
   const headers = { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(entry.headers ?? {}) };
   for (const [name, value] of Object.entries(headers)) if (value === '') delete headers[name];
