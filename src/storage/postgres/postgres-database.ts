@@ -128,22 +128,28 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
     async tryLock(name) {
       const client = await pool.connect();
       // A lock's connection stays checked out: its server dropping it must not crash the process, and
-      // ends the session that held the lock.
+      // ends the session that held the lock. The listener goes with the lock: the pool lends the same
+      // connection to the next lock, and one left behind each time would pile up on it.
       let failed = false;
-      client.on('error', () => {
+      const onError = () => {
         failed = true;
-      });
+      };
+      client.on('error', onError);
+      const giveBack = (destroy: boolean) => {
+        client.off('error', onError);
+        client.release(destroy);
+      };
       try {
         const { rows } = await client.query<{ locked: boolean }>(
           `SELECT pg_try_advisory_lock(${NAMED_LOCKS}, hashtext($1)) AS locked`,
           [name],
         );
         if (!rows[0]?.locked) {
-          client.release();
+          giveBack(false);
           return null;
         }
       } catch (error) {
-        client.release(true);
+        giveBack(true);
         throw error;
       }
       let released = false;
@@ -153,9 +159,9 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         lockClients.delete(release);
         try {
           await client.query(`SELECT pg_advisory_unlock(${NAMED_LOCKS}, hashtext($1))`, [name]);
-          client.release();
+          giveBack(false);
         } catch {
-          client.release(true);
+          giveBack(true);
         }
       };
       lockClients.add(release);

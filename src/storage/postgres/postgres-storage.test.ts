@@ -271,6 +271,29 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('takes and releases a lock on the same pooled connection again and again without leaving a listener on it', async () => {
+    // One connection in the pool: every lock takes the same one. A serving process takes a lock for each
+    // maintenance task of every cycle; a listener left on the connection each time grew without end.
+    const database = createPgPoolDatabase(await server.database('relocks'), { max: 1 });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      for (let round = 0; round < 15; round++) {
+        const held = await database.tryLock('maintenance:decay');
+        expect(held).not.toBeNull();
+        expect(await held?.confirm()).toBe(true);
+        await held?.release();
+      }
+      // Node warns (on the next tick) once an emitter holds more than 10 listeners of one event.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+      await database.close();
+    }
+  });
+
   it('runs a maintenance task on one process at a time: another process holding it makes maintain skip it', async () => {
     const { createMneme } = await import('../../config/create-mneme.js');
     const url = await server.database('maintain');
