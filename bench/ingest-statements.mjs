@@ -2,12 +2,16 @@
 // that take most of it, for `ingestMany` of the bench's messages into a store shaped as `mneme bench` builds it.
 //
 //   npm run build && node bench/ingest-statements.mjs [--size 100000] [--messages 2000] [--store kept.db]
+//   npm run build && node bench/ingest-statements.mjs --db postgres://user@host/postgres [--size 1000] [--messages 300]
 //
 // The store (the bench's seeded corpus, seed 42: `remember()` of each memory, then the vector lists built) is
 // written to --store when that file does not exist, and reused when it does (a 100,000 store takes about three
 // minutes to build). Each pass works on a copy of it. Pass 1 times the ingest alone (CPU a message by
 // `process.cpuUsage()`); pass 2 times each call of a better-sqlite3 statement (`run`, `get`, `all`) and of
 // `exec` / `pragma` with `performance.now()`, which costs a little itself: read its share, not its total.
+// With --db (a PostgreSQL server; its user needs CREATEDB), each pass builds its store (no vector lists there) in a
+// database of its own that it creates and drops, and pass 2 times each statement node-postgres sends: on a server
+// the time a statement takes is mostly its round trip.
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -17,13 +21,15 @@ import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
   options: {
-    size: { type: 'string', default: '100000' },
-    messages: { type: 'string', default: '2000' },
+    size: { type: 'string' },
+    messages: { type: 'string' },
     store: { type: 'string' },
+    db: { type: 'string' },
   },
 });
-const size = Number(values.size);
-const messages = Number(values.messages);
+const server = values.db ?? null;
+const size = Number(values.size ?? (server === null ? 100_000 : 1_000));
+const messages = Number(values.messages ?? (server === null ? 2_000 : 300));
 if (!Number.isInteger(size) || size < 1 || !Number.isInteger(messages) || messages < 1) {
   console.error('ingest-statements: --size and --messages take whole numbers above 0');
   process.exit(2);
@@ -34,6 +40,13 @@ const { createMneme } = await import(join(root, 'dist/index.js'));
 const { openStorage } = await import(join(root, 'dist/config/open-storage.js'));
 const { createSyntheticCorpus } = await import(join(root, 'dist/bench/synthetic-corpus.js'));
 const { createPrecomputedEmbeddingModel } = await import(join(root, 'dist/bench/precomputed-embedding-model.js'));
+const { createPostgresBenchDatabase, isBenchServerUrl } = await import(
+  join(root, 'dist/bench/postgres-bench-database.js')
+);
+if (server !== null && !isBenchServerUrl(server)) {
+  console.error('ingest-statements: --db takes a postgres:// URL');
+  process.exit(2);
+}
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-ingest-statements-'));
 const corpus = createSyntheticCorpus({ seed: 42, dimensions: 768 });
@@ -69,6 +82,32 @@ const timed = (prototype, name) => {
 };
 for (const name of ['run', 'get', 'all']) timed(Statement.prototype, name);
 for (const name of ['exec', 'pragma']) timed(Database.prototype, name);
+// node-postgres: a statement is timed from its send to its answer (a promise, or the callback the pool passes).
+const pg = createRequire(import.meta.url)('pg');
+const sendQuery = pg.Client.prototype.query;
+pg.Client.prototype.query = function (...args) {
+  if (!timing || typeof args[0] !== 'string') return sendQuery.apply(this, args);
+  const text = args[0].replace(/\s+/g, ' ').trim();
+  const started = performance.now();
+  const answered = () => {
+    const entry = bySql.get(text) ?? { ms: 0, calls: 0 };
+    entry.ms += performance.now() - started;
+    entry.calls++;
+    bySql.set(text, entry);
+  };
+  const last = args.length - 1;
+  if (typeof args[last] === 'function') {
+    const callback = args[last];
+    args[last] = (...answer) => {
+      answered();
+      return callback(...answer);
+    };
+    return sendQuery.apply(this, args);
+  }
+  const result = sendQuery.apply(this, args);
+  result?.then?.(answered, answered);
+  return result;
+};
 
 async function build(path) {
   const mneme = await open(path);
@@ -85,6 +124,7 @@ async function build(path) {
     if ((index + 1) % 10_000 === 0) console.error(`built ${index + 1} of ${size} memories`);
   }
   await mneme.close();
+  if (server !== null) return;
   const storage = await openStorage({ path });
   while (await storage.maintenance.indexStep());
   await storage.close();
@@ -92,9 +132,22 @@ async function build(path) {
 
 /** One pass on a copy of the store: 20 recalls (as the bench's before its ingest), then the messages in batches. */
 async function pass(store, instrumented) {
-  const copy = join(folder, `pass-${instrumented ? 2 : 1}.db`);
-  copyFileSync(store, copy);
-  const mneme = await open(copy);
+  let target;
+  let dropped = null;
+  if (server !== null) {
+    const made = await createPostgresBenchDatabase(
+      server,
+      `mneme_ingest_statements_${process.pid}_${instrumented ? 2 : 1}`,
+    );
+    dropped = made;
+    target = made.url;
+    console.error(`building a store of ${size} memories in a database of the server`);
+    await build(target);
+  } else {
+    target = join(folder, `pass-${instrumented ? 2 : 1}.db`);
+    copyFileSync(store, target);
+  }
+  const mneme = await open(target);
   for (let index = 0; index < 20; index++) {
     const query = corpus.query(index, size);
     model.set(query.text, query.vector);
@@ -122,12 +175,13 @@ async function pass(store, instrumented) {
   const cpu = process.cpuUsage(started);
   const wallMs = performance.now() - wallStarted;
   await mneme.close();
+  await dropped?.drop();
   return { cpuMs: (cpu.user + cpu.system) / 1000, wallMs };
 }
 
 try {
   const store = values.store ?? join(folder, 'store.db');
-  if (!existsSync(store)) {
+  if (server === null && !existsSync(store)) {
     console.error(`building a store of ${size} memories in ${store}`);
     await build(store);
   }

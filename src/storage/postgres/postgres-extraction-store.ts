@@ -72,20 +72,21 @@ export function createPostgresExtractionStore(
         database,
         `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`,
         async (q) => {
-          const holder = await q.query<{ owner: string }>(
-            'SELECT owner FROM extraction_leases WHERE channel_id = $1 AND task = $2 FOR UPDATE',
-            [lease.channelId, lease.task],
+          // One round trip for what the step checks: the lease's holder and the watermark (both rows locked, in
+          // that order) and whether the step's messages are still there (a purge may have deleted them).
+          const exchangeId = step.exchange?.messageId ?? step.to;
+          const { rows } = await q.query<{ owner: string | null; watermark: number | null; found: number[] }>(
+            `SELECT (SELECT owner FROM extraction_leases WHERE channel_id = $1 AND task = $2 FOR UPDATE) AS owner,
+               (SELECT watermark FROM maintenance_state WHERE channel_id = $1 AND task = $2 FOR UPDATE) AS watermark,
+               ARRAY(SELECT id FROM messages WHERE id IN ($3, $4)) AS found`,
+            [lease.channelId, lease.task, step.to, exchangeId],
           );
-          if (holder.rows[0]?.owner !== lease.owner) return null;
-          const state = await q.query<{ watermark: number | null }>(
-            'SELECT watermark FROM maintenance_state WHERE channel_id = $1 AND task = $2 FOR UPDATE',
-            [lease.channelId, lease.task],
-          );
-          if ((state.rows[0]?.watermark ?? 0) !== step.from) return null;
-          const messageExists = async (id: number) =>
-            (await q.query('SELECT 1 FROM messages WHERE id = $1', [id])).rows.length > 0;
+          const checked = rows[0];
+          if (checked?.owner !== lease.owner) return null;
+          if ((checked.watermark ?? 0) !== step.from) return null;
+          const messageExists = (id: number) => checked.found.includes(id);
           const applied: AppliedStep = { created: [], updated: [], chunks: [] };
-          if (step.facts && (await messageExists(step.to))) {
+          if (step.facts && messageExists(step.to)) {
             const { context, updates, inserts, linked, supersedes = [] } = step.facts;
             for (const { id, changes } of updates) {
               applied.updated.push(toMemory(await writes.update(q, id, changes, context)));
@@ -104,31 +105,21 @@ export function createPostgresExtractionStore(
               }
             }
           }
-          if (step.exchange && (await messageExists(step.exchange.messageId))) {
+          if (step.exchange && messageExists(step.exchange.messageId)) {
             const { context, messageId, chunks } = step.exchange;
             for (const [index, memory] of chunks.entries()) {
-              const stored = await q.query('SELECT 1 FROM memories WHERE chunk_message_id = $1 AND chunk_index = $2', [
-                messageId,
-                index,
-              ]);
-              if (stored.rows.length > 0) continue;
-              const row = await writes.insert(q, memory, context);
-              await q.query('UPDATE memories SET chunk_message_id = $1, chunk_index = $2 WHERE id = $3', [
-                messageId,
-                index,
-                row.id,
-              ]);
-              applied.chunks.push(toMemory({ ...row, chunk_message_id: messageId, chunk_index: index }));
+              // A place that holds a chunk already (the step applied before) is left as it is.
+              const row = await writes.insertChunk(q, memory, context, { messageId, index });
+              if (row) applied.chunks.push(toMemory(row));
             }
           }
           await q.query(
-            `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at`,
-            [lease.channelId, lease.task, step.to, step.at],
-          );
-          await q.query(
-            `UPDATE extraction_leases SET expires_at = ${now} + $4 WHERE channel_id = $1 AND task = $2 AND owner = $3`,
-            [lease.channelId, lease.task, lease.owner, lease.ttlMs],
+            `WITH state AS (
+               INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark, last_run_at = excluded.last_run_at
+             )
+             UPDATE extraction_leases SET expires_at = ${now} + $5 WHERE channel_id = $1 AND task = $2 AND owner = $6`,
+            [lease.channelId, lease.task, step.to, step.at, lease.ttlMs, lease.owner],
           );
           return applied;
         },

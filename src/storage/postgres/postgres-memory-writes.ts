@@ -19,6 +19,16 @@ export interface PostgresMemoryWrites {
     context: WriteContext,
     action?: 'create' | 'merge',
   ): Promise<PgMemoryRow>;
+  /**
+   * Inserts an exchange chunk with its place (its message and index) in the same statement, as `insert` does
+   * a memory; null, and nothing written, when that place already holds a chunk (a step applied again).
+   */
+  insertChunk(
+    q: PostgresQueryable,
+    memory: NewMemory,
+    context: WriteContext,
+    chunk: { messageId: number; index: number },
+  ): Promise<PgMemoryRow | null>;
   update(q: PostgresQueryable, id: number, changes: MemoryChanges, context: WriteContext): Promise<PgMemoryRow>;
   archive(q: PostgresQueryable, id: number, context: WriteContext, fade?: boolean): Promise<PgMemoryRow>;
   revive(q: PostgresQueryable, id: number, context: WriteContext): Promise<PgMemoryRow>;
@@ -47,46 +57,12 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex): Postgr
     },
 
     async insert(q, memory, context, action = 'create') {
-      if (memory.scope === 'session') {
-        const topic = await q.query('SELECT 1 FROM topics WHERE id = $1', [memory.topicId]);
-        if (topic.rows.length === 0) {
-          throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
-        }
-      }
-      const sql = `INSERT INTO memories (
-          content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
-          importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
-          search_context, search_context_message_id
-        ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::bigint[], $14::bigint[], $15, $16, $16, $17, $18, $19)
-        ${returning}`;
-      const row = firstRow(
-        await q.query<PgMemoryRow>(sql, [
-          memory.content,
-          memory.category,
-          memory.sector,
-          memory.scope,
-          memory.owner,
-          memory.userId,
-          memory.channelId,
-          memory.projectId,
-          memory.topicId,
-          memory.source,
-          memory.importance,
-          memory.pinned,
-          [...memory.sourceMessageIds],
-          [...memory.sourceIds],
-          memory.validFrom ?? context.at,
-          context.at,
-          memory.embedding?.model ?? null,
-          memory.searchContext ?? null,
-          memory.searchContextMessageId ?? null,
-        ]),
-        sql,
-      );
-      if (memory.embedding) await vectors.put(q, row.id, row.owner, memory.embedding);
-      await writes.recordVersion(q, row, action, {}, context);
+      const row = await insertRow(q, memory, context, action, null, vectors, writes);
+      if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'no row came back from the insert of a memory');
       return row;
     },
+
+    insertChunk: (q, memory, context, chunk) => insertRow(q, memory, context, 'create', chunk, vectors, writes),
 
     async update(q, id, changes, context) {
       const before = await writes.read(q, id);
@@ -210,4 +186,63 @@ function diffSnapshots(before: MemorySnapshot, after: MemorySnapshot): MemoryVer
     if (before[field] !== after[field]) changes[field] = { from: before[field], to: after[field] };
   }
   return changes;
+}
+
+/**
+ * Writes one memory: its row, its vector when it has one, and its first version. With `chunk`, the row carries its
+ * place and nothing is written when the place is taken (null).
+ */
+async function insertRow(
+  q: PostgresQueryable,
+  memory: NewMemory,
+  context: WriteContext,
+  action: 'create' | 'merge',
+  chunk: { messageId: number; index: number } | null,
+  vectors: PostgresVectorIndex,
+  writes: PostgresMemoryWrites,
+): Promise<PgMemoryRow | null> {
+  if (memory.scope === 'session') {
+    const topic = await q.query('SELECT 1 FROM topics WHERE id = $1', [memory.topicId]);
+    if (topic.rows.length === 0) {
+      throw new MnemeError(ErrorCode.NotFound, `topic ${memory.topicId} does not exist; create it first`);
+    }
+  }
+  const place = chunk ? ', chunk_message_id, chunk_index' : '';
+  const placeValues = chunk ? ', $20, $21' : '';
+  const taken = chunk
+    ? 'ON CONFLICT (chunk_message_id, chunk_index) WHERE chunk_message_id IS NOT NULL DO NOTHING'
+    : '';
+  const sql = `INSERT INTO memories (
+      content, category, sector, scope, owner, user_id, channel_id, project_id, topic_id, source,
+      importance, pinned, source_message_ids, source_ids, valid_from, created_at, updated_at, embedding_model,
+      search_context, search_context_message_id${place}
+    ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::bigint[], $14::bigint[], $15, $16, $16, $17, $18, $19${placeValues})
+    ${taken} ${returning}`;
+  const { rows } = await q.query<PgMemoryRow>(sql, [
+    memory.content,
+    memory.category,
+    memory.sector,
+    memory.scope,
+    memory.owner,
+    memory.userId,
+    memory.channelId,
+    memory.projectId,
+    memory.topicId,
+    memory.source,
+    memory.importance,
+    memory.pinned,
+    [...memory.sourceMessageIds],
+    [...memory.sourceIds],
+    memory.validFrom ?? context.at,
+    context.at,
+    memory.embedding?.model ?? null,
+    memory.searchContext ?? null,
+    memory.searchContextMessageId ?? null,
+    ...(chunk ? [chunk.messageId, chunk.index] : []),
+  ]);
+  const row = rows[0];
+  if (!row) return null;
+  if (memory.embedding) await vectors.put(q, row.id, row.owner, memory.embedding);
+  await writes.recordVersion(q, row, action, {}, context);
+  return row;
 }
