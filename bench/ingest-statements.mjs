@@ -40,6 +40,7 @@ const { createMneme } = await import(join(root, 'dist/index.js'));
 const { openStorage } = await import(join(root, 'dist/config/open-storage.js'));
 const { createSyntheticCorpus } = await import(join(root, 'dist/bench/synthetic-corpus.js'));
 const { createPrecomputedEmbeddingModel } = await import(join(root, 'dist/bench/precomputed-embedding-model.js'));
+const { rememberOne } = await import(join(root, 'dist/bench/run-bench.js'));
 const { createPostgresBenchDatabase, isBenchServerUrl } = await import(
   join(root, 'dist/bench/postgres-bench-database.js')
 );
@@ -112,15 +113,7 @@ pg.Client.prototype.query = function (...args) {
 async function build(path) {
   const mneme = await open(path);
   for (let index = 0; index < size; index++) {
-    const memory = corpus.memory(index);
-    model.set(memory.content, memory.vector);
-    await mneme.remember({
-      content: memory.content,
-      scope: memory.scope,
-      ...(memory.userId ? { userId: memory.userId } : {}),
-      ...(memory.channelId ? { channelId: memory.channelId } : {}),
-    });
-    model.delete(memory.content);
+    await rememberOne(mneme, model, corpus.memory(index));
     if ((index + 1) % 10_000 === 0) console.error(`built ${index + 1} of ${size} memories`);
   }
   await mneme.close();
