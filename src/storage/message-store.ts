@@ -1,3 +1,4 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { SpaceKind } from './membership-store.js';
 
 /** Who wrote a message: a person, the agent, or the system (chat commands' answers, notices). */
@@ -34,6 +35,20 @@ export interface IngestFileProgress {
   line: number;
   /** SHA-256 (hex) of lines 1..line, each followed by a newline: tells a changed file. */
   prefixSha256: string;
+  /**
+   * When writing: the line the file's record must hold before this write (0: no record). A record
+   * elsewhere means another run is ingesting the file: the append is refused (CONFLICT, `issues` on
+   * `file`) and nothing of it is written. Left out, the record is overwritten whatever it holds.
+   */
+  after?: number | undefined;
+}
+
+/** The CONFLICT an append with a file's progress gets when the file's record moved under its run. */
+export function fileProgressMoved(path: string, expected: number, found: number): MnemeError {
+  const message = `the ingest progress of ${path} is at line ${found}, not ${expected} as this run expected: another run is ingesting it`;
+  return new MnemeError(ErrorCode.Conflict, `${message}; nothing of this batch was written`, {
+    issues: [{ path: 'file', message }],
+  });
 }
 
 /** A message as core hands it to storage: validated, time in epoch milliseconds. */

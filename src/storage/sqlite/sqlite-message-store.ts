@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
+import { type AppendedMessage, fileProgressMoved, type MessageRole, type MessageStore } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
@@ -88,6 +88,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       try {
         return database
           .transaction(() => {
+            const file = options.file;
+            if (file?.after !== undefined) {
+              const recorded = retryable.getFile().get(file.path)?.line ?? 0;
+              if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
+            }
             const stored: AppendedMessage[] = [];
             for (const message of messages) {
               const previous = stored.at(-1);
@@ -123,7 +128,6 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
               }
               stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
             }
-            const file = options.file;
             if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
             return stored;
           })
