@@ -119,7 +119,6 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const { storage, clock } = context;
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
-  const knownTopics = new Set<string>();
   const membership = createMembership(context);
 
   /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
@@ -144,12 +143,17 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     };
   }
 
-  async function ensureTopic(topicId: string | undefined): Promise<void> {
-    if (topicId === undefined || knownTopics.has(topicId)) return;
+  /**
+   * Creates the topic when it does not exist. `known` holds the topics this append already checked; no
+   * longer than an append, since a purge (of this process or another) deletes a topic only its user
+   * spoke in, and a message appended under a topic without its row fails every extraction of its channel.
+   */
+  async function ensureTopic(topicId: string | undefined, known: Set<string>): Promise<void> {
+    if (topicId === undefined || known.has(topicId)) return;
     if (!(await storage.directory.getTopic(topicId))) {
       await storage.directory.putTopic({ id: topicId, projectId: null, title: null }, clock.now());
     }
-    knownTopics.add(topicId);
+    known.add(topicId);
   }
 
   /**
@@ -209,9 +213,10 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     await checkReplies(inputs);
     const names = new Map<string, string>();
     const known = new Map<string, string | null>();
+    const topics = new Set<string>();
     for (const input of inputs) {
       names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name, known));
-      await ensureTopic(input.topicId);
+      await ensureTopic(input.topicId, topics);
     }
     // The senders' new memberships are written in the append's transaction: one durable commit.
     const messages = inputs.flatMap((input) => input.messages);
