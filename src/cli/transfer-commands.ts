@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs';
 import { type Command, Option } from 'commander';
@@ -104,8 +105,10 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
             return undefined;
           }
           // Written next to the target and renamed at the end, so a failed export leaves no partial file.
-          const partial = `${options.out}.partial`;
-          const stream = createWriteStream(partial);
+          // A name of its own, created exclusively: two exports to one file at once never write into one
+          // temporary file (the first to finish would rename what the other still writes into).
+          const partial = `${options.out}.${process.pid}-${randomBytes(6).toString('hex')}.partial`;
+          const stream = createWriteStream(partial, { flags: 'wx' });
           try {
             await once(stream, 'open');
             const count = await writeLines(lines, toStream(stream));
