@@ -162,7 +162,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerServeCommands(program, withEngine, io, config);
   registerProxyCommands(program, io, config);
   registerMcpCommands(program, io, config);
-  registerTransferCommands(program, withEngine, io);
+  registerTransferCommands(program, withEngine, io, () => program.opts<GlobalOptions>().db ?? config.databasePath);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
