@@ -144,28 +144,17 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   }
 
   /**
-   * Creates the topic when it does not exist. `known` holds the topics this append already checked; no
-   * longer than an append, since a purge (of this process or another) deletes a topic only its user
-   * spoke in, and a message appended under a topic without its row fails every extraction of its channel.
+   * The sender's display name, as the append will store it. `known` holds what this append read of each
+   * sender's name (null: no user, or one without a name) and the names it will write, so a sender of
+   * many inputs is read once an append (ADR 19, session 12); `renames` collects the names that differ
+   * from the stored ones, which the append writes in the transaction of its messages (a refused append
+   * renames no one). A rename by another caller between two of its inputs reads as made just after them.
    */
-  async function ensureTopic(topicId: string | undefined, known: Set<string>): Promise<void> {
-    if (topicId === undefined || known.has(topicId)) return;
-    if (!(await storage.directory.getTopic(topicId))) {
-      await storage.directory.putTopic({ id: topicId, projectId: null, title: null }, clock.now());
-    }
-    known.add(topicId);
-  }
-
-  /**
-   * The sender's display name, written first when the input names it differently. `known` holds what
-   * this append read or wrote of each sender's name (null: no user, or one without a name), so a sender
-   * of many inputs is read once an append (ADR 19, session 12): the append writes the only changes it
-   * reads, and a rename by another caller between two of its inputs reads as made just after them.
-   */
-  async function ensureName(
+  async function nameOf(
     userId: string,
     displayName: string | undefined,
     known: Map<string, string | null>,
+    renames: Map<string, string>,
   ): Promise<string> {
     let current = known.get(userId);
     if (current === undefined) {
@@ -173,8 +162,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       known.set(userId, current);
     }
     if (displayName !== undefined && current !== displayName) {
-      // No flush of its own: the append's durable commit follows and makes it durable with the messages.
-      await storage.directory.putUser({ id: userId, displayName }, clock.now(), { deferred: true });
+      renames.set(userId, displayName);
       known.set(userId, displayName);
       return displayName;
     }
@@ -213,16 +201,25 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     await checkReplies(inputs);
     const names = new Map<string, string>();
     const known = new Map<string, string | null>();
+    const renames = new Map<string, string>();
     const topics = new Set<string>();
     for (const input of inputs) {
-      names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name, known));
-      await ensureTopic(input.topicId, topics);
+      names.set(input.sender.id, await nameOf(input.sender.id, input.sender.name, known, renames));
+      if (input.topicId !== undefined) topics.add(input.topicId);
     }
-    // The senders' new memberships are written in the append's transaction: one durable commit.
+    // The senders' new names and memberships and the new topics are written in the append's transaction:
+    // one durable commit, and nothing of them when the store refuses the append. A topic is created there
+    // when missing, whatever this process saw before (a purge deletes a topic only its user spoke in).
     const messages = inputs.flatMap((input) => input.messages);
+    const at = clock.now();
     const stored = await storage.messages.append(
       options.sendersAreMembers ? messages : await membership.withJoins(messages),
-      file ? { file: { ...file, at: clock.now() } } : {},
+      {
+        ...(file ? { file: { ...file, at } } : {}),
+        names: [...renames].map(([id, displayName]) => ({ id, displayName })),
+        topics: [...topics],
+        at,
+      },
     );
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];

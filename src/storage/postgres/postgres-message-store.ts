@@ -42,6 +42,20 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
   return {
     async append(messages, options = {}) {
       return writePg(database, 'appending messages', async (q) => {
+        const at = options.at ?? Date.now();
+        for (const topicId of options.topics ?? []) {
+          await q.query(
+            'INSERT INTO topics (id, project_id, title, created_at) VALUES ($1, NULL, NULL, $2) ON CONFLICT (id) DO NOTHING',
+            [topicId, at],
+          );
+        }
+        for (const user of options.names ?? []) {
+          await q.query(
+            `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $3)
+             ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+            [user.id, user.displayName, at],
+          );
+        }
         const file = options.file;
         if (file?.after !== undefined) {
           // Every writing transaction holds the write lock: no other run moves the record meanwhile.
