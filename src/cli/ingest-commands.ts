@@ -159,8 +159,9 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               if (!result.queued) summary.droppedJobs++;
             }
           };
-          // The line the file's record holds as far as this run knows: each batch is written only if the
-          // record is still there, so two runs of one file at once never both append the same lines.
+          // With --resume, the line the file's record holds as far as this run knows: each batch is written
+          // only if the record is still there, so two resumed runs of one file at once never both append the
+          // same lines. Without it the run ingests the file again from line 1, as asked, whatever the record says.
           let recordedLine = recorded?.line ?? 0;
           const flush = async () => {
             const lines = batch;
@@ -169,7 +170,14 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             const progressOf = (line: IngestLine | undefined) =>
               path === null || line === undefined
                 ? {}
-                : { file: { path, line: line.number, prefixSha256: line.prefixSha256, after: recordedLine } };
+                : {
+                    file: {
+                      path,
+                      line: line.number,
+                      prefixSha256: line.prefixSha256,
+                      ...(options.resume ? { after: recordedLine } : {}),
+                    },
+                  };
             const ingestLines = async (some: IngestLine[]) => {
               count(
                 await mneme.ingestMany(
