@@ -44,6 +44,19 @@ const withoutDatabase = new Set(['bench', 'eval', 'help', 'copy']);
  * Commands for which a missing database file is no error: those that create it, and doctor, which reports
  * it. Every other command refuses a missing file unless `--create` is given.
  */
+/**
+ * Commands that open the database themselves, not through `withEngine`, so `--as` could not restrict them:
+ * refused with it (each says what to use instead) rather than run with every right.
+ */
+const notAsUser: Record<string, string> = {
+  mcp: "leave out --as and start it with --user <id> (or MNEME_USER) for a session with that user's rights",
+  serve: "leave out --as; the service acts for each request's API key (mneme keys create --user <id>)",
+  proxy: "leave out --as; the proxy acts for each request's API key (mneme keys create --user <id>)",
+  copy: 'leave out --as; a copy holds every row of the database',
+  bench: 'leave out --as; the benchmark runs on a database of its own',
+  eval: 'leave out --as; the evaluation runs on a database of its own',
+};
+
 const mayStartWithoutDatabase = new Set(['init', 'serve', 'proxy', 'mcp', 'ingest', 'import', 'doctor']);
 
 interface GlobalOptions {
@@ -135,6 +148,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   program.hook('preAction', (_program, command) => {
     let top = command;
     while (top.parent && top.parent !== program) top = top.parent;
+    if (program.opts<GlobalOptions>().as !== undefined && notAsUser[top.name()]) {
+      throw new MnemeError(
+        ErrorCode.InvalidInput,
+        `--as does not apply to mneme ${top.name()}, which would run with every right: ${notAsUser[top.name()]}`,
+      );
+    }
     if (withoutDatabase.has(top.name())) return;
     if (top.name() === 'init' && program.opts<GlobalOptions>().as !== undefined) {
       throw new MnemeError(
@@ -162,7 +181,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   registerServeCommands(program, withEngine, io, config);
   registerProxyCommands(program, io, config);
   registerMcpCommands(program, io, config);
-  registerTransferCommands(program, withEngine, io);
+  registerTransferCommands(program, withEngine, io, () => program.opts<GlobalOptions>().db ?? config.databasePath);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -59,6 +59,11 @@ const lineErrorCodes: ReadonlySet<string> = new Set([
   ErrorCode.Conflict,
 ]);
 
+/** The CONFLICT of a batch whose file record another run moved (`fileProgressMoved`): not about any one line. */
+function isFileProgressMoved(error: unknown): error is MnemeError {
+  return isMnemeError(error, ErrorCode.Conflict) && error.issues.some((issue) => issue.path === 'file');
+}
+
 /** Validates one parsed line with the shared schemas: an exchange when it has `userMessage`, else a message. */
 function checkLine(value: unknown): IngestInput | IngestExchangeInput {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -154,6 +159,10 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               if (!result.queued) summary.droppedJobs++;
             }
           };
+          // With --resume, the line the file's record holds as far as this run knows: each batch is written
+          // only if the record is still there, so two resumed runs of one file at once never both append the
+          // same lines. Without it the run ingests the file again from line 1, as asked, whatever the record says.
+          let recordedLine = recorded?.line ?? 0;
           const flush = async () => {
             const lines = batch;
             batch = [];
@@ -161,15 +170,33 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
             const progressOf = (line: IngestLine | undefined) =>
               path === null || line === undefined
                 ? {}
-                : { file: { path, line: line.number, prefixSha256: line.prefixSha256 } };
-            try {
+                : {
+                    file: {
+                      path,
+                      line: line.number,
+                      prefixSha256: line.prefixSha256,
+                      ...(options.resume ? { after: recordedLine } : {}),
+                    },
+                  };
+            const ingestLines = async (some: IngestLine[]) => {
               count(
                 await mneme.ingestMany(
-                  lines.map((line) => line.input),
-                  progressOf(lines.at(-1)),
+                  some.map((line) => line.input),
+                  progressOf(some.at(-1)),
                 ),
               );
+              recordedLine = some.at(-1)?.number ?? recordedLine;
+            };
+            try {
+              await ingestLines(lines);
             } catch (error) {
+              if (isFileProgressMoved(error)) {
+                throw new MnemeError(
+                  ErrorCode.Conflict,
+                  `lines ${lines[0]?.number}-${lines.at(-1)?.number}: ${error.message}; run mneme ingest --resume once it has ended`,
+                  { cause: error },
+                );
+              }
               if (!isMnemeError(error) || !lineErrorCodes.has(error.code)) {
                 throw new MnemeError(
                   isMnemeError(error) ? error.code : ErrorCode.StoreFailed,
@@ -180,8 +207,15 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
               // The engine refused one line before writing any: keep the lines before it, one at a time.
               for (const line of lines) {
                 try {
-                  count(await mneme.ingestMany([line.input], progressOf(line)));
+                  await ingestLines([line]);
                 } catch (lineFailure) {
+                  if (isFileProgressMoved(lineFailure)) {
+                    throw new MnemeError(
+                      ErrorCode.Conflict,
+                      `line ${line.number}: ${lineFailure.message}; run mneme ingest --resume once it has ended`,
+                      { cause: lineFailure },
+                    );
+                  }
                   throw lineError(line.number, withoutBatchIndex(lineFailure));
                 }
               }

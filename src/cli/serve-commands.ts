@@ -47,7 +47,11 @@ export function registerServeCommands(
     .action(
       withEngine(
         (mneme, options: { label: string; user?: string }) =>
-          mneme.apiKeys.create({ label: options.label, ...(options.user ? { userId: options.user } : {}) }),
+          // An empty --user (an unset variable) is refused by the schema, never read as no user: that is an administrator key.
+          mneme.apiKeys.create({
+            label: options.label,
+            ...(options.user === undefined ? {} : { userId: options.user }),
+          }),
         (key) =>
           `${key.key}\n(${key.userId ? `bound to user ${key.userId}` : 'administrator'} key "${key.label}", prefix ${key.prefix}; shown once, store it now)`,
       ),

@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
+import { isDatabaseUrl } from '../config/open-storage.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ImportReport, ImportSource } from '../core/transfer/import-lines.js';
 import type { WithEngine } from './cli-io.js';
@@ -19,6 +22,31 @@ export interface TransferIo {
 export interface ExportSummary {
   file: string;
   lines: number;
+}
+
+/** A path as the file system resolves it: symbolic links followed where the file exists. */
+function resolvedPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/**
+ * INVALID_INPUT when `--out` names the SQLite database the command runs on, or one of its journal files:
+ * the export, renamed into place, would replace the database.
+ */
+function refuseDatabaseAsOut(out: string, database: string): void {
+  if (isDatabaseUrl(database) || database === ':memory:') return;
+  const target = resolvedPath(out);
+  const file = resolvedPath(database);
+  if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`].includes(target)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `--out names the database ${database} (${target}): the export would replace it; give another file`,
+    );
+  }
 }
 
 /** Bytes gathered before one write: fewer, larger writes. */
@@ -84,7 +112,12 @@ async function writeToPipe(lines: AsyncIterable<string>, stream: NodeJS.Writable
  * `mneme export [--user <id>] [--format jsonl] [--out <file>]` and `mneme import <file|-> [--from mneme|mem0]`
  * (docs/export-format.md).
  */
-export function registerTransferCommands(program: Command, withEngine: WithEngine, io: TransferIo): void {
+export function registerTransferCommands(
+  program: Command,
+  withEngine: WithEngine,
+  io: TransferIo,
+  databasePath: () => string,
+): void {
   program
     .command('export')
     .description('write the database, or what one user may see and said, as JSON lines (docs/export-format.md)')
@@ -98,14 +131,17 @@ export function registerTransferCommands(program: Command, withEngine: WithEngin
             ...(options.user === undefined ? {} : { userId: options.user }),
             mnemeVersion: mnemeVersion(),
           });
+          if (options.out !== undefined) refuseDatabaseAsOut(options.out, databasePath());
           if (options.out === undefined) {
             if (io.stdoutStream) await writeToPipe(lines, io.stdoutStream);
             else await writeLines(lines, (text) => io.stdout(text));
             return undefined;
           }
           // Written next to the target and renamed at the end, so a failed export leaves no partial file.
-          const partial = `${options.out}.partial`;
-          const stream = createWriteStream(partial);
+          // A name of its own, created exclusively: two exports to one file at once never write into one
+          // temporary file (the first to finish would rename what the other still writes into).
+          const partial = `${options.out}.${process.pid}-${randomBytes(6).toString('hex')}.partial`;
+          const stream = createWriteStream(partial, { flags: 'wx' });
           try {
             await once(stream, 'open');
             const count = await writeLines(lines, toStream(stream));

@@ -50,22 +50,22 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
           `project ${parsed.projectId} does not exist; create it with createProject first`,
         );
       }
-      const topic = await directory.putTopic(
+      // The topic and its members in one transaction: a refused request changes neither.
+      return directory.putTopic(
         { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
         clock.now(),
+        parsed.members,
       );
-      if (parsed.members) await memberships.setMembers('topic', topic.id, parsed.members, clock.now());
-      return topic;
     },
 
     async createProject(input) {
       const parsed = parseInput(CreateProjectInputSchema, input, 'project');
-      const project = await directory.putProject(
+      // The project and its members in one transaction: a refused request changes neither.
+      return directory.putProject(
         { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
         clock.now(),
+        parsed.members,
       );
-      if (parsed.members) await memberships.setMembers('project', project.id, parsed.members, clock.now());
-      return project;
     },
 
     async putChannel(input) {

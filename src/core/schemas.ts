@@ -413,6 +413,11 @@ export const IngestFileProgressSchema = z.strictObject({
     .int('line must be a whole number')
     .positive('line must be positive'),
   prefixSha256: z.string().regex(/^[0-9a-f]{64}$/, 'prefixSha256 must be 64 lowercase hex digits'),
+  after: z
+    .number({ error: 'after must be a number' })
+    .int('after must be a whole number')
+    .min(0, 'after must not be negative')
+    .optional(),
 });
 
 /** Input of `setDisplayName`. */

@@ -48,6 +48,21 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   app.notFound((context) =>
     sendProblem(404, problem(404, 'NOT_FOUND', `no route for ${context.req.method} ${context.req.path}`)),
   );
+  // The router keeps escapes it cannot decode as text (`%ED%A0%80` would become an id of nine
+  // characters): a path or query string whose escapes are not UTF-8 is refused, as such a body is. A `%`
+  // that starts no escape (`%ZZ`) is the character itself, as the router reads it.
+  app.use(async (context, next) => {
+    const url = new URL(context.req.url);
+    try {
+      for (const part of [url.pathname, url.search]) decodeURIComponent(part.replaceAll(/%(?![0-9a-f]{2})/gi, '%25'));
+    } catch {
+      return sendProblem(
+        400,
+        problem(400, 'MALFORMED_REQUEST', 'the path or query string is not percent-encoded UTF-8 (send % as %25)'),
+      );
+    }
+    return next();
+  });
 
   // MCP over streamable HTTP (ADR 13): the API's keys; the viewer from the Mneme-* headers.
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (context) => {

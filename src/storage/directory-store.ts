@@ -25,8 +25,18 @@ export interface DirectoryStore {
    */
   putUser(user: User, at: number, options?: { deferred?: boolean }): Promise<User>;
   getUser(id: string): Promise<User | null>;
-  putProject(project: { id: string; name: string | null; managed: boolean }, at: number): Promise<Project>;
+  /** Creates or updates the project; `members`, when given, replace its members in the same transaction. */
+  putProject(
+    project: { id: string; name: string | null; managed: boolean },
+    at: number,
+    members?: readonly string[],
+  ): Promise<Project>;
   getProject(id: string): Promise<Project | null>;
-  putTopic(topic: { id: string; projectId: string | null; title: string | null }, at: number): Promise<Topic>;
+  /** Creates or updates the topic; `members`, when given, replace its members in the same transaction. */
+  putTopic(
+    topic: { id: string; projectId: string | null; title: string | null },
+    at: number,
+    members?: readonly string[],
+  ): Promise<Topic>;
   getTopic(id: string): Promise<Topic | null>;
 }

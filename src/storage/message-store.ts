@@ -1,3 +1,4 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { SpaceKind } from './membership-store.js';
 
 /** Who wrote a message: a person, the agent, or the system (chat commands' answers, notices). */
@@ -34,6 +35,20 @@ export interface IngestFileProgress {
   line: number;
   /** SHA-256 (hex) of lines 1..line, each followed by a newline: tells a changed file. */
   prefixSha256: string;
+  /**
+   * When writing: the line the file's record must hold before this write (0: no record). A record
+   * elsewhere means another run is ingesting the file: the append is refused (CONFLICT, `issues` on
+   * `file`) and nothing of it is written. Left out, the record is overwritten whatever it holds.
+   */
+  after?: number | undefined;
+}
+
+/** The CONFLICT an append with a file's progress gets when the file's record moved under its run. */
+export function fileProgressMoved(path: string, expected: number, found: number): MnemeError {
+  const message = `the ingest progress of ${path} is at line ${found}, not ${expected} as this run expected: another run is ingesting it`;
+  return new MnemeError(ErrorCode.Conflict, `${message}; nothing of this batch was written`, {
+    issues: [{ path: 'file', message }],
+  });
 }
 
 /** A message as core hands it to storage: validated, time in epoch milliseconds. */
@@ -67,6 +82,17 @@ export interface SpaceJoin {
   at: number;
 }
 
+/** What an append writes besides its messages, in their transaction. */
+export interface AppendOptions {
+  file?: IngestFileProgress & { at: number };
+  /** Users whose display name the append sets (a sender's `senderName` that differs from the stored one). */
+  names?: ReadonlyArray<{ id: string; displayName: string }>;
+  /** Topics the messages name, created when they do not exist. */
+  topics?: readonly string[];
+  /** When `names` and `topics` are written (epoch milliseconds). */
+  at?: number;
+}
+
 /** The message log: append-only, full-text indexed, read by extraction, recall and maintenance. */
 export interface MessageStore {
   /**
@@ -76,12 +102,10 @@ export interface MessageStore {
    * without an external id of its own after a duplicate, when the duplicate already has a reply of the
    * same sender and role. Race-safe: of two concurrent calls with one external id, one appends it.
    * With `file`, that file's progress is written in the same transaction, and so are the `joins` of
-   * the messages appended.
+   * the messages appended, the display names in `names` and the topics in `topics` (created when
+   * missing, without project or title), at `at`: a refused append writes none of them.
    */
-  append(
-    messages: readonly NewMessage[],
-    options?: { file?: IngestFileProgress & { at: number } },
-  ): Promise<AppendedMessage[]>;
+  append(messages: readonly NewMessage[], options?: AppendOptions): Promise<AppendedMessage[]>;
   /** The progress recorded for a file (by resolved path), or null when none was. */
   ingestFile(path: string): Promise<IngestFileProgress | null>;
   /** The messages with these ids that exist, in the order asked. */

@@ -119,7 +119,6 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const { storage, clock } = context;
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
-  const knownTopics = new Set<string>();
   const membership = createMembership(context);
 
   /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
@@ -144,24 +143,18 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     };
   }
 
-  async function ensureTopic(topicId: string | undefined): Promise<void> {
-    if (topicId === undefined || knownTopics.has(topicId)) return;
-    if (!(await storage.directory.getTopic(topicId))) {
-      await storage.directory.putTopic({ id: topicId, projectId: null, title: null }, clock.now());
-    }
-    knownTopics.add(topicId);
-  }
-
   /**
-   * The sender's display name, written first when the input names it differently. `known` holds what
-   * this append read or wrote of each sender's name (null: no user, or one without a name), so a sender
-   * of many inputs is read once an append (ADR 19, session 12): the append writes the only changes it
-   * reads, and a rename by another caller between two of its inputs reads as made just after them.
+   * The sender's display name, as the append will store it. `known` holds what this append read of each
+   * sender's name (null: no user, or one without a name) and the names it will write, so a sender of
+   * many inputs is read once an append (ADR 19, session 12); `renames` collects the names that differ
+   * from the stored ones, which the append writes in the transaction of its messages (a refused append
+   * renames no one). A rename by another caller between two of its inputs reads as made just after them.
    */
-  async function ensureName(
+  async function nameOf(
     userId: string,
     displayName: string | undefined,
     known: Map<string, string | null>,
+    renames: Map<string, string>,
   ): Promise<string> {
     let current = known.get(userId);
     if (current === undefined) {
@@ -169,8 +162,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       known.set(userId, current);
     }
     if (displayName !== undefined && current !== displayName) {
-      // No flush of its own: the append's durable commit follows and makes it durable with the messages.
-      await storage.directory.putUser({ id: userId, displayName }, clock.now(), { deferred: true });
+      renames.set(userId, displayName);
       known.set(userId, displayName);
       return displayName;
     }
@@ -209,15 +201,25 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     await checkReplies(inputs);
     const names = new Map<string, string>();
     const known = new Map<string, string | null>();
+    const renames = new Map<string, string>();
+    const topics = new Set<string>();
     for (const input of inputs) {
-      names.set(input.sender.id, await ensureName(input.sender.id, input.sender.name, known));
-      await ensureTopic(input.topicId);
+      names.set(input.sender.id, await nameOf(input.sender.id, input.sender.name, known, renames));
+      if (input.topicId !== undefined) topics.add(input.topicId);
     }
-    // The senders' new memberships are written in the append's transaction: one durable commit.
+    // The senders' new names and memberships and the new topics are written in the append's transaction:
+    // one durable commit, and nothing of them when the store refuses the append. A topic is created there
+    // when missing, whatever this process saw before (a purge deletes a topic only its user spoke in).
     const messages = inputs.flatMap((input) => input.messages);
+    const at = clock.now();
     const stored = await storage.messages.append(
       options.sendersAreMembers ? messages : await membership.withJoins(messages),
-      file ? { file: { ...file, at: clock.now() } } : {},
+      {
+        ...(file ? { file: { ...file, at } } : {}),
+        names: [...renames].map(([id, displayName]) => ({ id, displayName })),
+        topics: [...topics],
+        at,
+      },
     );
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];

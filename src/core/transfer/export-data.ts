@@ -35,6 +35,10 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   const filter = userId === undefined ? undefined : await filterOf(context, userId);
   const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
+  // A user's export names only the projects they are a member of: the project of a topic in one of their
+  // channels may be another's, which nothing else shows them (a message shows its topic's id only).
+  const projects = filter ? new Set(filter.projectIds) : null;
+  const projectIds = referenced?.projectIds.filter((id) => projects?.has(id));
   const policy = await storage.policy.current();
   const header: ExportHeader = {
     type: 'header',
@@ -61,14 +65,12 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   for await (const user of pages((after: string | null) => transfer.users(after, PAGE, referenced?.userIds), byId)) {
     yield line({ type: 'user', ...user, createdAt: toIso(user.createdAt), updatedAt: toIso(user.updatedAt) });
   }
-  for await (const project of pages(
-    (after: string | null) => transfer.projects(after, PAGE, referenced?.projectIds),
-    byId,
-  )) {
+  for await (const project of pages((after: string | null) => transfer.projects(after, PAGE, projectIds), byId)) {
     yield line({ type: 'project', ...project, createdAt: toIso(project.createdAt) });
   }
   for await (const topic of pages((after: string | null) => transfer.topics(after, PAGE, referenced?.topicIds), byId)) {
-    yield line({ type: 'topic', ...topic, createdAt: toIso(topic.createdAt) });
+    const projectId = projects && topic.projectId !== null && !projects.has(topic.projectId) ? null : topic.projectId;
+    yield line({ type: 'topic', ...topic, projectId, createdAt: toIso(topic.createdAt) });
   }
   for await (const channel of pages(
     (after: string | null) => transfer.channels(after, PAGE, filter?.channelIds),
@@ -144,18 +146,21 @@ async function* pages<Row, Key>(
  * What one user may see, as owner keys and channels: their personal memories, the room, project and
  * session memories of the spaces they are a member of, and global memories that carry their id.
  */
-async function filterOf(context: EngineContext, userId: string): Promise<TransferFilter> {
+async function filterOf(context: EngineContext, userId: string): Promise<TransferFilter & { projectIds: string[] }> {
   const spaces = await context.storage.transfer.spacesOf(userId);
   const owners = [ownerKey('personal', { userId })];
   const channelIds: string[] = [];
+  const projectIds: string[] = [];
   for (const space of spaces) {
     if (space.kind === 'channel') {
       channelIds.push(space.id);
       owners.push(ownerKey('room', { channelId: space.id }));
-    } else if (space.kind === 'project') owners.push(ownerKey('project', { projectId: space.id }));
-    else owners.push(ownerKey('session', { topicId: space.id }));
+    } else if (space.kind === 'project') {
+      projectIds.push(space.id);
+      owners.push(ownerKey('project', { projectId: space.id }));
+    } else owners.push(ownerKey('session', { topicId: space.id }));
   }
-  return { userId, channelIds, owners };
+  return { userId, channelIds, owners, projectIds };
 }
 
 /** The newest rows an export writes (`TransferStore.horizon`). */

@@ -1,6 +1,6 @@
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
-import { firstRow, type PostgresDatabase, withPgErrors } from './postgres-database.js';
+import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
 
 interface ProjectRow {
   id: string;
@@ -38,14 +38,17 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
         return rows[0] ?? null;
       });
     },
-    async putProject(project, at) {
-      return withPgErrors(`saving project ${project.id}`, async () => {
-        const sql = `INSERT INTO projects (id, name, managed, created_at) VALUES ($1, $2, $3, $4)
+    async putProject(project, at, members) {
+      const sql = `INSERT INTO projects (id, name, managed, created_at) VALUES ($1, $2, $3, $4)
           ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`;
-        return toProject(
-          firstRow(await database.query<ProjectRow>(sql, [project.id, project.name, project.managed, at]), sql),
-        );
-      });
+      const save = async (q: PostgresQueryable) => {
+        const row = firstRow(await q.query<ProjectRow>(sql, [project.id, project.name, project.managed, at]), sql);
+        if (members) await replaceMembers(q, 'project', project.id, members, at);
+        return toProject(row);
+      };
+      return members
+        ? writePg(database, `saving project ${project.id} and its members`, save)
+        : withPgErrors(`saving project ${project.id}`, () => save(database));
     },
     async getProject(id) {
       return withPgErrors(`reading project ${id}`, async () => {
@@ -53,14 +56,17 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
         return row ? toProject(row) : null;
       });
     },
-    async putTopic(topic, at) {
-      return withPgErrors(`saving topic ${topic.id}`, async () => {
-        const sql = `INSERT INTO topics (id, project_id, title, created_at) VALUES ($1, $2, $3, $4)
+    async putTopic(topic, at, members) {
+      const sql = `INSERT INTO topics (id, project_id, title, created_at) VALUES ($1, $2, $3, $4)
           ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`;
-        return toTopic(
-          firstRow(await database.query<TopicRow>(sql, [topic.id, topic.projectId, topic.title, at]), sql),
-        );
-      });
+      const save = async (q: PostgresQueryable) => {
+        const row = firstRow(await q.query<TopicRow>(sql, [topic.id, topic.projectId, topic.title, at]), sql);
+        if (members) await replaceMembers(q, 'topic', topic.id, members, at);
+        return toTopic(row);
+      };
+      return members
+        ? writePg(database, `saving topic ${topic.id} and its members`, save)
+        : withPgErrors(`saving topic ${topic.id}`, () => save(database));
     },
     async getTopic(id) {
       return withPgErrors(`reading topic ${id}`, async () => {
@@ -69,6 +75,23 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
       });
     },
   };
+}
+
+/** Replaces a topic's or project's members, in the caller's transaction. */
+async function replaceMembers(
+  q: PostgresQueryable,
+  kind: 'topic' | 'project',
+  id: string,
+  userIds: readonly string[],
+  at: number,
+): Promise<void> {
+  await q.query('DELETE FROM members WHERE kind = $1 AND space_id = $2', [kind, id]);
+  for (const userId of new Set(userIds)) {
+    await q.query(
+      'INSERT INTO members (kind, space_id, user_id, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+      [kind, id, userId, at],
+    );
+  }
 }
 
 function toProject(row: ProjectRow): Project {

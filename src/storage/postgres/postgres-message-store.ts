@@ -1,5 +1,5 @@
 import { type MessageRow, toMessage } from '../message-rows.js';
-import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
+import { type AppendedMessage, fileProgressMoved, type MessageRole, type MessageStore } from '../message-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { orLexemeQuery } from './postgres-text-query.js';
 
@@ -42,6 +42,29 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
   return {
     async append(messages, options = {}) {
       return writePg(database, 'appending messages', async (q) => {
+        const at = options.at ?? Date.now();
+        for (const topicId of options.topics ?? []) {
+          await q.query(
+            'INSERT INTO topics (id, project_id, title, created_at) VALUES ($1, NULL, NULL, $2) ON CONFLICT (id) DO NOTHING',
+            [topicId, at],
+          );
+        }
+        for (const user of options.names ?? []) {
+          await q.query(
+            `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $3)
+             ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+            [user.id, user.displayName, at],
+          );
+        }
+        const file = options.file;
+        if (file?.after !== undefined) {
+          // Every writing transaction holds the write lock: no other run moves the record meanwhile.
+          const { rows } = await q.query<{ line: number }>('SELECT line FROM ingest_files WHERE path = $1', [
+            file.path,
+          ]);
+          const recorded = Number(rows[0]?.line ?? 0);
+          if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
+        }
         const stored: AppendedMessage[] = [];
         for (const message of messages) {
           const previous = stored.at(-1);
@@ -94,7 +117,6 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
           }
           stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
         }
-        const file = options.file;
         if (file) {
           await q.query(
             `INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES ($1, $2, $3, $4)

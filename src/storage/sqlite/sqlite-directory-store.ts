@@ -37,7 +37,17 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
       ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`,
     ),
     getTopic: database.prepare<[string], TopicRow>('SELECT * FROM topics WHERE id = ?'),
+    clearMembers: database.prepare<[string, string]>('DELETE FROM members WHERE kind = ? AND space_id = ?'),
+    addMember: database.prepare<[string, string, string, number]>(
+      'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
   };
+
+  /** Replaces a topic's or project's members (inside the caller's transaction). */
+  function replaceMembers(kind: 'topic' | 'project', id: string, userIds: readonly string[], at: number): void {
+    statements.clearMembers.run(kind, id);
+    for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
+  }
 
   return {
     async putUser(user, at, options = {}) {
@@ -52,10 +62,15 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
     async getUser(id) {
       return readSqlite(`reading user ${id}`, () => statements.getUser.get(id) ?? null);
     },
-    async putProject(project, at) {
-      return readSqlite(`saving project ${project.id}`, () =>
-        toProject(getRow(statements.putProject, project.id, project.name, project.managed ? 1 : 0, at)),
-      );
+    async putProject(project, at, members) {
+      const save = () => {
+        const row = getRow(statements.putProject, project.id, project.name, project.managed ? 1 : 0, at);
+        if (members) replaceMembers('project', project.id, members, at);
+        return toProject(row);
+      };
+      return members
+        ? writeSqlite(database, `saving project ${project.id} and its members`, save)
+        : readSqlite(`saving project ${project.id}`, save);
     },
     async getProject(id) {
       return readSqlite(`reading project ${id}`, () => {
@@ -63,10 +78,15 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
         return row ? toProject(row) : null;
       });
     },
-    async putTopic(topic, at) {
-      return readSqlite(`saving topic ${topic.id}`, () =>
-        toTopic(getRow(statements.putTopic, topic.id, topic.projectId, topic.title, at)),
-      );
+    async putTopic(topic, at, members) {
+      const save = () => {
+        const row = getRow(statements.putTopic, topic.id, topic.projectId, topic.title, at);
+        if (members) replaceMembers('topic', topic.id, members, at);
+        return toTopic(row);
+      };
+      return members
+        ? writeSqlite(database, `saving topic ${topic.id} and its members`, save)
+        : readSqlite(`saving topic ${topic.id}`, save);
     },
     async getTopic(id) {
       return readSqlite(`reading topic ${id}`, () => {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import type { AppendedMessage, MessageRole, MessageStore } from '../message-store.js';
+import { type AppendedMessage, fileProgressMoved, type MessageRole, type MessageStore } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
@@ -77,6 +77,15 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       database,
       'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
     ),
+    putTopic: preparedOnUse<[string, number]>(
+      database,
+      'INSERT INTO topics (id, project_id, title, created_at) VALUES (?, NULL, NULL, ?) ON CONFLICT (id) DO NOTHING',
+    ),
+    putName: preparedOnUse<[string, string, number, number]>(
+      database,
+      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+    ),
     getFile: preparedOnUse<[string], { path: string; line: number; prefix_sha256: string }>(
       database,
       'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = ?',
@@ -88,6 +97,14 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       try {
         return database
           .transaction(() => {
+            const at = options.at ?? Date.now();
+            for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
+            for (const user of options.names ?? []) retryable.putName().run(user.id, user.displayName, at, at);
+            const file = options.file;
+            if (file?.after !== undefined) {
+              const recorded = retryable.getFile().get(file.path)?.line ?? 0;
+              if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
+            }
             const stored: AppendedMessage[] = [];
             for (const message of messages) {
               const previous = stored.at(-1);
@@ -123,7 +140,6 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
               }
               stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
             }
-            const file = options.file;
             if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
             return stored;
           })

@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import { type RunningHttpServer, startHttpServer } from '../src/http/http-server.js';
+
+const quiet = { warn: () => {}, info: () => {} };
+let mneme: Mneme | undefined;
+let server: RunningHttpServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  await mneme?.close();
+  server = undefined;
+  mneme = undefined;
+});
+
+/** The export's records of these types, as objects. */
+async function records(engine: Mneme, ...types: string[]): Promise<Array<Record<string, unknown>>> {
+  const found: Array<Record<string, unknown>> = [];
+  for await (const line of engine.exportData()) {
+    const record = JSON.parse(line) as Record<string, unknown>;
+    if (types.includes(String(record.type))) found.push(record);
+  }
+  return found;
+}
+
+/**
+ * Attack finding (wt-attack15): an append wrote its senders' new display names and its new topics
+ * before the transaction of its messages, each on its own. A batch the store then refused (on
+ * PostgreSQL, a NUL character in the 7th item: 422) was answered "nothing written", yet its first
+ * item had renamed its sender (`senderName`) and created its topic.
+ */
+describe('a batch the store refuses at its 7th item', () => {
+  it('writes nothing of it: no message, no display name, no topic (PostgreSQL, over HTTP)', async () => {
+    mneme = await createMneme({ path: 'pglite:memory:', logger: quiet });
+    await mneme.setDisplayName({ userId: 'ann', displayName: 'Ann' });
+    server = await startHttpServer({ mneme, port: 0 });
+    const item = (index: number, extra: object = {}) => ({
+      channelId: 'desk',
+      sender: 'ann',
+      content: `message ${index} of the batch`,
+      ...extra,
+    });
+    const messages = [
+      item(1, { senderName: 'Mallory', topicId: 'fresh-topic' }),
+      ...[2, 3, 4, 5, 6].map((index) => item(index)),
+      item(7, { content: 'a NUL \u0000 in the seventh' }),
+    ];
+    const response = await fetch(`${server.url}/api/messages/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages }),
+    });
+    expect(response.status).toBe(422);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(await records(mneme, 'message', 'topic', 'membership')).toEqual([]);
+    expect(await records(mneme, 'user')).toMatchObject([{ id: 'ann', displayName: 'Ann' }]);
+
+    // The same batch without the bad item is written whole, the name and the topic with it.
+    const accepted = await fetch(`${server.url}/api/messages/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: messages.slice(0, 6) }),
+    });
+    expect(accepted.status).toBe(202);
+    expect(await records(mneme, 'message')).toHaveLength(6);
+    expect(await records(mneme, 'topic')).toMatchObject([{ id: 'fresh-topic' }]);
+    expect(await records(mneme, 'user')).toMatchObject([{ id: 'ann', displayName: 'Mallory' }]);
+  }, 60_000);
+});
