@@ -105,7 +105,14 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
     },
     async transaction(work) {
       const client = await pool.connect();
+      // A connection lent out has no listener of the pool: the server ending its session (a restart,
+      // pg_terminate_backend) would emit an unhandled 'error' and end the process. The statement in
+      // flight fails on its own; the connection is then destroyed rather than given back.
       let broken = false;
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await work({
@@ -122,6 +129,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         });
         throw error;
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },

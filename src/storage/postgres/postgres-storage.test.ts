@@ -341,6 +341,49 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('survives the server ending the session of a transaction: the write fails as busy, the process lives on', async () => {
+    const url = await server.database('terminated-transaction');
+    const database = createPgPoolDatabase(url, { max: 2 });
+    const killer = createPgPoolDatabase(url, { max: 1 });
+    // A connection lent to a transaction has no listener of the pool: its 'error' event, when the
+    // server ends the session (a restart, pg_terminate_backend), was unhandled and ended the process.
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const failed = withPgErrors('writing', () =>
+        database.transaction(async (transaction) => {
+          await transaction.query('SELECT pg_sleep(30) AS in_transaction');
+        }),
+      ).catch((error: unknown) => error);
+      let ended = false;
+      for (let tries = 0; tries < 200 && !ended; tries++) {
+        const { rows } = await killer.query<{ ended: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+           WHERE query = 'SELECT pg_sleep(30) AS in_transaction' AND pid <> pg_backend_pid()`,
+        );
+        ended = rows.some((row) => row.ended);
+        if (!ended) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(ended).toBe(true);
+      expect(await failed).toMatchObject({ code: ErrorCode.StoreBusy });
+      // The socket's end comes after the error the statement got: give it time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(uncaught).toEqual([]);
+      // The broken connection left the pool: the next transactions work.
+      for (let round = 0; round < 3; round++) {
+        expect(await database.transaction((transaction) => transaction.query<{ n: number }>('SELECT 1 AS n'))).toEqual({
+          rows: [{ n: 1 }],
+          changed: 1,
+        });
+      }
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await killer.close();
+      await database.close();
+    }
+  });
+
   it('says the server cannot be reached when nothing listens at the URL', async () => {
     const { createServer } = await import('node:net');
     const port = await new Promise<number>((resolve) => {
