@@ -83,28 +83,58 @@ export function isPostgresUrl(path: string): boolean {
   return /^postgres(ql)?:\/\//i.test(path);
 }
 
+/**
+ * Errors of a connection lost, or refused, after the pool had reached its server once (a restart, the
+ * server or the network going away): `toMnemeErrorPg` makes them STORE_BUSY (HTTP 503, retry) rather
+ * than "check the URL", which is for a server never reached.
+ */
+const lostAfterReached = new WeakSet<object>();
+
+/** True for a driver error that says the connection is gone or cannot be made (no SQLSTATE of a statement). */
+function isConnectionLoss(error: unknown): boolean {
+  const state = sqlState(error);
+  if (UNREACHABLE_CODES.includes(state)) return true;
+  return state === '' && /^Connection terminated/.test(errorMessage(error));
+}
+
 /** Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). */
 export function createPgPoolDatabase(url: string, options: { max?: number } = {}): PostgresDatabase {
   const pool = new pg.Pool({ connectionString: url, types, max: options.max ?? 10 });
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
+  let reached = false;
+  pool.on('connect', () => {
+    reached = true;
+  });
+  const tag = (error: unknown) => {
+    if (reached && typeof error === 'object' && error !== null && isConnectionLoss(error)) lostAfterReached.add(error);
+    return error;
+  };
+  const tagged = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw tag(error);
+    }
+  };
   const lockClients = new Set<() => Promise<void>>();
-  const run = async <Row>(
+  const run = <Row>(
     client: pg.Pool | pg.PoolClient,
     sql: string,
     parameters: readonly unknown[] = [],
-  ): Promise<PostgresResult<Row>> => {
-    const result = await client.query(sql, parameters as unknown[]);
-    return { rows: result.rows as Row[], changed: result.rowCount ?? 0 };
-  };
+  ): Promise<PostgresResult<Row>> =>
+    tagged(async () => {
+      const result = await client.query(sql, parameters as unknown[]);
+      return { rows: result.rows as Row[], changed: result.rowCount ?? 0 };
+    });
   return {
     description: describePostgresUrl(url),
     query: (sql, parameters) => run(pool, sql, parameters),
     async exec(sql) {
-      await pool.query(sql);
+      await tagged(() => pool.query(sql));
     },
     async transaction(work) {
-      const client = await pool.connect();
+      const client = await tagged(() => pool.connect());
       // A connection lent out has no listener of the pool: the server ending its session (a restart,
       // pg_terminate_backend) would emit an unhandled 'error' and end the process. The statement in
       // flight fails on its own; the connection is then destroyed rather than given back.
@@ -118,9 +148,10 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         const result = await work({
           query: (sql, parameters) => run(client, sql, parameters),
           async exec(sql) {
-            await client.query(sql);
+            await tagged(() => client.query(sql));
           },
         });
+        // Not tagged: a connection lost while committing leaves the outcome unknown, not worth a blind retry.
         await client.query('COMMIT');
         return result;
       } catch (error) {
@@ -134,7 +165,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
       }
     },
     async tryLock(name) {
-      const client = await pool.connect();
+      const client = await tagged(() => pool.connect());
       // A lock's connection stays checked out: its server dropping it must not crash the process, and
       // ends the session that held the lock. The listener goes with the lock: the pool lends the same
       // connection to the next lock, and one left behind each time would pile up on it.
@@ -158,7 +189,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         }
       } catch (error) {
         giveBack(true);
-        throw error;
+        throw tag(error);
       }
       let released = false;
       const release = async () => {
@@ -209,6 +240,13 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;
   const state = sqlState(error);
   const message = errorMessage(error) || state;
+  if (lostAfterReached.has(error as object)) {
+    return new MnemeError(
+      ErrorCode.StoreBusy,
+      `${doing}: the PostgreSQL server cannot be reached now, though it could before: it may be restarting (${message}); try again shortly`,
+      { cause: error },
+    );
+  }
   if (BUSY_STATES.includes(state)) {
     const why = state.startsWith('57P')
       ? `the PostgreSQL server is shutting down, restarting or starting (${message})`
