@@ -2,6 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../src/core/errors.js';
+import { createPgPoolDatabase, withPgErrors } from '../src/storage/postgres/postgres-database.js';
 import {
   hasPostgresBinaries,
   startTestPostgresServer,
@@ -114,5 +116,42 @@ describe.skipIf(!hasPostgresBinaries)('mneme serve while its PostgreSQL server g
     for (const [method, path, body] of requests)
       expect((await serve.call(method, path, body, key)).status).toBeLessThan(300);
     expect(serve.child.exitCode).toBeNull();
+  });
+
+  it('says a write whose connection was lost while committing may or may not be saved, rather than busy: try again', async () => {
+    const direct = createPgPoolDatabase(await server.database('away'), { max: 1 });
+    const lost = await startRelay(new URL(await server.database('away')));
+    const database = createPgPoolDatabase(lost.url(), { max: 2 });
+    try {
+      // A deferred constraint trigger runs at COMMIT: it sleeps there, and the connection goes meanwhile.
+      await direct.exec(`
+        CREATE TABLE committed_late (n integer);
+        CREATE FUNCTION sleep_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$;
+        CREATE CONSTRAINT TRIGGER committed_late_sleeps AFTER INSERT ON committed_late
+          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION sleep_at_commit();`);
+      await database.query('SELECT 1');
+      const failed = withPgErrors('writing', () =>
+        database.transaction((transaction) => transaction.query('INSERT INTO committed_late VALUES (1)')),
+      ).catch((error: unknown) => error);
+      let committing = false;
+      for (let tries = 0; tries < 200 && !committing; tries++) {
+        const { rows } = await direct.query<{ n: number }>(
+          "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'COMMIT' AND state = 'active'",
+        );
+        committing = (rows[0]?.n ?? 0) > 0;
+        if (!committing) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(committing).toBe(true);
+      await lost.down();
+      const error = await failed;
+      expect(error).toMatchObject({ code: ErrorCode.StoreFailed });
+      expect((error as Error).message).toMatch(/whether the change was saved is unknown/);
+      expect((error as Error).message).not.toMatch(/try again shortly|check the URL/);
+    } finally {
+      await lost.down();
+      await database.close();
+      await direct.close();
+    }
   });
 });

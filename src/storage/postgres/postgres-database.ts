@@ -86,9 +86,11 @@ export function isPostgresUrl(path: string): boolean {
 /**
  * Errors of a connection lost, or refused, after the pool had reached its server once (a restart, the
  * server or the network going away): `toMnemeErrorPg` makes them STORE_BUSY (HTTP 503, retry) rather
- * than "check the URL", which is for a server never reached.
+ * than "check the URL", which is for a server never reached. A connection lost while committing is in
+ * `commitUnknown` instead: whether the change was saved is not known, so a blind retry may do it twice.
  */
 const lostAfterReached = new WeakSet<object>();
+const commitUnknown = new WeakSet<object>();
 
 /** True for a driver error that says the connection is gone or cannot be made (no SQLSTATE of a statement). */
 function isConnectionLoss(error: unknown): boolean {
@@ -144,15 +146,19 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
       };
       client.on('error', onError);
       try {
-        await client.query('BEGIN');
+        await tagged(() => client.query('BEGIN'));
         const result = await work({
           query: (sql, parameters) => run(client, sql, parameters),
           async exec(sql) {
             await tagged(() => client.query(sql));
           },
         });
-        // Not tagged: a connection lost while committing leaves the outcome unknown, not worth a blind retry.
-        await client.query('COMMIT');
+        try {
+          await client.query('COMMIT');
+        } catch (error) {
+          if (typeof error === 'object' && error !== null && isConnectionLoss(error)) commitUnknown.add(error);
+          throw error;
+        }
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {
@@ -240,6 +246,13 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;
   const state = sqlState(error);
   const message = errorMessage(error) || state;
+  if (commitUnknown.has(error as object)) {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: the connection to the PostgreSQL server was lost while committing, so whether the change was saved is unknown (${message}); read it back before retrying`,
+      { cause: error },
+    );
+  }
   if (lostAfterReached.has(error as object)) {
     return new MnemeError(
       ErrorCode.StoreBusy,
