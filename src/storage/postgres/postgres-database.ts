@@ -38,8 +38,13 @@ export interface PostgresDatabase extends PostgresQueryable {
    * itself, so a pool leaves it out.
    */
   afterWrite?(changedRows: number): Promise<void>;
+  /** Milliseconds a writing transaction waits for a lock (the write lock first) before STORE_BUSY (5,000 when not set). */
+  readonly busyTimeoutMs?: number;
   close(): Promise<void>;
 }
+
+/** Milliseconds a write waits for a lock when not told, as SQLite's busy timeout. */
+export const DEFAULT_WRITE_WAIT_MS = 5000;
 
 /** A 64-bit integer as a JavaScript number: ids and epoch milliseconds stay far below 2^53. */
 const toNumber = (value: string) => Number(value);
@@ -100,7 +105,10 @@ function isConnectionLoss(error: unknown): boolean {
 }
 
 /** Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). */
-export function createPgPoolDatabase(url: string, options: { max?: number } = {}): PostgresDatabase {
+export function createPgPoolDatabase(
+  url: string,
+  options: { max?: number; busyTimeoutMs?: number } = {},
+): PostgresDatabase {
   const pool = new pg.Pool({ connectionString: url, types, max: options.max ?? 10 });
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
@@ -131,6 +139,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
     });
   return {
     description: describePostgresUrl(url),
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
     query: (sql, parameters) => run(pool, sql, parameters),
     async exec(sql) {
       await tagged(() => pool.query(sql));
@@ -328,16 +337,29 @@ export async function withPgErrors<T>(doing: string, work: () => Promise<T>): Pr
  */
 export const WRITE_LOCK = 0x6d6e656d;
 
-/** Runs `work` in one transaction that holds the write lock, wrapping a driver error once. */
+/**
+ * Runs `work` in one transaction that holds the write lock, wrapping a driver error once. The
+ * transaction waits for a lock (the write lock, held by another process's write, import or purge; a
+ * table's) at most `busyTimeoutMs` (`lock_timeout`, set in the statement that takes the write lock):
+ * then 55P03, STORE_BUSY (HTTP 503 with Retry-After), as SQLite's busy timeout. Without it a write
+ * waited as long as the holder, and writers waiting held every pooled connection: reads waited too.
+ */
 export async function writePg<T>(
   database: PostgresDatabase,
   doing: string,
   work: (transaction: PostgresQueryable) => Promise<T>,
 ): Promise<T> {
   let changed = 0;
+  // lock_timeout 0 is no limit in PostgreSQL: a busy timeout of 0 waits 1 ms.
+  const wait = `${Math.max(1, Math.floor(database.busyTimeoutMs ?? DEFAULT_WRITE_WAIT_MS))}ms`;
   const result = await withPgErrors(doing, () =>
     database.transaction(async (transaction) => {
-      await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      // The CTE runs first: the timeout is set before the lock is waited for.
+      await transaction.query(
+        `WITH wait AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true))
+         SELECT pg_advisory_xact_lock($1) FROM wait`,
+        [WRITE_LOCK, wait],
+      );
       return work({
         async query<Row>(sql: string, parameters?: readonly unknown[]) {
           const rows = await transaction.query<Row>(sql, parameters);
