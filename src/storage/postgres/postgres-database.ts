@@ -278,13 +278,7 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   // character_not_in_repertoire: from a JavaScript string (valid UTF-8 once encoded), only the NUL
   // character, which PostgreSQL's text cannot hold (SQLite's can). Bad input, refused: the
   // statement's transaction rolled back, so nothing of the request was stored.
-  if (state === '22021') {
-    return new MnemeError(
-      ErrorCode.InvalidInput,
-      `${doing}: PostgreSQL cannot store the NUL character (\\u0000) in text; remove it from the input`,
-      { cause: error },
-    );
-  }
+  if (state === '22021') return nulRefused(doing, error);
   if (state === '08P01') {
     return new MnemeError(
       ErrorCode.StoreFailed,
@@ -319,6 +313,31 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
     return new MnemeError(ErrorCode.StoreFailed, `${doing}: the database was dropped (${message})`, { cause: error });
   }
   return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
+}
+
+/** INVALID_INPUT: PostgreSQL's text cannot hold the NUL character. */
+function nulRefused(doing: string, cause?: unknown): MnemeError {
+  return new MnemeError(
+    ErrorCode.InvalidInput,
+    `${doing}: PostgreSQL cannot store the NUL character (\\u0000) in text; remove it from the input`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** True when a string in `value` (nested in arrays and objects too) holds the NUL character. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(holdsNul);
+  return false;
+}
+
+/**
+ * `Storage.checkText` of PostgreSQL: INVALID_INPUT when `value` holds the NUL character, before a use
+ * case that writes in several transactions (a sender's name, a topic, then the messages) writes any.
+ */
+export function checkPgText(value: unknown, doing: string): void {
+  if (holdsNul(value)) throw nulRefused(doing);
 }
 
 /** Runs `work`, wrapping a driver error once (`doing` says what was being done). */

@@ -384,6 +384,46 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('refuses messages holding a NUL character before writing anything: no sender name, no topic, no message', async () => {
+    const { createMneme } = await import('../../config/create-mneme.js');
+    const url = await server.database('nul-ingest');
+    const mneme = await createMneme({ path: url });
+    const database = createPgPoolDatabase(url, { max: 1 });
+    try {
+      const refusals = [
+        mneme.ingestMany([
+          { channelId: 'room', sender: 'ann', senderName: 'Ann Renamed', topicId: 'trip', content: 'fine' },
+          { channelId: 'room', sender: 'ann', content: 'a \u0000 in the second' },
+        ]),
+        mneme.ingestExchange({
+          channelId: 'room',
+          userId: 'bob',
+          userName: 'Bob Named',
+          topicId: 'party',
+          userMessage: 'hello',
+          assistantReply: 'the reply has a \u0000',
+        }),
+        mneme.ingest({ channelId: 'room', sender: 'cy', senderName: 'Cy', topicId: 'cy-topic', content: 'x\u0000' }),
+      ];
+      for (const refused of refusals) {
+        await expect(refused).rejects.toMatchObject({
+          code: ErrorCode.InvalidInput,
+          message: expect.stringContaining('NUL character'),
+        });
+      }
+      const rows = async (sql: string) => (await database.query(sql)).rows;
+      expect({
+        users: await rows('SELECT id, display_name FROM users'),
+        topics: await rows('SELECT id FROM topics'),
+        messages: await rows('SELECT id FROM messages'),
+        members: await rows('SELECT user_id FROM members'),
+      }).toEqual({ users: [], topics: [], messages: [], members: [] });
+    } finally {
+      await database.close();
+      await mneme.close();
+    }
+  });
+
   it('says the server cannot be reached when nothing listens at the URL', async () => {
     const { createServer } = await import('node:net');
     const port = await new Promise<number>((resolve) => {
