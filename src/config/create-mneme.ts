@@ -32,8 +32,8 @@ export interface MnemeOptions {
    */
   path: string;
   /**
-   * Milliseconds a write waits for another process's write lock on the file before failing with
-   * STORE_BUSY: a whole number, 0 or more; 5000 by default.
+   * Milliseconds a write waits for another process's write lock on the file (on a PostgreSQL server: the
+   * database's write lock) before failing with STORE_BUSY: a whole number, 0 or more; 5000 by default.
    */
   busyTimeoutMs?: number;
   /**

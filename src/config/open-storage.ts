@@ -13,7 +13,7 @@ export interface OpenStorageOptions {
    * when @electric-sql/pglite is installed).
    */
   path: string;
-  /** SQLite only: milliseconds a write waits for another process's lock. */
+  /** Milliseconds a write waits for another process's lock (SQLite's busy timeout; PostgreSQL's lock_timeout of a write). */
   busyTimeoutMs?: number;
 }
 
@@ -30,7 +30,12 @@ export function describeDatabase(path: string): string {
 /** Opens the storage a database setting names. The only place that picks a storage adapter. */
 export async function openStorage(options: OpenStorageOptions): Promise<Storage> {
   const { path } = options;
-  if (isPostgresUrl(path)) return createPostgresStorage({ database: createPgPoolDatabase(path) });
+  if (isPostgresUrl(path)) {
+    const { busyTimeoutMs } = options;
+    return createPostgresStorage({
+      database: createPgPoolDatabase(path, busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+    });
+  }
   if (isPgliteUrl(path)) {
     const database = await createPgliteDatabase(path);
     return createPostgresStorage({ database, exactScanLimit: PGLITE_EXACT_SCAN_LIMIT });

@@ -38,8 +38,13 @@ export interface PostgresDatabase extends PostgresQueryable {
    * itself, so a pool leaves it out.
    */
   afterWrite?(changedRows: number): Promise<void>;
+  /** Milliseconds a writing transaction waits for a lock (the write lock first) before STORE_BUSY (5,000 when not set). */
+  readonly busyTimeoutMs?: number;
   close(): Promise<void>;
 }
+
+/** Milliseconds a write waits for a lock when not told, as SQLite's busy timeout. */
+export const DEFAULT_WRITE_WAIT_MS = 5000;
 
 /** A 64-bit integer as a JavaScript number: ids and epoch milliseconds stay far below 2^53. */
 const toNumber = (value: string) => Number(value);
@@ -83,38 +88,86 @@ export function isPostgresUrl(path: string): boolean {
   return /^postgres(ql)?:\/\//i.test(path);
 }
 
+/**
+ * Errors of a connection lost, or refused, after the pool had reached its server once (a restart, the
+ * server or the network going away): `toMnemeErrorPg` makes them STORE_BUSY (HTTP 503, retry) rather
+ * than "check the URL", which is for a server never reached. A connection lost while committing is in
+ * `commitUnknown` instead: whether the change was saved is not known, so a blind retry may do it twice.
+ */
+const lostAfterReached = new WeakSet<object>();
+const commitUnknown = new WeakSet<object>();
+
+/** True for a driver error that says the connection is gone or cannot be made (no SQLSTATE of a statement). */
+function isConnectionLoss(error: unknown): boolean {
+  const state = sqlState(error);
+  if (UNREACHABLE_CODES.includes(state)) return true;
+  return state === '' && /^Connection terminated/.test(errorMessage(error));
+}
+
 /** Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). */
-export function createPgPoolDatabase(url: string, options: { max?: number } = {}): PostgresDatabase {
+export function createPgPoolDatabase(
+  url: string,
+  options: { max?: number; busyTimeoutMs?: number } = {},
+): PostgresDatabase {
   const pool = new pg.Pool({ connectionString: url, types, max: options.max ?? 10 });
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
+  let reached = false;
+  pool.on('connect', () => {
+    reached = true;
+  });
+  const tag = (error: unknown) => {
+    if (reached && typeof error === 'object' && error !== null && isConnectionLoss(error)) lostAfterReached.add(error);
+    return error;
+  };
+  const tagged = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw tag(error);
+    }
+  };
   const lockClients = new Set<() => Promise<void>>();
-  const run = async <Row>(
+  const run = <Row>(
     client: pg.Pool | pg.PoolClient,
     sql: string,
     parameters: readonly unknown[] = [],
-  ): Promise<PostgresResult<Row>> => {
-    const result = await client.query(sql, parameters as unknown[]);
-    return { rows: result.rows as Row[], changed: result.rowCount ?? 0 };
-  };
+  ): Promise<PostgresResult<Row>> =>
+    tagged(async () => {
+      const result = await client.query(sql, parameters as unknown[]);
+      return { rows: result.rows as Row[], changed: result.rowCount ?? 0 };
+    });
   return {
     description: describePostgresUrl(url),
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
     query: (sql, parameters) => run(pool, sql, parameters),
     async exec(sql) {
-      await pool.query(sql);
+      await tagged(() => pool.query(sql));
     },
     async transaction(work) {
-      const client = await pool.connect();
+      const client = await tagged(() => pool.connect());
+      // A connection lent out has no listener of the pool: the server ending its session (a restart,
+      // pg_terminate_backend) would emit an unhandled 'error' and end the process. The statement in
+      // flight fails on its own; the connection is then destroyed rather than given back.
       let broken = false;
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       try {
-        await client.query('BEGIN');
+        await tagged(() => client.query('BEGIN'));
         const result = await work({
           query: (sql, parameters) => run(client, sql, parameters),
           async exec(sql) {
-            await client.query(sql);
+            await tagged(() => client.query(sql));
           },
         });
-        await client.query('COMMIT');
+        try {
+          await client.query('COMMIT');
+        } catch (error) {
+          if (typeof error === 'object' && error !== null && isConnectionLoss(error)) commitUnknown.add(error);
+          throw error;
+        }
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {
@@ -122,11 +175,12 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         });
         throw error;
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },
     async tryLock(name) {
-      const client = await pool.connect();
+      const client = await tagged(() => pool.connect());
       // A lock's connection stays checked out: its server dropping it must not crash the process, and
       // ends the session that held the lock. The listener goes with the lock: the pool lends the same
       // connection to the next lock, and one left behind each time would pile up on it.
@@ -150,7 +204,7 @@ export function createPgPoolDatabase(url: string, options: { max?: number } = {}
         }
       } catch (error) {
         giveBack(true);
-        throw error;
+        throw tag(error);
       }
       let released = false;
       const release = async () => {
@@ -201,6 +255,20 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   if (error instanceof MnemeError) return error;
   const state = sqlState(error);
   const message = errorMessage(error) || state;
+  if (commitUnknown.has(error as object)) {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: the connection to the PostgreSQL server was lost while committing, so whether the change was saved is unknown (${message}); read it back before retrying`,
+      { cause: error },
+    );
+  }
+  if (lostAfterReached.has(error as object)) {
+    return new MnemeError(
+      ErrorCode.StoreBusy,
+      `${doing}: the PostgreSQL server cannot be reached now, though it could before: it may be restarting (${message}); try again shortly`,
+      { cause: error },
+    );
+  }
   if (BUSY_STATES.includes(state)) {
     const why = state.startsWith('57P')
       ? `the PostgreSQL server is shutting down, restarting or starting (${message})`
@@ -210,13 +278,7 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   // character_not_in_repertoire: from a JavaScript string (valid UTF-8 once encoded), only the NUL
   // character, which PostgreSQL's text cannot hold (SQLite's can). Bad input, refused: the
   // statement's transaction rolled back, so nothing of the request was stored.
-  if (state === '22021') {
-    return new MnemeError(
-      ErrorCode.InvalidInput,
-      `${doing}: PostgreSQL cannot store the NUL character (\\u0000) in text; remove it from the input`,
-      { cause: error },
-    );
-  }
+  if (state === '22021') return nulRefused(doing, error);
   if (state === '08P01') {
     return new MnemeError(
       ErrorCode.StoreFailed,
@@ -253,6 +315,31 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   return new MnemeError(ErrorCode.StoreFailed, `${doing}: ${errorMessage(error)}`, { cause: error });
 }
 
+/** INVALID_INPUT: PostgreSQL's text cannot hold the NUL character. */
+function nulRefused(doing: string, cause?: unknown): MnemeError {
+  return new MnemeError(
+    ErrorCode.InvalidInput,
+    `${doing}: PostgreSQL cannot store the NUL character (\\u0000) in text; remove it from the input`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** True when a string in `value` (nested in arrays and objects too) holds the NUL character. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(holdsNul);
+  return false;
+}
+
+/**
+ * `Storage.checkText` of PostgreSQL: INVALID_INPUT when `value` holds the NUL character, before a use
+ * case that writes in several transactions (a sender's name, a topic, then the messages) writes any.
+ */
+export function checkPgText(value: unknown, doing: string): void {
+  if (holdsNul(value)) throw nulRefused(doing);
+}
+
 /** Runs `work`, wrapping a driver error once (`doing` says what was being done). */
 export async function withPgErrors<T>(doing: string, work: () => Promise<T>): Promise<T> {
   try {
@@ -269,16 +356,29 @@ export async function withPgErrors<T>(doing: string, work: () => Promise<T>): Pr
  */
 export const WRITE_LOCK = 0x6d6e656d;
 
-/** Runs `work` in one transaction that holds the write lock, wrapping a driver error once. */
+/**
+ * Runs `work` in one transaction that holds the write lock, wrapping a driver error once. The
+ * transaction waits for a lock (the write lock, held by another process's write, import or purge; a
+ * table's) at most `busyTimeoutMs` (`lock_timeout`, set in the statement that takes the write lock):
+ * then 55P03, STORE_BUSY (HTTP 503 with Retry-After), as SQLite's busy timeout. Without it a write
+ * waited as long as the holder, and writers waiting held every pooled connection: reads waited too.
+ */
 export async function writePg<T>(
   database: PostgresDatabase,
   doing: string,
   work: (transaction: PostgresQueryable) => Promise<T>,
 ): Promise<T> {
   let changed = 0;
+  // lock_timeout 0 is no limit in PostgreSQL: a busy timeout of 0 waits 1 ms.
+  const wait = `${Math.max(1, Math.floor(database.busyTimeoutMs ?? DEFAULT_WRITE_WAIT_MS))}ms`;
   const result = await withPgErrors(doing, () =>
     database.transaction(async (transaction) => {
-      await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      // The CTE runs first: the timeout is set before the lock is waited for.
+      await transaction.query(
+        `WITH wait AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true))
+         SELECT pg_advisory_xact_lock($1) FROM wait`,
+        [WRITE_LOCK, wait],
+      );
       return work({
         async query<Row>(sql: string, parameters?: readonly unknown[]) {
           const rows = await transaction.query<Row>(sql, parameters);

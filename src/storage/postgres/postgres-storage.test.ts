@@ -341,6 +341,89 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('survives the server ending the session of a transaction: the write fails as busy, the process lives on', async () => {
+    const url = await server.database('terminated-transaction');
+    const database = createPgPoolDatabase(url, { max: 2 });
+    const killer = createPgPoolDatabase(url, { max: 1 });
+    // A connection lent to a transaction has no listener of the pool: its 'error' event, when the
+    // server ends the session (a restart, pg_terminate_backend), was unhandled and ended the process.
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const failed = withPgErrors('writing', () =>
+        database.transaction(async (transaction) => {
+          await transaction.query('SELECT pg_sleep(30) AS in_transaction');
+        }),
+      ).catch((error: unknown) => error);
+      let ended = false;
+      for (let tries = 0; tries < 200 && !ended; tries++) {
+        const { rows } = await killer.query<{ ended: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+           WHERE query = 'SELECT pg_sleep(30) AS in_transaction' AND pid <> pg_backend_pid()`,
+        );
+        ended = rows.some((row) => row.ended);
+        if (!ended) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(ended).toBe(true);
+      expect(await failed).toMatchObject({ code: ErrorCode.StoreBusy });
+      // The socket's end comes after the error the statement got: give it time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(uncaught).toEqual([]);
+      // The broken connection left the pool: the next transactions work.
+      for (let round = 0; round < 3; round++) {
+        expect(await database.transaction((transaction) => transaction.query<{ n: number }>('SELECT 1 AS n'))).toEqual({
+          rows: [{ n: 1 }],
+          changed: 1,
+        });
+      }
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await killer.close();
+      await database.close();
+    }
+  });
+
+  it('refuses messages holding a NUL character before writing anything: no sender name, no topic, no message', async () => {
+    const { createMneme } = await import('../../config/create-mneme.js');
+    const url = await server.database('nul-ingest');
+    const mneme = await createMneme({ path: url });
+    const database = createPgPoolDatabase(url, { max: 1 });
+    try {
+      const refusals = [
+        mneme.ingestMany([
+          { channelId: 'room', sender: 'ann', senderName: 'Ann Renamed', topicId: 'trip', content: 'fine' },
+          { channelId: 'room', sender: 'ann', content: 'a \u0000 in the second' },
+        ]),
+        mneme.ingestExchange({
+          channelId: 'room',
+          userId: 'bob',
+          userName: 'Bob Named',
+          topicId: 'party',
+          userMessage: 'hello',
+          assistantReply: 'the reply has a \u0000',
+        }),
+        mneme.ingest({ channelId: 'room', sender: 'cy', senderName: 'Cy', topicId: 'cy-topic', content: 'x\u0000' }),
+      ];
+      for (const refused of refusals) {
+        await expect(refused).rejects.toMatchObject({
+          code: ErrorCode.InvalidInput,
+          message: expect.stringContaining('NUL character'),
+        });
+      }
+      const rows = async (sql: string) => (await database.query(sql)).rows;
+      expect({
+        users: await rows('SELECT id, display_name FROM users'),
+        topics: await rows('SELECT id FROM topics'),
+        messages: await rows('SELECT id FROM messages'),
+        members: await rows('SELECT user_id FROM members'),
+      }).toEqual({ users: [], topics: [], messages: [], members: [] });
+    } finally {
+      await database.close();
+      await mneme.close();
+    }
+  });
+
   it('says the server cannot be reached when nothing listens at the URL', async () => {
     const { createServer } = await import('node:net');
     const port = await new Promise<number>((resolve) => {
