@@ -69,12 +69,6 @@ export interface Storage {
    * while holding it once the lease expires (`SQLITE_LOCK_TTL_MS`).
    */
   tryLock(name: string): Promise<HeldLock | null>;
-  /**
-   * Throws INVALID_INPUT when some text in `value` (strings, nested in arrays and objects) is text this
-   * store cannot hold, before a use case that writes in several transactions writes any (PostgreSQL: the
-   * NUL character). Absent when the store holds any text (SQLite).
-   */
-  checkText?(value: unknown, doing: string): void;
   close(): Promise<void>;
 }
 

@@ -199,8 +199,6 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   ): Promise<IngestResult[]> {
     const { file } = options;
     await checkReplies(inputs);
-    // Text the store cannot hold is refused before the names and topics below are written.
-    storage.checkText?.(inputs, 'appending messages');
     const names = new Map<string, string>();
     const known = new Map<string, string | null>();
     const renames = new Map<string, string>();

@@ -324,22 +324,6 @@ function nulRefused(doing: string, cause?: unknown): MnemeError {
   );
 }
 
-/** True when a string in `value` (nested in arrays and objects too) holds the NUL character. */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (Array.isArray(value)) return value.some(holdsNul);
-  if (value !== null && typeof value === 'object') return Object.values(value).some(holdsNul);
-  return false;
-}
-
-/**
- * `Storage.checkText` of PostgreSQL: INVALID_INPUT when `value` holds the NUL character, before a use
- * case that writes in several transactions (a sender's name, a topic, then the messages) writes any.
- */
-export function checkPgText(value: unknown, doing: string): void {
-  if (holdsNul(value)) throw nulRefused(doing);
-}
-
 /** Runs `work`, wrapping a driver error once (`doing` says what was being done). */
 export async function withPgErrors<T>(doing: string, work: () => Promise<T>): Promise<T> {
   try {

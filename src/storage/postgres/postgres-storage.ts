@@ -1,6 +1,6 @@
 import type { Storage } from '../storage.js';
 import { createPostgresApiKeyStore } from './postgres-api-key-store.js';
-import { checkPgText, type PostgresDatabase, toMnemeErrorPg, withPgErrors } from './postgres-database.js';
+import { type PostgresDatabase, toMnemeErrorPg, withPgErrors } from './postgres-database.js';
 import { createPostgresDirectoryStore } from './postgres-directory-store.js';
 import { createPostgresExtractionStore } from './postgres-extraction-store.js';
 import { createPostgresIdempotencyStore } from './postgres-idempotency-store.js';
@@ -65,7 +65,6 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
       policy: createPostgresPolicyStore(database),
       idempotency: createPostgresIdempotencyStore(database),
       tryLock: (name) => withPgErrors(`taking the lock ${name}`, () => database.tryLock(name)),
-      checkText: checkPgText,
       async vectorIndex() {
         return vectors.info();
       },
