@@ -199,8 +199,9 @@ describe('mneme eval locomo', () => {
 
   it('says which conversations exist when asked for one that does not', async () => {
     const run = await cli('eval', 'locomo', '--data', tinyLocomo, '--conversations', 'conv-99');
-    expect(run.code).not.toBe(0);
-    expect(run.stderr).toContain('no conversation conv-99');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^mneme: no conversation conv-99 in /);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('tiny-1');
   });
 });
