@@ -47,7 +47,10 @@ export function registerServeCommands(
     .action(
       withEngine(
         (mneme, options: { label: string; user?: string }) =>
-          mneme.apiKeys.create({ label: options.label, ...(options.user === undefined ? {} : { userId: options.user }) }),
+          mneme.apiKeys.create({
+            label: options.label,
+            ...(options.user === undefined ? {} : { userId: options.user }),
+          }),
         (key) =>
           `${key.key}\n(${key.userId ? `bound to user ${key.userId}` : 'administrator'} key "${key.label}", prefix ${key.prefix}; shown once, store it now)`,
       ),
