@@ -199,8 +199,26 @@ describe('mneme eval locomo', () => {
 
   it('says which conversations exist when asked for one that does not', async () => {
     const run = await cli('eval', 'locomo', '--data', tinyLocomo, '--conversations', 'conv-99');
-    expect(run.code).not.toBe(0);
-    expect(run.stderr).toContain('no conversation conv-99');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^mneme: no conversation conv-99 in /);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('tiny-1');
+  });
+});
+
+describe('a --json or --questions file that cannot be written', () => {
+  it.each([
+    ['bench', '--sizes', '40', '--queries', '3', '--messages', '4', '--json'],
+    ['eval', 'locomo', '--data', tinyLocomo, '--json'],
+    ['eval', 'locomo', '--data', tinyLocomo, '--questions'],
+  ])('is refused before the run, with exit code 2 and one line: %j', async (...argv) => {
+    const file = join(folder, 'no-such-folder', 'figures.json');
+    const run = await cli(...argv, file);
+    expect(run.code).toBe(2);
+    // With --json the error is the JSON object every command prints under the global --json.
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain(`cannot write ${file}: its folder does not exist`);
+    expect(run.stderr).not.toMatch(/unexpected|ingesting/i);
+    expect(run.stdout).toBe('');
   });
 });

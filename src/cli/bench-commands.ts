@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { formatBenchTable } from '../bench/bench-report.js';
 import { formatLocomoTable } from '../bench/locomo/locomo-report.js';
@@ -8,7 +8,7 @@ import { MAX_ASK_AFTER_DAYS, runLocomo } from '../bench/locomo/run-locomo.js';
 import { isBenchPgliteSetting, isBenchServerUrl } from '../bench/postgres-bench-database.js';
 import { runBench } from '../bench/run-bench.js';
 import { loadConfig } from '../config/load-config.js';
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { DEFAULT_PRESET, presetNames } from '../core/presets.js';
 import { choiceOption, decimalNumberOption, wholeNumberOption } from './cli-arguments.js';
 import { createProgressBar, type ProgressBar } from './progress-bar.js';
@@ -75,6 +75,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .allowExcessArguments()
     .action(async (options: BenchOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
+      if (json !== null && json !== 'stdout') checkWritable(json);
       const quick = options.quick === true;
       const sizes = options.sizes ?? (quick ? QUICK_SIZES : DEFAULT_SIZES);
       const seed = options.seed ?? 42;
@@ -145,6 +146,8 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .allowExcessArguments()
     .action(async (options: EvalOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
+      if (json !== null && json !== 'stdout') checkWritable(json);
+      if (typeof options.questions === 'string') checkWritable(options.questions);
       const preset = options.preset ?? DEFAULT_PRESET;
       const live = options.live === true;
       const askAfterDays = options.askAfter;
@@ -175,7 +178,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           ...(options.minRelevance === undefined ? {} : { minRelevance: options.minRelevance }),
         });
         if (typeof options.questions === 'string') {
-          writeFileSync(options.questions, `${JSON.stringify(report.questions, null, 1)}\n`);
+          writeFile(options.questions, `${JSON.stringify(report.questions, null, 1)}\n`);
         }
         writeResult(io, json, report.figures, formatLocomoTable(report, machine()));
       } finally {
@@ -206,8 +209,44 @@ function writeResult(io: BenchIo, json: string | 'stdout' | null, figures: unkno
     io.stdout(text);
     return;
   }
-  if (json !== null) writeFileSync(json, text);
+  if (json !== null) writeFile(json, text);
   io.stdout(`${table}\n`);
+}
+
+/** Why a file cannot be written, in words. */
+function cannotWrite(file: string, error: unknown): MnemeError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const reason =
+    code === 'ENOENT'
+      ? 'its folder does not exist'
+      : code === 'EISDIR'
+        ? 'it is a folder'
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? 'permission denied'
+          : errorMessage(error);
+  return new MnemeError(ErrorCode.InvalidInput, `cannot write ${file}: ${reason}`, { cause: error });
+}
+
+/** Refuses, before a run that may take hours, a file its figures could not be written to. */
+function checkWritable(file: string): void {
+  try {
+    if (existsSync(file)) {
+      if (statSync(file).isDirectory()) throw Object.assign(new Error('a folder'), { code: 'EISDIR' });
+      accessSync(file, constants.W_OK);
+    } else {
+      accessSync(dirname(resolve(file)), constants.W_OK);
+    }
+  } catch (error) {
+    throw cannotWrite(file, error);
+  }
+}
+
+function writeFile(file: string, text: string): void {
+  try {
+    writeFileSync(file, text);
+  } catch (error) {
+    throw cannotWrite(file, error);
+  }
 }
 
 /** `--sizes 10000,100_000`: whole numbers from 1 to 10,000,000. */

@@ -13,7 +13,7 @@ import { defined } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { registerCopyCommands } from './copy-commands.js';
 import { registerDoctorCommands } from './doctor-commands.js';
-import { registerIngestCommands } from './ingest-commands.js';
+import { fileSize, registerIngestCommands } from './ingest-commands.js';
 import { registerMaintainCommands } from './maintain-commands.js';
 import { registerMcpCommands } from './mcp-commands.js';
 import { registerMemoryCommands } from './memory-commands.js';
@@ -160,6 +160,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         ErrorCode.Forbidden,
         'creating a database under a preset needs an administrator; leave out --as',
       );
+    }
+    // A file to read that is missing or a folder is refused before the database is opened (or created).
+    const input = command.args[0];
+    if ((top.name() === 'ingest' || top.name() === 'import') && input !== undefined && input !== '-') {
+      fileSize(input);
     }
     const globals = program.opts<GlobalOptions>();
     checkDatabasePath(globals.db ?? config.databasePath, {

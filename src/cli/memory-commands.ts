@@ -14,7 +14,13 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .command('add')
     .description('store a memory')
     .argument('<text>', 'what to remember')
-    .addOption(choiceOption('--scope <scope>', 'where it belongs (default global)', scopes))
+    .addOption(
+      choiceOption(
+        '--scope <scope>',
+        'where it belongs (default global; session is refused: extraction writes it)',
+        scopes,
+      ),
+    )
     .option('--user <id>', 'user id (personal scope)')
     .option('--channel <id>', 'channel id (room scope)')
     .option('--project <id>', 'project id (project scope)')

@@ -467,7 +467,7 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
     throw new MnemeError(ErrorCode.InvalidInput, '--from and --to name the same database; give another --to');
   }
   if (!isPostgresUrl(options.from) && !isPgliteUrl(options.from) && !existsSync(options.from)) {
-    throw new MnemeError(ErrorCode.InvalidInput, `there is no database at ${options.from}; check --from`);
+    throw new MnemeError(ErrorCode.NotFound, `there is no database at ${options.from}; check --from`);
   }
   const source = await openEnd(options.from);
   let target: CopyEnd | null = null;

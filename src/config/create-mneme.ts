@@ -21,6 +21,7 @@ import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
 import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
 import { createExtractionQueue } from '../workers/extraction-queue.js';
 import { openStorage } from './open-storage.js';
+import { packageVersion } from './package-version.js';
 import { type ProviderConnections, resolveChatModel, resolveEmbedder } from './providers.js';
 
 /** Options of `createMneme`. Everything but `path` has an offline default. */
@@ -152,6 +153,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
         ? null
         : (options.extractor ?? (chat ? createChatFactExtractor(chat) : createOfflineExtractor())),
     extractionScheduler: (work) => createExtractionQueue(work, { logger }),
+    version: packageVersion(),
   });
   return embedder && options.backfill !== false ? withBackfill(engine, logger) : engine;
 }

@@ -32,4 +32,6 @@ export interface EngineContext {
   extractor?: FactExtractor | null;
   /** Starts the background extraction worker; left out, extraction runs when `whenIdle()` is awaited. */
   extractionScheduler?: ExtractionSchedulerFactory;
+  /** The mneme version an export's header names (`createMneme` passes the package's); left out, `unknown`. */
+  version?: string;
 }

@@ -83,32 +83,43 @@ const ownerRequirement: Record<Scope, keyof typeof ownerIds | null> = {
   global: null,
 };
 
+/** The fields of a manual memory; the actor who writes it is not one of them (the body of `POST /api/memories`). */
+const memoryCreateFields = {
+  content: ContentSchema,
+  scope: ScopeSchema.default('global'),
+  ...ownerIds,
+  category: CategorySchema.default('general'),
+  importance: ImportanceSchema.default(0.5),
+  pinned: z.boolean({ error: 'pinned must be true or false' }).default(false),
+};
+
+/** A manual memory's scope rules: no session memory, and the owner id its scope needs. */
+function checkManualScope(
+  input: { scope: Scope } & { [field in keyof typeof ownerIds]?: string | undefined },
+  context: z.RefinementCtx,
+): void {
+  if (input.scope === 'session') {
+    context.addIssue({
+      code: 'custom',
+      path: ['scope'],
+      message:
+        'session memories come from conversation extraction (extract(topicId)); use scope personal, room, project or global',
+    });
+    return;
+  }
+  const field = ownerRequirement[input.scope];
+  if (field !== null && input[field] === undefined) {
+    context.addIssue({ code: 'custom', path: [field], message: `scope ${input.scope} needs ${field}` });
+  }
+}
+
+/** The body of `POST /api/memories`: a manual memory, written by the caller (the route sets the actor). */
+export const MemoryCreateSchema = z.strictObject(memoryCreateFields).superRefine(checkManualScope);
+
 /** Input of `remember`: a manual memory. */
 export const RememberInputSchema = z
-  .strictObject({
-    content: ContentSchema,
-    scope: ScopeSchema.default('global'),
-    ...ownerIds,
-    category: CategorySchema.default('general'),
-    importance: ImportanceSchema.default(0.5),
-    pinned: z.boolean({ error: 'pinned must be true or false' }).default(false),
-    actor: ActorSchema.optional(),
-  })
-  .superRefine((input, context) => {
-    if (input.scope === 'session') {
-      context.addIssue({
-        code: 'custom',
-        path: ['scope'],
-        message:
-          'session memories come from conversation extraction (extract(topicId)); use scope personal, room, project or global',
-      });
-      return;
-    }
-    const field = ownerRequirement[input.scope];
-    if (field !== null && input[field] === undefined) {
-      context.addIssue({ code: 'custom', path: [field], message: `scope ${input.scope} needs ${field}` });
-    }
-  });
+  .strictObject({ ...memoryCreateFields, actor: ActorSchema.optional() })
+  .superRefine(checkManualScope);
 export type RememberInput = z.input<typeof RememberInputSchema>;
 
 /** The fields an edit may change, and why (the body of `PATCH /api/memories/{id}`). */

@@ -82,7 +82,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     const { body, headers } = problemOf(error);
     const clientLeft = context.req.raw.signal.aborted;
     if (body.status >= 500 && body.code !== 'STORE_BUSY' && !clientLeft)
-      log(`unexpected error: ${errorMessage(error)}`);
+      // An unreachable upstream is an outage to report as such; anything else here was not expected.
+      log(body.code === 'UPSTREAM_UNREACHABLE' ? errorMessage(error) : `unexpected error: ${errorMessage(error)}`);
     return sendProblem(body.status, body, headers);
   });
   app.notFound((context) =>

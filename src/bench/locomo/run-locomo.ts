@@ -153,7 +153,8 @@ export async function runLocomo(options: LocomoOptions): Promise<LocomoReport> {
   const conversations = wanted ? all.filter((conversation) => wanted.has(conversation.sampleId)) : all;
   const missing = wanted ? [...wanted].filter((id) => !all.some((conversation) => conversation.sampleId === id)) : [];
   if (missing.length > 0) {
-    throw new Error(
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
       `no conversation ${missing.join(', ')} in ${options.dataPath}; it has ${all.map((conversation) => conversation.sampleId).join(', ')}`,
     );
   }

@@ -13,7 +13,7 @@ export interface ExportOptions {
    * docs/export-format.md): left out, everything.
    */
   userId?: string;
-  /** The mneme version written in the header (the faces pass the package's). */
+  /** The mneme version written in the header; left out, the engine's (`createMneme`: the package's). */
   mnemeVersion?: string;
 }
 
@@ -44,7 +44,7 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     type: 'header',
     format: EXPORT_FORMAT,
     version: EXPORT_FORMAT_VERSION,
-    mneme: options.mnemeVersion ?? 'unknown',
+    mneme: options.mnemeVersion ?? context.version ?? 'unknown',
     exportedAt: toIso(context.clock.now()),
     user: userId ?? null,
     preset: policy?.preset ?? 'mneme',

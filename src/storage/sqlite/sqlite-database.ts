@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
@@ -34,6 +34,30 @@ export interface OpenSqliteOptions {
 }
 
 /**
+ * Creates a folder and its missing parents one level at a time. Not `mkdirSync(…, { recursive: true })`:
+ * on Node 20 that loops forever where a level cannot be created but its parent exists (under /proc).
+ */
+function makeFolders(folder: string): void {
+  const missing: string[] = [];
+  for (let level = folder; !existsSync(level); level = dirname(level)) {
+    missing.unshift(level);
+    if (dirname(level) === level) break;
+  }
+  for (const level of missing) {
+    try {
+      mkdirSync(level);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `cannot create the folder ${level} (${(error as NodeJS.ErrnoException).code ?? errorMessage(error)})`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+/**
  * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL, foreign keys on,
  * synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
  * holds while opening only; the open connection fails at once with SQLITE_BUSY on a lock held
@@ -41,7 +65,7 @@ export interface OpenSqliteOptions {
  */
 export function openSqliteDatabase(options: OpenSqliteOptions): Database.Database {
   const inMemory = options.path === ':memory:';
-  if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
+  if (!inMemory) makeFolders(dirname(resolve(options.path)));
   let database: Database.Database;
   try {
     database = new Database(options.path);

@@ -1,0 +1,27 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../test/cli-harness.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-cli-keys-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe('mneme keys create --user', () => {
+  it('refuses an empty user instead of creating an administrator key, and writes no key', async () => {
+    const database = join(folder, 'keys.db');
+    const run = (...argv: string[]) => runCli(database, argv);
+    expect((await run('init')).code).toBe(0);
+
+    for (const user of ['', '  ']) {
+      const refused = await run('keys', 'create', '--label', 'ann app', '--user', user);
+      expect(refused).toMatchObject({ code: 2, stdout: '' });
+      expect(refused.stderr).toMatch(/^mneme: .*userId/);
+    }
+    expect((await run('keys', 'list')).stdout).toMatch(/^no API keys/);
+
+    const bound = await run('keys', 'create', '--label', 'ann app', '--user', 'ann');
+    expect(bound.code).toBe(0);
+    expect(bound.stdout).toContain('bound to user ann');
+  });
+});
