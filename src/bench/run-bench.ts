@@ -153,7 +153,11 @@ async function buildVectorLists(path: string): Promise<void> {
 }
 
 /** Remembers one corpus memory through `remember()`, its vector lent to the precomputed model for the call. */
-export async function rememberOne(mneme: Mneme, model: PrecomputedEmbeddingModel, memory: SyntheticMemory): Promise<void> {
+export async function rememberOne(
+  mneme: Mneme,
+  model: PrecomputedEmbeddingModel,
+  memory: SyntheticMemory,
+): Promise<void> {
   model.set(memory.content, memory.vector);
   await mneme.remember({
     content: memory.content,
