@@ -67,3 +67,43 @@ describe('a batch the store refuses at its 7th item', () => {
     expect(await records(mneme, 'user')).toMatchObject([{ id: 'ann', displayName: 'Mallory' }]);
   }, 60_000);
 });
+
+/**
+ * Attack finding (wt-attack15): `createTopic` and `createProject` wrote the topic or project, then its
+ * members, each on its own. A request the store refused at the members (on PostgreSQL, a member id with
+ * a NUL character: 422, "nothing of the request stored") had already renamed the project and turned its
+ * work extraction on (`managed`), or renamed the topic and moved it into another project.
+ */
+describe('POST /api/projects and /api/topics refused at their members', () => {
+  it('change nothing: neither the project nor the topic nor any membership (PostgreSQL, over HTTP)', async () => {
+    mneme = await createMneme({ path: 'pglite:memory:', logger: quiet });
+    server = await startHttpServer({ mneme, port: 0 });
+    const post = async (path: string, body: unknown) =>
+      (
+        await fetch(`${server?.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).status;
+    expect(await post('/api/projects', { id: 'launch', name: 'Launch', members: ['ann'] })).toBe(201);
+    expect(await post('/api/projects', { id: 'other', name: 'Other', members: ['bob'] })).toBe(201);
+    expect(await post('/api/topics', { id: 'plans', title: 'Plans', projectId: 'launch', members: ['ann'] })).toBe(201);
+    const before = await records(mneme, 'project', 'topic', 'membership');
+
+    expect(
+      await post('/api/projects', { id: 'launch', name: 'Renamed', managed: true, members: ['ann', 'x\u0000'] }),
+    ).toBe(422);
+    expect(
+      await post('/api/topics', { id: 'plans', title: 'Moved', projectId: 'other', members: ['bob', 'y\u0000'] }),
+    ).toBe(422);
+    expect(await records(mneme, 'project', 'topic', 'membership')).toEqual(before);
+
+    // Without the bad member, each is written whole.
+    expect(await post('/api/topics', { id: 'plans', title: 'Moved', projectId: 'other', members: ['bob'] })).toBe(201);
+    expect(await records(mneme, 'topic')).toMatchObject([{ id: 'plans', title: 'Moved', projectId: 'other' }]);
+    expect((await records(mneme, 'membership')).filter((member) => member.kind === 'topic')).toMatchObject([
+      { spaceId: 'plans', userId: 'bob' },
+    ]);
+  }, 60_000);
+});
