@@ -239,6 +239,15 @@ describe('mneme mcp over stdio (the built CLI)', () => {
     const refused = await runCli(database, ['mcp', '--user', ' ']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('userId must not be empty');
+
+    // Set but blank (a host's `"MNEME_USER": "$USER_ID"` with the variable unset): not the administrator's
+    // session, which would show the agent every user's memories, but refused as the blank flag is.
+    for (const blank of ['', '  ']) {
+      const unset = await runCli(database, ['mcp'], { env: { MNEME_EMBEDDER: 'none', MNEME_USER: blank } });
+      expect(unset.code, blank).toBe(2);
+      expect(unset.stderr, blank).toMatch(/^mneme: .*MNEME_USER is set but blank/);
+      expect(unset.stderr.trim().split('\n'), blank).toHaveLength(1);
+    }
   });
 
   it('ignores a malformed line, answers the next message, and exits cleanly when the host closes stdin', async () => {

@@ -2,7 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { errorMessage } from '../core/errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
 import { createMcpServer } from '../mcp/mcp-server.js';
 import { stdioSession } from '../mcp/mcp-session.js';
@@ -23,6 +23,12 @@ export function registerMcpCommands(program: Command, io: CliIo, config: Environ
     .option('--project <id>', 'the project (MNEME_PROJECT)')
     .option('--topic <id>', 'the topic, a conversation session (MNEME_TOPIC)')
     .action(async (options: { user?: string; channel?: string; project?: string; topic?: string }) => {
+      if (options.user === undefined && config.mcpViewer.userId === '') {
+        throw new MnemeError(
+          ErrorCode.InvalidInput,
+          'MNEME_USER is set but blank: give it a user id (or --user), or unset it for an administrator session',
+        );
+      }
       const viewer = parseInput(
         ViewerSchema,
         {

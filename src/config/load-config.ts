@@ -8,7 +8,8 @@ export interface EnvironmentConfig {
   providers: ProviderSettings;
   /**
    * `MNEME_USER`, `MNEME_CHANNEL`, `MNEME_PROJECT`, `MNEME_TOPIC`: the viewer of `mneme mcp` when its
-   * flags leave them out (unset or blank: none).
+   * flags leave them out (unset or blank: none), but for a `MNEME_USER` set blank, kept as `''` for `mcp`
+   * to refuse: without a user the session is the administrator's.
    */
   mcpViewer: { userId?: string; channelId?: string; projectId?: string; topicId?: string };
   /**
@@ -24,12 +25,14 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Enviro
   return {
     databasePath: databasePath ? databasePath : './data/mneme.db',
     providers: readProviderSettings(environment),
-    mcpViewer: nonBlank({
-      userId: environment.MNEME_USER,
-      channelId: environment.MNEME_CHANNEL,
-      projectId: environment.MNEME_PROJECT,
-      topicId: environment.MNEME_TOPIC,
-    }),
+    mcpViewer: {
+      ...(environment.MNEME_USER === undefined ? {} : { userId: environment.MNEME_USER.trim() }),
+      ...nonBlank({
+        channelId: environment.MNEME_CHANNEL,
+        projectId: environment.MNEME_PROJECT,
+        topicId: environment.MNEME_TOPIC,
+      }),
+    },
     ...(upstreamApiKey ? { upstreamApiKey } : {}),
   };
 }
