@@ -390,23 +390,27 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     const mneme = await createMneme({ path: url });
     const database = createPgPoolDatabase(url, { max: 1 });
     try {
+      // One at a time: a refusal that settles while the test awaits another would be an unhandled rejection.
       const refusals = [
-        mneme.ingestMany([
-          { channelId: 'room', sender: 'ann', senderName: 'Ann Renamed', topicId: 'trip', content: 'fine' },
-          { channelId: 'room', sender: 'ann', content: 'a \u0000 in the second' },
-        ]),
-        mneme.ingestExchange({
-          channelId: 'room',
-          userId: 'bob',
-          userName: 'Bob Named',
-          topicId: 'party',
-          userMessage: 'hello',
-          assistantReply: 'the reply has a \u0000',
-        }),
-        mneme.ingest({ channelId: 'room', sender: 'cy', senderName: 'Cy', topicId: 'cy-topic', content: 'x\u0000' }),
+        () =>
+          mneme.ingestMany([
+            { channelId: 'room', sender: 'ann', senderName: 'Ann Renamed', topicId: 'trip', content: 'fine' },
+            { channelId: 'room', sender: 'ann', content: 'a \u0000 in the second' },
+          ]),
+        () =>
+          mneme.ingestExchange({
+            channelId: 'room',
+            userId: 'bob',
+            userName: 'Bob Named',
+            topicId: 'party',
+            userMessage: 'hello',
+            assistantReply: 'the reply has a \u0000',
+          }),
+        () =>
+          mneme.ingest({ channelId: 'room', sender: 'cy', senderName: 'Cy', topicId: 'cy-topic', content: 'x\u0000' }),
       ];
       for (const refused of refusals) {
-        await expect(refused).rejects.toMatchObject({
+        await expect(refused()).rejects.toMatchObject({
           code: ErrorCode.InvalidInput,
           message: expect.stringContaining('NUL character'),
         });
