@@ -186,7 +186,10 @@ export function registerTransferCommands(
           `${report.memberships} memberships, ${report.messages} messages, ${report.memories} memories ` +
           `(${report.versions} versions), ${report.links} links` +
           (report.duplicates > 0 ? `; ${report.duplicates} mem0 memories were imported before and skipped` : '') +
-          (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : ''),
+          (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : '') +
+          (report.apiKeysRequired
+            ? '; the exported database required API keys, so this one does: `mneme keys create` makes one (keys are not exported)'
+            : ''),
       ),
     );
 }

@@ -146,6 +146,8 @@ export interface ImportSession {
   setWatermarks(states: readonly MaintenanceState[]): Promise<void>;
   /** Replaces every policy version by these (oldest first). */
   replacePolicy(versions: ReadonlyArray<Omit<PolicyVersion, 'createdAt'> & { createdAt: number }>): Promise<void>;
+  /** Marks the database as one whose HTTP service requires an API key, as its first key does (`ApiKeyStore.everCreated`). */
+  requireApiKeys(at: number): Promise<void>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
 }

@@ -49,6 +49,7 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     user: userId ?? null,
     preset: policy?.preset ?? 'mneme',
     overrides: policy?.overrides ?? {},
+    apiKeys: await storage.apiKeys.everCreated(),
   };
   yield JSON.stringify(header);
   let records = 0;

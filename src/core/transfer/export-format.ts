@@ -57,6 +57,11 @@ export const HeaderSchema = z.object({
   user: id.nullable(),
   preset: text,
   overrides: z.record(z.string(), z.unknown()),
+  /**
+   * Whether the database it came from ever had an API key (its HTTP service then required one): a
+   * database it is imported into requires one too. Files written before this field read as false.
+   */
+  apiKeys: z.boolean().optional(),
 });
 
 const PolicyRecordSchema = z.strictObject({

@@ -378,6 +378,10 @@ async function restore(
   );
   await session.setSourceIds(fixes.map((fix) => [fix.id, fix.sourceIds] as const));
   await session.setWatermarks(watermarks.length > 0 ? watermarks : caughtUp(latestOfChannel, latestOfTopic));
+  // A database that required API keys restores into one that does: the keys are not exported, and a
+  // service that never had one answers every caller as an administrator (users' old keys included).
+  if (header.apiKeys === true) await session.requireApiKeys(context.clock.now());
+  report.apiKeysRequired = header.apiKeys === true;
   await session.replacePolicy(
     policies.length > 0
       ? policies

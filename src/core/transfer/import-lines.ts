@@ -23,6 +23,11 @@ export interface ImportReport {
   links: number;
   /** mem0 memories whose id an earlier import brought in already (or the file named twice): not imported again. */
   duplicates: number;
+  /**
+   * Whether the file came from a database that required API keys, so this one requires one too: its HTTP
+   * service answers no request until `mneme keys create` makes a key (keys are not exported).
+   */
+  apiKeysRequired: boolean;
 }
 
 /** A line's text and its number in the file (1-based, blank lines counted). */
@@ -70,5 +75,6 @@ export function emptyReport(from: ImportSource, user: string | null): ImportRepo
     versions: 0,
     links: 0,
     duplicates: 0,
+    apiKeysRequired: false,
   };
 }

@@ -525,6 +525,13 @@ function createImportSession(
           );
         }
       }),
+    requireApiKeys: (at) =>
+      write('importing the service state', async () => {
+        await q.query(
+          "INSERT INTO service_state (name, value) VALUES ('first_api_key_at', $1) ON CONFLICT DO NOTHING",
+          [at],
+        );
+      }),
     replacePolicy: (versions) =>
       write('importing the policy', async () => {
         await q.query('DELETE FROM policy_versions');

@@ -350,6 +350,9 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
           last_run_at = excluded.last_run_at, details = excluded.details`,
     ),
     clearPolicy: database.prepare('DELETE FROM policy_versions'),
+    requireApiKeys: database.prepare<[number]>(
+      "INSERT INTO service_state (name, value) VALUES ('first_api_key_at', ?) ON CONFLICT DO NOTHING",
+    ),
     policy: database.prepare(
       'INSERT INTO policy_versions (version, preset, overrides, change, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -484,6 +487,10 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
             state.details === null ? null : JSON.stringify(state.details),
           );
         }
+      }),
+    requireApiKeys: (at) =>
+      write('importing the service state', () => {
+        statements.requireApiKeys.run(at);
       }),
     replacePolicy: (versions) =>
       write('importing the policy', () => {
