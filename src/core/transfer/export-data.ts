@@ -38,6 +38,9 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   // A user's export names only the projects they are a member of: the project of a topic in one of their
   // channels may be another's, which nothing else shows them (a message shows its topic's id only).
   const projects = filter ? new Set(filter.projectIds) : null;
+  // Likewise a topic's title: a message in one of their channels shows the topic's id only, and no face
+  // shows a topic to a user who is not its member.
+  const topics = filter ? new Set(filter.topicIds) : null;
   const projectIds = referenced?.projectIds.filter((id) => projects?.has(id));
   const policy = await storage.policy.current();
   const header: ExportHeader = {
@@ -71,7 +74,8 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   }
   for await (const topic of pages((after: string | null) => transfer.topics(after, PAGE, referenced?.topicIds), byId)) {
     const projectId = projects && topic.projectId !== null && !projects.has(topic.projectId) ? null : topic.projectId;
-    yield line({ type: 'topic', ...topic, projectId, createdAt: toIso(topic.createdAt) });
+    const title = topics && !topics.has(topic.id) ? null : topic.title;
+    yield line({ type: 'topic', ...topic, projectId, title, createdAt: toIso(topic.createdAt) });
   }
   for await (const channel of pages(
     (after: string | null) => transfer.channels(after, PAGE, filter?.channelIds),
@@ -147,11 +151,15 @@ async function* pages<Row, Key>(
  * What one user may see, as owner keys and channels: their personal memories, the room, project and
  * session memories of the spaces they are a member of, and global memories that carry their id.
  */
-async function filterOf(context: EngineContext, userId: string): Promise<TransferFilter & { projectIds: string[] }> {
+async function filterOf(
+  context: EngineContext,
+  userId: string,
+): Promise<TransferFilter & { projectIds: string[]; topicIds: string[] }> {
   const spaces = await context.storage.transfer.spacesOf(userId);
   const owners = [ownerKey('personal', { userId })];
   const channelIds: string[] = [];
   const projectIds: string[] = [];
+  const topicIds: string[] = [];
   for (const space of spaces) {
     if (space.kind === 'channel') {
       channelIds.push(space.id);
@@ -159,9 +167,12 @@ async function filterOf(context: EngineContext, userId: string): Promise<Transfe
     } else if (space.kind === 'project') {
       projectIds.push(space.id);
       owners.push(ownerKey('project', { projectId: space.id }));
-    } else owners.push(ownerKey('session', { topicId: space.id }));
+    } else {
+      topicIds.push(space.id);
+      owners.push(ownerKey('session', { topicId: space.id }));
+    }
   }
-  return { userId, channelIds, owners, projectIds };
+  return { userId, channelIds, owners, projectIds, topicIds };
 }
 
 /** The newest rows an export writes (`TransferStore.horizon`). */
