@@ -65,6 +65,29 @@ describe('provider settings', () => {
   });
 });
 
+describe('provider URLs', () => {
+  it('refuses a URL that is not http(s) for the provider that uses it, at start, and ignores it for the others', async () => {
+    const refused = { code: ErrorCode.ConfigInvalid };
+    await expect(resolveEmbedder('openai:text-embedding-3-small', { openaiUrl: 'notaurl' })).rejects.toMatchObject({
+      ...refused,
+      message: 'MNEME_OPENAI_URL=notaurl is not an http:// or https:// URL (e.g. http://127.0.0.1:8000/v1)',
+    });
+    await expect(resolveEmbedder('ollama', { ollamaUrl: 'ftp://host' })).rejects.toMatchObject({
+      ...refused,
+      message: 'MNEME_OLLAMA_URL=ftp://host is not an http:// or https:// URL (e.g. http://127.0.0.1:11434)',
+    });
+    // auto asks Ollama: its URL is checked there too, before any call.
+    await expect(resolveEmbedder('auto', { ollamaUrl: '127.0.0.1:11434' })).rejects.toMatchObject(refused);
+    await expect(resolveChatModel('openai:gpt-4o-mini', { openaiUrl: 'notaurl' })).rejects.toMatchObject(refused);
+    await expect(resolveChatModel('ollama', { ollamaUrl: 'notaurl' })).rejects.toMatchObject(refused);
+    // A provider that does not use the variable does not read it.
+    expect((await resolveEmbedder('none', { openaiUrl: 'notaurl', ollamaUrl: 'notaurl' })).model).toBeNull();
+    const nowhere = await unusedLoopbackUrl();
+    const ollama = await resolveEmbedder('ollama', { ollamaUrl: nowhere, openaiUrl: 'notaurl' });
+    expect(ollama.model).toMatchObject({ modelId: 'ollama:nomic-embed-text' });
+  });
+});
+
 describe('choosing the embedding model', () => {
   it('uses Ollama when auto finds it on the configured URL with the model pulled', async () => {
     server = await startFakeProviderServer({ models: ['nomic-embed-text:latest'] });

@@ -135,7 +135,8 @@ export async function resolveEmbedder(
   dependencies: ProviderDependencies = {},
 ): Promise<ResolvedModel<EmbeddingModel>> {
   const choice = parseModelChoice(setting, 'embedder');
-  const ollamaUrl = connections.ollamaUrl ?? DEFAULT_OLLAMA_URL;
+  const ollamaUrl = providerUrl(choice, 'ollama', connections.ollamaUrl) ?? DEFAULT_OLLAMA_URL;
+  const openaiUrl = providerUrl(choice, 'openai', connections.openaiUrl) ?? DEFAULT_OPENAI_URL;
   const http = {
     ...(dependencies.fetch ? { fetch: dependencies.fetch } : {}),
     ...(dependencies.sleep ? { sleep: dependencies.sleep } : {}),
@@ -160,7 +161,7 @@ export async function resolveEmbedder(
     case 'openai': {
       const connection = {
         ...http,
-        baseUrl: connections.openaiUrl ?? DEFAULT_OPENAI_URL,
+        baseUrl: openaiUrl,
         apiKey: connections.openaiApiKey,
         model: choice.model ?? '',
       };
@@ -214,7 +215,8 @@ export async function resolveChatModel(
   dependencies: ProviderDependencies = {},
 ): Promise<ResolvedModel<ChatModel>> {
   const choice = parseModelChoice(setting, 'chat');
-  const ollamaUrl = connections.ollamaUrl ?? DEFAULT_OLLAMA_URL;
+  const ollamaUrl = providerUrl(choice, 'ollama', connections.ollamaUrl) ?? DEFAULT_OLLAMA_URL;
+  const openaiUrl = providerUrl(choice, 'openai', connections.openaiUrl) ?? DEFAULT_OPENAI_URL;
   const http = {
     ...(dependencies.fetch ? { fetch: dependencies.fetch } : {}),
     ...(dependencies.sleep ? { sleep: dependencies.sleep } : {}),
@@ -229,7 +231,7 @@ export async function resolveChatModel(
         `Ollama at ${ollamaUrl}, as configured`,
       );
     case 'openai': {
-      const baseUrl = connections.openaiUrl ?? DEFAULT_OPENAI_URL;
+      const baseUrl = openaiUrl;
       return resolved(
         createOpenAiCompatibleChatModel({
           ...http,
@@ -291,6 +293,29 @@ function transformersNote(error: unknown): string {
   const message = errorMessage(error);
   if (/not installed/.test(message)) return '@huggingface/transformers is not installed';
   return `${DEFAULT_TRANSFORMERS_MODEL} is not on disk for @huggingface/transformers (run once with MNEME_EMBEDDER=transformers to download it)`;
+}
+
+/**
+ * The URL set for `provider` (`MNEME_OLLAMA_URL`, `MNEME_OPENAI_URL`) when the choice uses it (`auto` asks
+ * Ollama), checked: one that is not an http(s) URL is refused here, at start, rather than failing every
+ * embedding later (and being retried). Undefined when not set.
+ */
+function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: string | undefined): string | undefined {
+  const uses = choice.provider === provider || (provider === 'ollama' && choice.provider === 'auto');
+  if (!uses || url === undefined) return url;
+  const variable = provider === 'ollama' ? 'MNEME_OLLAMA_URL' : 'MNEME_OPENAI_URL';
+  const example = provider === 'ollama' ? DEFAULT_OLLAMA_URL : 'http://127.0.0.1:8000/v1';
+  let protocol: string | null = null;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {}
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `${variable}=${url} is not an http:// or https:// URL (e.g. ${example})`,
+    );
+  }
+  return url;
 }
 
 function checkedDimensions(dimensions: number | undefined): number | undefined {
