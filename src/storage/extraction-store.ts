@@ -93,11 +93,29 @@ export interface ExtractionStore {
    * Runs `work` as one batch: the steps it applies (`apply`, under any lease) commit together in one
    * transaction when it returns, or none of them when it throws or the process dies, and every read
    * made within `work` sees the steps it applied before. Calls from outside the batch wait for its
-   * end once it has applied a step (so a batch must stay short: the extraction bounds it by messages,
-   * and by milliseconds once `othersWaiting` says another call of the process waits for it). A store
-   * without such a transaction may run `work` as it is, each step committed on its own (the PostgreSQL
-   * store does, and nothing ever waits for it): still exactly once, since every step moves its
-   * watermark in its own commit.
+   * end once it holds the store (`hold`, or its first `apply`), so a batch must stay short: the
+   * extraction bounds it by messages, and by milliseconds once `othersWaiting` says another call of
+   * the process waits for it. A store without such a transaction may run `work` with each step
+   * committed on its own (`commitsTogether` false: the PostgreSQL store): still exactly once, since
+   * every step moves its watermark in its own commit. A batch started within a batch joins it.
    */
-  batch<T>(work: (othersWaiting: () => boolean) => Promise<T>): Promise<T>;
+  batch<T>(work: (batch: ExtractionBatch) => Promise<T>): Promise<T>;
+}
+
+/** What a batch's work may ask of the store (`ExtractionStore.batch`). */
+export interface ExtractionBatch {
+  /** True while another call of the process waits for the batch to give the store back. */
+  othersWaiting(): boolean;
+  /**
+   * Takes the store's write lock for the batch now, if it does not hold it yet: until the store
+   * commits (the batch's end; without `commitsTogether`, the end of the next `apply`), every read made
+   * within the batch's work runs inside the transaction that `apply` writes in, and no other writer, of
+   * this process or another, commits before it. A step holds before the reads its writes are decided by
+   * (the memories a fact is reconciled with), so that a fact another process wrote meanwhile is seen.
+   * Calls out of the process (a chat model, an embedding model) belong before it where they can: the
+   * store's other writers wait while it holds.
+   */
+  hold(): Promise<void>;
+  /** True when the batch's steps commit together (one transaction held from the first hold or step to the end). */
+  readonly commitsTogether: boolean;
 }

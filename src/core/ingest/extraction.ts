@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ExtractionLease } from '../../storage/extraction-store.js';
+import type { ExtractionBatch, ExtractionLease } from '../../storage/extraction-store.js';
 import type { Message } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
@@ -133,6 +133,8 @@ interface ChannelCursor {
   page: Message[];
   index: number;
   done: boolean;
+  /** Topics whose triggers run once the batch has committed (one message a batch: see `extractUserMessage`). */
+  triggers: string[];
 }
 
 /**
@@ -146,13 +148,25 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
   const { storage } = context;
   const applied = (await storage.maintenanceState.get(lease.channelId, lease.task))?.watermark ?? 0;
   const [previous = null] = applied > 0 ? await storage.messages.get([applied]) : [];
-  const cursor: ChannelCursor = { applied, watermark: applied, previous, page: [], index: 0, done: false };
+  const cursor: ChannelCursor = {
+    applied,
+    watermark: applied,
+    previous,
+    page: [],
+    index: 0,
+    done: false,
+    triggers: [],
+  };
   const batched = run.extractor === null || run.extractor.inProcess === true;
   const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
   // The turn ends the run between batches only: a batch runs to its own end (ADR 19).
   while (!signal.aborted && !run.turn.aborted && !cursor.done) {
-    const batch = (othersWaiting: () => boolean) => extractBatch(run, lease, cursor, { limit, othersWaiting });
-    if (!(await storage.extraction.batch(batch))) return false;
+    const batch = (control: ExtractionBatch) => extractBatch(run, lease, cursor, { limit, control });
+    const done = await storage.extraction.batch(batch);
+    for (const topicId of cursor.triggers.splice(0)) {
+      await runTopicTriggers(context, run.extractor, run.leases, topicId);
+    }
+    if (!done) return false;
   }
   if (cursor.watermark === cursor.applied) return true;
   const last = { from: cursor.applied, to: cursor.watermark, at: context.clock.now() };
@@ -170,9 +184,10 @@ async function extractBatch(
   run: ChannelRun,
   lease: ExtractionLease,
   cursor: ChannelCursor,
-  bounds: { limit: number; othersWaiting: () => boolean },
+  bounds: { limit: number; control: ExtractionBatch },
 ): Promise<boolean> {
-  const { limit, othersWaiting } = bounds;
+  const { limit, control } = bounds;
+  const othersWaiting = () => control.othersWaiting();
   const { storage } = run.context;
   const started = performance.now();
   const budget = run.context.policy.ingest.extractionBatchMs;
@@ -197,7 +212,7 @@ async function extractBatch(
     }
     if (message.role === 'user') {
       const step = { batch: cursor.page, index: cursor.index, previous: cursor.previous, from: cursor.applied };
-      if (!(await extractUserMessage(run, reads, lease, step))) return false;
+      if (!(await extractUserMessage(run, reads, lease, step, { control, cursor }))) return false;
       cursor.applied = message.id;
       extracted++;
     }
@@ -220,6 +235,12 @@ interface UserMessageStep {
  * One user message of a channel: its facts and exchange chunks (not for a command, nor for a message
  * the policy's `skip` rule skips, which is also not used as the next one's search context) applied with
  * the watermark moved to it, then its topic's triggers. `reads` is the batch's context (`withBatchReads`).
+ * The facts are reconciled with the memories read while the step holds the store (`ExtractionBatch.hold`),
+ * so that a fact another process wrote meanwhile is seen. With an extractor that answers in the process
+ * and a store whose batch commits its steps together (SQLite), the step holds before all its reads, as
+ * the batch's later steps always did; otherwise the model calls (the extractor, the embeddings) come
+ * first, outside the hold. With a chat-model extractor the triggers (whose topic extraction calls the
+ * model) run after the batch's commit (`cursor.triggers`: one message a batch there, so in the same order).
  * False when the step was refused (lease lost).
  */
 async function extractUserMessage(
@@ -227,23 +248,39 @@ async function extractUserMessage(
   reads: EngineContext,
   lease: ExtractionLease,
   step: UserMessageStep,
+  batch: { control: ExtractionBatch; cursor: ChannelCursor },
 ): Promise<boolean> {
   const { context, extractor } = run;
-  const { batch, index, previous, from } = step;
-  const message = batch[index];
+  const { batch: page, index, previous, from } = step;
+  const { control } = batch;
+  const message = page[index];
   if (!message) return true;
   const { ingest } = context.policy;
   const isCommand = message.content.trimStart().startsWith('/');
   const gives = !isCommand && !isSkippedMessage(message.content, ingest.skip);
+  const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
-  const reply = gives ? await replyTo(batch, index, next) : null;
-  const facts =
-    ingest.extraction && gives ? await extractFacts(reads, extractor, message, reply, { source: 'extraction' }) : null;
+  const reply = gives ? await replyTo(page, index, next) : null;
   const searchContext = previous && !isSkippedUserMessage(previous, ingest.skip) ? previous : null;
   // The message before the search context, when the page holds it (the page is the channel's log in order).
-  const beforeContext = searchContext && batch[index - 1]?.id === searchContext.id ? batch[index - 2] : undefined;
-  const exchange =
-    ingest.exchangeMemories && gives ? await exchangeChunks(reads, message, reply, searchContext, beforeContext) : null;
+  const beforeContext = searchContext && page[index - 1]?.id === searchContext.id ? page[index - 2] : undefined;
+  const chunks = () =>
+    ingest.exchangeMemories && gives ? exchangeChunks(reads, message, reply, searchContext, beforeContext) : null;
+  if (holdsFirst) await control.hold();
+  // Held later: the exchange's vectors are made before the hold.
+  const early = holdsFirst ? null : await chunks();
+  const facts =
+    ingest.extraction && gives
+      ? await extractFacts(
+          reads,
+          extractor,
+          message,
+          reply,
+          { source: 'extraction' },
+          holdsFirst ? undefined : () => control.hold(),
+        )
+      : null;
+  const exchange = holdsFirst ? await chunks() : early;
   const applied = await context.storage.extraction.apply(lease, {
     from,
     to: message.id,
@@ -252,7 +289,11 @@ async function extractUserMessage(
     exchange,
   });
   if (!applied) return false;
-  if (message.topicId) await runTopicTriggers(context, extractor, run.leases, message.topicId);
+  if (message.topicId) {
+    const inProcess = extractor === null || extractor.inProcess === true;
+    if (inProcess) await runTopicTriggers(context, extractor, run.leases, message.topicId);
+    else batch.cursor.triggers.push(message.topicId);
+  }
   return true;
 }
 

@@ -1,5 +1,5 @@
 import type { ExtractedFacts } from '../../storage/extraction-store.js';
-import type { MemoryChanges, NewMemory } from '../../storage/memory-store.js';
+import type { MemoryChanges, NewMemory, StoredEmbedding } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { scopeWithinAudience } from '../audience.js';
 import { toIso } from '../clock.js';
@@ -54,6 +54,8 @@ interface MessageRun {
   updates: Array<{ id: number; changes: MemoryChanges }>;
   /** Which pending fact (its index) supersedes which existing memory: a fact that changed. */
   supersedes: Array<{ insert: number; memoryId: number }>;
+  /** The vectors of the facts' texts, made before the step held the store; none: made when needed. */
+  embedded?: ReadonlyMap<string, StoredEmbedding | null>;
 }
 
 /**
@@ -68,6 +70,12 @@ interface MessageRun {
  * related memories only remove facts (`FactExtractor.relatedOnlyRemoves`) is asked without them
  * first, and a message it finds no fact in is not searched (nor is any message without an extractor);
  * when it finds some, its answer with them is told from that one (`withoutRelated`) where it can be.
+ *
+ * With `hold` (the store's write lock for the step, `ExtractionBatch.hold`), the extractor is asked and
+ * the facts are embedded first, then `hold` is awaited and the candidates (the search, the memories
+ * citing the message, the channel's visibility) are read again inside it and the facts reconciled with
+ * them: a fact another process wrote since the first search is seen, and updated rather than written
+ * twice. Without `hold`, the caller holds already (or needs not): one search, reconciled at once.
  */
 export async function extractFacts(
   context: EngineContext,
@@ -75,6 +83,7 @@ export async function extractFacts(
   message: Message,
   reply: Message | null,
   target: ExtractionTarget,
+  hold?: () => Promise<void>,
 ): Promise<ExtractedFacts> {
   const speaker = await displayName(context, message.senderId);
   // No extractor, or one whose related memories only remove facts and that finds none without them:
@@ -91,33 +100,88 @@ export async function extractFacts(
   const owners = searchOwners(message, target);
   const found = await relatedMemories(context, message.content, owners, limit * 2);
   const related = found.slice(0, limit);
+  if (hold) {
+    const asked = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
+    if (asked.length === 0) {
+      return {
+        context: factsContext(context, extractor, message),
+        updates: [],
+        inserts: [],
+        linked: [],
+        supersedes: [],
+      };
+    }
+    // Every vector the writes may need is of a fact's text: made before the hold (inside it only for a fact
+    // told again below with a text not asked before, which an extractor whose related memories only remove
+    // facts never gives).
+    const texts = [...new Set(asked.map((fact) => fact.content))];
+    const vectors = await embedDocuments(context, texts);
+    const embedded = new Map(texts.map((text, index) => [text, vectors[index] ?? null]));
+    await hold();
+    const current = await relatedMemories(context, message.content, owners, limit * 2);
+    const candidates = [...current, ...(await alreadyCiting(context, message.id, owners, current))];
+    const channelIsPublic = await createMembership(context).isPublic(message.channelId);
+    // An extractor answering in the process tells its answer again when the related memories moved.
+    const currentRelated = current.slice(0, limit);
+    const retold =
+      unrelated !== null && extractor.inProcess === true && !sameMemories(related, currentRelated)
+        ? await proposedFacts(context, extractor, { message, reply, speaker, related: currentRelated }, unrelated)
+        : asked;
+    return reconciledFacts(
+      context,
+      extractor,
+      { message, target, speaker, candidates, embedded },
+      retold,
+      channelIsPublic,
+    );
+  }
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
-  // Without related memories the answer is the one the extractor just gave; with some, the one it
-  // tells from that answer (`withoutRelated`), or asked again.
-  const told =
-    unrelated !== null && related.length > 0 ? toldAnswer(context, extractor, message, unrelated, related) : null;
-  const proposed =
-    unrelated !== null && related.length === 0
-      ? unrelated
-      : (told ?? (await runExtractor(context, extractor, { message, reply, speaker, related })));
+  const proposed = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
+  return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, channelIsPublic);
+}
+
+/**
+ * The extractor's facts for a message with these related memories: the answer without them
+ * (`unrelated`) when there are none, else the one told from it (`withoutRelated`), or asked again.
+ */
+async function proposedFacts(
+  context: EngineContext,
+  extractor: FactExtractor,
+  input: { message: Message; reply: Message | null; speaker: string; related: readonly Memory[] },
+  unrelated: readonly ExtractedFact[] | null,
+): Promise<ExtractedFact[]> {
+  const { message, related } = input;
+  if (unrelated !== null && related.length === 0) return [...unrelated];
+  const told = unrelated !== null ? toldAnswer(context, extractor, message, unrelated, related) : null;
+  return told ?? (await runExtractor(context, extractor, input));
+}
+
+/** Whether two lists of related memories are the same memories, in order, saying the same. */
+function sameMemories(a: readonly Memory[], b: readonly Memory[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((memory, index) => memory.id === b[index]?.id && memory.content === b[index]?.content)
+  );
+}
+
+/** The writes of a message's facts, reconciled one by one with its candidates. */
+async function reconciledFacts(
+  context: EngineContext,
+  extractor: FactExtractor,
+  start: Pick<MessageRun, 'message' | 'target' | 'speaker' | 'candidates' | 'embedded'>,
+  proposed: readonly ExtractedFact[],
+  channelIsPublic: boolean,
+): Promise<ExtractedFacts> {
+  const { message } = start;
   const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
-  const run: MessageRun = {
-    message,
-    target,
-    speaker,
-    candidates,
-    pending: [],
-    written: [],
-    updates: [],
-    supersedes: [],
-  };
+  const run: MessageRun = { ...start, pending: [], written: [], updates: [], supersedes: [] };
   const writeContext = factsContext(context, extractor, message);
   for (const fact of facts) await applyFact(context, run, fact);
   return {
     context: writeContext,
     updates: run.updates,
-    inserts: await withEmbeddings(context, run.pending),
+    inserts: await withEmbeddings(context, run),
     linked: run.written.map((memory) => memory.id),
     supersedes: run.supersedes,
   };
@@ -150,7 +214,7 @@ async function applyFact(context: EngineContext, run: MessageRun, fact: Extracte
   }
   if (decision.action === 'done') putById(run.written, decision.memory);
   if (decision.action !== 'update') return;
-  const changes = await factUpdate(context, decision.memory, fact, run.message);
+  const changes = await factUpdate(context, run, decision.memory, fact);
   run.updates.push({ id: decision.memory.id, changes });
   const updated = withChanges(decision.memory, changes);
   putById(run.candidates, updated);
@@ -313,19 +377,31 @@ function factMemory(fact: ExtractedFact, message: Message, target: ExtractionTar
   };
 }
 
-/** The changes folding a fact of `message` into `memory` (`factChanges`), with the vector of a new text. */
+/** The changes folding a fact of the run's message into `memory` (`factChanges`), with the vector of a new text. */
 async function factUpdate(
   context: EngineContext,
+  run: MessageRun,
   memory: Memory,
   fact: ExtractedFact,
-  message: Message,
 ): Promise<MemoryChanges> {
+  const { message } = run;
   const changes = factChanges(memory, fact, { id: message.id, saidAt: Date.parse(message.createdAt) });
   if (changes.content !== undefined) {
-    const [embedding = null] = await embedDocuments(context, [changes.content]);
+    const [embedding = null] = await embedTexts(context, run, [changes.content]);
     changes.embedding = embedding;
   }
   return changes;
+}
+
+/** The vectors of `texts`: those made before the hold (`run.embedded`), else from the model now. */
+async function embedTexts(
+  context: EngineContext,
+  run: MessageRun,
+  texts: readonly string[],
+): Promise<Array<StoredEmbedding | null>> {
+  const { embedded } = run;
+  if (!embedded || !texts.every((text) => embedded.has(text))) return embedDocuments(context, texts);
+  return texts.map((text) => embedded.get(text) ?? null);
 }
 
 /** The memory as it will be once `changes` are applied (what reconciliation reads of it). */
@@ -342,10 +418,12 @@ function withChanges(memory: Memory, changes: MemoryChanges): Memory {
 }
 
 /** The new facts of a message, each with its vector when a model exists (one embedding call). */
-async function withEmbeddings(context: EngineContext, pending: readonly NewMemory[]): Promise<NewMemory[]> {
+async function withEmbeddings(context: EngineContext, run: MessageRun): Promise<NewMemory[]> {
+  const { pending } = run;
   if (pending.length === 0) return [];
-  const embeddings = await embedDocuments(
+  const embeddings = await embedTexts(
     context,
+    run,
     pending.map((memory) => memory.content),
   );
   return pending.map((memory, index) => ({ ...memory, embedding: embeddings[index] ?? null }));

@@ -66,7 +66,15 @@ async function extractTopicMessages(
       if (message.role !== 'user' || isSkippedMessage(message.content, context.policy.ingest.skip)) continue;
       if (!(await membership.reaches(message.channelId, space.kind, space.id))) continue;
       const reply = await replyTo(batch, index, () => storage.messages.listTopicAfter(topicId, message.id, 1));
-      const step = await apply(message.id, await extractFacts(context, extractor, message, reply, target));
+      // The facts are reconciled while the step holds the store (ADR 19, 2026-12-03): first, with an
+      // extractor that answers in the process and a store whose batches commit together; else after the
+      // model calls. Within a channel's batch (its topic triggers), the step joins that batch.
+      const step = await storage.extraction.batch(async (control) => {
+        const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
+        if (holdsFirst) await control.hold();
+        const hold = holdsFirst ? undefined : () => control.hold();
+        return apply(message.id, await extractFacts(context, extractor, message, reply, target, hold));
+      });
       if (!step) return false;
       report.messages += 1;
       report.created.push(...step.created);

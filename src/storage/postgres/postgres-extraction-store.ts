@@ -3,6 +3,7 @@ import { type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } 
 import { memoryColumnsOf, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
+import type { PostgresWriteHolds } from './postgres-write-holds.js';
 
 /** The database server's clock in epoch milliseconds: every process sharing the database agrees on lease expiry. */
 const now = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
@@ -11,11 +12,13 @@ const now = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
  * The PostgreSQL implementation of the ExtractionStore port: leases in `extraction_leases`, expiring
  * by the database server's clock (so several `mneme serve` processes on several machines agree), and
  * each step applied in one transaction that checks the lease and the watermark under row locks (a
- * `batch` of steps too: one transaction each).
+ * `batch` of steps too: one transaction each). A batch's `hold` opens that transaction early, with the
+ * write lock, and the step's reads run in it (`holds`, through `database`): the step's `apply` commits it.
  */
 export function createPostgresExtractionStore(
   database: PostgresDatabase,
   vectors: PostgresVectorIndex,
+  holds: PostgresWriteHolds,
 ): ExtractionStore {
   const writes = createPostgresMemoryWrites(vectors);
   const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
@@ -63,12 +66,20 @@ export function createPostgresExtractionStore(
       });
     },
 
-    // Each step commits on its own (a batch over a pooled connection would need every read of the
-    // batch on its client): exactly once all the same, each watermark moving in its step's commit.
-    batch: (work) => work(() => false),
+    // Each step commits on its own: exactly once all the same, each watermark moving in its step's commit.
+    // A hold opens the step's transaction before its reads (every statement of the batch's context then
+    // runs on its client), and the step's `apply` commits it (ADR 19, 2026-12-03).
+    batch: (work) =>
+      holds.run(() =>
+        work({
+          othersWaiting: () => false,
+          hold: () => holds.hold('holding the write lock for an extraction step'),
+          commitsTogether: false,
+        }),
+      ),
 
     async apply(lease, step) {
-      return writePg(
+      const result = await writePg(
         database,
         `moving the ${lease.task} watermark of ${lease.channelId} to message ${step.to}`,
         async (q) => {
@@ -124,6 +135,10 @@ export function createPostgresExtractionStore(
           return applied;
         },
       );
+      // The step's own transaction, held since its reads (`hold`): committed with the step. A failed
+      // step's is rolled back when the batch's work throws.
+      await holds.release(true);
+      return result;
     },
   };
 }

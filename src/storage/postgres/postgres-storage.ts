@@ -15,6 +15,7 @@ import { createPostgresPolicyStore } from './postgres-policy-store.js';
 import { createPostgresTransferStore } from './postgres-transfer-store.js';
 import { createPostgresVectorBackfillStore } from './postgres-vector-backfill-store.js';
 import { createPostgresVectorIndex, type PostgresVectorSupport } from './postgres-vector-index.js';
+import { createPostgresWriteHolds } from './postgres-write-holds.js';
 
 export interface PostgresStorageOptions {
   /** The database: `createPgPoolDatabase(url)` or `createPgliteDatabase(path)`. */
@@ -39,7 +40,10 @@ export interface PostgresStorage extends Storage {
  * (`writePg`), extraction runs under leases, and everything else (keys, watermarks, the policy) is rows.
  */
 export async function createPostgresStorage(options: PostgresStorageOptions): Promise<PostgresStorage> {
-  const { database } = options;
+  // Every store's statements go through the holds: within an extraction step that holds the write lock,
+  // they run in its transaction.
+  const holds = createPostgresWriteHolds(options.database);
+  const { database } = holds;
   try {
     await withPgErrors(`opening the database at ${database.description}`, () => migratePostgres(database));
     const vectors = await withPgErrors(`opening the vector index at ${database.description}`, () =>
@@ -59,7 +63,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
       memberships: createPostgresMembershipStore(database),
       messages: createPostgresMessageStore(database),
       maintenanceState: createPostgresMaintenanceStateStore(database),
-      extraction: createPostgresExtractionStore(database, vectors),
+      extraction: createPostgresExtractionStore(database, vectors, holds),
       maintenance: createPostgresMaintenanceStore(database, vectors),
       vectorBackfill: createPostgresVectorBackfillStore(database, vectors),
       policy: createPostgresPolicyStore(database),

@@ -63,7 +63,7 @@ function prepareStatements(database: Database.Database) {
  * The SQLite implementation of the ExtractionStore port: leases in `extraction_leases` (expiry by
  * this machine's clock), steps applied in one IMMEDIATE transaction without an fsync of their own
  * (a power cut loses whole steps, memories and watermark together, which the next run re-extracts).
- * A `batch` is a section of the connection's scheduler: its first step opens one IMMEDIATE
+ * A `batch` is a section of the connection's scheduler: its first hold or step opens one IMMEDIATE
  * transaction (the steps run in it, no savepoint each), committed when the batch's work returns, rolled
  * back when it throws; the batch's reads run inside it, other calls of the process wait for its end.
  * Within it a lease is checked once and renewed at the commit (ADR 19, session 7).
@@ -127,7 +127,10 @@ export function createSqliteExtractionStore(
     },
 
     batch(work) {
-      return scheduler.section(() => work(() => scheduler.waiting()), {
+      const batch = { othersWaiting: () => scheduler.waiting(), hold: () => scheduler.hold(), commitsTogether: true };
+      // A batch within a batch (a topic's steps run by a channel's) joins it.
+      if (scheduler.inSection()) return work(batch);
+      return scheduler.section(() => work(batch), {
         open() {
           batchSteps.clear();
           batchOpen = true;

@@ -61,6 +61,8 @@ export interface SqliteScheduler {
   section<T>(work: () => Promise<T>, ends: SectionEnds): Promise<T>;
   /** Holds the caller's section (see `section`), if it has one and does not hold it yet; else nothing. */
   hold(): Promise<void>;
+  /** True when the caller runs within a section (see `section`). */
+  inSection(): boolean;
   /** True while a call or section started outside the section holding the connection waits for its end. */
   waiting(): boolean;
   /** Ends every wait for a lock (each fails with its STORE_BUSY) and refuses to start new ones. */
@@ -195,6 +197,9 @@ export function createSqliteScheduler(options: SqliteSchedulerOptions): SqliteSc
     },
     hold() {
       return sections.getStore()?.hold() ?? Promise.resolve();
+    },
+    inSection() {
+      return sections.getStore() !== undefined;
     },
     waiting() {
       return waiters > 0;
