@@ -34,3 +34,28 @@ describe('mneme channels and --as', () => {
     expect((await run('--as', '  ', 'stats')).code).toBe(2);
   });
 });
+
+describe('mneme channels put --members', () => {
+  it('refuses a --members naming no user (an unset variable) in one line and keeps the members; --no-members removes them', async () => {
+    const database = join(folder, 'members.db');
+    const run = (...argv: string[]) => runCli(database, argv);
+    expect((await run('channels', 'put', 'desk', '--members', 'ann,bob')).stdout).toBe('desk (private): ann, bob\n');
+
+    for (const members of ['', ' ', ' , ']) {
+      const refused = await run('channels', 'put', 'desk', '--members', members);
+      expect(refused, members).toMatchObject({ code: 2, stdout: '' });
+      expect(refused.stderr).toMatch(
+        /^mneme: option '--members <ids>' argument .* is invalid\. .*--no-members[^\n]*\n$/,
+      );
+    }
+    const both = await run('channels', 'put', 'desk', '--members', 'ann', '--no-members');
+    expect(both).toMatchObject({ code: 2, stdout: '' });
+    expect(both.stderr).toMatch(/^mneme: give either --members <ids> or --no-members, not both\n$/);
+    expect((await run('channels', 'get', 'desk')).stdout).toBe('desk (private): ann, bob\n');
+
+    expect((await run('channels', 'put', 'desk', '--visibility', 'public')).stdout).toBe('desk (public): ann, bob\n');
+    expect((await run('channels', 'put', 'desk', '--visibility', 'public', '--no-members')).stdout).toBe(
+      'desk (public): no members\n',
+    );
+  });
+});

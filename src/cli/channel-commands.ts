@@ -1,35 +1,47 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Channel } from '../storage/membership-store.js';
-import { choiceOption, defined } from './cli-arguments.js';
+import { choiceOption, defined, idList } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
 /** channels put, channels get: who may read a channel (ADR 5). */
 export function registerChannelCommands(program: Command, withEngine: WithEngine): void {
   const channels = program.command('channels').description('channel visibility and members');
-  channels
+  // `--members ''` (an unset variable) would remove every member: it is refused, and `--no-members` says so on purpose.
+  const given = new Set<string>();
+  const put = channels
     .command('put')
     .description('declare a channel: its visibility and, when given, its members (replacing them)')
     .argument('<id>', 'channel id')
     .addOption(
       choiceOption('--visibility <visibility>', 'who may read it (default private)', ['direct', 'private', 'public']),
     )
-    .option('--members <ids>', 'comma-separated user ids')
-    .action(
-      withEngine(
-        (mneme, id: string, options: { visibility?: string; members?: string }) =>
-          mneme.putChannel({
-            id,
-            ...defined({
-              visibility: options.visibility as 'direct' | 'private' | 'public' | undefined,
-              members: options.members
-                ?.split(',')
-                .map((member) => member.trim())
-                .filter((member) => member !== ''),
-            }),
-          }),
-        formatChannel,
+    .addOption(
+      new Option('--members <ids>', 'comma-separated user ids: the members from now on').argParser(
+        idList('to remove every member, give --no-members'),
       ),
-    );
+    )
+    .option('--no-members', 'remove every member')
+    .on('option:members', () => given.add('--members'))
+    .on('option:no-members', () => given.add('--no-members'))
+    .hook('preAction', () => {
+      if (given.size > 1) {
+        throw new MnemeError(ErrorCode.InvalidInput, 'give either --members <ids> or --no-members, not both');
+      }
+    });
+  put.action(
+    withEngine(
+      (mneme, id: string, options: { visibility?: string; members?: string[] | false }) =>
+        mneme.putChannel({
+          id,
+          ...defined({
+            visibility: options.visibility as 'direct' | 'private' | 'public' | undefined,
+            members: options.members === false ? [] : options.members,
+          }),
+        }),
+      formatChannel,
+    ),
+  );
   channels
     .command('get')
     .description("show a channel's visibility and members")

@@ -37,6 +37,21 @@ export function finiteNumber(value: string): number {
   return number;
 }
 
+/**
+ * A parser of comma-separated ids (`ann, bob`; empty items dropped). A value naming none (`''`, an unset shell
+ * variable) is refused rather than read as the empty list: `instead` says how to ask for that on purpose.
+ */
+export function idList(instead: string): (value: string) => string[] {
+  return (value) => {
+    const ids = value
+      .split(',')
+      .map((id) => id.trim())
+      .filter((id) => id !== '');
+    if (ids.length === 0) throw new InvalidArgumentError(`expected comma-separated ids, e.g. ann,bob; ${instead}`);
+    return ids;
+  };
+}
+
 /** An option whose value is a whole number from `min` to `max`. */
 export function wholeNumberOption(flags: string, description: string, min: number, max?: number): Option {
   return new Option(flags, description).argParser(wholeNumber(min, max));

@@ -90,6 +90,29 @@ describe('the mneme CLI', () => {
     expect((await run('stats', '--json')).stdout).toContain('"total": 0');
   });
 
+  it('refuses an empty or blank id argument of every command that takes one: exit 2, one line, nothing written', async () => {
+    const run = cli();
+    // Each command with its id argument in the place of `id`.
+    const commands = (id: string) => [
+      ['get', id],
+      ['update', id, '--content', 'x'],
+      ['forget', id],
+      ['restore', id],
+      ['history', id],
+      ['channels', 'get', id],
+      ['channels', 'put', id],
+      ['keys', 'revoke', id],
+    ];
+    for (const argv of [...commands(''), ...commands('  ')]) {
+      const result = await run(...argv);
+      expect(result, argv.join(' ')).toMatchObject({ code: 2, stdout: '' });
+      expect(result.stderr, argv.join(' ')).toMatch(
+        /^mneme: [^\n]*(must not be empty|must be a positive integer)[^\n]*\n$/,
+      );
+    }
+    expect((await run('stats', '--json')).stdout).toContain('"total": 0');
+  });
+
   it('uses MNEME_DB when --db is not given', async () => {
     const database = join(folder, 'from-env.db');
     let stdout = '';

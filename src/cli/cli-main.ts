@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
@@ -7,6 +7,7 @@ import { describeDatabase, isDatabaseUrl } from '../config/open-storage.js';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import { parseInput, UserIdSchema } from '../core/schemas.js';
+import { entryAt, makeFolders } from '../storage/make-folders.js';
 import { registerBenchCommands } from './bench-commands.js';
 import { registerChannelCommands } from './channel-commands.js';
 import { defined } from './cli-arguments.js';
@@ -216,8 +217,7 @@ function userPrincipal(userId: string): Principal {
 
 /**
  * STORE_FAILED, before anything opens it, unless `path` is `:memory:`, a regular file, or a new file
- * in a writable folder (created, one level at a time, when `createFolder`; Node's recursive mkdir never
- * returns for some paths under /proc). A file that does not exist is NOT_FOUND unless `mayCreate`, so
+ * in a writable folder (created when `createFolder`, by `makeFolders`, which the SQLite adapter uses too). A file that does not exist is NOT_FOUND unless `mayCreate`, so
  * that a mistyped --db is not a new empty database.
  */
 function checkDatabasePath(path: string, options: { createFolder: boolean; mayCreate: boolean }): void {
@@ -227,16 +227,7 @@ function checkDatabasePath(path: string, options: { createFolder: boolean; mayCr
       ErrorCode.StoreFailed,
       `cannot use ${path} as the database: ${reason}; give another --db or MNEME_DB`,
     );
-  const existing = (candidate: string): Stats | null => {
-    try {
-      return statSync(candidate);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return null;
-      throw refuse(code === 'ENOTDIR' ? 'a part of its path is a file, not a folder' : errorMessage(error));
-    }
-  };
-  const file = existing(path);
+  const file = entryAt(path, refuse);
   if (file) {
     if (!file.isFile()) throw refuse(file.isDirectory() ? 'it is a folder' : 'it is not a regular file');
     return;
@@ -248,22 +239,10 @@ function checkDatabasePath(path: string, options: { createFolder: boolean; mayCr
     );
   }
   if (!options.createFolder) return;
-  const missing: string[] = [];
-  let folder = dirname(resolve(path));
-  for (let stats = existing(folder); !stats; stats = existing(folder)) {
-    missing.unshift(folder);
-    if (dirname(folder) === folder) break;
-    folder = dirname(folder);
-  }
-  if (missing.length === 0 && !existing(folder)?.isDirectory()) throw refuse(`${folder} is not a folder`);
-  for (const level of missing) {
-    try {
-      mkdirSync(level);
-    } catch (error) {
-      throw refuse(
-        `cannot create the folder ${level} (${(error as NodeJS.ErrnoException).code ?? errorMessage(error)})`,
-      );
-    }
+  try {
+    makeFolders(dirname(resolve(path)));
+  } catch (error) {
+    throw refuse(errorMessage(error));
   }
   try {
     accessSync(dirname(resolve(path)), constants.W_OK);

@@ -25,3 +25,24 @@ describe('mneme keys create --user', () => {
     expect(bound.stdout).toContain('bound to user ann');
   });
 });
+
+describe('mneme keys revoke', () => {
+  it('refuses an empty or blank prefix as bad input in one line, and revokes no key', async () => {
+    const database = join(folder, 'revoke.db');
+    const run = (...argv: string[]) => runCli(database, argv);
+    expect((await run('init')).code).toBe(0);
+    expect((await run('keys', 'create', '--label', 'ops')).code).toBe(0);
+
+    for (const prefix of ['', '  ']) {
+      const refused = await run('keys', 'revoke', prefix);
+      expect(refused).toMatchObject({ code: 2, stdout: '' });
+      expect(refused.stderr).toMatch(/^mneme: .*prefix must not be empty[^\n]*\n$/);
+    }
+    const json = await run('--json', 'keys', 'revoke', '');
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'INVALID_INPUT' } });
+
+    expect((await run('keys', 'list')).stdout).toMatch(/\tadmin\tcreated /);
+    expect((await run('keys', 'revoke', '000000000000')).code).toBe(3);
+  });
+});

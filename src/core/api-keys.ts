@@ -4,15 +4,21 @@ import type { ApiKeyRecord, ApiKeyStore } from '../storage/api-key-store.js';
 import type { Principal } from './access.js';
 import type { Clock } from './clock.js';
 import { ErrorCode, MnemeError } from './errors.js';
-import { parseInput } from './schemas.js';
+import { parseInput, UserIdSchema } from './schemas.js';
 
 const KEY_PATTERN = /^mneme_([0-9a-f]{12})_([A-Za-z0-9_-]{32})$/;
 
 export const CreateApiKeyInputSchema = z.strictObject({
   label: z.string({ error: 'label must be a string' }).trim().min(1, 'label must not be empty').max(100),
-  userId: z.string().trim().min(1).max(200).optional(),
+  userId: UserIdSchema.optional(),
 });
 export type CreateApiKeyInput = z.input<typeof CreateApiKeyInputSchema>;
+
+/** The prefix of a key to revoke: an empty one (an unset shell variable) is bad input, not a key not found. */
+export const ApiKeyPrefixSchema = z
+  .string({ error: 'prefix must be a string' })
+  .trim()
+  .min(1, 'prefix must not be empty: give the prefix of the key, as the list of keys shows it');
 
 /** A new key: `key` is shown once and never stored. */
 export interface CreatedApiKey extends ApiKeyRecord {
@@ -23,6 +29,7 @@ export interface CreatedApiKey extends ApiKeyRecord {
 export interface ApiKeys {
   create(input: CreateApiKeyInput): Promise<CreatedApiKey>;
   list(): Promise<ApiKeyRecord[]>;
+  /** Revokes the active key with this prefix: NOT_FOUND when none has it, INVALID_INPUT when it is empty. */
   revoke(prefix: string): Promise<ApiKeyRecord>;
   /** The principal a presented key stands for, or null when it is unknown, malformed or revoked. */
   authenticate(key: string): Promise<Principal | null>;
@@ -50,8 +57,9 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
 
     list: () => store.list(),
 
-    async revoke(prefix) {
-      const record = await store.revoke(prefix.trim(), clock.now());
+    async revoke(input) {
+      const prefix = parseInput(ApiKeyPrefixSchema, input, 'API key prefix');
+      const record = await store.revoke(prefix, clock.now());
       if (!record) throw new MnemeError(ErrorCode.NotFound, `no active API key has the prefix ${prefix}`);
       return record;
     },

@@ -46,6 +46,16 @@ export interface PostgresDatabase extends PostgresQueryable {
 /** Milliseconds a write waits for a lock when not told, as SQLite's busy timeout. */
 export const DEFAULT_WRITE_WAIT_MS = 5000;
 
+/**
+ * Milliseconds a pool waits for a connection when not told (or `busyTimeoutMs`, when longer): for a new
+ * one to be answered (a server that accepts TCP and never answers, a black-holing network) or for one of
+ * its connections to be free. Then the statement fails (`toMnemeErrorPg`: STORE_FAILED for a server never
+ * reached, else STORE_BUSY) instead of waiting forever. There is no statement timeout of mneme's own:
+ * index builds, imports and purges run long on large stores; `?statement_timeout=<ms>` in the URL sets
+ * one (node-postgres passes it to the server), and a statement it cancels is STORE_BUSY.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
 /** A 64-bit integer as a JavaScript number: ids and epoch milliseconds stay far below 2^53. */
 const toNumber = (value: string) => Number(value);
 const toNumbers = (value: string) =>
@@ -96,6 +106,8 @@ export function isPostgresUrl(path: string): boolean {
  */
 const lostAfterReached = new WeakSet<object>();
 const commitUnknown = new WeakSet<object>();
+/** Errors of a pool whose every connection stayed in use past its connect timeout, with what to say: STORE_BUSY. */
+const poolFull = new WeakMap<object, string>();
 
 /** True for a driver error that says the connection is gone or cannot be made (no SQLSTATE of a statement). */
 function isConnectionLoss(error: unknown): boolean {
@@ -104,20 +116,42 @@ function isConnectionLoss(error: unknown): boolean {
   return state === '' && /^Connection terminated/.test(errorMessage(error));
 }
 
-/** Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). */
+/**
+ * Opens a `pg.Pool` on `url` (node-postgres; nothing connects until the first statement). A connection
+ * waits at most `connectTimeoutMs` to be answered or to be free: by default `DEFAULT_CONNECT_TIMEOUT_MS`,
+ * or `busyTimeoutMs` when longer, so that a request never gives up on a busy pool before a write would
+ * give up on the write lock.
+ */
 export function createPgPoolDatabase(
   url: string,
-  options: { max?: number; busyTimeoutMs?: number } = {},
+  options: { max?: number; busyTimeoutMs?: number; connectTimeoutMs?: number } = {},
 ): PostgresDatabase {
-  const pool = new pg.Pool({ connectionString: url, types, max: options.max ?? 10 });
+  const max = options.max ?? 10;
+  const connectTimeoutMs = options.connectTimeoutMs ?? Math.max(DEFAULT_CONNECT_TIMEOUT_MS, options.busyTimeoutMs ?? 0);
+  const pool = new pg.Pool({ connectionString: url, types, max, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
   let reached = false;
   pool.on('connect', () => {
     reached = true;
   });
-  const tag = (error: unknown) => {
-    if (reached && typeof error === 'object' && error !== null && isConnectionLoss(error)) lostAfterReached.add(error);
+  const tag = (thrown: unknown) => {
+    if (typeof thrown !== 'object' || thrown === null) return thrown;
+    const message = errorMessage(thrown);
+    // pg-pool's words for its two timeouts: no free connection in time, and a new one not answered in time.
+    if (message === 'timeout exceeded when trying to connect') {
+      poolFull.set(
+        thrown,
+        `${max === 1 ? 'the 1 connection' : `all ${max} connections`} of the pool to the PostgreSQL server stayed in use for ${connectTimeoutMs} ms: the database is busy`,
+      );
+      return thrown;
+    }
+    const error = /^Connection terminated due to connection timeout/.test(message)
+      ? Object.assign(new Error(`no answer within ${connectTimeoutMs} ms of connecting`, { cause: thrown }), {
+          code: 'ETIMEDOUT',
+        })
+      : thrown;
+    if (reached && isConnectionLoss(error)) lostAfterReached.add(error);
     return error;
   };
   const tagged = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -262,6 +296,8 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
       { cause: error },
     );
   }
+  const full = poolFull.get(error as object);
+  if (full) return new MnemeError(ErrorCode.StoreBusy, `${doing}: ${full}; try again shortly`, { cause: error });
   if (lostAfterReached.has(error as object)) {
     return new MnemeError(
       ErrorCode.StoreBusy,

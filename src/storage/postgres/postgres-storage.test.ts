@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -211,6 +212,66 @@ async function inPgliteFolder(work: (folder: string) => Promise<void>): Promise<
     rmSync(folder, { recursive: true, force: true });
   }
 }
+
+/**
+ * A TCP server on loopback that accepts connections and, while `silent`, never answers them (as a hung server
+ * or a black-holing proxy); otherwise it passes each connection on to `upstream` (a port of 127.0.0.1).
+ * `silence()` also cuts the connections passed on so far, as a server going away does.
+ */
+async function startLoopbackServer(upstream?: number) {
+  const sockets = new Set<Socket>();
+  let silent = upstream === undefined;
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    if (silent || upstream === undefined) return;
+    const onward = connect(upstream, '127.0.0.1');
+    sockets.add(onward);
+    onward.on('error', () => socket.destroy());
+    onward.on('close', () => sockets.delete(onward));
+    socket.pipe(onward).pipe(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: (database: string) => `postgres://mneme@127.0.0.1:${port}/${database}`,
+    silence() {
+      silent = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('a PostgreSQL pool whose server never answers', () => {
+  it('says the server cannot be reached once it gave no answer to connecting, instead of waiting forever', async () => {
+    const silent = await startLoopbackServer();
+    const database = createPgPoolDatabase(silent.url('hung'), { connectTimeoutMs: 100 });
+    try {
+      const refused = await withPgErrors('reading', () => database.query('SELECT 1')).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: ErrorCode.StoreFailed });
+      expect((refused as Error).message).toBe(
+        'reading: cannot reach the PostgreSQL server (no answer within 100 ms of connecting); check the URL and that the server runs',
+      );
+      // A transaction and a named lock, which take a connection of their own, are refused alike.
+      await expect(withPgErrors('writing', () => database.transaction(async () => 1))).rejects.toMatchObject({
+        code: ErrorCode.StoreFailed,
+        message: expect.stringContaining('no answer within 100 ms of connecting'),
+      });
+      await expect(withPgErrors('locking', () => database.tryLock('task'))).rejects.toMatchObject({
+        code: ErrorCode.StoreFailed,
+      });
+    } finally {
+      await database.close();
+      await silent.close();
+    }
+  });
+});
 
 describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (postgresql-15, no pgvector)', () => {
   let server: TestPostgresServer;
@@ -443,6 +504,68 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
       expect((refused as Error).message).toMatch(/cannot reach the PostgreSQL server/);
     } finally {
       await database.close();
+    }
+  });
+
+  it('answers busy, to be retried, when a server it reached stops answering new connections', async () => {
+    const url = await server.database('gone-quiet');
+    const port = Number(new URL(url).port);
+    const proxy = await startLoopbackServer(port);
+    const database = createPgPoolDatabase(proxy.url('gone-quiet'), { connectTimeoutMs: 100 });
+    try {
+      expect((await database.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+      proxy.silence();
+      // The pooled connection was cut (its statement, or the pool, finds out); the next one gets no answer.
+      const errors: unknown[] = [];
+      for (let tries = 0; tries < 5; tries++) {
+        const error = await withPgErrors('reading', () => database.query('SELECT 1')).catch(
+          (caught: unknown) => caught,
+        );
+        errors.push(error);
+        if (/no answer within/.test((error as Error).message)) break;
+      }
+      for (const error of errors) expect(error).toMatchObject({ code: ErrorCode.StoreBusy });
+      expect((errors.at(-1) as Error).message).toBe(
+        'reading: the PostgreSQL server cannot be reached now, though it could before: it may be restarting (no answer within 100 ms of connecting); try again shortly',
+      );
+    } finally {
+      await database.close();
+      await proxy.close();
+    }
+  });
+
+  it('answers busy when every connection of the pool stays in use, and serves again once one is free', async () => {
+    const database = createPgPoolDatabase(await server.database('pool-full'), { max: 1, connectTimeoutMs: 100 });
+    try {
+      // A named lock keeps its connection checked out: the pool's only one.
+      const lock = await database.tryLock('task');
+      const refused = await withPgErrors('reading', () => database.query('SELECT 1')).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: ErrorCode.StoreBusy });
+      expect((refused as Error).message).toBe(
+        'reading: the 1 connection of the pool to the PostgreSQL server stayed in use for 100 ms: the database is busy; try again shortly',
+      );
+      await lock?.release();
+      expect((await database.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('sets no statement timeout of its own, and answers busy when one set in the URL cancels a statement', async () => {
+    const url = await server.database('statement-timeout');
+    const unlimited = createPgPoolDatabase(url);
+    const limited = createPgPoolDatabase(`${url}?statement_timeout=50`);
+    try {
+      expect((await unlimited.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")).rows).toEqual([
+        { t: '0' },
+      ]);
+      const cancelled = await withPgErrors('reading', () => limited.query('SELECT pg_sleep(5)')).catch(
+        (error: unknown) => error,
+      );
+      expect(cancelled).toMatchObject({ code: ErrorCode.StoreBusy, cause: { code: '57014' } });
+    } finally {
+      await unlimited.close();
+      await limited.close();
     }
   });
 

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -31,6 +31,20 @@ describe('opening a SQLite database whose folder is missing', () => {
     const path = join(folder, 'a', 'b', 'c', 'mneme.db');
     openSqliteDatabase({ path }).close();
     expect(existsSync(path)).toBe(true);
+  });
+
+  it('fails with STORE_FAILED saying so when its folder is a file', () => {
+    const file = join(folder, 'a-file');
+    writeFileSync(file, 'not a folder');
+    expect(() => openSqliteDatabase({ path: join(file, 'mneme.db') })).toThrow(
+      expect.objectContaining({ code: 'STORE_FAILED', message: `${file} is not a folder` }),
+    );
+    expect(() => openSqliteDatabase({ path: join(file, 'deeper', 'mneme.db') })).toThrow(
+      expect.objectContaining({
+        code: 'STORE_FAILED',
+        message: `cannot create the folder ${join(file, 'deeper')}: a part of its path is a file, not a folder`,
+      }),
+    );
   });
 
   it.skipIf(process.platform !== 'linux')(

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+import { makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 
 /** Milliseconds a write waits for another connection's lock when not told (`busyTimeoutMs`). */
@@ -31,30 +31,6 @@ export interface OpenSqliteOptions {
   textSnapshotAfter?: number;
   /** How long a named lock (`Storage.tryLock`) lasts unrenewed (`SQLITE_LOCK_TTL_MS` by default; tests only). */
   lockTtlMs?: number;
-}
-
-/**
- * Creates a folder and its missing parents one level at a time. Not `mkdirSync(…, { recursive: true })`:
- * on Node 20 that loops forever where a level cannot be created but its parent exists (under /proc).
- */
-function makeFolders(folder: string): void {
-  const missing: string[] = [];
-  for (let level = folder; !existsSync(level); level = dirname(level)) {
-    missing.unshift(level);
-    if (dirname(level) === level) break;
-  }
-  for (const level of missing) {
-    try {
-      mkdirSync(level);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
-      throw new MnemeError(
-        ErrorCode.StoreFailed,
-        `cannot create the folder ${level} (${(error as NodeJS.ErrnoException).code ?? errorMessage(error)})`,
-        { cause: error },
-      );
-    }
-  }
 }
 
 /**
