@@ -14,7 +14,11 @@ export function registerChannelCommands(program: Command, withEngine: WithEngine
     .description('declare a channel: its visibility and, when given, its members (replacing them)')
     .argument('<id>', 'channel id')
     .addOption(
-      choiceOption('--visibility <visibility>', 'who may read it (default private)', ['direct', 'private', 'public']),
+      choiceOption(
+        '--visibility <visibility>',
+        'who may read it (left out: a declared channel keeps its own, a new one is private)',
+        ['direct', 'private', 'public'],
+      ),
     )
     .addOption(
       new Option('--members <ids>', 'comma-separated user ids: the members from now on').argParser(

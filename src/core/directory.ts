@@ -71,7 +71,11 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
     async putChannel(input) {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
       return memberships.putChannel(
-        { id: parsed.id, visibility: parsed.visibility, ...(parsed.members ? { members: parsed.members } : {}) },
+        {
+          id: parsed.id,
+          ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
+          ...(parsed.members ? { members: parsed.members } : {}),
+        },
         clock.now(),
       );
     },

@@ -464,10 +464,13 @@ export type CreateProjectInput = z.input<typeof CreateProjectInputSchema>;
 /** Input of `putChannel`: who may read a channel (ADR 5). */
 export const PutChannelInputSchema = z.strictObject({
   id: ChannelIdSchema,
-  /** `direct` (two parties), `private` (its members; the default) or `public` (every user; facts may become global). */
+  /**
+   * `direct` (two parties), `private` (its members) or `public` (every user; facts may become global). Left out, a
+   * declared channel keeps its own and a new one is private.
+   */
   visibility: z
     .enum(['direct', 'private', 'public'], { error: 'visibility must be direct, private or public' })
-    .default('private'),
+    .optional(),
   members: MembersSchema.optional(),
 });
 export type PutChannelInput = z.input<typeof PutChannelInputSchema>;

@@ -396,7 +396,7 @@ export const apiRoutes: readonly Route[] = [
     operationId: 'putChannel',
     response: ChannelSchema,
     summary:
-      'Declare a channel: visibility `direct`, `private` (default) or `public` (facts said there may become global), and, when given, its members (replacing them)',
+      'Declare a channel: visibility `direct`, `private` or `public` (facts said there may become global), and its members (replacing them); each left out is kept (a new channel is private)',
     tag: 'directory',
     returns: '`{ id, visibility, members }`',
     params: ChannelParamsSchema,

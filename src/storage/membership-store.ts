@@ -15,9 +15,12 @@ export interface Channel {
 export interface MembershipStore {
   /** The channel with its members, or null when it was never declared nor seen. */
   getChannel(id: string): Promise<Channel | null>;
-  /** Declares a channel's visibility and, when `members` is given, replaces its members; in one transaction. */
+  /**
+   * Declares a channel: its visibility when given (left out, a channel with a row keeps its own, a new one is
+   * private) and, when `members` is given, replaces its members; in one transaction.
+   */
   putChannel(
-    channel: { id: string; visibility: ChannelVisibility; members?: readonly string[] },
+    channel: { id: string; visibility?: ChannelVisibility; members?: readonly string[] },
     at: number,
   ): Promise<Channel>;
   /** Adds members to a space (existing ones are kept). */

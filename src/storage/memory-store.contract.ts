@@ -1081,6 +1081,34 @@ export function describeStorageContract(
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
     });
 
+    it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
+      const { memberships } = storage;
+      expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({
+        id: 'town',
+        visibility: 'public',
+        members: ['ann'],
+      });
+      // Members replaced, visibility left out: the channel stays public (it once became private here).
+      expect(await memberships.putChannel({ id: 'town', members: ['ann', 'bob'] }, at)).toEqual({
+        id: 'town',
+        visibility: 'public',
+        members: ['ann', 'bob'],
+      });
+      expect(await memberships.getChannel('town')).toEqual({
+        id: 'town',
+        visibility: 'public',
+        members: ['ann', 'bob'],
+      });
+      expect(await memberships.putChannel({ id: 'town', visibility: 'direct' }, at)).toMatchObject({
+        visibility: 'direct',
+      });
+      expect(await memberships.putChannel({ id: 'fresh' }, at)).toEqual({
+        id: 'fresh',
+        visibility: 'private',
+        members: [],
+      });
+    });
+
     it("writes a message's joins with it, and none for a duplicate", async () => {
       const say = (senderId: string, externalId: string) => ({
         channelId: 'room',

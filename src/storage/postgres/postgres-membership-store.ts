@@ -48,13 +48,16 @@ export function createPostgresMembershipStore(database: PostgresDatabase): Membe
     },
     async putChannel(channel, at) {
       return writePg(database, `saving channel ${channel.id}`, async (q): Promise<Channel> => {
-        await q.query(
-          `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES ($1, $2, $3, $3)
-           ON CONFLICT (id) DO UPDATE SET visibility = excluded.visibility, updated_at = excluded.updated_at`,
-          [channel.id, channel.visibility, at],
+        // A visibility left out (null) keeps the row's, or makes a new channel private.
+        const { rows } = await q.query<{ visibility: ChannelVisibility }>(
+          `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES ($1, coalesce($2, 'private'), $3, $3)
+           ON CONFLICT (id) DO UPDATE SET visibility = coalesce($2, channels.visibility), updated_at = excluded.updated_at
+           RETURNING visibility`,
+          [channel.id, channel.visibility ?? null, at],
         );
+        const visibility = rows[0]?.visibility ?? channel.visibility ?? 'private';
         if (channel.members) await replaceMembers(q, 'channel', channel.id, channel.members, at);
-        return { id: channel.id, visibility: channel.visibility, members: await membersOf(q, 'channel', channel.id) };
+        return { id: channel.id, visibility, members: await membersOf(q, 'channel', channel.id) };
       });
     },
     async addMembers(kind, id, userIds, at) {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Channel, ChannelVisibility, MembershipStore, SpaceKind } from '../membership-store.js';
-import { readSqlite, writeSqlite } from './sqlite-database.js';
+import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 
 /** The SQLite implementation of the MembershipStore port (tables `channels` and `members`, migration 7). */
 export function createSqliteMembershipStore(database: Database.Database): MembershipStore {
@@ -8,9 +8,14 @@ export function createSqliteMembershipStore(database: Database.Database): Member
     getChannel: database.prepare<[string], { visibility: ChannelVisibility }>(
       'SELECT visibility FROM channels WHERE id = ?',
     ),
-    putChannel: database.prepare<[string, ChannelVisibility, number, number]>(
-      `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET visibility = excluded.visibility, updated_at = excluded.updated_at`,
+    // A visibility left out (null) keeps the row's, or makes a new channel private.
+    putChannel: database.prepare<
+      [{ id: string; visibility: ChannelVisibility | null; at: number }],
+      { visibility: ChannelVisibility }
+    >(
+      `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES (@id, coalesce(@visibility, 'private'), @at, @at)
+       ON CONFLICT (id) DO UPDATE SET visibility = coalesce(@visibility, channels.visibility), updated_at = excluded.updated_at
+       RETURNING visibility`,
     ),
     addMember: database.prepare<[SpaceKind, string, string, number]>(
       'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
@@ -42,9 +47,13 @@ export function createSqliteMembershipStore(database: Database.Database): Member
     },
     async putChannel(channel, at) {
       return writeSqlite(database, `saving channel ${channel.id}`, (): Channel => {
-        statements.putChannel.run(channel.id, channel.visibility, at, at);
+        const { visibility } = getRow(statements.putChannel, {
+          id: channel.id,
+          visibility: channel.visibility ?? null,
+          at,
+        });
         if (channel.members) replaceMembers('channel', channel.id, channel.members, at);
-        return { id: channel.id, visibility: channel.visibility, members: membersOf('channel', channel.id) };
+        return { id: channel.id, visibility, members: membersOf('channel', channel.id) };
       });
     },
     async addMembers(kind, id, userIds, at) {
