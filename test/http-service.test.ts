@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -67,22 +67,36 @@ describe('mneme serve (the built package)', () => {
     await reopened.close();
   });
 
-  it('refuses to listen beyond loopback while no API key exists', async () => {
-    const child = spawn(
-      process.execPath,
-      [mnemeBinary, 'serve', '--host', '0.0.0.0', '--port', '0', '--db', join(folder, 'open.db')],
-      {
-        env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+  it('refuses to listen beyond loopback while no API key exists, and does not make a new file to refuse it', async () => {
+    const serve = async (database: string) => {
+      const child = spawn(
+        process.execPath,
+        [mnemeBinary, 'serve', '--host', '0.0.0.0', '--port', '0', '--db', database],
+        {
+          env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      children.push(child);
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const code = await new Promise<number | null>((done) => child.once('exit', (exitCode) => done(exitCode)));
+      return { code, stderr };
+    };
+    const existing = join(folder, 'open.db');
+    await (await createMneme({ path: existing })).close();
+    const refused = await serve(existing);
+    expect(refused.code).toBe(9);
+    expect(refused.stderr).toMatch(/refusing to listen on 0.0.0.0 without authentication: create a key first/);
+
+    const missing = join(folder, 'never-made.db');
+    const refusedNew = await serve(missing);
+    expect(refusedNew.code).toBe(9);
+    expect(refusedNew.stderr).toMatch(
+      /^mneme: refusing to listen on 0\.0\.0\.0 without authentication: \S+never-made\.db does not exist yet, so it has no API key; create it with one first \(mneme --db \S+ --create keys create --label <name>\), or bind 127\.0\.0\.1\n$/,
     );
-    children.push(child);
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const code = await new Promise<number | null>((done) => child.once('exit', (exitCode) => done(exitCode)));
-    expect(code).toBe(9);
-    expect(stderr).toMatch(/refusing to listen on 0.0.0.0 without authentication: create a key first/);
+    expect(existsSync(missing)).toBe(false);
   });
 });

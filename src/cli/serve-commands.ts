@@ -1,6 +1,9 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { startHttpServer } from '../http/http-server.js';
+import { isDatabaseUrl } from '../config/open-storage.js';
+import { ErrorCode, MnemeError } from '../core/errors.js';
+import { isLoopback, startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
@@ -23,7 +26,16 @@ export function registerServeCommands(
     .action(async (options: { host?: string; port?: number; open?: boolean; quiet?: boolean }) => {
       const globals = program.opts<{ db?: string }>();
       const { port } = options;
-      await runService(io, config, globals.db ?? config.databasePath, {
+      const path = globals.db ?? config.databasePath;
+      // A file not made yet holds no API key: refused before it is made, as the server would refuse it after.
+      const host = options.host;
+      if (host !== undefined && !isLoopback(host) && path !== ':memory:' && !isDatabaseUrl(path) && !existsSync(path)) {
+        throw new MnemeError(
+          ErrorCode.ConfigInvalid,
+          `refusing to listen on ${host} without authentication: ${path} does not exist yet, so it has no API key; create it with one first (mneme --db ${path} --create keys create --label <name>), or bind 127.0.0.1`,
+        );
+      }
+      await runService(io, config, path, {
         listen: (mneme) =>
           startHttpServer({
             mneme,
