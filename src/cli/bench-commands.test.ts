@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -195,6 +195,16 @@ describe('mneme eval locomo', () => {
     expect(run.stderr).toContain(message);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stdout).toBe('');
+  });
+
+  it('says a --data file that does not exist is not found (exit code 3), and one that is not JSON is bad input', async () => {
+    const missing = join(folder, 'no-such-locomo.json');
+    const run = await cli('eval', 'locomo', '--data', missing);
+    expect(run).toMatchObject({ code: 3, stdout: '' });
+    expect(run.stderr).toBe(`mneme: cannot read the LoCoMo file ${missing}: it does not exist; check --data\n`);
+    const notJson = join(folder, 'not-json.json');
+    writeFileSync(notJson, 'not json');
+    expect(await cli('eval', 'locomo', '--data', notJson)).toMatchObject({ code: 2, stdout: '' });
   });
 
   it('says which conversations exist when asked for one that does not', async () => {

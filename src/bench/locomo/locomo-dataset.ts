@@ -71,7 +71,15 @@ export function loadLocomo(path: string): LocomoConversation[] {
   try {
     json = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new MnemeError(ErrorCode.InvalidInput, `cannot read the LoCoMo file ${path}: ${errorMessage(error)}`);
+    // A missing file is NOT_FOUND (exit 3), as for `ingest` and `import`; one that is not JSON is bad input.
+    const missing = (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+    throw new MnemeError(
+      missing ? ErrorCode.NotFound : ErrorCode.InvalidInput,
+      missing
+        ? `cannot read the LoCoMo file ${path}: it does not exist; check --data`
+        : `cannot read the LoCoMo file ${path}: ${errorMessage(error)}`,
+      { cause: error },
+    );
   }
   return parseLocomo(json);
 }
