@@ -38,6 +38,8 @@ interface ChannelRun {
   context: EngineContext;
   extractor: FactExtractor | null;
   leases: ExtractionLeases;
+  /** Topics whose triggers are owed: they failed after their step committed (run by the next catch-up pass). */
+  owedTriggers: Set<string>;
   /** Stops the run between two messages (the worker closing). */
   signal: AbortSignal;
   /** Ends the run between two batches (the channel's turn is over); `signal` when the caller gives no turn. */
@@ -61,10 +63,25 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
     owner: randomUUID(),
     ttlMs: context.policy.ingest.extractionLeaseSeconds * 1000,
   });
+  // Topics whose triggers failed after their channel's step committed (a chat-model extractor runs them
+  // then): the channel is no longer pending, so the next catch-up pass runs them first.
+  const owedTriggers = new Set<string>();
   return {
     processChannel: (channelId, signal, turn) =>
-      lock.run(() => processChannel({ context, extractor, leases, signal, turn: turn ?? signal }, channelId)),
-    pendingChannels: () => pendingChannels(context),
+      lock.run(() =>
+        processChannel({ context, extractor, leases, owedTriggers, signal, turn: turn ?? signal }, channelId),
+      ),
+    async pendingChannels() {
+      if (owedTriggers.size > 0) {
+        await lock.run(async () => {
+          for (const topicId of [...owedTriggers]) {
+            await runTopicTriggers(context, extractor, leases, topicId);
+            owedTriggers.delete(topicId);
+          }
+        });
+      }
+      return pendingChannels(context);
+    },
     extractTopic: (topicId) =>
       lock.run(async () => {
         await requireTopic(context, topicId);
@@ -163,8 +180,12 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
   while (!signal.aborted && !run.turn.aborted && !cursor.done) {
     const batch = (control: ExtractionBatch) => extractBatch(run, lease, cursor, { limit, control });
     const done = await storage.extraction.batch(batch);
-    for (const topicId of cursor.triggers.splice(0)) {
+    // Committed: a trigger that fails now is owed, not lost with the turn (the channel is past the message).
+    const triggers = cursor.triggers.splice(0);
+    for (const topicId of triggers) run.owedTriggers.add(topicId);
+    for (const topicId of triggers) {
       await runTopicTriggers(context, run.extractor, run.leases, topicId);
+      run.owedTriggers.delete(topicId);
     }
     if (!done) return false;
   }
