@@ -72,4 +72,39 @@ describe('a topic trigger whose model call fails after the channel step committe
       await server.close();
     }
   });
+
+  it('runs it at the next start when the process ended before retrying it (the owed topics are not kept)', async () => {
+    const { server, state } = await startModel();
+    const path = join(folder, 'restart.db');
+    const open = () =>
+      createMneme({ path, chat: 'ollama', providers: { ollamaUrl: server.url }, logger: { warn: () => {} } });
+    const sessionMemories = async (mneme: Awaited<ReturnType<typeof open>>) =>
+      (await mneme.list({ limit: 100 })).memories.filter((memory) => memory.scope === 'session');
+    try {
+      const first = await open();
+      await first.setPolicy({ settings: { 'ingest.conversation.userMessages': 1 } });
+      await first.createTopic({ id: 'tea' });
+      await first.ingest({
+        channelId: 'kitchen',
+        sender: 'ann',
+        content: 'I drink green tea every morning',
+        topicId: 'tea',
+      });
+      await first.whenIdle();
+      expect(await sessionMemories(first)).toEqual([]);
+      // The process ends with the topic owed (as a crash between the channel's commit and the trigger would).
+      await first.close();
+
+      state.healed = true;
+      const second = await open();
+      try {
+        await second.whenIdle();
+        expect((await sessionMemories(second)).map((memory) => memory.topicId)).toEqual(['tea']);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
 });

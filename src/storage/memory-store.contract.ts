@@ -1077,6 +1077,7 @@ export function describeStorageContract(
       expect(await storage.messages.latestId('room')).toBe(answer?.id);
       expect(await storage.messages.latestId('nowhere')).toBe(0);
       expect(await storage.messages.channelIds()).toEqual(['other', 'room']);
+      expect(await storage.messages.topicIds()).toEqual(['t1']);
       expect(await storage.messages.searchText('room', ['wiki'], 10)).toEqual([question]);
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
     });

@@ -128,6 +128,8 @@ export interface MessageStore {
   latestId(channelId: string): Promise<number>;
   /** Every channel that has at least one message, sorted. */
   channelIds(): Promise<string[]>;
+  /** Every topic that has at least one message, sorted. */
+  topicIds(): Promise<string[]>;
   /** Full-text match of any of `terms` (quoted by the adapter) in one channel's messages, best first. */
   searchText(channelId: string, terms: readonly string[], limit: number): Promise<Message[]>;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ExtractionBatch, ExtractionLease } from '../../storage/extraction-store.js';
 import type { Message } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
-import { ErrorCode, MnemeError } from '../errors.js';
+import { ErrorCode, errorMessage, MnemeError } from '../errors.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
 import { withBatchReads } from './batch-reads.js';
 import { exchangeChunks } from './exchange-memories.js';
@@ -64,19 +64,33 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
     ttlMs: context.policy.ingest.extractionLeaseSeconds * 1000,
   });
   // Topics whose triggers failed after their channel's step committed (a chat-model extractor runs them
-  // then): the channel is no longer pending, so the next catch-up pass runs them first.
+  // then): the channel is no longer pending, so the next catch-up pass runs them first. The first pass of
+  // the engine owes every topic with messages: a process that died between a commit and its triggers left
+  // them to it (a trigger runs only when its rule is due, under the topic's lease and watermark).
   const owedTriggers = new Set<string>();
+  let swept = false;
   return {
     processChannel: (channelId, signal, turn) =>
       lock.run(() =>
         processChannel({ context, extractor, leases, owedTriggers, signal, turn: turn ?? signal }, channelId),
       ),
     async pendingChannels() {
+      if (!swept) {
+        for (const topicId of await storage.messages.topicIds()) owedTriggers.add(topicId);
+        swept = true;
+      }
       if (owedTriggers.size > 0) {
         await lock.run(async () => {
           for (const topicId of [...owedTriggers]) {
-            await runTopicTriggers(context, extractor, leases, topicId);
-            owedTriggers.delete(topicId);
+            // One topic's failure (its model call) keeps it owed and stops neither the others nor the channels.
+            try {
+              await runTopicTriggers(context, extractor, leases, topicId);
+              owedTriggers.delete(topicId);
+            } catch (error) {
+              context.logger.warn(
+                `extraction of topic ${topicId} failed and will be retried by the next catch-up pass: ${errorMessage(error)}`,
+              );
+            }
           }
         });
       }

@@ -201,6 +201,14 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
         return rows[0]?.id ?? 0;
       });
     },
+    async topicIds() {
+      return withPgErrors('listing topics', async () => {
+        const { rows } = await database.query<{ topic_id: string }>(
+          'SELECT DISTINCT topic_id COLLATE "C" AS topic_id FROM messages WHERE topic_id IS NOT NULL ORDER BY 1',
+        );
+        return rows.map((row) => row.topic_id);
+      });
+    },
     async channelIds() {
       return withPgErrors('listing channels', async () => {
         const { rows } = await database.query<{ channel_id: string }>(

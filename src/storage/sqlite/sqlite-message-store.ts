@@ -42,6 +42,9 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
     channelIds: database.prepare<[], { channelId: string }>(
       'SELECT DISTINCT channel_id AS channelId FROM messages ORDER BY channel_id',
     ),
+    topicIds: database
+      .prepare<[], string>('SELECT DISTINCT topic_id FROM messages WHERE topic_id IS NOT NULL ORDER BY topic_id')
+      .pluck(),
     searchText: database.prepare<[string, string, number], MessageRow>(
       `SELECT m.* FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
       WHERE messages_fts MATCH ? AND m.channel_id = ? ORDER BY rank LIMIT ?`,
@@ -204,6 +207,9 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
         `reading the newest message of channel ${channelId}`,
         () => getRow(statements.latestId, channelId).id ?? 0,
       );
+    },
+    async topicIds() {
+      return readSqlite('listing topics', () => statements.topicIds.all());
     },
     async channelIds() {
       return readSqlite('listing channels', () => statements.channelIds.all().map((row) => row.channelId));
