@@ -36,11 +36,7 @@ if (!Number.isInteger(size) || size < 1 || !Number.isInteger(messages) || messag
 }
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const Database = createRequire(import.meta.url)('better-sqlite3');
-const { createMneme } = await import(join(root, 'dist/index.js'));
-const { openStorage } = await import(join(root, 'dist/config/open-storage.js'));
-const { createSyntheticCorpus } = await import(join(root, 'dist/bench/synthetic-corpus.js'));
-const { createPrecomputedEmbeddingModel } = await import(join(root, 'dist/bench/precomputed-embedding-model.js'));
-const { rememberOne } = await import(join(root, 'dist/bench/run-bench.js'));
+const { benchMessage, buildBenchStore, corpus, model, openBenchEngine } = await import('./bench-store.mjs');
 const { createPostgresBenchDatabase, isBenchServerUrl } = await import(
   join(root, 'dist/bench/postgres-bench-database.js')
 );
@@ -50,10 +46,6 @@ if (server !== null && !isBenchServerUrl(server)) {
 }
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-ingest-statements-'));
-const corpus = createSyntheticCorpus({ seed: 42, dimensions: 768 });
-const model = createPrecomputedEmbeddingModel('bench-precomputed-768', 768);
-const quiet = { warn() {}, info() {} };
-const open = (path) => createMneme({ path, embedder: model, backfill: false, logger: quiet });
 
 // better-sqlite3's statement calls, timed while `timing` is on (calls inside a call, as a transaction's, once).
 const probe = new Database(':memory:');
@@ -110,18 +102,7 @@ pg.Client.prototype.query = function (...args) {
   return result;
 };
 
-async function build(path) {
-  const mneme = await open(path);
-  for (let index = 0; index < size; index++) {
-    await rememberOne(mneme, model, corpus.memory(index));
-    if ((index + 1) % 10_000 === 0) console.error(`built ${index + 1} of ${size} memories`);
-  }
-  await mneme.close();
-  if (server !== null) return;
-  const storage = await openStorage({ path });
-  while (await storage.maintenance.indexStep());
-  await storage.close();
-}
+const build = (path) => buildBenchStore(path, size, { server: server !== null });
 
 /** One pass on a copy of the store: 20 recalls (as the bench's before its ingest), then the messages in batches. */
 async function pass(store, instrumented) {
@@ -140,7 +121,7 @@ async function pass(store, instrumented) {
     target = join(folder, `pass-${instrumented ? 2 : 1}.db`);
     copyFileSync(store, target);
   }
-  const mneme = await open(target);
+  const mneme = await openBenchEngine(target);
   for (let index = 0; index < 20; index++) {
     const query = corpus.query(index, size);
     model.set(query.text, query.vector);
@@ -153,13 +134,7 @@ async function pass(store, instrumented) {
     const inputs = [];
     for (let index = start; index < Math.min(messages, start + 1_000); index++) {
       // The bench's second set of messages (its `ingestMany` batches), after the 1,000 of its `ingest()` calls.
-      const message = corpus.message(1_000 + index);
-      inputs.push({
-        channelId: message.channelId,
-        sender: message.userId,
-        senderName: message.userName,
-        content: message.content,
-      });
+      inputs.push(benchMessage(1_000 + index));
     }
     await mneme.ingestMany(inputs);
   }
