@@ -20,6 +20,9 @@ export interface TestPostgresServer {
   url: string;
   /** A URL of another database of the server, created on first ask. */
   database(name: string): Promise<string>;
+  /** Stops the server (fast shutdown: sessions end) and keeps its data; `start` brings it back on the same port. */
+  halt(): Promise<void>;
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -56,16 +59,18 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
       : run(join(postgresBinaries, program), args);
   await pg('initdb', ['-D', data, '-U', 'mneme', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
   const port = await freePort();
-  await pg('pg_ctl', [
-    'start',
-    '-D',
-    data,
-    '-w',
-    '-l',
-    join(folder, 'server.log'),
-    '-o',
-    `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
-  ]);
+  const start = () =>
+    pg('pg_ctl', [
+      'start',
+      '-D',
+      data,
+      '-w',
+      '-l',
+      join(folder, 'server.log'),
+      '-o',
+      `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
+    ]);
+  await start();
   const url = (name: string) => `postgres://mneme@127.0.0.1:${port}/${name}`;
   const created = new Set<string>(['postgres']);
   return {
@@ -76,6 +81,12 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
         created.add(name);
       }
       return url(name);
+    },
+    async halt() {
+      await pg('pg_ctl', ['stop', '-D', data, '-m', 'fast', '-w']);
+    },
+    async start() {
+      await start();
     },
     async stop() {
       try {
