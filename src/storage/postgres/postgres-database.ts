@@ -329,7 +329,9 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
       { cause: error },
     );
   }
-  if (UNREACHABLE_CODES.includes(state) || state.startsWith('08')) {
+  // A connection lost before the pool ever reached the server (what listens there closed it: not PostgreSQL,
+  // or a proxy with no server behind it) is not reaching it either.
+  if (UNREACHABLE_CODES.includes(state) || state.startsWith('08') || isConnectionLoss(error)) {
     return new MnemeError(
       ErrorCode.StoreFailed,
       `${doing}: cannot reach the PostgreSQL server (${message}); check the URL and that the server runs`,

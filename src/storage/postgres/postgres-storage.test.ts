@@ -507,6 +507,28 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('says the server cannot be reached when what listens at the URL closes the connection at once (not PostgreSQL)', async () => {
+    const { createServer } = await import('node:net');
+    const closing = createServer((socket) => socket.destroy());
+    const port = await new Promise<number>((resolve) => {
+      closing.listen(0, '127.0.0.1', () => {
+        const address = closing.address();
+        resolve(typeof address === 'object' && address ? address.port : 0);
+      });
+    });
+    const database = createPgPoolDatabase(`postgres://mneme@127.0.0.1:${port}/nowhere`);
+    try {
+      const refused = await withPgErrors('reading', () => database.query('SELECT 1')).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: ErrorCode.StoreFailed });
+      expect((refused as Error).message).toMatch(
+        /^reading: cannot reach the PostgreSQL server \(Connection terminated unexpectedly\); check the URL and that the server runs$/,
+      );
+    } finally {
+      await database.close();
+      await new Promise((resolve) => closing.close(resolve));
+    }
+  });
+
   it('answers busy, to be retried, when a server it reached stops answering new connections', async () => {
     const url = await server.database('gone-quiet');
     const port = Number(new URL(url).port);
