@@ -45,4 +45,21 @@ describe('mneme keys revoke', () => {
     expect((await run('keys', 'list')).stdout).toMatch(/\tadmin\tcreated /);
     expect((await run('keys', 'revoke', '000000000000')).code).toBe(3);
   });
+
+  it('refuses a prefix that cannot be one as bad input, and takes a whole key for its prefix', async () => {
+    const database = join(folder, 'revoke-shapes.db');
+    const run = (...argv: string[]) => runCli(database, argv);
+    expect((await run('init')).code).toBe(0);
+    const created = await run('--json', 'keys', 'create', '--label', 'ops');
+    const { key, prefix } = JSON.parse(created.stdout) as { key: string; prefix: string };
+    for (const wrong of ['ops', 'mneme_', `${prefix}x`, prefix.toUpperCase()]) {
+      const refused = await run('keys', 'revoke', wrong);
+      expect(refused, wrong).toMatchObject({ code: 2, stdout: '' });
+      expect(refused.stderr).toMatch(/^mneme: .*a key prefix is 12 hexadecimal characters[^\n]*\n$/);
+    }
+    expect((await run('keys', 'list')).stdout).not.toMatch(/revoked/);
+    const revoked = await run('keys', 'revoke', key);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect((await run('keys', 'list')).stdout).toMatch(new RegExp(`^${prefix}\\tops\\tadmin\\trevoked `));
+  });
 });

@@ -18,7 +18,12 @@ export type CreateApiKeyInput = z.input<typeof CreateApiKeyInputSchema>;
 export const ApiKeyPrefixSchema = z
   .string({ error: 'prefix must be a string' })
   .trim()
-  .min(1, 'prefix must not be empty: give the prefix of the key, as the list of keys shows it');
+  .min(1, 'prefix must not be empty: give the prefix of the key, as the list of keys shows it')
+  // The whole key (pasted from where it is configured) stands for its prefix.
+  .transform((text) => KEY_PATTERN.exec(text)?.[1] ?? text)
+  .refine((prefix) => /^[0-9a-f]{12}$/.test(prefix), {
+    error: 'a key prefix is 12 hexadecimal characters, as the list of keys shows it (or give the whole key)',
+  });
 
 /** A new key: `key` is shown once and never stored. */
 export interface CreatedApiKey extends ApiKeyRecord {
