@@ -173,27 +173,46 @@ describe.skipIf(!hasPostgresBinaries)('mneme serve processes on one PostgreSQL e
     await server?.stop();
   });
 
-  it('writes each fact of an owner once and extracts each message once with three processes, and no recall shows another user’s memory', async () => {
-    const { admin, keys, url, database } = await setUp(server, 'three');
-    databases.push(database);
+  /**
+   * Three serve processes on the database; `rounds` rounds of every statement said in every channel, each channel's
+   * message sent to another process each round, while both users recall through their own keys; then, once every
+   * message is extracted: every ingest accepted, every recall answered without a leak, each fact and message once.
+   */
+  async function ingestOnThree(run: {
+    url: string;
+    admin: string;
+    keys: Parameters<typeof recallAll>[0];
+    database: Parameters<typeof expectExactlyOnce>[0];
+    rounds: number;
+    env?: Record<string, string>;
+  }): Promise<void> {
     const serves: ServeProcess[] = [];
-    for (let i = 0; i < 3; i++) serves.push(await startServeProcess(url, children));
+    for (let i = 0; i < 3; i++) {
+      serves.push(await startServeProcess(run.url, children, run.env ? { env: run.env } : undefined));
+    }
     const at = (index: number) => serves[index % serves.length] as ServeProcess;
-    const recalls = recallAll(keys, at);
+    const recalls = recallAll(run.keys, at);
     const statuses: number[] = [];
-    for (let round = 0; round < 4; round++) {
+    for (let round = 0; round < run.rounds; round++) {
       for (const statement of statements) {
-        for (const answer of await sayEverywhere(statement, admin, (index) => at(index + round)))
+        for (const answer of await sayEverywhere(statement, run.admin, (index) => at(index + round))) {
           statuses.push(answer.status);
+        }
       }
     }
-    await untilExtracted(database);
+    await untilExtracted(run.database);
     await recalls.stop();
     expect(statuses.filter((status) => status !== 202)).toEqual([]);
     expect(recalls.statuses.filter((status) => status !== 200)).toEqual([]);
     expect(recalls.leaks).toEqual([]);
-    await expectExactlyOnce(database);
+    await expectExactlyOnce(run.database);
     expectHealthy(serves);
+  }
+
+  it('writes each fact of an owner once and extracts each message once with three processes, and no recall shows another user’s memory', async () => {
+    const { admin, keys, url, database } = await setUp(server, 'three');
+    databases.push(database);
+    await ingestOnThree({ url, admin, keys, database, rounds: 4 });
   }, 60_000);
 
   it('writes each fact of an owner once with three processes extracting with a chat model and an embedder', async () => {
@@ -224,26 +243,11 @@ describe.skipIf(!hasPostgresBinaries)('mneme serve processes on one PostgreSQL e
       MNEME_CHAT: 'ollama:llama3.2',
       MNEME_OLLAMA_URL: model.url,
     };
-    const serves: ServeProcess[] = [];
-    for (let i = 0; i < 3; i++) serves.push(await startServeProcess(url, children, { env }));
-    const at = (index: number) => serves[index % serves.length] as ServeProcess;
-    const recalls = recallAll(keys, at);
-    const statuses: number[] = [];
-    for (let round = 0; round < 2; round++) {
-      for (const statement of statements) {
-        for (const answer of await sayEverywhere(statement, admin, (index) => at(index + round))) {
-          statuses.push(answer.status);
-        }
-      }
+    try {
+      await ingestOnThree({ url, admin, keys, database, rounds: 2, env });
+    } finally {
+      await model.close();
     }
-    await untilExtracted(database);
-    await recalls.stop();
-    await model.close();
-    expect(statuses.filter((status) => status !== 202)).toEqual([]);
-    expect(recalls.statuses.filter((status) => status !== 200)).toEqual([]);
-    expect(recalls.leaks).toEqual([]);
-    await expectExactlyOnce(database);
-    expectHealthy(serves);
   }, 60_000);
 
   it('extracts each message once when one of two processes is killed with SIGKILL in the middle of the ingest and restarted', async () => {
