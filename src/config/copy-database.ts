@@ -285,7 +285,9 @@ function sqliteEnd(path: string): CopyEnd {
 
 async function postgresEnd(path: string): Promise<CopyEnd> {
   const open = async (): Promise<PostgresDatabase> =>
-    isPgliteUrl(path) ? createPgliteDatabase(path) : createPgPoolDatabase(path);
+    isPgliteUrl(path)
+      ? createPgliteDatabase(path)
+      : createPgPoolDatabase(path, { serverOptions: process.env.PGOPTIONS });
   // Migrate (and enable pgvector) through the storage, then work on the tables directly.
   await (await createPostgresStorage({ database: await open() })).close();
   const database = await open();

@@ -33,7 +33,10 @@ export async function openStorage(options: OpenStorageOptions): Promise<Storage>
   if (isPostgresUrl(path)) {
     const { busyTimeoutMs } = options;
     return createPostgresStorage({
-      database: createPgPoolDatabase(path, busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+      database: createPgPoolDatabase(path, {
+        ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+        serverOptions: process.env.PGOPTIONS,
+      }),
     });
   }
   if (isPgliteUrl(path)) {

@@ -56,6 +56,19 @@ export const DEFAULT_WRITE_WAIT_MS = 5000;
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * TCP keepalives of a pool's connections (ADR 12, 2026-12-03): the server probes a connection silent for
+ * `KEEPALIVE_IDLE_SECONDS`, then every 10 s, and ends its session after 3 unanswered probes. A process
+ * cut off from the server by the network (or whose host died) while it held the write lock, a lease
+ * or an open transaction then gives them back within about a minute; the kernel's default (two hours
+ * of silence before the first probe) kept every other process's writes waiting (STORE_BUSY) that long.
+ * A client that is alive answers the probes whatever it is doing, so a slow import is never cut. The
+ * pool's sockets probe the server the same way after that idle time (the interval and count are the
+ * client system's). Ignored on a Unix-domain socket.
+ */
+export const KEEPALIVE_IDLE_SECONDS = 30;
+const SERVER_KEEPALIVES = `-c tcp_keepalives_idle=${KEEPALIVE_IDLE_SECONDS} -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3`;
+
 /** A 64-bit integer as a JavaScript number: ids and epoch milliseconds stay far below 2^53. */
 const toNumber = (value: string) => Number(value);
 const toNumbers = (value: string) =>
@@ -124,11 +137,26 @@ function isConnectionLoss(error: unknown): boolean {
  */
 export function createPgPoolDatabase(
   url: string,
-  options: { max?: number; busyTimeoutMs?: number; connectTimeoutMs?: number } = {},
+  options: {
+    max?: number;
+    busyTimeoutMs?: number;
+    connectTimeoutMs?: number;
+    /** Server settings the process was given for its sessions (`PGOPTIONS`), sent before mneme's own. */
+    serverOptions?: string | undefined;
+  } = {},
 ): PostgresDatabase {
   const max = options.max ?? 10;
   const connectTimeoutMs = options.connectTimeoutMs ?? Math.max(DEFAULT_CONNECT_TIMEOUT_MS, options.busyTimeoutMs ?? 0);
-  const pool = new pg.Pool({ connectionString: url, types, max, connectionTimeoutMillis: connectTimeoutMs });
+  const pool = new pg.Pool({
+    connectionString: url,
+    types,
+    max,
+    connectionTimeoutMillis: connectTimeoutMs,
+    // The server's settings of each session, in its startup message (a URL's own `options` replace them).
+    options: [options.serverOptions, SERVER_KEEPALIVES].filter((given) => given?.trim()).join(' '),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_SECONDS * 1000,
+  });
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
   let reached = false;

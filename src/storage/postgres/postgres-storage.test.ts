@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { globalMemory } from '../global-memory.fixture.js';
-import { createPgPoolDatabase, type PostgresDatabase, withPgErrors } from './postgres-database.js';
+import {
+  createPgPoolDatabase,
+  KEEPALIVE_IDLE_SECONDS,
+  type PostgresDatabase,
+  withPgErrors,
+} from './postgres-database.js';
 import { messageSearchSql } from './postgres-message-store.js';
 import { latestPostgresSchemaVersion, migratePostgres, postgresMigrations } from './postgres-migrations.js';
 import { createPgliteDatabase } from './postgres-pglite-database.js';
@@ -290,6 +295,35 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
       expect(storage.vectorSearch.reason).toMatch(/install/);
     } finally {
       await storage.close();
+    }
+  });
+
+  it('asks the server to probe every connection of a pool after 30 s of silence, keeping the server settings it was given', async () => {
+    // A process cut off by the network while it holds the write lock gives it back when the server ends its
+    // session: after 30 s and 3 probes 10 s apart, not after the kernel's two hours of silence.
+    const database = createPgPoolDatabase(await server.database('probed'), {
+      serverOptions: '-c statement_timeout=4321',
+    });
+    const settings = async (queryable: Pick<typeof database, 'query'>) => {
+      const { rows } = await queryable.query<{ name: string; setting: string }>(
+        `SELECT name, setting FROM pg_settings
+         WHERE name IN ('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'statement_timeout')
+         ORDER BY name`,
+      );
+      return Object.fromEntries(rows.map((row) => [row.name, row.setting]));
+    };
+    const expected = {
+      statement_timeout: '4321',
+      tcp_keepalives_count: '3',
+      tcp_keepalives_idle: String(KEEPALIVE_IDLE_SECONDS),
+      tcp_keepalives_interval: '10',
+    };
+    try {
+      expect(await settings(database)).toEqual(expected);
+      // The connection of a transaction (where the write lock is taken) is one of the pool's.
+      expect(await database.transaction((transaction) => settings(transaction))).toEqual(expected);
+    } finally {
+      await database.close();
     }
   });
 
