@@ -1,5 +1,6 @@
 import type { Project, Topic, User } from '../storage/directory-store.js';
 import type { Channel } from '../storage/membership-store.js';
+import { keepWithinSources } from './derived-audience.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import {
@@ -14,6 +15,7 @@ import {
   PutChannelInputSchema,
   parseInput,
 } from './schemas.js';
+import { ownerKey } from './scope.js';
 
 /** The names and spaces memories hang on: users, topics, projects and channels with their members. */
 export interface MnemeDirectory {
@@ -51,26 +53,31 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
         );
       }
       // The topic and its members in one transaction: a refused request changes neither.
-      return directory.putTopic(
+      const topic = await directory.putTopic(
         { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
         clock.now(),
         parsed.members,
       );
+      // A new member may not read every channel the topic's memories came from (ADR 5, 2026-12-03).
+      if (parsed.members) await keepWithinSources(context, { owner: ownerKey('session', { topicId: parsed.id }) });
+      return topic;
     },
 
     async createProject(input) {
       const parsed = parseInput(CreateProjectInputSchema, input, 'project');
       // The project and its members in one transaction: a refused request changes neither.
-      return directory.putProject(
+      const project = await directory.putProject(
         { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
         clock.now(),
         parsed.members,
       );
+      if (parsed.members) await keepWithinSources(context, { owner: ownerKey('project', { projectId: parsed.id }) });
+      return project;
     },
 
     async putChannel(input) {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
-      return memberships.putChannel(
+      const channel = await memberships.putChannel(
         {
           id: parsed.id,
           ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
@@ -78,6 +85,10 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
         },
         clock.now(),
       );
+      // Fewer readers (made private or direct, a member removed): what was derived from the channel for a
+      // wider audience moves into its room (ADR 5, 2026-12-03).
+      await keepWithinSources(context, { channelId: parsed.id });
+      return channel;
     },
 
     async channel(id) {

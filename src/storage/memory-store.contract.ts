@@ -881,6 +881,68 @@ export function describeStorageContract(
       expect(nextMemory?.id).toBeGreaterThan(bobsMemory?.id ?? Number.POSITIVE_INFINITY);
     });
 
+    it('finds the memories citing a channel or of an owner with the channels they cite, and moves one into a room with its vector and word counts', async () => {
+      const [inC] = await storage.messages.append([said('bob', 'The vault code is walrus')]);
+      const [inD] = await storage.messages.append([{ ...said('bob', 'The vault is blue'), channelId: 'd' }]);
+      const cites = [inC?.id ?? 0, inD?.id ?? 0];
+      const [global, session, room, personal] = await storage.memories.insert(
+        [
+          await newMemory('The vault code is walrus', { sourceMessageIds: cites }),
+          await newMemory('Bob keeps the walrus vault', {
+            scope: 'room',
+            channelId: 'x',
+            sourceMessageIds: [cites[0] ?? 0],
+          }),
+          await newMemory('The walrus room vault', {
+            scope: 'room',
+            channelId: 'c',
+            sourceMessageIds: [cites[0] ?? 0],
+          }),
+          await newMemory('Bob likes the walrus vault', { scope: 'personal', userId: 'bob', sourceMessageIds: cites }),
+        ],
+        context,
+      );
+      await storage.memories.archive([session?.id ?? 0], context);
+      const cited = await storage.memories.citedChannels({ channelId: 'c' });
+      expect(cited.map(({ memory, channelIds }) => [memory.id, memory.archivedAt !== null, channelIds])).toEqual([
+        [global?.id, false, ['c', 'd']],
+        [session?.id, true, ['c']],
+      ]);
+      expect(room && personal).toBeTruthy();
+      expect((await storage.memories.citedChannels({ owner: 'room:x' })).map(({ memory }) => memory.id)).toEqual([
+        session?.id,
+      ]);
+
+      const moved = await storage.memories.moveToRoom(global?.id ?? 0, 'c', { ...context, reason: 'made private' });
+      expect(moved).toMatchObject({ scope: 'room', channelId: 'c', content: 'The vault code is walrus' });
+      expect((await storage.memories.history(moved.id)).at(-1)).toMatchObject({
+        action: 'update',
+        reason: 'made private',
+      });
+      const counts = await storage.memories.termCounts(['walrus'], { owners: ['global'] });
+      expect(counts.counts).toEqual([0]);
+      expect((await storage.memories.searchText({ terms: ['walrus'], owners: ['global'], limit: 10 })).length).toBe(0);
+      expect(
+        (await storage.memories.searchText({ terms: ['walrus'], owners: ['room:c'], limit: 10 })).map((hit) => hit.id),
+      ).toContain(moved.id);
+      const vector = await queryVector('The vault code is walrus');
+      expect(
+        await storage.memories.searchVector({ vector, model: model.modelId, owners: ['global'], limit: 5 }),
+      ).toEqual([]);
+      const inRoom = await storage.memories.searchVector({
+        vector,
+        model: model.modelId,
+        owners: ['room:c'],
+        limit: 5,
+      });
+      expect(inRoom.map((hit) => hit.id)).toEqual(vectorSearch ? [moved.id, room?.id] : []);
+      // An archived memory moves too.
+      expect(await storage.memories.moveToRoom(session?.id ?? 0, 'c', context)).toMatchObject({
+        scope: 'room',
+        channelId: 'c',
+      });
+    });
+
     it('counts totals, scopes, categories, pinned and recent additions, leaving expiring to the decay policy', async () => {
       await storage.memories.insert(
         [

@@ -265,4 +265,21 @@ export interface MemoryStore {
    * vectors, versions, links, memberships and API keys; a turn's search context quoting them is cleared.
    */
   purgeUser(userId: string): Promise<PurgeReport>;
+  /**
+   * The memories, archived ones too, that an audience change must check (ADR 5, 2026-12-03): those citing a
+   * message of the channel (`channelId`; its own room's and personal memories left out), or those of the
+   * owner key (`owner`); each with the channels of every message it cites, sorted. Ordered by id.
+   */
+  citedChannels(query: { channelId: string } | { owner: string }): Promise<CitedChannels[]>;
+  /**
+   * Moves a memory, archived or not, into the room scope of the channel: its scope, owner key and channel
+   * id, its vector under that owner, an `update` version with `context.reason`, in one transaction.
+   */
+  moveToRoom(id: number, channelId: string, context: WriteContext): Promise<Memory>;
+}
+
+/** A memory and the channels of the messages it cites. */
+export interface CitedChannels {
+  memory: Memory;
+  channelIds: string[];
 }

@@ -1,4 +1,5 @@
 import type { AppendedMessage, IngestFileProgress, Message, NewMessage } from '../../storage/message-store.js';
+import { keepWithinSources } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
@@ -13,6 +14,7 @@ import {
   type TurnsInput,
   TurnsInputSchema,
 } from '../schemas.js';
+import { ownerKey } from '../scope.js';
 import type { Viewer } from '../types.js';
 import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
 import { createExtraction, type ExtractionReport } from './extraction.js';
@@ -192,6 +194,26 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     }
   }
 
+  /** The owner keys of the topics and projects a sender joins with these messages and is not a member of yet. */
+  async function newTopicMembers(messages: readonly NewMessage[]): Promise<Set<string>> {
+    const owners = new Set<string>();
+    const asked = new Set<string>();
+    for (const message of messages) {
+      for (const join of message.joins ?? []) {
+        if (join.kind === 'channel') continue;
+        const owner =
+          join.kind === 'topic'
+            ? ownerKey('session', { topicId: join.id })
+            : ownerKey('project', { projectId: join.id });
+        const key = `${owner} ${message.senderId}`;
+        if (owners.has(owner) || asked.has(key)) continue;
+        asked.add(key);
+        if (!(await storage.memberships.isMember(join.kind, join.id, message.senderId))) owners.add(owner);
+      }
+    }
+    return owners;
+  }
+
   /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
   async function append(
     inputs: readonly PreparedInput[],
@@ -212,15 +234,17 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     // when missing, whatever this process saw before (a purge deletes a topic only its user spoke in).
     const messages = inputs.flatMap((input) => input.messages);
     const at = clock.now();
-    const stored = await storage.messages.append(
-      options.sendersAreMembers ? messages : await membership.withJoins(messages),
-      {
-        ...(file ? { file: { ...file, at } } : {}),
-        names: [...renames].map(([id, displayName]) => ({ id, displayName })),
-        topics: [...topics],
-        at,
-      },
-    );
+    const joining = options.sendersAreMembers ? messages : await membership.withJoins(messages);
+    const widened = await newTopicMembers(joining);
+    const stored = await storage.messages.append(joining, {
+      ...(file ? { file: { ...file, at } } : {}),
+      names: [...renames].map(([id, displayName]) => ({ id, displayName })),
+      topics: [...topics],
+      at,
+    });
+    // A sender who joined a topic or project now sees its memories: none may come from a channel the
+    // sender cannot read (ADR 5, 2026-12-03).
+    for (const owner of widened) await keepWithinSources(context, { owner });
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;

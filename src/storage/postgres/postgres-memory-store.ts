@@ -2,7 +2,14 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { type MemoryListQuery, type MemoryStore, sourcesGone } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
-import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
+import {
+  memoryColumns,
+  memoryColumnsOf,
+  type PgMemoryRow,
+  type PgVersionRow,
+  toMemory,
+  toVersion,
+} from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
 import { erasePostgresUser } from './postgres-user-purge.js';
@@ -288,6 +295,33 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
 
     async purgeUser(userId) {
       return erasePostgresUser(database, vectors, userId);
+    },
+
+    async citedChannels(query) {
+      return withPgErrors('reading the channels memories cite', async () => {
+        const cited = `ARRAY(SELECT DISTINCT msg.channel_id FROM messages msg
+          WHERE msg.id = ANY(m.source_message_ids) ORDER BY 1) AS channel_ids`;
+        const { rows } =
+          'channelId' in query
+            ? await database.query<PgMemoryRow & { channel_ids: string[] }>(
+                `SELECT ${memoryColumnsOf('m')}, ${cited} FROM memories m
+                WHERE m.source_message_ids && ARRAY(SELECT id FROM messages WHERE channel_id = $1)
+                  AND m.owner <> $2 AND m.owner NOT LIKE 'user:%'
+                ORDER BY m.id`,
+                [query.channelId, `room:${query.channelId}`],
+              )
+            : await database.query<PgMemoryRow & { channel_ids: string[] }>(
+                `SELECT ${memoryColumnsOf('m')}, ${cited} FROM memories m WHERE m.owner = $1 ORDER BY m.id`,
+                [query.owner],
+              );
+        return rows.map((row) => ({ memory: toMemory(row), channelIds: row.channel_ids }));
+      });
+    },
+
+    async moveToRoom(id, channelId, context) {
+      return writePg(database, `moving memory ${id} into room ${channelId}`, async (q) =>
+        toMemory(await writes.moveToRoom(q, id, channelId, context)),
+      );
     },
   };
 }

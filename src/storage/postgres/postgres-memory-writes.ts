@@ -1,5 +1,6 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ownerKey } from '../../core/scope.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
 import { firstRow, type PostgresQueryable } from './postgres-database.js';
@@ -30,6 +31,8 @@ export interface PostgresMemoryWrites {
     chunk: { messageId: number; index: number },
   ): Promise<PgMemoryRow | null>;
   update(q: PostgresQueryable, id: number, changes: MemoryChanges, context: WriteContext): Promise<PgMemoryRow>;
+  /** Moves memory `id` (archived or not) into the room of `channelId`, its vector with it (`MemoryStore.moveToRoom`). */
+  moveToRoom(q: PostgresQueryable, id: number, channelId: string, context: WriteContext): Promise<PgMemoryRow>;
   archive(q: PostgresQueryable, id: number, context: WriteContext, fade?: boolean): Promise<PgMemoryRow>;
   revive(q: PostgresQueryable, id: number, context: WriteContext): Promise<PgMemoryRow>;
   supersede(q: PostgresQueryable, id: number, by: number, context: WriteContext): Promise<PgMemoryRow | null>;
@@ -108,6 +111,17 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex): Postgr
       if (changes.embedding === null) await vectors.remove(q, [id]);
       else if (changes.embedding) await vectors.put(q, id, after.owner, changes.embedding);
       if (Object.keys(diff).length > 0) await writes.recordVersion(q, after, 'update', diff, context);
+      return after;
+    },
+
+    async moveToRoom(q, id, channelId, context) {
+      const before = await writes.read(q, id);
+      const owner = ownerKey('room', { channelId });
+      if (before.owner === owner) return before;
+      const sql = `UPDATE memories SET scope = 'room', owner = $1, channel_id = $2, updated_at = $3 WHERE id = $4 ${returning}`;
+      const after = firstRow(await q.query<PgMemoryRow>(sql, [owner, channelId, context.at, id]), sql);
+      await q.query('UPDATE memory_vectors SET owner = $1 WHERE memory_id = $2', [owner, id]);
+      await writes.recordVersion(q, after, 'update', {}, context);
       return after;
     },
 

@@ -21,6 +21,10 @@ import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 import { createSqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
+/** The distinct channels of the messages memory `m` cites, sorted, as a JSON array. */
+const citedChannelsSql = `SELECT json_group_array(channel_id) FROM (SELECT DISTINCT msg.channel_id AS channel_id
+  FROM memory_source_messages s JOIN messages msg ON msg.id = s.message_id WHERE s.memory_id = m.id ORDER BY 1)`;
+
 /** The SQLite implementation of the MemoryStore port. */
 export function createSqliteMemoryStore(
   database: Database.Database,
@@ -40,6 +44,21 @@ export function createSqliteMemoryStore(
     byIds: preparedOnUse<[string], unknown[]>(
       database,
       `SELECT ${memoryColumns} FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
+    ),
+    // The channels each memory cites, for an audience change (ADR 5, 2026-12-03): the memories citing a
+    // message of a channel, or those of an owner key, archived ones too.
+    citingChannel: preparedOnUse<{ channelId: string; room: string }, { id: number; channels: string }>(
+      database,
+      `SELECT m.id AS id, (${citedChannelsSql}) AS channels FROM memories m
+      WHERE m.id IN (SELECT s.memory_id FROM messages msg JOIN memory_source_messages s ON s.message_id = msg.id
+          WHERE msg.channel_id = @channelId)
+        AND m.owner != @room AND m.owner NOT LIKE 'user:%'
+      ORDER BY m.id`,
+    ),
+    ofOwner: preparedOnUse<{ owner: string }, { id: number; channels: string }>(
+      database,
+      `SELECT m.id AS id, (${citedChannelsSql}) AS channels FROM memories m INDEXED BY memories_by_owner
+      WHERE m.owner = @owner ORDER BY m.id`,
     ),
     history: database.prepare<[number], VersionRow>(
       'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
@@ -149,6 +168,38 @@ export function createSqliteMemoryStore(
           }
           return memories.map((memory) => toMemory(writes.insert(memory, context)));
         },
+        context,
+      );
+    },
+
+    async citedChannels(query) {
+      return readSqlite('reading the channels memories cite', () => {
+        const rows =
+          'channelId' in query
+            ? statements.citingChannel().all({ channelId: query.channelId, room: `room:${query.channelId}` })
+            : statements.ofOwner().all({ owner: query.owner });
+        const memories = new Map(
+          statements
+            .byIds()
+            .raw()
+            .all(JSON.stringify(rows.map((row) => row.id)))
+            .map((values) => {
+              const row = memoryRowOf(values);
+              return [row.id, toMemory(row)] as const;
+            }),
+        );
+        return rows.flatMap((row) => {
+          const memory = memories.get(row.id);
+          return memory ? [{ memory, channelIds: JSON.parse(row.channels) as string[] }] : [];
+        });
+      });
+    },
+
+    async moveToRoom(id, channelId, context) {
+      return writeSqlite(
+        database,
+        `moving memory ${id} into room ${channelId}`,
+        () => toMemory(writes.moveToRoom(id, channelId, context)),
         context,
       );
     },

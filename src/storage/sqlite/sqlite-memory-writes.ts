@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ownerKey } from '../../core/scope.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
 import { getRow, preparedOnUse } from './sqlite-database.js';
@@ -35,6 +36,8 @@ export interface SqliteMemoryWrites {
    * exist, CONFLICT when it is archived.
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
+  /** Moves memory `id` (archived or not) into the room of `channelId`, its vector with it (`MemoryStore.moveToRoom`). */
+  moveToRoom(id: number, channelId: string, context: WriteContext): MemoryRow;
   /**
    * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`;
    * the memories it superseded are current again (their `superseded_by` cleared). With `fade` (decay),
@@ -90,6 +93,10 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
     revive: preparedOnUse<[number, number], MemoryRow>(
       database,
       'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ? WHERE id = ? RETURNING *',
+    ),
+    moveToRoom: preparedOnUse<[string, string, number, number], MemoryRow>(
+      database,
+      "UPDATE memories SET scope = 'room', owner = ?, channel_id = ?, updated_at = ? WHERE id = ? RETURNING *",
     ),
     supersede: database.prepare<[number, number, number], MemoryRow>(
       `UPDATE memories SET superseded_by = ?, updated_at = ?
@@ -199,6 +206,19 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       if (changes.embedding === null) vectors.remove([id]);
       else if (changes.embedding) vectors.put(id, after.owner, changes.embedding);
       if (Object.keys(diff).length > 0) writes.recordVersion(after, 'update', diff, context);
+      return after;
+    },
+
+    moveToRoom(id, channelId, context) {
+      const before = writes.read(id);
+      const owner = ownerKey('room', { channelId });
+      if (before.owner === owner) return before;
+      // The word counts and word blocks follow the owner by trigger; the vector is stored again under it.
+      const after = getRow(statements.moveToRoom(), owner, channelId, context.at, id);
+      const model = vectors.info()?.model;
+      const vector = model === undefined ? undefined : vectors.vectors([id]).get(id);
+      if (model !== undefined && vector) vectors.put(id, owner, { model, vector });
+      writes.recordVersion(after, 'update', {}, context);
       return after;
     },
 

@@ -1,0 +1,124 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
+
+/**
+ * Wt-attack17: a memory whose owner is not its source's channel (a global fact of a public channel, a
+ * session or project memory of a topic's messages) keeps the audience it was given when it was derived.
+ * When the source's audience later shrinks (the channel made private, a member removed from it) or the
+ * memory's widens (a user joins the topic), the memory must follow its source: seen by no one who cannot
+ * read the channel it came from.
+ */
+describe('a memory derived from a channel, after the audiences change', () => {
+  let mneme: Mneme;
+  const ann = () => mneme.as({ kind: 'user', userId: 'ann', label: 'ann app' });
+  const bob = () => mneme.as({ kind: 'user', userId: 'bob', label: 'bob app' });
+
+  beforeEach(async () => {
+    mneme = await createMneme({
+      path: ':memory:',
+      embedder: createFakeEmbeddingModel(),
+      clock: createFixedClock('2026-03-02T10:00:00Z'),
+      logger: { warn: () => {}, info: () => {} },
+    });
+  });
+  afterEach(async () => {
+    await mneme.close();
+  });
+
+  /** What the user's every read of the memory shows: recall (with the viewer), get by id and a listing. */
+  async function readsOf(user: () => Mneme, id: number, query: string, viewer: object = {}): Promise<string[]> {
+    const seen: string[] = [];
+    const recall = await user().recall({ query, viewer });
+    seen.push(...recall.hits.filter((hit) => hit.memory.id === id).map(() => 'recall'));
+    const context = await user().context({ query, viewer });
+    if (context.hits.some((hit) => hit.memory.id === id)) seen.push('context');
+    const got = await user()
+      .get({ id, viewer })
+      .then(
+        () => true,
+        () => false,
+      );
+    if (got) seen.push('get');
+    const listed = await user().list({ viewer, limit: 200 });
+    if (listed.memories.some((memory) => memory.id === id)) seen.push('list');
+    return seen;
+  }
+
+  it('moves a global fact of a public channel made private into that room: members keep it, no one else sees it', async () => {
+    await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
+    await mneme.ingest({
+      channelId: 'lobby',
+      sender: 'bob',
+      senderName: 'Bob',
+      content: 'The staging database password rotates at quokkamidnight',
+    });
+    await mneme.whenIdle();
+    const [fact] = (await mneme.list({ scope: 'global', limit: 10 })).memories;
+    if (!fact) throw new Error('the offline extractor wrote no global fact');
+    const query = 'quokkamidnight staging database password';
+    expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
+
+    await mneme.putChannel({ id: 'lobby', visibility: 'private' });
+    expect(await readsOf(ann, fact.id, query)).toEqual([]);
+    // Bob reads it in the room (recall may leave it out for his own fact that says the same).
+    expect(await readsOf(bob, fact.id, query, { channelId: 'lobby' })).toEqual(expect.arrayContaining(['get', 'list']));
+    expect(await mneme.get(fact.id)).toMatchObject({ scope: 'room', channelId: 'lobby', content: fact.content });
+  });
+
+  it("keeps a session memory of Bob's direct message from Ann once she joins the topic by posting into it", async () => {
+    await mneme.putChannel({ id: 'dm-bob', visibility: 'direct', members: ['bob'] });
+    await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
+    await mneme.ingest({
+      channelId: 'dm-bob',
+      sender: 'bob',
+      senderName: 'Bob',
+      topicId: 'trip',
+      content: 'I prefer the zanzibar hotel whenever I travel for work',
+    });
+    await mneme.whenIdle();
+    const [session] = (await mneme.extract('trip')).created;
+    if (!session) throw new Error('conversation extraction wrote nothing');
+    expect(session).toMatchObject({ scope: 'session', topicId: 'trip' });
+
+    await mneme.ingest({
+      channelId: 'team',
+      sender: 'ann',
+      senderName: 'Ann',
+      topicId: 'trip',
+      content: 'Count me in',
+    });
+    await mneme.whenIdle();
+    const query = 'zanzibar hotel travel work';
+    expect(await readsOf(ann, session.id, query, { topicId: 'trip' })).toEqual([]);
+    // Bob reads it in the room (recall may leave it out for his own fact that says the same).
+    expect(await readsOf(bob, session.id, query, { channelId: 'dm-bob' })).toEqual(
+      expect.arrayContaining(['get', 'list']),
+    );
+  });
+
+  it('keeps a session memory of a room from a member of the topic removed from the room', async () => {
+    await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
+    await mneme.createTopic({ id: 'launch', members: ['ann', 'bob'] });
+    await mneme.ingest({
+      channelId: 'team',
+      sender: 'bob',
+      senderName: 'Bob',
+      topicId: 'launch',
+      content: 'I prefer the walrus-gate launch codes kept in the blue safe',
+    });
+    await mneme.whenIdle();
+    const [session] = (await mneme.extract('launch')).created;
+    if (!session) throw new Error('conversation extraction wrote nothing');
+    const query = 'walrus-gate launch codes blue safe';
+    expect(await readsOf(ann, session.id, query, { topicId: 'launch' })).toEqual(['recall', 'context', 'get', 'list']);
+
+    await mneme.putChannel({ id: 'team', members: ['bob'] });
+    expect(await readsOf(ann, session.id, query, { topicId: 'launch' })).toEqual([]);
+    // Bob reads it in the room (recall may leave it out for his own fact that says the same).
+    expect(await readsOf(bob, session.id, query, { channelId: 'team' })).toEqual(
+      expect.arrayContaining(['get', 'list']),
+    );
+  });
+});
