@@ -121,4 +121,41 @@ describe('a memory derived from a channel, after the audiences change', () => {
       expect.arrayContaining(['get', 'list']),
     );
   });
+
+  it("moves a session memory of two rooms with different readers to its speaker's own once the topic reaches neither", async () => {
+    await mneme.putChannel({ id: 'north', members: ['bob', 'ann'] });
+    await mneme.putChannel({ id: 'south', members: ['bob', 'carl'] });
+    await mneme.createTopic({ id: 'merger', members: ['bob'] });
+    // Bob says it in both rooms: the topic's memory cites a message of each (the second restates the first).
+    for (const [channelId, content] of [
+      ['north', 'I prefer the osprey-lane office for the merger talks'],
+      ['south', 'I prefer the osprey-lane office for the merger talks, as I said'],
+    ] as const) {
+      await mneme.ingest({ channelId, sender: 'bob', senderName: 'Bob', topicId: 'merger', content });
+    }
+    await mneme.whenIdle();
+    await mneme.extract('merger');
+    const channelOf = new Map<number, string>();
+    for (const channelId of ['north', 'south']) {
+      for (const message of (await mneme.messages({ channelId, limit: 100 })).messages) {
+        channelOf.set(message.id, channelId);
+      }
+    }
+    const session = (await mneme.list({ scope: 'session', limit: 100 })).memories.find(
+      (memory) => new Set(memory.sourceMessageIds.map((id) => channelOf.get(id))).size === 2,
+    );
+    if (!session) throw new Error('conversation extraction wrote no memory citing both rooms');
+    const query = 'osprey-lane office merger talks';
+    expect(await readsOf(ann, session.id, query, { channelId: 'north' })).toEqual([]);
+
+    // Dave joins the topic and reads neither room; neither room's readers may read the other (Ann, Carl).
+    await mneme.createTopic({ id: 'merger', members: ['bob', 'dave'] });
+    expect(await mneme.get(session.id)).toMatchObject({ scope: 'personal', userId: 'bob', archivedAt: null });
+    const dave = () => mneme.as({ kind: 'user', userId: 'dave', label: 'dave app' });
+    const carl = () => mneme.as({ kind: 'user', userId: 'carl', label: 'carl app' });
+    expect(await readsOf(dave, session.id, query, { topicId: 'merger' })).toEqual([]);
+    expect(await readsOf(ann, session.id, query, { channelId: 'north' })).toEqual([]);
+    expect(await readsOf(carl, session.id, query, { channelId: 'south' })).toEqual([]);
+    expect(await readsOf(bob, session.id, query)).toEqual(expect.arrayContaining(['get', 'list']));
+  });
 });

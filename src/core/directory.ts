@@ -77,6 +77,7 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
 
     async putChannel(input) {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
+      const before = await memberships.getChannel(parsed.id);
       const channel = await memberships.putChannel(
         {
           id: parsed.id,
@@ -86,8 +87,13 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
         clock.now(),
       );
       // Fewer readers (made private or direct, a member removed): what was derived from the channel for a
-      // wider audience moves into its room (ADR 5, 2026-12-03).
-      await keepWithinSources(context, { channelId: parsed.id });
+      // wider audience moves into its room (ADR 5, 2026-12-03). A declaration that takes no reader away
+      // (the same again, members added) reads nothing.
+      const narrowed =
+        before === null ||
+        (before.visibility === 'public' && channel.visibility !== 'public') ||
+        before.members.some((member) => !channel.members.includes(member));
+      if (narrowed) await keepWithinSources(context, { channelId: parsed.id });
       return channel;
     },
 

@@ -881,7 +881,7 @@ export function describeStorageContract(
       expect(nextMemory?.id).toBeGreaterThan(bobsMemory?.id ?? Number.POSITIVE_INFINITY);
     });
 
-    it('finds the memories citing a channel or of an owner with the channels they cite, and moves one into a room with its vector and word counts', async () => {
+    it('finds the memories citing a channel or of an owner with the channels they cite, and moves one into a room or to its user with its vector and word counts', async () => {
       const [inC] = await storage.messages.append([said('bob', 'The vault code is walrus')]);
       const [inD] = await storage.messages.append([{ ...said('bob', 'The vault is blue'), channelId: 'd' }]);
       const cites = [inC?.id ?? 0, inD?.id ?? 0];
@@ -896,6 +896,7 @@ export function describeStorageContract(
           await newMemory('The walrus room vault', {
             scope: 'room',
             channelId: 'c',
+            userId: 'bob',
             sourceMessageIds: [cites[0] ?? 0],
           }),
           await newMemory('Bob likes the walrus vault', { scope: 'personal', userId: 'bob', sourceMessageIds: cites }),
@@ -913,7 +914,11 @@ export function describeStorageContract(
         session?.id,
       ]);
 
-      const moved = await storage.memories.moveToRoom(global?.id ?? 0, 'c', { ...context, reason: 'made private' });
+      const moved = await storage.memories.moveTo(
+        global?.id ?? 0,
+        { scope: 'room', channelId: 'c' },
+        { ...context, reason: 'made private' },
+      );
       expect(moved).toMatchObject({ scope: 'room', channelId: 'c', content: 'The vault code is walrus' });
       expect((await storage.memories.history(moved.id)).at(-1)).toMatchObject({
         action: 'update',
@@ -937,9 +942,25 @@ export function describeStorageContract(
       });
       expect(inRoom.map((hit) => hit.id)).toEqual(vectorSearch ? [moved.id, room?.id] : []);
       // An archived memory moves too.
-      expect(await storage.memories.moveToRoom(session?.id ?? 0, 'c', context)).toMatchObject({
-        scope: 'room',
+      expect(await storage.memories.moveTo(session?.id ?? 0, { scope: 'room', channelId: 'c' }, context)).toMatchObject(
+        {
+          scope: 'room',
+          channelId: 'c',
+        },
+      );
+      // Into its user's own scope: the room it was in keeps its channel id; a memory of no user has none.
+      expect(await storage.memories.moveTo(room?.id ?? 0, { scope: 'personal' }, context)).toMatchObject({
+        scope: 'personal',
+        userId: 'bob',
         channelId: 'c',
+      });
+      expect(
+        (await storage.memories.searchText({ terms: ['walrus'], owners: ['user:bob'], limit: 10 })).map(
+          (hit) => hit.id,
+        ),
+      ).toContain(room?.id);
+      await expect(storage.memories.moveTo(moved.id, { scope: 'personal' }, context)).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
       });
     });
 

@@ -1,5 +1,6 @@
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ParsedListFilter } from '../core/schemas.js';
+import { ownerKey } from '../core/scope.js';
 import type {
   Memory,
   MemoryPage,
@@ -272,10 +273,22 @@ export interface MemoryStore {
    */
   citedChannels(query: { channelId: string } | { owner: string }): Promise<CitedChannels[]>;
   /**
-   * Moves a memory, archived or not, into the room scope of the channel: its scope, owner key and channel
-   * id, its vector under that owner, an `update` version with `context.reason`, in one transaction.
+   * Moves a memory, archived or not, into the room of a channel (its scope, owner key and channel id) or into
+   * its user's personal scope (CONFLICT for a memory of no user): its vector under that owner, an `update`
+   * version with `context.reason`, in one transaction.
    */
-  moveToRoom(id: number, channelId: string, context: WriteContext): Promise<Memory>;
+  moveTo(id: number, target: MoveTarget, context: WriteContext): Promise<Memory>;
+}
+
+/** Where `MemoryStore.moveTo` moves a memory. */
+export type MoveTarget = { scope: 'room'; channelId: string } | { scope: 'personal' };
+
+/** The owner key a memory of `userId` moves to; CONFLICT for the personal scope of a memory of no user. */
+export function targetOwner(id: number, target: MoveTarget, userId: string | null): string {
+  if (target.scope === 'room') return ownerKey('room', { channelId: target.channelId });
+  if (userId === null)
+    throw new MnemeError(ErrorCode.Conflict, `memory ${id} is of no user: it has no personal scope to move to`);
+  return ownerKey('personal', { userId });
 }
 
 /** A memory and the channels of the messages it cites. */

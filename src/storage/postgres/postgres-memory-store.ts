@@ -318,9 +318,9 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async moveToRoom(id, channelId, context) {
-      return writePg(database, `moving memory ${id} into room ${channelId}`, async (q) =>
-        toMemory(await writes.moveToRoom(q, id, channelId, context)),
+    async moveTo(id, target, context) {
+      return writePg(database, `moving memory ${id}`, async (q) =>
+        toMemory(await writes.moveTo(q, id, target, context)),
       );
     },
   };

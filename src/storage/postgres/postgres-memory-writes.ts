@@ -1,8 +1,13 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import { ownerKey } from '../../core/scope.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
-import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
+import {
+  type MemoryChanges,
+  type MoveTarget,
+  type NewMemory,
+  targetOwner,
+  type WriteContext,
+} from '../memory-store.js';
 import { firstRow, type PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
@@ -31,8 +36,8 @@ export interface PostgresMemoryWrites {
     chunk: { messageId: number; index: number },
   ): Promise<PgMemoryRow | null>;
   update(q: PostgresQueryable, id: number, changes: MemoryChanges, context: WriteContext): Promise<PgMemoryRow>;
-  /** Moves memory `id` (archived or not) into the room of `channelId`, its vector with it (`MemoryStore.moveToRoom`). */
-  moveToRoom(q: PostgresQueryable, id: number, channelId: string, context: WriteContext): Promise<PgMemoryRow>;
+  /** Moves memory `id` (archived or not) into a room or its user's scope, its vector with it (`MemoryStore.moveTo`). */
+  moveTo(q: PostgresQueryable, id: number, target: MoveTarget, context: WriteContext): Promise<PgMemoryRow>;
   archive(q: PostgresQueryable, id: number, context: WriteContext, fade?: boolean): Promise<PgMemoryRow>;
   revive(q: PostgresQueryable, id: number, context: WriteContext): Promise<PgMemoryRow>;
   supersede(q: PostgresQueryable, id: number, by: number, context: WriteContext): Promise<PgMemoryRow | null>;
@@ -114,12 +119,14 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex): Postgr
       return after;
     },
 
-    async moveToRoom(q, id, channelId, context) {
+    async moveTo(q, id, target, context) {
       const before = await writes.read(q, id);
-      const owner = ownerKey('room', { channelId });
+      const owner = targetOwner(id, target, before.user_id);
       if (before.owner === owner) return before;
-      const sql = `UPDATE memories SET scope = 'room', owner = $1, channel_id = $2, updated_at = $3 WHERE id = $4 ${returning}`;
-      const after = firstRow(await q.query<PgMemoryRow>(sql, [owner, channelId, context.at, id]), sql);
+      const sql = `UPDATE memories SET scope = $1, owner = $2, channel_id = coalesce($3, channel_id), updated_at = $4
+        WHERE id = $5 ${returning}`;
+      const channelId = target.scope === 'room' ? target.channelId : null;
+      const after = firstRow(await q.query<PgMemoryRow>(sql, [target.scope, owner, channelId, context.at, id]), sql);
       await q.query('UPDATE memory_vectors SET owner = $1 WHERE memory_id = $2', [owner, id]);
       await writes.recordVersion(q, after, 'update', {}, context);
       return after;

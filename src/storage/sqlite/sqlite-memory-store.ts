@@ -195,13 +195,8 @@ export function createSqliteMemoryStore(
       });
     },
 
-    async moveToRoom(id, channelId, context) {
-      return writeSqlite(
-        database,
-        `moving memory ${id} into room ${channelId}`,
-        () => toMemory(writes.moveToRoom(id, channelId, context)),
-        context,
-      );
+    async moveTo(id, target, context) {
+      return writeSqlite(database, `moving memory ${id}`, () => toMemory(writes.moveTo(id, target, context)), context);
     },
 
     async update(id, changes, context) {

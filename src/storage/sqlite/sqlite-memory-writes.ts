@@ -1,9 +1,14 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import { ownerKey } from '../../core/scope.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
-import type { MemoryChanges, NewMemory, WriteContext } from '../memory-store.js';
+import {
+  type MemoryChanges,
+  type MoveTarget,
+  type NewMemory,
+  targetOwner,
+  type WriteContext,
+} from '../memory-store.js';
 import { getRow, preparedOnUse } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
@@ -36,8 +41,8 @@ export interface SqliteMemoryWrites {
    * exist, CONFLICT when it is archived.
    */
   update(id: number, changes: MemoryChanges, context: WriteContext): MemoryRow;
-  /** Moves memory `id` (archived or not) into the room of `channelId`, its vector with it (`MemoryStore.moveToRoom`). */
-  moveToRoom(id: number, channelId: string, context: WriteContext): MemoryRow;
+  /** Moves memory `id` (archived or not) into a room or its user's scope, its vector with it (`MemoryStore.moveTo`). */
+  moveTo(id: number, target: MoveTarget, context: WriteContext): MemoryRow;
   /**
    * Archives memory `id`: `archived_at` set, vector removed, an `archive` version with `context.reason`;
    * the memories it superseded are current again (their `superseded_by` cleared). With `fade` (decay),
@@ -94,9 +99,13 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       database,
       'UPDATE memories SET archived_at = NULL, faded_at = NULL, updated_at = ? WHERE id = ? RETURNING *',
     ),
-    moveToRoom: preparedOnUse<[string, string, number, number], MemoryRow>(
+    moveTo: preparedOnUse<
+      { scope: string; owner: string; channelId: string | null; at: number; id: number },
+      MemoryRow
+    >(
       database,
-      "UPDATE memories SET scope = 'room', owner = ?, channel_id = ?, updated_at = ? WHERE id = ? RETURNING *",
+      `UPDATE memories SET scope = @scope, owner = @owner, channel_id = coalesce(@channelId, channel_id), updated_at = @at
+      WHERE id = @id RETURNING *`,
     ),
     supersede: database.prepare<[number, number, number], MemoryRow>(
       `UPDATE memories SET superseded_by = ?, updated_at = ?
@@ -209,12 +218,18 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       return after;
     },
 
-    moveToRoom(id, channelId, context) {
+    moveTo(id, target, context) {
       const before = writes.read(id);
-      const owner = ownerKey('room', { channelId });
+      const owner = targetOwner(id, target, before.user_id);
       if (before.owner === owner) return before;
       // The word counts and word blocks follow the owner by trigger; the vector is stored again under it.
-      const after = getRow(statements.moveToRoom(), owner, channelId, context.at, id);
+      const after = getRow(statements.moveTo(), {
+        scope: target.scope,
+        owner,
+        channelId: target.scope === 'room' ? target.channelId : null,
+        at: context.at,
+        id,
+      });
       const model = vectors.info()?.model;
       const vector = model === undefined ? undefined : vectors.vectors([id]).get(id);
       if (model !== undefined && vector) vectors.put(id, owner, { model, vector });
