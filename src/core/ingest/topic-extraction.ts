@@ -69,11 +69,20 @@ async function extractTopicMessages(
       // The facts are reconciled while the step holds the store (ADR 19, 2026-12-03): first, with an
       // extractor that answers in the process and a store whose batches commit together; else after the
       // model calls. Within a channel's batch (its topic triggers), the step joins that batch.
+      // The audience is read again inside the hold (ADR 5, 2026-12-03): a member added to the space, or a
+      // reader taken from the channel, while the model answered, is seen before anything is written.
       const step = await storage.extraction.batch(async (control) => {
+        let reaches = true;
+        const holdAndCheck = async () => {
+          await control.hold();
+          reaches = await membership.reaches(message.channelId, space.kind, space.id);
+        };
         const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
-        if (holdsFirst) await control.hold();
-        const hold = holdsFirst ? undefined : () => control.hold();
-        return apply(message.id, await extractFacts(context, extractor, message, reply, target, hold));
+        if (holdsFirst) await holdAndCheck();
+        const facts = reaches
+          ? await extractFacts(context, extractor, message, reply, target, holdsFirst ? undefined : holdAndCheck)
+          : null;
+        return apply(message.id, reaches ? facts : null);
       });
       if (!step) return false;
       report.messages += 1;
