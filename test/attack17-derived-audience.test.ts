@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
+import type { Dreamer } from '../src/core/ports/dreamer.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
 
 /**
@@ -157,5 +158,48 @@ describe('a memory derived from a channel, after the audiences change', () => {
     expect(await readsOf(ann, session.id, query, { channelId: 'north' })).toEqual([]);
     expect(await readsOf(carl, session.id, query, { channelId: 'south' })).toEqual([]);
     expect(await readsOf(bob, session.id, query)).toEqual(expect.arrayContaining(['get', 'list']));
+  });
+
+  it('moves a dream insight built on global facts of a public channel made private with them', async () => {
+    await mneme.close();
+    // A dreamer (the port a chat model fills) that sums up whatever it is given in one insight.
+    const dreamer: Dreamer = {
+      id: 'test-dreamer',
+      async dream(input) {
+        return [
+          {
+            content: 'Bob rotates every staging secret at quokka hours',
+            category: 'pattern',
+            sourceIds: input.memories.map((m) => m.id),
+          },
+        ];
+      },
+    };
+    mneme = await createMneme({
+      path: ':memory:',
+      embedder: createFakeEmbeddingModel(),
+      clock: createFixedClock('2026-03-02T10:00:00Z'),
+      dreamer,
+      logger: { warn: () => {}, info: () => {} },
+    });
+    await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
+    for (const content of [
+      'The staging database password rotates at quokkamidnight',
+      'The staging API token rotates at quokkanoon',
+      'The staging VPN key rotates at quokkadawn',
+    ]) {
+      await mneme.ingest({ channelId: 'lobby', sender: 'bob', senderName: 'Bob', content });
+    }
+    await mneme.whenIdle();
+    await mneme.maintain({ tasks: 'dream' });
+    const insight = (await mneme.list({ scope: 'global', limit: 100 })).memories.find((m) => m.source === 'dream');
+    if (!insight) throw new Error('the dream wrote no insight');
+    const query = 'staging secret quokka hours';
+    expect(await readsOf(ann, insight.id, query)).toEqual(expect.arrayContaining(['get', 'list']));
+
+    await mneme.putChannel({ id: 'lobby', visibility: 'private' });
+    expect(await mneme.get(insight.id)).toMatchObject({ scope: 'room', channelId: 'lobby' });
+    expect(await readsOf(ann, insight.id, query)).toEqual([]);
+    expect((await mneme.list({ scope: 'global', limit: 100 })).memories).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import type { MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
 import { createMembership } from './membership.js';
 import { ownerKey, ownerPrefix } from './scope.js';
@@ -14,7 +15,8 @@ export const AUDIENCE_ACTOR = 'audience';
  * the room of a channel it cites whose readers may read every channel it cites, where exactly they see it; when
  * no such room exists (messages of two channels with different readers), into its user's personal scope (the
  * user's own words, restated in both), and, for a memory of no user, it is archived as `forget` does.
- * Personal memories stay: the speaker's own. Returns how many memories moved or were archived.
+ * Personal memories stay: the speaker's own. What was built on a moved memory in the owner it left (a dream insight,
+ * which cites memories, not messages) follows it. Returns how many memories moved or were archived.
  */
 export async function keepWithinSources(
   context: EngineContext,
@@ -45,7 +47,27 @@ export async function keepWithinSources(
   // Whether every reader of room `room` may read channel `channelId`.
   const roomReads = async (channelId: string, room: string): Promise<boolean> =>
     channelId === room || membership.reaches(channelId, 'channel', room);
-  let moved = 0;
+  const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
+  /** Where each memory went (null: archived), by id, and the owner it left. */
+  const moved = new Map<number, { from: string; to: MoveTarget | null }>();
+  const place = async (memory: Memory, to: MoveTarget | null, reason: string): Promise<void> => {
+    const from = ownerKey(memory.scope, memory);
+    if (to === null || (to.scope === 'personal' && memory.userId === null)) {
+      // Of no user, with no room for it (never so written by mneme's extraction): archived, as `forget` does.
+      if (memory.archivedAt === null || memory.fadedAt !== null) {
+        await context.storage.memories.archive([memory.id], { ...write, reason: `archived from ${from}: ${reason}` });
+      }
+      moved.set(memory.id, { from, to: null });
+      return;
+    }
+    const into = to.scope === 'room' ? `the room of channel ${to.channelId}` : "its user's own";
+    await context.storage.memories.moveTo(memory.id, to, {
+      ...write,
+      reason: `moved from ${from} into ${into}: ${reason}`,
+    });
+    moved.set(memory.id, { from, to });
+  };
+
   for (const { memory, channelIds } of await context.storage.memories.citedChannels(query)) {
     if (memory.scope === 'personal') continue;
     let outside = false;
@@ -56,10 +78,8 @@ export async function keepWithinSources(
       }
     }
     if (!outside) continue;
-    const from = ownerKey(memory.scope, memory);
-    const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
     // The room of a channel it cites whose readers may read every channel it cites: with messages of two
-    // channels, the room of one may not read the other.
+    // channels, the room of one may not read the other. Else its user's own (the speaker's words, restated in both).
     let room: string | undefined;
     for (const candidate of channelIds) {
       let readsAll = true;
@@ -74,35 +94,30 @@ export async function keepWithinSources(
         break;
       }
     }
-    if (room !== undefined) {
-      await context.storage.memories.moveTo(
-        memory.id,
-        { scope: 'room', channelId: room },
-        {
-          ...write,
-          reason: `moved from ${from} into the room of channel ${room}: not everyone who sees ${from} may read the channels it came from`,
-        },
-      );
-    } else if (memory.userId !== null) {
-      // No room's readers may read every channel it cites: its user's own (what that user said).
-      await context.storage.memories.moveTo(
-        memory.id,
-        { scope: 'personal' },
-        {
-          ...write,
-          reason: `moved from ${from} to its user's own: the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`,
-        },
-      );
-    } else {
-      // Of no user, with no room for it (never written so by mneme's extraction): archived, as `forget` does.
-      if (memory.archivedAt === null || memory.fadedAt !== null) {
-        await context.storage.memories.archive([memory.id], {
-          ...write,
-          reason: `archived from ${from}: the channels it came from (${channelIds.join(', ')}) have no readers in common any more`,
-        });
+    await place(
+      memory,
+      room === undefined ? { scope: 'personal' } : { scope: 'room', channelId: room },
+      room === undefined
+        ? `the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`
+        : 'not everyone who saw it may read the channels it came from',
+    );
+  }
+
+  // What was built on a moved memory in the owner it left (a dream insight cites memories, not messages)
+  // follows it, and what was built on that.
+  let left = [...moved];
+  while (left.length > 0) {
+    const owners = new Set(left.map(([, { from }]) => from));
+    left = [];
+    for (const owner of owners) {
+      for (const { memory } of await context.storage.memories.citedChannels({ owner })) {
+        const source = memory.sourceIds.map((id) => moved.get(id)).find((place) => place?.from === owner);
+        if (!source || moved.has(memory.id)) continue;
+        await place(memory, source.to, 'a memory it was built on moved there');
+        const placed = moved.get(memory.id);
+        if (placed) left.push([memory.id, placed]);
       }
     }
-    moved++;
   }
-  return moved;
+  return moved.size;
 }
