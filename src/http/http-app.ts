@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
+import { ErrorCode, type FieldIssue, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
@@ -107,9 +108,27 @@ export async function authenticate(context: Context, apiKeys: ApiKeys, open: boo
 async function parseRequest(route: Route, context: Context, maxBodyBytes: number): Promise<RouteInput> {
   return {
     params: route.params && parseInput(route.params, context.req.param(), 'path parameters'),
-    query: route.query && parseInput(route.query, context.req.query(), 'query string'),
+    query: route.query && parseInput(route.query, singleValuedQuery(context), 'query string'),
     body: route.body && parseInput(route.body, await readJsonBody(context, maxBodyBytes), 'request body'),
   };
+}
+
+/**
+ * The query string's fields, each given once: a field repeated (`?limit=1&limit=2`) is refused rather than
+ * read as one of its values, which a gateway in front may read otherwise (the last, where the router reads
+ * the first).
+ */
+function singleValuedQuery(context: Context): Record<string, string> {
+  const issues: FieldIssue[] = [];
+  const query: Record<string, string> = {};
+  for (const [name, values] of Object.entries(context.req.queries())) {
+    if (values.length > 1)
+      issues.push({ path: name, message: `${name} is given ${values.length} times; give it once` });
+    query[name] = values[0] ?? '';
+  }
+  if (issues.length === 0) return query;
+  const summary = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+  throw new MnemeError(ErrorCode.InvalidInput, `invalid query string: ${summary}`, { issues });
 }
 
 /** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */

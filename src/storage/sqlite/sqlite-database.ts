@@ -53,6 +53,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
   try {
     sqliteVec.load(database);
     database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
+    refuseForeignDatabase(database, options.path);
     if (!inMemory) database.pragma('journal_mode = WAL');
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
@@ -63,6 +64,26 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     database.close();
     throw toMnemeError(error, `cannot open the database at ${options.path}`);
   }
+}
+
+/**
+ * Refuses a file that holds tables but no mneme schema: another application's SQLite database, named by
+ * mistake, is not taken for a new mneme database (migrated, its journal turned to WAL). Checked before
+ * anything is written; a mneme file records its schema in the transaction of its first tables.
+ */
+function refuseForeignDatabase(database: Database.Database, path: string): void {
+  const tables = database
+    .prepare<[], { name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .all()
+    .map((table) => table.name);
+  if (tables.length === 0 || tables.includes('schema_migrations')) return;
+  const named = tables.length > 3 ? `${tables.slice(0, 3).join(', ')}, ...` : tables.join(', ');
+  throw new MnemeError(
+    ErrorCode.StoreIncompatible,
+    `cannot open the database at ${path}: the file is not a mneme database but the SQLite database of something else (tables ${named}); open another file, or a new one`,
+  );
 }
 
 /** Runs a read, wrapping a driver error once (`doing` says what was being done). */
