@@ -70,6 +70,20 @@ describe('mneme bench', () => {
     expect(run.stderr).toContain('the first maintenance cycle over 30 memories');
   });
 
+  it('draws no progress bar with --no-progress, and draws them in place with --progress (README: long commands)', async () => {
+    const args = ['bench', '--sizes', '20', '--queries', '2', '--messages', '2'];
+    const quiet = await cli(...args, '--no-progress');
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toContain('20 memories');
+    expect(quiet.stderr).not.toContain('storing 20 memories in each system');
+    expect(quiet.stderr).not.toContain('[###');
+    // Its lines of steps without units are not bars: they stay.
+    expect(quiet.stderr).toContain('the first maintenance cycle over 20 memories');
+    const drawn = await cli(...args, '--progress');
+    expect(drawn.code).toBe(0);
+    expect(drawn.stderr).toContain(`\rstoring 20 memories in each system [${'#'.repeat(30)}] 100% 40/40\n`);
+  });
+
   it('refuses a size that is not a whole number', async () => {
     const run = await cli('bench', '--sizes', '10,ten');
     expect(run.code).toBe(2);
@@ -101,6 +115,16 @@ describe('mneme eval locomo', () => {
     }
     // The baseline finds "Ada: I adopted a puppy named Biscuit last week." first for the puppy's name.
     expect(report.baseline.categories['single-hop'].recallAt['1']).toBe(1);
+  });
+
+  it('draws no progress bar with --no-progress, and draws them in place with --progress', async () => {
+    const quiet = await cli('eval', 'locomo', '--data', tinyLocomo, '--no-progress');
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toContain('evidence recall@k');
+    expect(quiet.stderr).not.toContain('ingesting turns');
+    const drawn = await cli('eval', 'locomo', '--data', tinyLocomo, '--progress');
+    expect(drawn.code).toBe(0);
+    expect(drawn.stderr).toMatch(/\rtiny-1: asking questions \[#{30}\] 100% \d+\/\d+\n/);
   });
 
   it('prints the figures as JSON on stdout with --json alone, and is the same on a second run', async () => {

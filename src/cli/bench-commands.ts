@@ -11,7 +11,7 @@ import { loadConfig } from '../config/load-config.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { DEFAULT_PRESET, presetNames } from '../core/presets.js';
 import { choiceOption, decimalNumberOption, wholeNumberOption } from './cli-arguments.js';
-import { createProgressBar, type ProgressBar } from './progress-bar.js';
+import { createProgressBar, type ProgressBar, progressMode } from './progress-bar.js';
 
 interface BenchOptions {
   sizes?: number[];
@@ -20,6 +20,7 @@ interface BenchOptions {
   messages?: number;
   quick?: boolean;
   json?: string | boolean;
+  progress?: boolean;
 }
 
 interface EvalOptions {
@@ -34,6 +35,7 @@ interface EvalOptions {
   store?: 'sqlite' | 'pglite';
   json?: string | boolean;
   questions?: string;
+  progress?: boolean;
 }
 
 /** Where the measuring commands write. */
@@ -49,17 +51,26 @@ const QUICK_SIZES = [1_000];
 
 /** `mneme bench` and `mneme eval locomo`: the instruments of docs/performance.md and docs/evaluation.md. */
 export function registerBenchCommands(program: Command, io: BenchIo): void {
-  /** A bar per step; the runners sample their updates, so a finished step is drawn whole. */
-  const progress = (label: string, total: number): Pick<ProgressBar, 'update' | 'finish'> => {
-    const bar = createProgressBar({ write: io.stderr, label, total });
-    return {
-      update: (done) => bar.update(done),
-      finish() {
-        bar.update(total);
-        bar.finish();
-      },
+  /**
+   * A bar per step; the runners sample their updates, so a finished step is drawn whole. `--progress` draws
+   * it in place even when stderr is not a terminal, `--no-progress` not at all (as for ingest and reembed).
+   */
+  const progressBars =
+    (option: boolean | undefined) =>
+    (label: string, total: number): Pick<ProgressBar, 'update' | 'finish'> => {
+      const mode = progressMode(option);
+      if (mode.off) return { update: () => {}, finish: () => {} };
+      const bar = createProgressBar({ write: io.stderr, label, total, interactive: mode.interactive });
+      return {
+        update: (done) => bar.update(done),
+        finish() {
+          bar.update(total);
+          bar.finish();
+        },
+      };
     };
-  };
+  const progressHelp = 'draw the progress bars even when stderr is not a terminal';
+  const noProgressHelp = 'no progress bars (default: drawn on a terminal, else one final line each on stderr)';
 
   program
     .command('bench')
@@ -72,6 +83,8 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     .addOption(wholeNumberOption('--messages <n>', 'messages ingested per size (default 1000; 100 with --quick)', 0))
     .option('--quick', 'a run under a minute: 1,000 memories unless --sizes is given, fewer recalls and messages')
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
+    .option('--progress', progressHelp)
+    .option('--no-progress', noProgressHelp)
     .allowExcessArguments()
     .action(async (options: BenchOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
@@ -95,7 +108,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           queries,
           messages,
           directory,
-          progress,
+          progress: progressBars(options.progress),
           log,
           ...(server ? { server } : {}),
           ...(pglite ? { pglite } : {}),
@@ -143,6 +156,8 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
     )
     .option('--json <file>', 'also write the figures as JSON to <file> (--json alone: JSON on stdout)')
     .option('--questions <file>', "write each question of mneme's run as JSON to <file>: evidence ranks, the top 10")
+    .option('--progress', progressHelp)
+    .option('--no-progress', noProgressHelp)
     .allowExcessArguments()
     .action(async (options: EvalOptions, command: Command) => {
       const json = jsonTarget(command, options.json);
@@ -167,7 +182,7 @@ export function registerBenchCommands(program: Command, io: BenchIo): void {
           dataPath: String(options.data),
           ...(conversations ? { conversations } : {}),
           directory,
-          progress,
+          progress: progressBars(options.progress),
           embedder: typeof options.embedder === 'string' ? options.embedder : 'none',
           chat: typeof options.chat === 'string' ? options.chat : 'none',
           providers: loadConfig(io.env).providers,

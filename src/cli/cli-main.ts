@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import { loadConfig } from '../config/load-config.js';
-import { describeDatabase, isDatabaseUrl } from '../config/open-storage.js';
+import { describeDatabase, localDatabasePath } from '../config/open-storage.js';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import { parseInput, UserIdSchema } from '../core/schemas.js';
@@ -216,20 +216,26 @@ function userPrincipal(userId: string): Principal {
 }
 
 /**
- * STORE_FAILED, before anything opens it, unless `path` is `:memory:`, a regular file, or a new file
- * in a writable folder (created when `createFolder`, by `makeFolders`, which the SQLite adapter uses too). A file that does not exist is NOT_FOUND unless `mayCreate`, so
- * that a mistyped --db is not a new empty database.
+ * STORE_FAILED, before anything opens it, unless `path` is `:memory:` or a server URL, a regular file, a
+ * `pglite:<folder>` that is a folder, or a new file or PGlite folder in a writable folder (created when
+ * `createFolder`, by `makeFolders`, which the SQLite adapter uses too). A file or PGlite folder that does
+ * not exist is NOT_FOUND unless `mayCreate`, so that a mistyped --db is not a new empty database.
  */
 function checkDatabasePath(path: string, options: { createFolder: boolean; mayCreate: boolean }): void {
-  if (path === ':memory:' || isDatabaseUrl(path)) return;
+  const local = localDatabasePath(path);
+  if (local === null) return;
   const refuse = (reason: string) =>
     new MnemeError(
       ErrorCode.StoreFailed,
       `cannot use ${path} as the database: ${reason}; give another --db or MNEME_DB`,
     );
-  const file = entryAt(path, refuse);
-  if (file) {
-    if (!file.isFile()) throw refuse(file.isDirectory() ? 'it is a folder' : 'it is not a regular file');
+  const entry = entryAt(local.path, refuse);
+  if (entry && local.kind === 'folder') {
+    if (!entry.isDirectory()) throw refuse(`${local.path} is not a folder (PGlite keeps a database in a folder)`);
+    return;
+  }
+  if (entry) {
+    if (!entry.isFile()) throw refuse(entry.isDirectory() ? 'it is a folder' : 'it is not a regular file');
     return;
   }
   if (!options.mayCreate) {
@@ -239,14 +245,16 @@ function checkDatabasePath(path: string, options: { createFolder: boolean; mayCr
     );
   }
   if (!options.createFolder) return;
+  // The folders it goes in (a PGlite folder's too: PGlite makes the folder itself, not its parents).
+  const parent = dirname(resolve(local.path));
   try {
-    makeFolders(dirname(resolve(path)));
+    makeFolders(parent);
   } catch (error) {
     throw refuse(errorMessage(error));
   }
   try {
-    accessSync(dirname(resolve(path)), constants.W_OK);
+    accessSync(parent, constants.W_OK);
   } catch {
-    throw refuse(`the folder ${dirname(resolve(path))} is not writable`);
+    throw refuse(`the folder ${parent} is not writable`);
   }
 }

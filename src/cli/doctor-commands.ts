@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { describeDatabase, isDatabaseUrl } from '../config/open-storage.js';
+import { describeDatabase, localDatabasePath } from '../config/open-storage.js';
 import { diagnoseProviders, type ProviderReport } from '../config/provider-checks.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
@@ -33,7 +33,8 @@ export function registerDoctorCommands(
       const path = globals.db ?? config.databasePath;
       const providers = await diagnoseProviders(config.providers);
       let database: DoctorReport['database'] = null;
-      if (path === ':memory:' || isDatabaseUrl(path) || existsSync(path)) {
+      const local = localDatabasePath(path);
+      if (local === null || existsSync(local.path)) {
         const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger: { warn: () => {} } });
         try {
           database = { path: describeDatabase(path), vectors: await mneme.vectorStatus() };

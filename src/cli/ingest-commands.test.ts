@@ -96,6 +96,28 @@ describe('mneme ingest', () => {
     expect(notAnObject).toMatchObject({ code: 2, stderr: expect.stringMatching(/line 1: expected a JSON object/) });
   });
 
+  it('says a file is JSON lines when given a JSON document: a list of messages, or one object spread over lines', async () => {
+    const database = join(folder, 'json-document.db');
+    const items = [message('first'), message('second')];
+    const pretty = join(folder, 'pretty.json');
+    writeFileSync(pretty, JSON.stringify(items, null, 2));
+    const spread = await run(database, ['ingest', pretty]);
+    expect(spread).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'mneme: line 1: not valid JSON (Unexpected end of JSON input): each line holds one whole JSON object (JSON lines, not a JSON document spread over lines); nothing of this line was written, the lines before it were\n',
+    });
+    const list = await run(database, ['ingest', jsonl([JSON.stringify(items)])]);
+    expect(list).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'mneme: line 1: expected a JSON object (a message or an exchange), not a list: the file holds one object a line (JSON lines); nothing of this line was written, the lines before it were\n',
+    });
+    expect(await turnsOf(database, 'room')).toEqual([]);
+  });
+
   it('keeps the lines before one the engine refuses (a reply to no message), naming its line, and a byte-order mark is skipped', async () => {
     const database = join(folder, 'refused.db');
     const file = jsonl([

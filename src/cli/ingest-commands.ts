@@ -66,7 +66,13 @@ function isFileProgressMoved(error: unknown): error is MnemeError {
 
 /** Validates one parsed line with the shared schemas: an exchange when it has `userMessage`, else a message. */
 function checkLine(value: unknown): IngestInput | IngestExchangeInput {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (Array.isArray(value)) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      'expected a JSON object (a message or an exchange), not a list: the file holds one object a line (JSON lines)',
+    );
+  }
+  if (typeof value !== 'object' || value === null) {
     throw new MnemeError(ErrorCode.InvalidInput, 'expected a JSON object (a message or an exchange)');
   }
   if ('userMessage' in value) {
@@ -513,7 +519,8 @@ function lineError(lineNumber: number, error: unknown): MnemeError {
   if (error instanceof SyntaxError) {
     return new MnemeError(
       ErrorCode.InvalidInput,
-      `line ${lineNumber}: not valid JSON (${error.message}); nothing of this line was written, the lines before it were`,
+      `line ${lineNumber}: not valid JSON (${error.message}): each line holds one whole JSON object (JSON lines, ` +
+        'not a JSON document spread over lines); nothing of this line was written, the lines before it were',
     );
   }
   if (isMnemeError(error)) {

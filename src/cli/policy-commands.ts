@@ -8,12 +8,16 @@ import type { WithEngine } from './cli-io.js';
 
 /** init, policy show, policy set, policy history: the policy a database runs under. */
 export function registerPolicyCommands(program: Command, withEngine: WithEngine): void {
-  const collect = (value: string, previous: string[]) => [...previous, value];
   program
     .command('init')
     .description(`create a database under a preset (${Object.keys(presets).join(', ')}) and settings`)
     .addOption(choiceOption('--preset <name>', 'the preset (default mneme)', Object.keys(presets)))
-    .option('--set <key=value>', 'a setting on top of the preset, e.g. recall.topK=8 (repeatable)', collect, [])
+    // Variadic, as `policy set <key=value...>`: `--set a=1 b=2` and `--set a=1 --set b=2` give both.
+    .option(
+      '--set <key=value...>',
+      'settings on top of the preset, e.g. recall.topK=8 context.wordBudget=200 (several, or --set repeated)',
+      [],
+    )
     .action(
       withEngine(
         (mneme) => mneme.policy(),

@@ -15,7 +15,7 @@ import { openSqliteDatabase, toMnemeError } from '../storage/sqlite/sqlite-datab
 import { WORD_BLOCKS_GENERATION } from '../storage/sqlite/sqlite-migrations.js';
 import { createSqliteVectorIndex } from '../storage/sqlite/sqlite-vector-index.js';
 import type { VectorIndexInfo } from '../storage/storage.js';
-import { describeDatabase } from './open-storage.js';
+import { describeDatabase, localDatabasePath } from './open-storage.js';
 
 /** One table as `mneme copy` moves it: its columns, and how they differ between SQLite and PostgreSQL. */
 interface TableSpec {
@@ -468,7 +468,8 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   if (options.from === options.to) {
     throw new MnemeError(ErrorCode.InvalidInput, '--from and --to name the same database; give another --to');
   }
-  if (!isPostgresUrl(options.from) && !isPgliteUrl(options.from) && !existsSync(options.from)) {
+  const local = localDatabasePath(options.from);
+  if (local !== null && !existsSync(local.path)) {
     throw new MnemeError(ErrorCode.NotFound, `there is no database at ${options.from}; check --from`);
   }
   const source = await openEnd(options.from);

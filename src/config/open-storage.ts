@@ -1,5 +1,5 @@
 import { createPgPoolDatabase, describePostgresUrl, isPostgresUrl } from '../storage/postgres/postgres-database.js';
-import { createPgliteDatabase, isPgliteUrl } from '../storage/postgres/postgres-pglite-database.js';
+import { createPgliteDatabase, isPgliteUrl, pgliteFolder } from '../storage/postgres/postgres-pglite-database.js';
 import { createPostgresStorage } from '../storage/postgres/postgres-storage.js';
 import { PGLITE_EXACT_SCAN_LIMIT } from '../storage/postgres/postgres-vector-index.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
@@ -20,6 +20,18 @@ export interface OpenStorageOptions {
 /** True when the database setting names a server or PGlite rather than a SQLite file. */
 export function isDatabaseUrl(path: string): boolean {
   return isPostgresUrl(path) || isPgliteUrl(path);
+}
+
+/**
+ * The local place a database setting keeps its data in, that a command may check exists before opening
+ * it: the file of a SQLite path, the folder of `pglite:<folder>`; null for `:memory:`, `pglite:memory:`
+ * and a server URL, which are always there.
+ */
+export function localDatabasePath(path: string): { path: string; kind: 'file' | 'folder' } | null {
+  if (path === ':memory:' || isPostgresUrl(path)) return null;
+  if (!isPgliteUrl(path)) return { path, kind: 'file' };
+  const folder = pgliteFolder(path);
+  return folder === null ? null : { path: folder, kind: 'folder' };
 }
 
 /** The database setting as it may be printed: a URL's password masked. */

@@ -21,6 +21,7 @@ import { parseInput } from '../schemas.js';
 import { ownerKey } from '../scope.js';
 import {
   EndSchema,
+  EXPORT_FORMAT,
   HeaderSchema,
   type ParsedMemoryRecord,
   type ParsedRecord,
@@ -116,6 +117,19 @@ type PendingBatch =
   | { type: 'memory'; rows: Array<{ line: number; record: ParsedMemoryRecord }> }
   | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> };
 
+/** Whether a first line is meant as an export's header: a JSON object of type `header` or of this format. */
+function looksLikeHeader(text: string): boolean {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { type, format } = value as { type?: unknown; format?: unknown };
+  return type === 'header' || format === EXPORT_FORMAT;
+}
+
 async function restore(
   context: EngineContext,
   session: ImportSession,
@@ -124,6 +138,15 @@ async function restore(
   const first = await lines.next();
   if (first.done) throw new MnemeError(ErrorCode.InvalidInput, 'the file is empty; nothing was imported');
   let header: ReturnType<typeof HeaderSchema.parse>;
+  if (!looksLikeHeader(first.value.text)) {
+    // Not a pile of schema errors about a line that is no header at all (a mem0 file imported without --from).
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `line ${first.value.number}: not a ${EXPORT_FORMAT} file: its first line must be the header ` +
+        `({"type":"header","format":"${EXPORT_FORMAT}",...}, as mneme export writes it); ` +
+        "a mem0 export is imported with --from mem0 (importData(lines, { from: 'mem0' })); nothing was imported",
+    );
+  }
   try {
     header = parseInput(HeaderSchema, JSON.parse(first.value.text), 'header');
     checkPolicyRequest({ preset: header.preset, policy: header.overrides as PolicyOptions });

@@ -7,6 +7,12 @@ export function isPgliteUrl(path: string): boolean {
   return path.startsWith('pglite:');
 }
 
+/** The folder a `pglite:<folder>` path names; null for `pglite:memory:` (or `pglite:`), which is in memory. */
+export function pgliteFolder(path: string): string | null {
+  const where = path.slice('pglite:'.length);
+  return where === 'memory:' || where === '' ? null : where;
+}
+
 const numbers = (value: string) =>
   value === '{}'
     ? []
@@ -96,11 +102,11 @@ export async function createPgliteDatabase(
   path: string,
   options: { vectors?: boolean } = {},
 ): Promise<PostgresDatabase> {
-  const where = path.slice('pglite:'.length);
+  const where = pgliteFolder(path);
   const vectors = options.vectors !== false;
   let folder: OpenFolder;
   let release: () => Promise<void>;
-  if (where === 'memory:' || where === '') {
+  if (where === null) {
     folder = {
       database: startPglite(null, vectors),
       held: new Set(),
