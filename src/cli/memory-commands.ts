@@ -17,7 +17,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .addOption(
       choiceOption(
         '--scope <scope>',
-        'where it belongs (default global; session is refused: extraction writes it)',
+        'where it belongs (default: personal with --user, room with --channel, project with --project, else global; session is refused: extraction writes it)',
         scopes,
       ),
     )

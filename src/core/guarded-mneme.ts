@@ -111,7 +111,12 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     ...engine,
 
     async remember(input) {
-      const parsed = parseInput(RememberInputSchema, input, 'memory');
+      // Naming no scope and no space: the user's own (a global memory would be refused).
+      const bare =
+        typeof input === 'object' &&
+        input !== null &&
+        ['scope', 'userId', 'channelId', 'projectId'].every((field) => !(field in input));
+      const parsed = parseInput(RememberInputSchema, bare ? { ...input, userId } : input, 'memory');
       const what = `writing a ${parsed.scope} memory`;
       if (parsed.scope === 'global') refuse(what);
       if (parsed.pinned && parsed.scope !== 'personal') refusePin(parsed.scope);

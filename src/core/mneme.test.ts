@@ -43,6 +43,25 @@ describe('the library API', () => {
     expect(await mneme.get(memory.id)).toEqual(memory);
   });
 
+  it('gives a memory left without a scope the narrowest its ids name: a user id keeps it to that user', async () => {
+    const scopes = [];
+    for (const ids of [
+      { userId: 'ann' },
+      { userId: 'ann', channelId: 'team' },
+      { channelId: 'team' },
+      { projectId: 'atlas' },
+    ]) {
+      scopes.push((await mneme.remember({ content: 'The vault code is 4321', ...ids })).scope);
+    }
+    expect(scopes).toEqual(['personal', 'personal', 'room', 'project']);
+    // Bob sees none of Ann's; a scope given is kept.
+    const seen = await mneme.list({ viewer: { userId: 'bob' } });
+    expect(seen.memories.map((memory) => memory.scope)).toEqual([]);
+    expect(await mneme.remember({ content: 'Everyone may know this', scope: 'global', userId: 'ann' })).toMatchObject({
+      scope: 'global',
+    });
+  });
+
   it('clamps importance to 0..1 on create and on update', async () => {
     const high = await mneme.remember({ content: 'very important', importance: 7 });
     const low = await mneme.remember({ content: 'not important', importance: -3 });

@@ -86,7 +86,8 @@ const ownerRequirement: Record<Scope, keyof typeof ownerIds | null> = {
 /** The fields of a manual memory; the actor who writes it is not one of them (the body of `POST /api/memories`). */
 const memoryCreateFields = {
   content: ContentSchema,
-  scope: ScopeSchema.default('global'),
+  /** Left out: the narrowest scope its ids name ({@link impliedScope}). */
+  scope: ScopeSchema.optional(),
   ...ownerIds,
   category: CategorySchema.default('general'),
   importance: ImportanceSchema.default(0.5),
@@ -113,12 +114,41 @@ function checkManualScope(
   }
 }
 
+/**
+ * The scope of a manual memory given without one: the narrowest its ids name (a `userId`: personal; else a
+ * `channelId`: room; else a `projectId`: project), else global. `{ content, userId }` was a global memory
+ * every viewer saw, where the user meant one of their own.
+ */
+export function impliedScope(ids: {
+  userId?: string | undefined;
+  channelId?: string | undefined;
+  projectId?: string | undefined;
+}): Scope {
+  if (ids.userId !== undefined) return 'personal';
+  if (ids.channelId !== undefined) return 'room';
+  if (ids.projectId !== undefined) return 'project';
+  return 'global';
+}
+
+/** A manual memory's input with its scope decided. */
+function withScope<
+  T extends {
+    scope?: Scope | undefined;
+    userId?: string | undefined;
+    channelId?: string | undefined;
+    projectId?: string | undefined;
+  },
+>(input: T): T & { scope: Scope } {
+  return { ...input, scope: input.scope ?? impliedScope(input) };
+}
+
 /** The body of `POST /api/memories`: a manual memory, written by the caller (the route sets the actor). */
-export const MemoryCreateSchema = z.strictObject(memoryCreateFields).superRefine(checkManualScope);
+export const MemoryCreateSchema = z.strictObject(memoryCreateFields).transform(withScope).superRefine(checkManualScope);
 
 /** Input of `remember`: a manual memory. */
 export const RememberInputSchema = z
   .strictObject({ ...memoryCreateFields, actor: ActorSchema.optional() })
+  .transform(withScope)
   .superRefine(checkManualScope);
 export type RememberInput = z.input<typeof RememberInputSchema>;
 
