@@ -964,6 +964,47 @@ export function describeStorageContract(
       });
     });
 
+    it('gives a memory built on memories the channels they cite, and finds it by a channel they cite, wherever it is', async () => {
+      const [inC] = await storage.messages.append([said('bob', 'The vault code is walrus')]);
+      const [inD] = await storage.messages.append([{ ...said('bob', 'The vault is blue'), channelId: 'd' }]);
+      const [ofC, ofD] = await storage.memories.insert(
+        [
+          await newMemory('The vault code is walrus', { sourceMessageIds: [inC?.id ?? 0] }),
+          await newMemory('The vault is blue', { sourceMessageIds: [inD?.id ?? 0] }),
+        ],
+        context,
+      );
+      const [insight] = await storage.memories.insert(
+        [await newMemory('Bob keeps a blue walrus vault', { sourceIds: [ofC?.id ?? 0, ofD?.id ?? 0] })],
+        context,
+      );
+      // Moved elsewhere since, and another built on it there; one in a user's own scope is left out.
+      await storage.memories.moveTo(insight?.id ?? 0, { scope: 'room', channelId: 'x' }, context);
+      const [onInsight, personal] = await storage.memories.insert(
+        [
+          await newMemory('Bob guards the vault', { scope: 'room', channelId: 'x', sourceIds: [insight?.id ?? 0] }),
+          await newMemory('Bob likes vaults', { scope: 'personal', userId: 'bob', sourceIds: [insight?.id ?? 0] }),
+        ],
+        context,
+      );
+      expect(personal).toBeTruthy();
+      const cited = await storage.memories.citedChannels({ channelId: 'd' });
+      expect(cited.map(({ memory, channelIds }) => [memory.id, channelIds])).toEqual([
+        [ofD?.id, ['d']],
+        [insight?.id, ['c', 'd']],
+        [onInsight?.id, ['c', 'd']],
+      ]);
+      expect(
+        (await storage.memories.citedChannels({ owner: 'room:x' })).map(({ memory, channelIds }) => [
+          memory.id,
+          channelIds,
+        ]),
+      ).toEqual([
+        [insight?.id, ['c', 'd']],
+        [onInsight?.id, ['c', 'd']],
+      ]);
+    });
+
     it('counts totals, scopes, categories, pinned and recent additions, leaving expiring to the decay policy', async () => {
       await storage.memories.insert(
         [

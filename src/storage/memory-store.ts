@@ -268,8 +268,10 @@ export interface MemoryStore {
   purgeUser(userId: string): Promise<PurgeReport>;
   /**
    * The memories, archived ones too, that an audience change must check (ADR 5, 2026-12-03): those citing a
-   * message of the channel (`channelId`; its own room's and personal memories left out), or those of the
-   * owner key (`owner`); each with the channels of every message it cites, sorted. Ordered by id.
+   * message of the channel, and those built on them (`sourceIds`, at any depth, in any owner) (`channelId`;
+   * its own room's and personal memories left out), or those of the owner key (`owner`); each with the
+   * channels of every message it cites or that a memory it was built on cites (at any depth), sorted.
+   * Ordered by id.
    */
   citedChannels(query: { channelId: string } | { owner: string }): Promise<CitedChannels[]>;
   /**
