@@ -49,7 +49,8 @@ export async function keepWithinSources(
   const roomReads = async (channelId: string, room: string): Promise<boolean> =>
     channelId === room || membership.reaches(channelId, 'channel', room);
   const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
-  let moved = 0;
+  /** The memories moved or archived. */
+  const placed = new Set<number>();
   const place = async (memory: Memory, to: MoveTarget | null, reason: string): Promise<void> => {
     const from = ownerKey(memory.scope, memory);
     if (to === null || (to.scope === 'personal' && memory.userId === null)) {
@@ -57,7 +58,7 @@ export async function keepWithinSources(
       if (memory.archivedAt === null || memory.fadedAt !== null) {
         await context.storage.memories.archive([memory.id], { ...write, reason: `archived from ${from}: ${reason}` });
       }
-      moved++;
+      placed.add(memory.id);
       return;
     }
     const into = to.scope === 'room' ? `the room of channel ${to.channelId}` : "its user's own";
@@ -65,43 +66,52 @@ export async function keepWithinSources(
       ...write,
       reason: `moved from ${from} into ${into}: ${reason}`,
     });
-    moved++;
+    placed.add(memory.id);
   };
 
-  for (const { memory, channelIds } of await context.storage.memories.citedChannels(query)) {
-    if (memory.scope === 'personal') continue;
-    let outside = false;
-    for (const channelId of channelIds) {
-      if (!(await readable(channelId, memory))) {
-        outside = true;
-        break;
-      }
-    }
-    if (!outside) continue;
-    // The room of a channel it cites whose readers may read every channel it cites: with messages of two
-    // channels, the room of one may not read the other. Else its user's own (the speaker's words, restated in both).
-    let room: string | undefined;
-    for (const candidate of channelIds) {
-      let readsAll = true;
+  // Again after a pass that placed any: a memory built on those it placed (a dream insight, a merge) that another
+  // process wrote after the pass read, before they left, was written where they were (one written after they
+  // left is refused by its insert or merge).
+  for (let before = -1; before < placed.size; ) {
+    before = placed.size;
+    await placeOutside();
+  }
+  return placed.size;
+
+  async function placeOutside(): Promise<void> {
+    for (const { memory, channelIds } of await context.storage.memories.citedChannels(query)) {
+      if (memory.scope === 'personal' || placed.has(memory.id)) continue;
+      let outside = false;
       for (const channelId of channelIds) {
-        if (!(await roomReads(channelId, candidate))) {
-          readsAll = false;
+        if (!(await readable(channelId, memory))) {
+          outside = true;
           break;
         }
       }
-      if (readsAll) {
-        room = candidate;
-        break;
+      if (!outside) continue;
+      // The room of a channel it cites whose readers may read every channel it cites: with messages of two
+      // channels, the room of one may not read the other. Else its user's own (the speaker's words, restated in both).
+      let room: string | undefined;
+      for (const candidate of channelIds) {
+        let readsAll = true;
+        for (const channelId of channelIds) {
+          if (!(await roomReads(channelId, candidate))) {
+            readsAll = false;
+            break;
+          }
+        }
+        if (readsAll) {
+          room = candidate;
+          break;
+        }
       }
+      await place(
+        memory,
+        room === undefined ? { scope: 'personal' } : { scope: 'room', channelId: room },
+        room === undefined
+          ? `the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`
+          : 'not everyone who saw it may read the channels it came from',
+      );
     }
-    await place(
-      memory,
-      room === undefined ? { scope: 'personal' } : { scope: 'room', channelId: room },
-      room === undefined
-        ? `the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`
-        : 'not everyone who saw it may read the channels it came from',
-    );
   }
-
-  return moved;
 }

@@ -388,6 +388,32 @@ export function describeStorageContract(
       expect(await storage.memories.insert([fromMessages], context)).toHaveLength(1);
     });
 
+    it('refuses an insight or a merge built on a memory an audience change moved out of its owner meanwhile', async () => {
+      const [kept, moved] = await storage.memories.insert(
+        [await newMemory('The vault code is walrus'), await newMemory('The vault code is walrus, said twice')],
+        context,
+      );
+      await storage.memories.moveTo(moved?.id ?? 0, { scope: 'room', channelId: 'c' }, context);
+      const before = (await storage.memories.stats(at)).total;
+      const insight = await newMemory('Everyone knows the vault code', {
+        source: 'dream',
+        sourceIds: [kept?.id ?? 0, moved?.id ?? 0],
+      });
+      await expect(storage.memories.insert([insight], context, { sourcesMustExist: true })).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
+        message: expect.stringContaining(`memory ${moved?.id}`),
+      });
+      const merged = await newMemory('The vault code is walrus', { source: 'consolidation' });
+      await expect(storage.maintenance.merge(merged, [kept?.id ?? 0, moved?.id ?? 0], context)).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
+      });
+      expect((await storage.memories.stats(at)).total).toBe(before);
+      expect((await storage.memories.get([kept?.id ?? 0, moved?.id ?? 0])).map((m) => m.archivedAt)).toEqual([
+        null,
+        null,
+      ]);
+    });
+
     it('writes a merged memory with what an inserted one keeps: its search-only context and the message it quotes', async () => {
       const [question] = await storage.messages.append([
         {

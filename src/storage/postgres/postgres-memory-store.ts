@@ -1,7 +1,7 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { type CitedChannelsReads, transitiveChannels, withBuiltOnThem } from '../cited-channels.js';
-import { type MemoryListQuery, type MemoryStore, sourcesGone } from '../memory-store.js';
+import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -35,6 +35,17 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
             const messages = await missing('messages', memory.sourceMessageIds);
             const sources = await missing('memories', memory.sourceIds);
             if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+            if (memory.sourceIds.length > 0) {
+              const { rows } = await q.query<{ id: number }>(
+                'SELECT id FROM memories WHERE id = ANY($1::bigint[]) AND owner <> $2 ORDER BY id',
+                [[...memory.sourceIds], memory.owner],
+              );
+              if (rows.length > 0)
+                throw sourcesMoved(
+                  memory,
+                  rows.map((row) => Number(row.id)),
+                );
+            }
           }
         }
         const stored = [];

@@ -4,7 +4,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
 import { withBuiltOnThem, withItsSources } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
-import { sourcesGone } from '../memory-store.js';
+import { sourcesGone, sourcesMoved } from '../memory-store.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import {
@@ -35,9 +35,9 @@ export function createSqliteMemoryStore(
       database,
       'SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))',
     ),
-    memoriesAmong: preparedOnUse<[string], { id: number }>(
+    memoriesAmong: preparedOnUse<[string], { id: number; owner: string }>(
       database,
-      'SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+      'SELECT id, owner FROM memories WHERE id IN (SELECT value FROM json_each(?))',
     ),
     byIds: preparedOnUse<[string], unknown[]>(
       database,
@@ -167,6 +167,8 @@ export function createSqliteMemoryStore(
               const messages = missing(statements.messagesAmong, memory.sourceMessageIds);
               const sources = missing(statements.memoriesAmong, memory.sourceIds);
               if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+              const moved = elsewhere(statements.memoriesAmong, memory.sourceIds, memory.owner);
+              if (moved.length > 0) throw sourcesMoved(memory, moved);
             }
           }
           return memories.map((memory) => toMemory(writes.insert(memory, context)));
@@ -477,6 +479,20 @@ function missing(statement: () => Database.Statement<[string], { id: number }>, 
       .map((row) => row.id),
   );
   return [...new Set(ids)].filter((id) => !found.has(id));
+}
+
+/** Those of memories `ids` whose owner is not `owner`, sorted. */
+function elsewhere(
+  statement: () => Database.Statement<[string], { id: number; owner: string }>,
+  ids: readonly number[],
+  owner: string,
+): number[] {
+  if (ids.length === 0) return [];
+  return statement()
+    .all(JSON.stringify(ids))
+    .filter((row) => row.owner !== owner)
+    .map((row) => row.id)
+    .sort((a, b) => a - b);
 }
 
 /** The counts of `asked` (each one of `terms`) out of `counted`, the counts of `terms`. */
