@@ -15,8 +15,9 @@ export const AUDIENCE_ACTOR = 'audience';
  * the room of a channel it cites whose readers may read every channel it cites, where exactly they see it; when
  * no such room exists (messages of two channels with different readers), into its user's personal scope (the
  * user's own words, restated in both), and, for a memory of no user, it is archived as `forget` does.
- * Personal memories stay: the speaker's own. What was built on a moved memory in the owner it left (a dream insight,
- * which cites memories, not messages) follows it. Returns how many memories moved or were archived.
+ * Personal memories stay: the speaker's own. A memory built on memories (a dream insight, a merged memory) cites the
+ * channels they cite (`MemoryStore.citedChannels`), wherever they are now, and is checked and placed by them all.
+ * Returns how many memories moved or were archived.
  */
 export async function keepWithinSources(
   context: EngineContext,
@@ -48,8 +49,8 @@ export async function keepWithinSources(
   const roomReads = async (channelId: string, room: string): Promise<boolean> =>
     channelId === room || membership.reaches(channelId, 'channel', room);
   const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
-  /** Where each memory went (null: archived), by id, and the owner it left. */
-  const moved = new Map<number, { from: string; to: MoveTarget | null }>();
+  /** The memories moved or archived. */
+  const placed = new Set<number>();
   const place = async (memory: Memory, to: MoveTarget | null, reason: string): Promise<void> => {
     const from = ownerKey(memory.scope, memory);
     if (to === null || (to.scope === 'personal' && memory.userId === null)) {
@@ -57,7 +58,7 @@ export async function keepWithinSources(
       if (memory.archivedAt === null || memory.fadedAt !== null) {
         await context.storage.memories.archive([memory.id], { ...write, reason: `archived from ${from}: ${reason}` });
       }
-      moved.set(memory.id, { from, to: null });
+      placed.add(memory.id);
       return;
     }
     const into = to.scope === 'room' ? `the room of channel ${to.channelId}` : "its user's own";
@@ -65,59 +66,52 @@ export async function keepWithinSources(
       ...write,
       reason: `moved from ${from} into ${into}: ${reason}`,
     });
-    moved.set(memory.id, { from, to });
+    placed.add(memory.id);
   };
 
-  for (const { memory, channelIds } of await context.storage.memories.citedChannels(query)) {
-    if (memory.scope === 'personal') continue;
-    let outside = false;
-    for (const channelId of channelIds) {
-      if (!(await readable(channelId, memory))) {
-        outside = true;
-        break;
-      }
-    }
-    if (!outside) continue;
-    // The room of a channel it cites whose readers may read every channel it cites: with messages of two
-    // channels, the room of one may not read the other. Else its user's own (the speaker's words, restated in both).
-    let room: string | undefined;
-    for (const candidate of channelIds) {
-      let readsAll = true;
+  // Again after a pass that placed any: a memory built on those it placed (a dream insight, a merge) that another
+  // process wrote after the pass read, before they left, was written where they were (one written after they
+  // left is refused by its insert or merge).
+  for (let before = -1; before < placed.size; ) {
+    before = placed.size;
+    await placeOutside();
+  }
+  return placed.size;
+
+  async function placeOutside(): Promise<void> {
+    for (const { memory, channelIds } of await context.storage.memories.citedChannels(query)) {
+      if (memory.scope === 'personal' || placed.has(memory.id)) continue;
+      let outside = false;
       for (const channelId of channelIds) {
-        if (!(await roomReads(channelId, candidate))) {
-          readsAll = false;
+        if (!(await readable(channelId, memory))) {
+          outside = true;
           break;
         }
       }
-      if (readsAll) {
-        room = candidate;
-        break;
+      if (!outside) continue;
+      // The room of a channel it cites whose readers may read every channel it cites: with messages of two
+      // channels, the room of one may not read the other. Else its user's own (the speaker's words, restated in both).
+      let room: string | undefined;
+      for (const candidate of channelIds) {
+        let readsAll = true;
+        for (const channelId of channelIds) {
+          if (!(await roomReads(channelId, candidate))) {
+            readsAll = false;
+            break;
+          }
+        }
+        if (readsAll) {
+          room = candidate;
+          break;
+        }
       }
-    }
-    await place(
-      memory,
-      room === undefined ? { scope: 'personal' } : { scope: 'room', channelId: room },
-      room === undefined
-        ? `the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`
-        : 'not everyone who saw it may read the channels it came from',
-    );
-  }
-
-  // What was built on a moved memory in the owner it left (a dream insight cites memories, not messages)
-  // follows it, and what was built on that.
-  let left = [...moved];
-  while (left.length > 0) {
-    const owners = new Set(left.map(([, { from }]) => from));
-    left = [];
-    for (const owner of owners) {
-      for (const { memory } of await context.storage.memories.citedChannels({ owner })) {
-        const source = memory.sourceIds.map((id) => moved.get(id)).find((place) => place?.from === owner);
-        if (!source || moved.has(memory.id)) continue;
-        await place(memory, source.to, 'a memory it was built on moved there');
-        const placed = moved.get(memory.id);
-        if (placed) left.push([memory.id, placed]);
-      }
+      await place(
+        memory,
+        room === undefined ? { scope: 'personal' } : { scope: 'room', channelId: room },
+        room === undefined
+          ? `the channels it came from (${channelIds.join(', ')}) have no room whose readers may read them all`
+          : 'not everyone who saw it may read the channels it came from',
+      );
     }
   }
-  return moved.size;
 }

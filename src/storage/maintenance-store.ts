@@ -1,3 +1,4 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Memory } from '../core/types.js';
 import type { NewMemory, WriteContext } from './memory-store.js';
 
@@ -102,7 +103,8 @@ export interface MaintenanceStore {
    * first, then archives each original (vector removed, `archive` version "merged into #id"), then
    * links the merged memory to each original (`consolidated`). Memories an original superseded are
    * superseded by the merged memory instead (with a `supersedes` link from it). If any step fails,
-   * nothing is written: the originals stay visible. CONFLICT when an original is already archived.
+   * nothing is written: the originals stay visible. CONFLICT when an original is already archived, or is
+   * no longer of `merged`'s owner (an audience change moved it while its merge was written, ADR 5).
    */
   merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
   /**
@@ -164,4 +166,14 @@ export interface MemoryText {
   id: number;
   owner: string;
   content: string;
+}
+
+/** CONFLICT unless an original of a merge is still of the merged memory's owner (`MaintenanceStore.merge`). */
+export function assertOfOwner(owner: string, id: number, mergedOwner: string): void {
+  if (owner !== mergedOwner) {
+    throw new MnemeError(
+      ErrorCode.Conflict,
+      `memory ${id} left ${mergedOwner} (an audience narrowed) while its merge was written; nothing was merged`,
+    );
+  }
 }

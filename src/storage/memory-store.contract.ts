@@ -388,6 +388,32 @@ export function describeStorageContract(
       expect(await storage.memories.insert([fromMessages], context)).toHaveLength(1);
     });
 
+    it('refuses an insight or a merge built on a memory an audience change moved out of its owner meanwhile', async () => {
+      const [kept, moved] = await storage.memories.insert(
+        [await newMemory('The vault code is walrus'), await newMemory('The vault code is walrus, said twice')],
+        context,
+      );
+      await storage.memories.moveTo(moved?.id ?? 0, { scope: 'room', channelId: 'c' }, context);
+      const before = (await storage.memories.stats(at)).total;
+      const insight = await newMemory('Everyone knows the vault code', {
+        source: 'dream',
+        sourceIds: [kept?.id ?? 0, moved?.id ?? 0],
+      });
+      await expect(storage.memories.insert([insight], context, { sourcesMustExist: true })).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
+        message: expect.stringContaining(`memory ${moved?.id}`),
+      });
+      const merged = await newMemory('The vault code is walrus', { source: 'consolidation' });
+      await expect(storage.maintenance.merge(merged, [kept?.id ?? 0, moved?.id ?? 0], context)).rejects.toMatchObject({
+        code: ErrorCode.Conflict,
+      });
+      expect((await storage.memories.stats(at)).total).toBe(before);
+      expect((await storage.memories.get([kept?.id ?? 0, moved?.id ?? 0])).map((m) => m.archivedAt)).toEqual([
+        null,
+        null,
+      ]);
+    });
+
     it('writes a merged memory with what an inserted one keeps: its search-only context and the message it quotes', async () => {
       const [question] = await storage.messages.append([
         {
@@ -962,6 +988,47 @@ export function describeStorageContract(
       await expect(storage.memories.moveTo(moved.id, { scope: 'personal' }, context)).rejects.toMatchObject({
         code: ErrorCode.Conflict,
       });
+    });
+
+    it('gives a memory built on memories the channels they cite, and finds it by a channel they cite, wherever it is', async () => {
+      const [inC] = await storage.messages.append([said('bob', 'The vault code is walrus')]);
+      const [inD] = await storage.messages.append([{ ...said('bob', 'The vault is blue'), channelId: 'd' }]);
+      const [ofC, ofD] = await storage.memories.insert(
+        [
+          await newMemory('The vault code is walrus', { sourceMessageIds: [inC?.id ?? 0] }),
+          await newMemory('The vault is blue', { sourceMessageIds: [inD?.id ?? 0] }),
+        ],
+        context,
+      );
+      const [insight] = await storage.memories.insert(
+        [await newMemory('Bob keeps a blue walrus vault', { sourceIds: [ofC?.id ?? 0, ofD?.id ?? 0] })],
+        context,
+      );
+      // Moved elsewhere since, and another built on it there; one in a user's own scope is left out.
+      await storage.memories.moveTo(insight?.id ?? 0, { scope: 'room', channelId: 'x' }, context);
+      const [onInsight, personal] = await storage.memories.insert(
+        [
+          await newMemory('Bob guards the vault', { scope: 'room', channelId: 'x', sourceIds: [insight?.id ?? 0] }),
+          await newMemory('Bob likes vaults', { scope: 'personal', userId: 'bob', sourceIds: [insight?.id ?? 0] }),
+        ],
+        context,
+      );
+      expect(personal).toBeTruthy();
+      const cited = await storage.memories.citedChannels({ channelId: 'd' });
+      expect(cited.map(({ memory, channelIds }) => [memory.id, channelIds])).toEqual([
+        [ofD?.id, ['d']],
+        [insight?.id, ['c', 'd']],
+        [onInsight?.id, ['c', 'd']],
+      ]);
+      expect(
+        (await storage.memories.citedChannels({ owner: 'room:x' })).map(({ memory, channelIds }) => [
+          memory.id,
+          channelIds,
+        ]),
+      ).toEqual([
+        [insight?.id, ['c', 'd']],
+        [onInsight?.id, ['c', 'd']],
+      ]);
     });
 
     it('counts totals, scopes, categories, pinned and recent additions, leaving expiring to the decay policy', async () => {

@@ -171,8 +171,20 @@ export interface InsertOptions {
    * or a memory of its `sourceIds` no longer exists: a user was purged, by this process or another,
    * while the memories were being built from what they said. Checked inside the insert's transaction,
    * so a purge committed before it is always seen (messages and memories are deleted by purges only).
+   * A memory of its `sourceIds` that is no longer in its owner (moved by an audience change, ADR 5,
+   * 2026-12-03, while it was being built) refuses it too (CONFLICT): it would quote that memory to the
+   * audience the memory left.
    */
   sourcesMustExist?: boolean;
+}
+
+/** The refusal of an insert whose memory was built from memories that an audience change moved out of its owner meanwhile. */
+export function sourcesMoved(memory: NewMemory, memoryIds: readonly number[]): MnemeError {
+  return new MnemeError(
+    ErrorCode.Conflict,
+    `the ${memory.source} memory was built from memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}, which ` +
+      `left ${memory.owner} meanwhile (an audience narrowed); nothing was stored`,
+  );
 }
 
 /** The refusal of an insert whose memory was built from a message or memory that a purge deleted meanwhile. */
@@ -268,8 +280,10 @@ export interface MemoryStore {
   purgeUser(userId: string): Promise<PurgeReport>;
   /**
    * The memories, archived ones too, that an audience change must check (ADR 5, 2026-12-03): those citing a
-   * message of the channel (`channelId`; its own room's and personal memories left out), or those of the
-   * owner key (`owner`); each with the channels of every message it cites, sorted. Ordered by id.
+   * message of the channel, and those built on them (`sourceIds`, at any depth, in any owner) (`channelId`;
+   * its own room's and personal memories left out), or those of the owner key (`owner`); each with the
+   * channels of every message it cites or that a memory it was built on cites (at any depth), sorted.
+   * Ordered by id.
    */
   citedChannels(query: { channelId: string } | { owner: string }): Promise<CitedChannels[]>;
   /**

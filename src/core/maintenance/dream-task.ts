@@ -97,14 +97,15 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     }
     if (insights.length === 0) continue;
     try {
-      // A purge while the dreamer reflected: its insights quote what the purged user remembered.
+      // A purge while the dreamer reflected: its insights quote what the purged user remembered. An audience
+      // change that moved a memory out of the owner meanwhile (CONFLICT): they would quote it to those it left.
       await storage.memories.insert(
         insights,
         { at: now, actor: MAINTENANCE_ACTOR, reason: `dream by ${dreamer.id}` },
         { sourcesMustExist: true },
       );
     } catch (error) {
-      if (!isMnemeError(error, 'NOT_FOUND')) throw error;
+      if (!isMnemeError(error, 'NOT_FOUND') && !isMnemeError(error, 'CONFLICT')) throw error;
       continue;
     }
     report.insights += insights.length;

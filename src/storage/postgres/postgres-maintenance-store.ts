@@ -1,5 +1,5 @@
 import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
-import type { DueDecayCandidate, MaintenanceStore, MemoryText } from '../maintenance-store.js';
+import { assertOfOwner, type DueDecayCandidate, type MaintenanceStore, type MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -139,6 +139,8 @@ export function createPostgresMaintenanceStore(
           { ...context, reason: context.reason ?? `merged from ${sources}` },
           'merge',
         );
+        // Of its owner still (an audience change moves memories out of their owner, ADR 5): refused, all rolled back.
+        for (const id of originalIds) assertOfOwner((await writes.read(q, id)).owner, id, merged.owner);
         for (const id of await writes.transferSupersession(q, originalIds, row.id)) {
           await q.query(link('supersedes'), [row.id, id, context.at]);
         }

@@ -1,15 +1,9 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import { type MemoryListQuery, type MemoryStore, sourcesGone } from '../memory-store.js';
+import { type CitedChannelsReads, transitiveChannels, withBuiltOnThem } from '../cited-channels.js';
+import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
-import {
-  memoryColumns,
-  memoryColumnsOf,
-  type PgMemoryRow,
-  type PgVersionRow,
-  toMemory,
-  toVersion,
-} from './postgres-memory-rows.js';
+import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
 import { erasePostgresUser } from './postgres-user-purge.js';
@@ -41,6 +35,17 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
             const messages = await missing('messages', memory.sourceMessageIds);
             const sources = await missing('memories', memory.sourceIds);
             if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+            if (memory.sourceIds.length > 0) {
+              const { rows } = await q.query<{ id: number }>(
+                'SELECT id FROM memories WHERE id = ANY($1::bigint[]) AND owner <> $2 ORDER BY id',
+                [[...memory.sourceIds], memory.owner],
+              );
+              if (rows.length > 0)
+                throw sourcesMoved(
+                  memory,
+                  rows.map((row) => Number(row.id)),
+                );
+            }
           }
         }
         const stored = [];
@@ -299,22 +304,51 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
 
     async citedChannels(query) {
       return withPgErrors('reading the channels memories cite', async () => {
-        const cited = `ARRAY(SELECT DISTINCT msg.channel_id FROM messages msg
-          WHERE msg.id = ANY(m.source_message_ids) ORDER BY 1) AS channel_ids`;
-        const { rows } =
-          'channelId' in query
-            ? await database.query<PgMemoryRow & { channel_ids: string[] }>(
-                `SELECT ${memoryColumnsOf('m')}, ${cited} FROM memories m
-                WHERE m.source_message_ids && ARRAY(SELECT id FROM messages WHERE channel_id = $1)
-                  AND m.owner <> $2 AND m.owner NOT LIKE 'user:%'
-                ORDER BY m.id`,
-                [query.channelId, `room:${query.channelId}`],
-              )
-            : await database.query<PgMemoryRow & { channel_ids: string[] }>(
-                `SELECT ${memoryColumnsOf('m')}, ${cited} FROM memories m WHERE m.owner = $1 ORDER BY m.id`,
-                [query.owner],
-              );
-        return rows.map((row) => ({ memory: toMemory(row), channelIds: row.channel_ids }));
+        const reads: CitedChannelsReads = {
+          async builtOn() {
+            const { rows } = await database.query<{ id: number; source_ids: number[] }>(
+              'SELECT id, source_ids FROM memories WHERE cardinality(source_ids) > 0',
+            );
+            return new Map(rows.map((row) => [Number(row.id), row.source_ids.map(Number)] as const));
+          },
+          async channelsOf(ids) {
+            const { rows } = await database.query<{ channel_id: string }>(
+              `SELECT DISTINCT msg.channel_id FROM memories m JOIN messages msg ON msg.id = ANY(m.source_message_ids)
+                WHERE m.id = ANY($1::bigint[]) ORDER BY 1`,
+              [[...ids]],
+            );
+            return rows.map((row) => row.channel_id);
+          },
+        };
+        const builtOn = await reads.builtOn();
+        let ids: number[];
+        if ('channelId' in query) {
+          const { rows } = await database.query<{ id: number }>(
+            `SELECT id FROM memories WHERE source_message_ids && ARRAY(SELECT id FROM messages WHERE channel_id = $1)`,
+            [query.channelId],
+          );
+          ids = withBuiltOnThem(
+            rows.map((row) => Number(row.id)),
+            builtOn,
+          );
+        } else {
+          const { rows } = await database.query<{ id: number }>('SELECT id FROM memories WHERE owner = $1', [
+            query.owner,
+          ]);
+          ids = rows.map((row) => Number(row.id));
+        }
+        const { rows } = await database.query<PgMemoryRow>(
+          `SELECT ${memoryColumns} FROM memories WHERE id = ANY($1::bigint[])
+            AND ($2::text IS NULL OR (owner <> $2 AND owner NOT LIKE 'user:%')) ORDER BY id`,
+          [ids, 'channelId' in query ? `room:${query.channelId}` : null],
+        );
+        const memories = rows.map(toMemory);
+        const channels = await transitiveChannels(
+          memories.map((memory) => memory.id),
+          reads,
+          builtOn,
+        );
+        return memories.map((memory) => ({ memory, channelIds: channels.get(memory.id) ?? [] }));
       });
     },
 

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
-import type {
-  DecayCursor,
-  DecayDueRule,
-  DueDecayCandidate,
-  ImportanceChange,
-  MaintenanceStore,
-  MemoryText,
+import {
+  assertOfOwner,
+  type DecayCursor,
+  type DecayDueRule,
+  type DueDecayCandidate,
+  type ImportanceChange,
+  type MaintenanceStore,
+  type MemoryText,
 } from '../maintenance-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
@@ -236,6 +237,8 @@ export function createSqliteMaintenanceStore(
       return writeSqlite(database, 'merging memories', () => {
         const sources = originalIds.map((id) => `#${id}`).join(', ');
         const row = writes.insert(merged, { ...context, reason: context.reason ?? `merged from ${sources}` }, 'merge');
+        // Of its owner still (an audience change moves memories out of their owner, ADR 5): refused, all rolled back.
+        for (const id of originalIds) assertOfOwner(writes.read(id).owner, id, merged.owner);
         for (const id of writes.transferSupersession(originalIds, row.id)) {
           statements.supersedesLink.run(row.id, id, context.at);
         }

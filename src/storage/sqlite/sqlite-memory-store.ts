@@ -1,9 +1,11 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { ownerPrefix } from '../../core/scope.js';
+import { withBuiltOnThem, withItsSources } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
-import { sourcesGone } from '../memory-store.js';
-import { getRow, preparedOnUse, readSqlite, writeSqlite } from './sqlite-database.js';
+import { sourcesGone, sourcesMoved } from '../memory-store.js';
+import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import {
   type MemoryRow,
@@ -21,10 +23,6 @@ import { eraseSqliteUser } from './sqlite-user-purge.js';
 import { placeholders, type SqliteVectorIndex } from './sqlite-vector-index.js';
 import { createSqliteVisibleRanking } from './sqlite-visible-ranking.js';
 
-/** The distinct channels of the messages memory `m` cites, sorted, as a JSON array. */
-const citedChannelsSql = `SELECT json_group_array(channel_id) FROM (SELECT DISTINCT msg.channel_id AS channel_id
-  FROM memory_source_messages s JOIN messages msg ON msg.id = s.message_id WHERE s.memory_id = m.id ORDER BY 1)`;
-
 /** The SQLite implementation of the MemoryStore port. */
 export function createSqliteMemoryStore(
   database: Database.Database,
@@ -37,28 +35,33 @@ export function createSqliteMemoryStore(
       database,
       'SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))',
     ),
-    memoriesAmong: preparedOnUse<[string], { id: number }>(
+    memoriesAmong: preparedOnUse<[string], { id: number; owner: string }>(
       database,
-      'SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+      'SELECT id, owner FROM memories WHERE id IN (SELECT value FROM json_each(?))',
     ),
     byIds: preparedOnUse<[string], unknown[]>(
       database,
       `SELECT ${memoryColumns} FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
     ),
-    // The channels each memory cites, for an audience change (ADR 5, 2026-12-03): the memories citing a
-    // message of a channel, or those of an owner key, archived ones too.
-    citingChannel: preparedOnUse<{ channelId: string; room: string }, { id: number; channels: string }>(
+    // The memories an audience change checks (ADR 5, 2026-12-03): those citing a message of a channel, or
+    // those of an owner key, archived ones too; with what memories are built on and the channels they cite.
+    citingChannel: preparedOnUse<[string], { id: number }>(
       database,
-      `SELECT m.id AS id, (${citedChannelsSql}) AS channels FROM memories m
-      WHERE m.id IN (SELECT s.memory_id FROM messages msg JOIN memory_source_messages s ON s.message_id = msg.id
-          WHERE msg.channel_id = @channelId)
-        AND m.owner != @room AND m.owner NOT LIKE 'user:%'
-      ORDER BY m.id`,
+      `SELECT DISTINCT s.memory_id AS id FROM messages msg JOIN memory_source_messages s ON s.message_id = msg.id
+        WHERE msg.channel_id = ?`,
     ),
-    ofOwner: preparedOnUse<{ owner: string }, { id: number; channels: string }>(
+    ofOwner: preparedOnUse<[string], { id: number }>(
       database,
-      `SELECT m.id AS id, (${citedChannelsSql}) AS channels FROM memories m INDEXED BY memories_by_owner
-      WHERE m.owner = @owner ORDER BY m.id`,
+      'SELECT id FROM memories INDEXED BY memories_by_owner WHERE owner = ?',
+    ),
+    builtOn: preparedOnUse<[], { id: number; source_ids: string }>(
+      database,
+      "SELECT id, source_ids FROM memories WHERE source_ids <> '[]'",
+    ),
+    channelsOf: preparedOnUse<[string], { channel_id: string }>(
+      database,
+      `SELECT DISTINCT msg.channel_id AS channel_id FROM memory_source_messages s
+        JOIN messages msg ON msg.id = s.message_id WHERE s.memory_id IN (SELECT value FROM json_each(?)) ORDER BY 1`,
     ),
     history: database.prepare<[number], VersionRow>(
       'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
@@ -164,6 +167,8 @@ export function createSqliteMemoryStore(
               const messages = missing(statements.messagesAmong, memory.sourceMessageIds);
               const sources = missing(statements.memoriesAmong, memory.sourceIds);
               if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
+              const moved = elsewhere(statements.memoriesAmong, memory.sourceIds, memory.owner);
+              if (moved.length > 0) throw sourcesMoved(memory, moved);
             }
           }
           return memories.map((memory) => toMemory(writes.insert(memory, context)));
@@ -173,26 +178,47 @@ export function createSqliteMemoryStore(
     },
 
     async citedChannels(query) {
-      return readSqlite('reading the channels memories cite', () => {
-        const rows =
-          'channelId' in query
-            ? statements.citingChannel().all({ channelId: query.channelId, room: `room:${query.channelId}` })
-            : statements.ofOwner().all({ owner: query.owner });
-        const memories = new Map(
-          statements
+      return readSqlite('reading the channels memories cite', () =>
+        readInTransaction(database, () => {
+          const builtOn = new Map(
+            statements
+              .builtOn()
+              .all()
+              .map((row) => [row.id, JSON.parse(row.source_ids) as number[]] as const),
+          );
+          const ids =
+            'channelId' in query
+              ? withBuiltOnThem(
+                  statements
+                    .citingChannel()
+                    .all(query.channelId)
+                    .map((row) => row.id),
+                  builtOn,
+                )
+              : statements
+                  .ofOwner()
+                  .all(query.owner)
+                  .map((row) => row.id);
+          const rows = statements
             .byIds()
             .raw()
-            .all(JSON.stringify(rows.map((row) => row.id)))
-            .map((values) => {
-              const row = memoryRowOf(values);
-              return [row.id, toMemory(row)] as const;
-            }),
-        );
-        return rows.flatMap((row) => {
-          const memory = memories.get(row.id);
-          return memory ? [{ memory, channelIds: JSON.parse(row.channels) as string[] }] : [];
-        });
-      });
+            .all(JSON.stringify(ids))
+            .map((values) => memoryRowOf(values))
+            .filter(
+              (row) =>
+                !('channelId' in query) ||
+                (row.owner !== `room:${query.channelId}` && !row.owner.startsWith(ownerPrefix.personal)),
+            )
+            .sort((a, b) => a.id - b.id);
+          return rows.map((row) => ({
+            memory: toMemory(row),
+            channelIds: statements
+              .channelsOf()
+              .all(JSON.stringify(withItsSources(row.id, builtOn)))
+              .map((channel) => channel.channel_id),
+          }));
+        }),
+      );
     },
 
     async moveTo(id, target, context) {
@@ -453,6 +479,20 @@ function missing(statement: () => Database.Statement<[string], { id: number }>, 
       .map((row) => row.id),
   );
   return [...new Set(ids)].filter((id) => !found.has(id));
+}
+
+/** Those of memories `ids` whose owner is not `owner`, sorted. */
+function elsewhere(
+  statement: () => Database.Statement<[string], { id: number; owner: string }>,
+  ids: readonly number[],
+  owner: string,
+): number[] {
+  if (ids.length === 0) return [];
+  return statement()
+    .all(JSON.stringify(ids))
+    .filter((row) => row.owner !== owner)
+    .map((row) => row.id)
+    .sort((a, b) => a - b);
 }
 
 /** The counts of `asked` (each one of `terms`) out of `counted`, the counts of `terms`. */
