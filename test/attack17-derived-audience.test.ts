@@ -1,7 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { AUDIENCE_RECHECK_AFTER_MS, AUDIENCE_TASK } from '../src/core/derived-audience.js';
 import type { Mneme } from '../src/core/mneme.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
 
 /**
@@ -201,5 +206,52 @@ describe('a memory derived from a channel, after the audiences change', () => {
     expect(await mneme.get(insight.id)).toMatchObject({ scope: 'room', channelId: 'lobby' });
     expect(await readsOf(ann, insight.id, query)).toEqual([]);
     expect((await mneme.list({ scope: 'global', limit: 100 })).memories).toEqual([]);
+  });
+
+  it('checks at the next maintenance, after a minute, an audience change whose process died between its write and its moves', async () => {
+    await mneme.close();
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-audience-crash-'));
+    const path = join(folder, 'crash.db');
+    const clock = createFixedClock('2026-03-02T10:00:00Z');
+    const open = () =>
+      createMneme({ path, embedder: createFakeEmbeddingModel(), clock, logger: { warn: () => {}, info: () => {} } });
+    try {
+      mneme = await open();
+      await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
+      await mneme.ingest({
+        channelId: 'lobby',
+        sender: 'bob',
+        senderName: 'Bob',
+        content: 'The staging database password rotates at quokkamidnight',
+      });
+      await mneme.whenIdle();
+      const [fact] = (await mneme.list({ scope: 'global', limit: 10 })).memories;
+      if (!fact) throw new Error('the offline extractor wrote no global fact');
+      await mneme.close();
+
+      // What a process leaves that died after the channel's write, before the moves: its mark, and the write.
+      const storage = await createSqliteStorage({ path });
+      await storage.maintenanceState.set(`audience:${'0'.repeat(8)}`, AUDIENCE_TASK, {
+        watermark: clock.now(),
+        details: { change: { channelId: 'lobby' } },
+      });
+      await storage.memberships.putChannel({ id: 'lobby', visibility: 'private' }, clock.now());
+      await storage.close();
+
+      mneme = await open();
+      const query = 'quokkamidnight staging database password';
+      expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
+      // Within the minute the mark is the process's own (it may be alive and about to move them).
+      await mneme.maintain({ tasks: 'decay' });
+      expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
+      clock.advance(AUDIENCE_RECHECK_AFTER_MS);
+      await mneme.maintain({ tasks: 'decay' });
+      expect(await readsOf(ann, fact.id, query)).toEqual([]);
+      expect(await mneme.get(fact.id)).toMatchObject({ scope: 'room', channelId: 'lobby' });
+    } finally {
+      await mneme.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
+    mneme = await createMneme({ path: ':memory:', logger: { warn: () => {}, info: () => {} } });
   });
 });

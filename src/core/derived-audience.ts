@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
 import { createMembership } from './membership.js';
@@ -6,6 +7,67 @@ import type { Memory } from './types.js';
 
 /** The actor of the version row an audience change writes. */
 export const AUDIENCE_ACTOR = 'audience';
+
+/** The `maintenance_state` task of audience changes: one row per change in progress (`changeAudience`). */
+export const AUDIENCE_TASK = 'audience';
+
+/**
+ * How long an audience change marked and not checked is left to the process that marked it: it writes the
+ * membership and moves the memories within milliseconds (seconds when it waits for the store), and one that died
+ * in between leaves the mark for `maintain` to check after that.
+ */
+export const AUDIENCE_RECHECK_AFTER_MS = 60_000;
+
+/** What an audience change names: a channel, or the owner key of a topic or project. */
+export type AudienceChange = { channelId: string } | { owner: string };
+
+/**
+ * Runs `write` (a membership or visibility write) as an audience change that no crash leaves wider than its
+ * sources (ADR 5, 2026-12-03): a mark of its own first (a `maintenance_state` row of task `audience`, keyed by a
+ * new id, `watermark` the time, the change in `details`), then the write, then the memories checked
+ * (`keepWithinSources`) when `narrows` says the write took a reader away, then the mark deleted. A process that
+ * dies between the write and the moves leaves its mark for `recheckAudiences`. One mark per change: two changes of
+ * one channel at once each keep theirs until their own check is done.
+ */
+export async function changeAudience<T>(
+  context: EngineContext,
+  change: AudienceChange,
+  write: () => Promise<T>,
+  narrows: (written: T) => boolean = () => true,
+): Promise<T> {
+  const { maintenanceState } = context.storage;
+  const key = `audience:${randomUUID()}`;
+  await maintenanceState.set(key, AUDIENCE_TASK, { watermark: context.clock.now(), details: { change } });
+  let written: T;
+  try {
+    written = await write();
+  } catch (error) {
+    // Refused: nothing changed, nothing to check.
+    await maintenanceState.remove(key, AUDIENCE_TASK).catch(() => {});
+    throw error;
+  }
+  if (narrows(written)) await keepWithinSources(context, change);
+  await maintenanceState.remove(key, AUDIENCE_TASK);
+  return written;
+}
+
+/**
+ * The audience changes still marked `AUDIENCE_RECHECK_AFTER_MS` after they were asked (their process died between
+ * the write and the moves, or before the write: then there is nothing to move), checked now and their marks
+ * deleted; run by `maintain`. Checking twice moves nothing twice. Returns how many.
+ */
+export async function recheckAudiences(context: EngineContext): Promise<number> {
+  const { maintenanceState } = context.storage;
+  let checked = 0;
+  for (const mark of await maintenanceState.list(AUDIENCE_TASK)) {
+    if (mark.watermark !== null && context.clock.now() - mark.watermark < AUDIENCE_RECHECK_AFTER_MS) continue;
+    const change = mark.details?.change as AudienceChange | undefined;
+    if (change && ('channelId' in change || 'owner' in change)) await keepWithinSources(context, change);
+    await maintenanceState.remove(mark.channelId, AUDIENCE_TASK);
+    checked++;
+  }
+  return checked;
+}
 
 /**
  * After an audience changed (ADR 5, 2026-12-03): a channel's (its visibility or members, `channelId`), or a
@@ -19,10 +81,7 @@ export const AUDIENCE_ACTOR = 'audience';
  * channels they cite (`MemoryStore.citedChannels`), wherever they are now, and is checked and placed by them all.
  * Returns how many memories moved or were archived.
  */
-export async function keepWithinSources(
-  context: EngineContext,
-  query: { channelId: string } | { owner: string },
-): Promise<number> {
+export async function keepWithinSources(context: EngineContext, query: AudienceChange): Promise<number> {
   const membership = createMembership(context);
   const reaches = new Map<string, boolean>();
   const readable = async (channelId: string, memory: Memory): Promise<boolean> => {

@@ -1,6 +1,6 @@
 import type { Project, Topic, User } from '../storage/directory-store.js';
 import type { Channel } from '../storage/membership-store.js';
-import { keepWithinSources } from './derived-audience.js';
+import { changeAudience } from './derived-audience.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import {
@@ -53,48 +53,55 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
         );
       }
       // The topic and its members in one transaction: a refused request changes neither.
-      const topic = await directory.putTopic(
-        { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
-        clock.now(),
-        parsed.members,
-      );
+      const put = () =>
+        directory.putTopic(
+          { id: parsed.id, projectId: parsed.projectId ?? null, title: parsed.title ?? null },
+          clock.now(),
+          parsed.members,
+        );
       // A new member may not read every channel the topic's memories came from (ADR 5, 2026-12-03).
-      if (parsed.members) await keepWithinSources(context, { owner: ownerKey('session', { topicId: parsed.id }) });
-      return topic;
+      return parsed.members
+        ? changeAudience(context, { owner: ownerKey('session', { topicId: parsed.id }) }, put)
+        : put();
     },
 
     async createProject(input) {
       const parsed = parseInput(CreateProjectInputSchema, input, 'project');
       // The project and its members in one transaction: a refused request changes neither.
-      const project = await directory.putProject(
-        { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
-        clock.now(),
-        parsed.members,
-      );
-      if (parsed.members) await keepWithinSources(context, { owner: ownerKey('project', { projectId: parsed.id }) });
-      return project;
+      const put = () =>
+        directory.putProject(
+          { id: parsed.id, name: parsed.name ?? null, managed: parsed.managed },
+          clock.now(),
+          parsed.members,
+        );
+      return parsed.members
+        ? changeAudience(context, { owner: ownerKey('project', { projectId: parsed.id }) }, put)
+        : put();
     },
 
     async putChannel(input) {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
       const before = await memberships.getChannel(parsed.id);
-      const channel = await memberships.putChannel(
-        {
-          id: parsed.id,
-          ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
-          ...(parsed.members ? { members: parsed.members } : {}),
-        },
-        clock.now(),
-      );
       // Fewer readers (made private or direct, a member removed): what was derived from the channel for a
       // wider audience moves into its room (ADR 5, 2026-12-03). A declaration that takes no reader away
       // (the same again, members added) reads nothing.
-      const narrowed =
-        before === null ||
-        (before.visibility === 'public' && channel.visibility !== 'public') ||
-        before.members.some((member) => !channel.members.includes(member));
-      if (narrowed) await keepWithinSources(context, { channelId: parsed.id });
-      return channel;
+      return changeAudience(
+        context,
+        { channelId: parsed.id },
+        () =>
+          memberships.putChannel(
+            {
+              id: parsed.id,
+              ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
+              ...(parsed.members ? { members: parsed.members } : {}),
+            },
+            clock.now(),
+          ),
+        (channel) =>
+          before === null ||
+          (before.visibility === 'public' && channel.visibility !== 'public') ||
+          before.members.some((member) => !channel.members.includes(member)),
+      );
     },
 
     async channel(id) {

@@ -29,4 +29,6 @@ export interface MaintenanceStateStore {
   set(channelId: string, task: string, changes: MaintenanceStateChanges): Promise<MaintenanceState>;
   /** Every channel's state of `task`, sorted by channel id. */
   list(task: string): Promise<MaintenanceState[]>;
+  /** Deletes the row, if there is one. */
+  remove(channelId: string, task: string): Promise<void>;
 }

@@ -1484,6 +1484,11 @@ export function describeStorageContract(
         watermark: null,
         details: null,
       });
+      // Removing deletes that row only; a row that is not there is no error.
+      await storage.maintenanceState.remove('room', 'extraction');
+      await storage.maintenanceState.remove('nowhere', 'extraction');
+      expect(await storage.maintenanceState.get('room', 'extraction')).toBeNull();
+      expect(await storage.maintenanceState.get('room', 'decay')).toMatchObject({ watermark: 99 });
     });
 
     it('replaces the provenance of a memory on update without a version of its own', async () => {

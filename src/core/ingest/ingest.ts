@@ -1,5 +1,5 @@
 import type { AppendedMessage, IngestFileProgress, Message, NewMessage } from '../../storage/message-store.js';
-import { keepWithinSources } from '../derived-audience.js';
+import { changeAudience } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
@@ -235,16 +235,20 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     const messages = inputs.flatMap((input) => input.messages);
     const at = clock.now();
     const joining = options.sendersAreMembers ? messages : await membership.withJoins(messages);
+    const appended = () =>
+      storage.messages.append(joining, {
+        ...(file ? { file: { ...file, at } } : {}),
+        names: [...renames].map(([id, displayName]) => ({ id, displayName })),
+        topics: [...topics],
+        at,
+      });
+    // A sender who joins a topic or project sees its memories: none may come from a channel the sender
+    // cannot read (ADR 5, 2026-12-03). Each such space is an audience change around the append.
     const widened = await newTopicMembers(joining);
-    const stored = await storage.messages.append(joining, {
-      ...(file ? { file: { ...file, at } } : {}),
-      names: [...renames].map(([id, displayName]) => ({ id, displayName })),
-      topics: [...topics],
-      at,
-    });
-    // A sender who joined a topic or project now sees its memories: none may come from a channel the
-    // sender cannot read (ADR 5, 2026-12-03).
-    for (const owner of widened) await keepWithinSources(context, { owner });
+    const stored = await [...widened].reduceRight<() => Promise<AppendedMessage[]>>(
+      (inner, owner) => () => changeAudience(context, { owner }, inner),
+      appended,
+    )();
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { HeldLock } from '../../storage/storage.js';
 import { toIso } from '../clock.js';
+import { recheckAudiences } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { refreshPolicy } from '../policy-state.js';
@@ -82,6 +83,8 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
     await refreshPolicy(context);
     const now = parsed.now ?? context.clock.now();
     const report: MaintenanceReport = { now: toIso(now) };
+    // An audience change whose process died between its write and its moves (ADR 5, 2026-12-03).
+    await recheckAudiences(context);
     for (const task of parsed.tasks) {
       const skipped = !context.policy.maintenance.tasks.includes(task)
         ? offInPolicy

@@ -58,6 +58,11 @@ export function createPostgresMaintenanceStateStore(database: PostgresDatabase):
         ).rows.map(toState),
       );
     },
+    async remove(channelId, task) {
+      await withPgErrors(`deleting the ${task} state of channel ${channelId}`, () =>
+        database.query('DELETE FROM maintenance_state WHERE channel_id = $1 AND task = $2', [channelId, task]),
+      );
+    },
   };
 }
 

@@ -39,6 +39,7 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
     list: database.prepare<[string], MaintenanceStateRow>(
       'SELECT * FROM maintenance_state WHERE task = ? ORDER BY channel_id',
     ),
+    remove: database.prepare<[string, string]>('DELETE FROM maintenance_state WHERE channel_id = ? AND task = ?'),
   };
 
   return {
@@ -72,6 +73,13 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
         return statements.list.all(task).map(toState);
       } catch (error) {
         throw toMnemeError(error, `reading the ${task} state of every channel`);
+      }
+    },
+    async remove(channelId, task) {
+      try {
+        statements.remove.run(channelId, task);
+      } catch (error) {
+        throw toMnemeError(error, `deleting the ${task} state of channel ${channelId}`);
       }
     },
   };
