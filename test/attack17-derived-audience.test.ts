@@ -52,6 +52,15 @@ describe('a memory derived from a channel, after the audiences change', () => {
     return seen;
   }
 
+  /** Bob's message in the channel and topic, through the topic's conversation extraction: its session memory. */
+  async function bobsSessionMemory(channelId: string, topicId: string, content: string) {
+    await mneme.ingest({ channelId, sender: 'bob', senderName: 'Bob', topicId, content });
+    await mneme.whenIdle();
+    const [session] = (await mneme.extract(topicId)).created;
+    if (!session) throw new Error('conversation extraction wrote nothing');
+    return session;
+  }
+
   it('moves a global fact of a public channel made private into that room: members keep it, no one else sees it', async () => {
     await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
     await mneme.ingest({
@@ -76,16 +85,7 @@ describe('a memory derived from a channel, after the audiences change', () => {
   it("keeps a session memory of Bob's direct message from Ann once she joins the topic by posting into it", async () => {
     await mneme.putChannel({ id: 'dm-bob', visibility: 'direct', members: ['bob'] });
     await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
-    await mneme.ingest({
-      channelId: 'dm-bob',
-      sender: 'bob',
-      senderName: 'Bob',
-      topicId: 'trip',
-      content: 'I prefer the zanzibar hotel whenever I travel for work',
-    });
-    await mneme.whenIdle();
-    const [session] = (await mneme.extract('trip')).created;
-    if (!session) throw new Error('conversation extraction wrote nothing');
+    const session = await bobsSessionMemory('dm-bob', 'trip', 'I prefer the zanzibar hotel whenever I travel for work');
     expect(session).toMatchObject({ scope: 'session', topicId: 'trip' });
 
     await mneme.ingest({
@@ -107,16 +107,11 @@ describe('a memory derived from a channel, after the audiences change', () => {
   it('keeps a session memory of a room from a member of the topic removed from the room', async () => {
     await mneme.putChannel({ id: 'team', members: ['ann', 'bob'] });
     await mneme.createTopic({ id: 'launch', members: ['ann', 'bob'] });
-    await mneme.ingest({
-      channelId: 'team',
-      sender: 'bob',
-      senderName: 'Bob',
-      topicId: 'launch',
-      content: 'I prefer the walrus-gate launch codes kept in the blue safe',
-    });
-    await mneme.whenIdle();
-    const [session] = (await mneme.extract('launch')).created;
-    if (!session) throw new Error('conversation extraction wrote nothing');
+    const session = await bobsSessionMemory(
+      'team',
+      'launch',
+      'I prefer the walrus-gate launch codes kept in the blue safe',
+    );
     const query = 'walrus-gate launch codes blue safe';
     expect(await readsOf(ann, session.id, query, { topicId: 'launch' })).toEqual(['recall', 'context', 'get', 'list']);
 
