@@ -770,6 +770,40 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
+  {
+    version: 25,
+    name: 'the memories each commit changed for the recall caches of other connections',
+    sql: `
+      -- ADR 27, 2026-12-03 (session 18). Recall holds the inverted lists' codes and the full-text owner index in
+      -- memory; another connection's commit dropped both, a recall's touch of access statistics too, so a process
+      -- beside another that recalls or ingests searched through SQL (at 1,000,000 memories, a second a recall).
+      -- Each write that changes what they hold records the memory here, in its own transaction: these triggers for
+      -- a memory's id, owner, state and length, the vector lists' code for a vector's list row (memory_id NULL: any
+      -- may have changed). A connection reads the entries after the last it saw and brings its copies up to date.
+      -- Entries are numbered in commit order without gaps (the writers take turns; a rolled back number is given
+      -- again); the newest 4,096 to 8,192 are kept, and a connection that finds its last one gone reads all again.
+      CREATE TABLE recall_changes (seq INTEGER PRIMARY KEY, memory_id INTEGER);
+      CREATE TRIGGER recall_changes_kept AFTER INSERT ON recall_changes WHEN new.seq % 4096 = 0
+        BEGIN
+          DELETE FROM recall_changes WHERE seq <= new.seq - 4096;
+        END;
+      CREATE TRIGGER recall_changes_memory_insert AFTER INSERT ON memories
+        BEGIN
+          INSERT INTO recall_changes (memory_id) VALUES (new.id);
+        END;
+      CREATE TRIGGER recall_changes_memory_delete AFTER DELETE ON memories
+        BEGIN
+          INSERT INTO recall_changes (memory_id) VALUES (old.id);
+        END;
+      CREATE TRIGGER recall_changes_memory_update AFTER UPDATE OF id, owner, archived_at, faded_at, tokens ON memories
+        WHEN old.id IS NOT new.id OR old.owner IS NOT new.owner OR old.archived_at IS NOT new.archived_at
+          OR old.faded_at IS NOT new.faded_at OR old.tokens IS NOT new.tokens
+        BEGIN
+          INSERT INTO recall_changes (memory_id) VALUES (old.id);
+          INSERT INTO recall_changes (memory_id) SELECT new.id WHERE new.id IS NOT old.id;
+        END;
+    `,
+  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { type CodeScan, createCodeScan, createDotProducts, type DotProducts } from './sqlite-code-scan.js';
+import { createSqliteRecallChanges } from './sqlite-recall-changes.js';
 
 /**
  * Inverted lists over the sign bits of a large store (ADR 20, migration 15), for the neighbour
@@ -282,6 +283,12 @@ export interface SnapshotPart {
 interface Snapshot {
   generation: number;
   dataVersion: number;
+  /**
+   * The newest entry of the record of changed memories (ADR 27) when the snapshot was read, or when it was last
+   * brought up to date with another connection's commits; null: read inside a transaction of the caller's, whose
+   * entries a rollback may take back (another connection's commit then drops the snapshot).
+   */
+  changesSeen: number | null;
   /** The vectors it holds. */
   vectors: number;
   words: number;
@@ -407,6 +414,9 @@ export function createSqliteVectorLists(
   let delta: Delta | null = null;
   let quietSearches = 0;
   let quietVersion: number | null = null;
+  /** The newest entry of the record of changed memories at the last quiet search's count (ADR 27). */
+  let quietChanges: number | null = null;
+  const changes = createSqliteRecallChanges(database);
   /**
    * Whether the last write to the lists was made in a transaction not yet seen to end: a snapshot read
    * before it ends could hold writes rolled back after (a rollback leaves `data_version` as it was).
@@ -531,19 +541,41 @@ export function createSqliteVectorLists(
     // first pass drops one with a delta) must not be read again inside it, where it would hold the writes a rollback
     // then takes back, the file's `data_version` left as it was.
     uncommitted = database.inTransaction;
-    if (snapshot === null) return;
+    if (snapshot !== null && !markStale(snapshot, memoryId)) written();
+  }
+
+  /** Marks a memory's row to be read again beside the snapshot; false: they are too many, read the codes again. */
+  function markStale(memory: Snapshot, memoryId: number): boolean {
     delta ??= { rows: new Map(), stale: new Set(), parts: new Map(), regroup: new Set(), unread: 0 };
     if (delta.rows.has(memoryId) || delta.stale.has(memoryId)) {
       delta.stale.add(memoryId);
-      return;
+      return true;
     }
     // Distinct vectors: one put writes a vector's row twice (removed, then inserted), which is not two vectors.
-    if (delta.rows.size + delta.unread >= Math.max(DELTA_MIN, snapshot.vectors * DELTA_SHARE)) {
-      written();
-      return;
-    }
+    if (delta.rows.size + delta.unread >= deltaLimit(memory)) return false;
     delta.stale.add(memoryId);
     delta.unread++;
+    return true;
+  }
+
+  function deltaLimit(memory: Snapshot): number {
+    return Math.max(DELTA_MIN, memory.vectors * DELTA_SHARE);
+  }
+
+  /**
+   * Brings the snapshot up to date with other connections' commits since it was last (ADR 27): the memories they
+   * changed are read again beside it, as this connection's own writes are. A commit that changed none (a recall's
+   * touch, a message) leaves it as it is. False: it cannot be (read in a transaction of the caller's, which may
+   * yet roll back and give the record's numbers again; a change of any memory; too many; entries no longer kept).
+   */
+  function caughtUp(memory: Snapshot, version: number): boolean {
+    if (memory.changesSeen === null || (database.inTransaction && !ownRead)) return false;
+    const found = changes.since(memory.changesSeen, deltaLimit(memory));
+    if (found === null) return false;
+    for (const id of found.ids) if (!markStale(memory, id)) return false;
+    memory.dataVersion = version;
+    memory.changesSeen = found.latest;
+    return true;
   }
 
   /**
@@ -603,7 +635,8 @@ export function createSqliteVectorLists(
    */
   function snapshotFor(current: State, now = false): Snapshot | null {
     const version = sql().dataVersion.get() ?? 0;
-    if (snapshot && (snapshot.generation !== current.generation || snapshot.dataVersion !== version)) written();
+    if (snapshot && snapshot.generation !== current.generation) written();
+    if (snapshot && snapshot.dataVersion !== version && !caughtUp(snapshot, version)) written();
     // Inside a transaction of the caller's the written rows are read again at every search (`deltaOf`): past a
     // few dozen, the search goes through SQL as it did before the written rows were kept (ADR 10, session 13).
     if (snapshot && (delta?.stale.size ?? 0) > STALE_IN_TRANSACTION && database.inTransaction && !ownRead) written();
@@ -614,14 +647,19 @@ export function createSqliteVectorLists(
     }
     if (quietVersion !== version) {
       quietVersion = version;
-      quietSearches = 0;
+      // Another connection's commit that changed no memory (a recall's touch) does not start the count again.
+      const latest = changes.latest();
+      if (latest === null || latest !== quietChanges) quietSearches = 0;
+      quietChanges = latest;
     }
     quietSearches++;
     if (!now && quietSearches <= snapshotAfter) return null;
     // One read transaction (unless already in one): the shadow tables are read by several statements,
     // and another process's commit between them would pair a slot's code with another memory's id and
     // owner (sqlite-vec gives a removed row's slot to the next insert). Its data version is read inside.
-    const read = () => readSnapshot(current, sql().dataVersion.get() ?? 0);
+    // The record's newest entry is read with the codes; inside a caller's transaction it may be one a rollback takes back.
+    const trusted = !database.inTransaction || ownRead;
+    const read = () => readSnapshot(current, sql().dataVersion.get() ?? 0, trusted ? changes.latest() : null);
     snapshot = database.inTransaction ? read() : database.transaction(read).deferred();
     // Not readable (too large, another layout): count again, so that it is not tried at every search.
     if (!snapshot) quietSearches = 0;
@@ -629,7 +667,7 @@ export function createSqliteVectorLists(
   }
 
   /** The codes of `memory_vector_list_bits`, read from its vec0 shadow tables, grouped by partition. */
-  function readSnapshot(current: State, dataVersion: number): Snapshot | null {
+  function readSnapshot(current: State, dataVersion: number, changesSeen: number | null): Snapshot | null {
     const layout = database
       .prepare<[], unknown>("SELECT value FROM memory_vector_list_bits_info WHERE key = 'CREATE_VERSION'")
       .pluck()
@@ -723,6 +761,7 @@ export function createSqliteVectorLists(
     return {
       generation: current.generation,
       dataVersion,
+      changesSeen,
       vectors: total,
       words,
       codeBytes,
@@ -859,6 +898,30 @@ export function createSqliteVectorLists(
   function insert(memoryId: number, ownerId: number, vector: Float32Array, code: Buffer, current: State): void {
     const loaded = loadCentroids(current, vector.length);
     if (loaded.count === 0) return;
+    withRecord(memoryId, () => insertRows(memoryId, ownerId, vector, code, current, loaded));
+  }
+
+  /**
+   * Runs a write of a memory's list rows (`memoryId`; null: of any), then records it for other connections (ADR
+   * 27): in one transaction, so that no connection sees the write without its entry.
+   */
+  function withRecord(memoryId: number | null, write: () => void): void {
+    const both = () => {
+      write();
+      changes.record(memoryId);
+    };
+    if (database.inTransaction) both();
+    else database.transaction(both)();
+  }
+
+  function insertRows(
+    memoryId: number,
+    ownerId: number,
+    vector: Float32Array,
+    code: Buffer,
+    current: State,
+    loaded: Centroids,
+  ): void {
     const { list, angle } = placeShortlisted(unit(vector), code, loaded);
     const band = Math.min(BANDS - 1, Math.floor(angle / BAND));
     const statements = listSql();
@@ -933,6 +996,7 @@ export function createSqliteVectorLists(
       );
     }
     fillCursor.after = rows.at(-1)?.id ?? fillCursor.after;
+    changes.record(null);
     written();
     // A page not full was the last of what was missing: the steps end here, though they wrote. Otherwise a listed
     // vector that cannot be filled (no vector, a list gone) was found again at every step, and a process of the
@@ -1070,6 +1134,7 @@ export function createSqliteVectorLists(
     preparedList = null;
     rangeStatements.clear();
     knnStatements.clear();
+    changes.record(null);
     written();
   }
 
@@ -1241,7 +1306,7 @@ export function createSqliteVectorLists(
     remove(memoryId) {
       if (!state()?.maintained) return;
       changed(memoryId);
-      listSql().remove.run(BigInt(memoryId));
+      withRecord(memoryId, () => listSql().remove.run(BigInt(memoryId)));
     },
 
     clear() {
@@ -1265,6 +1330,7 @@ export function createSqliteVectorLists(
       rangeStatements.clear();
       knnStatements.clear();
       centroids = null;
+      changes.record(null);
       written();
     },
 

@@ -447,7 +447,7 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     expect(rolledBack).toBeGreaterThan(5);
   });
 
-  it("is read after the quiet searches, kept through its own connection's writes (brought up to date) but not another's, and read later after it was dropped unused", () => {
+  it("is read after the quiet searches, kept through its own connection's writes and another's (brought up to date), and read later after it was dropped unused", () => {
     const { reader, other } = twoConnections();
     const held = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: 2 });
     const reference = createSqliteVisibleRanking(reader, createSqliteOwnerWords(reader), { snapshotAfter: -1 });
@@ -470,9 +470,25 @@ describe('SQLite visible ranking: the audience snapshot (ADR 25, session 10)', (
     expect(kestrels(held, ['global'])).toEqual([...found.slice(1), added]);
     expect(held.lastSearchHeld()).toBe(true);
     agree(reader, held, reference);
-    // Another connection's commit: dropped; after fewer searches than it takes to pay back, the next one is read
-    // after 4 quiet searches, not 2.
+    // Another connection's commits (ADR 27): a touch changes nothing the snapshot holds, an archive and a new memory
+    // are brought in from the record of changed memories; kept.
     other.exec('UPDATE memories SET access_count = access_count + 1 WHERE id = 4');
+    expect(heldAfter()).toBe(true);
+    const before = kestrels(held, ['global']);
+    other.prepare(`UPDATE memories SET archived_at = ${at} WHERE id = ?`).run(before[0]);
+    const addedByOther = insertInto(other, 'global', 'a kestrel of the other connection');
+    expect(kestrels(held, ['global'])).toEqual([...before.slice(1), addedByOther]);
+    expect(held.lastSearchHeld()).toBe(true);
+    agree(reader, held, reference);
+    // More memories changed by another connection than the record brings it up to date with: dropped, and read again
+    // after 2 quiet searches (it served enough to pay back); dropped again after fewer, the next one is read after 4.
+    const manyByOther = (first: number) =>
+      other.transaction(() => {
+        for (let index = first; index < first + 4_097; index++) insertInto(other, 'deck', `dune ${index}`);
+      })();
+    manyByOther(0);
+    expect([heldAfter(), heldAfter(), heldAfter(), heldAfter()]).toEqual([false, false, true, true]);
+    manyByOther(5_000);
     expect([heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter(), heldAfter()]).toEqual([
       false,
       false,

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { readInTransaction } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import type { SqliteOwnerWords, VisibleCounts } from './sqlite-owner-words.js';
+import { createSqliteRecallChanges } from './sqlite-recall-changes.js';
 import { placeholders } from './sqlite-vector-index.js';
 
 /** BM25's constants, those of FTS5's `bm25()`. */
@@ -156,6 +157,16 @@ export function createSqliteVisibleRanking(
   let quietSearches = 0;
   let audience: AudienceSnapshot | null = null;
   /**
+   * The newest entry of the record of changed memories (ADR 27) that {@link audience} holds; null: read inside a
+   * caller's transaction, whose entries a rollback may take back (another connection's commit then drops it).
+   */
+  let audienceChanges: number | null = null;
+  /** The record's newest entry when the marks were last set by another connection's commit (no snapshot held). */
+  let quietChanges: number | null = null;
+  /** Whether the search runs in this ranking's own read transaction (not a caller's). */
+  let ownRead = false;
+  const recallChanges = createSqliteRecallChanges(database);
+  /**
    * Quiet searches before the next snapshot: {@link snapshotAfter}, doubled (up to 32 times it) each time a
    * snapshot is dropped before it served {@link SNAPSHOT_PAYS_AFTER} searches, back to it when one did: a
    * store written every few dozen searches stops paying for snapshots it drops before they pay back.
@@ -283,11 +294,29 @@ export function createSqliteVisibleRanking(
       now = { changes: sql.changes.get() ?? 0, version: now.version };
       marks = now;
     }
+    // Another connection's commit (ADR 27): a snapshot held is brought up to date with the memories the record says
+    // changed since it was (this connection's committed writes among them), in this ranking's own read transaction.
+    if (marks !== null && marks.version !== now.version && ownRead && audience !== null && audienceChanges !== null) {
+      const found = recallChanges.since(audienceChanges, PATCH_MAX);
+      if (found !== null && patchIds(audience, found.ids, changes)) {
+        changes.forget.run();
+        audienceChanges = found.latest;
+        now = { changes: sql.changes.get() ?? 0, version: now.version };
+        marks = now;
+      }
+    }
     if (marks === null || marks.changes !== now.changes || marks.version !== now.version) {
+      // Without a snapshot, another connection's commit that changed no memory (a recall's touch) does not start the
+      // quiet searches' count again.
+      const latest = ownRead ? recallChanges.latest() : null;
+      const quiet = audience === null && marks?.changes === now.changes && latest !== null && latest === quietChanges;
       marks = now;
-      quietSearches = 0;
-      if (audience) after = served < SNAPSHOT_PAYS_AFTER ? Math.min(after * 2, snapshotAfter * 32) : snapshotAfter;
-      audience = null;
+      quietChanges = latest;
+      if (!quiet) {
+        quietSearches = 0;
+        if (audience) after = served < SNAPSHOT_PAYS_AFTER ? Math.min(after * 2, snapshotAfter * 32) : snapshotAfter;
+        audience = null;
+      }
     }
     if (audience) {
       served++;
@@ -299,6 +328,7 @@ export function createSqliteVisibleRanking(
     changes.record.run();
     changes.forget.run();
     marks = { changes: sql.changes.get() ?? 0, version: now.version };
+    audienceChanges = ownRead ? recallChanges.latest() : null;
     audience = readAudienceOrNull(sql.entries);
     served = 1;
     // Not held (ids too sparse): count again, so that it is not tried at every search.
@@ -489,7 +519,12 @@ export function createSqliteVisibleRanking(
     if (changes === null) return ranked(null);
     return readInTransaction(database, () => {
       checkStamp(changes, true);
-      return ranked(audienceNow(changes));
+      ownRead = true;
+      try {
+        return ranked(audienceNow(changes));
+      } finally {
+        ownRead = false;
+      }
     });
   }
 
@@ -711,7 +746,11 @@ const PATCH_MAX = 4_096;
  */
 function patch(snapshot: AudienceSnapshot, sql: Tracking): boolean {
   const ids = sql.changed.all(PATCH_MAX + 1);
-  if (ids.length > PATCH_MAX) return false;
+  return ids.length <= PATCH_MAX && patchIds(snapshot, ids, sql);
+}
+
+/** Brings the entries of these memories up to date from their rows; false: drop the snapshot (it may be half done). */
+function patchIds(snapshot: AudienceSnapshot, ids: readonly number[], sql: Tracking): boolean {
   for (const id of ids) {
     const row = sql.entry.get(id);
     const searchable = row !== undefined && row[1] === 1;
