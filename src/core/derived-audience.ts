@@ -70,8 +70,9 @@ export async function recheckAudiences(context: EngineContext): Promise<number> 
 }
 
 /**
- * After an audience changed (ADR 5, 2026-12-03): a channel's (its visibility or members, `channelId`), or a
- * topic's or project's (its members, `owner`: `topic:<id>`, `project:<id>`). A memory seen by more than the
+ * After an audience changed (ADR 5, 2026-12-03): a channel's (its visibility or members, `channelId`: what cites
+ * it), or a room's, topic's or project's (its members, `owner`: `room:<id>`, `topic:<id>`, `project:<id>`: what it
+ * holds; a room's readers are everyone when its channel is public). A memory seen by more than the
  * readers of a channel it cites (a global fact of a public channel made private, a session or project
  * memory of a channel that a member of the topic or project cannot read, now or since joining) moves into
  * the room of a channel it cites whose readers may read every channel it cites, where exactly they see it; when
@@ -93,8 +94,7 @@ export async function keepWithinSources(context: EngineContext, query: AudienceC
         memory.scope === 'global'
           ? await membership.isPublic(channelId)
           : memory.scope === 'room'
-            ? owner === ownerKey('room', { channelId }) ||
-              (await membership.reaches(channelId, 'channel', owner.slice(ownerPrefix.room.length)))
+            ? await roomReads(channelId, owner.slice(ownerPrefix.room.length))
             : memory.scope === 'session'
               ? await membership.reaches(channelId, 'topic', owner.slice(ownerPrefix.session.length))
               : memory.scope === 'project'
@@ -104,9 +104,12 @@ export async function keepWithinSources(context: EngineContext, query: AudienceC
     }
     return answer;
   };
-  // Whether every reader of room `room` may read channel `channelId`.
+  // Whether every reader of room `room` may read channel `channelId`: anyone reads the room of a public channel.
   const roomReads = async (channelId: string, room: string): Promise<boolean> =>
-    channelId === room || membership.reaches(channelId, 'channel', room);
+    channelId === room ||
+    ((await membership.isPublic(room))
+      ? membership.isPublic(channelId)
+      : membership.reaches(channelId, 'channel', room));
   const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
   /** The memories moved or archived. */
   const placed = new Set<number>();

@@ -83,24 +83,36 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
       const before = await memberships.getChannel(parsed.id);
       // Fewer readers (made private or direct, a member removed): what was derived from the channel for a
-      // wider audience moves into its room (ADR 5, 2026-12-03). A declaration that takes no reader away
-      // (the same again, members added) reads nothing.
+      // wider audience moves into its room (ADR 5, 2026-12-03). More readers (made public, a member added):
+      // a memory of its room that cites another channel (moved there by an earlier change) moves where its
+      // readers read that channel too. A declaration that changes no reader (the same again) reads nothing.
+      // Both marks before the write: a process that dies after it leaves both checks to `maintain`.
+      const narrowed = () =>
+        changeAudience(
+          context,
+          { channelId: parsed.id },
+          () =>
+            memberships.putChannel(
+              {
+                id: parsed.id,
+                ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
+                ...(parsed.members ? { members: parsed.members } : {}),
+              },
+              clock.now(),
+            ),
+          (channel) =>
+            before === null ||
+            (before.visibility === 'public' && channel.visibility !== 'public') ||
+            before.members.some((member) => !channel.members.includes(member)),
+        );
       return changeAudience(
         context,
-        { channelId: parsed.id },
-        () =>
-          memberships.putChannel(
-            {
-              id: parsed.id,
-              ...(parsed.visibility ? { visibility: parsed.visibility } : {}),
-              ...(parsed.members ? { members: parsed.members } : {}),
-            },
-            clock.now(),
-          ),
+        { owner: ownerKey('room', { channelId: parsed.id }) },
+        narrowed,
         (channel) =>
           before === null ||
-          (before.visibility === 'public' && channel.visibility !== 'public') ||
-          before.members.some((member) => !channel.members.includes(member)),
+          (before.visibility !== 'public' && channel.visibility === 'public') ||
+          channel.members.some((member) => !before.members.includes(member)),
       );
     },
 

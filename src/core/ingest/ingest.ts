@@ -194,17 +194,18 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     }
   }
 
-  /** The owner keys of the topics and projects a sender joins with these messages and is not a member of yet. */
-  async function newTopicMembers(messages: readonly NewMessage[]): Promise<Set<string>> {
+  /** The owner keys of the channels, topics and projects a sender joins with these messages and is not a member of yet. */
+  async function newMembers(messages: readonly NewMessage[]): Promise<Set<string>> {
     const owners = new Set<string>();
     const asked = new Set<string>();
     for (const message of messages) {
       for (const join of message.joins ?? []) {
-        if (join.kind === 'channel') continue;
         const owner =
-          join.kind === 'topic'
-            ? ownerKey('session', { topicId: join.id })
-            : ownerKey('project', { projectId: join.id });
+          join.kind === 'channel'
+            ? ownerKey('room', { channelId: join.id })
+            : join.kind === 'topic'
+              ? ownerKey('session', { topicId: join.id })
+              : ownerKey('project', { projectId: join.id });
         const key = `${owner} ${message.senderId}`;
         if (owners.has(owner) || asked.has(key)) continue;
         asked.add(key);
@@ -242,9 +243,10 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
         topics: [...topics],
         at,
       });
-    // A sender who joins a topic or project sees its memories: none may come from a channel the sender
-    // cannot read (ADR 5, 2026-12-03). Each such space is an audience change around the append.
-    const widened = await newTopicMembers(joining);
+    // A sender who joins a channel, topic or project sees its memories: none may come from a channel the
+    // sender cannot read (ADR 5, 2026-12-03; a room's may cite another channel, moved there by an earlier
+    // change). Each such space is an audience change around the append.
+    const widened = await newMembers(joining);
     const stored = await [...widened].reduceRight<() => Promise<AppendedMessage[]>>(
       (inner, owner) => () => changeAudience(context, { owner }, inner),
       appended,

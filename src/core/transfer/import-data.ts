@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { MaintenanceState } from '../../storage/maintenance-state-store.js';
 import {
   IMPORT_TARGET_NOT_EMPTY,
@@ -12,6 +13,7 @@ import {
   type TransferTopic,
   type TransferUser,
 } from '../../storage/transfer-store.js';
+import { AUDIENCE_TASK, recheckAudiences } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { ExtractionTask, topicKey } from '../ingest/extraction-task.js';
@@ -63,6 +65,7 @@ export async function importData(
     const report = await restore(context, session, numberedLines(lines));
     await session.commit();
     await refreshPolicy(context);
+    await recheckAudiences(context);
     return report;
   } catch (error) {
     await session.rollback();
@@ -400,7 +403,23 @@ async function restore(
     fixes.flatMap((fix) => (fix.supersededBy === null ? [] : [[fix.id, fix.supersededBy] as const])),
   );
   await session.setSourceIds(fixes.map((fix) => [fix.id, fix.sourceIds] as const));
-  await session.setWatermarks(watermarks.length > 0 ? watermarks : caughtUp(latestOfChannel, latestOfTopic));
+  // The file's memories are checked against the channels they cite, as an audience change checks them (ADR 5,
+  // 2026-12-03): an export of a database where a channel was narrowed before those checks holds memories wider
+  // than it. One mark a channel, written here, checked by `recheckAudiences` after the commit (or by the next
+  // `maintain`, if this process dies first).
+  const audienceMarks = [...latestOfChannel.keys()].map(
+    (channelId): MaintenanceState => ({
+      channelId: `${AUDIENCE_TASK}:${randomUUID()}`,
+      task: AUDIENCE_TASK,
+      watermark: null,
+      lastRunAt: null,
+      details: { change: { channelId } },
+    }),
+  );
+  await session.setWatermarks([
+    ...(watermarks.length > 0 ? watermarks : caughtUp(latestOfChannel, latestOfTopic)),
+    ...audienceMarks,
+  ]);
   // A database that required API keys restores into one that does: the keys are not exported, and a
   // service that never had one answers every caller as an administrator (users' old keys included).
   if (header.apiKeys === true) await session.requireApiKeys(context.clock.now());
