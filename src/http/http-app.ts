@@ -67,17 +67,22 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   // MCP over streamable HTTP (ADR 13): the API's keys; the viewer from the Mneme-* headers.
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (context) => {
-    const principal = await authenticate(context, apiKeys, options.open === true);
-    return handleMcpRequest(context.req.raw, { mneme, principal, maxBodyBytes, logError });
+    const reauthenticate = () => authenticate(context, apiKeys, options.open === true);
+    // Refused before its body is read; read again once the body is in (see the routes below).
+    await reauthenticate();
+    return handleMcpRequest(context.req.raw, { mneme, authenticate: reauthenticate, maxBodyBytes, logError });
   });
 
   for (const route of apiRoutes) {
     const path = route.path.replaceAll(/\{(\w+)\}/g, ':$1');
     const what = `${route.method.toUpperCase()} ${route.path}`;
     app.on(route.method.toUpperCase(), path, async (context) => {
-      const principal =
-        route.access.kind === 'open' ? undefined : await authenticate(context, apiKeys, options.open === true);
+      const keyed = route.access.kind !== 'open';
+      const early = keyed ? await authenticate(context, apiKeys, options.open === true) : undefined;
       const input = await parseRequest(route, context, maxBodyBytes);
+      // A body may arrive minutes after the headers whose key let it be read: the key is read again once
+      // it is in, so a key revoked (or its user purged) meanwhile does nothing.
+      const principal = keyed && route.body ? await authenticate(context, apiKeys, options.open === true) : early;
       const viewer = principal && admit(principal, route.access, input, what);
       const request = { mneme: principal ? mneme.as(principal) : mneme, ...input, principal, viewer };
       return respondIdempotently(context, mneme.idempotency, route, principal, input, async () => ({

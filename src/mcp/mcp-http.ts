@@ -16,8 +16,11 @@ export const mcpViewerHeaders = {
 
 export interface McpRequestOptions {
   mneme: Mneme;
-  /** Who sent the request (its API key, already checked). */
-  principal: Principal;
+  /**
+   * Who sent the request: its API key, read once the body is in (the body may come long after the headers
+   * whose key let it be read, and a key revoked meanwhile must do nothing); throws for a revoked key.
+   */
+  authenticate(): Promise<Principal>;
   /** Largest accepted request body in bytes. */
   maxBodyBytes: number;
   logError?: (error: unknown) => void;
@@ -39,7 +42,11 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
     }),
   );
   const viewer = parseInput(ViewerSchema, requested, 'Mneme-* headers');
-  const session = httpSession(options.mneme, options.principal, viewer);
+  const body = await boundedBody(request, options.maxBodyBytes);
+  if (body === null) {
+    return jsonRpcError(413, `Payload Too Large: Request body must not exceed ${options.maxBodyBytes} bytes`);
+  }
+  const session = httpSession(options.mneme, await options.authenticate(), viewer);
   const server = createMcpServer({ session, ...(options.logError ? { logError: options.logError } : {}) });
   // No session id: stateless, so every request is authenticated on its own (a revoked key stops at once).
   const transport = new WebStandardStreamableHTTPServerTransport({
@@ -48,21 +55,40 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   });
   await server.connect(transport);
   try {
-    return await transport.handleRequest(request);
+    return await transport.handleRequest(new Request(request.url, { method: 'POST', headers: request.headers, body }));
   } finally {
     await server.close();
   }
 }
 
+/** The request's body, read whole; null once it is larger than `maxBytes`. */
+async function boundedBody(request: Request, maxBytes: number): Promise<Uint8Array | null> {
+  if (Number(request.headers.get('content-length') ?? Number.NaN) > maxBytes) return null;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel();
+        return null;
+      }
+      chunks.push(value);
+    }
+  }
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
 /** What a stateless server answers to GET and DELETE, so that clients do not wait on a stream. */
 function methodNotAllowed(): Response {
-  const body = {
-    jsonrpc: '2.0',
-    error: { code: -32000, message: 'Method not allowed: send MCP messages with POST' },
-    id: null,
-  };
-  return new Response(JSON.stringify(body), {
-    status: 405,
-    headers: { 'Content-Type': 'application/json', Allow: 'POST' },
-  });
+  return jsonRpcError(405, 'Method not allowed: send MCP messages with POST', { Allow: 'POST' });
+}
+
+/** A JSON-RPC error answered before any MCP message is read, as the SDK's transport answers its own. */
+function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
+  const body = { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
 }

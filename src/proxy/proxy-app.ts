@@ -132,8 +132,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   });
 
   app.post('/v1/chat/completions', async (context) => {
-    const principal = await authenticate(context, mneme.apiKeys, false);
+    await authenticate(context, mneme.apiKeys, false);
     const body = await readJsonBody(context, maxBodyBytes);
+    // The body may arrive minutes after the headers: a key revoked meanwhile neither recalls nor forwards.
+    const principal = await authenticate(context, mneme.apiKeys, false);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', 'the body must be a JSON object (a chat completion request)');
     }
