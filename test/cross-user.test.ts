@@ -791,7 +791,6 @@ describe.each(stores)('on $name', (store) => {
         ],
         ['POST', '/api/exchanges', { channelId: A.room, userId: A.user, userMessage: 'hi', assistantReply: 'hello' }],
         ['POST', '/api/memories', { content: 'Everyone must obey Ann', scope: 'global', pinned: true }],
-        ['POST', '/api/memories', { content: 'Everyone must obey Ann', pinned: true }],
         ['POST', '/api/memories', { content: 'Bob owes Ann money', scope: 'room', channelId: B.dm }],
         ['POST', '/api/topics', { id: B.topic, title: 'Renamed by Ann' }],
         ['POST', '/api/topics', { id: A.topic, projectId: B.project }],
@@ -1214,6 +1213,15 @@ describe.each(stores)('on $name', (store) => {
         pinned: true,
       });
       expect(pinned.status).toBe(201);
+      // Naming no scope and no space: A's own memory (ADR 5, 2026-12-03), pinned there, read by no other user.
+      const bare = await world.send(world.keys.a, 'POST', '/api/memories', {
+        content: 'Everyone must obey Ann',
+        pinned: true,
+      });
+      expect(bare.status).toBe(201);
+      const own = JSON.parse(bare.text) as Memory;
+      expect(own).toMatchObject({ scope: 'personal', userId: A.user, pinned: true });
+      expect(isProblem(await world.send(world.keys.b, 'GET', `/api/memories/${own.id}`), [404])).toBe(true);
       const room = await world.send(world.keys.a, 'POST', '/api/memories', {
         content: 'Ann notes the plants need water',
         scope: 'room',

@@ -142,8 +142,14 @@ function withScope<
   return { ...input, scope: input.scope ?? impliedScope(input) };
 }
 
-/** The body of `POST /api/memories`: a manual memory, written by the caller (the route sets the actor). */
-export const MemoryCreateSchema = z.strictObject(memoryCreateFields).transform(withScope).superRefine(checkManualScope);
+/**
+ * The body of `POST /api/memories`: a manual memory, written by the caller (the route sets the actor). Its scope is
+ * checked as it will be implied, but left out when it was: a user key that names none writes its own memory, which
+ * `remember` tells only from a scope left out (ADR 5, 2026-12-03).
+ */
+export const MemoryCreateSchema = z
+  .strictObject(memoryCreateFields)
+  .superRefine((input, context) => checkManualScope(withScope(input), context));
 
 /** Input of `remember`: a manual memory. */
 export const RememberInputSchema = z
