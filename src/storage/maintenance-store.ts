@@ -81,8 +81,13 @@ export interface MaintenanceStore {
   textsAfter(afterId: number, limit: number): Promise<MemoryText[]>;
   /** The `limit` most recently created active memories that have a vector of `model`, newest first. */
   recentWithVectors(model: string, limit: number): Promise<Memory[]>;
-  /** The stored vectors of `model` of these memories; memories without one are left out. */
-  vectors(ids: readonly number[], model: string): Promise<Map<number, Float32Array>>;
+  /**
+   * The stored vectors of `model` of these memories; memories without one are left out. With `into`, a store may
+   * return views of that array, the vectors written into it (a page of ids that fits), valid until it is written
+   * again: a caller that reads page after page and keeps no vector past its page reuses one array (linking's first
+   * pass, 2026-12-03, session 18), where a new one a page was garbage the collector let pile up.
+   */
+  vectors(ids: readonly number[], model: string, into?: Float32Array): Promise<Map<number, Float32Array>>;
   /** The highest memory id, or 0 for an empty store. */
   latestMemoryId(): Promise<number>;
   /**

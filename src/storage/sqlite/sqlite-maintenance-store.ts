@@ -198,9 +198,9 @@ export function createSqliteMaintenanceStore(
       return readSqlite('reading recent memories', () => statements.recentWithVectors.all(model, limit).map(toMemory));
     },
 
-    async vectors(ids, model) {
+    async vectors(ids, model, into) {
       if (ids.length === 0 || vectors.info()?.model !== model) return new Map<number, Float32Array>();
-      return readSqlite('reading memory vectors', () => vectors.vectors(ids));
+      return readSqlite('reading memory vectors', () => vectors.vectors(ids, into));
     },
 
     async compactTextIndex() {

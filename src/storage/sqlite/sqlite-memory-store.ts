@@ -377,7 +377,11 @@ export function createSqliteMemoryStore(
         const groups = new Map<string, number[]>();
         for (const [index, search] of searches.entries()) {
           const key = JSON.stringify([search.model, search.limit, search.minScore, search.includeFaded ?? false]);
-          groups.set(key, [...(groups.get(key) ?? []), index]);
+          // Appended where it is: a copy of the group at each search was 1 + 2 + ... + 500 indexes a page of linking
+          // (about a quarter of the JavaScript heap linking's first pass allocated, 2026-12-03, session 18).
+          const group = groups.get(key);
+          if (group) group.push(index);
+          else groups.set(key, [index]);
         }
         for (const indexes of groups.values()) {
           const first = searches[indexes[0] ?? 0];

@@ -60,8 +60,11 @@ export interface SqliteVectorIndex {
    * older hit and the search is skipped; the others are searched whole.
    */
   searchNearOlder(searches: readonly NearOlderSearch[], model: string, limit: number, minScore: number): SearchHit[][];
-  /** The stored vectors of those of these memories that have one. */
-  vectors(memoryIds: readonly number[]): Map<number, Float32Array>;
+  /**
+   * The stored vectors of those of these memories that have one. A page of ids gets one array for all its vectors,
+   * `into` when it is given and large enough (each vector then a view of it, until it is written again).
+   */
+  vectors(memoryIds: readonly number[], into?: Float32Array): Map<number, Float32Array>;
   /**
    * One bounded step of training or filling the inverted lists of a large store (ADR 20), in the
    * caller's transaction; true when it did work: call again until false.
@@ -627,7 +630,7 @@ export function createSqliteVectorIndex(
       return answers;
     },
 
-    vectors: (memoryIds) => readVectors(memoryIds),
+    vectors: (memoryIds, into) => readVectors(memoryIds, into),
 
     indexStep() {
       refresh();
@@ -673,18 +676,27 @@ export function createSqliteVectorIndex(
       .slice(0, k);
   }
 
-  function readVectors(memoryIds: readonly number[]): Map<number, Float32Array> {
+  function readVectors(memoryIds: readonly number[], into?: Float32Array): Map<number, Float32Array> {
     const found = new Map<number, Float32Array>();
     if (!current) return found;
     const dimensions = current.dimensions;
     const { slicesOf, slicesBetween } = statements();
+    // A page of ids (below) gets one array for all its vectors, each vector a view of its part: one allocation a
+    // page, not one a vector, and none where the caller gives one to reuse (2026-12-03, session 18: linking's first
+    // pass made 100,000 of them, and what the collector had not yet freed of them was much of that pass's peak
+    // resident set).
+    let block: Float32Array | null = null;
+    let filled = 0;
     const assemble = (id: number, parts: readonly Buffer[]) => {
       if (parts.length === 0) return;
-      const vector = new Float32Array(dimensions);
+      // A reused array holds the last page's floats: zeroed first, as a new one is.
+      const vector = block
+        ? block.subarray(filled * dimensions, ++filled * dimensions).fill(0)
+        : new Float32Array(dimensions);
       // Each slice's bytes straight into the vector's (ADR 20, 2026-12-03, session 13): the same floats, bit for
       // bit, without a copy of every slice (linking's first pass reads all 100,000 vectors of such a store, and the
       // copies were garbage the collector let pile up, about a third of the bytes it allocated per vector).
-      const bytes = new Uint8Array(vector.buffer);
+      const bytes = new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
       let offset = 0;
       for (const part of parts) {
         const floats = Math.floor(part.length / 4);
@@ -698,6 +710,8 @@ export function createSqliteVectorIndex(
       // Ids in order and close together (a page of the lists' assignment or of linking): one statement over
       // their keys' range rather than one each (ADR 20, 2026-12-02, session 8); the same slices, in key order.
       const wanted = new Set(memoryIds);
+      const size = memoryIds.length * dimensions;
+      block = into && into.length >= size ? into : new Float32Array(size);
       const first = memoryIds[0] ?? 0;
       const last = memoryIds.at(-1) ?? 0;
       let id = -1;

@@ -1252,17 +1252,17 @@ export function createSqliteVectorLists(
     const { parts, partOf, scan } = sortedById(memory);
     const between = anglesBetween(loaded);
     const reach = Math.acos(Math.min(1, Math.max(-1, minScore))) + ANGLE_SLACK;
+    // Each query's unit vector in one array, written again for each query (none is kept past its own).
+    const query = new Float32Array(loaded.dimensions);
     return queries.map(({ olderThan, vector, code, ownerIds }) => {
       if (ownerIds?.length === 0 || vector.length !== loaded.dimensions) return false;
       const part = partOf(olderThan);
       const pivot = part === undefined || part === OVERFLOW_PART ? null : { list: Math.floor(part / BANDS), between };
-      const ranges = rangesOf(unit(vector), loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products);
-      if (current.overflow_band !== null) ranges.push([OVERFLOW_PART, OVERFLOW_PART]);
       const words = codeWords(code, memory.words);
       // Owners as the WebAssembly scan takes them (any, or one or two); others are scanned in JavaScript.
       const pair = scan === null ? null : ownerPair(ownerIds);
       if (pair !== null) scan?.query(words);
-      for (const [low, high] of ranges) {
+      const holds = (low: number, high: number): boolean => {
         for (let at = low; at <= high; at++) {
           const members = parts.get(at);
           if (!members) continue;
@@ -1273,8 +1273,14 @@ export function createSqliteVectorLists(
           const older = countBelow(members.ids, olderThan);
           if (older > 0 && scan.first(members.at, older, bound, pair[0], pair[1]) >= 0) return true;
         }
-      }
-      return false;
+        return false;
+      };
+      // The lists' ranges as rangesOf gives them, then the overflow's, scanned in that order as each is found.
+      query.set(vector);
+      normalise(query, 0, query.length);
+      if (eachRange(query, loaded.values, loaded.count, memory.lists, reach, pivot, loaded.products, holds))
+        return true;
+      return current.overflow_band !== null && holds(OVERFLOW_PART, OVERFLOW_PART);
     });
   }
 
@@ -1442,12 +1448,35 @@ export function rangesOf(
   pivot: { list: number; between: Float64Array } | null,
   products: DotProducts | null = null,
 ): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  eachRange(query, values, count, rows, reach, pivot, products, (low, high) => {
+    ranges.push([low, high]);
+    return false;
+  });
+  return ranges;
+}
+
+/**
+ * The ranges of {@link rangesOf}, in the same order, each given to `visit` as it is found, until `visit` returns
+ * true (then true; false when none did). Linking's first pass asks only whether some range holds an older code: it
+ * stops at the first that does, and allocates no pair a range (2026-12-03, session 18: the pairs were a quarter of the
+ * JavaScript heap that pass allocated, and the products of the lists after the range that answers are not computed).
+ */
+function eachRange(
+  query: Float32Array,
+  values: Float32Array,
+  count: number,
+  rows: readonly ListRow[],
+  reach: number,
+  pivot: { list: number; between: Float64Array } | null,
+  products: DotProducts | null,
+  visit: (low: number, high: number) => boolean,
+): boolean {
   const dimensions = query.length;
   products?.query(query);
   const product = (list: number) => (products ? products.dot(list) : dot(query, values, list * dimensions));
   const angleTo = (list: number) => Math.acos(Math.min(1, Math.max(-1, product(list))));
   const toPivot = pivot !== null && pivot.list < count ? angleTo(pivot.list) : Number.NaN;
-  const ranges: Array<[number, number]> = [];
   for (const row of rows) {
     if (row.list >= count || row.low_band === null || row.high_band === null) continue;
     if (pivot !== null && row.list !== pivot.list) {
@@ -1462,9 +1491,9 @@ export function rangesOf(
     const low = known ? Math.max(row.low_band, Math.floor((angle - reach) / BAND)) : row.low_band;
     const high = known ? Math.min(row.high_band, Math.floor((angle + reach) / BAND)) : row.high_band;
     if (low > high) continue;
-    ranges.push([row.list * BANDS + low, row.list * BANDS + high]);
+    if (visit(row.list * BANDS + low, row.list * BANDS + high)) return true;
   }
-  return ranges;
+  return false;
 }
 
 /**
