@@ -1,14 +1,7 @@
 /**
- * What an adapter reads for `MemoryStore.citedChannels`, and the closure both adapters compute from it: a
- * memory built on memories (a dream insight, a merged memory) quotes them, so it cites the channels they
- * cite, whatever owner they are in now (ADR 5, 2026-12-03).
+ * What both adapters share for `MemoryStore.citedChannels`: a memory built on memories (a dream insight, a merged
+ * memory) quotes them, so it cites the channels they cite, whatever owner they are in now (ADR 5, 2026-12-03).
  */
-export interface CitedChannelsReads {
-  /** Every memory with `sourceIds`, by id: the memories it was built on. */
-  builtOn(): Promise<Map<number, readonly number[]>>;
-  /** The distinct channels of the messages the memories cite directly, sorted. */
-  channelsOf(ids: readonly number[]): Promise<string[]>;
-}
 
 /** The ids of `start` and of every memory built on one of them, directly or not, sorted. */
 export function withBuiltOnThem(start: Iterable<number>, builtOn: ReadonlyMap<number, readonly number[]>): number[] {
@@ -32,27 +25,16 @@ export function withBuiltOnThem(start: Iterable<number>, builtOn: ReadonlyMap<nu
   return [...found].sort((a, b) => a - b);
 }
 
-/** The memory and every memory it was built on, directly or not. */
-export function withItsSources(id: number, builtOn: ReadonlyMap<number, readonly number[]>): number[] {
-  const found = new Set([id]);
-  const queue = [id];
-  for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
-    for (const source of builtOn.get(next) ?? []) {
-      if (found.has(source)) continue;
-      found.add(source);
-      queue.push(source);
-    }
-  }
-  return [...found];
-}
-
-/** The channels each memory cites, itself or through what it was built on: `ids` in order, with theirs. */
-export async function transitiveChannels(
+/**
+ * The rows of an adapter's closure query (each memory asked, and a channel it cites, itself or through what it was
+ * built on at any depth: a recursive query over `source_ids`, session 18) as each memory's channels, sorted.
+ */
+export function channelsByMemory(
   ids: readonly number[],
-  reads: CitedChannelsReads,
-  builtOn: ReadonlyMap<number, readonly number[]>,
-): Promise<Map<number, string[]>> {
-  const channels = new Map<number, string[]>();
-  for (const id of ids) channels.set(id, await reads.channelsOf(withItsSources(id, builtOn)));
+  rows: ReadonlyArray<{ memoryId: number; channelId: string }>,
+): Map<number, string[]> {
+  const channels = new Map<number, string[]>(ids.map((id) => [id, []]));
+  for (const { memoryId, channelId } of rows) channels.get(memoryId)?.push(channelId);
+  for (const list of channels.values()) list.sort();
   return channels;
 }

@@ -1,6 +1,6 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import { type CitedChannelsReads, transitiveChannels, withBuiltOnThem } from '../cited-channels.js';
+import { channelsByMemory, withBuiltOnThem } from '../cited-channels.js';
 import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
@@ -304,32 +304,19 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
 
     async citedChannels(query) {
       return withPgErrors('reading the channels memories cite', async () => {
-        const reads: CitedChannelsReads = {
-          async builtOn() {
-            const { rows } = await database.query<{ id: number; source_ids: number[] }>(
-              'SELECT id, source_ids FROM memories WHERE cardinality(source_ids) > 0',
-            );
-            return new Map(rows.map((row) => [Number(row.id), row.source_ids.map(Number)] as const));
-          },
-          async channelsOf(ids) {
-            const { rows } = await database.query<{ channel_id: string }>(
-              `SELECT DISTINCT msg.channel_id FROM memories m JOIN messages msg ON msg.id = ANY(m.source_message_ids)
-                WHERE m.id = ANY($1::bigint[]) ORDER BY 1`,
-              [[...ids]],
-            );
-            return rows.map((row) => row.channel_id);
-          },
-        };
-        const builtOn = await reads.builtOn();
         let ids: number[];
         if ('channelId' in query) {
+          // The memories built on those citing the channel are found among every memory built on others.
+          const { rows: builtOn } = await database.query<{ id: number; source_ids: number[] }>(
+            'SELECT id, source_ids FROM memories WHERE cardinality(source_ids) > 0',
+          );
           const { rows } = await database.query<{ id: number }>(
             `SELECT id FROM memories WHERE source_message_ids && ARRAY(SELECT id FROM messages WHERE channel_id = $1)`,
             [query.channelId],
           );
           ids = withBuiltOnThem(
             rows.map((row) => Number(row.id)),
-            builtOn,
+            new Map(builtOn.map((row) => [Number(row.id), row.source_ids.map(Number)] as const)),
           );
         } else {
           const { rows } = await database.query<{ id: number }>('SELECT id FROM memories WHERE owner = $1', [
@@ -343,10 +330,22 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
           [ids, 'channelId' in query ? `room:${query.channelId}` : null],
         );
         const memories = rows.map(toMemory);
-        const channels = await transitiveChannels(
-          memories.map((memory) => memory.id),
-          reads,
-          builtOn,
+        const asked = memories.map((memory) => memory.id);
+        // Each memory and a channel it cites, itself or through the memories it was built on at any depth.
+        const { rows: cited } = await database.query<{ memory_id: string | number; channel_id: string }>(
+          `WITH RECURSIVE reach(start, id) AS (
+              SELECT id, id FROM unnest($1::bigint[]) AS id
+              UNION
+              SELECT reach.start, built.on_id FROM reach JOIN memories m ON m.id = reach.id,
+                unnest(m.source_ids) AS built(on_id)
+            )
+            SELECT DISTINCT reach.start AS memory_id, msg.channel_id FROM reach JOIN memories m ON m.id = reach.id
+              JOIN messages msg ON msg.id = ANY(m.source_message_ids)`,
+          [asked],
+        );
+        const channels = channelsByMemory(
+          asked,
+          cited.map((row) => ({ memoryId: Number(row.memory_id), channelId: row.channel_id })),
         );
         return memories.map((memory) => ({ memory, channelIds: channels.get(memory.id) ?? [] }));
       });

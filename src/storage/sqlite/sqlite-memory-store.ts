@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
-import { withBuiltOnThem, withItsSources } from '../cited-channels.js';
+import { channelsByMemory, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
 import { sourcesGone, sourcesMoved } from '../memory-store.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
@@ -58,10 +58,17 @@ export function createSqliteMemoryStore(
       database,
       "SELECT id, source_ids FROM memories WHERE source_ids <> '[]'",
     ),
-    channelsOf: preparedOnUse<[string], { channel_id: string }>(
+    // Each memory asked and a channel it cites, itself or through the memories it was built on at any depth (one
+    // recursive statement: session 18, where every memory built on others was read at each audience change).
+    channelsOf: preparedOnUse<[string], { memoryId: number; channelId: string }>(
       database,
-      `SELECT DISTINCT msg.channel_id AS channel_id FROM memory_source_messages s
-        JOIN messages msg ON msg.id = s.message_id WHERE s.memory_id IN (SELECT value FROM json_each(?)) ORDER BY 1`,
+      `WITH RECURSIVE reach(start, id) AS (
+          SELECT value, value FROM json_each(?)
+          UNION
+          SELECT reach.start, source.value FROM reach JOIN memories m ON m.id = reach.id, json_each(m.source_ids) AS source
+        )
+        SELECT DISTINCT reach.start AS memoryId, msg.channel_id AS channelId FROM reach
+          JOIN memory_source_messages s ON s.memory_id = reach.id JOIN messages msg ON msg.id = s.message_id`,
     ),
     history: database.prepare<[number], VersionRow>(
       'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
@@ -180,12 +187,7 @@ export function createSqliteMemoryStore(
     async citedChannels(query) {
       return readSqlite('reading the channels memories cite', () =>
         readInTransaction(database, () => {
-          const builtOn = new Map(
-            statements
-              .builtOn()
-              .all()
-              .map((row) => [row.id, JSON.parse(row.source_ids) as number[]] as const),
-          );
+          // The memories built on those citing the channel are found among every memory built on others.
           const ids =
             'channelId' in query
               ? withBuiltOnThem(
@@ -193,7 +195,12 @@ export function createSqliteMemoryStore(
                     .citingChannel()
                     .all(query.channelId)
                     .map((row) => row.id),
-                  builtOn,
+                  new Map(
+                    statements
+                      .builtOn()
+                      .all()
+                      .map((row) => [row.id, JSON.parse(row.source_ids) as number[]] as const),
+                  ),
                 )
               : statements
                   .ofOwner()
@@ -210,13 +217,9 @@ export function createSqliteMemoryStore(
                 (row.owner !== `room:${query.channelId}` && !row.owner.startsWith(ownerPrefix.personal)),
             )
             .sort((a, b) => a.id - b.id);
-          return rows.map((row) => ({
-            memory: toMemory(row),
-            channelIds: statements
-              .channelsOf()
-              .all(JSON.stringify(withItsSources(row.id, builtOn)))
-              .map((channel) => channel.channel_id),
-          }));
+          const asked = rows.map((row) => row.id);
+          const channels = channelsByMemory(asked, statements.channelsOf().all(JSON.stringify(asked)));
+          return rows.map((row) => ({ memory: toMemory(row), channelIds: channels.get(row.id) ?? [] }));
         }),
       );
     },
