@@ -64,8 +64,10 @@ export function createSqliteRecallChanges(database: Database.Database): SqliteRe
     since(after, limit) {
       const statements = sql();
       if (!statements || statements.triggers.get() !== TRIGGERS.length) return null;
-      const rows = statements.since.all(after, limit + 1);
-      if (rows.length > limit) return null;
+      // A whole number: SQLite refuses any other LIMIT, and a share of a copy's size is seldom one (attack18c).
+      const most = Math.floor(limit);
+      const rows = statements.since.all(after, most + 1);
+      if (rows.length > most) return null;
       // Numbers follow each other without a gap: a first entry past the next one means those between were pruned.
       if (rows.length > 0 && rows[0]?.[0] !== after + 1) return null;
       const ids = new Set<number>();

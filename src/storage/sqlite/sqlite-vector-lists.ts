@@ -1247,7 +1247,14 @@ export function createSqliteVectorLists(
       snapshot = null;
       delta = null;
     }
-    const memory = snapshotFor(current, true);
+    let memory = snapshotFor(current, true);
+    // Brought up to date with another connection's commits (ADR 27): the rows they wrote are beside the codes, where
+    // this pass does not look (attack18c: an older neighbour written there was never searched for). Read again.
+    if (delta !== null) {
+      snapshot = null;
+      delta = null;
+      memory = snapshotFor(current, true);
+    }
     if (!memory) return null;
     const { parts, partOf, scan } = sortedById(memory);
     const between = anglesBetween(loaded);
