@@ -1,7 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { createEngine } from '../core/create-engine.js';
-import type { Logger } from '../core/engine-context.js';
+import { recheckAudiences } from '../core/derived-audience.js';
+import type { EngineContext, Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import type { PolicyOptions } from '../core/policy.js';
@@ -139,7 +140,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     await storage.close();
     throw error;
   }
-  const engine = createEngine({
+  const context: EngineContext = {
     storage,
     embedder,
     clock,
@@ -154,7 +155,18 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
         : (options.extractor ?? (chat ? createChatFactExtractor(chat) : createOfflineExtractor())),
     extractionScheduler: (work) => createExtractionQueue(work, { logger }),
     version: packageVersion(),
-  });
+  };
+  const engine = createEngine(context);
+  // Audience marks due at once (a database upgraded from before 2026-12-03: migration 26, PostgreSQL's 6) and those
+  // a process left when it died: checked before the first read, so no memory is read wider than its sources
+  // meanwhile (ADR 5). A failure (the store busy) leaves them to the next open or `maintain`.
+  try {
+    await recheckAudiences(context);
+  } catch (error) {
+    logger.warn(
+      `the audience checks left by an upgrade or a stopped process wait for the next maintain: ${errorMessage(error)}`,
+    );
+  }
   return embedder && options.backfill !== false ? withBackfill(engine, logger) : engine;
 }
 

@@ -11,6 +11,13 @@ export interface Membership {
    * appended (its channel, its topic and that topic's project), written in the append's transaction.
    */
   withJoins(messages: readonly NewMessage[]): Promise<NewMessage[]>;
+  /**
+   * `withJoins` for a sender who may start a space but not rejoin one (a stdio MCP session of one user): FORBIDDEN
+   * when the sender of a user message is not a member of its channel, topic or topic's project that exists already;
+   * the messages join only the spaces that do not exist yet (the first message starts them), so a removal that
+   * lands before the append stays.
+   */
+  withJoinsOfNewSpaces(messages: readonly NewMessage[]): Promise<NewMessage[]>;
   /** FORBIDDEN unless the user may read what the viewer names: a channel it is in (or a public one), its topics and projects. */
   assertMayView(userId: string, viewer: Viewer): Promise<void>;
   /** FORBIDDEN unless the user is a member of the space (`what` says what was attempted). */
@@ -41,26 +48,63 @@ export function createMembership(context: EngineContext): Membership {
     );
   }
 
+  async function withJoins(messages: readonly NewMessage[]): Promise<NewMessage[]> {
+    const at = context.clock.now();
+    const projects = new Map<string, string | null>();
+    const joined: NewMessage[] = [];
+    for (const message of messages) {
+      if (message.role !== 'user') {
+        joined.push(message);
+        continue;
+      }
+      const joins: SpaceJoin[] = [{ kind: 'channel', id: message.channelId, at }];
+      if (message.topicId !== null) {
+        joins.push({ kind: 'topic', id: message.topicId, at });
+        if (!projects.has(message.topicId)) {
+          projects.set(message.topicId, (await directory.getTopic(message.topicId))?.projectId ?? null);
+        }
+        const projectId = projects.get(message.topicId);
+        if (projectId) joins.push({ kind: 'project', id: projectId, at });
+      }
+      joined.push({ ...message, joins });
+    }
+    return joined;
+  }
+
   return {
-    async withJoins(messages) {
-      const at = context.clock.now();
-      const projects = new Map<string, string | null>();
+    withJoins,
+
+    async withJoinsOfNewSpaces(messages) {
+      const exists = new Map<string, boolean>();
+      const existing = async ({ kind, id }: SpaceJoin): Promise<boolean> => {
+        const key = `${kind} ${id}`;
+        let answer = exists.get(key);
+        if (answer === undefined) {
+          answer =
+            kind === 'channel'
+              ? (await memberships.getChannel(id)) !== null
+              : kind === 'topic'
+                ? (await directory.getTopic(id)) !== null
+                : true; // A topic's project: named by an existing topic.
+          exists.set(key, answer);
+        }
+        return answer;
+      };
       const joined: NewMessage[] = [];
-      for (const message of messages) {
-        if (message.role !== 'user') {
-          joined.push(message);
-          continue;
-        }
-        const joins: SpaceJoin[] = [{ kind: 'channel', id: message.channelId, at }];
-        if (message.topicId !== null) {
-          joins.push({ kind: 'topic', id: message.topicId, at });
-          if (!projects.has(message.topicId)) {
-            projects.set(message.topicId, (await directory.getTopic(message.topicId))?.projectId ?? null);
+      for (const message of await withJoins(messages)) {
+        const joins: SpaceJoin[] = [];
+        for (const join of message.joins ?? []) {
+          if (!(await existing(join))) {
+            joins.push(join);
+            continue;
           }
-          const projectId = projects.get(message.topicId);
-          if (projectId) joins.push({ kind: 'project', id: projectId, at });
+          if (await memberships.isMember(join.kind, join.id, message.senderId)) continue;
+          throw new MnemeError(
+            ErrorCode.Forbidden,
+            `recording a message: user ${message.senderId} is not a member of ${spaceNames[join.kind]} ${join.id} (an administrator removed them, or never added them); an administrator adds members`,
+          );
         }
-        joined.push({ ...message, joins });
+        joined.push(message.joins === undefined ? message : { ...message, joins });
       }
       return joined;
     },

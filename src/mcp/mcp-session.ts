@@ -1,5 +1,5 @@
 import type { Principal } from '../core/access.js';
-import { ErrorCode, isMnemeError, MnemeError } from '../core/errors.js';
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import type { Viewer } from '../core/types.js';
 
@@ -42,37 +42,22 @@ export function stdioSession(engine: Mneme, viewer: Viewer): McpSession {
   return {
     mneme: engine.as(principal),
     viewer,
-    exchanges: memberExchanges(engine, viewer.userId),
+    exchanges: memberExchanges(engine),
     actor: principal.label,
   };
 }
 
 /**
- * The operator's engine recording a user session's exchanges: into a channel that does not exist yet, the
- * first exchange makes the user its member (ADR 13); into one that exists, only while the user is a member.
- * A session lives as long as its host, and an administrator who removed the user from the channel meanwhile
- * must not see the next exchange make the user a member again (FORBIDDEN instead). A member's exchange
- * writes no channel membership with it (a removal landing meanwhile stays); with a topic, the topic and
- * its project are joined as before.
+ * The operator's engine recording a user session's exchanges: into a channel or topic that does not exist yet, the
+ * first exchange makes the user its member (ADR 13); into one that exists, only while the user is a member (of the
+ * topic's project too). A session lives as long as its host, and an administrator who removed the user from the
+ * channel, topic or project meanwhile must not see the next exchange make the user a member again (FORBIDDEN
+ * instead). The engine checks it before the append and writes only the memberships of the spaces the exchange starts
+ * (`joinsOnlyNewSpaces`), so a removal landing meanwhile stays.
  */
-function memberExchanges(engine: Mneme, userId: string): Pick<Mneme, 'ingestExchange'> {
+function memberExchanges(engine: Mneme): Pick<Mneme, 'ingestExchange'> {
   return {
-    async ingestExchange(input, options = {}) {
-      let members: readonly string[] | null = null;
-      try {
-        members = (await engine.channel(input.channelId)).members;
-      } catch (error) {
-        if (!isMnemeError(error, ErrorCode.NotFound)) throw error;
-      }
-      if (members !== null && !members.includes(userId)) {
-        throw new MnemeError(
-          ErrorCode.Forbidden,
-          `recording an exchange: user ${userId} is not a member of channel ${input.channelId} (an administrator removed them, or never added them); an administrator adds members (mneme channels put ${input.channelId} --members ...)`,
-        );
-      }
-      const member = members !== null && input.topicId === undefined;
-      return engine.ingestExchange(input, { ...options, ...(member ? { sendersAreMembers: true } : {}) });
-    },
+    ingestExchange: (input, options = {}) => engine.ingestExchange(input, { ...options, joinsOnlyNewSpaces: true }),
   };
 }
 

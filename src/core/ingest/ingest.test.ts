@@ -934,3 +934,42 @@ describe('turn memory', () => {
     expect((await refused(mneme.turns({ channelId: 'c', count: 51 }))).message).toMatch(/at most 50/);
   });
 });
+
+describe('ingest that joins only new spaces (a stdio MCP session of one user)', () => {
+  const only = { joinsOnlyNewSpaces: true };
+
+  it('starts a new channel and topic with the sender their member, and refuses an existing topic the sender left', async () => {
+    const { mneme } = await engine();
+    await mneme.ingest({ channelId: 'notes', sender: 'ann', topicId: 'garden', content: 'I water the ferns' }, only);
+    expect((await mneme.channel('notes')).members).toEqual(['ann']);
+    const ann = mneme.as({ kind: 'user', userId: 'ann', label: 'ann' });
+    await ann.list({ viewer: { topicId: 'garden' } });
+
+    await mneme.createTopic({ id: 'garden', members: ['bob'] });
+    const error = await refused(
+      mneme.ingestExchange(
+        { channelId: 'notes', userId: 'ann', topicId: 'garden', userMessage: 'Back in', assistantReply: 'Noted.' },
+        only,
+      ),
+    );
+    expect(error.code).toBe(ErrorCode.Forbidden);
+    expect(error.message).toContain('topic garden');
+    expect((await refused(ann.list({ viewer: { topicId: 'garden' } }))).code).toBe(ErrorCode.Forbidden);
+    expect((await mneme.messages({ channelId: 'notes' })).messages.map((message) => message.content)).toEqual([
+      'I water the ferns',
+    ]);
+  });
+
+  it('refuses a topic whose project the sender is not a member of, though a member of the topic and channel', async () => {
+    const { mneme } = await engine();
+    await mneme.putChannel({ id: 'desk', members: ['ann'] });
+    await mneme.createProject({ id: 'apollo', members: ['bob'] });
+    await mneme.createTopic({ id: 'launch', projectId: 'apollo', members: ['ann', 'bob'] });
+    const error = await refused(
+      mneme.ingestMany([{ channelId: 'desk', sender: 'ann', topicId: 'launch', content: 'Let me in' }], only),
+    );
+    expect(error.code).toBe(ErrorCode.Forbidden);
+    expect(error.message).toContain('project apollo');
+    expect((await mneme.messages({ channelId: 'desk' })).messages).toEqual([]);
+  });
+});

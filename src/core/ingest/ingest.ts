@@ -96,6 +96,13 @@ export interface IngestOptions {
    * sender a member of where it posts.
    */
   sendersAreMembers?: boolean;
+  /**
+   * The sender may start a channel or topic with these messages but not rejoin one (a stdio MCP session the operator
+   * started for one user, ADR 13): a sender who is not a member of the channel, topic or topic's project it posts to,
+   * when that space exists, is refused (FORBIDDEN, nothing appended); the sender joins only the spaces the messages
+   * start. Left out, an administrator's ingest makes each sender a member of where it posts.
+   */
+  joinsOnlyNewSpaces?: boolean;
 }
 
 export interface IngestManyOptions extends IngestOptions {
@@ -235,7 +242,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     // when missing, whatever this process saw before (a purge deletes a topic only its user spoke in).
     const messages = inputs.flatMap((input) => input.messages);
     const at = clock.now();
-    const joining = options.sendersAreMembers ? messages : await membership.withJoins(messages);
+    const joining = options.sendersAreMembers
+      ? messages
+      : options.joinsOnlyNewSpaces
+        ? await membership.withJoinsOfNewSpaces(messages)
+        : await membership.withJoins(messages);
     const appended = () =>
       storage.messages.append(joining, {
         ...(file ? { file: { ...file, at } } : {}),
@@ -327,6 +338,12 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     };
   }
 
+  /** What an append writes of the senders' memberships, as the caller's options say. */
+  const joinsOf = (options: IngestOptions): IngestOptions => ({
+    sendersAreMembers: options.sendersAreMembers === true,
+    joinsOnlyNewSpaces: options.joinsOnlyNewSpaces === true,
+  });
+
   const only = async (results: Promise<IngestResult[]>) => {
     const [result] = await results;
     if (!result) throw new Error('append returned no result for one input');
@@ -334,10 +351,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   };
 
   return {
-    ingest: async (input, options = {}) =>
-      only(append([prepareMessage(input, 'message')], { sendersAreMembers: options.sendersAreMembers === true })),
-    ingestExchange: async (input, options = {}) =>
-      only(append([prepareExchange(input, 'exchange')], { sendersAreMembers: options.sendersAreMembers === true })),
+    ingest: async (input, options = {}) => only(append([prepareMessage(input, 'message')], joinsOf(options))),
+    ingestExchange: async (input, options = {}) => only(append([prepareExchange(input, 'exchange')], joinsOf(options))),
 
     async ingestMany(inputs, options = {}) {
       const file = options.file === undefined ? undefined : parseInput(IngestFileProgressSchema, options.file, 'file');
@@ -352,9 +367,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
           ? prepareExchange(input, `exchange at index ${index}`)
           : prepareMessage(input, `message at index ${index}`),
       );
-      return prepared.length === 0
-        ? []
-        : append(prepared, { file, sendersAreMembers: options.sendersAreMembers === true });
+      return prepared.length === 0 ? [] : append(prepared, { file, ...joinsOf(options) });
     },
 
     ingestProgress: async (path) =>

@@ -314,6 +314,23 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         WHERE external_id IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'an audience check of every channel memories cite, due at once',
+    sql: `
+      -- SQLite's migration 26 (ADR 5, 2026-12-03, session 18): one audience mark per channel that a memory cites,
+      -- due at once (watermark NULL), so that what a mneme before 2026-12-03 left wider than its sources (a
+      -- global fact of a channel made private) is checked when createMneme opens the database, or by maintain.
+      INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+        SELECT 'audience:upgrade:' || cited.channel_id, 'audience', NULL, NULL,
+            json_build_object('change', json_build_object('channelId', cited.channel_id))::text
+          FROM (SELECT DISTINCT msg.channel_id FROM messages msg
+              WHERE msg.id IN (SELECT unnest(m.source_message_ids) FROM memories m)) AS cited
+        ON CONFLICT (channel_id, task) DO NOTHING;
+      -- What citedChannels reads once a check: the memories built on others (few), without a scan of the table.
+      CREATE INDEX memories_built_on ON memories(id) WHERE cardinality(source_ids) > 0;
+    `,
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -26,6 +26,8 @@ export interface PostgresStorageOptions {
   exactScanLimit?: number;
   /** Close `database` with the storage (true by default). */
   ownsDatabase?: boolean;
+  /** Migrate only up to this schema version (tests that build a database as an older mneme left it). */
+  migrateTo?: number;
 }
 
 /** A PostgreSQL storage, with what it found out about vector search on its server (pgvector's version too). */
@@ -45,7 +47,9 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
   const holds = createPostgresWriteHolds(options.database);
   const { database } = holds;
   try {
-    await withPgErrors(`opening the database at ${database.description}`, () => migratePostgres(database));
+    await withPgErrors(`opening the database at ${database.description}`, () =>
+      migratePostgres(database, options.migrateTo),
+    );
     const vectors = await withPgErrors(`opening the vector index at ${database.description}`, () =>
       createPostgresVectorIndex(database, {
         ...(options.vectors === undefined ? {} : { vectors: options.vectors }),

@@ -804,6 +804,30 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         END;
     `,
   },
+  {
+    version: 26,
+    name: 'an audience check of every channel memories cite, due at once',
+    sql: `
+      -- ADR 5, 2026-12-03 (session 18). A mneme before 2026-12-03 wrote an audience change (a channel made private,
+      -- a member removed, a topic or project gaining members) and moved no memory: a global fact of a channel made
+      -- private long ago is still global here. One audience mark per channel that a memory cites (the format
+      -- changeAudience writes: task 'audience', the change in details), watermark NULL: due at once. createMneme
+      -- checks them when it opens the database, maintain otherwise (recheckAudiences), each mark deleted once
+      -- checked. A channel's check reads every memory citing its messages, and those built on them (insights,
+      -- merges), and checks each against every channel it cites: its topic's or project's members too.
+      INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+        SELECT 'audience:upgrade:' || cited.channel_id, 'audience', NULL, NULL,
+            json_object('change', json_object('channelId', cited.channel_id))
+          FROM (SELECT DISTINCT msg.channel_id AS channel_id
+              FROM memory_source_messages s JOIN messages msg ON msg.id = s.message_id) AS cited
+          WHERE true
+        ON CONFLICT (channel_id, task) DO NOTHING;
+      -- Each check (and every audience change) reads which memories are built on which (citedChannels): a scan of
+      -- the table, once a channel (at 8,000 memories, a fifth of a check that moves nothing). Few memories are built
+      -- on others (insights, merges): a partial index.
+      CREATE INDEX memories_built_on ON memories(id, source_ids) WHERE source_ids <> '[]';
+    `,
+  },
 ];
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */
