@@ -8,6 +8,7 @@ import type { Mneme } from '../src/core/mneme.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
+import { LOBBY_SECRET_QUERY, lobbySecretFact } from './lobby-secret.fixture.js';
 
 /**
  * Wt-attack17: a memory whose owner is not its source's channel (a global fact of a public channel, a
@@ -62,17 +63,8 @@ describe('a memory derived from a channel, after the audiences change', () => {
   }
 
   it('moves a global fact of a public channel made private into that room: members keep it, no one else sees it', async () => {
-    await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
-    await mneme.ingest({
-      channelId: 'lobby',
-      sender: 'bob',
-      senderName: 'Bob',
-      content: 'The staging database password rotates at quokkamidnight',
-    });
-    await mneme.whenIdle();
-    const [fact] = (await mneme.list({ scope: 'global', limit: 10 })).memories;
-    if (!fact) throw new Error('the offline extractor wrote no global fact');
-    const query = 'quokkamidnight staging database password';
+    const fact = await lobbySecretFact(mneme);
+    const query = LOBBY_SECRET_QUERY;
     expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
 
     await mneme.putChannel({ id: 'lobby', visibility: 'private' });
@@ -212,16 +204,7 @@ describe('a memory derived from a channel, after the audiences change', () => {
       createMneme({ path, embedder: createFakeEmbeddingModel(), clock, logger: { warn: () => {}, info: () => {} } });
     try {
       mneme = await open();
-      await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
-      await mneme.ingest({
-        channelId: 'lobby',
-        sender: 'bob',
-        senderName: 'Bob',
-        content: 'The staging database password rotates at quokkamidnight',
-      });
-      await mneme.whenIdle();
-      const [fact] = (await mneme.list({ scope: 'global', limit: 10 })).memories;
-      if (!fact) throw new Error('the offline extractor wrote no global fact');
+      const fact = await lobbySecretFact(mneme);
       await mneme.close();
 
       // What a process leaves that died after the channel's write, before the moves: its mark, and the write.
@@ -234,7 +217,7 @@ describe('a memory derived from a channel, after the audiences change', () => {
       await storage.close();
 
       mneme = await open();
-      const query = 'quokkamidnight staging database password';
+      const query = LOBBY_SECRET_QUERY;
       expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
       // Within the minute the mark is the process's own (it may be alive and about to move them).
       await mneme.maintain({ tasks: 'decay' });

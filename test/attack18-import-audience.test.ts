@@ -7,6 +7,7 @@ import { createHttpApp } from '../src/http/http-app.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { createFixedClock } from '../src/testing.js';
 import { runCli } from './cli-harness.js';
+import { LOBBY_SECRET_QUERY, lobbySecretFact } from './lobby-secret.fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack18-import-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -22,16 +23,7 @@ describe('an export whose global fact cites a channel that is private', () => {
     const source = join(folder, 'source.db');
     const clock = createFixedClock('2026-03-02T10:00:00Z');
     const mneme = await createMneme({ path: source, clock, logger: { warn: () => {}, info: () => {} } });
-    await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
-    await mneme.ingest({
-      channelId: 'lobby',
-      sender: 'bob',
-      senderName: 'Bob',
-      content: 'The staging database password rotates at quokkamidnight',
-    });
-    await mneme.whenIdle();
-    const [fact] = (await mneme.list({ scope: 'global', limit: 10 })).memories;
-    if (!fact) throw new Error('the offline extractor wrote no global fact');
+    const fact = await lobbySecretFact(mneme);
     await mneme.close();
     // What a mneme before 2026-12-03 did when the lobby was made private: the channel written, nothing moved.
     const storage = await createSqliteStorage({ path: source });
@@ -55,7 +47,7 @@ describe('an export whose global fact cites a channel that is private', () => {
       const search = await app.request('/api/memories/search', {
         method: 'POST',
         headers,
-        body: JSON.stringify({ query: 'quokkamidnight staging database password' }),
+        body: JSON.stringify({ query: LOBBY_SECRET_QUERY }),
       });
       expect(search.status).toBe(200);
       expect(JSON.stringify(((await search.json()) as { hits: unknown[] }).hits)).not.toContain('quokkamidnight');

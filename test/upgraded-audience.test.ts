@@ -17,6 +17,7 @@ import { createPostgresStorage } from '../src/storage/postgres/postgres-storage.
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 import { createFixedClock } from '../src/testing.js';
+import { LOBBY_SECRET_QUERY, lobbySecretFact } from './lobby-secret.fixture.js';
 import { type EngineStore, engineStores } from './maintenance-engine.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-upgraded-audience-'));
@@ -57,8 +58,7 @@ function engineOver(storage: Storage): Mneme {
   });
 }
 
-const secret = 'The staging database password rotates at quokkamidnight';
-const query = 'quokkamidnight staging database password';
+const query = LOBBY_SECRET_QUERY;
 
 const plan = 'I prefer the zanzibar hotel whenever I travel for work';
 
@@ -72,11 +72,7 @@ async function leftByAnOlderMneme(store: EngineStore, path: string): Promise<{ f
   const storage = await openStorage(store, path, previousSchema[store]);
   const old = engineOver(storage);
   try {
-    await old.putChannel({ id: 'lobby', visibility: 'public', members: ['bob'] });
-    await old.ingest({ channelId: 'lobby', sender: 'bob', senderName: 'Bob', content: secret });
-    await old.whenIdle();
-    const [fact] = (await old.list({ scope: 'global', limit: 10 })).memories;
-    if (!fact) throw new Error('the offline extractor wrote no global fact');
+    const fact = await lobbySecretFact(old);
     await old.putChannel({ id: 'team', members: ['ann', 'bob'] });
     await old.createTopic({ id: 'plans', members: ['ann', 'bob'] });
     await old.ingest({ channelId: 'team', sender: 'bob', senderName: 'Bob', topicId: 'plans', content: plan });
