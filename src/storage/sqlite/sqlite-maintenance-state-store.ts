@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { MaintenanceState, MaintenanceStateStore } from '../maintenance-state-store.js';
-import { getRow, toMnemeError } from './sqlite-database.js';
+import { getRow, setSynchronous, toMnemeError } from './sqlite-database.js';
 
 interface MaintenanceStateRow {
   channel_id: string;
@@ -42,6 +42,17 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
     remove: database.prepare<[string, string]>('DELETE FROM maintenance_state WHERE channel_id = ? AND task = ?'),
   };
 
+  /** Runs `write` with no fsync of its own when `deferred` and no transaction is open (see `writeSqlite`). */
+  function writing<T>(deferred: boolean | undefined, write: () => T): T {
+    const relaxed = deferred === true && !database.inTransaction;
+    if (relaxed) setSynchronous(database, 'NORMAL');
+    try {
+      return write();
+    } finally {
+      if (relaxed) setSynchronous(database, 'FULL');
+    }
+  }
+
   return {
     async get(channelId, task) {
       try {
@@ -51,18 +62,20 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
         throw toMnemeError(error, `reading the ${task} state of channel ${channelId}`);
       }
     },
-    async set(channelId, task, changes) {
+    async set(channelId, task, changes, options = {}) {
       try {
-        const row = getRow(statements.upsert, {
-          channelId,
-          task,
-          watermark: changes.watermark ?? null,
-          lastRunAt: changes.lastRunAt ?? null,
-          details: changes.details == null ? null : JSON.stringify(changes.details),
-          setWatermark: changes.watermark === undefined ? 0 : 1,
-          setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
-          setDetails: changes.details === undefined ? 0 : 1,
-        });
+        const row = writing(options.deferred, () =>
+          getRow(statements.upsert, {
+            channelId,
+            task,
+            watermark: changes.watermark ?? null,
+            lastRunAt: changes.lastRunAt ?? null,
+            details: changes.details == null ? null : JSON.stringify(changes.details),
+            setWatermark: changes.watermark === undefined ? 0 : 1,
+            setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
+            setDetails: changes.details === undefined ? 0 : 1,
+          }),
+        );
         return toState(row);
       } catch (error) {
         throw toMnemeError(error, `saving the ${task} state of channel ${channelId}`);
@@ -75,9 +88,9 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
         throw toMnemeError(error, `reading the ${task} state of every channel`);
       }
     },
-    async remove(channelId, task) {
+    async remove(channelId, task, options = {}) {
       try {
-        statements.remove.run(channelId, task);
+        writing(options.deferred, () => statements.remove.run(channelId, task));
       } catch (error) {
         throw toMnemeError(error, `deleting the ${task} state of channel ${channelId}`);
       }
