@@ -1,3 +1,5 @@
+import { ownerPrefix } from '../core/scope.js';
+
 /**
  * What both adapters share for `MemoryStore.citedChannels`: a memory built on memories (a dream insight, a merged
  * memory) quotes them, so it cites the channels they cite, whatever owner they are in now (ADR 5, 2026-12-03).
@@ -37,4 +39,9 @@ export function channelsByMemory(
   for (const { memoryId, channelId } of rows) channels.get(memoryId)?.push(channelId);
   for (const list of channels.values()) list.sort();
   return channels;
+}
+
+/** The channel of a room's owner key (`room:<channel>`), or null for any other owner key. */
+export function roomChannel(owner: string): string | null {
+  return owner.startsWith(ownerPrefix.room) ? owner.slice(ownerPrefix.room.length) : null;
 }

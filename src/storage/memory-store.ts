@@ -281,8 +281,9 @@ export interface MemoryStore {
   /**
    * The memories, archived ones too, that an audience change must check (ADR 5, 2026-12-03): those citing a
    * message of the channel, and those built on them (`sourceIds`, at any depth, in any owner) (`channelId`;
-   * its own room's and personal memories left out), or those of the owner key (`owner`); each with the
-   * channels of every message it cites or that a memory it was built on cites (at any depth), sorted.
+   * its own room's and personal memories left out), or those of the owner key (`owner`; of a room, only those
+   * that cite a message of another channel or are built on memories: a room's readers read its own channel); each
+   * with the channels of every message it cites or that a memory it was built on cites (at any depth), sorted.
    * Ordered by id.
    */
   citedChannels(query: { channelId: string } | { owner: string }): Promise<CitedChannels[]>;

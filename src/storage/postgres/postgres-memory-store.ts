@@ -1,6 +1,6 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
-import { channelsByMemory, withBuiltOnThem } from '../cited-channels.js';
+import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
@@ -319,9 +319,12 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
             new Map(builtOn.map((row) => [Number(row.id), row.source_ids.map(Number)] as const)),
           );
         } else {
-          const { rows } = await database.query<{ id: number }>('SELECT id FROM memories WHERE owner = $1', [
-            query.owner,
-          ]);
+          // Of a room, only the memories citing another channel's message or built on memories (see the port).
+          const { rows } = await database.query<{ id: number }>(
+            `SELECT id FROM memories m WHERE owner = $1 AND ($2::text IS NULL OR cardinality(source_ids) > 0
+              OR EXISTS (SELECT 1 FROM messages msg WHERE msg.id = ANY(m.source_message_ids) AND msg.channel_id <> $2))`,
+            [query.owner, roomChannel(query.owner)],
+          );
           ids = rows.map((row) => Number(row.id));
         }
         const { rows } = await database.query<PgMemoryRow>(

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
-import { channelsByMemory, withBuiltOnThem } from '../cited-channels.js';
+import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
 import { sourcesGone, sourcesMoved } from '../memory-store.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
@@ -50,9 +50,15 @@ export function createSqliteMemoryStore(
       `SELECT DISTINCT s.memory_id AS id FROM messages msg JOIN memory_source_messages s ON s.message_id = msg.id
         WHERE msg.channel_id = ?`,
     ),
-    ofOwner: preparedOnUse<[string], { id: number }>(
+    // An owner's memories; of a room (`channel` its channel), only those citing another channel's message or built
+    // on memories: the others cite what the room's readers read (session 18: a sender's first message in a channel
+    // read every memory of its room, 500 at the bench's 100,000).
+    ofOwner: preparedOnUse<{ owner: string; channel: string | null }, { id: number }>(
       database,
-      'SELECT id FROM memories INDEXED BY memories_by_owner WHERE owner = ?',
+      `SELECT m.id AS id FROM memories m INDEXED BY memories_by_owner WHERE m.owner = @owner
+        AND (@channel IS NULL OR m.source_ids <> '[]' OR EXISTS (
+          SELECT 1 FROM memory_source_messages s JOIN messages msg ON msg.id = s.message_id
+          WHERE s.memory_id = m.id AND msg.channel_id <> @channel))`,
     ),
     builtOn: preparedOnUse<[], { id: number; source_ids: string }>(
       database,
@@ -204,7 +210,7 @@ export function createSqliteMemoryStore(
                 )
               : statements
                   .ofOwner()
-                  .all(query.owner)
+                  .all({ owner: query.owner, channel: roomChannel(query.owner) })
                   .map((row) => row.id);
           const rows = statements
             .byIds()
