@@ -28,8 +28,11 @@ export function wordSet(text: string, options: WordSetOptions = {}): Set<string>
   const words = new Set<string>();
   // An ASCII text's letters and digits are [a-z0-9] once lower-cased: the same words by a plainer pattern.
   const ascii = !nonAscii.test(text);
-  for (const match of text.toLowerCase().matchAll(ascii ? asciiWordPattern : wordPattern)) {
-    const word = ascii ? (match[0].endsWith("'s") ? match[0].slice(0, -2) : match[0]) : match[0].replace(/['’]s$/u, '');
+  // `match` of a global pattern gives the words alone: no match object (with its index, input and groups) a word,
+  // which for every memory's text (consolidation's near-duplicate index reads them all) was most of what the
+  // collector had to free (2026-12-03, session 19).
+  for (const found of text.toLowerCase().match(ascii ? asciiWordPattern : wordPattern) ?? []) {
+    const word = ascii ? (found.endsWith("'s") ? found.slice(0, -2) : found) : found.replace(/['’]s$/u, '');
     if (word.length === 0 || ignored?.has(word)) continue;
     if (!options.keepStopWords && stopWords.has(word)) continue;
     words.add(word);

@@ -79,6 +79,11 @@ export interface MaintenanceStore {
   listAfter(afterId: number, limit: number): Promise<Memory[]>;
   /** The same memories as `listAfter`, their id, owner key and text only (consolidation's read of every memory's words). */
   textsAfter(afterId: number, limit: number): Promise<MemoryText[]>;
+  /**
+   * The same, of the memories consolidation may merge only: not pinned, not superseded, neither an episode nor an
+   * exchange (its pass over the new memories, which reads a whole row only for one it searches candidates for).
+   */
+  mergeableTextsAfter(afterId: number, limit: number): Promise<MemoryText[]>;
   /** The `limit` most recently created active memories that have a vector of `model`, newest first. */
   recentWithVectors(model: string, limit: number): Promise<Memory[]>;
   /**

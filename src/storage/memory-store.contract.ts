@@ -1531,6 +1531,22 @@ export function describeStorageContract(
       });
       const roomMemory = (content: string, overrides: Partial<NewMemory> = {}) =>
         newMemory(content, { scope: 'room', channelId: 'room', source: 'extraction', ...overrides }, false);
+      /** One step of a worker's lease (messages 1 to 7) inserting `inserts`, the i-th superseding memory `superseded[i]`. */
+      const superseding = async (inserts: NewMemory[], superseded: number[]) => {
+        await storage.extraction.claim(lease('worker'));
+        return storage.extraction.apply(lease('worker'), {
+          from: 0,
+          to: 7,
+          at: at + 1,
+          facts: {
+            context: factContext,
+            updates: [],
+            inserts,
+            linked: [],
+            supersedes: superseded.map((memoryId, insert) => ({ insert, memoryId })),
+          },
+        });
+      };
       const exchange = async (messageId: number, chunks: string[]) => ({
         context: { at, actor: 'exchange' },
         messageId,
@@ -1550,28 +1566,40 @@ export function describeStorageContract(
         expect(await storage.extraction.claim(lease('second'))).toBe(true);
       });
 
+      it('reads the texts of the active memories consolidation may merge, leaving out pinned, superseded, episodes and exchanges', async () => {
+        const [kept, pinned, episode, exchanged, monday, archived, last] = await storage.memories.insert(
+          [
+            await roomMemory('The release train leaves on Tuesday'),
+            await roomMemory('Ann prefers tea', { pinned: true }),
+            await roomMemory('Ann and Lee planned the launch', { category: 'episode' }),
+            await roomMemory('Ann: shall we ship?', { category: 'exchange' }),
+            await roomMemory('The standup is on Monday'),
+            await roomMemory('The build is red'),
+            await roomMemory('Lee likes green tea'),
+          ],
+          context,
+        );
+        expect([pinned?.pinned, episode?.category, exchanged?.category]).toEqual([true, 'episode', 'exchange']);
+        await storage.memories.archive([archived?.id ?? 0], context);
+        const applied = await superseding([await roomMemory('The standup moved to Wednesday')], [monday?.id ?? 0]);
+        const [wednesday] = applied?.created ?? [];
+        const texts = await storage.maintenance.mergeableTextsAfter(0, 10);
+        expect(texts).toEqual(
+          [kept, last, wednesday].map((memory) => ({ id: memory?.id, owner: 'room:room', content: memory?.content })),
+        );
+        expect(await storage.maintenance.mergeableTextsAfter(kept?.id ?? 0, 1)).toEqual([texts[1]]);
+      });
+
       it('marks a memory superseded by the new fact that changes it, links it, and makes it current again when that fact is archived', async () => {
         const [monday, forgotten] = await storage.memories.insert(
           [await roomMemory('The standup is on Monday'), await roomMemory('The standup is at 9')],
           context,
         );
         await storage.memories.archive([forgotten?.id ?? 0], context);
-        await storage.extraction.claim(lease('worker'));
-        const applied = await storage.extraction.apply(lease('worker'), {
-          from: 0,
-          to: 7,
-          at: at + 1,
-          facts: {
-            context: factContext,
-            updates: [],
-            inserts: [await roomMemory('The standup moved to Wednesday'), await roomMemory('The standup is at 10')],
-            linked: [],
-            supersedes: [
-              { insert: 0, memoryId: monday?.id ?? 0 },
-              { insert: 1, memoryId: forgotten?.id ?? 0 },
-            ],
-          },
-        });
+        const applied = await superseding(
+          [await roomMemory('The standup moved to Wednesday'), await roomMemory('The standup is at 10')],
+          [monday?.id ?? 0, forgotten?.id ?? 0],
+        );
         const [wednesday, ten] = applied?.created ?? [];
         const [older, archived] = await storage.memories.get([monday?.id ?? 0, forgotten?.id ?? 0]);
         expect(older).toMatchObject({ supersededBy: wednesday?.id, archivedAt: null });

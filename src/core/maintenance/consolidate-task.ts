@@ -108,17 +108,23 @@ export async function runConsolidate(
       ? await nearDuplicateIndex(context, afterId, latest, options)
       : null;
   while (afterId < latest) {
-    const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
+    // The new memories' texts; a whole row only for one whose candidates are searched (with the near-duplicate
+    // index, a few of them: a row of every memory was most of what the first run over a large store allocated).
+    const page = await storage.maintenance.mergeableTextsAfter(afterId, PAGE_SIZE);
     if (page.length === 0) break;
     afterId = page.at(-1)?.id ?? latest;
-    for (const seed of page) {
-      if (seed.id > latest || !isMergeable(seed)) continue;
+    for (const text of page) {
+      if (text.id > latest) continue;
       report.checked++;
-      if (done.has(seed.id)) continue;
-      const words = wordSet(seed.content);
+      if (done.has(text.id)) continue;
+      let words = wordSet(text.content);
       if (words.size === 0) continue;
       // No memory of its owner is close enough to merge with: no candidate the search finds could be.
-      if (index && !index.hasNearDuplicate(seed.id, ownerOf(seed), words)) continue;
+      if (index && !index.hasNearDuplicate(text.id, text.owner, words)) continue;
+      const [seed] = await storage.memories.get([text.id]);
+      // Changed since its text was read (another process): as it is now.
+      if (!seed || !isMergeable(seed)) continue;
+      if (seed.content !== text.content) words = wordSet(seed.content);
       const hits = await storage.memories.searchText({
         terms: [...words].slice(0, MAX_QUERY_TERMS),
         maxTerms: CANDIDATE_TERMS,

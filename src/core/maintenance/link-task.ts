@@ -1,6 +1,6 @@
 import type { NewLink } from '../../storage/link-store.js';
 import type { EngineContext } from '../engine-context.js';
-import { ownerKey } from '../scope.js';
+import { ownerPrefix } from '../scope.js';
 import { ALL_CHANNELS, type TaskReport } from './maintenance-task.js';
 
 /** Memories closer than this (cosine) get a `semantic` link whose strength is the cosine. */
@@ -57,7 +57,8 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
     // the collector let pile up over the first pages, tens of MiB of resident set (2026-12-03, session 18).
     let into: Float32Array | undefined;
     for (;;) {
-      const page = await storage.maintenance.listAfter(afterId, pageSize);
+      // Ids and owners are all a page needs: a whole row of every memory was garbage too.
+      const page = await storage.maintenance.textsAfter(afterId, pageSize);
       if (page.length === 0) break;
       into ??= new Float32Array(pageSize * embedder.dimensions);
       const vectors = await storage.maintenance.vectors(
@@ -68,12 +69,11 @@ export async function runLink(context: EngineContext, now: number): Promise<Link
       const searches = page.flatMap((memory) => {
         const vector = vectors.get(memory.id);
         if (!vector) return [];
-        const owner = ownerKey(memory.scope, memory);
         return [
           {
             vector,
             model: embedder.modelId,
-            owners: memory.scope === 'global' ? null : [...new Set(['global', owner])],
+            owners: memory.owner === ownerPrefix.global ? null : [ownerPrefix.global, memory.owner],
             limit: LINK_NEIGHBOURS + 1,
             minScore: LINK_COSINE,
             olderThan: memory.id,

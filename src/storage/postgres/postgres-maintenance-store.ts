@@ -14,6 +14,15 @@ export function createPostgresMaintenanceStore(
   const link = (type: 'consolidated' | 'supersedes') =>
     `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES ($1, $2, '${type}', 1, $3)
      ON CONFLICT (source_id, target_id, type) DO NOTHING`;
+  /** The id, owner key and text of the memories `where` picks with an id above `afterId`, oldest first. */
+  const texts = (where: string, afterId: number, limit: number) =>
+    withPgErrors('reading memory texts', async () => {
+      const { rows } = await database.query<MemoryText>(
+        `SELECT id, owner, content FROM memories WHERE ${where} AND id > $1 ORDER BY id LIMIT $2`,
+        [afterId, limit],
+      );
+      return rows.map((row) => ({ id: Number(row.id), owner: row.owner, content: row.content }));
+    });
 
   return {
     async decayCandidates(afterId, limit) {
@@ -88,13 +97,15 @@ export function createPostgresMaintenanceStore(
     },
 
     async textsAfter(afterId, limit) {
-      return withPgErrors('reading memory texts', async () => {
-        const { rows } = await database.query<MemoryText>(
-          'SELECT id, owner, content FROM memories WHERE archived_at IS NULL AND id > $1 ORDER BY id LIMIT $2',
-          [afterId, limit],
-        );
-        return rows.map((row) => ({ id: Number(row.id), owner: row.owner, content: row.content }));
-      });
+      return texts('archived_at IS NULL', afterId, limit);
+    },
+
+    async mergeableTextsAfter(afterId, limit) {
+      return texts(
+        "archived_at IS NULL AND NOT pinned AND superseded_by IS NULL AND category NOT IN ('episode', 'exchange')",
+        afterId,
+        limit,
+      );
     },
 
     async recentWithVectors(model, limit) {

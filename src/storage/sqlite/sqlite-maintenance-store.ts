@@ -119,6 +119,11 @@ export function createSqliteMaintenanceStore(
     textsAfter: database.prepare<[number, number], MemoryText>(
       'SELECT id, owner, content FROM memories WHERE archived_at IS NULL AND id > ? ORDER BY id LIMIT ?',
     ),
+    mergeableTextsAfter: database.prepare<[number, number], MemoryText>(
+      `SELECT id, owner, content FROM memories
+      WHERE archived_at IS NULL AND pinned = 0 AND superseded_by IS NULL AND category NOT IN ('episode', 'exchange')
+        AND id > ? ORDER BY id LIMIT ?`,
+    ),
     recentWithVectors: database.prepare<[string, number], MemoryRow>(
       `SELECT * FROM memories WHERE archived_at IS NULL AND embedding_model = ?
       ORDER BY created_at DESC, id DESC LIMIT ?`,
@@ -192,6 +197,10 @@ export function createSqliteMaintenanceStore(
 
     async textsAfter(afterId, limit) {
       return readSqlite('reading memory texts', () => statements.textsAfter.all(afterId, limit));
+    },
+
+    async mergeableTextsAfter(afterId, limit) {
+      return readSqlite('reading memory texts', () => statements.mergeableTextsAfter.all(afterId, limit));
     },
 
     async recentWithVectors(model, limit) {
