@@ -828,7 +828,44 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX memories_built_on ON memories(id, source_ids) WHERE source_ids <> '[]';
     `,
   },
+  {
+    version: 27,
+    name: 'the channel of each message a memory cites, and memories built on others by owner',
+    sql: `
+      -- ADR 5, 2026-12-03 (session 19). A sender's first message in a private channel is an audience change of its
+      -- room: the room's memories that cite another channel's message or are built on memories are checked
+      -- (citedChannels of the room). Finding them read each memory of the room's row and each message it cites
+      -- (about a millisecond for a room of 500 memories: a quarter of one ingest() a message in the bench's first
+      -- thousand). The cited message's channel is kept beside the citation (a message never changes channel), in
+      -- an index by memory; NULL when the message was not there when the memory was written (such a citation is
+      -- checked, as one of another channel). Memories built on others are indexed by owner.
+      ALTER TABLE memory_source_messages ADD COLUMN channel_id TEXT;
+      UPDATE memory_source_messages SET channel_id = (SELECT channel_id FROM messages WHERE id = message_id);
+      DROP INDEX memory_source_messages_by_memory;
+      CREATE INDEX memory_source_messages_by_memory ON memory_source_messages(memory_id, channel_id);
+      DROP TRIGGER memory_source_messages_insert;
+      DROP TRIGGER memory_source_messages_update;
+      CREATE TRIGGER memory_source_messages_insert AFTER INSERT ON memories
+        BEGIN
+          ${citeMessages('new')}
+        END;
+      CREATE TRIGGER memory_source_messages_update AFTER UPDATE OF source_message_ids ON memories
+        BEGIN
+          DELETE FROM memory_source_messages WHERE memory_id = old.id;
+          ${citeMessages('new')}
+        END;
+      DROP INDEX memories_built_on;
+      CREATE INDEX memories_built_on ON memories(owner, id, source_ids) WHERE source_ids <> '[]';
+    `,
+  },
 ];
+
+/** Migration 27's trigger statement: a row of `memory_source_messages` per message memory `row` cites, with its channel. */
+function citeMessages(row: 'new'): string {
+  return `INSERT OR IGNORE INTO memory_source_messages (message_id, memory_id, channel_id)
+            SELECT source.value, ${row}.id, (SELECT channel_id FROM messages WHERE id = source.value)
+            FROM json_each(${row}.source_message_ids) AS source WHERE source.type = 'integer';`;
+}
 
 /** The sum of the SQLite varints of a record (an FTS5 document sizes record: a memory's length). */
 function varintSum(record: Uint8Array): number {
