@@ -205,9 +205,9 @@ describe('a memory derived from a channel, after the audiences change', () => {
     try {
       mneme = await open();
       const fact = await lobbySecretFact(mneme);
-      await mneme.close();
 
-      // What a process leaves that died after the channel's write, before the moves: its mark, and the write.
+      // What another process on the file leaves that died after the channel's write, before the moves: its mark,
+      // and the write. (A process opened after it checks the mark at once: test/attack19-killed-audience.test.ts.)
       const storage = await createSqliteStorage({ path });
       await storage.maintenanceState.set(`audience:${'0'.repeat(8)}`, AUDIENCE_TASK, {
         watermark: clock.now(),
@@ -216,7 +216,6 @@ describe('a memory derived from a channel, after the audiences change', () => {
       await storage.memberships.putChannel({ id: 'lobby', visibility: 'private' }, clock.now());
       await storage.close();
 
-      mneme = await open();
       const query = LOBBY_SECRET_QUERY;
       expect(await readsOf(ann, fact.id, query)).toEqual(['recall', 'context', 'get', 'list']);
       // Within the minute the mark is the process's own (it may be alive and about to move them).

@@ -58,15 +58,20 @@ export async function changeAudience<T>(
 /**
  * The audience changes still marked `AUDIENCE_RECHECK_AFTER_MS` after they were asked (their process died between
  * the write and the moves, or before the write: then there is nothing to move), checked now and their marks
- * deleted; run by `maintain`. Checking twice moves nothing twice. Returns how many.
+ * deleted; run by `maintain`. With `young` (`createMneme`, at open), the younger marks are checked too and kept: a
+ * process killed after its write and started again at once finds its own mark younger than the minute, and must not
+ * serve the memories wide until then; a live process's mark stays for that process to delete (session 19). Checking
+ * twice moves nothing twice. Returns how many marks were deleted.
  */
-export async function recheckAudiences(context: EngineContext): Promise<number> {
+export async function recheckAudiences(context: EngineContext, options: { young?: boolean } = {}): Promise<number> {
   const { maintenanceState } = context.storage;
   let checked = 0;
   for (const mark of await maintenanceState.list(AUDIENCE_TASK)) {
-    if (mark.watermark !== null && context.clock.now() - mark.watermark < AUDIENCE_RECHECK_AFTER_MS) continue;
+    const young = mark.watermark !== null && context.clock.now() - mark.watermark < AUDIENCE_RECHECK_AFTER_MS;
+    if (young && options.young !== true) continue;
     const change = mark.details?.change as AudienceChange | undefined;
     if (change && ('channelId' in change || 'owner' in change)) await keepWithinSources(context, change);
+    if (young) continue;
     await maintenanceState.remove(mark.channelId, AUDIENCE_TASK);
     checked++;
   }

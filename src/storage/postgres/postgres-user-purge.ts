@@ -98,10 +98,15 @@ export async function purgePostgresUser(
     [userId],
   );
   const own = await ids('SELECT id FROM memories WHERE user_id = $1', [userId]);
-  // Memories built from what the user said or from their memories (episodes, merges, insights) go too.
+  // Memories built from what the user said or from their memories (episodes, merges, insights) go too, and those
+  // built on any of them at any depth (an insight on a room's episodes, which are of no user; session 19).
   const memoryIds = await ids(
-    `SELECT id FROM memories WHERE id = ANY($1::bigint[])
-       OR source_message_ids && $2::bigint[] OR source_ids && $1::bigint[]`,
+    `WITH RECURSIVE doomed(id) AS (
+       SELECT id FROM memories WHERE id = ANY($1::bigint[]) OR source_message_ids && $2::bigint[]
+       UNION
+       SELECT m.id FROM doomed JOIN memories m ON cardinality(m.source_ids) > 0 AND doomed.id = ANY(m.source_ids)
+     )
+     SELECT id FROM doomed`,
     [own, messageIds],
   );
   const versions = await count('SELECT count(*) AS count FROM memory_versions WHERE memory_id = ANY($1::bigint[])', [

@@ -45,9 +45,9 @@ export function eraseSqliteUser(database: Database.Database, vectors: SqliteVect
 
 /**
  * Deletes everything about one user, inside the caller's transaction: their messages and the replies
- * to them, their memories and the memories built from those (episodes, merges, insights), with
- * vectors, versions and links, and their memberships; a turn's search context quoting their messages is
- * cleared; their API keys are deleted (so revoked).
+ * to them, their memories and the memories built from those (episodes, merges, insights) or on them at
+ * any depth, with vectors, versions and links, and their memberships; a turn's search context quoting
+ * their messages is cleared; their API keys are deleted (so revoked).
  */
 export function purgeSqliteUser(database: Database.Database, vectors: SqliteVectorIndex, userId: string): PurgeReport {
   const ids = (sql: string, ...values: unknown[]) =>
@@ -71,11 +71,17 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     ),
   );
   const own = JSON.stringify(ids('SELECT id FROM memories WHERE user_id = ?', userId));
-  // Memories built from what the user said or from their memories (episodes, merges, insights) go too.
+  // Memories built from what the user said or from their memories (episodes, merges, insights) go too, and those
+  // built on any of them at any depth (an insight on a room's episodes, which are of no user; session 19).
   const memoryIds = ids(
-    `SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(@own))
-     UNION SELECT m.id FROM memories m, json_each(m.source_message_ids) s WHERE s.value IN (SELECT value FROM json_each(@messageIds))
-     UNION SELECT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM json_each(@own))`,
+    `WITH RECURSIVE doomed(id) AS (
+       SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(@own))
+       UNION SELECT m.id FROM memories m, json_each(m.source_message_ids) s
+         WHERE s.value IN (SELECT value FROM json_each(@messageIds))
+       UNION SELECT m.id FROM doomed JOIN memories m ON m.source_ids <> '[]'
+         JOIN json_each(m.source_ids) s ON s.value = doomed.id
+     )
+     SELECT id FROM doomed`,
     { messageIds, own },
   );
   const doomed = JSON.stringify(memoryIds);
