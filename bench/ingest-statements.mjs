@@ -1,7 +1,8 @@
 // Where a message's ingest goes: the time inside SQLite's statements against the whole, and the statements
-// that take most of it, for `ingestMany` of the bench's messages into a store shaped as `mneme bench` builds it.
+// that take most of it, for `ingestMany` of the bench's messages into a store shaped as `mneme bench` builds it, or
+// with --each for one `ingest()` a message (the bench's first messages, nearly all a sender's first in a channel).
 //
-//   npm run build && node bench/ingest-statements.mjs [--size 100000] [--messages 2000] [--store kept.db]
+//   npm run build && node bench/ingest-statements.mjs [--size 100000] [--messages 2000] [--store kept.db] [--each]
 //   npm run build && node bench/ingest-statements.mjs --db postgres://user@host/postgres [--size 1000] [--messages 300]
 //
 // The store (the bench's seeded corpus, seed 42: `remember()` of each memory, then the vector lists built) is
@@ -25,8 +26,10 @@ const { values } = parseArgs({
     messages: { type: 'string' },
     store: { type: 'string' },
     db: { type: 'string' },
+    each: { type: 'boolean' },
   },
 });
+const each = values.each === true;
 const server = values.db ?? null;
 const size = Number(values.size ?? (server === null ? 100_000 : 1_000));
 const messages = Number(values.messages ?? (server === null ? 2_000 : 300));
@@ -130,7 +133,11 @@ async function pass(store, instrumented) {
   const started = process.cpuUsage();
   const wallStarted = performance.now();
   timing = instrumented;
-  for (let start = 0; start < messages; start += 1_000) {
+  if (each) {
+    // The bench's first set of messages, one `ingest()` each (most are a sender's first in a channel).
+    for (let index = 0; index < messages; index++) await mneme.ingest(benchMessage(index));
+  }
+  for (let start = 0; start < messages && !each; start += 1_000) {
     const inputs = [];
     for (let index = start; index < Math.min(messages, start + 1_000); index++) {
       // The bench's second set of messages (its `ingestMany` batches), after the 1,000 of its `ingest()` calls.
@@ -157,7 +164,9 @@ try {
   const instrumented = await pass(store, true);
   const inside = [...bySql.values()].reduce((sum, entry) => sum + entry.ms, 0);
   const perMessage = (ms) => (ms / messages).toFixed(3);
-  console.log(`${messages} messages into ${size} memories (ingestMany, offline extractor, until idle)`);
+  console.log(
+    `${messages} messages into ${size} memories (${each ? 'one ingest() each' : 'ingestMany'}, offline extractor, until idle)`,
+  );
   console.log(
     `pass 1: ${perMessage(plain.cpuMs)} ms of CPU a message, ${Math.round((messages / plain.wallMs) * 1000)} messages/s`,
   );
