@@ -36,12 +36,12 @@ export async function changeAudience<T>(
   narrows: (written: T) => boolean = () => true,
 ): Promise<T> {
   const { maintenanceState } = context.storage;
-  const key = `audience:${randomUUID()}`;
+  const { key, watermark, details } = audienceMark(change, context.clock.now());
   // Neither the mark nor its removal waits for the disk (session 18: two fsyncs at each sender's first message in a
   // channel halved the rate of one ingest() a message): the write's durable commit makes the mark durable with it,
   // and a removal a power cut undoes only checks the change again.
   const deferred = { deferred: true };
-  await maintenanceState.set(key, AUDIENCE_TASK, { watermark: context.clock.now(), details: { change } }, deferred);
+  await maintenanceState.set(key, AUDIENCE_TASK, { watermark, details }, deferred);
   let written: T;
   try {
     written = await write();
@@ -53,6 +53,34 @@ export async function changeAudience<T>(
   if (narrows(written)) await keepWithinSources(context, change);
   await maintenanceState.remove(key, AUDIENCE_TASK, deferred);
   return written;
+}
+
+/** A new audience change's mark: its `maintenance_state` row (key, task `audience`, the time, the change). */
+export function audienceMark(
+  change: AudienceChange,
+  at: number,
+): { key: string; task: string; watermark: number; details: { change: AudienceChange } } {
+  return { key: `audience:${randomUUID()}`, task: AUDIENCE_TASK, watermark: at, details: { change } };
+}
+
+/**
+ * Checks the audience changes of marks written with their change (an append's memberships, `AppendOptions.joinMarks`)
+ * and deletes the marks: each change once, however many marks name it. A failure leaves the marks to
+ * `recheckAudiences`.
+ */
+export async function settleAudienceMarks(
+  context: EngineContext,
+  marks: ReadonlyArray<{ key: string; details: Record<string, unknown> }>,
+): Promise<void> {
+  const checked = new Set<string>();
+  for (const mark of marks) {
+    const change = mark.details.change as AudienceChange;
+    const name = JSON.stringify(change);
+    if (checked.has(name)) continue;
+    checked.add(name);
+    await keepWithinSources(context, change);
+  }
+  for (const mark of marks) await context.storage.maintenanceState.remove(mark.key, AUDIENCE_TASK, { deferred: true });
 }
 
 /**

@@ -91,6 +91,24 @@ export interface AppendOptions {
   topics?: readonly string[];
   /** When `names` and `topics` are written (epoch milliseconds). */
   at?: number;
+  /**
+   * For each membership the append writes (a join whose sender is not a member of the space when the transaction
+   * writes it), a row of `maintenance_state` written in the same transaction, as `mark` gives it (a row already
+   * there is kept), and pushed to `written`: an audience change's mark (ADR 5), durable with the membership.
+   */
+  joinMarks?: {
+    mark(join: SpaceJoin & { userId: string }): JoinMark;
+    written: JoinMark[];
+  };
+}
+
+/** A `maintenance_state` row an append writes with a membership (`AppendOptions.joinMarks`). */
+export interface JoinMark {
+  /** Its `channel_id` key. */
+  key: string;
+  task: string;
+  watermark: number;
+  details: Record<string, unknown>;
 }
 
 /** The message log: append-only, full-text indexed, read by extraction, recall and maintenance. */

@@ -1,5 +1,11 @@
-import type { AppendedMessage, IngestFileProgress, Message, NewMessage } from '../../storage/message-store.js';
-import { changeAudience } from '../derived-audience.js';
+import type {
+  AppendedMessage,
+  IngestFileProgress,
+  Message,
+  NewMessage,
+  SpaceJoin,
+} from '../../storage/message-store.js';
+import { audienceMark, settleAudienceMarks } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
@@ -123,6 +129,15 @@ interface PreparedInput {
   command: ChatCommand | null;
 }
 
+/** The owner key of the memories of the space a sender joins: a channel's room, a topic's session, a project's. */
+function spaceOwner(join: Pick<SpaceJoin, 'kind' | 'id'>): string {
+  return join.kind === 'channel'
+    ? ownerKey('room', { channelId: join.id })
+    : join.kind === 'topic'
+      ? ownerKey('session', { topicId: join.id })
+      : ownerKey('project', { projectId: join.id });
+}
+
 /** The ingest half of the engine and the `close` of its worker. */
 export function createIngest(context: EngineContext): MnemeIngest & { close(): Promise<void> } {
   const { storage, clock } = context;
@@ -201,27 +216,6 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     }
   }
 
-  /** The owner keys of the channels, topics and projects a sender joins with these messages and is not a member of yet. */
-  async function newMembers(messages: readonly NewMessage[]): Promise<Set<string>> {
-    const owners = new Set<string>();
-    const asked = new Set<string>();
-    for (const message of messages) {
-      for (const join of message.joins ?? []) {
-        const owner =
-          join.kind === 'channel'
-            ? ownerKey('room', { channelId: join.id })
-            : join.kind === 'topic'
-              ? ownerKey('session', { topicId: join.id })
-              : ownerKey('project', { projectId: join.id });
-        const key = `${owner} ${message.senderId}`;
-        if (owners.has(owner) || asked.has(key)) continue;
-        asked.add(key);
-        if (!(await storage.memberships.isMember(join.kind, join.id, message.senderId))) owners.add(owner);
-      }
-    }
-    return owners;
-  }
-
   /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
   async function append(
     inputs: readonly PreparedInput[],
@@ -247,21 +241,32 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       : options.joinsOnlyNewSpaces
         ? await membership.withJoinsOfNewSpaces(messages)
         : await membership.withJoins(messages);
-    const appended = () =>
-      storage.messages.append(joining, {
-        ...(file ? { file: { ...file, at } } : {}),
-        names: [...renames].map(([id, displayName]) => ({ id, displayName })),
-        topics: [...topics],
-        at,
-      });
-    // A sender who joins a channel, topic or project sees its memories: none may come from a channel the
-    // sender cannot read (ADR 5, 2026-12-03; a room's may cite another channel, moved there by an earlier
-    // change). Each such space is an audience change around the append.
-    const widened = await newMembers(joining);
-    const stored = await [...widened].reduceRight<() => Promise<AppendedMessage[]>>(
-      (inner, owner) => () => changeAudience(context, { owner }, inner),
-      appended,
-    )();
+    // A sender who joins a channel, topic or project sees its memories: none may come from a channel the sender cannot
+    // read (ADR 5, 2026-12-03; a room's may cite another channel, moved there by an earlier change). Each membership
+    // the append writes is an audience change of its space: its mark is written with it, in the append's transaction
+    // (one per space), and checked once the append is in (session 19: the memberships were asked before the append,
+    // and a sender an administrator removed in between was added back with no check).
+    const marks = new Map<string, ReturnType<typeof audienceMark>>();
+    const joinMarks = {
+      written: [] as Array<ReturnType<typeof audienceMark>>,
+      mark(join: SpaceJoin) {
+        const owner = spaceOwner(join);
+        let mark = marks.get(owner);
+        if (!mark) {
+          mark = audienceMark({ owner }, at);
+          marks.set(owner, mark);
+        }
+        return mark;
+      },
+    };
+    const stored = await storage.messages.append(joining, {
+      ...(file ? { file: { ...file, at } } : {}),
+      names: [...renames].map(([id, displayName]) => ({ id, displayName })),
+      topics: [...topics],
+      at,
+      joinMarks,
+    });
+    await settleAudienceMarks(context, joinMarks.written);
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;

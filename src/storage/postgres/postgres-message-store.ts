@@ -109,10 +109,19 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
             );
           if (earlier === undefined) {
             for (const join of message.joins ?? []) {
-              await q.query(
+              const { changed } = await q.query(
                 `INSERT INTO members (kind, space_id, user_id, added_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
                 [join.kind, join.id, message.senderId, join.at],
               );
+              const marks = options.joinMarks;
+              if (changed === 0 || !marks) continue;
+              const mark = marks.mark({ ...join, userId: message.senderId });
+              const put = await q.query(
+                `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
+                 VALUES ($1, $2, $3, NULL, $4) ON CONFLICT (channel_id, task) DO NOTHING`,
+                [mark.key, mark.task, mark.watermark, JSON.stringify(mark.details)],
+              );
+              if (put.changed > 0) marks.written.push(mark);
             }
           }
           stored.push({ ...toMessage(row), duplicate: earlier !== undefined });

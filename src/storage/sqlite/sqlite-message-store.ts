@@ -80,6 +80,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       database,
       'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
     ),
+    putMark: preparedOnUse<[string, string, number, string]>(
+      database,
+      `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details) VALUES (?, ?, ?, NULL, ?)
+        ON CONFLICT (channel_id, task) DO NOTHING`,
+    ),
     putTopic: preparedOnUse<[string, number]>(
       database,
       'INSERT INTO topics (id, project_id, title, created_at) VALUES (?, NULL, NULL, ?) ON CONFLICT (id) DO NOTHING',
@@ -138,7 +143,14 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
                 throw new Error(`message ${externalId} of channel ${message.channelId} was neither stored nor found`);
               if (earlier === undefined) {
                 for (const join of message.joins ?? []) {
-                  retryable.join().run(join.kind, join.id, message.senderId, join.at);
+                  const { changes } = retryable.join().run(join.kind, join.id, message.senderId, join.at);
+                  const marks = options.joinMarks;
+                  if (changes === 0 || !marks) continue;
+                  const mark = marks.mark({ ...join, userId: message.senderId });
+                  const details = JSON.stringify(mark.details);
+                  if (retryable.putMark().run(mark.key, mark.task, mark.watermark, details).changes > 0) {
+                    marks.written.push(mark);
+                  }
                 }
               }
               stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
