@@ -88,7 +88,8 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   policyHistory(): Promise<PolicyVersion[]>;
   /**
    * Runs background maintenance now (decay, episodes, consolidate, link, dream; all by default) and
-   * reports what each task did. `now` runs it as of another time. A task already running is skipped.
+   * reports what each task did. `now` runs it as of another time. A task already running is skipped. Each call
+   * first checks the audience changes a stopped process left (ADR 5); `tasks: 'none'` runs that alone.
    */
   maintain(input?: MaintainInput): Promise<MaintenanceReport>;
   /**

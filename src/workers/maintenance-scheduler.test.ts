@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type MaintenanceEngine, openMaintenanceEngine } from '../../test/maintenance-engine.js';
+import { AUDIENCE_TASK } from '../core/derived-audience.js';
 import type { MaintenanceReport } from '../core/maintenance/maintain.js';
-import type { MaintenanceTask } from '../core/maintenance/maintenance-task.js';
+import { type MaintenanceTask, maintenanceTasks } from '../core/maintenance/maintenance-task.js';
+import { globalMemory } from '../storage/global-memory.fixture.js';
 import { createMaintenanceScheduler, type MaintenanceScheduler } from './maintenance-scheduler.js';
 
 const MINUTE = 60_000;
@@ -132,16 +134,55 @@ describe('the maintenance scheduler', () => {
     });
     scheduler.start();
     await vi.advanceTimersByTimeAsync(0);
-    expect(failures.map((failure) => failure.split(':')[0])).toEqual([
-      'decay',
-      'episodes',
-      'consolidate',
-      'link',
-      'dream',
-    ]);
+    const failed = () => failures.map((failure) => failure.split(':')[0]);
+    expect(failed()).toEqual([...maintenanceTasks]);
     expect(failures[0]).toMatch(/database connection is not open/);
     await vi.advanceTimersByTimeAsync(30 * 60_000);
-    expect(failures).toHaveLength(8);
+    // The three 30-minute tasks again, and the audience check of the minutes between, once until it works.
+    expect(failed()).toEqual([...maintenanceTasks, 'audience', 'episodes', 'consolidate', 'link']);
     expect(scheduler.isRunning).toBe(true);
+  });
+
+  it('checks an audience change another process left when it died within two minutes, with no task due', async () => {
+    engine = await openMaintenanceEngine({ start: '2024-06-01T12:00:00.000Z' });
+    // A global fact of Bob's message in the public lobby.
+    const { storage, clock } = engine;
+    await storage.memberships.putChannel({ id: 'lobby', visibility: 'public' }, clock.now());
+    const [said] = await storage.messages.append([
+      {
+        channelId: 'lobby',
+        senderId: 'bob',
+        role: 'user',
+        content: 'The vault code is 4471',
+        topicId: null,
+        createdAt: clock.now(),
+      },
+    ]);
+    const [fact] = await storage.memories.insert(
+      [globalMemory('The vault code is 4471', { source: 'extraction', sourceMessageIds: [said?.id ?? 0] })],
+      { at: clock.now(), actor: 'test' },
+    );
+    if (!fact) throw new Error('no fact');
+    scheduler = createMaintenanceScheduler({ mneme: engine.mneme });
+    scheduler.start();
+    await vi.advanceTimersByTimeAsync(0);
+
+    // Another process on the file made the lobby private and died before its moves: its mark, and the write.
+    const at = clock.now();
+    await storage.maintenanceState.set(`audience:${'0'.repeat(8)}`, AUDIENCE_TASK, {
+      watermark: at,
+      details: { change: { channelId: 'lobby' } },
+    });
+    await storage.memberships.putChannel({ id: 'lobby', visibility: 'private' }, at);
+    const scopeOfFact = async () => (await storage.memories.get([fact.id]))[0]?.scope;
+    expect(await scopeOfFact()).toBe('global');
+
+    // Two checks on, the mark is older than a minute (the process that wrote it is not coming back): checked.
+    for (let minute = 0; minute < 2; minute++) {
+      clock.advance(MINUTE);
+      await vi.advanceTimersByTimeAsync(MINUTE);
+    }
+    expect(await scopeOfFact()).toBe('room');
+    expect(await storage.maintenanceState.list(AUDIENCE_TASK)).toEqual([]);
   });
 });

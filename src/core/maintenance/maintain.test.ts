@@ -53,7 +53,7 @@ describe('maintain', () => {
     engines.push(engine);
     await expect(engine.mneme.maintain({ tasks: ['sleep' as never] })).rejects.toMatchObject({
       code: ErrorCode.InvalidInput,
-      message: expect.stringContaining('tasks must be all, one of decay, episodes, consolidate, link, dream'),
+      message: expect.stringContaining('tasks must be all, none, one of decay, episodes, consolidate, link, dream'),
     });
     await expect(engine.mneme.maintain({ now: 'next tuesday' })).rejects.toMatchObject({
       code: ErrorCode.InvalidInput,

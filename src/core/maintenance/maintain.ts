@@ -21,12 +21,23 @@ export const MaintenanceTaskSchema = z.enum(maintenanceTasks, {
 /** Input of `maintain`: which tasks (default all, in cycle order) and the time to run them at (default the clock's). */
 export const MaintainInputSchema = z.strictObject({
   tasks: z
-    .union([z.literal('all'), MaintenanceTaskSchema, z.array(MaintenanceTaskSchema).min(1, 'give at least one task')], {
-      error: () => `tasks must be all, one of ${maintenanceTasks.join(', ')}, or a list of them`,
-    })
+    .union(
+      [
+        z.literal('all'),
+        // No task: only what every call checks first (the audience changes a stopped process left, ADR 5).
+        z.literal('none'),
+        MaintenanceTaskSchema,
+        z.array(MaintenanceTaskSchema).min(1, 'give at least one task'),
+      ],
+      { error: () => `tasks must be all, none, one of ${maintenanceTasks.join(', ')}, or a list of them` },
+    )
     .default('all')
     .transform((tasks) =>
-      tasks === 'all' ? [...maintenanceTasks] : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
+      tasks === 'all'
+        ? [...maintenanceTasks]
+        : tasks === 'none'
+          ? []
+          : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
     ),
   now: timeSchema('now').optional(),
 });
