@@ -5,7 +5,7 @@ import type {
   NewMessage,
   SpaceJoin,
 } from '../../storage/message-store.js';
-import { audienceMark, settleAudienceMarks } from '../derived-audience.js';
+import { audienceMark, checkMarkedSpaces, settleAudienceMarks } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
@@ -266,7 +266,27 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       at,
       joinMarks,
     });
-    await settleAudienceMarks(context, joinMarks.written);
+    try {
+      await settleAudienceMarks(context, joinMarks.written);
+      // A retried message (a duplicate) writes no membership: the marks its first append wrote, left unchecked when
+      // that check failed or its process died (the retry reaching another), are checked now (session 19).
+      const retried = joining.filter((message, index) => message.role === 'user' && stored[index]?.duplicate);
+      if (retried.length > 0) {
+        const owners = new Set<string>();
+        for (const message of await membership.withJoins(retried)) {
+          for (const join of message.joins ?? []) owners.add(spaceOwner(join));
+        }
+        await checkMarkedSpaces(context, owners);
+      }
+    } catch (error) {
+      // The messages and memberships are in: the caller is told so, and how to finish the check.
+      const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
+      throw new MnemeError(
+        error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
+        `the messages were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); send them again with the same externalId to finish the check`,
+        { cause: error },
+      );
+    }
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;
