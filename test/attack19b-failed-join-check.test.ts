@@ -118,4 +118,39 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
       }
     },
   );
+  it('runs the chat command of the message once, at the retry', { timeout: 60_000 }, async () => {
+    const { mneme, storage } = await openMaintenanceEngine({ store });
+    try {
+      await mneme.putChannel({ id: 'team', members: ['ann'] });
+      const cited = storage.memories.citedChannels.bind(storage.memories);
+      let failures = 1;
+      storage.memories.citedChannels = async (query) => {
+        if (failures > 0) {
+          failures--;
+          throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
+        }
+        return cited(query);
+      };
+      const message = {
+        channelId: 'team',
+        sender: 'bob',
+        content: '/remember The launch moved to Friday',
+        externalId: 'bob-1',
+      };
+      await expect(mneme.ingest(message)).rejects.toThrow(/were stored/);
+
+      const retried = await mneme.ingest(message);
+      const again = await mneme.ingest(message);
+
+      expect(retried.duplicate).toBe(true);
+      expect(retried.command?.remembered?.content).toBe('The launch moved to Friday');
+      expect(again.command).toBeNull();
+      const remembered = (await mneme.list({ limit: 50 })).memories.filter((memory) =>
+        memory.content.includes('launch moved'),
+      );
+      expect(remembered.length).toBe(1);
+    } finally {
+      await mneme.close();
+    }
+  });
 });

@@ -144,6 +144,12 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
   const membership = createMembership(context);
+  /**
+   * The first message of each input whose append went in and whose audience check failed (the error told the caller
+   * to send it again): its command did not run and its channel was not scheduled, which the retry, a duplicate, then
+   * does once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
+   */
+  const owed = new Set<number>();
 
   /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
   function commandOf(content: string): ChatCommand | null {
@@ -279,7 +285,9 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
         await checkMarkedSpaces(context, owners);
       }
     } catch (error) {
-      // The messages and memberships are in: the caller is told so, and how to finish the check.
+      // The messages and memberships are in: the caller is told so, and how to finish the check. Neither the commands
+      // (which read what the check keeps from the sender) nor the scheduling run: the retry runs them.
+      for (const message of stored) if (!message.duplicate && message.role === 'user') owed.add(message.id);
       const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
       throw new MnemeError(
         error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
@@ -294,13 +302,16 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       const own = stored.slice(offset, offset + input.messages.length);
       offset += input.messages.length;
       const [first] = own;
-      // A duplicate was handled when it was first stored: its command is not run again.
+      // A duplicate was handled when it was first stored: its command is not run again (unless that append's check
+      // failed before it ran: `owed`).
+      const fresh = (message: AppendedMessage) => !message.duplicate || owed.delete(message.id);
+      const owes = own.filter((message) => message.role === 'user' && fresh(message));
       const command =
-        input.command && first && !first.duplicate
+        input.command && first && owes.includes(first)
           ? await runChatCommand(context, input.command, first, names.get(input.sender.id) ?? input.sender.id)
           : null;
       let queued = true;
-      if (first && own.some((message) => message.role === 'user' && !message.duplicate)) {
+      if (first && owes.length > 0) {
         if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
         queued = scheduled.get(first.channelId) ?? true;
       }
