@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, MnemeError } from '../src/core/errors.js';
+import { createHttpApp } from '../src/http/http-app.js';
 import type { Storage } from '../src/storage/storage.js';
 import {
   closeEngineStores,
@@ -149,6 +150,56 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
         memory.content.includes('launch moved'),
       );
       expect(remembered.length).toBe(1);
+    } finally {
+      await mneme.close();
+    }
+  });
+  it('keeps the room memory from the new member when the HTTP request is sent again under its Idempotency-Key', {
+    timeout: 60_000,
+  }, async () => {
+    const { mneme, storage, clock } = await openMaintenanceEngine({ store });
+    try {
+      const ops = (await mneme.apiKeys.create({ label: 'ops' })).key;
+      const bob = (await mneme.apiKeys.create({ label: 'bob', userId: 'bob' })).key;
+      await mneme.putChannel({ id: 'secret', members: ['ann'] });
+      await mneme.putChannel({ id: 'team', members: ['ann'] });
+      const said = await mneme.ingest({ channelId: 'secret', sender: 'ann', content: 'The vault code is 4471' });
+      const written = await memoryCiting(
+        storage,
+        { scope: 'room', channelId: 'team' },
+        said.messages[0]?.id ?? 0,
+        clock.now(),
+      );
+      const cited = storage.memories.citedChannels.bind(storage.memories);
+      let failures = 1;
+      storage.memories.citedChannels = async (query) => {
+        if (failures > 0) {
+          failures--;
+          throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
+        }
+        return cited(query);
+      };
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      // The operator's bridge posts Bob's first message in the team channel, with no externalId of its own.
+      const post = () =>
+        app.request('/api/messages', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ops}`, 'content-type': 'application/json', 'idempotency-key': 'bob-1' },
+          body: JSON.stringify({ channelId: 'team', sender: 'bob', content: 'Morning all' }),
+        });
+      expect((await post()).status).toBe(503);
+      expect((await post()).status).toBe(202);
+
+      const search = await app.request('/api/memories/search', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'vault code', viewer: { channelId: 'team' } }),
+      });
+      expect(search.status).toBe(200);
+      const found = (await search.json()) as { hits: Array<{ memory: { id: number } }> };
+      expect(found.hits.map((hit) => hit.memory.id)).not.toContain(written);
+      const [memory] = await storage.memories.get([written]);
+      expect([memory?.scope, memory?.channelId]).toEqual(['room', 'secret']);
     } finally {
       await mneme.close();
     }

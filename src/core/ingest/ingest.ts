@@ -1,6 +1,7 @@
 import type {
   AppendedMessage,
   IngestFileProgress,
+  JoinMark,
   Message,
   NewMessage,
   SpaceJoin,
@@ -150,6 +151,22 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
    * does once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
    */
   const owed = new Set<number>();
+  /**
+   * The marks of this process's appends whose check failed: checked again, and deleted, after its next append and at
+   * `whenIdle` (a retry without an externalId, under an HTTP Idempotency-Key, is such an append), else by `maintain`.
+   */
+  let unsettled: JoinMark[] = [];
+  async function settleUnsettled(): Promise<void> {
+    if (unsettled.length === 0) return;
+    const pending = unsettled;
+    unsettled = [];
+    try {
+      await settleAudienceMarks(context, pending);
+    } catch (error) {
+      unsettled = [...pending, ...unsettled];
+      throw error;
+    }
+  }
 
   /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
   function commandOf(content: string): ChatCommand | null {
@@ -284,14 +301,16 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
         }
         await checkMarkedSpaces(context, owners);
       }
+      await settleUnsettled();
     } catch (error) {
       // The messages and memberships are in: the caller is told so, and how to finish the check. Neither the commands
       // (which read what the check keeps from the sender) nor the scheduling run: the retry runs them.
       for (const message of stored) if (!message.duplicate && message.role === 'user') owed.add(message.id);
+      unsettled.push(...joinMarks.written);
       const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
       throw new MnemeError(
         error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
-        `the messages were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); send them again with the same externalId to finish the check`,
+        `the messages were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
         { cause: error },
       );
     }
@@ -432,7 +451,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       return storage.messages.recent(parsed.channelId, parsed.count ?? context.policy.ingest.turns);
     },
 
-    whenIdle: () => scheduler.whenIdle(),
+    async whenIdle() {
+      // A failed check is left to the next append or `maintain` when it fails again.
+      await settleUnsettled().catch(() => {});
+      await scheduler.whenIdle();
+    },
     close: () => scheduler.close(),
   };
 }
