@@ -146,9 +146,9 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
   const membership = createMembership(context);
   /**
-   * The first message of each input whose append went in and whose audience check failed (the error told the caller
-   * to send it again): its command did not run and its channel was not scheduled, which the retry, a duplicate, then
-   * does once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
+   * The user messages whose append went in and whose audience check failed (the error told the caller to send them
+   * again): their commands did not run and their channels were not scheduled, which the retry, a duplicate, then does
+   * once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
    */
   const owed = new Set<number>();
   /**
