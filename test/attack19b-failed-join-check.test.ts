@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, MnemeError } from '../src/core/errors.js';
 import { createHttpApp } from '../src/http/http-app.js';
@@ -202,6 +205,47 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
       expect([memory?.scope, memory?.channelId]).toEqual(['room', 'secret']);
     } finally {
       await mneme.close();
+    }
+  });
+});
+
+describe('a join whose audience check fails in one process, retried in another on the same SQLite file', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-attack19b-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('keeps the room memory from the new member once the retry reaches the other process', {
+    timeout: 60_000,
+  }, async () => {
+    const path = join(folder, 'two.db');
+    const first = await openMaintenanceEngine({ path });
+    const second = await openMaintenanceEngine({ path });
+    try {
+      await first.mneme.putChannel({ id: 'secret', members: ['ann'] });
+      await first.mneme.putChannel({ id: 'team', members: ['ann'] });
+      const said = await first.mneme.ingest({ channelId: 'secret', sender: 'ann', content: 'The vault code is 4471' });
+      const written = await memoryCiting(
+        first.storage,
+        { scope: 'room', channelId: 'team' },
+        said.messages[0]?.id ?? 0,
+        first.clock.now(),
+      );
+      // The first process's check fails, and it is never asked again (as one that died there).
+      first.storage.memories.citedChannels = async () => {
+        throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
+      };
+      const message = { channelId: 'team', sender: 'bob', content: 'Morning all', externalId: 'bob-1' };
+      await expect(first.mneme.ingest(message)).rejects.toThrow(/were stored/);
+
+      const retried = await second.mneme.ingest(message);
+
+      expect(retried.duplicate).toBe(true);
+      const [memory] = await second.storage.memories.get([written]);
+      expect([memory?.scope, memory?.channelId]).toEqual(['room', 'secret']);
+      const asBob = await second.mneme.recall({ query: 'vault code', viewer: { userId: 'bob', channelId: 'team' } });
+      expect(asBob.hits.map((hit) => hit.memory.id)).not.toContain(written);
+    } finally {
+      await second.mneme.close();
+      await first.mneme.close();
     }
   });
 });
