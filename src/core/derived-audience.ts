@@ -84,6 +84,24 @@ export async function settleAudienceMarks(
 }
 
 /**
+ * Checks the spaces (owner keys) among `owners` that an audience mark still names, whatever its age, and keeps the
+ * marks (`maintain` deletes them after the minute, checking again): run for a retried message (a duplicate writes no
+ * membership, so no mark of its own), whose first append may have left its mark unchecked (its check failed, or its
+ * process died and the retry reached another; session 19). Returns how many spaces were checked.
+ */
+export async function checkMarkedSpaces(context: EngineContext, owners: ReadonlySet<string>): Promise<number> {
+  if (owners.size === 0) return 0;
+  const checked = new Set<string>();
+  for (const mark of await context.storage.maintenanceState.list(AUDIENCE_TASK)) {
+    const change = mark.details?.change as AudienceChange | undefined;
+    if (!change || !('owner' in change) || !owners.has(change.owner) || checked.has(change.owner)) continue;
+    checked.add(change.owner);
+    await keepWithinSources(context, change);
+  }
+  return checked.size;
+}
+
+/**
  * The audience changes still marked `AUDIENCE_RECHECK_AFTER_MS` after they were asked (their process died between
  * the write and the moves, or before the write: then there is nothing to move), checked now and their marks
  * deleted; run by `maintain`. With `young` (`createMneme`, at open), the younger marks are checked too and kept: a

@@ -1,11 +1,12 @@
 import type {
   AppendedMessage,
   IngestFileProgress,
+  JoinMark,
   Message,
   NewMessage,
   SpaceJoin,
 } from '../../storage/message-store.js';
-import { audienceMark, settleAudienceMarks } from '../derived-audience.js';
+import { audienceMark, checkMarkedSpaces, settleAudienceMarks } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
@@ -144,6 +145,28 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
   const membership = createMembership(context);
+  /**
+   * The user messages whose append went in and whose audience check failed (the error told the caller to send them
+   * again): their commands did not run and their channels were not scheduled, which the retry, a duplicate, then does
+   * once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
+   */
+  const owed = new Set<number>();
+  /**
+   * The marks of this process's appends whose check failed: checked again, and deleted, after its next append and at
+   * `whenIdle` (a retry without an externalId, under an HTTP Idempotency-Key, is such an append), else by `maintain`.
+   */
+  let unsettled: JoinMark[] = [];
+  async function settleUnsettled(): Promise<void> {
+    if (unsettled.length === 0) return;
+    const pending = unsettled;
+    unsettled = [];
+    try {
+      await settleAudienceMarks(context, pending);
+    } catch (error) {
+      unsettled = [...pending, ...unsettled];
+      throw error;
+    }
+  }
 
   /** The chat command a user message runs: none when commands are off or the message is skipped entirely. */
   function commandOf(content: string): ChatCommand | null {
@@ -266,7 +289,31 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       at,
       joinMarks,
     });
-    await settleAudienceMarks(context, joinMarks.written);
+    try {
+      await settleAudienceMarks(context, joinMarks.written);
+      // A retried message (a duplicate) writes no membership: the marks its first append wrote, left unchecked when
+      // that check failed or its process died (the retry reaching another), are checked now (session 19).
+      const retried = joining.filter((message, index) => message.role === 'user' && stored[index]?.duplicate);
+      if (retried.length > 0) {
+        const owners = new Set<string>();
+        for (const message of await membership.withJoins(retried)) {
+          for (const join of message.joins ?? []) owners.add(spaceOwner(join));
+        }
+        await checkMarkedSpaces(context, owners);
+      }
+      await settleUnsettled();
+    } catch (error) {
+      // The messages and memberships are in: the caller is told so, and how to finish the check. Neither the commands
+      // (which read what the check keeps from the sender) nor the scheduling run: the retry runs them.
+      for (const message of stored) if (!message.duplicate && message.role === 'user') owed.add(message.id);
+      unsettled.push(...joinMarks.written);
+      const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
+      throw new MnemeError(
+        error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
+        `the messages were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
+        { cause: error },
+      );
+    }
     const scheduled = new Map<string, boolean>();
     const results: IngestResult[] = [];
     let offset = 0;
@@ -274,13 +321,16 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       const own = stored.slice(offset, offset + input.messages.length);
       offset += input.messages.length;
       const [first] = own;
-      // A duplicate was handled when it was first stored: its command is not run again.
+      // A duplicate was handled when it was first stored: its command is not run again (unless that append's check
+      // failed before it ran: `owed`).
+      const fresh = (message: AppendedMessage) => !message.duplicate || owed.delete(message.id);
+      const owes = own.filter((message) => message.role === 'user' && fresh(message));
       const command =
-        input.command && first && !first.duplicate
+        input.command && first && owes.includes(first)
           ? await runChatCommand(context, input.command, first, names.get(input.sender.id) ?? input.sender.id)
           : null;
       let queued = true;
-      if (first && own.some((message) => message.role === 'user' && !message.duplicate)) {
+      if (first && owes.length > 0) {
         if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
         queued = scheduled.get(first.channelId) ?? true;
       }
@@ -401,7 +451,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       return storage.messages.recent(parsed.channelId, parsed.count ?? context.policy.ingest.turns);
     },
 
-    whenIdle: () => scheduler.whenIdle(),
+    async whenIdle() {
+      // A failed check is left to the next append or `maintain` when it fails again.
+      await settleUnsettled().catch(() => {});
+      await scheduler.whenIdle();
+    },
     close: () => scheduler.close(),
   };
 }
