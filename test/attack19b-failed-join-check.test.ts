@@ -60,6 +60,20 @@ const joined = [
   { space: 'project', viewer: { projectId: 'deal' }, topicId: 'pricing' },
 ] as const;
 
+/** Makes the audience check's first read of the cited channels fail, as a busy store does; `failed()` once it has. */
+function failCheckOnce(storage: Storage): { failed(): boolean } {
+  const cited = storage.memories.citedChannels.bind(storage.memories);
+  let failures = 1;
+  storage.memories.citedChannels = async (query) => {
+    if (failures > 0) {
+      failures--;
+      throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
+    }
+    return cited(query);
+  };
+  return { failed: () => failures === 0 };
+}
+
 describe.each(serverEngineStores)('a join whose audience check fails after the append, on %s', (store: EngineStore) => {
   beforeAll(() => prepareEngineStore(store), 120_000);
   afterAll(() => closeEngineStores());
@@ -84,15 +98,7 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
         );
 
         // The check after Bob's append fails once.
-        const cited = storage.memories.citedChannels.bind(storage.memories);
-        let failures = 1;
-        storage.memories.citedChannels = async (query) => {
-          if (failures > 0) {
-            failures--;
-            throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
-          }
-          return cited(query);
-        };
+        const failing = failCheckOnce(storage);
         const message = {
           channelId: 'team',
           sender: 'bob',
@@ -101,7 +107,7 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
           ...(topicId ? { topicId } : {}),
         };
         await expect(mneme.ingest(message)).rejects.toThrow(/were stored.*busy.*same externalId/);
-        expect(failures).toBe(0);
+        expect(failing.failed()).toBe(true);
 
         const retried = await mneme.ingest(message);
 
@@ -126,15 +132,7 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
     const { mneme, storage } = await openMaintenanceEngine({ store });
     try {
       await mneme.putChannel({ id: 'team', members: ['ann'] });
-      const cited = storage.memories.citedChannels.bind(storage.memories);
-      let failures = 1;
-      storage.memories.citedChannels = async (query) => {
-        if (failures > 0) {
-          failures--;
-          throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
-        }
-        return cited(query);
-      };
+      failCheckOnce(storage);
       const message = {
         channelId: 'team',
         sender: 'bob',
@@ -173,15 +171,7 @@ describe.each(serverEngineStores)('a join whose audience check fails after the a
         said.messages[0]?.id ?? 0,
         clock.now(),
       );
-      const cited = storage.memories.citedChannels.bind(storage.memories);
-      let failures = 1;
-      storage.memories.citedChannels = async (query) => {
-        if (failures > 0) {
-          failures--;
-          throw new MnemeError(ErrorCode.StoreBusy, 'the store is busy; retry');
-        }
-        return cited(query);
-      };
+      failCheckOnce(storage);
       const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
       // The operator's bridge posts Bob's first message in the team channel, with no externalId of its own.
       const post = () =>
