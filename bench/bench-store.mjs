@@ -9,7 +9,7 @@ const { createMneme } = await import(join(root, 'dist/index.js'));
 const { openStorage } = await import(join(root, 'dist/config/open-storage.js'));
 const { createSyntheticCorpus } = await import(join(root, 'dist/bench/synthetic-corpus.js'));
 const { createPrecomputedEmbeddingModel } = await import(join(root, 'dist/bench/precomputed-embedding-model.js'));
-const { rememberOne } = await import(join(root, 'dist/bench/run-bench.js'));
+const { benchMessage: benchInput, rememberOne } = await import(join(root, 'dist/bench/bench-engine.js'));
 
 export const corpus = createSyntheticCorpus({ seed: 42, dimensions: 768 });
 export const model = createPrecomputedEmbeddingModel('bench-precomputed-768', 768);
@@ -35,12 +35,4 @@ export async function buildBenchStore(path, size, { server = false } = {}) {
 }
 
 /** The bench's message `index` as an ingest input. */
-export function benchMessage(index) {
-  const message = corpus.message(index);
-  return {
-    channelId: message.channelId,
-    sender: message.userId,
-    senderName: message.userName,
-    content: message.content,
-  };
-}
+export const benchMessage = (index) => benchInput(corpus, index);

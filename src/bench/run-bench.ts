@@ -2,7 +2,18 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProgressBar } from '../cli/progress-bar.js';
 import { isDatabaseUrl, openStorage } from '../config/open-storage.js';
-import { createMneme, type Mneme, type Viewer } from '../index.js';
+import type { Mneme } from '../index.js';
+import {
+  collectGarbage,
+  DIMENSIONS,
+  MODEL_ID,
+  openBenchMneme,
+  rate,
+  rememberOne,
+  TOP_K,
+  vectorOnlyText,
+  viewerOf,
+} from './bench-engine.js';
 import {
   type BenchReport,
   type RecallLeg,
@@ -10,17 +21,12 @@ import {
   recallViewers,
   type SystemFigures,
 } from './bench-report.js';
+import { measureIngestPhase, STEADY_MEMORIES } from './ingest-phase.js';
 import { createNaiveBaseline, type NaiveBaseline } from './naive-baseline.js';
-import { peakRssBytes, resetPeakRss } from './peak-rss.js';
 import { type LatencySummary, summariseLatencies } from './percentiles.js';
 import { createPostgresBenchDatabase, type PostgresBenchDatabase } from './postgres-bench-database.js';
 import { createPrecomputedEmbeddingModel, type PrecomputedEmbeddingModel } from './precomputed-embedding-model.js';
-import {
-  createSyntheticCorpus,
-  type SyntheticCorpus,
-  type SyntheticMemory,
-  type SyntheticQuery,
-} from './synthetic-corpus.js';
+import { createSyntheticCorpus, type SyntheticCorpus, type SyntheticQuery } from './synthetic-corpus.js';
 
 /** What one `mneme bench` run does. */
 export interface BenchOptions {
@@ -49,7 +55,6 @@ export interface BenchOptions {
   pglite?: boolean;
 }
 
-const TOP_K = 10;
 /** mneme's candidate pool for topK 10, `min(max(10 * 5, 20), 100)`, used by the baseline's hybrid legs too. */
 const POOL = 50;
 /**
@@ -59,28 +64,21 @@ const POOL = 50;
  * paying for it. What a first recall costs is reported beside the bench in docs/performance.md.
  */
 const WARM_UP = 10;
-const DIMENSIONS = 768;
-const MODEL_ID = 'bench-precomputed-768';
 /** Memories stored by one system before the other takes its turn. */
 const BUILD_CHUNK = 1_000;
 /** Recalls per case in each system's solo pass, where its peak RSS is sampled. */
 const RSS_QUERIES = 20;
-/** Memories remembered after the first maintenance cycle, before the steady-state one (fewer in a smaller store). */
-export const STEADY_MEMORIES = 1000;
-/** Messages per `ingestMany` call when ingest is timed in batches (the most it takes, as `mneme ingest` of a file batches). */
-const INGEST_BATCH = 1_000;
 /** How often (in operations) the RSS is sampled: a cheap read (a timer would not fire in these loops). */
 const SAMPLE_EVERY = 25;
 
-const quiet = { warn: () => {}, info: () => {} };
-
 /**
  * Measures mneme (through its library API) and the naive baseline on stores of each size built from
- * the same seeded corpus, in one process. Timings are interleaved so that a noisy machine slows
+ * the same seeded corpus, in one process (ingest and the maintenance cycles aside). Timings are interleaved so that a noisy machine slows
  * both alike: the stores are built a chunk at a time in turn, and each query is recalled by both
  * systems one after the other (which goes first alternates). Peak RSS is sampled in a pass of
  * recalls per system with only that system open, the baseline's first (and after a collection, when
- * node runs with --expose-gc). Ingest and the maintenance cycle are mneme's alone.
+ * node runs with --expose-gc). Ingest and the maintenance cycles are mneme's alone, measured in a process
+ * of their own (`measureIngestPhase`, ADR 28).
  */
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const corpus = createSyntheticCorpus({ seed: options.seed, dimensions: DIMENSIONS });
@@ -97,19 +95,9 @@ const cases: Array<{ leg: RecallLeg; viewer: RecallViewer }> = (['hybrid', 'lexi
   (leg) => (['unscoped', 'scoped'] as const).map((viewer) => ({ leg, viewer })),
 );
 
-/** The unscoped viewer carries no ids (it sees global memories); the scoped one is one user. */
-function viewerOf(query: SyntheticQuery, viewer: RecallViewer): Viewer {
-  return viewer === 'scoped' ? { userId: query.userId } : {};
-}
-
 /** The owner keys a viewer sees, as the baseline computes them: global, plus the user's personal key. */
 function ownersOf(query: SyntheticQuery, viewer: RecallViewer): string[] {
   return viewer === 'scoped' ? ['global', `user:${query.userId}`] : ['global'];
-}
-
-/** The text of a vector-only recall: a token no memory contains, so the full-text leg finds nothing. */
-function vectorOnlyText(index: number): string {
-  return `qv${index}`;
 }
 
 function ownerKeyOf(memory: { scope: string; userId?: string; channelId?: string }): string {
@@ -132,12 +120,10 @@ const vectorLegOnly = {
  * Opens the two systems over their files: the baseline, and mneme with and without the embedding model.
  */
 function systems(paths: { baseline: string; mneme: string }, model: PrecomputedEmbeddingModel) {
-  const open = (embedder: PrecomputedEmbeddingModel | 'none') =>
-    createMneme({ path: paths.mneme, embedder, backfill: false, logger: quiet });
   return {
     baseline: () => createNaiveBaseline({ path: paths.baseline, dimensions: DIMENSIONS }),
-    mneme: () => open(model),
-    mnemeLexical: () => open('none'),
+    mneme: () => openBenchMneme(paths.mneme, model),
+    mnemeLexical: () => openBenchMneme(paths.mneme, 'none'),
   };
 }
 
@@ -150,22 +136,6 @@ async function buildVectorLists(path: string): Promise<void> {
   } finally {
     await storage.close();
   }
-}
-
-/** Remembers one corpus memory through `remember()`, its vector lent to the precomputed model for the call. */
-export async function rememberOne(
-  mneme: Mneme,
-  model: PrecomputedEmbeddingModel,
-  memory: SyntheticMemory,
-): Promise<void> {
-  model.set(memory.content, memory.vector);
-  await mneme.remember({
-    content: memory.content,
-    scope: memory.scope,
-    ...(memory.userId ? { userId: memory.userId } : {}),
-    ...(memory.channelId ? { channelId: memory.channelId } : {}),
-  });
-  model.delete(memory.content);
 }
 
 /** One timed recall of each system: the baseline's SQL, and mneme's `recall()`. */
@@ -268,7 +238,7 @@ async function measureSize(
   // The vector index's inverted lists (ADR 20), which a served store of this size has once its first
   // maintenance cycle ran: recall reads them (ADR 10), so they are built before the recalls are timed.
   // Their time is counted in the first cycle's below, which no longer builds them.
-  let started = performance.now();
+  const started = performance.now();
   await buildVectorLists(paths.mneme);
   const listsMs = performance.now() - started;
   // The files as a served store has them: with the lists (measured before them until session 11).
@@ -382,63 +352,15 @@ async function measureSize(
   });
   baseline.close();
   await mnemeLexical.close();
-  // From here the kernel's peak resident set is that of ingest and the two cycles (Linux; elsewhere the process's
-  // peak so far, an upper bound): the baseline and the lexical engine are closed, `mneme` keeps what it holds.
-  collectGarbage();
-  resetPeakRss();
-
-  // 3. Ingest through the offline extractor (one `ingest()` a message, then other messages in
-  // `ingestMany` batches, as an importer does), then two maintenance cycles: mneme's alone.
-  const asInput = (index: number) => {
-    const message = corpus.message(index);
-    return {
-      channelId: message.channelId,
-      sender: message.userId,
-      senderName: message.userName,
-      content: message.content,
-    };
-  };
-  const ingestBar = options.progress('mneme: ingesting messages, one ingest() each', options.messages);
-  let ingestStarted = performance.now();
-  for (let index = 0; index < options.messages; index++) {
-    await mneme.ingest(asInput(index));
-    if ((index + 1) % SAMPLE_EVERY === 0) ingestBar.update(index + 1);
-  }
-  ingestBar.finish();
-  options.log('mneme: waiting until extraction is idle');
-  await mneme.whenIdle();
-  const ingestMs = performance.now() - ingestStarted;
-  const batchedBar = options.progress('mneme: ingesting messages in ingestMany batches', options.messages);
-  ingestStarted = performance.now();
-  for (let start = 0; start < options.messages; start += INGEST_BATCH) {
-    const end = Math.min(options.messages, start + INGEST_BATCH);
-    const inputs = [];
-    for (let index = start; index < end; index++) inputs.push(asInput(options.messages + index));
-    await mneme.ingestMany(inputs);
-    batchedBar.update(end);
-  }
-  batchedBar.finish();
-  options.log('mneme: waiting until extraction is idle');
-  await mneme.whenIdle();
-  const ingestBatchedMs = performance.now() - ingestStarted;
-  // The first cycle over the whole store, then a steady-state one after STEADY_MEMORIES new memories.
-  options.log(`mneme: the first maintenance cycle over ${sizeText} memories`);
-  started = performance.now();
-  await mneme.maintain();
-  const maintenanceMs = Math.round((performance.now() - started + listsMs) * 10) / 10;
-  const added = Math.min(STEADY_MEMORIES, size);
-  const steadyBar = options.progress(`mneme: ${added.toLocaleString('en-US')} new memories`, added);
-  for (let index = size; index < size + added; index++) {
-    await rememberOne(mneme, model, corpus.memory(index));
-    if ((index - size + 1) % SAMPLE_EVERY === 0) steadyBar.update(index - size + 1);
-  }
-  steadyBar.finish();
-  options.log('mneme: a maintenance cycle after them');
-  started = performance.now();
-  await mneme.maintain();
-  const maintenanceSteadyMs = Math.round((performance.now() - started) * 10) / 10;
-  const maintenancePeakRssBytes = peakRssBytes();
   await mneme.close();
+
+  // 3. Ingest through the offline extractor and two maintenance cycles, mneme's alone: in a process of their own
+  // (`measureIngestPhase`), whose peak resident set is what issue 17 asks about.
+  const phase = await measureIngestPhase(
+    { path: paths.mneme, seed: options.seed, size, messages: options.messages },
+    options,
+  );
+  const maintenanceMs = Math.round((phase.firstCycleMs + listsMs) * 10) / 10;
 
   // 4. Peak RSS: a pass of recalls per system with only that system open.
   options.log('peak RSS: a pass of recalls in each system alone');
@@ -476,11 +398,11 @@ async function measureSize(
     mneme: {
       recall: latencies.mneme,
       rememberPerSecond: rate(size, buildMs.mneme),
-      ingestPerSecond: rate(options.messages, ingestMs),
-      ingestBatchedPerSecond: rate(options.messages, ingestBatchedMs),
+      ingestPerSecond: phase.ingestPerSecond,
+      ingestBatchedPerSecond: phase.ingestBatchedPerSecond,
       maintenanceMs,
-      maintenanceSteadyMs,
-      maintenancePeakRssBytes,
+      maintenanceSteadyMs: phase.maintenanceSteadyMs,
+      maintenancePeakRssBytes: phase.maintenancePeakRssBytes,
       vectorRecallVsExact,
       recallAfterWrite: recallAfterWrite(afterWrite.mneme),
       bytesPer10k: per10k(bytes.mneme),
@@ -502,10 +424,6 @@ function emptyRecall(): SystemFigures['recall'] {
     scoped: { p50Ms: Number.NaN, p95Ms: Number.NaN, p99Ms: Number.NaN },
   });
   return { hybrid: empty(), lexical: empty(), vector: empty() };
-}
-
-function rate(count: number, milliseconds: number): number {
-  return milliseconds > 0 ? Math.round((count / milliseconds) * 1000 * 10) / 10 : 0;
 }
 
 /** The bytes of a closed SQLite database: the file, plus a WAL file if one was left. */
@@ -535,9 +453,4 @@ function createRssSampler() {
     },
     peak: () => peak,
   };
-}
-
-/** A full garbage collection, when node runs with --expose-gc (`npm run bench` does). */
-function collectGarbage(): void {
-  (globalThis as { gc?: () => void }).gc?.();
 }
