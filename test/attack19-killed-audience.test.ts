@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { AUDIENCE_RECHECK_AFTER_MS } from '../src/core/derived-audience.js';
 import type { Mneme } from '../src/core/mneme.js';
 import { createHttpApp } from '../src/http/http-app.js';
 import {
@@ -27,12 +28,12 @@ afterAll(async () => {
 
 const START = Date.parse('2026-03-02T10:00:00Z');
 
-/** Opens the database as the administrator's engine, at `at` (a fixed clock). */
-function open(path: string, at: number): Promise<Mneme> {
+/** Opens the database as the administrator's engine, at `at`, or on `clock` (a fixed clock). */
+function open(path: string, at: number, clock = createFixedClock(at)): Promise<Mneme> {
   return createMneme({
     path,
     embedder: createFakeEmbeddingModel(),
-    clock: createFixedClock(at),
+    clock,
     logger: { warn: () => {}, info: () => {} },
   });
 }
@@ -181,19 +182,24 @@ describe.each(stores)('an audience change whose process is killed after its writ
     return (await server).database(`killed${round}`);
   }
 
+  /** A new database with the case set up by the administrator's engine (closed after), and the user's key. */
+  async function prepared(setup: (mneme: Mneme) => Promise<Setup>) {
+    expect(isBuilt(), 'run `npm run build` first').toBe(true);
+    const path = await database();
+    const before = await open(path, START);
+    const found = await setup(before);
+    const key = (await before.apiKeys.create({ label: found.user, userId: found.user })).key;
+    await before.apiKeys.create({ label: 'ops' });
+    await before.close();
+    return { ...found, path, key, change: JSON.stringify(found.change) };
+  }
+
   it.each(cases)(
     'moves the memory at the next open within the minute after %s',
     { timeout: 120_000 },
     async (_name, setup) => {
-      expect(isBuilt(), 'run `npm run build` first').toBe(true);
-      const path = await database();
-      const before = await open(path, START);
-      const { id, user, viewer, change } = await setup(before);
-      const key = (await before.apiKeys.create({ label: user, userId: user })).key;
-      await before.apiKeys.create({ label: 'ops' });
-      await before.close();
-
-      await killMidWrite(writer(JSON.stringify(change)), path, round, 1);
+      const { id, viewer, change, path, key } = await prepared(setup);
+      await killMidWrite(writer(change), path, round, 1);
 
       // Started again five seconds later, as a service restarted at once.
       const after = await open(path, START + 5_000);
@@ -201,6 +207,30 @@ describe.each(stores)('an audience change whose process is killed after its writ
         expect(await reads(after, key, id, viewer)).toEqual([]);
       } finally {
         await after.close();
+      }
+    },
+  );
+
+  // Session 20: a process open beside the killed one, with no scheduler, checked the mark only at its next
+  // `maintain`, which may never come. Its reads now look for marks older than the minute (at most every 10 s of its
+  // clock): the user reading through it stops seeing the memory then, with no scheduler and no `maintain`.
+  it.each(cases)(
+    'stops serving the memory through a process open beside it once the mark is a minute old, after %s',
+    { timeout: 120_000 },
+    async (_name, setup) => {
+      const { id, viewer, change, path, key } = await prepared(setup);
+      const clock = createFixedClock(START);
+      const beside = await open(path, START, clock);
+      try {
+        await killMidWrite(writer(change), path, round, 1);
+        // Within the minute the dead process's mark looks like a live one's, left to it: the memory is still served
+        // as wide as before (ADR 5), which is what the look must end.
+        clock.set(START + 5_000);
+        expect(await reads(beside, key, id, viewer)).toContain('search');
+        clock.set(START + AUDIENCE_RECHECK_AFTER_MS + 1_000);
+        expect(await reads(beside, key, id, viewer)).toEqual([]);
+      } finally {
+        await beside.close();
       }
     },
   );

@@ -1,6 +1,7 @@
 import { createApiKeys } from './api-keys.js';
 import { checkedEmbedder } from './checked-embedder.js';
 import { asOfNow } from './current-values.js';
+import { createAudienceWatch } from './derived-audience.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
 import { guardMneme } from './guarded-mneme.js';
@@ -45,18 +46,26 @@ export function createEngine(context: EngineContext): Mneme {
   const maintain = createMaintain(context);
   const lastReports = new Map<MaintenanceTask, { report: unknown; at: string }>();
   const current = async (memory: Memory) => (await asOfNow(context, [memory]))[0] ?? memory;
+  // Every read of memories first looks, now and then, for the audience changes a stopped process left (ADR 5).
+  const watch = createAudienceWatch(context);
+  const watched =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await watch();
+      return read(...args);
+    };
 
   const engine: Mneme = {
     ...ingest,
     ...createDirectory(context),
     remember: (input) => remember(context, input),
-    recall: (input) => recall(context, input, touches),
-    context: (input) => buildContext(context, input, touches),
+    recall: watched((input) => recall(context, input, touches)),
+    context: watched((input) => buildContext(context, input, touches)),
 
-    async get(input) {
+    get: watched(async (input) => {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
       return current(await requireVisible(context, parsed.id, parsed.viewer));
-    },
+    }),
 
     update: async (input) => current(await updateMemory(context, input)),
     forget: async (input) => current(await forgetMemory(context, byId(input))),
@@ -66,33 +75,33 @@ export function createEngine(context: EngineContext): Mneme {
       return storage.memories.purgeUser(parseInput(UserIdSchema, userId, 'user id'));
     },
 
-    async list(filter = {}) {
+    list: watched(async (filter = {}) => {
       const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
       const page = await storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
       return { ...page, memories: await asOfNow(context, page.memories) };
-    },
+    }),
 
-    async history(input) {
+    history: watched(async (input) => {
       const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
       if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
       return storage.memories.history(parsed.id);
-    },
+    }),
 
-    async links(input) {
+    links: watched(async (input) => {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'links');
       await requireVisible(context, parsed.id, parsed.viewer);
       return storage.links.of(parsed.id);
-    },
+    }),
 
-    async sources(input) {
+    sources: watched(async (input) => {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'sources');
       return memorySources(context, parsed.id, parsed.viewer);
-    },
+    }),
 
     stats: () => memoryStats(context),
     analytics: () => analyticsSeries(context),
     channels: () => listChannels(context),
-    messages: (input) =>
+    messages: watched((input) =>
       // An administrator sees every memory a message's extraction can write: the sender's, the channel's, the topic's and its project's.
       channelMessages(context, input, async (message) => {
         const projectId = message.topicId && (await storage.directory.getTopic(message.topicId))?.projectId;
@@ -103,6 +112,7 @@ export function createEngine(context: EngineContext): Mneme {
           ...(projectId ? { projectId } : {}),
         };
       }),
+    ),
     maintenanceStatus: () => maintenanceStatus(context, lastReports),
 
     async policy() {
@@ -130,7 +140,7 @@ export function createEngine(context: EngineContext): Mneme {
     vectorStatus: () => vectorStatus(context),
     apiKeys: createApiKeys(storage.apiKeys, clock),
     idempotency: createIdempotencyKeys(storage.idempotency, clock),
-    as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal)),
+    as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal, watch)),
 
     async close() {
       await ingest.close();

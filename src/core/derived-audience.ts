@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
+import { errorMessage } from './errors.js';
 import { createMembership } from './membership.js';
 import { ownerKey, ownerPrefix } from './scope.js';
 import type { Memory } from './types.js';
@@ -122,6 +123,49 @@ export async function recheckAudiences(context: EngineContext, options: { young?
     checked++;
   }
   return checked;
+}
+
+/** Milliseconds between two looks of an engine's reads for the audience marks a stopped process left. */
+export const AUDIENCE_WATCH_MS = 10_000;
+
+/**
+ * The look an engine's reads take before they read memories (ADR 5, session 20): at most once every `everyMs` of the
+ * engine's clock, the audience marks older than `AUDIENCE_RECHECK_AFTER_MS` (a process died between its change's
+ * write and the moves) are checked and deleted (`recheckAudiences`), so a process beside the one that died, with no
+ * scheduler and no call of `maintain`, serves no memory wider than its sources for longer than that minute and one
+ * look. Reads at once share a look in progress. A failed look (the store busy) is logged once until one works, and
+ * the read goes on: the next look tries again.
+ */
+export function createAudienceWatch(context: EngineContext, everyMs = AUDIENCE_WATCH_MS): () => Promise<void> {
+  // `createMneme` checked every mark when it opened the store.
+  let lastLook = context.clock.now();
+  let looking: Promise<void> | null = null;
+  let failing = false;
+  return () => {
+    if (looking) return looking;
+    const now = context.clock.now();
+    // A clock set back looks at once.
+    if (now >= lastLook && now - lastLook < everyMs) return Promise.resolve();
+    lastLook = now;
+    looking = recheckAudiences(context)
+      .then(
+        () => {
+          failing = false;
+        },
+        (error: unknown) => {
+          if (!failing) {
+            context.logger.warn(
+              `the audience changes a stopped process left are checked again in ${everyMs / 1000} s: ${errorMessage(error)}`,
+            );
+          }
+          failing = true;
+        },
+      )
+      .finally(() => {
+        looking = null;
+      });
+    return looking;
+  };
 }
 
 /**

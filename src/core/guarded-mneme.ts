@@ -35,7 +35,13 @@ type UserPrincipal = Extract<Principal, { kind: 'user' }>;
  * actor, whatever the input says; store-wide operations are refused. Refusals are FORBIDDEN; a memory
  * (or message) it may not see stays NOT_FOUND.
  */
-export function guardMneme(engine: Mneme, context: EngineContext, principal: UserPrincipal): Mneme {
+export function guardMneme(
+  engine: Mneme,
+  context: EngineContext,
+  principal: UserPrincipal,
+  /** The engine's look for the audience changes a stopped process left, before a read the engine does not do. */
+  watch: () => Promise<void>,
+): Mneme {
   const { userId } = principal;
   const membership = createMembership(context);
   const refuse = (what: string): never => {
@@ -215,6 +221,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     async messages(input) {
       const parsed = parseInput(MessagePageInputSchema, input, 'messages');
       const viewer = await viewerOf({ channelId: parsed.channelId });
+      await watch();
       return channelMessages(context, parsed, async () => viewer);
     },
 
@@ -284,7 +291,7 @@ export function guardMneme(engine: Mneme, context: EngineContext, principal: Use
     },
     as: (other) =>
       other.kind === 'user' && other.userId === userId
-        ? guardMneme(engine, context, other)
+        ? guardMneme(engine, context, other, watch)
         : refuse('acting as another principal'),
     close: async () => refuse('closing the engine'),
   };
