@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -57,5 +57,41 @@ describe('mneme channels put --members', () => {
     // Left out, the visibility is kept as the members are (it once reset a public channel to private).
     expect((await run('channels', 'put', 'desk', '--no-members')).stdout).toBe('desk (public): no members\n');
     expect((await run('channels', 'put', 'desk', '--members', 'cy')).stdout).toBe('desk (public): cy\n');
+  });
+});
+
+describe('mneme channels list', () => {
+  it('lists the channels with messages, is what mneme channels runs, and shows a user acting with --as only those it may read', async () => {
+    const database = join(folder, 'list.db');
+    const run = (...argv: string[]) => runCli(database, argv);
+    expect(await run('channels')).toMatchObject({ code: 0, stdout: 'no channels with messages\n' });
+
+    const history = [
+      { channelId: 'dm-bob', sender: 'bob', content: 'I keep the spare key in the blue vase.' },
+      { channelId: 'desk', sender: 'ann', content: 'I booked the meeting room for Friday.' },
+      { channelId: 'desk', sender: 'ann', content: 'I prefer tea to coffee.' },
+    ];
+    const file = join(folder, 'list.jsonl');
+    writeFileSync(file, `${history.map((line) => JSON.stringify(line)).join('\n')}\n`);
+    expect((await run('ingest', file, '--no-progress')).code).toBe(0);
+    expect((await run('channels', 'put', 'dm-bob', '--visibility', 'direct', '--members', 'bob')).code).toBe(0);
+
+    const listed =
+      'desk (private): latest message #3, extracted through #3\ndm-bob (direct): latest message #1, extracted through #1\n';
+    expect(await run('channels')).toMatchObject({ code: 0, stdout: listed });
+    expect(await run('channels', 'list')).toMatchObject({ code: 0, stdout: listed });
+    const json = await run('--json', 'channels', 'list');
+    expect(JSON.parse(json.stdout)).toEqual([
+      { id: 'desk', visibility: 'private', latestMessageId: 3, extractedThrough: 3 },
+      { id: 'dm-bob', visibility: 'direct', latestMessageId: 1, extractedThrough: 1 },
+    ]);
+
+    expect((await run('--as', 'bob', 'channels')).stdout).toBe(
+      'dm-bob (direct): latest message #1, extracted through #1\n',
+    );
+    expect((await run('--as', 'ann', 'channels')).stdout).toBe(
+      'desk (private): latest message #3, extracted through #3\n',
+    );
+    expect(await run('--as', 'cy', 'channels')).toMatchObject({ code: 0, stdout: 'no channels with messages\n' });
   });
 });

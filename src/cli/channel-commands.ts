@@ -1,12 +1,19 @@
 import { type Command, Option } from 'commander';
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { ChannelSummary } from '../core/inspection.js';
 import type { Channel } from '../storage/membership-store.js';
 import { choiceOption, defined, idList } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
 
-/** channels put, channels get: who may read a channel (ADR 5). */
+/** channels list (the default), channels put, channels get: the channels, and who may read one (ADR 5). */
 export function registerChannelCommands(program: Command, withEngine: WithEngine): void {
-  const channels = program.command('channels').description('channel visibility and members');
+  const channels = program.command('channels').description('list channels, or show or declare who may read one');
+  channels
+    .command('list', { isDefault: true })
+    .description(
+      'the channels with messages (with --as, those the user may read): visibility and extraction progress (the default)',
+    )
+    .action(withEngine((mneme) => mneme.channels(), formatChannelList));
   // `--members ''` (an unset variable) would remove every member: it is refused, and `--no-members` says so on purpose.
   const given = new Set<string>();
   const put = channels
@@ -51,6 +58,16 @@ export function registerChannelCommands(program: Command, withEngine: WithEngine
     .description("show a channel's visibility and members")
     .argument('<id>', 'channel id')
     .action(withEngine((mneme, id: string) => mneme.channel(id), formatChannel));
+}
+
+function formatChannelList(channels: ChannelSummary[]): string {
+  if (channels.length === 0) return 'no channels with messages';
+  return channels
+    .map(
+      (channel) =>
+        `${channel.id} (${channel.visibility}): latest message #${channel.latestMessageId}, extracted through #${channel.extractedThrough}`,
+    )
+    .join('\n');
 }
 
 function formatChannel(channel: Channel): string {
