@@ -154,6 +154,23 @@ describe('the offline extractor', () => {
     expect((preference?.importance ?? 0) < (reminder?.importance ?? 0)).toBe(true);
   });
 
+  it('takes a request to remember after the fact as a reminder, and leaves it out of the memory', () => {
+    for (const message of [
+      "I'm allergic to peanuts, please remember that.",
+      "I'm allergic to peanuts - don't forget it!",
+      "I'm allergic to peanuts, so please keep that in mind.",
+      "I'm allergic to peanuts. Please remember this",
+    ]) {
+      const [fact, ...rest] = facts(message);
+      expect(fact, message).toMatchObject({ content: 'Oz is allergic to peanuts.' });
+      expect(fact?.importance, message).toBeGreaterThanOrEqual(0.9);
+      expect(rest, message).toEqual([]);
+    }
+    // Words that only look like it stay: "note" as a noun, "remember" as what the sentence is about.
+    expect(contents('I left a sticky note for that')).toEqual(['Oz left a sticky note for that.']);
+    expect(contents('I can never remember that song title')).toEqual(['Oz can never remember that song title.']);
+  });
+
   it('classifies scope: about the speaker personal, "we" and "our team" room, infrastructure global', () => {
     expect(facts('I prefer tabs over spaces in Go code')[0]?.scope).toBe('personal');
     expect(facts('Our team ships a release every second Tuesday')[0]).toMatchObject({

@@ -72,12 +72,18 @@ const pastVerbs = [
   'quit',
 ];
 
+/** The least importance of a fact the speaker asked to remember. */
+const REMINDER_IMPORTANCE = 0.9;
+
 /** The signals one sentence carries. Patterns run on text with straight apostrophes. */
 const signals = {
   firstSingular: /\b(?:i|me|my|mine|myself|i'm|im|i've|i'll|i'd)\b/i,
   firstPlural: /\b(?:we|us|our|ours|ourselves|we're|we've|we'll|we'd)\b/i,
   remember:
     /^(?:please\s+)?(?:remember|don't forget|do not forget|note|keep in mind|fyi|for the record)\b(?:\s+that\b)?[\s:,-]*/i,
+  /** The same asked after the fact: "I'm allergic to peanuts, please remember that." */
+  rememberAfter:
+    /[\s,;:-]+(?:(?:so|and)\s+)?(?:please\s+)?(?:(?:remember|don't forget|do not forget|note)\s+(?:that|this|it)|keep\s+(?:that|this|it)\s+in\s+mind)(?:\s+please)?[\s.!]*$/i,
   habit: /\b(?:always|never|every (?:day|morning|evening|night|week|weekend|month|year)|each (?:day|morning|week))\b/i,
   preference:
     /\b(?:prefer|prefers|preferred|like|likes|love|loves|enjoy|enjoys|hate|hates|dislike|dislikes|adore|favou?rite|fan of|into|can't stand|cannot stand|rather|fond of|passionate about|obsessed with|keen on|crazy about)\b/i,
@@ -401,7 +407,7 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
   if (isIdentity) importance = Math.max(importance, 0.75);
   if (isHabit) importance = Math.max(importance, 0.8);
   if (signals.importanceBoost.test(sentence)) importance = Math.min(1, importance + 0.1);
-  if (isReminder) importance = Math.max(importance, 0.9);
+  if (isReminder) importance = Math.max(importance, REMINDER_IMPORTANCE);
   return { category, importance, scope, isEvent: category === 'event' };
 }
 
@@ -466,8 +472,21 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
     let reminder = signals.remember.exec(sentence);
     if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
-    if (reminder) sentence = sentence.slice(reminder[0].length);
-    else if (notAFact.test(sentence) && !standing.instruction.test(sentence)) continue;
+    if (reminder) {
+      sentence = sentence.slice(reminder[0].length);
+      // "Please remember this." after a fact asks to remember that fact.
+      if (/^(?:this|it)?(?:\s+please)?[\s.!]*$/i.test(sentence)) {
+        const previous = facts.at(-1);
+        if (previous) previous.importance = Math.max(previous.importance, REMINDER_IMPORTANCE);
+        continue;
+      }
+    } else {
+      const after = signals.rememberAfter.exec(sentence);
+      if (after && after.index > 0) {
+        reminder = after;
+        sentence = sentence.slice(0, after.index);
+      } else if (notAFact.test(sentence) && !standing.instruction.test(sentence)) continue;
+    }
     sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
     const technical = signals.technical.test(sentence);
@@ -475,7 +494,7 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     let traits: SentenceFacts;
     let content: string;
     if (rule) {
-      const importance = Math.min(1, reminder ? Math.max(rule.importance, 0.9) : rule.importance);
+      const importance = Math.min(1, reminder ? Math.max(rule.importance, REMINDER_IMPORTANCE) : rule.importance);
       traits = { category: rule.category, importance, scope: rule.scope, isEvent: false };
       content = rule.text;
     } else if (!firstPerson && !reminder && !technical) {
