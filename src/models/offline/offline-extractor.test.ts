@@ -353,6 +353,29 @@ describe('resolveRelativeTimes', () => {
     expect(resolveRelativeTimes(`It was ${phrase}`, at)).toEqual({ text: `It was ${expected}`, dated: true });
   });
 
+  it.each([
+    ['last spring', '2026-12-04', 'in spring 2026'],
+    ['last spring', '2026-04-10', 'in spring 2025'],
+    ['last summer', '2026-09-01', 'in summer 2026'],
+    ['last fall', '2026-11-30', 'in fall 2025'],
+    ['last winter', '2026-12-04', 'in the winter of 2025-2026'],
+    ['last winter', '2026-02-10', 'in the winter of 2024-2025'],
+    ['last winter', '2026-03-01', 'in the winter of 2025-2026'],
+    ['this summer', '2026-02-10', 'in summer 2026'],
+    ['this winter', '2026-10-10', 'in the winter of 2026-2027'],
+    ['this winter', '2026-01-10', 'in the winter of 2025-2026'],
+    ['next spring', '2026-01-10', 'in spring 2026'],
+    ['next spring', '2026-04-10', 'in spring 2027'],
+    ['next autumn', '2026-08-31', 'in autumn 2026'],
+    ['next winter', '2026-12-04', 'in the winter of 2027-2028'],
+    ['next winter', '2026-01-10', 'in the winter of 2026-2027'],
+  ])('turns "%s" said on %s into "%s"', (phrase, day, expected) => {
+    expect(resolveRelativeTimes(`It was ${phrase}`, Date.parse(`${day}T12:00:00Z`))).toEqual({
+      text: `It was ${expected}`,
+      dated: true,
+    });
+  });
+
   it('rolls months over the year boundary', () => {
     expect(resolveRelativeTimes('next month', Date.parse('2023-12-10T00:00:00Z')).text).toBe('in January 2024');
     expect(resolveRelativeTimes('last month', Date.parse('2023-01-10T00:00:00Z')).text).toBe('in December 2022');

@@ -319,6 +319,9 @@ export function resolveRelativeTimes(text: string, sentAt: number): { text: stri
   replace(/\blast year\b/gi, () => `in ${year - 1}`);
   replace(/\bnext year\b/gi, () => `in ${year + 1}`);
   replace(/\bthis year\b/gi, () => `in ${year}`);
+  replace(/\b(last|this|next) (spring|summer|fall|autumn|winter)\b/gi, (match) =>
+    seasonOf(sentAt, (match[1]?.toLowerCase() ?? 'this') as SeasonWhich, match[2]?.toLowerCase() ?? 'summer'),
+  );
   replace(
     /\blast (sunday|monday|tuesday|wednesday|thursday|friday|saturday)\b/gi,
     (match) => `on the ${capitalise(match[1] ?? '')} before ${today}`,
@@ -336,6 +339,40 @@ export function resolveRelativeTimes(text: string, sentAt: number): { text: stri
     (match) => `a ${match[1]} ${match[2]} before ${today}`,
   );
   return { text, dated };
+}
+
+type SeasonWhich = 'last' | 'this' | 'next';
+
+/** The first month (0-11) of each season, as the northern hemisphere counts them; winter runs from December. */
+const seasonStarts: Record<string, number> = { spring: 2, summer: 5, fall: 8, autumn: 8, winter: 11 };
+
+/**
+ * "last spring" -> "in spring 2023", as of `sentAt`: the last one that has ended, this year's (winter: the one
+ * under way or, from July, the coming one), or the next one not yet begun. A winter is named by both its years.
+ */
+function seasonOf(sentAt: number, which: SeasonWhich, season: string): string {
+  const date = new Date(sentAt);
+  const month = date.getUTCMonth();
+  const year = date.getUTCFullYear();
+  const start = seasonStarts[season] ?? 5;
+  // Months since the start of the season's occurrence that began in the latest past or present year.
+  const sinceStart = (month - start + 12) % 12;
+  // The year in which the occurrence under way or most recently begun started.
+  const begunIn = month >= start ? year : year - 1;
+  const ended = sinceStart >= 3;
+  const startYear =
+    which === 'last'
+      ? ended
+        ? begunIn
+        : begunIn - 1
+      : which === 'next'
+        ? begunIn + 1
+        : season === 'winter'
+          ? month >= 6
+            ? year
+            : year - 1
+          : year;
+  return season === 'winter' ? `in the winter of ${startYear}-${startYear + 1}` : `in ${season} ${startYear}`;
 }
 
 function wordNumber(word: string): number {
