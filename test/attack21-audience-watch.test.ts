@@ -40,7 +40,7 @@ async function deadProcessChange(
   path: string,
   markedAt: number,
   change: Record<string, string>,
-  write: (storage: ReturnType<typeof createSqliteStorage>) => Promise<void>,
+  write: (storage: ReturnType<typeof createSqliteStorage>) => Promise<unknown>,
 ) {
   const storage = createSqliteStorage({ path });
   await storage.maintenanceState.set(`audience:dead-${markedAt}`, AUDIENCE_TASK, {
