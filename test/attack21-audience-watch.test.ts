@@ -119,4 +119,31 @@ describe('the audience watch of a process beside a dead one', () => {
     const found = (await ann.recall({ query: LOBBY_SECRET_QUERY, topK: 20 })).hits.map((hit) => hit.memory.id);
     expect({ list: seen.includes(fact.id), recall: found.includes(fact.id) }).toEqual({ list: false, recall: false });
   });
+
+  it('keeps the mark of a live process whose clock is behind until its moves are done', async () => {
+    const { path, clock, mneme: engine } = await opened();
+    const fact = await lobbySecretFact(engine);
+    const ann = engine.as({ kind: 'user', userId: 'ann', label: 'ann' });
+    clock.advance(AUDIENCE_WATCH_MS + 1_000);
+    expect((await ann.list({ limit: 50 })).memories.map((m) => m.id)).toContain(fact.id);
+
+    // The other process's clock is two minutes behind this one's. It marks its change (making the lobby private)...
+    const behind = clock.now() - 2 * 60_000;
+    const other = createSqliteStorage({ path });
+    await other.maintenanceState.set(`audience:live-${behind}`, AUDIENCE_TASK, {
+      watermark: behind,
+      details: { change: { channelId: 'lobby' } },
+    });
+    // ...and, before its write lands, this process reads: the mark looks two minutes old, a dead process's.
+    clock.advance(AUDIENCE_WATCH_MS + 1_000);
+    await ann.list({ limit: 50 });
+    // The write lands, and the other process dies before its moves: the case the mark is there for.
+    await other.memberships.putChannel({ id: 'lobby', visibility: 'private' }, behind + 1_000);
+    await other.close();
+
+    clock.advance(10 * 60_000);
+    await engine.maintain({ tasks: 'none' });
+    const seen = (await ann.list({ limit: 50 })).memories.map((m) => m.id);
+    expect(seen).not.toContain(fact.id);
+  });
 });
