@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
@@ -264,6 +266,74 @@ describe("Bob's key at every route, about Ann's spaces", () => {
       await check('POST', '/api/memories/search', { query, topK: 50, viewer: { ...viewer, userId: 'bob' } });
     }
     expect(routes.filter((route) => !covered.has(route))).toEqual([]);
+    expect(leaks).toEqual([]);
+  }, 120_000);
+});
+
+describe("Bob's key over MCP (streamable HTTP, in process), about Ann's spaces", () => {
+  async function connect(headers: Record<string, string>): Promise<Client> {
+    const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+    const transport = new StreamableHTTPClientTransport(new URL('http://mneme.test/mcp'), {
+      requestInit: { headers: { Authorization: `Bearer ${bobKey}`, ...headers } },
+      fetch: (url, init) => app.request(String(url), init as RequestInit),
+    });
+    const client = new Client({ name: 'attack21', version: '1.0.0' });
+    await client.connect(transport);
+    return client;
+  }
+
+  it('no tool or resource answer carries the secret', async () => {
+    const leaks: string[] = [];
+    const headerSets: Array<Record<string, string>> = [
+      {},
+      { 'Mneme-User': 'ann' },
+      { 'Mneme-Channel': 'dm-ann' },
+      { 'Mneme-Topic': 't-ann' },
+      { 'Mneme-Project': 'p-ann' },
+      { 'Mneme-Channel': 'general' },
+    ];
+    let connected = 0;
+    const answered: string[] = [];
+    for (const headers of headerSets) {
+      let client: Client;
+      try {
+        client = await connect(headers);
+      } catch (error) {
+        if (String(error).toLowerCase().includes(SECRET)) leaks.push(`connect ${JSON.stringify(headers)}`);
+        continue;
+      }
+      connected++;
+      const record = (what: string, answer: unknown) => {
+        if (JSON.stringify(answer).toLowerCase().includes(SECRET)) leaks.push(`${what} ${JSON.stringify(headers)}`);
+      };
+      const attempt = async (what: string, run: () => Promise<unknown>) => {
+        try {
+          record(what, await run());
+        } catch (error) {
+          record(what, String(error));
+        }
+      };
+      const query = 'vault password locker bank pin quokka Oslo staging database combination';
+      await attempt('recall', async () => {
+        const answer = await client.callTool({ name: 'recall', arguments: { query, topK: 50 } });
+        if (!answer.isError) answered.push(JSON.stringify(headers));
+        return answer;
+      });
+      await attempt('context', () => client.callTool({ name: 'context', arguments: { query } }));
+      await attempt('list', () => client.callTool({ name: 'list', arguments: { limit: 100 } }));
+      await attempt('resources/list', () => client.listResources());
+      for (const id of ids) {
+        await attempt(`history ${id}`, () => client.callTool({ name: 'history', arguments: { id } }));
+        await attempt(`resource ${id}`, () => client.readResource({ uri: `memory://${id}` }));
+        await attempt(`update ${id}`, () => client.callTool({ name: 'update', arguments: { id, importance: 0.9 } }));
+      }
+      await attempt('forget pattern', () => client.callTool({ name: 'forget', arguments: { pattern: 'quokka*' } }));
+      await attempt('stats', () => client.callTool({ name: 'stats', arguments: {} }));
+      await client.close();
+    }
+    expect(connected).toBeGreaterThan(0);
+    // The calls do reach the engine: Bob's own view answers.
+    expect(answered).toEqual(expect.arrayContaining(['{}', '{"Mneme-Channel":"general"}']));
     expect(leaks).toEqual([]);
   }, 120_000);
 });
