@@ -275,7 +275,7 @@ describe("Bob's key over MCP (streamable HTTP, in process), about Ann's spaces",
     const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
     const transport = new StreamableHTTPClientTransport(new URL('http://mneme.test/mcp'), {
       requestInit: { headers: { Authorization: `Bearer ${bobKey}`, ...headers } },
-      fetch: (url, init) => app.request(String(url), init as RequestInit),
+      fetch: async (url, init) => app.request(String(url), init as RequestInit),
     });
     const client = new Client({ name: 'attack21', version: '1.0.0' });
     await client.connect(transport);
