@@ -128,7 +128,7 @@ const viewers: Array<Record<string, string>> = [
   { channelId: 'bob-desk' },
 ];
 
-describe("Bob's key at every route, about Ann's spaces", () => {
+describe('the key of Bob at every route, about the spaces of Ann', () => {
   it('the world holds the secret in memories of every kind Ann reads', async () => {
     const all = (await mneme.list({ limit: 500, archived: 'include' })).memories;
     const kinds = new Set(all.filter((m) => m.content.includes(SECRET)).map((m) => `${m.scope}/${m.source}`));
@@ -270,7 +270,7 @@ describe("Bob's key at every route, about Ann's spaces", () => {
   }, 120_000);
 });
 
-describe("Bob's key over MCP (streamable HTTP, in process), about Ann's spaces", () => {
+describe('the key of Bob over MCP (streamable HTTP, in process), about the spaces of Ann', () => {
   async function connect(headers: Record<string, string>): Promise<Client> {
     const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
     const transport = new StreamableHTTPClientTransport(new URL('http://mneme.test/mcp'), {

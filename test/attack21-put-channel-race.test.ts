@@ -156,4 +156,50 @@ describe('two declarations of one channel at once', () => {
     await mneme.maintain({ tasks: 'none' });
     expect(await annReads()).not.toContain(session.id);
   });
+
+  it('checks the room of a channel whose member is added back by a request that read the channel with him', async () => {
+    engine = await openMaintenanceEngine({ start: '2026-03-02T10:00:00Z' });
+    const { mneme } = engine;
+    await mneme.putChannel({ id: 'north', members: ['bob', 'ann'] });
+    await mneme.putChannel({ id: 'south', members: ['bob', 'carl'] });
+    await mneme.createTopic({ id: 'merger', members: ['bob'] });
+    for (const channelId of ['north', 'south']) {
+      await mneme.ingest({
+        channelId,
+        sender: 'bob',
+        senderName: 'Bob',
+        topicId: 'merger',
+        content: `I prefer the osprey-lane office for the merger talks, said in ${channelId}`,
+      });
+    }
+    await mneme.whenIdle();
+    await mneme.extract('merger');
+    const both = (await mneme.list({ scope: 'session', limit: 100 })).memories.find(
+      (memory) => memory.sourceMessageIds.length === 2,
+    );
+    if (!both) throw new Error('conversation extraction wrote no memory citing both channels');
+
+    // Request 1: south's members are Bob and Carl (as they are). It reads south (Bob, Carl), then is held.
+    const hold = holdNextMark(engine);
+    const declare = mneme.putChannel({ id: 'south', members: ['bob', 'carl'] });
+    await hold.reached;
+
+    // Meanwhile Carl is removed from south, and Dave joins the topic: the memory moves into the room of south,
+    // whose readers (Bob) read north too.
+    await mneme.putChannel({ id: 'south', members: ['bob'] });
+    await mneme.createTopic({ id: 'merger', members: ['bob', 'dave'] });
+    expect(await mneme.get(both.id)).toMatchObject({ scope: 'room', channelId: 'south' });
+
+    // Request 1 goes on and puts Carl back into south, having read him there.
+    hold.release();
+    await declare;
+    expect((await mneme.channel('south')).members).toEqual(['bob', 'carl']);
+    engine.clock.advance(5 * 60_000);
+    await mneme.maintain({ tasks: 'none' });
+
+    // Carl reads south's room; he is not in north, whose words the memory carries.
+    const carl = mneme.as({ kind: 'user', userId: 'carl', label: 'carl' });
+    const seen = (await carl.list({ viewer: { channelId: 'south' }, limit: 100 })).memories.map((memory) => memory.id);
+    expect(seen).not.toContain(both.id);
+  });
 });
