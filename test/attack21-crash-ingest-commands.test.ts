@@ -13,7 +13,8 @@ import { crashTest } from './kill-mid-write.js';
  * the committed lines, and a run again without it finds the lines with an externalId already stored (duplicates,
  * whose commands are not run again). Either way the file ends ingested, exit 0, and those /remember never stored.
  */
-const { folder, isBuilt } = crashTest('attack21-commands');
+const crashTestForHttp = crashTest('attack21-commands');
+const { folder, isBuilt } = crashTestForHttp;
 const cli = resolve(import.meta.dirname, '../dist/cli/mneme.js');
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -100,5 +101,75 @@ describe('mneme ingest killed with SIGKILL between a batch and its chat commands
     const again = await runCli(path, ['ingest', file, '--no-progress']);
     expect(again.code, again.stderr).toBe(0);
     expect(counts(path)).toEqual({ messages: LINES, commands: LINES });
+  });
+});
+
+/**
+ * The same over HTTP: a chat bridge posts `/remember` with its event id; the service dies (SIGKILL) once the message
+ * is appended and before the command's memory is written, so the bridge gets no answer and retries the same event
+ * with the same externalId (ADR 14's way to retry). The retry is answered 202 `duplicate: true` with no command, and
+ * the memory is never written.
+ */
+describe('a /remember message whose service is killed between its append and its command, retried with its externalId', () => {
+  it('stores the /remember once the retry is acknowledged', { timeout: 120_000 }, async () => {
+    expect(isBuilt(), 'run `npm run build` first').toBe(true);
+    const { built, killMidWrite } = crashTestForHttp;
+    const path = join(folder, 'http.db');
+    const message = {
+      channelId: 'kitchen',
+      sender: 'ann',
+      content: '/remember I am allergic to peanuts',
+      externalId: 'event-42',
+    };
+    const service = `
+      const { openStorage } = await import(${JSON.stringify(built('config/open-storage.js'))});
+      const { createEngine } = await import(${JSON.stringify(built('core/create-engine.js'))});
+      const { resolvePolicy } = await import(${JSON.stringify(built('core/policy.js'))});
+      const { createOfflineEpisodeSummariser } = await import(${JSON.stringify(built('models/offline/offline-episode-summariser.js'))});
+      const { createOfflineMemoryMerger } = await import(${JSON.stringify(built('models/offline/offline-memory-merger.js'))});
+      const { createHttpApp } = await import(${JSON.stringify(built('http/http-app.js'))});
+      const storage = await openStorage({ path: process.argv[1] });
+      // The moment of the kill: the append is committed, the command's memory about to be inserted.
+      const insert = storage.memories.insert.bind(storage.memories);
+      storage.memories.insert = async (memories, change, options) => {
+        if (change && change.reason === '/remember') {
+          process.stdout.write('appended\\n');
+          await new Promise(() => {});
+        }
+        return insert(memories, change, options);
+      };
+      const mneme = createEngine({
+        storage, embedder: null, clock: { now: () => Date.now() }, logger: { warn: () => {} }, policy: resolvePolicy(),
+        summariser: createOfflineEpisodeSummariser(), merger: createOfflineMemoryMerger(), dreamer: null,
+      });
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      await app.request('/api/messages', {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(JSON.stringify(message))},
+      });
+      process.stdout.write('answered\\n');
+      setInterval(() => {}, 1000);
+    `;
+    await killMidWrite(service, path, 0, 1);
+    const before = counts(path);
+    // Killed between the append and the command: the message is stored, its memory not.
+    expect(before).toEqual({ messages: 1, commands: 0 });
+    const { createMneme } = await import('../src/config/create-mneme.js');
+    const { createHttpApp } = await import('../src/http/http-app.js');
+    const mneme = await createMneme({ path, logger: { warn: () => {}, info: () => {} } });
+    try {
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      const retried = await app.request('/api/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(message),
+      });
+      expect(retried.status).toBe(202);
+      // Answered as already handled: a duplicate, no command run.
+      expect(await retried.json()).toMatchObject({ duplicate: true, command: null });
+      await mneme.whenIdle();
+    } finally {
+      await mneme.close();
+    }
+    expect(counts(path)).toEqual({ messages: 1, commands: 1 });
   });
 });

@@ -22,7 +22,7 @@ const minutes = (count: number) => Date.parse(START) + count * 60_000;
 /** A time when every window of the seeded messages is closed. */
 const LATER = minutes(24 * 60);
 
-/** A fixed dreamer: one insight on the first two memories it is given, for every owner. */
+/** A fixed dreamer (in the runner's process, and below in this one): one insight on the first two memories it is given, for every owner. */
 const dreamerSource = `({
   id: 'fixed-dreamer',
   async dream(input) {
@@ -30,7 +30,13 @@ const dreamerSource = `({
     return [{ content: 'a recurring pattern across ' + ids.join(' and '), category: 'pattern', sourceIds: ids }];
   },
 })`;
-const fixedDreamer = (0, eval)(dreamerSource) as Dreamer;
+const fixedDreamer: Dreamer = {
+  id: 'fixed-dreamer',
+  async dream(input) {
+    const ids = input.memories.slice(0, 2).map((memory) => memory.id);
+    return [{ content: `a recurring pattern across ${ids.join(' and ')}`, category: 'pattern', sourceIds: ids }];
+  },
+};
 
 /** A maintenance run in a process of its own, which prints `hook` at the chosen moment and waits to be killed. */
 const runner = (hook: string, tasks: string) => `
