@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { createHttpApp } from '../src/http/http-app.js';
 import type { EmbeddingModel } from '../src/models/embedding-model.js';
-import { createFakeEmbeddingModel } from '../src/testing.js';
+import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
 import { holdWriteLock } from './write-lock.js';
 
 /**
@@ -101,4 +101,48 @@ describe('a /remember whose command meets another process holding the write lock
       }
     });
   }
+});
+
+describe('a /remember sent under an Idempotency-Key whose command meets another process holding the write lock', () => {
+  it('does the message once: the 503 retried under the same key neither waits on a claim nor appends it again', {
+    timeout: 60_000,
+  }, async () => {
+    const path = join(folder, 'busy-key.db');
+    const locking = lockingEmbedder(path, 'peanuts');
+    const clock = createFixedClock('2024-06-15T12:00:00.000Z');
+    const mneme = await createMneme({
+      path,
+      embedder: locking.model,
+      busyTimeoutMs: 300,
+      clock,
+      logger: { warn: () => {}, info: () => {} },
+    });
+    try {
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      const post = () =>
+        app.request('/api/messages', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': 'remember-peanuts-1' },
+          body: JSON.stringify({ channelId: 'kitchen', sender: 'ann', content: '/remember I am allergic to peanuts' }),
+        });
+      const first = await post();
+      expect(first.status).toBe(503);
+      locking.release();
+      const statuses = [first.status];
+      // Retried as Retry-After says, then again after the 5 minutes a claim is held.
+      const soon = await post();
+      statuses.push(soon.status);
+      clock.advance(5 * 60 * 1000 + 1);
+      const later = await post();
+      statuses.push(later.status);
+      await mneme.whenIdle();
+      expect
+        .soft(statuses, 'a retry answered 409 "still running" for a request that is not running')
+        .not.toContain(409);
+      expect(counts(path)).toEqual({ messages: 1, commands: 1 });
+    } finally {
+      locking.release();
+      await mneme.close();
+    }
+  });
 });
