@@ -146,3 +146,40 @@ describe('a /remember sent under an Idempotency-Key whose command meets another 
     }
   });
 });
+
+describe('a batch of /remember messages whose second command meets another process holding the write lock', () => {
+  it('writes none of the batch when it answers 503', { timeout: 60_000 }, async () => {
+    const path = join(folder, 'busy-batch.db');
+    // The lock is taken when the second command's memory is embedded: the batch and the first command are in.
+    const locking = lockingEmbedder(path, 'walnuts');
+    const mneme = await createMneme({
+      path,
+      embedder: locking.model,
+      busyTimeoutMs: 300,
+      logger: { warn: () => {}, info: () => {} },
+    });
+    try {
+      const app = createHttpApp({ mneme, apiKeys: mneme.apiKeys, logError: () => {} });
+      const response = await app.request('/api/messages/batch', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          messages: ['peanuts', 'walnuts', 'cashews'].map((nut, index) => ({
+            channelId: 'kitchen',
+            sender: 'ann',
+            content: `/remember I am allergic to ${nut}`,
+            externalId: `event-${index}`,
+          })),
+        }),
+      });
+      const text = await response.text();
+      locking.release();
+      expect(response.status, text).toBe(503);
+      // A refused batch leaves nothing: no message, no memory.
+      expect(counts(path)).toEqual({ messages: 0, commands: 0 });
+    } finally {
+      locking.release();
+      await mneme.close();
+    }
+  });
+});
