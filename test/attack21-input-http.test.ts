@@ -6,7 +6,7 @@ import { createFixedClock } from '../src/testing.js';
 
 /**
  * wt-crash21: requests the API documents as valid must not be refused. `POST /api/maintenance/run` takes
- * `tasks: "none"` (MaintainInputSchema: only the audience checks every call makes; the scheduler calls it so), the
+ * `tasks: "none"` (MaintainRequestSchema: only the audience checks every call makes; the scheduler calls it so), the
  * corpus's refusal of an unknown task names it, and the OpenAPI document lists it; the route parses the body (which
  * turns "none" into an empty list), then hands the parsed body to `maintain`, which parses it again and refuses the
  * empty list: "give at least one task".

@@ -129,7 +129,11 @@ export function createEngine(context: EngineContext): Mneme {
 
     policyHistory: () => storage.policy.history(),
 
-    exportData: (options) => exportData(context, options),
+    // An export reads memories too: a user's holds what they may see, as of the marks checked first.
+    async *exportData(options) {
+      await watch();
+      yield* exportData(context, options);
+    },
     async importData(lines, options) {
       // The import holds the write transaction: extraction owed from before must not run inside it.
       await ingest.whenIdle();
