@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { createMneme } from '../src/config/create-mneme.js';
 import { isMnemeError } from '../src/core/errors.js';
 import { MessagePageInputSchema } from '../src/core/inspection.js';
-import { MaintainInputSchema } from '../src/core/maintenance/maintain.js';
+import { MaintainRequestSchema } from '../src/core/maintenance/maintain.js';
 import type { Mneme } from '../src/core/mneme.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
 import type { EpisodeSummariser } from '../src/core/ports/episode-summariser.js';
@@ -395,7 +395,7 @@ const methodInputs: Record<string, readonly z.ZodType[] | 'no argument'> = {
   // Refused to any user whatever it is given; its settings are a record the walker cannot build.
   setPolicy: 'no argument',
   policyHistory: 'no argument',
-  maintain: [MaintainInputSchema],
+  maintain: [MaintainRequestSchema],
   reembed: 'no argument',
   vectorStatus: 'no argument',
   close: 'no argument',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
-import { MaintainInputSchema } from '../core/maintenance/maintain.js';
+import { MaintainRequestSchema } from '../core/maintenance/maintain.js';
 import {
   AnalyticsSeriesSchema,
   ChannelSchema,
@@ -494,7 +494,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Run maintenance now (decay, episodes, consolidate, link, dream; all by default); a report per task',
     tag: 'maintenance',
     returns: 'A report per task that ran',
-    body: MaintainInputSchema,
+    body: MaintainRequestSchema,
     access: { kind: 'admin', reason: 'maintenance rewrites memories of every scope' },
     handle: async ({ mneme, body }) => mneme.maintain(body),
   }),

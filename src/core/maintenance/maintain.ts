@@ -19,29 +19,36 @@ export const MaintenanceTaskSchema = z.enum(maintenanceTasks, {
 });
 
 /** Input of `maintain`: which tasks (default all, in cycle order) and the time to run them at (default the clock's). */
-export const MaintainInputSchema = z.strictObject({
-  tasks: z
-    .union(
-      [
-        z.literal('all'),
-        // No task: only what every call checks first (the audience changes a stopped process left, ADR 5).
-        z.literal('none'),
-        MaintenanceTaskSchema,
-        z.array(MaintenanceTaskSchema).min(1, 'give at least one task'),
-      ],
-      { error: () => `tasks must be all, none, one of ${maintenanceTasks.join(', ')}, or a list of them` },
-    )
-    .default('all')
-    .transform((tasks) =>
-      tasks === 'all'
-        ? [...maintenanceTasks]
-        : tasks === 'none'
-          ? []
-          : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
-    ),
+const MaintainTasksSchema = z
+  .union(
+    [
+      z.literal('all'),
+      // No task: only what every call checks first (the audience changes a stopped process left, ADR 5).
+      z.literal('none'),
+      MaintenanceTaskSchema,
+      z.array(MaintenanceTaskSchema).min(1, 'give at least one task'),
+    ],
+    { error: () => `tasks must be all, none, one of ${maintenanceTasks.join(', ')}, or a list of them` },
+  )
+  .default('all');
+
+/**
+ * What `maintain` takes, as given: the HTTP route validates its body with it and hands it on as it came (its tasks
+ * made a list, `none` an empty one, would be refused by `maintain`'s own parse).
+ */
+export const MaintainRequestSchema = z.strictObject({ tasks: MaintainTasksSchema, now: timeSchema('now').optional() });
+
+const MaintainInputSchema = z.strictObject({
+  tasks: MaintainTasksSchema.transform((tasks) =>
+    tasks === 'all'
+      ? [...maintenanceTasks]
+      : tasks === 'none'
+        ? []
+        : maintenanceTasks.filter((task) => [tasks].flat().includes(task)),
+  ),
   now: timeSchema('now').optional(),
 });
-export type MaintainInput = z.input<typeof MaintainInputSchema>;
+export type MaintainInput = z.input<typeof MaintainRequestSchema>;
 
 /** What one `maintain` call did, one report per task it ran. */
 export interface MaintenanceReport {
