@@ -81,12 +81,13 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
 
     async putChannel(input) {
       const parsed = parseInput(PutChannelInputSchema, input, 'channel');
-      const before = await memberships.getChannel(parsed.id);
       // Fewer readers (made private or direct, a member removed): what was derived from the channel for a
       // wider audience moves into its room (ADR 5, 2026-12-03). More readers (made public, a member added):
       // a memory of its room that cites another channel (moved there by an earlier change) moves where its
       // readers read that channel too. A declaration that changes no reader (the same again) reads nothing.
-      // Both marks before the write: a process that dies after it leaves both checks to `maintain`.
+      // Both marks before the write: a process that dies after it leaves both checks to `maintain`. Which
+      // readers changed is judged from the channel as the write's own transaction read it (attack21: read
+      // before the marks, another declaration committed in between went unseen).
       const narrowed = () =>
         changeAudience(
           context,
@@ -100,20 +101,21 @@ export function createDirectory(context: EngineContext): MnemeDirectory {
               },
               clock.now(),
             ),
-          (channel) =>
-            before === null ||
-            (before.visibility === 'public' && channel.visibility !== 'public') ||
-            before.members.some((member) => !channel.members.includes(member)),
+          ({ channel, previous }) =>
+            previous === null ||
+            (previous.visibility === 'public' && channel.visibility !== 'public') ||
+            previous.members.some((member) => !channel.members.includes(member)),
         );
-      return changeAudience(
+      const { channel } = await changeAudience(
         context,
         { owner: ownerKey('room', { channelId: parsed.id }) },
         narrowed,
-        (channel) =>
-          before === null ||
-          (before.visibility !== 'public' && channel.visibility === 'public') ||
-          channel.members.some((member) => !before.members.includes(member)),
+        ({ channel, previous }) =>
+          previous === null ||
+          (previous.visibility !== 'public' && channel.visibility === 'public') ||
+          channel.members.some((member) => !previous.members.includes(member)),
       );
+      return channel;
     },
 
     async channel(id) {

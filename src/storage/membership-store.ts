@@ -17,12 +17,14 @@ export interface MembershipStore {
   getChannel(id: string): Promise<Channel | null>;
   /**
    * Declares a channel: its visibility when given (left out, a channel with a row keeps its own, a new one is
-   * private) and, when `members` is given, replaces its members; in one transaction.
+   * private) and, when `members` is given, replaces its members; in one transaction, which also reads the channel
+   * as it was just before (`previous`; null: never declared nor seen), so that what the declaration changed is
+   * judged from the state it replaced, whatever another declaration committed after the caller last read it.
    */
   putChannel(
     channel: { id: string; visibility?: ChannelVisibility; members?: readonly string[] },
     at: number,
-  ): Promise<Channel>;
+  ): Promise<{ channel: Channel; previous: Channel | null }>;
   /** Adds members to a space (existing ones are kept). */
   addMembers(kind: SpaceKind, id: string, userIds: readonly string[], at: number): Promise<void>;
   /** Replaces a space's members. */

@@ -1235,28 +1235,33 @@ export function describeStorageContract(
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
       const { memberships } = storage;
       expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({
-        id: 'town',
-        visibility: 'public',
-        members: ['ann'],
+        channel: { id: 'town', visibility: 'public', members: ['ann'] },
+        previous: null,
       });
       // Members replaced, visibility left out: the channel stays public (it once became private here).
       expect(await memberships.putChannel({ id: 'town', members: ['ann', 'bob'] }, at)).toEqual({
-        id: 'town',
-        visibility: 'public',
-        members: ['ann', 'bob'],
+        channel: { id: 'town', visibility: 'public', members: ['ann', 'bob'] },
+        previous: { id: 'town', visibility: 'public', members: ['ann'] },
       });
       expect(await memberships.getChannel('town')).toEqual({
         id: 'town',
         visibility: 'public',
         members: ['ann', 'bob'],
       });
-      expect(await memberships.putChannel({ id: 'town', visibility: 'direct' }, at)).toMatchObject({
-        visibility: 'direct',
+      expect(await memberships.putChannel({ id: 'town', visibility: 'direct' }, at)).toEqual({
+        channel: { id: 'town', visibility: 'direct', members: ['ann', 'bob'] },
+        previous: { id: 'town', visibility: 'public', members: ['ann', 'bob'] },
       });
       expect(await memberships.putChannel({ id: 'fresh' }, at)).toEqual({
-        id: 'fresh',
+        channel: { id: 'fresh', visibility: 'private', members: [] },
+        previous: null,
+      });
+      // A channel seen only through its members (a sender joined it) is no new one: its previous state is read.
+      await memberships.addMembers('channel', 'joined', ['cy'], at);
+      expect((await memberships.putChannel({ id: 'joined', visibility: 'public' }, at)).previous).toEqual({
+        id: 'joined',
         visibility: 'private',
-        members: [],
+        members: ['cy'],
       });
     });
 

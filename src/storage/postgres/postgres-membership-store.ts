@@ -47,7 +47,20 @@ export function createPostgresMembershipStore(database: PostgresDatabase): Membe
       });
     },
     async putChannel(channel, at) {
-      return writePg(database, `saving channel ${channel.id}`, async (q): Promise<Channel> => {
+      return writePg(database, `saving channel ${channel.id}`, async (q) => {
+        // The channel as it was, its row locked until the commit (FOR UPDATE): a declaration committed by another
+        // transaction in between is read, not overwritten unseen. A channel without a row has none to lock; two
+        // that declare it at once both read it as new, for which the caller checks both ways.
+        const before = (
+          await q.query<{ visibility: ChannelVisibility }>('SELECT visibility FROM channels WHERE id = $1 FOR UPDATE', [
+            channel.id,
+          ])
+        ).rows[0];
+        const membersBefore = await membersOf(q, 'channel', channel.id);
+        const previous: Channel | null =
+          !before && membersBefore.length === 0
+            ? null
+            : { id: channel.id, visibility: before?.visibility ?? 'private', members: membersBefore };
         // A visibility left out (null) keeps the row's, or makes a new channel private.
         const { rows } = await q.query<{ visibility: ChannelVisibility }>(
           `INSERT INTO channels (id, visibility, created_at, updated_at) VALUES ($1, coalesce($2, 'private'), $3, $3)
@@ -57,7 +70,10 @@ export function createPostgresMembershipStore(database: PostgresDatabase): Membe
         );
         const visibility = rows[0]?.visibility ?? channel.visibility ?? 'private';
         if (channel.members) await replaceMembers(q, 'channel', channel.id, channel.members, at);
-        return { id: channel.id, visibility, members: await membersOf(q, 'channel', channel.id) };
+        return {
+          channel: { id: channel.id, visibility, members: await membersOf(q, 'channel', channel.id) },
+          previous,
+        };
       });
     },
     async addMembers(kind, id, userIds, at) {

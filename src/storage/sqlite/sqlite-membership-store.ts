@@ -31,6 +31,13 @@ export function createSqliteMembershipStore(database: Database.Database): Member
 
   const membersOf = (kind: SpaceKind, id: string) => statements.members.all(kind, id).map((row) => row.user_id);
 
+  function channelOf(id: string): Channel | null {
+    const row = statements.getChannel.get(id);
+    const members = membersOf('channel', id);
+    if (!row && members.length === 0) return null;
+    return { id, visibility: row?.visibility ?? 'private', members };
+  }
+
   function replaceMembers(kind: SpaceKind, id: string, userIds: readonly string[], at: number): void {
     statements.clearMembers.run(kind, id);
     for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
@@ -38,22 +45,18 @@ export function createSqliteMembershipStore(database: Database.Database): Member
 
   return {
     async getChannel(id) {
-      return readSqlite(`reading channel ${id}`, (): Channel | null => {
-        const row = statements.getChannel.get(id);
-        const members = membersOf('channel', id);
-        if (!row && members.length === 0) return null;
-        return { id, visibility: row?.visibility ?? 'private', members };
-      });
+      return readSqlite(`reading channel ${id}`, () => channelOf(id));
     },
     async putChannel(channel, at) {
-      return writeSqlite(database, `saving channel ${channel.id}`, (): Channel => {
+      return writeSqlite(database, `saving channel ${channel.id}`, () => {
+        const previous = channelOf(channel.id);
         const { visibility } = getRow(statements.putChannel, {
           id: channel.id,
           visibility: channel.visibility ?? null,
           at,
         });
         if (channel.members) replaceMembers('channel', channel.id, channel.members, at);
-        return { id: channel.id, visibility, members: membersOf('channel', channel.id) };
+        return { channel: { id: channel.id, visibility, members: membersOf('channel', channel.id) }, previous };
       });
     },
     async addMembers(kind, id, userIds, at) {
