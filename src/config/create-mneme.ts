@@ -159,10 +159,10 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const engine = createEngine(context);
   // Audience marks due at once (a database upgraded from before 2026-12-03: migration 26, PostgreSQL's 6) and those
   // a process left when it died: checked before the first read, so no memory is read wider than its sources
-  // meanwhile (ADR 5). Those younger than a minute are checked too, and kept: a process killed after its write and
-  // started again at once (session 19). A failure (the store busy) leaves them to the next open or `maintain`.
+  // meanwhile (ADR 5), however young (a process killed after its write and started again at once, session 19); kept
+  // until this engine has known them for a minute. A failure (the store busy) leaves them to the next look.
   try {
-    await recheckAudiences(context, { young: true });
+    await recheckAudiences(context);
   } catch (error) {
     logger.warn(
       `the audience checks left by an upgrade or a stopped process wait for the next maintain: ${errorMessage(error)}`,

@@ -103,26 +103,46 @@ export async function checkMarkedSpaces(context: EngineContext, owners: Readonly
 }
 
 /**
- * The audience changes still marked `AUDIENCE_RECHECK_AFTER_MS` after they were asked (their process died between
- * the write and the moves, or before the write: then there is nothing to move), checked now and their marks
- * deleted; run by `maintain`. With `young` (`createMneme`, at open), the younger marks are checked too and kept: a
- * process killed after its write and started again at once finds its own mark younger than the minute, and must not
- * serve the memories wide until then; a live process's mark stays for that process to delete (session 19). Checking
- * twice moves nothing twice. Returns how many marks were deleted.
+ * The audience changes still marked (their process died between the write and the moves, or before the write: then
+ * there is nothing to move, or it is still at work), checked now; run by `maintain`, by an engine's reads (at most
+ * every `AUDIENCE_WATCH_MS`) and by `createMneme` at open. Checking twice moves nothing twice, so every mark is checked
+ * at every call, a live process's too: one checked before its write landed moves nothing, and is checked again.
+ * A mark is deleted once this engine has known it for `AUDIENCE_RECHECK_AFTER_MS` (a live process deletes its own
+ * within seconds), never by its time, which is its writer's clock (attack21: another server on the same PostgreSQL
+ * database, its clock ahead or behind this one's, had its dead mark left unchecked for an hour, or a live one
+ * deleted before its write). A mark without a time (an upgrade's) is deleted once checked. Returns how many marks
+ * were deleted.
  */
-export async function recheckAudiences(context: EngineContext, options: { young?: boolean } = {}): Promise<number> {
+export async function recheckAudiences(context: EngineContext): Promise<number> {
   const { maintenanceState } = context.storage;
-  let checked = 0;
-  for (const mark of await maintenanceState.list(AUDIENCE_TASK)) {
-    const young = mark.watermark !== null && context.clock.now() - mark.watermark < AUDIENCE_RECHECK_AFTER_MS;
-    if (young && options.young !== true) continue;
+  const now = context.clock.now();
+  const seen = marksSeen(context);
+  const marks = await maintenanceState.list(AUDIENCE_TASK);
+  const listed = new Set(marks.map((mark) => mark.channelId));
+  for (const key of seen.keys()) if (!listed.has(key)) seen.delete(key);
+  let deleted = 0;
+  for (const mark of marks) {
+    const seenAt = seen.get(mark.channelId) ?? now;
+    seen.set(mark.channelId, seenAt);
     const change = mark.details?.change as AudienceChange | undefined;
     if (change && ('channelId' in change || 'owner' in change)) await keepWithinSources(context, change);
-    if (young) continue;
+    if (mark.watermark !== null && !(now - seenAt >= AUDIENCE_RECHECK_AFTER_MS)) continue;
     await maintenanceState.remove(mark.channelId, AUDIENCE_TASK);
-    checked++;
+    seen.delete(mark.channelId);
+    deleted++;
   }
-  return checked;
+  return deleted;
+}
+
+/** When this engine first saw each audience mark, by its clock (`recheckAudiences`). */
+const seenMarks = new WeakMap<EngineContext, Map<string, number>>();
+function marksSeen(context: EngineContext): Map<string, number> {
+  let seen = seenMarks.get(context);
+  if (!seen) {
+    seen = new Map();
+    seenMarks.set(context, seen);
+  }
+  return seen;
 }
 
 /** Milliseconds between two looks of an engine's reads for the audience marks a stopped process left. */
@@ -130,11 +150,11 @@ export const AUDIENCE_WATCH_MS = 10_000;
 
 /**
  * The look an engine's reads take before they read memories (ADR 5, session 20): at most once every `everyMs` of the
- * engine's clock, the audience marks older than `AUDIENCE_RECHECK_AFTER_MS` (a process died between its change's
- * write and the moves) are checked and deleted (`recheckAudiences`), so a process beside the one that died, with no
- * scheduler and no call of `maintain`, serves no memory wider than its sources for longer than that minute and one
- * look. Reads at once share a look in progress. A failed look (the store busy) is logged once until one works, and
- * the read goes on: the next look tries again.
+ * engine's clock, the audience marks left (a process died between its change's write and the moves) are checked
+ * (`recheckAudiences`; deleted once known here for `AUDIENCE_RECHECK_AFTER_MS`), so a process beside the one that
+ * died, with no scheduler and no call of `maintain`, serves no memory wider than its sources for longer than one look.
+ * Reads at once share a look in progress. A failed look (the store busy) is logged once until one works, and the read
+ * goes on: the next look tries again.
  */
 export function createAudienceWatch(context: EngineContext, everyMs = AUDIENCE_WATCH_MS): () => Promise<void> {
   // `createMneme` checked every mark when it opened the store.
