@@ -113,7 +113,8 @@ describe('maintenance killed with SIGKILL between a step and its watermark', () 
     expect(isBuilt(), 'run `npm run build` first').toBe(true);
     const path = join(folder, 'episodes.db');
     await seed(path, ['ops'], 3);
-    // The first episode's insert has committed when its watermark is about to be written: the process dies there.
+    // The process dies at the first moment the first episode has committed: when its watermark is about to be
+    // written on its own, or, once the two commit together, as soon as the insert that wrote both returns.
     const hook = `
       const set = storage.maintenanceState.set.bind(storage.maintenanceState);
       storage.maintenanceState.set = async (channelId, task, change) => {
@@ -122,6 +123,15 @@ describe('maintenance killed with SIGKILL between a step and its watermark', () 
           ${hang}
         }
         return set(channelId, task, change);
+      };
+      const insert = storage.memories.insert.bind(storage.memories);
+      storage.memories.insert = async (memories, context, options) => {
+        const stored = await insert(memories, context, options);
+        if (memories.some((memory) => memory.source === 'episode')) {
+          process.stdout.write('episode stored\\n');
+          ${hang}
+        }
+        return stored;
       };`;
     await killMidWrite(runner(hook, "['episodes']"), path, 0, 1);
     expect(repeated(path, 'episode')).toEqual({ total: 1, repeated: 0 });

@@ -1496,6 +1496,57 @@ export function describeStorageContract(
       expect(await storage.maintenanceState.get('room', 'decay')).toMatchObject({ watermark: 99 });
     });
 
+    it('writes an insert and the maintenance state it carries in one transaction, or neither', async () => {
+      const [said] = await storage.messages.append([
+        { channelId: 'room', senderId: 'ann', role: 'user', content: 'we met', topicId: null, createdAt: at },
+      ]);
+      await storage.maintenanceState.set('room', 'episodes', { watermark: 1, lastRunAt: at, details: { runs: 1 } });
+      const episode = await newMemory('Ann and the team met', { sourceMessageIds: [said?.id ?? 0], source: 'episode' });
+      const stored = await storage.memories.insert([episode], context, {
+        sourcesMustExist: true,
+        state: { channelId: 'room', task: 'episodes', changes: { watermark: said?.id ?? 0 } },
+      });
+      expect(stored.map((memory) => memory.content)).toEqual(['Ann and the team met']);
+      // Only the fields given change, as with `set`; a row that is not there yet is created.
+      expect(await storage.maintenanceState.get('room', 'episodes')).toEqual({
+        channelId: 'room',
+        task: 'episodes',
+        watermark: said?.id ?? 0,
+        lastRunAt: at,
+        details: { runs: 1 },
+      });
+      await storage.memories.insert([await newMemory('A pattern of meetings', { source: 'dream' })], context, {
+        state: { channelId: 'owner-record', task: 'dream-owner', changes: { watermark: 42, lastRunAt: at + 1 } },
+      });
+      expect(await storage.maintenanceState.get('owner-record', 'dream-owner')).toEqual({
+        channelId: 'owner-record',
+        task: 'dream-owner',
+        watermark: 42,
+        lastRunAt: at + 1,
+        details: null,
+      });
+      const total = (await storage.memories.stats(at)).total;
+      // A refused insert moves no state.
+      const gone = await newMemory('A meeting nobody had', { sourceMessageIds: [9999], source: 'episode' });
+      await expect(
+        storage.memories.insert([gone], context, {
+          sourcesMustExist: true,
+          state: { channelId: 'room', task: 'episodes', changes: { watermark: 9999 } },
+        }),
+      ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      // A state that cannot be written (details that are no JSON) takes the memories with it.
+      await expect(
+        storage.memories.insert([await newMemory('Ann met the team again')], context, {
+          state: { channelId: 'room', task: 'episodes', changes: { watermark: 9999, details: { runs: 2n } } },
+        }),
+      ).rejects.toThrow();
+      expect((await storage.memories.stats(at)).total).toBe(total);
+      expect(await storage.maintenanceState.get('room', 'episodes')).toMatchObject({
+        watermark: said?.id ?? 0,
+        details: { runs: 1 },
+      });
+    });
+
     it('replaces the provenance of a memory on update without a version of its own', async () => {
       const [memory] = await storage.memories.insert(
         [await newMemory('Oz likes tea', { sourceMessageIds: [1] })],

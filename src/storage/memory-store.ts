@@ -11,6 +11,7 @@ import type {
   Scope,
   Sector,
 } from '../core/types.js';
+import type { MaintenanceStateChanges } from './maintenance-state-store.js';
 
 /** A vector and the id of the model that produced it; vectors of two models are never compared. */
 export interface StoredEmbedding {
@@ -176,6 +177,20 @@ export interface InsertOptions {
    * audience the memory left.
    */
   sourcesMustExist?: boolean;
+  /**
+   * A maintenance task's state to write in the insert's transaction, as `MaintenanceStateStore.set` writes it: the
+   * memories and the state commit together, or neither (a refused insert, a crash). A task's step and the watermark
+   * past it (episodes), or the record that a step is done (dream's per-owner rows): a process killed after the
+   * memories are stored has moved the state too, so the next run does not write them again.
+   */
+  state?: MaintenanceStateWrite;
+}
+
+/** A `maintenance_state` row's changes, written with an insert (`InsertOptions.state`). */
+export interface MaintenanceStateWrite {
+  channelId: string;
+  task: string;
+  changes: MaintenanceStateChanges;
 }
 
 /** The refusal of an insert whose memory was built from memories that an audience change moved out of its owner meanwhile. */
@@ -205,7 +220,10 @@ export function sourcesGone(
 
 /** Memories: the port every storage backend implements. All writes are transactional. */
 export interface MemoryStore {
-  /** Writes text, FTS and vector of each memory, and a `create` version, in one transaction. */
+  /**
+   * Writes text, FTS and vector of each memory, and a `create` version, in one transaction (with `options.state`,
+   * a maintenance task's state too).
+   */
   insert(memories: readonly NewMemory[], context: WriteContext, options?: InsertOptions): Promise<Memory[]>;
   /** Applies `changes` and writes an `update` version with the diff; refuses archived memories. */
   update(id: number, changes: MemoryChanges, context: WriteContext): Promise<Memory>;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NewMemory } from '../../storage/memory-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
@@ -15,6 +16,12 @@ export const DREAM_MAX_MEMORIES = 50;
 export const DREAM_IMPORTANCE = 0.6;
 /** Memories read per page. */
 const PAGE_SIZE = 500;
+/**
+ * The `maintenance_state` task of dream's per-owner records: one row for each owner whose insights a run stored,
+ * written in their insert's transaction, keyed by a hash of the owner (its key names a user; a purge leaves no user
+ * id behind in them), its watermark the last memory id of the run. Removed once the run's `dream` watermark moved.
+ */
+export const DREAM_OWNER_TASK = 'dream-owner';
 
 /** What one dream run did. */
 export interface DreamReport extends TaskReport {
@@ -29,16 +36,28 @@ export interface DreamReport extends TaskReport {
  * `last_dream` watermark (dream memories themselves excluded), asks the dreamer for a few
  * higher-level memories (patterns, recurring preferences) and writes them in that owner's scope,
  * with the memories they rest on as `source_ids`. Without a dreamer (no chat model) it is skipped
- * and the watermark stays.
+ * and the watermark stays. Each owner's insights are stored with a record that the owner is done
+ * (`DREAM_OWNER_TASK`), in one transaction; the watermark moves after the last owner. A run that finds
+ * records past the watermark (the process died partway) finishes that run: the same memories, up to its
+ * last memory id, and only the owners it had not done.
  */
 export async function runDream(context: EngineContext, dreamer: Dreamer | null, now: number): Promise<DreamReport> {
   const report: DreamReport = { owners: 0, insights: 0, skipped: null };
   if (!dreamer) return { ...report, skipped: 'no chat model configured' };
   const { storage } = context;
   const state = await storage.maintenanceState.get(ALL_CHANNELS, 'dream');
-  const latest = await storage.maintenance.latestMemoryId();
+  const watermark = state?.watermark ?? 0;
+  // Records of an interrupted run: the owners it stored insights of, and its last memory id (the same in each).
+  const interrupted = (await storage.maintenanceState.list(DREAM_OWNER_TASK)).filter(
+    (record) => (record.watermark ?? 0) > watermark,
+  );
+  const done = new Set(interrupted.map((record) => record.channelId));
+  const latest =
+    interrupted.length > 0
+      ? Math.max(...interrupted.map((record) => record.watermark ?? 0))
+      : await storage.maintenance.latestMemoryId();
   const byOwner = new Map<string, Memory[]>();
-  let afterId = state?.watermark ?? 0;
+  let afterId = watermark;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
     if (page.length === 0) break;
@@ -54,9 +73,11 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     }
   }
 
-  for (const memories of byOwner.values()) {
+  for (const [key, memories] of byOwner) {
     const [first] = memories;
     if (!first || memories.length < DREAM_MIN_MEMORIES) continue;
+    const record = recordKey(key);
+    if (done.has(record)) continue;
     const owner = ownerKey(first.scope, first);
     report.owners++;
     let proposed: unknown[];
@@ -99,10 +120,14 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     try {
       // A purge while the dreamer reflected: its insights quote what the purged user remembered. An audience
       // change that moved a memory out of the owner meanwhile (CONFLICT): they would quote it to those it left.
+      // The owner's record in the insights' transaction: a process killed after them does not dream it again.
       await storage.memories.insert(
         insights,
         { at: now, actor: MAINTENANCE_ACTOR, reason: `dream by ${dreamer.id}` },
-        { sourcesMustExist: true },
+        {
+          sourcesMustExist: true,
+          state: { channelId: record, task: DREAM_OWNER_TASK, changes: { watermark: latest, lastRunAt: now } },
+        },
       );
     } catch (error) {
       if (!isMnemeError(error, 'NOT_FOUND') && !isMnemeError(error, 'CONFLICT')) throw error;
@@ -111,9 +136,18 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     report.insights += insights.length;
   }
 
-  await storage.maintenanceState.set(ALL_CHANNELS, 'dream', {
-    watermark: Math.max(latest, state?.watermark ?? 0),
-    lastRunAt: now,
-  });
+  const moved = Math.max(latest, watermark);
+  await storage.maintenanceState.set(ALL_CHANNELS, 'dream', { watermark: moved, lastRunAt: now });
+  // The run's records, and any an earlier run left (killed after its watermark moved): the watermark covers them.
+  for (const record of await storage.maintenanceState.list(DREAM_OWNER_TASK)) {
+    if ((record.watermark ?? 0) <= moved) {
+      await storage.maintenanceState.remove(record.channelId, DREAM_OWNER_TASK, { deferred: true });
+    }
+  }
   return report;
+}
+
+/** The channel id of an owner's record (`DREAM_OWNER_TASK`): a hash of its key, which names its user. */
+function recordKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 32);
 }

@@ -35,7 +35,7 @@ export interface EpisodesReport extends TaskReport {
  * watermark: once 6 or more messages are new, they are grouped in 60-minute windows and each
  * closed window (its hour is over at `now`) of 4 or more messages becomes one `episode` memory in
  * the channel's room scope, with its source messages, valid from the window's last message. The
- * watermark moves past every closed window;
+ * watermark moves past every closed window (in the transaction of the window's episode, if it has one);
  * the open one waits for the next run. A summariser failure leaves the watermark before its window.
  */
 export async function runEpisodes(
@@ -106,7 +106,9 @@ async function summariseChannel(
           { at: now, actor: MAINTENANCE_ACTOR, reason: `episode of ${window.length} messages in ${channelId}` },
           // A purge while the window was summarised: its summary quotes what the purged user said. Stop
           // here, the watermark before the window: the next run summarises what is left of it.
-          { sourcesMustExist: true },
+          // The watermark moves past the window in the episode's transaction: a process killed after the
+          // episode is stored has moved it too, and the next run does not write the episode again.
+          { sourcesMustExist: true, state: { channelId, task: 'episodes', changes: { watermark: lastSeen } } },
         )
         .then(
           () => true,
@@ -117,12 +119,13 @@ async function summariseChannel(
         );
       if (!stored) return false;
       report.episodes++;
+    } else {
+      await storage.maintenanceState.set(channelId, 'episodes', { watermark: lastSeen });
     }
     settled = lastSeen;
     moved += seenSinceSettled;
     seenSinceSettled = 0;
     window = [];
-    await storage.maintenanceState.set(channelId, 'episodes', { watermark: settled });
     return true;
   };
 

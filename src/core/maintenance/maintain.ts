@@ -135,12 +135,21 @@ export function createMaintain(context: EngineContext): (input?: MaintainInput) 
 }
 
 /**
- * The context a task runs in: every watermark it moves first confirms that this process still holds the
- * task's lock. A process that paused past its lease (SQLite) and lost the lock to another stops there,
- * at most one step done twice, rather than moving a watermark the other process is moving too.
+ * The context a task runs in: every watermark it moves (a state `set`, or an insert with its state) first
+ * confirms that this process still holds the task's lock. A process that paused past its lease (SQLite) and
+ * lost the lock to another stops there, at most one step done twice, rather than moving a watermark the other
+ * process is moving too.
  */
 function fenced(context: EngineContext, task: MaintenanceTask, lock: HeldLock): EngineContext {
-  const state = context.storage.maintenanceState;
+  const { maintenanceState: state, memories } = context.storage;
+  const confirm = async () => {
+    if (!(await lock.confirm())) {
+      throw new MnemeError(
+        ErrorCode.Conflict,
+        `maintenance task ${task} stopped: this process lost its lock on the database (it paused past the lock's lease and another process took the task over); the task runs again at the next cycle`,
+      );
+    }
+  };
   return {
     ...context,
     storage: {
@@ -148,13 +157,16 @@ function fenced(context: EngineContext, task: MaintenanceTask, lock: HeldLock): 
       maintenanceState: {
         ...state,
         async set(...args) {
-          if (!(await lock.confirm())) {
-            throw new MnemeError(
-              ErrorCode.Conflict,
-              `maintenance task ${task} stopped: this process lost its lock on the database (it paused past the lock's lease and another process took the task over); the task runs again at the next cycle`,
-            );
-          }
+          await confirm();
           return state.set(...args);
+        },
+      },
+      memories: {
+        ...memories,
+        // An insert that moves the task's state with its memories (`InsertOptions.state`) is a watermark too.
+        async insert(...args) {
+          if (args[2]?.state) await confirm();
+          return memories.insert(...args);
         },
       },
     },

@@ -3,6 +3,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import { writePgState } from './postgres-maintenance-state-store.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
 import { createPostgresTermFrequencies } from './postgres-term-frequencies.js';
@@ -50,6 +51,7 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
         }
         const stored = [];
         for (const memory of memories) stored.push(toMemory(await writes.insert(q, memory, context)));
+        if (options.state) await writePgState(q, options.state.channelId, options.state.task, options.state.changes);
         return stored;
       });
     },

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { MaintenanceState, MaintenanceStateStore } from '../maintenance-state-store.js';
+import type { MaintenanceState, MaintenanceStateChanges, MaintenanceStateStore } from '../maintenance-state-store.js';
 import { getRow, setSynchronous, toMnemeError } from './sqlite-database.js';
 
 interface MaintenanceStateRow {
@@ -21,13 +21,16 @@ interface UpsertParameters {
   setDetails: 0 | 1;
 }
 
-/** The SQLite implementation of the MaintenanceStateStore port, over the `maintenance_state` table. */
-export function createSqliteMaintenanceStateStore(database: Database.Database): MaintenanceStateStore {
-  const statements = {
-    get: database.prepare<[string, string], MaintenanceStateRow>(
-      'SELECT * FROM maintenance_state WHERE channel_id = ? AND task = ?',
-    ),
-    upsert: database.prepare<UpsertParameters, MaintenanceStateRow>(
+/**
+ * Writes one `maintenance_state` row as `MaintenanceStateStore.set` does, in the caller's transaction: the store's
+ * `set`, and an insert that moves a task's state with its memories (`InsertOptions.state`). Prepared on first use.
+ */
+export function createSqliteStateWriter(
+  database: Database.Database,
+): (channelId: string, task: string, changes: MaintenanceStateChanges) => MaintenanceState {
+  let upsert: Database.Statement<UpsertParameters, MaintenanceStateRow> | null = null;
+  return (channelId, task, changes) => {
+    upsert ??= database.prepare<UpsertParameters, MaintenanceStateRow>(
       `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details)
       VALUES (@channelId, @task, @watermark, @lastRunAt, @details)
       ON CONFLICT (channel_id, task) DO UPDATE SET
@@ -35,6 +38,28 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
         last_run_at = CASE WHEN @setLastRunAt THEN excluded.last_run_at ELSE last_run_at END,
         details = CASE WHEN @setDetails THEN excluded.details ELSE details END
       RETURNING *`,
+    );
+    return toState(
+      getRow(upsert, {
+        channelId,
+        task,
+        watermark: changes.watermark ?? null,
+        lastRunAt: changes.lastRunAt ?? null,
+        details: changes.details == null ? null : JSON.stringify(changes.details),
+        setWatermark: changes.watermark === undefined ? 0 : 1,
+        setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
+        setDetails: changes.details === undefined ? 0 : 1,
+      }),
+    );
+  };
+}
+
+/** The SQLite implementation of the MaintenanceStateStore port, over the `maintenance_state` table. */
+export function createSqliteMaintenanceStateStore(database: Database.Database): MaintenanceStateStore {
+  const writeState = createSqliteStateWriter(database);
+  const statements = {
+    get: database.prepare<[string, string], MaintenanceStateRow>(
+      'SELECT * FROM maintenance_state WHERE channel_id = ? AND task = ?',
     ),
     list: database.prepare<[string], MaintenanceStateRow>(
       'SELECT * FROM maintenance_state WHERE task = ? ORDER BY channel_id',
@@ -64,19 +89,7 @@ export function createSqliteMaintenanceStateStore(database: Database.Database): 
     },
     async set(channelId, task, changes, options = {}) {
       try {
-        const row = writing(options.deferred, () =>
-          getRow(statements.upsert, {
-            channelId,
-            task,
-            watermark: changes.watermark ?? null,
-            lastRunAt: changes.lastRunAt ?? null,
-            details: changes.details == null ? null : JSON.stringify(changes.details),
-            setWatermark: changes.watermark === undefined ? 0 : 1,
-            setLastRunAt: changes.lastRunAt === undefined ? 0 : 1,
-            setDetails: changes.details === undefined ? 0 : 1,
-          }),
-        );
-        return toState(row);
+        return writing(options.deferred, () => writeState(channelId, task, changes));
       } catch (error) {
         throw toMnemeError(error, `saving the ${task} state of channel ${channelId}`);
       }

@@ -7,6 +7,7 @@ import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js
 import { sourcesGone, sourcesMoved } from '../memory-store.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
+import { createSqliteStateWriter } from './sqlite-maintenance-state-store.js';
 import {
   type MemoryRow,
   memoryColumns,
@@ -30,6 +31,7 @@ export function createSqliteMemoryStore(
   options: { textSnapshotAfter?: number | undefined } = {},
 ): MemoryStore {
   const writes = createSqliteMemoryWrites(database, vectors);
+  const writeState = createSqliteStateWriter(database);
   const statements = {
     messagesAmong: preparedOnUse<[string], { id: number }>(
       database,
@@ -201,7 +203,9 @@ export function createSqliteMemoryStore(
               if (moved.length > 0) throw sourcesMoved(memory, moved);
             }
           }
-          return memories.map((memory) => toMemory(writes.insert(memory, context)));
+          const stored = memories.map((memory) => toMemory(writes.insert(memory, context)));
+          if (options.state) writeState(options.state.channelId, options.state.task, options.state.changes);
+          return stored;
         },
         context,
       );
