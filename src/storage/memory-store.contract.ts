@@ -443,7 +443,8 @@ export function describeStorageContract(
 
       await storage.memories.purgeUser('ann');
       expect(await hits()).toEqual([]);
-      expect(await storage.memories.get([merged.id])).toEqual([merged]);
+      // Kept, without the vector made from Ann's words too, to be embedded again from its own.
+      expect(await storage.memories.get([merged.id])).toEqual([{ ...merged, embeddingModel: null }]);
     });
 
     it('refuses to merge into a session memory of a missing topic as insert does, writing nothing', async () => {
@@ -889,6 +890,35 @@ export function describeStorageContract(
         status: 202,
         body: null,
       });
+    });
+
+    it('drops the vector of another user memory searched with a purged message, made from its words too', async () => {
+      const [asked] = await storage.messages.append([said('ann', 'Ann: where did you hide the spare key?')]);
+      const [kept] = await storage.memories.insert(
+        [
+          {
+            ...(await newMemory('Bob: under the blue vase', { scope: 'personal', userId: 'bob' })),
+            searchContext: 'Ann: where did you hide the spare key?',
+            searchContextMessageId: asked?.id ?? 0,
+          },
+        ],
+        context,
+      );
+      const nearest = async () =>
+        (
+          await storage.memories.searchVector({
+            vector: await queryVector('Bob: under the blue vase'),
+            model: model.modelId,
+            owners: null,
+            limit: 10,
+          })
+        ).map((hit) => hit.id);
+      expect(await nearest()).toEqual(vectorSearch ? [kept?.id] : []);
+
+      await storage.memories.purgeUser('ann');
+      const [after] = await storage.memories.get([kept?.id ?? 0]);
+      expect(after).toMatchObject({ content: 'Bob: under the blue vase', embeddingModel: null });
+      expect(await nearest()).toEqual([]);
     });
 
     it('never gives out again the ids of the newest message and memory a purge deleted', async () => {

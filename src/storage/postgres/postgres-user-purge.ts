@@ -131,8 +131,18 @@ export async function purgePostgresUser(
      ON CONFLICT (name) DO UPDATE SET value = service_state.value + 1`,
   );
   const vectorCount = await vectors.remove(q, memoryIds);
+  // An exchange chunk of another user searched with the user's message before it (its search context): its vector was
+  // made from those words too (exchange-memories.ts), so it goes with them; the memory is embedded again from its own
+  // words by the next backfill or `reembed` (attack21).
+  const contextOnly = (
+    await q.query<{ id: string | number }>(
+      `SELECT id FROM memories WHERE search_context_message_id = ANY($1::bigint[]) AND NOT (id = ANY($2::bigint[]))`,
+      [messageIds, memoryIds],
+    )
+  ).rows.map((row) => Number(row.id));
+  await vectors.remove(q, contextOnly);
   await q.query(
-    `UPDATE memories SET search_context = NULL, search_context_message_id = NULL
+    `UPDATE memories SET search_context = NULL, search_context_message_id = NULL, embedding_model = NULL
      WHERE search_context_message_id = ANY($1::bigint[])`,
     [messageIds],
   );

@@ -102,8 +102,19 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
   );
   recordPurge(database);
   const vectorCount = vectors.remove(memoryIds);
+  // An exchange chunk of another user searched with the user's message before it (its search context): its vector was
+  // made from those words too (exchange-memories.ts), so it goes with them; the memory is embedded again from its own
+  // words by the next backfill or `reembed` (attack21).
+  const contextOnly = database
+    .prepare<[string, string], number>(
+      `SELECT id FROM memories WHERE search_context_message_id IN (SELECT value FROM json_each(?))
+        AND id NOT IN (SELECT value FROM json_each(?))`,
+    )
+    .pluck()
+    .all(messageIds, doomed);
+  vectors.remove(contextOnly);
   database
-    .prepare(`UPDATE memories SET search_context = NULL, search_context_message_id = NULL
+    .prepare(`UPDATE memories SET search_context = NULL, search_context_message_id = NULL, embedding_model = NULL
       WHERE search_context_message_id IN (SELECT value FROM json_each(?))`)
     .run(messageIds);
   const memories = database
