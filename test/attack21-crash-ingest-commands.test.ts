@@ -7,11 +7,12 @@ import { runCli } from './cli-harness.js';
 import { crashTest } from './kill-mid-write.js';
 
 /**
- * wt-crash21: `mneme ingest` appends a batch of 500 lines in one transaction (with the file's progress), then runs
+ * wt-crash21: `mneme ingest` appended a batch of 500 lines in one transaction (with the file's progress), then ran
  * each user message's chat command (`/remember`) in a transaction of its own. A run killed with SIGKILL once a batch
- * is in and before its commands have all run leaves messages whose command never ran; `--resume` continues after
- * the committed lines, and a run again without it finds the lines with an externalId already stored (duplicates,
- * whose commands are not run again). Either way the file ends ingested, exit 0, and those /remember never stored.
+ * was in and before its commands had all run left messages whose command never ran; `--resume` continued after
+ * the committed lines, and a run again without it found the lines with an externalId already stored (duplicates,
+ * whose commands are not run again). Either way the file ended ingested, exit 0, and those /remember never stored.
+ * Since session 22 a command is written in its message's transaction (ADR 30): there is no moment between them.
  */
 const crashTestForHttp = crashTest('attack21-commands');
 const { folder, isBuilt } = crashTestForHttp;
@@ -106,11 +107,11 @@ describe('mneme ingest killed with SIGKILL between a batch and its chat commands
 
 /**
  * The same over HTTP: a chat bridge posts `/remember` with its event id; the service dies (SIGKILL) once the message
- * is appended and before the command's memory is written, so the bridge gets no answer and retries the same event
- * with the same externalId (ADR 14's way to retry). The retry is answered 202 `duplicate: true` with no command, and
- * the memory is never written.
+ * is appended and before it answers, so the bridge gets no answer and retries the same event with the same externalId
+ * (ADR 14's way to retry). The retry is answered 202 `duplicate: true` with no command: the memory must be in already,
+ * written with the message (it was not: the command ran in a transaction of its own, after the append).
  */
-describe('a /remember message whose service is killed between its append and its command, retried with its externalId', () => {
+describe('a /remember message whose service is killed once its append is committed, retried with its externalId', () => {
   it('stores the /remember once the retry is acknowledged', { timeout: 120_000 }, async () => {
     expect(isBuilt(), 'run `npm run build` first').toBe(true);
     const { built, killMidWrite } = crashTestForHttp;
@@ -129,14 +130,12 @@ describe('a /remember message whose service is killed between its append and its
       const { createOfflineMemoryMerger } = await import(${JSON.stringify(built('models/offline/offline-memory-merger.js'))});
       const { createHttpApp } = await import(${JSON.stringify(built('http/http-app.js'))});
       const storage = await openStorage({ path: process.argv[1] });
-      // The moment of the kill: the append is committed, the command's memory about to be inserted.
-      const insert = storage.memories.insert.bind(storage.memories);
-      storage.memories.insert = async (memories, change, options) => {
-        if (change && change.reason === '/remember') {
-          process.stdout.write('appended\\n');
-          await new Promise(() => {});
-        }
-        return insert(memories, change, options);
+      // The moment of the kill: the append is committed, nothing after it has run.
+      const append = storage.messages.append.bind(storage.messages);
+      storage.messages.append = async (messages, options) => {
+        await append(messages, options);
+        process.stdout.write('appended\\n');
+        await new Promise(() => {});
       };
       const mneme = createEngine({
         storage, embedder: null, clock: { now: () => Date.now() }, logger: { warn: () => {} }, policy: resolvePolicy(),
@@ -151,8 +150,8 @@ describe('a /remember message whose service is killed between its append and its
     `;
     await killMidWrite(service, path, 0, 1);
     const before = counts(path);
-    // Killed between the append and the command: the message is stored, its memory not.
-    expect(before).toEqual({ messages: 1, commands: 0 });
+    // Killed once the append is committed: the message is stored with its memory.
+    expect(before).toEqual({ messages: 1, commands: 1 });
     const { createMneme } = await import('../src/config/create-mneme.js');
     const { createHttpApp } = await import('../src/http/http-app.js');
     const mneme = await createMneme({ path, logger: { warn: () => {}, info: () => {} } });

@@ -16,6 +16,7 @@ import { holdWriteLock } from './write-lock.js';
  * in another: when the lock is taken in between (another process writing), the command's insert times out, the
  * client is answered 503, and the message is stored all the same. Retried as told with its externalId, it is a
  * duplicate (202, no command run): the /remember is never stored. Retried without one, the message is stored twice.
+ * Since session 22 the command is written in its message's transaction (ADR 30): a 503 leaves neither.
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack21-busy-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));

@@ -1006,7 +1006,7 @@ describe.each(stores)('on $name', (store) => {
   });
 
   describe("a purge of B while B's /remember is being embedded", () => {
-    it('stores no memory of what B asked to remember once B is purged, and says it was not remembered', async () => {
+    it('stores nothing of what B asked to remember once B is purged, and says it was not written', async () => {
       const { promise: embedding, resolve: entered } = signal();
       const { promise: released, resolve: release } = signal();
       const fake = createFakeEmbeddingModel();
@@ -1035,10 +1035,13 @@ describe.each(stores)('on $name', (store) => {
         await embedding;
         await mneme.purgeUser(B.user);
         release();
-        expect(await ingested).toMatchObject({ command: { command: 'remember', remembered: null } });
+        // The command is embedded before its message is appended (ADR 30): the append, after the purge, is refused.
+        expect(await ingested).toMatchObject({ code: 'STORE_BUSY', message: expect.stringMatching(/purged/) });
         await mneme.whenIdle();
         const every = await mneme.list({ archived: 'include', limit: 500 });
         expect(every.memories.flatMap((memory) => canariesIn(memory.content))).toEqual([]);
+        const log = await mneme.turns({ channelId: B.dm, count: 50 });
+        expect(log.flatMap((message) => canariesIn(message.content))).toEqual([]);
       } finally {
         release();
         await mneme.close();

@@ -78,10 +78,29 @@ function keySpace(principal: Principal): { principal: string; former?: { princip
 }
 
 export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
+  /**
+   * The claims whose `complete` or `release` failed (the store busy: another process held the write lock), by key
+   * space and key: done again before the key's next request is claimed. Else the retry a 503 asks for met the claim
+   * its failed request still held and was told 409 "still running" for 5 minutes (attack21), and one whose work was
+   * done would do it again after them. Of this process only: a process that dies holds the claim until it expires.
+   */
+  const unfinished = new Map<string, () => Promise<void>>();
+  const finish = async (id: string, write: () => Promise<void>) => {
+    try {
+      await write();
+      unfinished.delete(id);
+    } catch (error) {
+      unfinished.set(id, write);
+      throw error;
+    }
+  };
   return {
     async begin({ principal, key, request }) {
       checkIdempotencyKey(key);
       const { principal: space, former } = keySpace(principal);
+      const id = `${space}\u0000${key}`;
+      const owed = unfinished.get(id);
+      if (owed) await finish(id, owed);
       const claim = {
         principal: space,
         key,
@@ -98,8 +117,8 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
       });
       if (existing === null) {
         return {
-          complete: (response) => store.complete({ ...claim, expiresAt }, response),
-          release: () => store.release(claim.principal, key),
+          complete: (response) => finish(id, () => store.complete({ ...claim, expiresAt }, response)),
+          release: () => finish(id, () => store.release(claim.principal, key)),
         };
       }
       if (existing.requestSha256 !== claim.requestSha256) {

@@ -921,6 +921,53 @@ export function describeStorageContract(
       expect(await nearest()).toEqual([]);
     });
 
+    it('writes a message chat command in its append: a remembered memory citing it, forgotten ones archived, none for a duplicate', async () => {
+      const [old, gone, moved] = await storage.memories.insert(
+        [
+          await newMemory('Ann prefers dark mode', { scope: 'personal', userId: 'ann' }),
+          await newMemory('Ann wanted dark mode', { scope: 'personal', userId: 'ann' }),
+          await newMemory('Ann set dark mode', { scope: 'personal', userId: 'ann' }),
+        ],
+        context,
+      );
+      // Found before the append and changed meanwhile: archived already, moved to a room the command does not see.
+      await storage.memories.archive([gone?.id ?? 0], context);
+      await storage.memories.moveTo(moved?.id ?? 0, { scope: 'room', channelId: 'elsewhere' }, context);
+      const personal = ownerKey('personal', { userId: 'ann' });
+      const remember = {
+        remember: { ...(await newMemory('Ann is allergic to peanuts', { scope: 'personal', userId: 'ann' })) },
+        context: { ...context, reason: '/remember' },
+      };
+      const [remembered, forgot] = await storage.messages.append([
+        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: remember },
+        {
+          ...said('ann', '/forget dark mode'),
+          command: {
+            forget: [old?.id ?? 0, gone?.id ?? 0, moved?.id ?? 0, 999_999],
+            remembered: [],
+            owners: [personal],
+            context: { ...context, reason: '/forget dark mode' },
+          },
+        },
+      ]);
+      expect(remembered?.written?.remembered).toMatchObject({
+        content: 'Ann is allergic to peanuts',
+        sourceMessageIds: [remembered?.id],
+      });
+      expect(forgot?.written).toEqual({ remembered: null, forgotten: [expect.objectContaining({ id: old?.id })] });
+      const [oldAfter, movedAfter] = await storage.memories.get([old?.id ?? 0, moved?.id ?? 0]);
+      expect(oldAfter?.archivedAt).not.toBeNull();
+      expect(movedAfter?.archivedAt).toBeNull();
+
+      const [again] = await storage.messages.append([
+        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: remember },
+      ]);
+      expect(again).toMatchObject({ id: remembered?.id, duplicate: true });
+      expect(again?.written).toBeUndefined();
+      const commands = await storage.memories.list({ owners: [personal], archived: 'include', limit: 50, offset: 0 });
+      expect(commands.memories.filter((memory) => memory.content === 'Ann is allergic to peanuts')).toHaveLength(1);
+    });
+
     it('never gives out again the ids of the newest message and memory a purge deleted', async () => {
       const [ann, bob] = await storage.messages.append([said('ann', 'Ann waters'), said('bob', 'Bob hides the key')]);
       const [, bobsMemory] = await storage.memories.insert(

@@ -1,5 +1,7 @@
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { Memory } from '../core/types.js';
 import type { SpaceKind } from './membership-store.js';
+import type { NewMemory, WriteContext } from './memory-store.js';
 
 /** Who wrote a message: a person, the agent, or the system (chat commands' answers, notices). */
 export type MessageRole = 'user' | 'assistant' | 'system';
@@ -25,6 +27,33 @@ export interface Message {
 export interface AppendedMessage extends Message {
   /** True when the message was already stored (same channel and external id) and nothing was appended for it. */
   duplicate: boolean;
+}
+
+/** A message as `append` returns it: with what its `command` wrote, when it had one and was appended (not a duplicate). */
+export interface StoredMessage extends AppendedMessage {
+  written?: CommandWritten;
+}
+
+/**
+ * What a message's chat command writes in the transaction of its append (ADR 30), so that a message and its command
+ * are stored together or not at all: `remember`, a memory whose source is the message (its id filled in there);
+ * `forget`, the archive of the memories with these ids that are still active and still of one of `owners` (they were
+ * found before the append; one archived, deleted or moved meanwhile is left alone) and of the memories that the
+ * messages at the indexes `remembered` (of this append, before it) remember.
+ */
+export type CommandWrite =
+  | { remember: Omit<NewMemory, 'sourceMessageIds'>; context: WriteContext }
+  | {
+      forget: readonly number[];
+      remembered: readonly number[];
+      owners: readonly string[];
+      context: WriteContext;
+    };
+
+/** What a message's chat command wrote in its append. */
+export interface CommandWritten {
+  remembered: Memory | null;
+  forgotten: Memory[];
 }
 
 /** How far `mneme ingest` got in one file: the last line committed, and a hash of the lines up to it. */
@@ -73,6 +102,8 @@ export interface NewMessage {
    * message is appended; nothing when it is a duplicate (its first append did that).
    */
   joins?: readonly SpaceJoin[];
+  /** What its chat command writes, in the append's transaction, when the message is appended (not a duplicate). */
+  command?: CommandWrite;
 }
 
 /** A membership an appended message brings: its sender joins the space at `at` (epoch milliseconds). */
@@ -100,6 +131,20 @@ export interface AppendOptions {
     mark(join: SpaceJoin & { userId: string }): JoinMark;
     written: JoinMark[];
   };
+  /**
+   * The number of purges (`MessageStore.purges`) when what the messages' commands write was prepared: when a purge
+   * has run since, the append is refused (STORE_BUSY, send it again) and writes nothing, since a `/remember`
+   * prepared before its sender's purge would otherwise store the purged sender's words after it.
+   */
+  purges?: number;
+}
+
+/** The STORE_BUSY an append gets when a purge ran while its commands were prepared (`AppendOptions.purges`). */
+export function purgedMeanwhile(): MnemeError {
+  return new MnemeError(
+    ErrorCode.StoreBusy,
+    "a user's data was purged while these messages' chat commands were prepared; nothing was written: send them again",
+  );
 }
 
 /** A `maintenance_state` row an append writes with a membership (`AppendOptions.joinMarks`). */
@@ -121,9 +166,12 @@ export interface MessageStore {
    * same sender and role. Race-safe: of two concurrent calls with one external id, one appends it.
    * With `file`, that file's progress is written in the same transaction, and so are the `joins` of
    * the messages appended, the display names in `names` and the topics in `topics` (created when
-   * missing, without project or title), at `at`: a refused append writes none of them.
+   * missing, without project or title), at `at`, and what each appended message's `command` writes (returned as its
+   * `written`): a refused append writes none of them.
    */
-  append(messages: readonly NewMessage[], options?: AppendOptions): Promise<AppendedMessage[]>;
+  append(messages: readonly NewMessage[], options?: AppendOptions): Promise<StoredMessage[]>;
+  /** How many purges the database has had (`AppendOptions.purges`). */
+  purges(): Promise<number>;
   /** The progress recorded for a file (by resolved path), or null when none was. */
   ingestFile(path: string): Promise<IngestFileProgress | null>;
   /** The messages with these ids that exist, in the order asked. */

@@ -1,7 +1,6 @@
-import type { Message } from '../../storage/message-store.js';
+import type { CommandWrite, CommandWritten, NewMessage } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { isMnemeError } from '../errors.js';
 import { ContentSchema, MAX_PAGE_SIZE } from '../schemas.js';
 import { ownerKey, visibleOwners } from '../scope.js';
 import type { Memory } from '../types.js';
@@ -72,99 +71,145 @@ function pieceExpression(piece: string): RegExp {
   return new RegExp(source, 'giu');
 }
 
+/** A user message whose chat command is to be written with it. */
+export interface CommandMessage {
+  command: ChatCommand;
+  /** Its place among the messages of the append. */
+  index: number;
+  message: NewMessage;
+  /** The sender's display name, as the append stores it (`/remember` writes first person as it). */
+  speakerName: string;
+}
+
+/** A chat command ready for its append: what it writes there (nothing when refused) and its reply once it has. */
+export interface PreparedCommand {
+  index: number;
+  write: CommandWrite | null;
+  result(written: CommandWritten | undefined): ChatCommandResult;
+}
+
 /**
- * Runs a chat command of `message`'s sender. `/remember <text>` stores a personal, pinned memory
- * at importance 1 (source `command`), first person rewritten into the sender's name, valid from
- * the message's time;
- * `/forget <pattern>` archives every active memory of the sender that the sender can see in
- * this channel and that matches the pattern, and says how many.
+ * Prepares the chat commands of the user messages of one append, so that each is written in the append's transaction
+ * with its message (ADR 30): both are stored or neither. `/remember <text>` becomes a personal, pinned memory at
+ * importance 1 (source `command`), first person rewritten into the sender's name, valid from the message's time, its
+ * vector made here (one call for the append). `/forget <pattern>` archives every active memory of the sender that the
+ * sender can see in the message's channel and that matches the pattern: those stored now, found here, and those the
+ * `/remember` messages before it in the append write; its reply says how many.
  */
-export async function runChatCommand(
+export async function prepareChatCommands(
   context: EngineContext,
-  command: ChatCommand,
-  message: Message,
-  speakerName: string,
-): Promise<ChatCommandResult> {
-  return command.name === 'remember'
-    ? rememberCommand(context, command.text, message, speakerName)
-    : forgetCommand(context, command.pattern, message);
-}
-
-async function rememberCommand(
-  context: EngineContext,
-  text: string,
-  message: Message,
-  speakerName: string,
-): Promise<ChatCommandResult> {
-  const refused = (reply: string): ChatCommandResult => ({
-    command: 'remember',
-    reply,
-    remembered: null,
-    forgotten: [],
-  });
-  if (text.length === 0) return refused('Usage: /remember <text>, e.g. /remember I am allergic to peanuts');
-  const content = ContentSchema.safeParse(attributeToSpeaker(text, speakerName));
-  if (!content.success) return refused(`Not remembered: ${content.error.issues[0]?.message ?? 'invalid text'}`);
-  const [embedding = null] = await embedDocuments(context, [content.data]);
-  // The sender purged while the text was embedded (by this process or another): nothing of theirs stays.
-  const stored = await context.storage.memories
-    .insert(
-      [
-        {
-          content: content.data,
-          category: 'general',
-          sector: 'semantic',
-          scope: 'personal',
-          owner: ownerKey('personal', { userId: message.senderId }),
-          userId: message.senderId,
-          channelId: message.channelId,
-          projectId: null,
-          topicId: message.topicId,
-          source: 'command',
-          importance: 1,
-          pinned: true,
-          sourceMessageIds: [message.id],
-          sourceIds: [],
-          embedding,
-          validFrom: Date.parse(message.createdAt),
+  messages: readonly CommandMessage[],
+): Promise<PreparedCommand[]> {
+  const remembered: Array<{ index: number; content: string; owner: string }> = [];
+  const contents = messages.map(({ command, speakerName }) =>
+    command.name === 'remember' && command.text.length > 0
+      ? ContentSchema.safeParse(attributeToSpeaker(command.text, speakerName))
+      : null,
+  );
+  const embeddings = await embedDocuments(
+    context,
+    contents.flatMap((content) => (content?.success ? [content.data] : [])),
+  );
+  let embedded = 0;
+  const prepared: PreparedCommand[] = [];
+  for (const [position, { command, index, message }] of messages.entries()) {
+    const writing = { at: context.clock.now(), actor: message.senderId };
+    if (command.name === 'remember') {
+      const content = contents[position];
+      if (!content?.success) {
+        const reply = !content
+          ? 'Usage: /remember <text>, e.g. /remember I am allergic to peanuts'
+          : `Not remembered: ${content.error.issues[0]?.message ?? 'invalid text'}`;
+        prepared.push({ index, write: null, result: () => refused('remember', reply) });
+        continue;
+      }
+      const owner = ownerKey('personal', { userId: message.senderId });
+      remembered.push({ index, content: content.data, owner });
+      prepared.push({
+        index,
+        write: {
+          remember: {
+            content: content.data,
+            category: 'general',
+            sector: 'semantic',
+            scope: 'personal',
+            owner,
+            userId: message.senderId,
+            channelId: message.channelId,
+            projectId: null,
+            topicId: message.topicId,
+            source: 'command',
+            importance: 1,
+            pinned: true,
+            sourceIds: [],
+            embedding: embeddings[embedded++] ?? null,
+            validFrom: message.createdAt,
+          },
+          context: { ...writing, reason: '/remember' },
         },
-      ],
-      { at: context.clock.now(), actor: message.senderId, reason: '/remember' },
-      { sourcesMustExist: true },
-    )
-    .catch((error: unknown) => {
-      if (isMnemeError(error, 'NOT_FOUND')) return null;
-      throw error;
+        result: (written) => ({
+          command: 'remember',
+          reply: `Remembered: "${content.data}"`,
+          remembered: written?.remembered ?? null,
+          forgotten: [],
+        }),
+      });
+      continue;
+    }
+    const { pattern } = command;
+    if (pattern.replaceAll('*', '').trim().length === 0) {
+      prepared.push({
+        index,
+        write: null,
+        result: () => refused('forget', 'Usage: /forget <pattern>, e.g. /forget dark mode'),
+      });
+      continue;
+    }
+    const owners = visibleOwners({
+      userId: message.senderId,
+      channelId: message.channelId,
+      topicId: message.topicId ?? undefined,
     });
-  if (!stored) return refused('Not remembered: the message is gone (its sender was purged meanwhile)');
-  const [memory] = stored;
-  return {
-    command: 'remember',
-    reply: `Remembered: "${content.data}"`,
-    remembered: memory ?? null,
-    forgotten: [],
-  };
+    const matching = await storedMatches(context, owners, message.senderId, pattern);
+    const earlier = remembered
+      .filter((memory) => owners.includes(memory.owner) && matchesForgetPattern(memory.content, pattern))
+      .map((memory) => memory.index);
+    prepared.push({
+      index,
+      write: { forget: matching, remembered: earlier, owners, context: { ...writing, reason: `/forget ${pattern}` } },
+      result: (written) => {
+        const count = written?.forgotten.length ?? 0;
+        return {
+          command: 'forget',
+          reply:
+            count === 0
+              ? `Nothing to forget: no memory of yours matches "${pattern}".`
+              : `Forgot ${count} ${count === 1 ? 'memory' : 'memories'} matching "${pattern}".`,
+          remembered: null,
+          forgotten: written?.forgotten ?? [],
+        };
+      },
+    });
+  }
+  return prepared;
 }
 
-async function forgetCommand(context: EngineContext, pattern: string, message: Message): Promise<ChatCommandResult> {
-  if (pattern.replaceAll('*', '').trim().length === 0) {
-    return {
-      command: 'forget',
-      reply: 'Usage: /forget <pattern>, e.g. /forget dark mode',
-      remembered: null,
-      forgotten: [],
-    };
-  }
-  const owners = visibleOwners({
-    userId: message.senderId,
-    channelId: message.channelId,
-    topicId: message.topicId ?? undefined,
-  });
+function refused(command: ChatCommand['name'], reply: string): ChatCommandResult {
+  return { command, reply, remembered: null, forgotten: [] };
+}
+
+/** The ids of the active memories of `owners` that `userId` sees and that match a forget pattern. */
+async function storedMatches(
+  context: EngineContext,
+  owners: string[],
+  userId: string,
+  pattern: string,
+): Promise<number[]> {
   const matching: number[] = [];
   for (let offset = 0; ; offset += MAX_PAGE_SIZE) {
     const page = await context.storage.memories.list({
       owners,
-      userId: message.senderId,
+      userId,
       archived: 'exclude',
       limit: MAX_PAGE_SIZE,
       offset,
@@ -174,22 +219,5 @@ async function forgetCommand(context: EngineContext, pattern: string, message: M
     }
     if (offset + MAX_PAGE_SIZE >= page.total) break;
   }
-  const forgotten =
-    matching.length === 0
-      ? []
-      : await context.storage.memories.archive(matching, {
-          at: context.clock.now(),
-          actor: message.senderId,
-          reason: `/forget ${pattern}`,
-        });
-  const count = forgotten.length;
-  return {
-    command: 'forget',
-    reply:
-      count === 0
-        ? `Nothing to forget: no memory of yours matches "${pattern}".`
-        : `Forgot ${count} ${count === 1 ? 'memory' : 'memories'} matching "${pattern}".`,
-    remembered: null,
-    forgotten,
-  };
+  return matching;
 }

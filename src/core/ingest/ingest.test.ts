@@ -689,6 +689,29 @@ describe('chat commands', () => {
     const wildcard = await mneme.ingest({ channelId: 'c', sender: 'oz', content: '/FORGET dark*late' });
     expect(wildcard.command?.reply).toBe('Forgot 1 memory matching "dark*late".');
   });
+
+  it('forgets in a batch what a /remember before it in the batch stored, and runs neither again for the batch retried', async () => {
+    const { mneme } = await engine();
+    const batch = [
+      { channelId: 'c', sender: 'oz', content: '/remember I prefer dark mode', externalId: 'e1' },
+      { channelId: 'c', sender: 'oz', content: '/remember I like green tea', externalId: 'e2' },
+      { channelId: 'c', sender: 'oz', content: '/forget dark mode', externalId: 'e3' },
+    ];
+    const [remembered, kept, forgot] = await mneme.ingestMany(batch);
+    expect(forgot?.command?.reply).toBe('Forgot 1 memory matching "dark mode".');
+    expect(forgot?.command?.forgotten.map((memory) => memory.id)).toEqual([remembered?.command?.remembered?.id]);
+    expect((await memoriesOf(mneme)).map((memory) => memory.content)).toEqual(['Oz likes green tea']);
+    expect(kept?.command?.remembered?.sourceMessageIds).toEqual([kept?.messages[0]?.id]);
+
+    const retried = await mneme.ingestMany(batch);
+    expect(retried.map((result) => [result.duplicate, result.command])).toEqual([
+      [true, null],
+      [true, null],
+      [true, null],
+    ]);
+    const all = await mneme.list({ limit: 500, archived: 'include' });
+    expect(all.memories.map((memory) => memory.content).sort()).toEqual(['Oz likes green tea', 'Oz prefers dark mode']);
+  });
 });
 
 describe('chat commands turned off', () => {

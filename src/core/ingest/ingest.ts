@@ -23,7 +23,13 @@ import {
 } from '../schemas.js';
 import { ownerKey } from '../scope.js';
 import type { Viewer } from '../types.js';
-import { type ChatCommand, type ChatCommandResult, parseChatCommand, runChatCommand } from './chat-commands.js';
+import {
+  type ChatCommand,
+  type ChatCommandResult,
+  type CommandMessage,
+  parseChatCommand,
+  prepareChatCommands,
+} from './chat-commands.js';
 import { createExtraction, type ExtractionReport } from './extraction.js';
 import type { ExtractionScheduler } from './extraction-scheduler.js';
 import { isSkippedMessage } from './ingest-policy.js';
@@ -147,8 +153,8 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const membership = createMembership(context);
   /**
    * The user messages whose append went in and whose audience check failed (the error told the caller to send them
-   * again): their commands did not run and their channels were not scheduled, which the retry, a duplicate, then does
-   * once (session 19). Of this process only: one that dies there loses them, as a kill after any append does.
+   * again): their channels were not scheduled, which the retry, a duplicate, then does once (session 19). Of this
+   * process only: the catch-up pass extracts them anyway.
    */
   const owed = new Set<number>();
   /**
@@ -239,12 +245,17 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     }
   }
 
-  /** Appends the messages of every input in one transaction, then runs commands and schedules extraction. */
+  /**
+   * Appends the messages of every input in one transaction, with what their chat commands write (ADR 30), then
+   * schedules extraction.
+   */
   async function append(
     inputs: readonly PreparedInput[],
     options: IngestOptions & { file?: IngestFileProgress | undefined } = {},
   ): Promise<IngestResult[]> {
     const { file } = options;
+    // A purge while the commands are prepared refuses the append (its sender's words would be stored after it).
+    const purges = inputs.some((input) => input.command) ? await storage.messages.purges() : undefined;
     await checkReplies(inputs);
     const names = new Map<string, string>();
     const known = new Map<string, string | null>();
@@ -259,11 +270,33 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     // when missing, whatever this process saw before (a purge deletes a topic only its user spoke in).
     const messages = inputs.flatMap((input) => input.messages);
     const at = clock.now();
-    const joining = options.sendersAreMembers
+    const joined = options.sendersAreMembers
       ? messages
       : options.joinsOnlyNewSpaces
         ? await membership.withJoinsOfNewSpaces(messages)
         : await membership.withJoins(messages);
+    // A chat command is written with its message (a message stored without its command, or the command run again for
+    // a retry, was session 21's fault): prepared now, before the append's transaction, and written in it.
+    const commandMessages: CommandMessage[] = [];
+    let position = 0;
+    for (const input of inputs) {
+      const message = joined[position];
+      if (input.command && message)
+        commandMessages.push({
+          command: input.command,
+          index: position,
+          message,
+          speakerName: names.get(input.sender.id) ?? input.sender.id,
+        });
+      position += input.messages.length;
+    }
+    const commands = new Map(
+      (await prepareChatCommands(context, commandMessages)).map((command) => [command.index, command]),
+    );
+    const joining = joined.map((message, index) => {
+      const write = commands.get(index)?.write;
+      return write ? { ...message, command: write } : message;
+    });
     // A sender who joins a channel, topic or project sees its memories: none may come from a channel the sender cannot
     // read (ADR 5, 2026-12-03; a room's may cite another channel, moved there by an earlier change). Each membership
     // the append writes is an audience change of its space: its mark is written with it, in the append's transaction
@@ -288,6 +321,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       topics: [...topics],
       at,
       joinMarks,
+      ...(purges === undefined ? {} : { purges }),
     });
     try {
       await settleAudienceMarks(context, joinMarks.written);
@@ -303,14 +337,14 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       }
       await settleUnsettled();
     } catch (error) {
-      // The messages and memberships are in: the caller is told so, and how to finish the check. Neither the commands
-      // (which read what the check keeps from the sender) nor the scheduling run: the retry runs them.
+      // The messages, their commands and memberships are in: the caller is told so, and how to finish the check. The
+      // scheduling does not run: the retry does it.
       for (const message of stored) if (!message.duplicate && message.role === 'user') owed.add(message.id);
       unsettled.push(...joinMarks.written);
       const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
       throw new MnemeError(
         error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
-        `the messages were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
+        `the messages (with their chat commands) were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
         { cause: error },
       );
     }
@@ -318,17 +352,15 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     const results: IngestResult[] = [];
     let offset = 0;
     for (const input of inputs) {
-      const own = stored.slice(offset, offset + input.messages.length);
+      const prepared = commands.get(offset);
+      const own = stored.slice(offset, offset + input.messages.length).map(({ written: _, ...message }) => message);
+      const [first] = stored.slice(offset, offset + 1);
       offset += input.messages.length;
-      const [first] = own;
-      // A duplicate was handled when it was first stored: its command is not run again (unless that append's check
-      // failed before it ran: `owed`).
+      // A duplicate's command was written with it when it was first stored: none now.
+      const command = prepared && first && !first.duplicate ? prepared.result(first.written) : null;
+      // A duplicate was scheduled when it was first stored (unless that append's check failed before: `owed`).
       const fresh = (message: AppendedMessage) => !message.duplicate || owed.delete(message.id);
       const owes = own.filter((message) => message.role === 'user' && fresh(message));
-      const command =
-        input.command && first && owes.includes(first)
-          ? await runChatCommand(context, input.command, first, names.get(input.sender.id) ?? input.sender.id)
-          : null;
       let queued = true;
       if (first && owes.length > 0) {
         if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));

@@ -1,7 +1,19 @@
+import { isMnemeError } from '../../core/errors.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import { type AppendedMessage, fileProgressMoved, type MessageRole, type MessageStore } from '../message-store.js';
-import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import {
+  type CommandWrite,
+  type CommandWritten,
+  fileProgressMoved,
+  type MessageRole,
+  type MessageStore,
+  purgedMeanwhile,
+  type StoredMessage,
+} from '../message-store.js';
+import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
+import { type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
+import { createPostgresMemoryWrites, type PostgresMemoryWrites } from './postgres-memory-writes.js';
 import { orLexemeQuery } from './postgres-text-query.js';
+import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
 
@@ -21,7 +33,8 @@ export const messageSearchSql = `SELECT ${columns} FROM messages m
  * visible in order and an extraction watermark never skips a message committed late; an external id
  * a sender already has in a channel (the unique index of steps 2 and 5) is answered with the stored message.
  */
-export function createPostgresMessageStore(database: PostgresDatabase): MessageStore {
+export function createPostgresMessageStore(database: PostgresDatabase, vectors: PostgresVectorIndex): MessageStore {
+  const writes = createPostgresMemoryWrites(vectors);
   const list = async (doing: string, sql: string, parameters: unknown[]) =>
     withPgErrors(doing, async () => (await database.query<MessageRow>(sql, parameters)).rows.map(toMessage));
   const count = async (
@@ -42,6 +55,7 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
   return {
     async append(messages, options = {}) {
       return writePg(database, 'appending messages', async (q) => {
+        if (options.purges !== undefined && (await countPurges(q)) !== options.purges) throw purgedMeanwhile();
         const at = options.at ?? Date.now();
         for (const topicId of options.topics ?? []) {
           await q.query(
@@ -65,7 +79,7 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
           const recorded = Number(rows[0]?.line ?? 0);
           if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
         }
-        const stored: AppendedMessage[] = [];
+        const stored: StoredMessage[] = [];
         for (const message of messages) {
           const previous = stored.at(-1);
           const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
@@ -124,7 +138,11 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
               if (put.changed > 0) marks.written.push(mark);
             }
           }
-          stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
+          const appended: StoredMessage = { ...toMessage(row), duplicate: earlier !== undefined };
+          if (earlier === undefined && message.command) {
+            appended.written = await writeCommand(q, writes, message.command, appended.id, stored);
+          }
+          stored.push(appended);
         }
         if (file) {
           await q.query(
@@ -136,6 +154,9 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
         }
         return stored;
       });
+    },
+    async purges() {
+      return withPgErrors('reading the number of purges', () => countPurges(database));
     },
     async ingestFile(path) {
       return withPgErrors(`reading the ingest progress of ${path}`, async () => {
@@ -242,4 +263,39 @@ export function createPostgresMessageStore(database: PostgresDatabase): MessageS
       return list(doing, messageSearchSql, [query, channelId, limit]);
     },
   };
+}
+
+/** Writes a message's chat command inside its append's transaction (`CommandWrite`). */
+async function writeCommand(
+  q: PostgresQueryable,
+  writes: PostgresMemoryWrites,
+  command: CommandWrite,
+  messageId: number,
+  earlier: readonly StoredMessage[],
+): Promise<CommandWritten> {
+  if ('remember' in command) {
+    const row = await writes.insert(q, { ...command.remember, sourceMessageIds: [messageId] }, command.context);
+    return { remembered: toMemory(row), forgotten: [] };
+  }
+  const owners = new Set(command.owners);
+  const forgotten = [];
+  const remembered = command.remembered.flatMap((index) => earlier[index]?.written?.remembered?.id ?? []);
+  for (const id of new Set([...command.forget, ...remembered])) {
+    let before: PgMemoryRow;
+    try {
+      before = await writes.read(q, id);
+    } catch (error) {
+      if (isMnemeError(error, 'NOT_FOUND')) continue;
+      throw error;
+    }
+    if (before.archived_at !== null || !owners.has(before.owner)) continue;
+    forgotten.push(toMemory(await writes.archive(q, id, command.context)));
+  }
+  return { remembered: null, forgotten };
+}
+
+/** How many purges the database has had (`service_state.purges`). */
+async function countPurges(q: PostgresQueryable): Promise<number> {
+  const { rows } = await q.query<{ value: string | number }>("SELECT value FROM service_state WHERE name = 'purges'");
+  return Number(rows[0]?.value ?? 0);
 }

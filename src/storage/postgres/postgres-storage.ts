@@ -65,7 +65,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
       apiKeys: createPostgresApiKeyStore(database),
       directory: createPostgresDirectoryStore(database),
       memberships: createPostgresMembershipStore(database),
-      messages: createPostgresMessageStore(database),
+      messages: createPostgresMessageStore(database, vectors),
       maintenanceState: createPostgresMaintenanceStateStore(database),
       extraction: createPostgresExtractionStore(database, vectors, holds),
       maintenance: createPostgresMaintenanceStore(database, vectors),

@@ -1,9 +1,21 @@
 import type Database from 'better-sqlite3';
+import { isMnemeError } from '../../core/errors.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
-import { type AppendedMessage, fileProgressMoved, type MessageRole, type MessageStore } from '../message-store.js';
+import {
+  type CommandWrite,
+  type CommandWritten,
+  fileProgressMoved,
+  type MessageRole,
+  type MessageStore,
+  purgedMeanwhile,
+  type StoredMessage,
+} from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
+import { toMemory } from './sqlite-memory-rows.js';
+import { createSqliteMemoryWrites, type SqliteMemoryWrites } from './sqlite-memory-writes.js';
+import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 interface CountParameters {
   key: string;
@@ -12,7 +24,12 @@ interface CountParameters {
 }
 
 /** The SQLite implementation of the MessageStore port, over the append-only `messages` table. */
-export function createSqliteMessageStore(database: Database.Database): MessageStore {
+export function createSqliteMessageStore(database: Database.Database, vectors: SqliteVectorIndex): MessageStore {
+  const writes = createSqliteMemoryWrites(database, vectors);
+  const purgeCount = database
+    .prepare<[], number>("SELECT IFNULL((SELECT value FROM service_state WHERE name = 'purges'), 0)")
+    .pluck();
+  const countPurges = () => purgeCount.get() ?? 0;
   const statements = {
     get: database.prepare<[number], MessageRow>('SELECT * FROM messages WHERE id = ?'),
     listAfter: database.prepare<[string, number, number], MessageRow>(
@@ -105,6 +122,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       try {
         return database
           .transaction(() => {
+            if (options.purges !== undefined && countPurges() !== options.purges) throw purgedMeanwhile();
             const at = options.at ?? Date.now();
             for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
             for (const user of options.names ?? []) retryable.putName().run(user.id, user.displayName, at, at);
@@ -113,7 +131,7 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
               const recorded = retryable.getFile().get(file.path)?.line ?? 0;
               if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
             }
-            const stored: AppendedMessage[] = [];
+            const stored: StoredMessage[] = [];
             for (const message of messages) {
               const previous = stored.at(-1);
               const replyTo = message.repliesToPrevious ? (previous?.id ?? null) : (message.replyTo ?? null);
@@ -153,7 +171,11 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
                   }
                 }
               }
-              stored.push({ ...toMessage(row), duplicate: earlier !== undefined });
+              const appended: StoredMessage = { ...toMessage(row), duplicate: earlier !== undefined };
+              if (earlier === undefined && message.command) {
+                appended.written = writeCommand(writes, message.command, appended.id, stored);
+              }
+              stored.push(appended);
             }
             if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
             return stored;
@@ -162,6 +184,9 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       } catch (error) {
         throw toMnemeError(error, 'appending messages');
       }
+    },
+    async purges() {
+      return readSqlite('reading the number of purges', countPurges);
     },
     async ingestFile(path) {
       return readSqlite(`reading the ingest progress of ${path}`, () => {
@@ -234,4 +259,32 @@ export function createSqliteMessageStore(database: Database.Database): MessageSt
       );
     },
   };
+}
+
+/** Writes a message's chat command inside its append's transaction (`CommandWrite`). */
+function writeCommand(
+  writes: SqliteMemoryWrites,
+  command: CommandWrite,
+  messageId: number,
+  earlier: readonly StoredMessage[],
+): CommandWritten {
+  if ('remember' in command) {
+    const row = writes.insert({ ...command.remember, sourceMessageIds: [messageId] }, command.context);
+    return { remembered: toMemory(row), forgotten: [] };
+  }
+  const owners = new Set(command.owners);
+  const forgotten = [];
+  const remembered = command.remembered.flatMap((index) => earlier[index]?.written?.remembered?.id ?? []);
+  for (const id of new Set([...command.forget, ...remembered])) {
+    let before: ReturnType<SqliteMemoryWrites['read']>;
+    try {
+      before = writes.read(id);
+    } catch (error) {
+      if (isMnemeError(error, 'NOT_FOUND')) continue;
+      throw error;
+    }
+    if (before.archived_at !== null || !owners.has(before.owner)) continue;
+    forgotten.push(toMemory(writes.archive(id, command.context)));
+  }
+  return { remembered: null, forgotten };
 }

@@ -46,7 +46,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     apiKeys: createSqliteApiKeyStore(database),
     directory: createSqliteDirectoryStore(database),
     memberships: createSqliteMembershipStore(database),
-    messages: createSqliteMessageStore(database),
+    messages: createSqliteMessageStore(database, vectors),
     idempotency: createSqliteIdempotencyStore(database),
     maintenanceState: createSqliteMaintenanceStateStore(database),
     extraction,
