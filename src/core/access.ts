@@ -9,11 +9,12 @@ import type { Viewer } from './types.js';
 /**
  * Who a request acts as. An administrator key's `keyId` tells two keys of one label apart (the
  * service's `--open` mode has none); labels are for people and need not be unique. `keyCreatedAt`
- * (epoch ms) is when that key was made.
+ * (epoch ms) is when that key was made. A user key's `keyId` lets its posts be written only while it is
+ * active (`IngestOptions.keyId`).
  */
 export type Principal =
   | { kind: 'admin'; label: string; keyId?: number; keyCreatedAt?: number }
-  | { kind: 'user'; userId: string; label: string };
+  | { kind: 'user'; userId: string; label: string; keyId?: number };
 
 /**
  * Who may call an operation of a face, declared with the operation's input; `Input` is that input, parsed.

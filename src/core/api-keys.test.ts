@@ -22,6 +22,7 @@ describe('API keys', () => {
       kind: 'user',
       userId: 'ann',
       label: 'support bot',
+      keyId: expect.any(Number),
     });
     await mneme.close();
 

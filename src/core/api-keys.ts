@@ -84,7 +84,7 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
       }
       return record.userId === null
         ? { kind: 'admin', label: record.label, keyId: record.id, keyCreatedAt: Date.parse(record.createdAt) }
-        : { kind: 'user', userId: record.userId, label: record.label };
+        : { kind: 'user', userId: record.userId, label: record.label, keyId: record.id };
     },
 
     async hasAny() {

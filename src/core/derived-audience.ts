@@ -66,8 +66,10 @@ export function audienceMark(
 
 /**
  * Checks the audience changes of marks written with their change (an append's memberships, `AppendOptions.joinMarks`)
- * and deletes the marks: each change once, however many marks name it. A failure leaves the marks to
- * `recheckAudiences`.
+ * and deletes the marks: each change once, however many marks name it. A failed check leaves the marks to
+ * `recheckAudiences` and throws; a failed delete after the checks only leaves them (checking again changes nothing),
+ * where it failed the append whose messages were in and checked (attack22: the retry under the same Idempotency-Key
+ * stored the message and its /remember again).
  */
 export async function settleAudienceMarks(
   context: EngineContext,
@@ -81,7 +83,9 @@ export async function settleAudienceMarks(
     checked.add(name);
     await keepWithinSources(context, change);
   }
-  for (const mark of marks) await context.storage.maintenanceState.remove(mark.key, AUDIENCE_TASK, { deferred: true });
+  for (const mark of marks) {
+    await context.storage.maintenanceState.remove(mark.key, AUDIENCE_TASK, { deferred: true }).catch(() => {});
+  }
 }
 
 /**

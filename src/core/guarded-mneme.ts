@@ -43,6 +43,8 @@ export function guardMneme(
   watch: () => Promise<void>,
 ): Mneme {
   const { userId } = principal;
+  /** A post of the user: its memberships checked here, and written only while the key it came with is active. */
+  const posting = { sendersAreMembers: true, ...(principal.keyId === undefined ? {} : { keyId: principal.keyId }) };
   const membership = createMembership(context);
   const refuse = (what: string): never => {
     throw new MnemeError(ErrorCode.Forbidden, `${what} needs an administrator; this caller acts as user ${userId}`);
@@ -205,7 +207,7 @@ export function guardMneme(
     async ingest(input) {
       await assertMayPost(input, 'message');
       // Checked above: no membership is written with the post (a removal meanwhile stays).
-      return engine.ingest(input, { sendersAreMembers: true });
+      return engine.ingest(input, posting);
     },
 
     async sources(input) {
@@ -235,7 +237,7 @@ export function guardMneme(
           await assertMayPost(input, `message at index ${index}`);
         }
       }
-      return engine.ingestMany(inputs, { sendersAreMembers: true });
+      return engine.ingestMany(inputs, posting);
     },
 
     ingestProgress: async () => refuse("reading a file's ingest progress"),

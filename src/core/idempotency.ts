@@ -108,17 +108,18 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
       };
       const now = clock.now();
       const expiresAt = now + IDEMPOTENCY_KEY_TTL_MS;
+      const lockedUntil = now + IDEMPOTENCY_LOCK_MS;
       const existing = await store.claim({
         ...claim,
         now,
-        lockedUntil: now + IDEMPOTENCY_LOCK_MS,
+        lockedUntil,
         expiresAt,
         ...(former === undefined ? {} : { formerPrincipal: former.principal, formerExpiresFrom: former.expiresFrom }),
       });
       if (existing === null) {
         return {
           complete: (response) => finish(id, () => store.complete({ ...claim, expiresAt }, response)),
-          release: () => finish(id, () => store.release(claim.principal, key)),
+          release: () => finish(id, () => store.release(claim.principal, key, lockedUntil)),
         };
       }
       if (existing.requestSha256 !== claim.requestSha256) {

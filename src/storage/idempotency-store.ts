@@ -47,6 +47,9 @@ export interface IdempotencyStore {
     claim: Pick<IdempotencyClaim, 'principal' | 'key' | 'requestSha256' | 'expiresAt'>,
     response: { status: number; body: string },
   ): Promise<void>;
-  /** Deletes the key while it is still running, so the request may be tried again (it failed). */
-  release(principal: string, key: string): Promise<void>;
+  /**
+   * Deletes the key while the claim that set `lockedUntil` still holds it, so the request may be tried again (it
+   * failed); a claim another process took over since (its `lockedUntil` passed) is left alone.
+   */
+  release(principal: string, key: string, lockedUntil: number): Promise<void>;
 }

@@ -921,46 +921,61 @@ export function describeStorageContract(
       expect(await nearest()).toEqual([]);
     });
 
-    it('writes a message chat command in its append: a remembered memory citing it, forgotten ones archived, none for a duplicate', async () => {
-      const [old, gone, moved] = await storage.memories.insert(
+    it('writes a message chat command in its append: a remembered memory citing it, the matches of a forget archived, none for a duplicate', async () => {
+      const [old, gone, moved, bobs] = await storage.memories.insert(
         [
           await newMemory('Ann prefers dark mode', { scope: 'personal', userId: 'ann' }),
           await newMemory('Ann wanted dark mode', { scope: 'personal', userId: 'ann' }),
           await newMemory('Ann set dark mode', { scope: 'personal', userId: 'ann' }),
+          await newMemory('Bob likes dark mode', { scope: 'personal', userId: 'bob' }),
         ],
         context,
       );
-      // Found before the append and changed meanwhile: archived already, moved to a room the command does not see.
+      // Archived already, moved to a room the command does not see, another user: none is archived by the forget.
       await storage.memories.archive([gone?.id ?? 0], context);
       await storage.memories.moveTo(moved?.id ?? 0, { scope: 'room', channelId: 'elsewhere' }, context);
       const personal = ownerKey('personal', { userId: 'ann' });
-      const remember = {
-        remember: { ...(await newMemory('Ann is allergic to peanuts', { scope: 'personal', userId: 'ann' })) },
+      const remember = async (text: string) => ({
+        remember: { ...(await newMemory(text, { scope: 'personal', userId: 'ann' })) },
         context: { ...context, reason: '/remember' },
-      };
-      const [remembered, forgot] = await storage.messages.append([
-        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: remember },
-        {
-          ...said('ann', '/forget dark mode'),
-          command: {
-            forget: [old?.id ?? 0, gone?.id ?? 0, moved?.id ?? 0, 999_999],
-            remembered: [],
-            owners: [personal],
-            context: { ...context, reason: '/forget dark mode' },
-          },
+      });
+      const peanuts = await remember('Ann is allergic to peanuts');
+      const forget = {
+        forget: {
+          owners: [personal, ownerKey('personal', { userId: 'bob' })],
+          userId: 'ann',
+          matches: (content: string) => /dark mode/.test(content),
         },
+        context: { ...context, reason: '/forget dark mode' },
+      };
+      const [remembered, , forgot] = await storage.messages.append([
+        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: peanuts },
+        {
+          ...said('ann', '/remember I want dark mode at night'),
+          command: await remember('Ann wants dark mode at night'),
+        },
+        { ...said('ann', '/forget dark mode'), command: forget },
       ]);
       expect(remembered?.written?.remembered).toMatchObject({
         content: 'Ann is allergic to peanuts',
         sourceMessageIds: [remembered?.id],
       });
-      expect(forgot?.written).toEqual({ remembered: null, forgotten: [expect.objectContaining({ id: old?.id })] });
-      const [oldAfter, movedAfter] = await storage.memories.get([old?.id ?? 0, moved?.id ?? 0]);
+      // What the append itself remembered before the forget is forgotten with the older match.
+      expect(forgot?.written?.forgotten.map((memory) => memory.content)).toEqual([
+        'Ann prefers dark mode',
+        'Ann wants dark mode at night',
+      ]);
+      const [oldAfter, movedAfter, bobsAfter] = await storage.memories.get([
+        old?.id ?? 0,
+        moved?.id ?? 0,
+        bobs?.id ?? 0,
+      ]);
       expect(oldAfter?.archivedAt).not.toBeNull();
       expect(movedAfter?.archivedAt).toBeNull();
+      expect(bobsAfter?.archivedAt).toBeNull();
 
       const [again] = await storage.messages.append([
-        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: remember },
+        { ...said('ann', '/remember I am allergic to peanuts'), externalId: 'e1', command: peanuts },
       ]);
       expect(again).toMatchObject({ id: remembered?.id, duplicate: true });
       expect(again?.written).toBeUndefined();
@@ -1487,11 +1502,14 @@ export function describeStorageContract(
       const later = { ...claim, now: at + 100, lockedUntil: at + 200 };
       expect(await storage.idempotency.claim({ ...later, requestSha256: 'r2' })).toMatchObject({ requestSha256: 'r1' });
       expect(await storage.idempotency.claim(later)).toBeNull();
+      // The first claimant gives back its claim late: the one that took it over keeps it.
+      await storage.idempotency.release('user:ann', 'k1', claim.lockedUntil);
+      expect(await storage.idempotency.claim({ ...later, now: at + 150 })).toMatchObject({ lockedUntil: at + 200 });
       await storage.idempotency.complete(claim, { status: 202, body: '{"ok":true}' });
       expect(await storage.idempotency.claim(later)).toMatchObject({ status: 202, body: '{"ok":true}' });
-      await storage.idempotency.release('user:ann', 'k1');
+      await storage.idempotency.release('user:ann', 'k1', 0);
       expect(await storage.idempotency.claim(later)).toMatchObject({ status: 202 });
-      await storage.idempotency.release('user:bob', 'k1');
+      await storage.idempotency.release('user:bob', 'k1', claim.lockedUntil);
       expect(await storage.idempotency.claim({ ...claim, principal: 'user:bob' })).toBeNull();
       expect(await storage.idempotency.claim({ ...claim, now: at + 1_000, requestSha256: 'r3' })).toBeNull();
     });

@@ -37,16 +37,13 @@ export interface StoredMessage extends AppendedMessage {
 /**
  * What a message's chat command writes in the transaction of its append (ADR 30), so that a message and its command
  * are stored together or not at all: `remember`, a memory whose source is the message (its id filled in there);
- * `forget`, the archive of the memories with these ids that are still active and still of one of `owners` (they were
- * found before the append; one archived, deleted or moved meanwhile is left alone) and of the memories that the
- * messages at the indexes `remembered` (of this append, before it) remember.
+ * `forget`, the archive of every active memory of `userId` among `owners` whose content `matches` says yes to, as the
+ * transaction finds them (so also those the messages before it in the append remember).
  */
 export type CommandWrite =
   | { remember: Omit<NewMemory, 'sourceMessageIds'>; context: WriteContext }
   | {
-      forget: readonly number[];
-      remembered: readonly number[];
-      owners: readonly string[];
+      forget: { owners: readonly string[]; userId: string; matches(content: string): boolean };
       context: WriteContext;
     };
 
@@ -137,6 +134,24 @@ export interface AppendOptions {
    * prepared before its sender's purge would otherwise store the purged sender's words after it.
    */
   purges?: number;
+  /** The API key (id) the messages were sent with: the append is refused (`keyGone`) unless it is still active. */
+  keyId?: number;
+}
+
+/** The FORBIDDEN an append gets when the key its messages were sent with was revoked (or its user purged) meanwhile. */
+export function keyGone(): MnemeError {
+  return new MnemeError(
+    ErrorCode.Forbidden,
+    'the API key these messages were sent with was revoked (or its user purged) while they were sent; nothing was written',
+  );
+}
+
+/** The INVALID_INPUT an append gets when the message a reply answers was deleted (purged) after it was checked. */
+export function replyGone(replyTo: number): MnemeError {
+  const problem = `no message ${replyTo}: it was deleted (its sender purged) while this was sent; nothing was written`;
+  return new MnemeError(ErrorCode.InvalidInput, `invalid message: replyTo: ${problem}`, {
+    issues: [{ path: 'replyTo', message: problem }],
+  });
 }
 
 /** The STORE_BUSY an append gets when a purge ran while its commands were prepared (`AppendOptions.purges`). */

@@ -1,7 +1,7 @@
 import type { CommandWrite, CommandWritten, NewMessage } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
-import { ContentSchema, MAX_PAGE_SIZE } from '../schemas.js';
+import { ContentSchema } from '../schemas.js';
 import { ownerKey, visibleOwners } from '../scope.js';
 import type { Memory } from '../types.js';
 import { attributeToSpeaker } from './attribution.js';
@@ -71,6 +71,13 @@ function pieceExpression(piece: string): RegExp {
   return new RegExp(source, 'giu');
 }
 
+/**
+ * Most `*` in a `/forget` pattern: its pieces are looked for one after the other in every memory of the sender, inside
+ * the append's transaction (which holds the write lock), so their number bounds the time it holds it (attack22: 15,000
+ * pieces took 10 ms a memory).
+ */
+export const MAX_FORGET_STARS = 20;
+
 /** A user message whose chat command is to be written with it. */
 export interface CommandMessage {
   command: ChatCommand;
@@ -100,7 +107,6 @@ export async function prepareChatCommands(
   context: EngineContext,
   messages: readonly CommandMessage[],
 ): Promise<PreparedCommand[]> {
-  const remembered: Array<{ index: number; content: string; owner: string }> = [];
   const contents = messages.map(({ command, speakerName }) =>
     command.name === 'remember' && command.text.length > 0
       ? ContentSchema.safeParse(attributeToSpeaker(command.text, speakerName))
@@ -124,7 +130,6 @@ export async function prepareChatCommands(
         continue;
       }
       const owner = ownerKey('personal', { userId: message.senderId });
-      remembered.push({ index, content: content.data, owner });
       prepared.push({
         index,
         write: {
@@ -165,18 +170,22 @@ export async function prepareChatCommands(
       });
       continue;
     }
+    if (pattern.split('*').length - 1 > MAX_FORGET_STARS) {
+      const reply = `Not forgotten: a pattern may have at most ${MAX_FORGET_STARS} *`;
+      prepared.push({ index, write: null, result: () => refused('forget', reply) });
+      continue;
+    }
     const owners = visibleOwners({
       userId: message.senderId,
       channelId: message.channelId,
       topicId: message.topicId ?? undefined,
     });
-    const matching = await storedMatches(context, owners, message.senderId, pattern);
-    const earlier = remembered
-      .filter((memory) => owners.includes(memory.owner) && matchesForgetPattern(memory.content, pattern))
-      .map((memory) => memory.index);
     prepared.push({
       index,
-      write: { forget: matching, remembered: earlier, owners, context: { ...writing, reason: `/forget ${pattern}` } },
+      write: {
+        forget: { owners, userId: message.senderId, matches: (content) => matchesForgetPattern(content, pattern) },
+        context: { ...writing, reason: `/forget ${pattern}` },
+      },
       result: (written) => {
         const count = written?.forgotten.length ?? 0;
         return {
@@ -196,28 +205,4 @@ export async function prepareChatCommands(
 
 function refused(command: ChatCommand['name'], reply: string): ChatCommandResult {
   return { command, reply, remembered: null, forgotten: [] };
-}
-
-/** The ids of the active memories of `owners` that `userId` sees and that match a forget pattern. */
-async function storedMatches(
-  context: EngineContext,
-  owners: string[],
-  userId: string,
-  pattern: string,
-): Promise<number[]> {
-  const matching: number[] = [];
-  for (let offset = 0; ; offset += MAX_PAGE_SIZE) {
-    const page = await context.storage.memories.list({
-      owners,
-      userId,
-      archived: 'exclude',
-      limit: MAX_PAGE_SIZE,
-      offset,
-    });
-    for (const memory of page.memories) {
-      if (matchesForgetPattern(memory.content, pattern)) matching.push(memory.id);
-    }
-    if (offset + MAX_PAGE_SIZE >= page.total) break;
-  }
-  return matching;
 }

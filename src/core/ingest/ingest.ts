@@ -116,6 +116,11 @@ export interface IngestOptions {
    * start. Left out, an administrator's ingest makes each sender a member of where it posts.
    */
   joinsOnlyNewSpaces?: boolean;
+  /**
+   * The API key (its id) the messages were sent with: the append is refused (FORBIDDEN, nothing written) when the key
+   * is no longer active when it is written (revoked, or its user purged, while the post was on its way: attack22).
+   */
+  keyId?: number;
 }
 
 export interface IngestManyOptions extends IngestOptions {
@@ -322,6 +327,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       at,
       joinMarks,
       ...(purges === undefined ? {} : { purges }),
+      ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
     });
     try {
       await settleAudienceMarks(context, joinMarks.written);
@@ -429,6 +435,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
   const joinsOf = (options: IngestOptions): IngestOptions => ({
     sendersAreMembers: options.sendersAreMembers === true,
     joinsOnlyNewSpaces: options.joinsOnlyNewSpaces === true,
+    ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
   });
 
   const only = async (results: Promise<IngestResult[]>) => {

@@ -59,12 +59,12 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         );
       });
     },
-    async release(principal, key) {
+    async release(principal, key, lockedUntil) {
       await writePg(database, 'releasing an idempotency key', async (q) => {
-        await q.query('DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL', [
-          principal,
-          key,
-        ]);
+        await q.query(
+          'DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL AND locked_until = $3',
+          [principal, key, lockedUntil],
+        );
       });
     },
   };

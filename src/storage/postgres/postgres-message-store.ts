@@ -1,16 +1,17 @@
-import { isMnemeError } from '../../core/errors.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
 import {
   type CommandWrite,
   type CommandWritten,
   fileProgressMoved,
+  keyGone,
   type MessageRole,
   type MessageStore,
   purgedMeanwhile,
+  replyGone,
   type StoredMessage,
 } from '../message-store.js';
 import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
-import { type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
+import { toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites, type PostgresMemoryWrites } from './postgres-memory-writes.js';
 import { orLexemeQuery } from './postgres-text-query.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
@@ -56,6 +57,12 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
     async append(messages, options = {}) {
       return writePg(database, 'appending messages', async (q) => {
         if (options.purges !== undefined && (await countPurges(q)) !== options.purges) throw purgedMeanwhile();
+        if (options.keyId !== undefined) {
+          const { rows } = await q.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [
+            options.keyId,
+          ]);
+          if (rows.length === 0) throw keyGone();
+        }
         const at = options.at ?? Date.now();
         for (const topicId of options.topics ?? []) {
           await q.query(
@@ -102,6 +109,10 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
                     [message.channelId, message.senderId, externalId],
                   )
                 ).rows[0];
+          if (earlier === undefined && !message.repliesToPrevious && replyTo !== null) {
+            const { rows } = await q.query('SELECT 1 FROM messages WHERE id = $1', [replyTo]);
+            if (rows.length === 0) throw replyGone(replyTo);
+          }
           // The write lock makes the read above current; the conflict clause keeps a race out regardless.
           const sql = `INSERT INTO messages (channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -140,7 +151,7 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
           }
           const appended: StoredMessage = { ...toMessage(row), duplicate: earlier !== undefined };
           if (earlier === undefined && message.command) {
-            appended.written = await writeCommand(q, writes, message.command, appended.id, stored);
+            appended.written = await writeCommand(q, writes, message.command, appended.id);
           }
           stored.push(appended);
         }
@@ -271,25 +282,20 @@ async function writeCommand(
   writes: PostgresMemoryWrites,
   command: CommandWrite,
   messageId: number,
-  earlier: readonly StoredMessage[],
 ): Promise<CommandWritten> {
   if ('remember' in command) {
     const row = await writes.insert(q, { ...command.remember, sourceMessageIds: [messageId] }, command.context);
     return { remembered: toMemory(row), forgotten: [] };
   }
-  const owners = new Set(command.owners);
+  const { owners, userId, matches } = command.forget;
+  const { rows } = await q.query<{ id: string | number; content: string }>(
+    `SELECT id, content FROM memories WHERE owner = ANY($1::text[]) AND user_id = $2 AND archived_at IS NULL
+     ORDER BY id`,
+    [[...owners], userId],
+  );
   const forgotten = [];
-  const remembered = command.remembered.flatMap((index) => earlier[index]?.written?.remembered?.id ?? []);
-  for (const id of new Set([...command.forget, ...remembered])) {
-    let before: PgMemoryRow;
-    try {
-      before = await writes.read(q, id);
-    } catch (error) {
-      if (isMnemeError(error, 'NOT_FOUND')) continue;
-      throw error;
-    }
-    if (before.archived_at !== null || !owners.has(before.owner)) continue;
-    forgotten.push(toMemory(await writes.archive(q, id, command.context)));
+  for (const row of rows) {
+    if (matches(row.content)) forgotten.push(toMemory(await writes.archive(q, Number(row.id), command.context)));
   }
   return { remembered: null, forgotten };
 }

@@ -43,9 +43,9 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       VALUES (?, ?, ?, ?, ?, 0, ?)
       ON CONFLICT (principal, key) DO UPDATE SET status = excluded.status, body = excluded.body, locked_until = 0`,
     ),
-    release: preparedOnUse<[string, string]>(
+    release: preparedOnUse<[string, string, number]>(
       database,
-      'DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND status IS NULL',
+      'DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND status IS NULL AND locked_until = ?',
     ),
   };
 
@@ -76,9 +76,9 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
         statements.complete().run(principal, key, requestSha256, response.status, response.body, expiresAt);
       });
     },
-    async release(principal, key) {
+    async release(principal, key, lockedUntil) {
       writeSqlite(database, 'releasing an idempotency key', () => {
-        statements.release().run(principal, key);
+        statements.release().run(principal, key, lockedUntil);
       });
     },
   };

@@ -1,13 +1,14 @@
 import type Database from 'better-sqlite3';
-import { isMnemeError } from '../../core/errors.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
 import {
   type CommandWrite,
   type CommandWritten,
   fileProgressMoved,
+  keyGone,
   type MessageRole,
   type MessageStore,
   purgedMeanwhile,
+  replyGone,
   type StoredMessage,
 } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
@@ -30,6 +31,9 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
     .prepare<[], number>("SELECT IFNULL((SELECT value FROM service_state WHERE name = 'purges'), 0)")
     .pluck();
   const countPurges = () => purgeCount.get() ?? 0;
+  const activeKey = database
+    .prepare<[number], number>('SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL')
+    .pluck();
   const statements = {
     get: database.prepare<[number], MessageRow>('SELECT * FROM messages WHERE id = ?'),
     listAfter: database.prepare<[string, number, number], MessageRow>(
@@ -123,6 +127,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
         return database
           .transaction(() => {
             if (options.purges !== undefined && countPurges() !== options.purges) throw purgedMeanwhile();
+            if (options.keyId !== undefined && !activeKey.get(options.keyId)) throw keyGone();
             const at = options.at ?? Date.now();
             for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
             for (const user of options.names ?? []) retryable.putName().run(user.id, user.displayName, at, at);
@@ -143,6 +148,13 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
                     ? retryable.replyOf().get(previous.id, message.senderId, message.role)
                     : undefined
                   : retryable.byExternalId().get(message.channelId, message.senderId, externalId);
+              if (
+                earlier === undefined &&
+                !message.repliesToPrevious &&
+                replyTo !== null &&
+                !statements.get.get(replyTo)
+              )
+                throw replyGone(replyTo);
               const row =
                 earlier ??
                 retryable
@@ -173,7 +185,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
               }
               const appended: StoredMessage = { ...toMessage(row), duplicate: earlier !== undefined };
               if (earlier === undefined && message.command) {
-                appended.written = writeCommand(writes, message.command, appended.id, stored);
+                appended.written = writeCommand(database, writes, message.command, appended.id);
               }
               stored.push(appended);
             }
@@ -263,28 +275,24 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
 
 /** Writes a message's chat command inside its append's transaction (`CommandWrite`). */
 function writeCommand(
+  database: Database.Database,
   writes: SqliteMemoryWrites,
   command: CommandWrite,
   messageId: number,
-  earlier: readonly StoredMessage[],
 ): CommandWritten {
   if ('remember' in command) {
     const row = writes.insert({ ...command.remember, sourceMessageIds: [messageId] }, command.context);
     return { remembered: toMemory(row), forgotten: [] };
   }
-  const owners = new Set(command.owners);
-  const forgotten = [];
-  const remembered = command.remembered.flatMap((index) => earlier[index]?.written?.remembered?.id ?? []);
-  for (const id of new Set([...command.forget, ...remembered])) {
-    let before: ReturnType<SqliteMemoryWrites['read']>;
-    try {
-      before = writes.read(id);
-    } catch (error) {
-      if (isMnemeError(error, 'NOT_FOUND')) continue;
-      throw error;
-    }
-    if (before.archived_at !== null || !owners.has(before.owner)) continue;
-    forgotten.push(toMemory(writes.archive(id, command.context)));
-  }
+  const { owners, userId, matches } = command.forget;
+  const candidates = database
+    .prepare<[string, string], { id: number; content: string }>(
+      `SELECT id, content FROM memories WHERE owner IN (SELECT value FROM json_each(?)) AND user_id = ?
+        AND archived_at IS NULL ORDER BY id`,
+    )
+    .all(JSON.stringify(owners), userId);
+  const forgotten = candidates
+    .filter((candidate) => matches(candidate.content))
+    .map((candidate) => toMemory(writes.archive(candidate.id, command.context)));
   return { remembered: null, forgotten };
 }
