@@ -60,7 +60,7 @@ export type {
   UpdateInput,
 } from './core/schemas.js';
 export type { ExportOptions } from './core/transfer/export-data.js';
-export { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from './core/transfer/export-format.js';
+export { EXPORT_FORMAT, EXPORT_FORMAT_VERSION, EXPORT_FORMAT_VERSIONS } from './core/transfer/export-format.js';
 export type { ImportOptions, ImportReport, ImportSource } from './core/transfer/import-lines.js';
 export type {
   Memory,

@@ -97,6 +97,27 @@ describe.skipIf(!hasPostgresBinaries)('the CLI on a PostgreSQL URL (postgresql-1
     rmSync(folder, { recursive: true, force: true });
   });
 
+  it('restores where mneme ingest got in a file, so resuming it on the restored database appends only the new line', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mneme-pg-resume-'));
+    const file = join(folder, 'chat.jsonl');
+    const line = (index: number) =>
+      JSON.stringify({ channelId: 'kitchen', sender: 'ann', content: `Row ${index} of beans is sown` });
+    writeFileSync(file, `${[1, 2, 3].map(line).join('\n')}\n`);
+    const source = await server.database('resume_source');
+    expect((await runCli(source, ['ingest', file, '--no-progress'])).code).toBe(0);
+    const exported = join(folder, 'export.jsonl');
+    expect((await runCli(source, ['export', '--out', exported])).code).toBe(0);
+    const target = await server.database('resume_target');
+    const imported = await runCli(target, ['import', exported]);
+    expect(imported).toMatchObject({ code: 0, stderr: '' });
+    expect(imported.stdout).toContain('how far mneme ingest got in 1 file (');
+    writeFileSync(file, `${[1, 2, 3, 4].map(line).join('\n')}\n`);
+    const resumed = await runCli(target, ['--json', 'ingest', file, '--resume', '--no-progress']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ resumedAfter: 3, lines: 1, messages: 1 });
+    rmSync(folder, { recursive: true, force: true });
+  });
+
   it('fails with one clear line when the server cannot be reached', async () => {
     const url = (await server.database('cli')).replace(/:\d+\//, ':1/');
     const result = await runCli(url, ['list']);

@@ -185,6 +185,9 @@ export function registerTransferCommands(
           `imported ${report.users} users, ${report.projects} projects, ${report.topics} topics, ${report.channels} channels, ` +
           `${report.memberships} memberships, ${report.messages} messages, ${report.memories} memories ` +
           `(${report.versions} versions), ${report.links} links` +
+          (report.ingestFiles > 0
+            ? `; how far mneme ingest got in ${report.ingestFiles} file${report.ingestFiles === 1 ? '' : 's'} (mneme ingest --resume continues there)`
+            : '') +
           (report.duplicates > 0 ? `; ${report.duplicates} mem0 memories were imported before and skipped` : '') +
           (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : '') +
           (report.apiKeysRequired

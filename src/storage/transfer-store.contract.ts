@@ -2,8 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ownerKey } from '../core/scope.js';
 import type { Scope } from '../core/types.js';
 import type { NewMemory } from './memory-store.js';
+import type { NewMessage } from './message-store.js';
 import type { Storage } from './storage.js';
-import type { ImportedMemory, TransferFilter } from './transfer-store.js';
+import type { ImportedMemory, TransferFilter, TransferIngestFile } from './transfer-store.js';
 
 const at = Date.parse('2024-06-15T12:00:00.000Z');
 const context = { at, actor: 'tester' };
@@ -46,6 +47,15 @@ function imported(content: string, overrides: Partial<ImportedMemory> = {}): Imp
     ...overrides,
   };
 }
+
+/** One message of a file `mneme ingest` reads, appended with the file's progress (`ingest_files`), as ingest does. */
+async function ingestLine(storage: Storage, file: TransferIngestFile, content = `line ${file.line}`): Promise<void> {
+  const message: NewMessage = { channelId: 'dm', senderId: 'ann', role: 'user', content, topicId: null, createdAt: at };
+  const { updatedAt, ...progress } = file;
+  await storage.messages.append([message], { file: { ...progress, at: updatedAt } });
+}
+
+const sha = (digit: string) => digit.repeat(64);
 
 /**
  * What every storage backend's TransferStore must do (export's paged reads, the import's one
@@ -139,6 +149,61 @@ export function describeTransferStoreContract(name: string, open: () => Promise<
       expect(await storage.directory.getUser('bob')).toMatchObject({ displayName: 'Bob' });
       const session = await storage.transfer.beginImport();
       await session.rollback();
+    });
+
+    it('reads the file records of mneme ingest by path, and an import writes them back as they were', async () => {
+      const a: TransferIngestFile = { path: '/data/a.jsonl', line: 5, prefixSha256: sha('a'), updatedAt: at + 2 };
+      const b: TransferIngestFile = { path: '/data/b.jsonl', line: 2, prefixSha256: sha('b'), updatedAt: at + 1 };
+      const files = [a, b];
+      await ingestLine(storage, { ...b, line: 1, prefixSha256: sha('0'), updatedAt: at });
+      await ingestLine(storage, b);
+      await ingestLine(storage, a);
+      const read = await storage.transfer.ingestFiles();
+      expect(read).toEqual(files);
+
+      // Into a new, empty database (on PostgreSQL the schema is made anew): a rollback leaves no record.
+      await storage.close();
+      storage = await open();
+      expect(await storage.transfer.ingestFiles()).toEqual([]);
+      const failed = await storage.transfer.beginImport({ mustBeEmpty: true });
+      await failed.putIngestFiles(read);
+      await failed.rollback();
+      expect(await storage.transfer.ingestFiles()).toEqual([]);
+      const session = await storage.transfer.beginImport({ mustBeEmpty: true });
+      await session.putIngestFiles(read);
+      await session.commit();
+      expect(await storage.transfer.ingestFiles()).toEqual(files);
+      // What `mneme ingest --resume` reads, and the next batch of the file moves the record on.
+      expect(await storage.messages.ingestFile('/data/a.jsonl')).toEqual({
+        path: '/data/a.jsonl',
+        line: 5,
+        prefixSha256: sha('a'),
+      });
+      await ingestLine(storage, { path: '/data/a.jsonl', line: 6, prefixSha256: sha('c'), updatedAt: at + 3 });
+      expect(await storage.messages.ingestFile('/data/a.jsonl')).toMatchObject({ line: 6, prefixSha256: sha('c') });
+    });
+
+    it('refuses an import of a file record for a path the database already records, and the import writes nothing', async () => {
+      await ingestLine(storage, { path: '/data/a.jsonl', line: 3, prefixSha256: sha('a'), updatedAt: at });
+      const session = await storage.transfer.beginImport();
+      await session.putUsers([{ id: 'zed', displayName: 'Zed', createdAt: at, updatedAt: at }]);
+      await expect(
+        session.putIngestFiles([
+          { path: '/data/new.jsonl', line: 4, prefixSha256: sha('b'), updatedAt: at },
+          { path: '/data/a.jsonl', line: 9, prefixSha256: sha('c'), updatedAt: at },
+        ]),
+      ).rejects.toMatchObject({
+        code: 'CONFLICT',
+        message: expect.stringContaining('already records how far mneme ingest got in /data/a.jsonl (line 3)'),
+      });
+      await session.rollback();
+      expect(await storage.transfer.ingestFiles()).toEqual([
+        { path: '/data/a.jsonl', line: 3, prefixSha256: sha('a'), updatedAt: at },
+      ]);
+      expect(await storage.directory.getUser('zed')).toBeNull();
+      // The failed import left no transaction open.
+      await ingestLine(storage, { path: '/data/a.jsonl', line: 4, prefixSha256: sha('d'), updatedAt: at + 1 });
+      expect(await storage.messages.ingestFile('/data/a.jsonl')).toMatchObject({ line: 4 });
     });
 
     it('tells an import which reasons create versions already have, its own uncommitted ones included', async () => {

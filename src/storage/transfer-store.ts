@@ -1,3 +1,4 @@
+import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Memory, MemoryVersion } from '../core/types.js';
 import type { LinkType } from './link-store.js';
 import type { MaintenanceState } from './maintenance-state-store.js';
@@ -63,6 +64,21 @@ export interface TransferLink {
   type: LinkType;
   strength: number;
   createdAt: number;
+}
+
+/**
+ * A row of `ingest_files`: how far `mneme ingest` got in one file (ADR 14), the record `--resume` continues
+ * after. A full export carries them, so a restored database resumes a file where its source had got.
+ */
+export interface TransferIngestFile {
+  /** The file's resolved path, as the ingest that wrote the record saw it. */
+  path: string;
+  /** The last line whose messages are committed (1-based). */
+  line: number;
+  /** SHA-256 (hex) of lines 1..line, each followed by a newline. */
+  prefixSha256: string;
+  /** When the record was last written. */
+  updatedAt: number;
 }
 
 /**
@@ -142,6 +158,12 @@ export interface ImportSession {
   createReasons(reasons: readonly string[]): Promise<Set<string>>;
   /** Links with their times; an existing (source, target, type) is kept. */
   addLinks(links: ReadonlyArray<Omit<TransferLink, 'id'>>): Promise<void>;
+  /**
+   * Writes file records of `mneme ingest` as they were. CONFLICT (`ingestFileRecorded`) when the database
+   * already records one of these paths: an import restores, it does not merge two histories of one file.
+   * Like any failed write, that ends the import and undoes it.
+   */
+  putIngestFiles(files: readonly TransferIngestFile[]): Promise<void>;
   /** Creates or replaces background-task watermarks (already remapped). */
   setWatermarks(states: readonly MaintenanceState[]): Promise<void>;
   /** Replaces every policy version by these (oldest first). */
@@ -155,6 +177,15 @@ export interface ImportSession {
 /** Why an import into a database that is not empty is refused (CONFLICT). */
 export const IMPORT_TARGET_NOT_EMPTY =
   'the database is not empty: an import restores into a new database only; give another --db (a new file)';
+
+/** Why an import's file record is refused: the database already records the same path (CONFLICT). */
+export function ingestFileRecorded(path: string, line: number): MnemeError {
+  return new MnemeError(
+    ErrorCode.Conflict,
+    `the database already records how far mneme ingest got in ${path} (line ${line}): an import restores into a ` +
+      'new database only and does not merge file records; give another --db (a new file); nothing was imported',
+  );
+}
 
 /**
  * Paged reads of everything a database holds (export), and one transactional write of a whole
@@ -184,6 +215,8 @@ export interface TransferStore {
   links(afterId: number, limit: number, filter?: TransferFilter): Promise<TransferLink[]>;
   /** Every row of `maintenance_state`. */
   watermarks(): Promise<MaintenanceState[]>;
+  /** Every row of `ingest_files` (one a file `mneme ingest` read), by path. */
+  ingestFiles(): Promise<TransferIngestFile[]>;
   /** The channels, topics and projects `userId` is a member of. */
   spacesOf(userId: string): Promise<Array<{ kind: SpaceKind; id: string }>>;
   /**

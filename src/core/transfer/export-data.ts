@@ -4,7 +4,13 @@ import type { EngineContext } from '../engine-context.js';
 import { parseInput, UserIdSchema } from '../schemas.js';
 import { ownerKey } from '../scope.js';
 import type { MemoryVersion } from '../types.js';
-import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION, type ExportHeader, type ExportRecord } from './export-format.js';
+import {
+  EXPORT_FORMAT,
+  EXPORT_FORMAT_VERSION,
+  type ExportHeader,
+  type ExportRecord,
+  FIRST_EXPORT_FORMAT_VERSION,
+} from './export-format.js';
 
 /** What `exportData` writes. */
 export interface ExportOptions {
@@ -33,6 +39,10 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   const transfer = storage.transfer;
   const userId = options.userId === undefined ? undefined : parseInput(UserIdSchema, options.userId, 'user id');
   const filter = userId === undefined ? undefined : await filterOf(context, userId);
+  // How far `mneme ingest` got in each file (full export only: the records name the whole database's files, and a
+  // user's export imported elsewhere must not make that database skip lines). Read before the horizon: a record is
+  // committed with the messages of its lines, so the file holds every message a record counts.
+  const ingestFiles = filter ? [] : await transfer.ingestFiles();
   const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
   // A user's export names only the projects they are a member of: the project of a topic in one of their
@@ -46,7 +56,8 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   const header: ExportHeader = {
     type: 'header',
     format: EXPORT_FORMAT,
-    version: EXPORT_FORMAT_VERSION,
+    // The oldest version that reads the file: a reader of version 1 refuses the record type version 2 added.
+    version: ingestFiles.length > 0 ? EXPORT_FORMAT_VERSION : FIRST_EXPORT_FORMAT_VERSION,
     mneme: options.mnemeVersion ?? context.version ?? 'unknown',
     exportedAt: toIso(context.clock.now()),
     user: userId ?? null,
@@ -124,6 +135,9 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     for (const state of await transfer.watermarks()) {
       yield line({ type: 'watermark', ...state, lastRunAt: iso(state.lastRunAt) });
     }
+  }
+  for (const file of ingestFiles) {
+    yield line({ type: 'ingestFile', ...file, updatedAt: toIso(file.updatedAt) });
   }
   yield JSON.stringify({ type: 'end', records });
 }

@@ -1,15 +1,22 @@
 import { z } from 'zod';
-import { MAX_ID_CHARS, MessageExternalIdSchema } from '../schemas.js';
+import { IngestFileProgressSchema, MAX_ID_CHARS, MessageExternalIdSchema } from '../schemas.js';
 import type { MemorySource } from '../types.js';
 
 /**
  * The mneme export format (docs/export-format.md, ADR 15): JSON lines, a header first, then records
- * in the order of `RECORD_ORDER`, then an `end` line. `EXPORT_FORMAT_VERSION` changes when a reader of
- * the previous version could not read a file of the new one; an optional field added to a record does
- * not change it.
+ * in the order of `RECORD_ORDER`, then an `end` line. The version changes when a reader of the previous
+ * version could not read a file of the new one; an optional field added to a record does not change it.
  */
 export const EXPORT_FORMAT = 'mneme-export';
-export const EXPORT_FORMAT_VERSION = 1;
+/**
+ * The newest version, which this mneme writes and reads: 2 added `ingestFile` records (a reader of version 1
+ * refuses a record type it does not know). A file without them is written as version 1, which every reader reads.
+ */
+export const EXPORT_FORMAT_VERSION = 2;
+/** The versions this mneme reads. */
+export const EXPORT_FORMAT_VERSIONS = [1, 2] as const;
+/** The version of a file that holds no record of a later version. */
+export const FIRST_EXPORT_FORMAT_VERSION = 1;
 
 /** The record types between the header and the end line, in the order a file holds them. */
 export const RECORD_ORDER = [
@@ -23,6 +30,7 @@ export const RECORD_ORDER = [
   'memory',
   'link',
   'watermark',
+  'ingestFile',
 ] as const;
 
 export type RecordType = (typeof RECORD_ORDER)[number];
@@ -48,8 +56,8 @@ const sources = [
 export const HeaderSchema = z.object({
   type: z.literal('header'),
   format: z.literal(EXPORT_FORMAT, { error: `not a ${EXPORT_FORMAT} file (its first line must be the header)` }),
-  version: z.literal(EXPORT_FORMAT_VERSION, {
-    error: `this mneme reads ${EXPORT_FORMAT} version ${EXPORT_FORMAT_VERSION} only`,
+  version: z.literal(EXPORT_FORMAT_VERSIONS, {
+    error: `this mneme reads ${EXPORT_FORMAT} versions ${EXPORT_FORMAT_VERSIONS.join(' and ')} only`,
   }),
   mneme: text,
   exportedAt: time,
@@ -197,6 +205,15 @@ const WatermarkRecordSchema = z.strictObject({
   details: z.record(z.string(), z.unknown()).nullable(),
 });
 
+/** How far `mneme ingest` got in one file (ADR 14; version 2, full export only). */
+const IngestFileRecordSchema = z.strictObject({
+  type: z.literal('ingestFile'),
+  path: IngestFileProgressSchema.shape.path,
+  line: IngestFileProgressSchema.shape.line,
+  prefixSha256: IngestFileProgressSchema.shape.prefixSha256,
+  updatedAt: time,
+});
+
 export const EndSchema = z.strictObject({
   type: z.literal('end'),
   /** How many records lie between the header and this line: a shorter file was cut off. */
@@ -214,6 +231,7 @@ export const RecordSchema = z.discriminatedUnion('type', [
   MemoryRecordSchema,
   LinkRecordSchema,
   WatermarkRecordSchema,
+  IngestFileRecordSchema,
 ]);
 
 export type ExportHeader = z.input<typeof HeaderSchema>;

@@ -7,6 +7,7 @@ import {
   type ImportedVersion,
   type ImportSession,
   type TransferChannel,
+  type TransferIngestFile,
   type TransferLink,
   type TransferMembership,
   type TransferProject,
@@ -118,7 +119,8 @@ type PendingBatch =
   | { type: 'membership'; rows: TransferMembership[] }
   | { type: 'message'; rows: Array<{ oldId: number; message: ImportedMessage }> }
   | { type: 'memory'; rows: Array<{ line: number; record: ParsedMemoryRecord }> }
-  | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> };
+  | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> }
+  | { type: 'ingestFile'; rows: TransferIngestFile[] };
 
 /** Whether a first line is meant as an export's header: a JSON object of type `header` or of this format. */
 function looksLikeHeader(text: string): boolean {
@@ -168,6 +170,8 @@ async function restore(
   const references: Array<{ line: number; id: number; supersededBy: number | null; sourceIds: number[] }> = [];
   const policies: Parameters<ImportSession['replacePolicy']>[0][number][] = [];
   const watermarks: MaintenanceState[] = [];
+  /** The paths of the file's `ingestFile` records: each names its file once. */
+  const ingestPaths = new Set<string>();
   let section = -1;
   let records = 0;
   let ended: number | null = null;
@@ -242,6 +246,10 @@ async function restore(
         await session.addLinks(pending.rows);
         report.links += pending.rows.length;
         return;
+      case 'ingestFile':
+        await session.putIngestFiles(pending.rows);
+        report.ingestFiles += pending.rows.length;
+        return;
     }
   };
 
@@ -278,6 +286,7 @@ async function restore(
       section = position;
       records++;
       checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
+      if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'message') lastMessage = record.id;
       if (record.type === 'memory') lastMemory = record.id;
     } catch (error) {
@@ -369,6 +378,14 @@ async function restore(
                 : messages.floor(record.watermark),
           lastRunAt: record.lastRunAt,
           details: record.details,
+        });
+        break;
+      case 'ingestFile':
+        await queue('ingestFile', number, {
+          path: record.path,
+          line: record.line,
+          prefixSha256: record.prefixSha256,
+          updatedAt: record.updatedAt,
         });
         break;
     }
@@ -515,6 +532,28 @@ function checkReferences(
     default:
       return;
   }
+}
+
+/**
+ * Refuses an `ingestFile` record a file may not hold: in a version 1 file (the record came with version 2), in a
+ * user's export (the records describe the whole database's files: one user's data imported elsewhere must not make
+ * that database skip lines), or for a path an earlier record of the file named.
+ */
+function checkIngestFile(
+  record: Extract<ParsedRecord, { type: 'ingestFile' }>,
+  header: { version: number; user: string | null },
+  paths: Set<string>,
+): void {
+  if (header.version < 2) {
+    throw new Error(`an ingestFile record in a version ${header.version} file: the record came with version 2`);
+  }
+  if (header.user !== null) {
+    throw new Error(
+      `an ingestFile record in the export of user ${header.user}: only an export of the whole database carries them`,
+    );
+  }
+  if (paths.has(record.path)) throw new Error(`a second ingestFile record for ${record.path}`);
+  paths.add(record.path);
 }
 
 /** A memory record as the store writes it: message ids remapped, owner key computed, memory references set later when forward. */

@@ -21,6 +21,8 @@ export interface ImportReport {
   memories: number;
   versions: number;
   links: number;
+  /** Records of how far `mneme ingest` got in a file (a full export's), so `--resume` continues where the source had got. */
+  ingestFiles: number;
   /** mem0 memories whose id an earlier import brought in already (or the file named twice): not imported again. */
   duplicates: number;
   /**
@@ -74,6 +76,7 @@ export function emptyReport(from: ImportSource, user: string | null): ImportRepo
     memories: 0,
     versions: 0,
     links: 0,
+    ingestFiles: 0,
     duplicates: 0,
     apiKeysRequired: false,
   };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import { createFixedClock } from '../../testing.js';
@@ -9,8 +10,8 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((engine) => engine.close()));
 });
 
-async function open(): Promise<Mneme> {
-  const mneme = await createMneme({ path: ':memory:', clock: createFixedClock('2026-02-01T10:00:00Z') });
+async function open(path = ':memory:'): Promise<Mneme> {
+  const mneme = await createMneme({ path, clock: createFixedClock('2026-02-01T10:00:00Z') });
   engines.push(mneme);
   return mneme;
 }
@@ -91,8 +92,10 @@ describe('exportData and importData', () => {
   it('refuses another format version and a reference to a row the file does not hold', async () => {
     const { lines } = await sample();
     const target = await open();
-    const newer = [lines[0]?.replace('"version":1', '"version":2') ?? '', ...lines.slice(1)];
-    expect((await failure(target.importData(newer))).message).toMatch(/^line 1: .*reads mneme-export version 1 only/);
+    const newer = [lines[0]?.replace('"version":1', '"version":3') ?? '', ...lines.slice(1)];
+    expect((await failure(target.importData(newer))).message).toMatch(
+      /^line 1: .*reads mneme-export versions 1 and 2 only/,
+    );
     const message = lines.findIndex((line) => line.includes('"type":"message"'));
     const dangling = lines.map((line, index) =>
       index === message + 1 ? line.replace(/"replyTo":\d+/, '"replyTo":999') : line,
@@ -111,5 +114,104 @@ describe('exportData and importData', () => {
     const own = (await collect(bob.exportData({ userId: 'bob' }))).join('\n');
     expect(own).toContain('Bob likes chess');
     expect((await failure(bob.importData(lines))).code).toBe('FORBIDDEN');
+  });
+});
+
+/** Two lines of a file `mneme ingest` read, appended with the file's progress as the CLI appends them. */
+async function ingestFile(mneme: Mneme, path: string): Promise<{ path: string; line: number; prefixSha256: string }> {
+  const lines = ['I water the ferns on Sundays', 'The ferns sit by the north window'].map((content) =>
+    JSON.stringify({ channelId: 'dm-ann', sender: 'ann', content, createdAt: '2026-01-31T09:00:00.000Z' }),
+  );
+  const progress = {
+    path,
+    line: lines.length,
+    prefixSha256: createHash('sha256')
+      .update(lines.map((line) => `${line}\n`).join(''))
+      .digest('hex'),
+  };
+  await mneme.ingestMany(
+    lines.map((line) => JSON.parse(line)),
+    { file: progress },
+  );
+  return progress;
+}
+
+const records = (lines: readonly string[]) => lines.map((line) => JSON.parse(line) as { type: string });
+
+describe.each([
+  ['SQLite', ':memory:'],
+  ['PGlite', 'pglite:memory:'],
+])('the file records of mneme ingest in an export on %s', (_store, path) => {
+  it('travel in a full export as version 2 and are restored, so a resumed ingest continues after them', async () => {
+    const source = await open(path);
+    const progress = await ingestFile(source, '/data/chat.jsonl');
+    const lines = await collect(source.exportData());
+    const full = records(lines);
+    expect(full[0]).toMatchObject({ type: 'header', version: 2 });
+    expect(full.filter((line) => line.type === 'ingestFile')).toEqual([
+      { type: 'ingestFile', ...progress, updatedAt: '2026-02-01T10:00:00.000Z' },
+    ]);
+    expect(full.at(-2)?.type).toBe('ingestFile');
+
+    const target = await open(path);
+    expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 1 });
+    expect(await target.ingestProgress('/data/chat.jsonl')).toEqual(progress);
+    // The next batch of the file is written after the restored record, as --resume writes it.
+    const next = { path: '/data/chat.jsonl', line: 3, prefixSha256: 'c'.repeat(64), after: progress.line };
+    await target.ingestMany(
+      [{ channelId: 'dm-ann', sender: 'ann', content: 'A third line', createdAt: '2026-01-31T09:01:00.000Z' }],
+      { file: next },
+    );
+    expect(await target.ingestProgress('/data/chat.jsonl')).toMatchObject({ line: 3 });
+    // And the restored database exports them again as it got them.
+    expect(records(await collect(target.exportData())).filter((line) => line.type === 'ingestFile')).toHaveLength(1);
+  });
+
+  it('stay out of a user export, which stays version 1 and leaves the target without a record', async () => {
+    const source = await open(path);
+    await ingestFile(source, '/data/chat.jsonl');
+    const lines = await collect(source.exportData({ userId: 'ann' }));
+    const own = records(lines);
+    expect(own[0]).toMatchObject({ type: 'header', version: 1, user: 'ann' });
+    expect(own.filter((line) => line.type === 'message')).toHaveLength(2);
+    expect(own.some((line) => line.type === 'ingestFile')).toBe(false);
+    const target = await open(path);
+    expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 0 });
+    expect(await target.ingestProgress('/data/chat.jsonl')).toBeNull();
+  });
+});
+
+describe('an import of ingestFile records', () => {
+  async function exported(): Promise<string[]> {
+    const source = await open();
+    await ingestFile(source, '/data/chat.jsonl');
+    return collect(source.exportData());
+  }
+
+  it('refuses one in a version 1 file, in a user export and a second one for a path, and writes nothing', async () => {
+    const lines = await exported();
+    const at = lines.findIndex((line) => line.includes('"type":"ingestFile"'));
+    const cases: Array<[string[], RegExp]> = [
+      [
+        [lines[0]?.replace('"version":2', '"version":1') ?? '', ...lines.slice(1)],
+        new RegExp(`^line ${at + 1}: an ingestFile record in a version 1 file`),
+      ],
+      [
+        [lines[0]?.replace('"user":null', '"user":"ann"') ?? '', ...lines.slice(1)],
+        new RegExp(`^line ${at + 1}: an ingestFile record in the export of user ann`),
+      ],
+      [
+        [...lines.slice(0, at + 1), lines[at] ?? '', `{"type":"end","records":${lines.length - 1}}`],
+        new RegExp(`^line ${at + 2}: a second ingestFile record for /data/chat.jsonl`),
+      ],
+    ];
+    for (const [file, expected] of cases) {
+      const target = await open();
+      const refused = await failure(target.importData(file));
+      expect(refused).toMatchObject({ code: 'INVALID_INPUT' });
+      expect(refused.message).toMatch(expected);
+      expect(await target.ingestProgress('/data/chat.jsonl')).toBeNull();
+      expect(await target.list()).toMatchObject({ total: 0 });
+    }
   });
 });

@@ -5,6 +5,7 @@ import { type MessageRow, toMessage } from '../message-rows.js';
 import {
   IMPORT_TARGET_NOT_EMPTY,
   type ImportSession,
+  ingestFileRecorded,
   type TransferFilter,
   type TransferLink,
   type TransferMemory,
@@ -215,6 +216,20 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
           details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>),
         }),
       );
+    },
+    async ingestFiles() {
+      const rows = await read<{ path: string; line: number; prefix_sha256: string; updated_at: number }>(
+        'reading the file records of mneme ingest',
+        // Byte order, as SQLite sorts: the same database exports the same file on either backend.
+        'SELECT path, line, prefix_sha256, updated_at FROM ingest_files ORDER BY path COLLATE "C"',
+        [],
+      );
+      return rows.map((row) => ({
+        path: row.path,
+        line: row.line,
+        prefixSha256: row.prefix_sha256,
+        updatedAt: row.updated_at,
+      }));
     },
     async spacesOf(userId) {
       return read<{ kind: SpaceKind; id: string }>(
@@ -523,6 +538,22 @@ function createImportSession(
               state.details === null ? null : JSON.stringify(state.details),
             ],
           );
+        }
+      }),
+    putIngestFiles: (files) =>
+      write('importing the file records of mneme ingest', async () => {
+        for (const file of files) {
+          const { rows } = await q.query<{ line: number }>('SELECT line FROM ingest_files WHERE path = $1', [
+            file.path,
+          ]);
+          const recorded = rows[0];
+          if (recorded) throw ingestFileRecorded(file.path, recorded.line);
+          await q.query('INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES ($1, $2, $3, $4)', [
+            file.path,
+            file.line,
+            file.prefixSha256,
+            file.updatedAt,
+          ]);
         }
       }),
     requireApiKeys: (at) =>

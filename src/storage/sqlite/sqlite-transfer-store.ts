@@ -6,6 +6,7 @@ import { type MessageRow, toMessage } from '../message-rows.js';
 import {
   IMPORT_TARGET_NOT_EMPTY,
   type ImportSession,
+  ingestFileRecorded,
   type TransferChannel,
   type TransferFilter,
   type TransferLink,
@@ -13,7 +14,7 @@ import {
   type TransferMemory,
   type TransferStore,
 } from '../transfer-store.js';
-import { readSqlite, toMnemeError } from './sqlite-database.js';
+import { preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 
@@ -120,6 +121,11 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
       [],
       { channel_id: string; task: string; watermark: number | null; last_run_at: number | null; details: string | null }
     >('SELECT * FROM maintenance_state ORDER BY channel_id, task'),
+    // A table of a later migration than some files tests open (`migrateTo`): prepared when first read.
+    ingestFiles: preparedOnUse<[], { path: string; line: number; prefix_sha256: string; updated_at: number }>(
+      database,
+      'SELECT path, line, prefix_sha256, updated_at FROM ingest_files ORDER BY path',
+    ),
     spacesOf: database.prepare<[string], { kind: SpaceKind; id: string }>(
       'SELECT kind, space_id AS id FROM members WHERE user_id = ? ORDER BY kind, space_id',
     ),
@@ -255,6 +261,19 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
         ),
       );
     },
+    async ingestFiles() {
+      return readSqlite('reading the file records of mneme ingest', () =>
+        statements
+          .ingestFiles()
+          .all()
+          .map((row) => ({
+            path: row.path,
+            line: row.line,
+            prefixSha256: row.prefix_sha256,
+            updatedAt: row.updated_at,
+          })),
+      );
+    },
     async spacesOf(userId) {
       return readSqlite(`reading the spaces of ${userId}`, () => statements.spacesOf.all(userId));
     },
@@ -348,6 +367,10 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       `INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at, details) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (channel_id, task) DO UPDATE SET watermark = excluded.watermark,
           last_run_at = excluded.last_run_at, details = excluded.details`,
+    ),
+    ingestFileLine: database.prepare<[string], number>('SELECT line FROM ingest_files WHERE path = ?').pluck(),
+    ingestFile: database.prepare(
+      'INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES (?, ?, ?, ?)',
     ),
     clearPolicy: database.prepare('DELETE FROM policy_versions'),
     requireApiKeys: database.prepare<[number]>(
@@ -486,6 +509,14 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
             state.lastRunAt,
             state.details === null ? null : JSON.stringify(state.details),
           );
+        }
+      }),
+    putIngestFiles: (files) =>
+      write('importing the file records of mneme ingest', () => {
+        for (const file of files) {
+          const recorded = statements.ingestFileLine.get(file.path);
+          if (recorded !== undefined) throw ingestFileRecorded(file.path, recorded);
+          statements.ingestFile.run(file.path, file.line, file.prefixSha256, file.updatedAt);
         }
       }),
     requireApiKeys: (at) =>
