@@ -109,10 +109,9 @@ describe.each(engineStores.map((store) => ({ store })))('on $store', ({ store }:
   });
 
   /*
-   * Fixed in session 22 for the case below (the mark's delete after the check is bookkeeping: its failure leaves the
-   * mark, checked again later, and the post is answered 202). Left open: a failure of the check itself still answers
-   * 503 with the message and its command stored, and a retry under the same key without an externalId stores both
-   * again.
+   * Fixed in session 22: the mark's delete after the check is bookkeeping (its failure leaves the mark, checked again
+   * later, and the post is answered 202); a failure of the check itself is answered with an error that carries what
+   * the append committed, which the HTTP face stores as the key's answer (the next test).
    * FAULT (wt-attack22): ADR 30 says "a 503 now means nothing of the request was written". An administrator's post
    * (a chat bridge's key) whose sender joins the channel with it writes an audience mark in the append and checks it
    * after; when that check meets a busy store the client is answered 503 STORE_BUSY, with the message and, since ADR
@@ -133,6 +132,29 @@ describe.each(engineStores.map((store) => ({ store })))('on $store', ({ store }:
       const retried = await post('k-check', body);
       expect(retried.status).toBe(202);
       expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      await mneme.whenIdle();
+      expect(await counts(storage, mneme)).toEqual({ messages: 1, commands: 1 });
+    } finally {
+      await mneme.close();
+    }
+  });
+
+  it('answers the retry under the same key with what was stored when the audience check itself failed after the append', async () => {
+    const { mneme, storage, post } = await open();
+    try {
+      const body = { channelId: 'kitchen', sender: 'ann', content: '/remember I am allergic to hazelnuts' };
+      // The check after the append (ann joins the new channel kitchen) meets another process's write lock.
+      const failing = failNext(storage.memories, 'citedChannels');
+      const first = await post('k-check-fails', body);
+      expect(failing.failed()).toBe(1);
+      expect(first.status).toBe(503);
+      expect(await counts(storage, mneme)).toEqual({ messages: 1, commands: 1 });
+      const retried = await post('k-check-fails', body);
+      expect(retried.status).toBe(202);
+      expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      expect(((await retried.json()) as { command: { reply: string } }).command.reply).toBe(
+        'Remembered: "Ann is allergic to hazelnuts"',
+      );
       await mneme.whenIdle();
       expect(await counts(storage, mneme)).toEqual({ messages: 1, commands: 1 });
     } finally {

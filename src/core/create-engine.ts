@@ -40,14 +40,20 @@ export function createEngine(context: EngineContext): Mneme {
   if (context.embedder) context.embedder = checkedEmbedder(context.embedder);
   const { storage, clock } = context;
   const byId = (input: MemoryActionInput | number) => (typeof input === 'number' ? { id: input } : input);
-  const ingest = createIngest(context);
+  const { settleMarks, ...ingest } = createIngest(context);
   const touches = createTouchQueue({ store: storage.memories, logger: context.logger });
   /** A memory as every face shows it: its decaying fields as of now, under the engine's decay policy. */
   const maintain = createMaintain(context);
   const lastReports = new Map<MaintenanceTask, { report: unknown; at: string }>();
   const current = async (memory: Memory) => (await asOfNow(context, [memory]))[0] ?? memory;
-  // Every read of memories first looks, now and then, for the audience changes a stopped process left (ADR 5).
-  const watch = createAudienceWatch(context);
+  // Every read of memories first looks, now and then, for the audience changes a stopped process left (ADR 5), and
+  // always checks those of this engine's appends whose check failed (attack22: a retry answered from its stored
+  // Idempotency-Key answer runs no append that would check them, and a read showed their spaces' memories unchecked).
+  const lookForMarks = createAudienceWatch(context);
+  const watch = async () => {
+    await settleMarks();
+    await lookForMarks();
+  };
   const watched =
     <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {

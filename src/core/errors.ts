@@ -24,11 +24,39 @@ export class MnemeError extends Error {
   override readonly name = 'MnemeError';
   readonly code: ErrorCode;
   readonly issues: readonly FieldIssue[];
+  /**
+   * What the call would have returned, when it committed its writes before it failed (an ingest whose audience check
+   * failed after its append): the HTTP face stores it as the answer to the request's Idempotency-Key, so the retry the
+   * error asks for is answered with it rather than done again.
+   */
+  readonly committed: unknown;
 
-  constructor(code: ErrorCode, message: string, options: { cause?: unknown; issues?: readonly FieldIssue[] } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; issues?: readonly FieldIssue[]; committed?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.issues = options.issues ?? [];
+    this.committed = options.committed;
+  }
+}
+
+/**
+ * `work`'s result mapped by `as`; a MnemeError of it that carries what it committed is thrown again with that mapped
+ * the same way (a face that answers an engine call's result in another shape).
+ */
+export async function committedAs<T, U>(work: Promise<T>, as: (result: T) => U): Promise<U> {
+  try {
+    return as(await work);
+  } catch (error) {
+    if (!(error instanceof MnemeError) || error.committed === undefined) throw error;
+    throw new MnemeError(error.code, error.message, {
+      cause: error.cause,
+      issues: error.issues,
+      committed: as(error.committed as T),
+    });
   }
 }
 

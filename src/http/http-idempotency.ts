@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Principal } from '../core/access.js';
+import { MnemeError } from '../core/errors.js';
 import type { IdempotencyKeys } from '../core/idempotency.js';
 import type { Route, RouteInput } from './http-route.js';
 
@@ -11,7 +12,8 @@ const writeMethods: ReadonlySet<Route['method']> = new Set(['post', 'put', 'patc
  * Runs a route's work under the request's `Idempotency-Key`, if it sent one to a write route (ADR 14):
  * the first request does the work and its success is stored; a retry with the same key and request
  * gets the stored status and body again (with `Idempotent-Replayed: true`) without the work. A failed
- * first request stores nothing, so a retry does the work.
+ * first request stores nothing, so a retry does the work, unless it committed its writes before it failed (its
+ * error carries what it committed, `MnemeError.committed`): that is stored as its answer.
  */
 export async function respondIdempotently(
   context: Context,
@@ -39,7 +41,14 @@ export async function respondIdempotently(
     const { status, body } = await work();
     response = { status, body: JSON.stringify(body) };
   } catch (error) {
-    await begun.release().catch(() => {});
+    // Work that committed before it failed (the error says so) is answered, to the retry under this key, with what
+    // it committed: done again, what it stored would be stored twice (attack22). Anything else is given back.
+    if (error instanceof MnemeError && error.committed !== undefined) {
+      const committed = { status: route.status ?? 200, body: JSON.stringify(error.committed) };
+      await begun.complete(committed).catch(() => {});
+    } else {
+      await begun.release().catch(() => {});
+    }
     throw error;
   }
   await begun.complete(response);

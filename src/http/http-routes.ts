@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { committedAs } from '../core/errors.js';
 import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainRequestSchema } from '../core/maintenance/maintain.js';
@@ -317,7 +318,7 @@ export const apiRoutes: readonly Route[] = [
     status: 202,
     body: IngestBatchSchema,
     access: { kind: 'self', user: ({ body }) => body.messages.flatMap(speakerOf) },
-    handle: async ({ mneme, body }) => ({ results: await mneme.ingestMany(body.messages) }),
+    handle: async ({ mneme, body }) => committedAs(mneme.ingestMany(body.messages), (results) => ({ results })),
   }),
   defineRoute({
     method: 'post',

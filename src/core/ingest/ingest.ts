@@ -5,10 +5,11 @@ import type {
   Message,
   NewMessage,
   SpaceJoin,
+  StoredMessage,
 } from '../../storage/message-store.js';
 import { audienceMark, checkMarkedSpaces, settleAudienceMarks } from '../derived-audience.js';
 import type { EngineContext } from '../engine-context.js';
-import { ErrorCode, MnemeError } from '../errors.js';
+import { committedAs, ErrorCode, MnemeError } from '../errors.js';
 import { createMembership } from '../membership.js';
 import {
   type IngestExchangeInput,
@@ -151,7 +152,9 @@ function spaceOwner(join: Pick<SpaceJoin, 'kind' | 'id'>): string {
 }
 
 /** The ingest half of the engine and the `close` of its worker. */
-export function createIngest(context: EngineContext): MnemeIngest & { close(): Promise<void> } {
+export function createIngest(
+  context: EngineContext,
+): MnemeIngest & { close(): Promise<void>; settleMarks(): Promise<void> } {
   const { storage, clock } = context;
   const extraction = createExtraction(context, context.extractor ?? null);
   const scheduler: ExtractionScheduler = context.extractionScheduler?.(extraction) ?? inlineScheduler();
@@ -351,30 +354,38 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       throw new MnemeError(
         error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
         `the messages (with their chat commands) were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
-        { cause: error },
+        { cause: error, committed: resultsOf(stored, false) },
       );
     }
-    const scheduled = new Map<string, boolean>();
-    const results: IngestResult[] = [];
-    let offset = 0;
-    for (const input of inputs) {
-      const prepared = commands.get(offset);
-      const own = stored.slice(offset, offset + input.messages.length).map(({ written: _, ...message }) => message);
-      const [first] = stored.slice(offset, offset + 1);
-      offset += input.messages.length;
-      // A duplicate's command was written with it when it was first stored: none now.
-      const command = prepared && first && !first.duplicate ? prepared.result(first.written) : null;
-      // A duplicate was scheduled when it was first stored (unless that append's check failed before: `owed`).
-      const fresh = (message: AppendedMessage) => !message.duplicate || owed.delete(message.id);
-      const owes = own.filter((message) => message.role === 'user' && fresh(message));
-      let queued = true;
-      if (first && owes.length > 0) {
-        if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
-        queued = scheduled.get(first.channelId) ?? true;
+    return resultsOf(stored, true);
+
+    /** The result of each input; with `schedule`, its channel's extraction scheduled (unless a duplicate's was). */
+    function resultsOf(stored: readonly StoredMessage[], schedule: boolean): IngestResult[] {
+      const scheduled = new Map<string, boolean>();
+      const results: IngestResult[] = [];
+      let offset = 0;
+      for (const input of inputs) {
+        const prepared = commands.get(offset);
+        const own = stored.slice(offset, offset + input.messages.length).map(({ written: _, ...message }) => message);
+        const [first] = stored.slice(offset, offset + 1);
+        offset += input.messages.length;
+        // A duplicate's command was written with it when it was first stored: none now.
+        const command = prepared && first && !first.duplicate ? prepared.result(first.written) : null;
+        let queued = schedule;
+        if (schedule && first) {
+          // A duplicate was scheduled when it was first stored (unless that append's check failed before: `owed`).
+          const owes = own.filter(
+            (message) => message.role === 'user' && (!message.duplicate || owed.delete(message.id)),
+          );
+          if (owes.length > 0) {
+            if (!scheduled.has(first.channelId)) scheduled.set(first.channelId, scheduler.schedule(first.channelId));
+            queued = scheduled.get(first.channelId) ?? true;
+          }
+        }
+        results.push({ messages: own, duplicate: own.every((message) => message.duplicate), queued, command });
       }
-      results.push({ messages: own, duplicate: own.every((message) => message.duplicate), queued, command });
+      return results;
     }
-    return results;
   }
 
   function prepareMessage(input: unknown, what: string): PreparedInput {
@@ -438,11 +449,11 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
     ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
   });
 
-  const only = async (results: Promise<IngestResult[]>) => {
-    const [result] = await results;
-    if (!result) throw new Error('append returned no result for one input');
-    return result;
-  };
+  const only = (results: Promise<IngestResult[]>) =>
+    committedAs(results, ([result]) => {
+      if (!result) throw new Error('append returned no result for one input');
+      return result;
+    });
 
   return {
     ingest: async (input, options = {}) => only(append([prepareMessage(input, 'message')], joinsOf(options))),
@@ -496,5 +507,7 @@ export function createIngest(context: EngineContext): MnemeIngest & { close(): P
       await scheduler.whenIdle();
     },
     close: () => scheduler.close(),
+    /** Checks the marks of this engine's appends whose check failed (a read's look); throws when it fails again. */
+    settleMarks: settleUnsettled,
   };
 }
