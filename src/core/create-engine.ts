@@ -149,7 +149,7 @@ export function createEngine(context: EngineContext): Mneme {
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),
     apiKeys: createApiKeys(storage.apiKeys, clock),
-    idempotency: createIdempotencyKeys(storage.idempotency, clock),
+    idempotency: createIdempotencyKeys(storage.idempotency, clock, () => storage.messages.purges()),
     as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal, watch)),
 
     async close() {

@@ -77,7 +77,12 @@ function keySpace(principal: Principal): { principal: string; former?: { princip
   };
 }
 
-export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): IdempotencyKeys {
+export function createIdempotencyKeys(
+  store: IdempotencyStore,
+  clock: Clock,
+  /** How many purges the database has had (`MessageStore.purges`): a response stored after one keeps no body. */
+  purges?: () => Promise<number>,
+): IdempotencyKeys {
   /**
    * The claims whose `complete` or `release` failed (the store busy: another process held the write lock), by key
    * space and key: done again before the key's next request is claimed. Else the retry a 503 asks for met the claim
@@ -109,6 +114,8 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
       const now = clock.now();
       const expiresAt = now + IDEMPOTENCY_KEY_TTL_MS;
       const lockedUntil = now + IDEMPOTENCY_LOCK_MS;
+      // A purge while the request runs erases its response too (its body may quote the purged user; attack22b).
+      const purged = purges === undefined ? {} : { purges: await purges() };
       const existing = await store.claim({
         ...claim,
         now,
@@ -118,7 +125,7 @@ export function createIdempotencyKeys(store: IdempotencyStore, clock: Clock): Id
       });
       if (existing === null) {
         return {
-          complete: (response) => finish(id, () => store.complete({ ...claim, expiresAt }, response)),
+          complete: (response) => finish(id, () => store.complete({ ...claim, expiresAt, ...purged }, response)),
           release: () => finish(id, () => store.release(claim.principal, key, lockedUntil)),
         };
       }

@@ -42,9 +42,13 @@ export interface IdempotencyStore {
    * over); otherwise the existing row, unchanged (or the former space's row: see `formerPrincipal`).
    */
   claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
-  /** Stores the response of the request that holds the key (written even if the row was deleted meanwhile). */
+  /**
+   * Stores the response of the request that holds the key (written even if the row was deleted meanwhile). With
+   * `purges`, the number of purges when the request began (`MessageStore.purges`): when a purge has run since, only
+   * the status is stored, as a purge leaves every stored response (the body may quote the purged user).
+   */
   complete(
-    claim: Pick<IdempotencyClaim, 'principal' | 'key' | 'requestSha256' | 'expiresAt'>,
+    claim: Pick<IdempotencyClaim, 'principal' | 'key' | 'requestSha256' | 'expiresAt'> & { purges?: number },
     response: { status: number; body: string },
   ): Promise<void>;
   /**

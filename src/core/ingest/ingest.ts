@@ -170,15 +170,25 @@ export function createIngest(
    * `whenIdle` (a retry without an externalId, under an HTTP Idempotency-Key, is such an append), else by `maintain`.
    */
   let unsettled: JoinMark[] = [];
+  /** The check of `unsettled` in progress: a read meanwhile waits for it (and fails with it), never skips it. */
+  let settling: Promise<void> | null = null;
   async function settleUnsettled(): Promise<void> {
-    if (unsettled.length === 0) return;
-    const pending = unsettled;
-    unsettled = [];
-    try {
-      await settleAudienceMarks(context, pending);
-    } catch (error) {
-      unsettled = [...pending, ...unsettled];
-      throw error;
+    for (;;) {
+      if (settling) {
+        await settling;
+        continue;
+      }
+      if (unsettled.length === 0) return;
+      const pending = unsettled;
+      unsettled = [];
+      settling = settleAudienceMarks(context, pending)
+        .catch((error: unknown) => {
+          unsettled = [...pending, ...unsettled];
+          throw error;
+        })
+        .finally(() => {
+          settling = null;
+        });
     }
   }
 

@@ -51,11 +51,18 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
     },
     async complete(claim, response) {
       await writePg(database, 'storing an idempotent response', async (q) => {
+        let body: string | null = response.body;
+        if (claim.purges !== undefined) {
+          const { rows } = await q.query<{ value: string | number }>(
+            "SELECT value FROM service_state WHERE name = 'purges'",
+          );
+          if (Number(rows[0]?.value ?? 0) !== claim.purges) body = null;
+        }
         await q.query(
           `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at)
            VALUES ($1, $2, $3, $4, $5, 0, $6)
            ON CONFLICT (principal, key) DO UPDATE SET status = excluded.status, body = excluded.body, locked_until = 0`,
-          [claim.principal, claim.key, claim.requestSha256, response.status, response.body, claim.expiresAt],
+          [claim.principal, claim.key, claim.requestSha256, response.status, body, claim.expiresAt],
         );
       });
     },

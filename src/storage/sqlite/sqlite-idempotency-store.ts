@@ -37,7 +37,8 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       WHERE principal = ? AND key = ? AND request_sha256 = ? AND (status IS NOT NULL OR locked_until > ?)
         AND expires_at >= ?`,
     ),
-    complete: preparedOnUse<[string, string, string, number, string, number]>(
+    purges: preparedOnUse<[], { value: number }>(database, "SELECT value FROM service_state WHERE name = 'purges'"),
+    complete: preparedOnUse<[string, string, string, number, string | null, number]>(
       database,
       `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at)
       VALUES (?, ?, ?, ?, ?, 0, ?)
@@ -73,7 +74,9 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
     async complete(claim, response) {
       writeSqlite(database, 'storing an idempotent response', () => {
         const { principal, key, requestSha256, expiresAt } = claim;
-        statements.complete().run(principal, key, requestSha256, response.status, response.body, expiresAt);
+        const purged = claim.purges !== undefined && (statements.purges().get()?.value ?? 0) !== claim.purges;
+        const body = purged ? null : response.body;
+        statements.complete().run(principal, key, requestSha256, response.status, body, expiresAt);
       });
     },
     async release(principal, key, lockedUntil) {
