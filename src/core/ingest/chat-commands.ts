@@ -99,9 +99,9 @@ export interface PreparedCommand {
  * Prepares the chat commands of the user messages of one append, so that each is written in the append's transaction
  * with its message (ADR 30): both are stored or neither. `/remember <text>` becomes a personal, pinned memory at
  * importance 1 (source `command`), first person rewritten into the sender's name, valid from the message's time, its
- * vector made here (one call for the append). `/forget <pattern>` archives every active memory of the sender that the
- * sender can see in the message's channel and that matches the pattern: those stored now, found here, and those the
- * `/remember` messages before it in the append write; its reply says how many.
+ * vector made here (one call for the append). `/forget <pattern>` archives, in the append's transaction, every active
+ * memory of the sender that the sender can see in the message's channel and that matches the pattern (also what the
+ * `/remember` messages before it in the append write); its reply says how many.
  */
 export async function prepareChatCommands(
   context: EngineContext,
