@@ -363,7 +363,7 @@ export function createIngest(
       const spaces = [...marks.keys()].join(', ') || 'the spaces of the retried messages';
       throw new MnemeError(
         error instanceof MnemeError ? error.code : ErrorCode.StoreFailed,
-        `the messages (with their chat commands) were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again after this service's next message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice)`,
+        `the messages (with their chat commands) were stored, but checking who may read the memories of ${spaces} failed (${error instanceof Error ? error.message : String(error)}); it is done again before this service's next read or message and by maintain, and at once when they are sent again with the same externalId (without one they are stored twice, unless sent under the same Idempotency-Key, whose answer is what was stored)`,
         { cause: error, committed: resultsOf(stored, false) },
       );
     }
