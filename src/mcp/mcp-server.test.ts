@@ -68,6 +68,43 @@ describe('the MCP face', () => {
     expect(versions[0]?.actor).toBe('operator');
   });
 
+  it('forgets every match of a pattern when memories are forgotten or stored elsewhere while it lists them', async () => {
+    const mneme = await engine();
+    const lemon = await mneme.remember({ content: 'Ann likes her tea with lemon', scope: 'personal', userId: 'ann' });
+    const others: Memory[] = [];
+    for (let i = 0; i < 500; i++) {
+      others.push(await mneme.remember({ content: `Ann filed receipt ${i}`, scope: 'personal', userId: 'ann' }));
+    }
+    const session = stdioSession(mneme, { userId: 'ann' });
+    // The listing pages newest first: the lemon memory, the oldest, is the only one on the second page. Another
+    // process forgets one memory of the first page right after it is read (which moved the lemon onto it when the
+    // listing left archived memories out) and stores a new lemon memory (a listing whose total changed is read again).
+    let pages = 0;
+    let tree: Memory | undefined;
+    const list: Mneme['list'] = async (filter) => {
+      const page = await session.mneme.list(filter);
+      if (pages++ === 0) {
+        await mneme.forget({ id: (others[0] as Memory).id });
+        tree = await mneme.remember({ content: 'Ann planted a lemon tree', scope: 'personal', userId: 'ann' });
+      }
+      return page;
+    };
+    const watched = new Proxy(session.mneme, {
+      get: (target, key) => (key === 'list' ? list : Reflect.get(target, key)),
+    });
+    const client = await connect({ ...session, mneme: watched });
+
+    const result = await call(client, 'forget', { pattern: 'lemon' });
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent?.forgotten as Memory[] | undefined)?.map((memory) => memory.id)).toEqual([
+      tree?.id,
+      lemon.id,
+    ]);
+    expect((await mneme.get(lemon.id)).archivedAt).not.toBeNull();
+    expect((await mneme.list({ userId: 'ann' })).total).toBe(499);
+    expect(pages).toBe(4);
+  });
+
   it('says which session setting a scope or a pattern needs, and writes nothing', async () => {
     const mneme = await engine();
     const client = await connect(stdioSession(mneme, {}));

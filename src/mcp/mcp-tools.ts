@@ -90,13 +90,36 @@ async function matchingOwnMemories(session: McpSession, pattern: string): Promis
       `forgetting by pattern forgets the session user's own memories, and this session has no user: forget by id, or ${configureHint}`,
     );
   }
-  const matching: number[] = [];
-  for (let offset = 0; ; offset += MAX_PAGE_SIZE) {
-    const page = await session.mneme.list({ viewer: session.viewer, userId, limit: MAX_PAGE_SIZE, offset });
-    for (const memory of page.memories) if (matchesForgetPattern(memory.content, pattern)) matching.push(memory.id);
-    if (offset + MAX_PAGE_SIZE >= page.total) return matching;
+  // The listing pages by offset, newest first. It takes archived memories too, so a memory forgotten elsewhere
+  // between two pages moves no other onto a page already read; a listing whose total changed (a memory stored or
+  // purged meanwhile) is read again.
+  for (let listing = 0; listing < MAX_FORGET_LISTINGS; listing++) {
+    const matching: number[] = [];
+    let total: number | undefined;
+    for (let offset = 0; ; offset += MAX_PAGE_SIZE) {
+      const page = await session.mneme.list({
+        viewer: session.viewer,
+        userId,
+        archived: 'include',
+        limit: MAX_PAGE_SIZE,
+        offset,
+      });
+      if (total !== undefined && page.total !== total) break;
+      total = page.total;
+      for (const memory of page.memories) {
+        if (memory.archivedAt === null && matchesForgetPattern(memory.content, pattern)) matching.push(memory.id);
+      }
+      if (offset + MAX_PAGE_SIZE >= page.total) return matching;
+    }
   }
+  throw new MnemeError(
+    ErrorCode.StoreBusy,
+    `the memories of ${userId} changed while they were listed ${MAX_FORGET_LISTINGS} times: nothing was forgotten, try again`,
+  );
 }
+
+/** Most times `forget` lists the user's memories for a pattern before it gives up. */
+const MAX_FORGET_LISTINGS = 3;
 
 /** Every tool of the MCP face. */
 export const mcpTools: readonly McpTool[] = [
