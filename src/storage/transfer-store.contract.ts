@@ -61,7 +61,12 @@ const sha = (digit: string) => digit.repeat(64);
  * What every storage backend's TransferStore must do (export's paged reads, the import's one
  * transaction). Call it from a backend's test file with a function that opens a fresh, empty storage.
  */
-export function describeTransferStoreContract(name: string, open: () => Promise<Storage>): void {
+export function describeTransferStoreContract(
+  name: string,
+  open: () => Promise<Storage>,
+  options: { snapshots?: boolean } = {},
+): void {
+  const snapshots = options.snapshots ?? true;
   describe(`TransferStore contract: ${name}`, () => {
     let storage: Storage;
     beforeEach(async () => {
@@ -70,6 +75,63 @@ export function describeTransferStoreContract(name: string, open: () => Promise<
     afterEach(async () => {
       await storage.close();
     });
+
+    it(
+      snapshots
+        ? 'reads through a snapshot the database as it was when it opened, whatever commits before it is closed'
+        : 'reads through a snapshot the database as it is (a store of one connection holds no snapshot open)',
+      async () => {
+        await storage.messages.append([
+          { channelId: 'dm', senderId: 'ann', role: 'user', content: 'first', topicId: null, createdAt: at },
+        ]);
+        const [kept] = await storage.memories.insert([memory('kept', 'personal', { userId: 'ann' })], context);
+        await storage.maintenanceState.set('dm', 'extraction', { watermark: 1, lastRunAt: at });
+        const snapshot = await storage.transfer.snapshot();
+        try {
+          const [added] = await storage.messages.append([
+            { channelId: 'dm', senderId: 'ann', role: 'user', content: 'second', topicId: null, createdAt: at },
+          ]);
+          const [later] = await storage.memories.insert([memory('later', 'personal', { userId: 'ann' })], context);
+          await storage.memories.archive([kept?.id ?? 0], { ...context, at: at + 1 });
+          await storage.maintenanceState.set('dm', 'extraction', { watermark: added?.id ?? 0, lastRunAt: at + 1 });
+          const ids = { messages: [1, added?.id ?? 0], memories: [kept?.id ?? 0, later?.id ?? 0] };
+          const read = {
+            memories: (await snapshot.memories(0, 10)).map((row) => [row.content, row.archivedAt]),
+            watermarks: (await snapshot.watermarks()).map((state) => state.watermark),
+            messageIds: [...(await snapshot.messageIds(ids.messages))].sort((a, b) => a - b),
+            memoryIds: [...(await snapshot.memoryIds(ids.memories))].sort((a, b) => a - b),
+            horizon: await snapshot.horizon(),
+          };
+          const now = {
+            memories: [
+              ['kept', new Date(at + 1).toISOString()],
+              ['later', null],
+            ],
+            watermarks: [added?.id],
+            messageIds: ids.messages,
+            memoryIds: ids.memories,
+            horizon: { messageId: added?.id, memoryId: later?.id, linkId: 0 },
+          };
+          expect(read).toEqual(
+            snapshots
+              ? {
+                  memories: [['kept', null]],
+                  watermarks: [1],
+                  messageIds: [1],
+                  memoryIds: [kept?.id],
+                  horizon: { messageId: 1, memoryId: kept?.id, linkId: 0 },
+                }
+              : now,
+          );
+          // The store's own reads see every commit.
+          expect(await storage.transfer.memoryIds(ids.memories)).toEqual(new Set(ids.memories));
+        } finally {
+          await snapshot.close();
+        }
+        // Closed, it holds nothing back: the store writes and reads as before.
+        expect(await storage.memories.insert([memory('after', 'global')], context)).toHaveLength(1);
+      },
+    );
 
     it('reads every memory, archived ones too, a page at a time by id', async () => {
       const written = await storage.memories.insert(

@@ -191,15 +191,36 @@ export function ingestFileRecorded(path: string, line: number): MnemeError {
  * Paged reads of everything a database holds (export), and one transactional write of a whole
  * import. Pages are ordered by id (or by key) and start after the last id (or key) of the previous one.
  */
-export interface TransferStore {
+export interface TransferStore extends TransferReads {
+  /** True when no user, topic, project, channel, member, message, memory or API key exists yet. */
+  isEmpty(): Promise<boolean>;
+  /**
+   * The reads of an export over one snapshot of the database (ADR 31): each read of the returned reader sees
+   * the database as it was when this resolved, whatever commits meanwhile, so the watermarks and file records
+   * an export writes count exactly the work whose rows it holds. `close` ends it and must be called.
+   */
+  snapshot(): Promise<TransferSnapshot>;
+  /**
+   * Opens the write transaction of an import (waits for the write lock like any write). With
+   * `mustBeEmpty`, CONFLICT (and no transaction) unless the database is empty once the lock is held:
+   * another import that finished while this one waited is not imported again.
+   */
+  beginImport(options?: { mustBeEmpty?: boolean }): Promise<ImportSession>;
+}
+
+/** The reads of an export over one snapshot (`TransferStore.snapshot`), until `close`. */
+export interface TransferSnapshot extends TransferReads {
+  close(): Promise<void>;
+}
+
+/** What an export reads. */
+export interface TransferReads {
   /**
    * The highest message, memory and link ids now (0 when none): an export writes no row above them, so
    * rows written while it runs (extraction, another process) never leave a reference to a row the
    * file does not hold.
    */
   horizon(): Promise<{ messageId: number; memoryId: number; linkId: number }>;
-  /** True when no user, topic, project, channel, member, message, memory or API key exists yet. */
-  isEmpty(): Promise<boolean>;
   users(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferUser[]>;
   projects(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferProject[]>;
   topics(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferTopic[]>;
@@ -225,10 +246,8 @@ export interface TransferStore {
    * write them before the rows that name them.
    */
   referencedBy(filter: TransferFilter): Promise<{ userIds: string[]; topicIds: string[]; projectIds: string[] }>;
-  /**
-   * Opens the write transaction of an import (waits for the write lock like any write). With
-   * `mustBeEmpty`, CONFLICT (and no transaction) unless the database is empty once the lock is held:
-   * another import that finished while this one waited is not imported again.
-   */
-  beginImport(options?: { mustBeEmpty?: boolean }): Promise<ImportSession>;
+  /** Of these message ids, those of messages that exist and that the filter lets through. */
+  messageIds(ids: readonly number[], filter?: TransferFilter): Promise<Set<number>>;
+  /** Of these memory ids, those of memories that exist and that the filter lets through. */
+  memoryIds(ids: readonly number[], filter?: TransferFilter): Promise<Set<number>>;
 }

@@ -1,4 +1,5 @@
-import type { TransferFilter, TransferMemory } from '../../storage/transfer-store.js';
+import type { PolicyVersion } from '../../storage/policy-store.js';
+import type { TransferFilter, TransferMemory, TransferReads } from '../../storage/transfer-store.js';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
 import { parseInput, UserIdSchema } from '../schemas.js';
@@ -36,13 +37,42 @@ const iso = (time: number | null) => (time === null ? null : toIso(time));
  */
 export async function* exportData(context: EngineContext, options: ExportOptions = {}): AsyncGenerator<string> {
   const { storage } = context;
-  const transfer = storage.transfer;
   const userId = options.userId === undefined ? undefined : parseInput(UserIdSchema, options.userId, 'user id');
-  const filter = userId === undefined ? undefined : await filterOf(context, userId);
-  // How far `mneme ingest` got in each file (full export only: the records name the whole database's files, and a
-  // user's export imported elsewhere must not make that database skip lines). Read before the horizon: a record is
-  // committed with the messages of its lines, so the file holds every message a record counts.
+  // What other stores hold, read before the snapshot opens: on PGlite (one connection) a read outside the
+  // snapshot's transaction would wait for it.
+  const policy = await storage.policy.current();
+  const policies = userId === undefined ? await storage.policy.history() : [];
+  const apiKeys = await storage.apiKeys.everCreated();
+  // Every other read sees one snapshot (ADR 31): a message extracted, a merge or a link written while the export
+  // runs is in the file with the watermark that counts it, or neither is.
+  const transfer = await storage.transfer.snapshot();
+  try {
+    yield* exportRecords(context, transfer, { userId, policy, policies, apiKeys, version: options.mnemeVersion });
+  } finally {
+    await transfer.close();
+  }
+}
+
+/** The export's lines, every row read from `transfer`. */
+async function* exportRecords(
+  context: EngineContext,
+  transfer: TransferReads,
+  read: {
+    userId: string | undefined;
+    policy: PolicyVersion | null;
+    policies: readonly PolicyVersion[];
+    apiKeys: boolean;
+    version: string | undefined;
+  },
+): AsyncGenerator<string> {
+  const { userId, policy } = read;
+  const filter = userId === undefined ? undefined : await filterOf(transfer, userId);
+  // How far `mneme ingest` got in each file, and the background tasks' watermarks (full export only: the records
+  // name the whole database's files, and a user's export imported elsewhere must not make that database skip
+  // lines). Read before the horizon: where the store has no snapshot (PGlite), a record or a watermark is committed
+  // with the rows of the work it counts, so the file holds every row they count (work done after them is done again).
   const ingestFiles = filter ? [] : await transfer.ingestFiles();
+  const watermarks = filter ? [] : await transfer.watermarks();
   const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
   // A user's export names only the projects they are a member of: the project of a topic in one of their
@@ -52,18 +82,17 @@ export async function* exportData(context: EngineContext, options: ExportOptions
   // shows a topic to a user who is not its member.
   const topics = filter ? new Set(filter.topicIds) : null;
   const projectIds = referenced?.projectIds.filter((id) => projects?.has(id));
-  const policy = await storage.policy.current();
   const header: ExportHeader = {
     type: 'header',
     format: EXPORT_FORMAT,
     // The oldest version that reads the file: a reader of version 1 refuses the record type version 2 added.
     version: ingestFiles.length > 0 ? EXPORT_FORMAT_VERSION : FIRST_EXPORT_FORMAT_VERSION,
-    mneme: options.mnemeVersion ?? context.version ?? 'unknown',
+    mneme: read.version ?? context.version ?? 'unknown',
     exportedAt: toIso(context.clock.now()),
     user: userId ?? null,
     preset: policy?.preset ?? 'mneme',
     overrides: policy?.overrides ?? {},
-    apiKeys: await storage.apiKeys.everCreated(),
+    apiKeys: read.apiKeys,
   };
   yield JSON.stringify(header);
   let records = 0;
@@ -72,10 +101,8 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     return JSON.stringify(record);
   };
 
-  if (!filter) {
-    for (const version of await storage.policy.history()) {
-      yield line({ type: 'policy', ...version });
-    }
+  for (const version of read.policies) {
+    yield line({ type: 'policy', ...version });
   }
   for await (const user of pages((after: string | null) => transfer.users(after, PAGE, referenced?.userIds), byId)) {
     yield line({ type: 'user', ...user, createdAt: toIso(user.createdAt), updatedAt: toIso(user.updatedAt) });
@@ -110,13 +137,13 @@ export async function* exportData(context: EngineContext, options: ExportOptions
     // A reply to a message the export leaves out would name a row the file does not hold.
     const replyTo =
       message.replyTo !== null &&
-      (await exportedMessages(context, [message.replyTo], filter, horizon)).has(message.replyTo)
+      (await exportedMessages(transfer, [message.replyTo], filter, horizon)).has(message.replyTo)
         ? message.replyTo
         : null;
     const { externalId, ...fields } = message;
     yield line({ type: 'message', ...fields, replyTo, ...(externalId === null ? {} : { externalId }) });
   }
-  for await (const page of memoryPages(context, filter, horizon)) {
+  for await (const page of memoryPages(transfer, filter, horizon)) {
     for (const memory of page) yield line(memory);
   }
   for await (const link of pages((after: number) => transfer.links(after, PAGE, filter), byNumber, 0)) {
@@ -131,10 +158,8 @@ export async function* exportData(context: EngineContext, options: ExportOptions
       createdAt: toIso(link.createdAt),
     });
   }
-  if (!filter) {
-    for (const state of await transfer.watermarks()) {
-      yield line({ type: 'watermark', ...state, lastRunAt: iso(state.lastRunAt) });
-    }
+  for (const state of watermarks) {
+    yield line({ type: 'watermark', ...state, lastRunAt: iso(state.lastRunAt) });
   }
   for (const file of ingestFiles) {
     yield line({ type: 'ingestFile', ...file, updatedAt: toIso(file.updatedAt) });
@@ -166,10 +191,10 @@ async function* pages<Row, Key>(
  * session memories of the spaces they are a member of, and global memories that carry their id.
  */
 async function filterOf(
-  context: EngineContext,
+  transfer: TransferReads,
   userId: string,
 ): Promise<TransferFilter & { projectIds: string[]; topicIds: string[] }> {
-  const spaces = await context.storage.transfer.spacesOf(userId);
+  const spaces = await transfer.spacesOf(userId);
   const owners = [ownerKey('personal', { userId })];
   const channelIds: string[] = [];
   const projectIds: string[] = [];
@@ -190,53 +215,40 @@ async function filterOf(
 }
 
 /** The newest rows an export writes (`TransferStore.horizon`). */
-type Horizon = Awaited<ReturnType<EngineContext['storage']['transfer']['horizon']>>;
+type Horizon = Awaited<ReturnType<TransferReads['horizon']>>;
 
 /** Of these message ids, those the export writes (up to the horizon: all that exist, or those the filter lets through). */
-async function exportedMessages(
-  context: EngineContext,
+function exportedMessages(
+  transfer: TransferReads,
   ids: readonly number[],
   filter: TransferFilter | undefined,
   horizon: Horizon,
 ): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const channels = new Set(filter?.channelIds);
-  const messages = await context.storage.messages.get([...new Set(ids)].filter((id) => id <= horizon.messageId));
-  return new Set(
-    messages
-      .filter((message) => !filter || channels.has(message.channelId) || message.senderId === filter.userId)
-      .map((message) => message.id),
+  return transfer.messageIds(
+    [...new Set(ids)].filter((id) => id <= horizon.messageId),
+    filter,
   );
 }
 
 /** Of these memory ids, those the export writes. */
-async function exportedMemories(
-  context: EngineContext,
+function exportedMemories(
+  transfer: TransferReads,
   ids: readonly number[],
   filter: TransferFilter | undefined,
   horizon: Horizon,
 ): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const owners = new Set(filter?.owners);
-  const memories = await context.storage.memories.get([...new Set(ids)].filter((id) => id <= horizon.memoryId));
-  return new Set(
-    memories
-      .filter((memory) => {
-        if (!filter) return true;
-        const owner = ownerKey(memory.scope, memory);
-        return owners.has(owner) || (owner === 'global' && memory.userId === filter.userId);
-      })
-      .map((memory) => memory.id),
+  return transfer.memoryIds(
+    [...new Set(ids)].filter((id) => id <= horizon.memoryId),
+    filter,
   );
 }
 
 /** Memory records a page at a time: with their versions, and references only to rows the export writes. */
 async function* memoryPages(
-  context: EngineContext,
+  transfer: TransferReads,
   filter: TransferFilter | undefined,
   horizon: Horizon,
 ): AsyncGenerator<ExportRecord[]> {
-  const transfer = context.storage.transfer;
   let after = 0;
   for (;;) {
     const page = await transfer.memories(after, PAGE, filter);
@@ -258,8 +270,8 @@ async function* memoryPages(
       ...memory.sourceIds,
       ...(memory.supersededBy === null ? [] : [memory.supersededBy]),
     ]);
-    const messages = await exportedMessages(context, messageIds, filter, horizon);
-    const related = await exportedMemories(context, memoryIds, filter, horizon);
+    const messages = await exportedMessages(transfer, messageIds, filter, horizon);
+    const related = await exportedMemories(transfer, memoryIds, filter, horizon);
     yield memories.map((memory) => memoryRecord(memory, versions.get(memory.id) ?? [], messages, related));
     if (page.length < PAGE || memories.length < page.length) return;
   }

@@ -40,6 +40,11 @@ export interface PostgresDatabase extends PostgresQueryable {
   afterWrite?(changedRows: number): Promise<void>;
   /** Milliseconds a writing transaction waits for a lock (the write lock first) before STORE_BUSY (5,000 when not set). */
   readonly busyTimeoutMs?: number;
+  /**
+   * True when one connection runs every statement of the process (PGlite): a transaction there holds every
+   * other statement until it ends, so none is kept open for as long as its caller likes (an export's snapshot).
+   */
+  readonly oneConnection?: boolean;
   close(): Promise<void>;
 }
 

@@ -158,6 +158,7 @@ export async function createPgliteDatabase(
   let closed = false;
   return {
     description: path,
+    oneConnection: true,
     query: wrap(database),
     async exec(sql) {
       await database.exec(sql);

@@ -27,4 +27,5 @@ describeStorageContract(
 describeTransferStoreContract(
   'PGlite',
   freshPostgresStorage(() => database),
+  { snapshots: false },
 );

@@ -81,7 +81,7 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
     'id, visibility, created_at, updated_at',
   );
 
-  return {
+  const store: TransferStore = {
     async horizon() {
       const [row] = await read<{ messageId: number; memoryId: number; linkId: number }>(
         'reading the newest ids',
@@ -267,48 +267,107 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         ),
       };
     },
+    async messageIds(ids, filter) {
+      if (ids.length === 0) return new Set();
+      const rows = await read<{ id: number }>(
+        'reading which messages exist',
+        `SELECT id FROM messages WHERE id = ANY($4::bigint[]) AND ${messageFilter}`,
+        [...filterValues(filter, ['channels']), [...ids]],
+      );
+      return new Set(rows.map((row) => Number(row.id)));
+    },
+    async memoryIds(ids, filter) {
+      if (ids.length === 0) return new Set();
+      const rows = await read<{ id: number }>(
+        'reading which memories exist',
+        `SELECT m.id FROM memories m WHERE m.id = ANY($4::bigint[]) AND ${memoryFilter('m', 3)}`,
+        [...filterValues(filter, ['owners']), [...ids]],
+      );
+      return new Set(rows.map((row) => Number(row.id)));
+    },
+    async snapshot() {
+      // PGlite runs every statement of the process on one connection: a transaction held for the export would
+      // hold every other one until the export's reader finished. Its export reads as things are (ADR 31).
+      if (database.oneConnection) {
+        const { isEmpty: _isEmpty, snapshot: _snapshot, beginImport: _beginImport, ...reads } = store;
+        return { ...reads, close: async () => {} };
+      }
+      const held = await holdTransaction(database, 'opening a snapshot of the database for the export', async (q) => {
+        // Every read of the transaction sees the database as its first statement found it.
+        await q.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+        await q.query('SELECT 1');
+      });
+      const {
+        isEmpty: _isEmpty,
+        snapshot: _snapshot,
+        beginImport: _beginImport,
+        ...reads
+      } = createPostgresTransferStore({ ...database, query: held.transaction.query, exec: held.transaction.exec });
+      return {
+        ...reads,
+        async close() {
+          await held.end(true).catch(() => {});
+        },
+      };
+    },
     async beginImport(options = {}) {
-      let opened: (transaction: PostgresQueryable) => void = () => {};
-      let end: (commit: boolean) => void = () => {};
-      const ready = new Promise<PostgresQueryable>((resolve) => {
-        opened = resolve;
-      });
-      const ended = new Promise<boolean>((resolve) => {
-        end = resolve;
-      });
-      const done = database.transaction(async (transaction) => {
-        await transaction.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      const held = await holdTransaction(database, 'starting the import', async (q) => {
+        await q.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
         if (options.mustBeEmpty) {
-          const { rows } = await transaction.query<{ found: boolean }>(ANY_ROW_SQL);
+          const { rows } = await q.query<{ found: boolean }>(ANY_ROW_SQL);
           if (rows[0]?.found !== false) throw new MnemeError(ErrorCode.Conflict, IMPORT_TARGET_NOT_EMPTY);
         }
-        opened(transaction);
-        if (!(await ended)) throw new RolledBack('the import was rolled back');
       });
-      // Keeps an early failure from going unhandled; it surfaces through `started` below.
-      done.catch(() => {});
-      let transaction: PostgresQueryable;
-      try {
-        transaction = await Promise.race([
-          ready,
-          done.then((): never => {
-            throw new MnemeError(ErrorCode.StoreFailed, 'the import transaction ended before it started');
-          }),
-        ]);
-      } catch (error) {
-        throw toMnemeErrorPg(error, 'starting the import');
-      }
-      return createImportSession(transaction, {
-        async commit() {
-          end(true);
-          await done;
-        },
-        async rollback() {
-          end(false);
-          await done.catch((error: unknown) => {
-            if (!(error instanceof RolledBack)) throw error;
-          });
-        },
+      return createImportSession(held.transaction, {
+        commit: () => held.end(true),
+        rollback: () => held.end(false),
+      });
+    },
+  };
+  return store;
+}
+
+/**
+ * A transaction of `database` held open once `begin` ran in it, for a caller that uses it statement by statement
+ * (an import's writes, an export's snapshot): `end(true)` commits it, `end(false)` rolls it back; either waits.
+ */
+async function holdTransaction(
+  database: PostgresDatabase,
+  doing: string,
+  begin: (transaction: PostgresQueryable) => Promise<void>,
+): Promise<{ transaction: PostgresQueryable; end(commit: boolean): Promise<void> }> {
+  let opened: (transaction: PostgresQueryable) => void = () => {};
+  let end: (commit: boolean) => void = () => {};
+  const ready = new Promise<PostgresQueryable>((resolve) => {
+    opened = resolve;
+  });
+  const ended = new Promise<boolean>((resolve) => {
+    end = resolve;
+  });
+  const done = database.transaction(async (transaction) => {
+    await begin(transaction);
+    opened(transaction);
+    if (!(await ended)) throw new RolledBack('the transaction was rolled back');
+  });
+  // Keeps an early failure from going unhandled; it surfaces through the race below.
+  done.catch(() => {});
+  let transaction: PostgresQueryable;
+  try {
+    transaction = await Promise.race([
+      ready,
+      done.then((): never => {
+        throw new MnemeError(ErrorCode.StoreFailed, 'the transaction ended before it started');
+      }),
+    ]);
+  } catch (error) {
+    throw toMnemeErrorPg(error, doing);
+  }
+  return {
+    transaction,
+    async end(commit) {
+      end(commit);
+      await done.catch((error: unknown) => {
+        if (!(error instanceof RolledBack)) throw error;
       });
     },
   };

@@ -43,6 +43,7 @@ export function createPostgresWriteHolds(raw: PostgresDatabase): PostgresWriteHo
   const database: PostgresDatabase = {
     description: raw.description,
     ...(raw.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: raw.busyTimeoutMs }),
+    ...(raw.oneConnection ? { oneConnection: true } : {}),
     query: (sql, parameters) => (held() ?? raw).query(sql, parameters),
     exec: (sql) => (held() ?? raw).exec(sql),
     async transaction(work) {

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeTransferStoreContract } from '../transfer-store.contract.js';
 import { openSqliteDatabase } from './sqlite-database.js';
@@ -5,6 +8,10 @@ import { createSqliteStorage } from './sqlite-storage.js';
 import { createSqliteTransferStore } from './sqlite-transfer-store.js';
 
 describeTransferStoreContract('SQLite :memory:', async () => createSqliteStorage({ path: ':memory:' }));
+// A file's snapshot is a second, read-only connection (an in-memory database's, a copy of it).
+describeTransferStoreContract('SQLite file', async () =>
+  createSqliteStorage({ path: join(mkdtempSync(join(tmpdir(), 'mneme-transfer-')), 'mneme.db') }),
+);
 
 describe('the SQLite import', () => {
   it('gives the connection its own page cache back after an import commits or rolls back', async () => {

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
@@ -14,7 +14,7 @@ import {
   type TransferMemory,
   type TransferStore,
 } from '../transfer-store.js';
-import { preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 
@@ -125,6 +125,12 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
     ingestFiles: preparedOnUse<[], { path: string; line: number; prefix_sha256: string; updated_at: number }>(
       database,
       'SELECT path, line, prefix_sha256, updated_at FROM ingest_files ORDER BY path',
+    ),
+    messageIds: database.prepare<FilterParameters & { ids: string }, number>(
+      `SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(@ids)) AND ${MESSAGE_FILTER}`,
+    ),
+    memoryIds: database.prepare<FilterParameters & { ids: string }, number>(
+      `SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(@ids)) AND ${memoryFilter('m')}`,
     ),
     spacesOf: database.prepare<[string], { kind: SpaceKind; id: string }>(
       'SELECT kind, space_id AS id FROM members WHERE user_id = ? ORDER BY kind, space_id',
@@ -290,6 +296,38 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
         };
       });
     },
+    async messageIds(ids, filter) {
+      if (ids.length === 0) return new Set();
+      return readSqlite('reading which messages exist', () =>
+        statements.messageIds.pluck().all({ ...filterParameters(filter), ids: JSON.stringify(ids) }),
+      ).reduce((found, id) => found.add(id), new Set<number>());
+    },
+    async memoryIds(ids, filter) {
+      if (ids.length === 0) return new Set();
+      return readSqlite('reading which memories exist', () =>
+        statements.memoryIds.pluck().all({ ...filterParameters(filter), ids: JSON.stringify(ids) }),
+      ).reduce((found, id) => found.add(id), new Set<number>());
+    },
+    async snapshot() {
+      const connection = readSqlite('opening a snapshot of the database for the export', () => openSnapshot(database));
+      try {
+        const {
+          isEmpty: _isEmpty,
+          snapshot: _snapshot,
+          beginImport: _beginImport,
+          ...reads
+        } = createSqliteTransferStore(connection);
+        return {
+          ...reads,
+          async close() {
+            if (connection.open) connection.close();
+          },
+        };
+      } catch (error) {
+        connection.close();
+        throw toMnemeError(error, 'opening a snapshot of the database for the export');
+      }
+    },
     async beginImport(options = {}) {
       // The connection's own page cache, given back after the import (searches need it warm and whole).
       const cacheSize = Number(database.pragma('cache_size', { simple: true }));
@@ -309,6 +347,30 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
       return createImportSession(database, cacheSize);
     },
   };
+}
+
+/**
+ * A second connection that sees `database` as it is now until it is closed (ADR 31): on a file, a read-only
+ * connection holding a read transaction (WAL: writers go on, the log keeps what the snapshot needs); in memory,
+ * where no second connection can open the database, a copy of it.
+ */
+function openSnapshot(database: Database.Database): Database.Database {
+  const inMemory = database.memory;
+  const connection = inMemory
+    ? new Database(database.serialize())
+    : new Database(database.name, { readonly: true, fileMustExist: true });
+  try {
+    connection.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`);
+    if (!inMemory) {
+      connection.exec('BEGIN');
+      // A read transaction takes its snapshot at its first read.
+      connection.prepare('SELECT COUNT(*) FROM sqlite_master').get();
+    }
+    return connection;
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
 }
 
 interface ChunkColumns {
