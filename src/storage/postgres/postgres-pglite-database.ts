@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import type { PostgresDatabase, PostgresQueryable, PostgresResult } from './postgres-database.js';
 
@@ -32,6 +33,8 @@ interface OpenFolder {
   users: number;
   /** When to analyze it next (see `analyzeWhenDue`). */
   statistics: Statistics;
+  /** Gives a folder's claim back (`claimFolder`); none in memory. */
+  giveBack?: () => void;
 }
 
 /** Rows changed since PGlite last analyzed a folder, and how many rows it held then (null: not read yet). */
@@ -71,6 +74,74 @@ async function analyzeWhenDue(database: Pglite, statistics: Statistics, changedR
 }
 
 const openFolders = new Map<string, OpenFolder>();
+
+/** The file in a PGlite folder naming the process that has it open (its pid). */
+export const PGLITE_OWNER_FILE = 'mneme-pglite.pid';
+
+/** True while a process of that pid runs (a process of another user counts: EPERM). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+}
+
+/** The pid a folder's owner file names, or null (no file, or not a pid). */
+function ownerOf(file: string): number | null {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Claims a PGlite folder for this process, or refuses it (STORE_BUSY) while another running process has
+ * it open. PGlite is PostgreSQL in one process, with no postmaster to share a folder: a second process
+ * opening it works on its own copy of the pages, and whichever closes last overwrites what the other
+ * wrote, after both had acknowledged their writes. The owner file holds the pid; one left by a process
+ * that died (kill -9) is taken over. Returns what gives the folder back.
+ */
+function claimFolder(folder: string, path: string): () => void {
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, PGLITE_OWNER_FILE);
+  const mine = join(folder, `${PGLITE_OWNER_FILE}.${process.pid}`);
+  writeFileSync(mine, `${process.pid}\n`);
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        // A link fails when the file exists: of two processes, one gets the folder.
+        linkSync(mine, file);
+        return () => {
+          if (ownerOf(file) === process.pid) rmSync(file, { force: true });
+        };
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'EEXIST') throw error;
+      }
+      const owner = ownerOf(file);
+      if (owner !== null && processRuns(owner)) {
+        throw new MnemeError(
+          ErrorCode.StoreBusy,
+          `${path} is open in another process (pid ${owner}): a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
+        );
+      }
+      // Left by a process that died: moved aside (only one process moves it), then claimed again.
+      const stale = join(folder, `${PGLITE_OWNER_FILE}.stale.${process.pid}`);
+      try {
+        renameSync(file, stale);
+        rmSync(stale, { force: true });
+      } catch {
+        // Another process moved it first.
+      }
+    }
+    throw new MnemeError(ErrorCode.StoreBusy, `${path}: could not claim the folder; try again shortly`);
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
 
 async function startPglite(where: string | null, vectors: boolean): Promise<Pglite> {
   let modules: PgliteModules;
@@ -124,21 +195,30 @@ export async function createPgliteDatabase(
       open.users++;
       folder = open;
     } else {
+      const giveBack = claimFolder(key, path);
       folder = {
         database: startPglite(where, vectors),
         held: new Set(),
         users: 1,
         statistics: { changed: 0, rows: null },
+        giveBack,
       };
       openFolders.set(key, folder);
-      folder.database.catch(() => openFolders.delete(key));
+      folder.database.catch(() => {
+        openFolders.delete(key);
+        giveBack();
+      });
     }
     release = async () => {
       folder.users--;
       if (folder.users > 0) return;
       openFolders.delete(key);
-      const database = await folder.database;
-      if (!database.closed) await database.close();
+      try {
+        const database = await folder.database;
+        if (!database.closed) await database.close();
+      } finally {
+        folder.giveBack?.();
+      }
     };
   }
   let database: Pglite;
