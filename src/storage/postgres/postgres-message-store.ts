@@ -80,9 +80,10 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
         const file = options.file;
         if (file?.after !== undefined) {
           // Every writing transaction holds the write lock: no other run moves the record meanwhile.
-          const { rows } = await q.query<{ line: number }>('SELECT line FROM ingest_files WHERE path = $1', [
-            file.path,
-          ]);
+          const { rows } = await q.query<{ line: number }>(
+            'SELECT line FROM ingest_files WHERE md5(path) = md5($1) AND path = $1',
+            [file.path],
+          );
           const recorded = Number(rows[0]?.line ?? 0);
           if (recorded !== file.after) throw fileProgressMoved(file.path, file.after, recorded);
         }
@@ -158,7 +159,7 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
         if (file) {
           await q.query(
             `INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (path) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
+             ON CONFLICT ((md5(path))) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
                updated_at = excluded.updated_at`,
             [file.path, file.line, file.prefixSha256, file.at],
           );
@@ -172,7 +173,7 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
     async ingestFile(path) {
       return withPgErrors(`reading the ingest progress of ${path}`, async () => {
         const { rows } = await database.query<{ path: string; line: number; prefix_sha256: string }>(
-          'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = $1',
+          'SELECT path, line, prefix_sha256 FROM ingest_files WHERE md5(path) = md5($1) AND path = $1',
           [path],
         );
         const row = rows[0];

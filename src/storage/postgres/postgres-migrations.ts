@@ -331,6 +331,17 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       CREATE INDEX memories_built_on ON memories(id) WHERE cardinality(source_ids) > 0;
     `,
   },
+  {
+    version: 7,
+    name: 'the record of an ingested file found by the digest of its path',
+    sql: `
+      -- A btree entry holds at most 2,704 bytes and a path may hold 4,096 (Linux): a file with a longer path could
+      -- not be ingested at all (wt-attack23b). The path stays, unique through its MD5 (a key, not a secret).
+      ALTER TABLE ingest_files DROP CONSTRAINT ingest_files_pkey;
+      ALTER TABLE ingest_files ALTER COLUMN path SET NOT NULL;
+      CREATE UNIQUE INDEX ingest_files_by_path ON ingest_files (md5(path));
+    `,
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -602,9 +602,10 @@ function createImportSession(
     putIngestFiles: (files) =>
       write('importing the file records of mneme ingest', async () => {
         for (const file of files) {
-          const { rows } = await q.query<{ line: number }>('SELECT line FROM ingest_files WHERE path = $1', [
-            file.path,
-          ]);
+          const { rows } = await q.query<{ line: number }>(
+            'SELECT line FROM ingest_files WHERE md5(path) = md5($1) AND path = $1',
+            [file.path],
+          );
           const recorded = rows[0];
           if (recorded) throw ingestFileRecorded(file.path, recorded.line);
           await q.query('INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES ($1, $2, $3, $4)', [
