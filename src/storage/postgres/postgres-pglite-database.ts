@@ -1,6 +1,7 @@
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+import { makeFolders } from '../make-folders.js';
 import type { PostgresDatabase, PostgresQueryable, PostgresResult } from './postgres-database.js';
 
 /** True for a `pglite:` path: PGlite (in-process PostgreSQL), `pglite:memory:` or `pglite:<folder>`. */
@@ -106,10 +107,14 @@ function ownerOf(file: string): number | null {
  * that died (kill -9) is taken over. Returns what gives the folder back.
  */
 function claimFolder(folder: string, path: string): () => void {
-  mkdirSync(folder, { recursive: true });
+  makeFolders(folder);
   const file = join(folder, PGLITE_OWNER_FILE);
   const mine = join(folder, `${PGLITE_OWNER_FILE}.${process.pid}`);
-  writeFileSync(mine, `${process.pid}\n`);
+  try {
+    writeFileSync(mine, `${process.pid}\n`);
+  } catch (error) {
+    throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
+  }
   try {
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
@@ -119,7 +124,9 @@ function claimFolder(folder: string, path: string): () => void {
           if (ownerOf(file) === process.pid) rmSync(file, { force: true });
         };
       } catch (error) {
-        if ((error as { code?: string }).code !== 'EEXIST') throw error;
+        if ((error as { code?: string }).code !== 'EEXIST') {
+          throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
+        }
       }
       const owner = ownerOf(file);
       if (owner !== null && processRuns(owner)) {
