@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -84,5 +84,18 @@ describe('a pglite:<folder> database opened by two processes at once', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain('The wren note was stored first');
     expect(listed.stdout).toContain('The lark note came after the kill');
+  });
+
+  it('opens a folder whose owner file names this very process, left by an earlier process of the same pid', {
+    timeout: 60_000,
+  }, async () => {
+    // A container's process is often pid 1 again after a restart: the file its killed predecessor left names it.
+    const store = join(folder, 'same-pid');
+    const database = `pglite:${store}`;
+    expect((await runCli(database, ['add', 'The swift note was stored first'])).code).toBe(0);
+    writeFileSync(join(store, 'mneme-pglite.pid'), `${process.pid}\n`);
+    const listed = await runCli(database, ['list'], { create: false });
+    expect(listed.stderr).toBe('');
+    expect(listed.stdout).toContain('The swift note was stored first');
   });
 });

@@ -129,7 +129,9 @@ function claimFolder(folder: string, path: string): () => void {
         }
       }
       const owner = ownerOf(file);
-      if (owner !== null && processRuns(owner)) {
+      // This process's own pid is a file left by an earlier process of that pid (a container's pid 1 after a
+      // restart): this one has not opened the folder (a second open in one process shares the first).
+      if (owner !== null && owner !== process.pid && processRuns(owner)) {
         throw new MnemeError(
           ErrorCode.StoreBusy,
           `${path} is open in another process (pid ${owner}): a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
