@@ -43,6 +43,20 @@ export interface ExtractedExchange {
   chunks: readonly NewMemory[];
 }
 
+/**
+ * A `/forget` a step goes past (ADR 30, 2026-12-04): its append archived the sender's matching memories written by
+ * then, and extraction may have written more since from the messages before it (a batch, a file, a backlog). Those
+ * are archived in the step's transaction: every active memory of `userId` among `owners` whose content `matches`,
+ * built from messages before the command's (`before`) and from none after it.
+ */
+export interface ExtractedForget {
+  context: WriteContext;
+  owners: readonly string[];
+  userId: string;
+  matches(content: string): boolean;
+  before: number;
+}
+
 /** One step of an extraction run: what one message wrote, and the watermark past it. */
 export interface ExtractionStep {
   /** The watermark the run holds: the step is applied only if the stored watermark is still this (0: none). */
@@ -53,6 +67,7 @@ export interface ExtractionStep {
   at: number;
   facts?: ExtractedFacts | null;
   exchange?: ExtractedExchange | null;
+  forget?: ExtractedForget | null;
 }
 
 /** What an applied step wrote. */

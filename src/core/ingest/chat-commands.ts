@@ -96,6 +96,28 @@ export interface PreparedCommand {
 }
 
 /**
+ * What `/forget <pattern>` sent in `message` archives: the sender's memories among the owners the sender sees in the
+ * message's channel whose content matches the pattern; or the reply refusing it (no text, too many `*`).
+ */
+export function forgetTarget(
+  message: { senderId: string; channelId: string; topicId: string | null },
+  pattern: string,
+): { owners: string[]; userId: string; matches(content: string): boolean } | { refused: string } {
+  if (pattern.replaceAll('*', '').trim().length === 0) {
+    return { refused: 'Usage: /forget <pattern>, e.g. /forget dark mode' };
+  }
+  if (pattern.split('*').length - 1 > MAX_FORGET_STARS) {
+    return { refused: `Not forgotten: a pattern may have at most ${MAX_FORGET_STARS} *` };
+  }
+  const owners = visibleOwners({
+    userId: message.senderId,
+    channelId: message.channelId,
+    topicId: message.topicId ?? undefined,
+  });
+  return { owners, userId: message.senderId, matches: (content) => matchesForgetPattern(content, pattern) };
+}
+
+/**
  * Prepares the chat commands of the user messages of one append, so that each is written in the append's transaction
  * with its message (ADR 30): both are stored or neither. `/remember <text>` becomes a personal, pinned memory at
  * importance 1 (source `command`), first person rewritten into the sender's name, valid from the message's time, its
@@ -162,28 +184,15 @@ export async function prepareChatCommands(
       continue;
     }
     const { pattern } = command;
-    if (pattern.replaceAll('*', '').trim().length === 0) {
-      prepared.push({
-        index,
-        write: null,
-        result: () => refused('forget', 'Usage: /forget <pattern>, e.g. /forget dark mode'),
-      });
+    const target = forgetTarget(message, pattern);
+    if ('refused' in target) {
+      prepared.push({ index, write: null, result: () => refused('forget', target.refused) });
       continue;
     }
-    if (pattern.split('*').length - 1 > MAX_FORGET_STARS) {
-      const reply = `Not forgotten: a pattern may have at most ${MAX_FORGET_STARS} *`;
-      prepared.push({ index, write: null, result: () => refused('forget', reply) });
-      continue;
-    }
-    const owners = visibleOwners({
-      userId: message.senderId,
-      channelId: message.channelId,
-      topicId: message.topicId ?? undefined,
-    });
     prepared.push({
       index,
       write: {
-        forget: { owners, userId: message.senderId, matches: (content) => matchesForgetPattern(content, pattern) },
+        forget: target,
         context: { ...writing, reason: `/forget ${pattern}` },
       },
       result: (written) => {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { ExtractionBatch, ExtractionLease } from '../../storage/extraction-store.js';
+import type { ExtractedForget, ExtractionBatch, ExtractionLease } from '../../storage/extraction-store.js';
 import type { Message } from '../../storage/message-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../errors.js';
 import type { FactExtractor } from '../ports/fact-extractor.js';
 import { withBatchReads } from './batch-reads.js';
+import { forgetTarget, parseChatCommand } from './chat-commands.js';
 import { exchangeChunks } from './exchange-memories.js';
 import { createExtractionLeases, type ExtractionLeases } from './extraction-lease.js';
 import type { ExtractionWork } from './extraction-scheduler.js';
@@ -258,6 +259,20 @@ async function extractBatch(
   return true;
 }
 
+/**
+ * The `/forget` a step goes past, applied again to what extraction wrote since its append from the messages before it
+ * (`ExtractedForget`): a history ingested at once appends the command before the facts it names are extracted.
+ */
+function forgetGonePast(context: EngineContext, message: Message): ExtractedForget | null {
+  const { chatCommands, skip } = context.policy.ingest;
+  const command = chatCommands && !isSkippedMessage(message.content, skip) ? parseChatCommand(message.content) : null;
+  if (command?.name !== 'forget') return null;
+  const target = forgetTarget(message, command.pattern);
+  if ('refused' in target) return null;
+  const writing = { at: context.clock.now(), actor: message.senderId, reason: `/forget ${command.pattern}` };
+  return { ...target, before: message.id, context: writing };
+}
+
 /** Where a user message stands in its run: its batch and place, the message before it, the watermark before it. */
 interface UserMessageStep {
   batch: readonly Message[];
@@ -322,6 +337,7 @@ async function extractUserMessage(
     at: context.clock.now(),
     facts,
     exchange,
+    forget: isCommand ? forgetGonePast(context, message) : null,
   });
   if (!applied) return false;
   if (message.topicId) {

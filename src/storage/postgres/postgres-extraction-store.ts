@@ -124,6 +124,19 @@ export function createPostgresExtractionStore(
               if (row) applied.chunks.push(toMemory(row));
             }
           }
+          if (step.forget) {
+            const { context, owners, userId, matches, before } = step.forget;
+            // Built from messages before the command only (`ExtractedForget`).
+            const { rows: candidates } = await q.query<{ id: string | number; content: string }>(
+              `SELECT id, content FROM memories WHERE owner = ANY($1::text[]) AND user_id = $2 AND archived_at IS NULL
+                 AND (SELECT max(source) FROM unnest(source_message_ids) AS source) < $3
+               ORDER BY id`,
+              [[...owners], userId, before],
+            );
+            for (const candidate of candidates) {
+              if (matches(candidate.content)) await writes.archive(q, Number(candidate.id), context);
+            }
+          }
           await q.query(
             `WITH state AS (
                INSERT INTO maintenance_state (channel_id, task, watermark, last_run_at) VALUES ($1, $2, $3, $4)

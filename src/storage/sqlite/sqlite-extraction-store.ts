@@ -50,6 +50,13 @@ function prepareStatements(database: Database.Database) {
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
     ),
+    // The memories a `/forget` the step goes past may match: built from messages before it only (`ExtractedForget`).
+    forgetCandidates: database.prepare<[string, string, number], { id: number; content: string }>(
+      `SELECT m.id, m.content FROM memories m WHERE m.owner IN (SELECT value FROM json_each(?)) AND m.user_id = ?
+        AND m.archived_at IS NULL
+        AND (SELECT MAX(s.message_id) FROM memory_source_messages s WHERE s.memory_id = m.id) < ?
+      ORDER BY m.id`,
+    ),
     citing: database.prepare<{ messageId: number; owners: string }, MemoryRow>(
       `SELECT memories.* FROM memory_source_messages source JOIN memories ON memories.id = source.memory_id
       WHERE source.message_id = @messageId AND memories.archived_at IS NULL
@@ -213,6 +220,12 @@ export function createSqliteExtractionStore(
             for (const [index, memory] of chunks.entries()) {
               if (sql.chunkStored.get(messageId, index)) continue;
               applied.chunks.push(toMemory(writes.insert(memory, context, 'create', { messageId, index })));
+            }
+          }
+          if (step.forget) {
+            const { context, owners, userId, matches, before: command } = step.forget;
+            for (const candidate of sql.forgetCandidates.all(JSON.stringify(owners), userId, command)) {
+              if (matches(candidate.content)) writes.archive(candidate.id, context);
             }
           }
           // The watermark's row exists once an earlier step of the batch moved it: an update, not an upsert.
