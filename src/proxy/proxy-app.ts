@@ -169,6 +169,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         const checked = await viewerOf(caller);
         // A user key that is a member writes no membership with it: a removal from now on stays.
         const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
+        // The key is checked once more in the append's transaction, as for POST /api/exchanges: a key revoked (or its
+        // user purged) between the check above and the append writes nothing.
+        const { keyId } = caller.principal;
         return mneme.ingestExchange(
           {
             channelId: caller.channelId,
@@ -177,7 +180,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
             assistantReply: reply,
             ...(retryId ? { externalId: retryId } : {}),
           },
-          { sendersAreMembers: member },
+          { sendersAreMembers: member, ...(keyId === undefined ? {} : { keyId }) },
         );
       }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
     };
