@@ -34,9 +34,9 @@ async function connect(session: McpSession): Promise<Client> {
   return client;
 }
 
-/** Two `mneme mcp` processes on one database file: each its own engine. */
-async function twoProcesses(name: string): Promise<[Mneme, Mneme]> {
-  const path = join(folder, `${name}.db`);
+/** Two `mneme mcp` processes on one database file (or, `pglite`, one PostgreSQL folder): each its own engine. */
+async function twoProcesses(name: string, store: 'sqlite' | 'pglite' = 'sqlite'): Promise<[Mneme, Mneme]> {
+  const path = store === 'sqlite' ? join(folder, `${name}.db`) : `pglite:${join(folder, name)}`;
   const first = await createMneme({ path });
   const second = await createMneme({ path });
   engines.push(first, second);
@@ -78,5 +78,19 @@ describe('two stdio sessions of different users whose first exchanges start the 
     const otherWords = member === 'ann' ? 'pizza' : 'PIN';
     const recall = (await other.callTool({ name: 'recall', arguments: { query: otherWords } })) as ToolResult;
     expect(recall.content[0]?.text ?? '').not.toContain(member === 'ann' ? '9931' : 'pizza');
+  });
+
+  it('refuses one of them on PostgreSQL too, in the append transaction', async () => {
+    const [annProcess, bobProcess] = await twoProcesses('postgres', 'pglite');
+    const ann = await connect(stdioSession(annProcess, { userId: 'ann', channelId: 'desk', topicId: 'standup' }));
+    const bob = await connect(stdioSession(bobProcess, { userId: 'bob', channelId: 'desk', topicId: 'standup' }));
+    const results = await Promise.all([
+      exchange(ann, 'My bank PIN is 9931 and I always forget it'),
+      exchange(bob, 'I like pizza on Fridays with my friends'),
+    ]);
+    expect(results.filter((result) => result.isError === true)).toHaveLength(1);
+    expect((await annProcess.channel('desk')).members).toHaveLength(1);
+    // The refused exchange wrote nothing, its topic membership included.
+    expect((await annProcess.messages({ channelId: 'desk' })).messages).toHaveLength(2);
   });
 });
