@@ -97,3 +97,21 @@ describe('the proxy writes an exchange only while the key it came with is active
     expect((await world.mneme.list({ userId: 'ann', archived: 'include' })).total).toBe(0);
   });
 });
+
+describe('the first exchange of a user key in its default channel, which the proxy lets it start', () => {
+  it('never makes a user key a member of its default channel that an administrator declared without it meanwhile', async () => {
+    const world = await proxyWith('declared', async (mneme) => {
+      // The operator declares proxy:ann for a review, without ann, while her first reply is on its way.
+      await mneme.putChannel({ id: 'proxy:ann', visibility: 'private', members: ['auditor'] });
+    });
+    const created = await world.mneme.apiKeys.create({ label: 'ann laptop', userId: 'ann' });
+
+    const response = await world.chat(created.key, 'I am planning a surprise party for Bob on Friday');
+    expect(response.status).toBe(200);
+    await world.proxy.whenIdle();
+
+    // Asked after the declaration, the proxy refuses ann the channel (403); her reply on its way must not join it.
+    expect((await world.mneme.channel('proxy:ann')).members).toEqual(['auditor']);
+    expect((await world.mneme.messages({ channelId: 'proxy:ann' })).messages).toEqual([]);
+  });
+});
