@@ -8,6 +8,7 @@ import { createMcpServer } from '../mcp/mcp-server.js';
 import { stdioSession } from '../mcp/mcp-session.js';
 import { defined } from './cli-arguments.js';
 import type { CliIo } from './cli-io.js';
+import { utf8Lines } from './utf8-lines.js';
 
 /**
  * `mneme mcp`: an MCP server on stdin/stdout for a host that starts mneme as a child process. The
@@ -50,7 +51,16 @@ export function registerMcpCommands(program: Command, io: CliIo, config: Environ
         providers: config.providers,
         logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
       });
-      const stdin = io.stdin ?? process.stdin;
+      // The protocol's lines that are UTF-8 (a line that is not is refused as the HTTP face refuses such a body: a
+      // parse error, never a memory storing U+FFFD for its bytes).
+      const stdin = (io.stdin ?? process.stdin).pipe(
+        utf8Lines((line) => {
+          io.stderr(`mneme: ignored MCP message line ${line}: it is not UTF-8; send JSON encoded as UTF-8\n`);
+          process.stdout.write(
+            `${JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: line ${line} is not valid UTF-8; send JSON encoded as UTF-8` }, id: null })}\n`,
+          );
+        }),
+      );
       const logError = (error: unknown) =>
         io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
       const server = createMcpServer({ session: stdioSession(mneme, viewer), logError });
@@ -63,7 +73,7 @@ export function registerMcpCommands(program: Command, io: CliIo, config: Environ
       process.on('SIGINT', onSignal);
       stdin.once('end', () => stopped('end of input'));
       try {
-        const transport = new StdioServerTransport(stdin as NodeJS.ReadStream, process.stdout);
+        const transport = new StdioServerTransport(stdin, process.stdout);
         transport.onerror = (error) => io.stderr(`mneme: ignored a malformed MCP message: ${errorMessage(error)}\n`);
         transport.onclose = () => stopped('transport closed');
         await server.connect(transport);

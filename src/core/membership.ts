@@ -95,7 +95,8 @@ export function createMembership(context: EngineContext): Membership {
         const joins: SpaceJoin[] = [];
         for (const join of message.joins ?? []) {
           if (!(await existing(join))) {
-            joins.push(join);
+            // Checked again in the append's transaction: another sender may start the space meanwhile.
+            joins.push({ ...join, onlyIfNew: true });
             continue;
           }
           if (await memberships.isMember(join.kind, join.id, message.senderId)) continue;

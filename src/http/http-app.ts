@@ -8,6 +8,7 @@ import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
 import { accessLog } from './http-access-log.js';
 import { respondIdempotently } from './http-idempotency.js';
+import { isLoopback } from './http-loopback.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
 import { apiRoutes } from './http-routes.js';
@@ -97,8 +98,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
 /** The caller's principal: open (an administrator) only when started open or before any key was ever created. */
 export async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
-  if (open) return { kind: 'admin', label: 'open (started with --open)' };
-  if (!(await apiKeys.everCreated())) return { kind: 'admin', label: 'open (no API key was ever created)' };
+  if (open) return openTo(context, 'open (started with --open)');
+  if (!(await apiKeys.everCreated())) return openTo(context, 'open (no API key was ever created)');
   const header = context.req.header('authorization') ?? '';
   const match = /^Bearer\s+(\S+)$/i.exec(header);
   const challenge = { 'WWW-Authenticate': 'Bearer realm="mneme"' };
@@ -107,6 +108,23 @@ export async function authenticate(context: Context, apiKeys: ApiKeys, open: boo
   const principal = await apiKeys.authenticate(match[1]);
   if (!principal) throw new HttpProblem(401, 'UNAUTHORIZED', 'the API key is unknown or revoked', challenge);
   return principal;
+}
+
+/**
+ * An administrator for a caller of an open service (loopback only), when the request names a loopback host. A web
+ * page whose host name an attacker points at 127.0.0.1 (DNS rebinding) reaches the service as its own origin, and
+ * the browser lets it read every answer: its requests carry that name as their Host, and are refused.
+ */
+function openTo(context: Context, label: string): Principal {
+  const host = new URL(context.req.url).hostname;
+  if (!isLoopback(host)) {
+    throw new HttpProblem(
+      403,
+      'FORBIDDEN',
+      `this service runs without API keys and answers only requests to a loopback host name (localhost, 127.0.0.1, [::1]), not ${host}; create a key (mneme keys create) to serve other names`,
+    );
+  }
+  return { kind: 'admin', label };
 }
 
 /** The request's path parameters, query string and JSON body, each parsed with the route's schema (INVALID_INPUT otherwise). */

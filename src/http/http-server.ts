@@ -3,6 +3,7 @@ import { serve } from '@hono/node-server';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import { createHttpApp } from './http-app.js';
+import { isLoopback } from './http-loopback.js';
 import { problem, titleOf } from './http-problem.js';
 
 export interface HttpServerOptions {
@@ -32,10 +33,7 @@ export interface RunningHttpServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** True for 127.0.0.0/8, ::1 and localhost. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
+export { isLoopback } from './http-loopback.js';
 
 /**
  * Starts the HTTP service. It refuses to bind a non-loopback address while no API key exists, and to

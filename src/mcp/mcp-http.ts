@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Principal } from '../core/access.js';
 import type { Mneme } from '../core/mneme.js';
@@ -46,6 +47,10 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   if (body === null) {
     return jsonRpcError(413, `Payload Too Large: Request body must not exceed ${options.maxBodyBytes} bytes`);
   }
+  // As the API's bodies: bytes that are not UTF-8 are refused, not decoded into replacement characters a memory keeps.
+  if (!isUtf8(body)) {
+    return jsonRpcError(400, 'Parse error: the body is not valid UTF-8; send JSON encoded as UTF-8', {}, PARSE_ERROR);
+  }
   const session = httpSession(options.mneme, await options.authenticate(), viewer);
   const server = createMcpServer({ session, ...(options.logError ? { logError: options.logError } : {}) });
   // No session id: stateless, so every request is authenticated on its own (a revoked key stops at once).
@@ -87,8 +92,11 @@ function methodNotAllowed(): Response {
   return jsonRpcError(405, 'Method not allowed: send MCP messages with POST', { Allow: 'POST' });
 }
 
+/** JSON-RPC's code for a body that cannot be read as JSON. */
+const PARSE_ERROR = -32700;
+
 /** A JSON-RPC error answered before any MCP message is read, as the SDK's transport answers its own. */
-function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  const body = { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
+function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}, code = -32000): Response {
+  const body = { jsonrpc: '2.0', error: { code, message }, id: null };
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
 }

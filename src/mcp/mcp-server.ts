@@ -64,7 +64,9 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     'memory',
     new ResourceTemplate('memory://{id}', {
       list: async () => {
-        const page = await session.mneme.list({ viewer: session.viewer, limit: LISTED_RESOURCES });
+        const page = await session.mneme
+          .list({ viewer: session.viewer, limit: LISTED_RESOURCES })
+          .catch((error: unknown) => resourceError(error));
         return {
           resources: page.memories.map((memory) => ({
             uri: `memory://${memory.id}`,
@@ -86,14 +88,22 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         const memory = await session.mneme.get({ id, viewer: session.viewer });
         return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(memory, null, 2) }] };
       } catch (error) {
-        if (!isMnemeError(error)) {
-          logError(error);
-          throw new McpError(McpErrorCode.InternalError, `unexpected error: ${errorMessage(error)}`);
-        }
-        const code = error.code === 'NOT_FOUND' ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams;
-        throw new McpError(code, error.message, { code: error.code });
+        return resourceError(error);
       }
     },
   );
   return server;
+
+  /**
+   * A failed resource request as an MCP error: mneme's refusals (a viewer the key may not use, a bad id) carry its
+   * code, a memory the session may not see is "resource not found"; anything else is logged and an internal error.
+   */
+  function resourceError(error: unknown): never {
+    if (!isMnemeError(error)) {
+      logError(error);
+      throw new McpError(McpErrorCode.InternalError, `unexpected error: ${errorMessage(error)}`);
+    }
+    const code = error.code === 'NOT_FOUND' ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams;
+    throw new McpError(code, error.message, { code: error.code });
+  }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, MnemeError } from '../core/errors.js';
+import { ErrorCode, isMnemeError, MnemeError } from '../core/errors.js';
 import { matchesForgetPattern } from '../core/ingest/chat-commands.js';
 import type { RecallHit } from '../core/recall/recall.js';
 import {
@@ -234,7 +234,14 @@ export const mcpTools: readonly McpTool[] = [
       const ids = input.id === undefined ? await matchingOwnMemories(session, input.pattern ?? '') : [input.id];
       const forgotten: Memory[] = [];
       for (const id of ids) {
-        forgotten.push(await session.mneme.forget({ id, viewer: session.viewer, actor: session.actor, ...reason }));
+        try {
+          forgotten.push(await session.mneme.forget({ id, viewer: session.viewer, actor: session.actor, ...reason }));
+        } catch (error) {
+          // A match another request forgot (or merged, or purged) since the listing is forgotten already: the
+          // pattern's other matches are forgotten still, rather than the call stopping half way with a conflict.
+          const gone = isMnemeError(error) && (error.code === ErrorCode.Conflict || error.code === ErrorCode.NotFound);
+          if (input.id !== undefined || !gone) throw error;
+        }
       }
       const text =
         input.id !== undefined

@@ -167,8 +167,14 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // the write.
         await authenticate(context, mneme.apiKeys, false);
         const checked = await viewerOf(caller);
-        // A user key that is a member writes no membership with it: a removal from now on stays.
+        // A user key that is a member writes no membership with it: a removal from now on stays. One that is not
+        // starts its own default channel, which must still not exist when the exchange is appended (an
+        // administrator who declared it meanwhile, without the user, is not overruled).
         const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
+        const starts = caller.principal.kind === 'user' && checked.channelId === undefined;
+        // The key is checked once more in the append's transaction, as for POST /api/exchanges: a key revoked (or its
+        // user purged) between the check above and the append writes nothing.
+        const { keyId } = caller.principal;
         return mneme.ingestExchange(
           {
             channelId: caller.channelId,
@@ -177,7 +183,11 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
             assistantReply: reply,
             ...(retryId ? { externalId: retryId } : {}),
           },
-          { sendersAreMembers: member },
+          {
+            sendersAreMembers: member,
+            joinsOnlyNewSpaces: starts,
+            ...(keyId === undefined ? {} : { keyId }),
+          },
         );
       }, `ingesting the exchange of user ${caller.userId} in channel ${caller.channelId}`);
     };

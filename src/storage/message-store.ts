@@ -108,6 +108,13 @@ export interface SpaceJoin {
   kind: SpaceKind;
   id: string;
   at: number;
+  /**
+   * The sender starts the space with this message and may not join it once it exists (`joinsOnlyNewSpaces`): when
+   * the space exists as the append's transaction begins (another append started it, an administrator declared it,
+   * since the caller looked) and the sender is not a member of it, the append is refused (`spaceStartedMeanwhile`)
+   * and writes nothing.
+   */
+  onlyIfNew?: boolean;
 }
 
 /** What an append writes besides its messages, in their transaction. */
@@ -143,6 +150,21 @@ export function keyGone(): MnemeError {
   return new MnemeError(
     ErrorCode.Forbidden,
     'the API key these messages were sent with was revoked (or its user purged) while they were sent; nothing was written',
+  );
+}
+
+/** The FORBIDDEN an append gets when a space its sender was to start exists by then, without them (`SpaceJoin.onlyIfNew`). */
+export function spaceStartedMeanwhile(join: SpaceJoin, userId: string): MnemeError {
+  return new MnemeError(
+    ErrorCode.Forbidden,
+    `recording a message: user ${userId} is not a member of ${join.kind} ${join.id}, which was started or declared while the message was sent; nothing was written; an administrator adds members`,
+  );
+}
+
+/** The joins of the messages that may only start their space (`SpaceJoin.onlyIfNew`), each with its sender. */
+export function joinsOnlyIfNew(messages: readonly NewMessage[]): Array<{ join: SpaceJoin; userId: string }> {
+  return messages.flatMap((message) =>
+    (message.joins ?? []).filter((join) => join.onlyIfNew === true).map((join) => ({ join, userId: message.senderId })),
   );
 }
 

@@ -3,12 +3,14 @@ import {
   type CommandWrite,
   type CommandWritten,
   fileProgressMoved,
+  joinsOnlyIfNew,
   keyGone,
   type MessageRole,
   type MessageStore,
   purgedMeanwhile,
   replyGone,
   type StoredMessage,
+  spaceStartedMeanwhile,
 } from '../message-store.js';
 import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
 import { toMemory } from './postgres-memory-rows.js';
@@ -62,6 +64,18 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
             options.keyId,
           ]);
           if (rows.length === 0) throw keyGone();
+        }
+        // Every writing transaction holds the write lock: a space to start must not exist yet (before the topics
+        // below are created), unless its sender is in it.
+        for (const { join, userId } of joinsOnlyIfNew(messages)) {
+          const table = join.kind === 'channel' ? 'channels' : join.kind === 'topic' ? 'topics' : 'projects';
+          const { rows } = await q.query<{ exists: boolean; member: boolean }>(
+            `SELECT (EXISTS (SELECT 1 FROM ${table} WHERE id = $2)
+                     OR EXISTS (SELECT 1 FROM members WHERE kind = $1 AND space_id = $2)) AS exists,
+                    EXISTS (SELECT 1 FROM members WHERE kind = $1 AND space_id = $2 AND user_id = $3) AS member`,
+            [join.kind, join.id, userId],
+          );
+          if (rows[0]?.exists === true && rows[0].member !== true) throw spaceStartedMeanwhile(join, userId);
         }
         const at = options.at ?? Date.now();
         for (const topicId of options.topics ?? []) {

@@ -4,12 +4,15 @@ import {
   type CommandWrite,
   type CommandWritten,
   fileProgressMoved,
+  joinsOnlyIfNew,
   keyGone,
   type MessageRole,
   type MessageStore,
   purgedMeanwhile,
   replyGone,
+  type SpaceJoin,
   type StoredMessage,
+  spaceStartedMeanwhile,
 } from '../message-store.js';
 import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
@@ -97,6 +100,17 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
       ON CONFLICT (path) DO UPDATE SET line = excluded.line, prefix_sha256 = excluded.prefix_sha256,
         updated_at = excluded.updated_at`,
     ),
+    isMember: preparedOnUse<[string, string, string], 1>(
+      database,
+      'SELECT 1 FROM members WHERE kind = ? AND space_id = ? AND user_id = ?',
+    ),
+    anyMember: preparedOnUse<[string, string], 1>(
+      database,
+      'SELECT 1 FROM members WHERE kind = ? AND space_id = ? LIMIT 1',
+    ),
+    channelRow: preparedOnUse<[string], 1>(database, 'SELECT 1 FROM channels WHERE id = ?'),
+    topicRow: preparedOnUse<[string], 1>(database, 'SELECT 1 FROM topics WHERE id = ?'),
+    projectRow: preparedOnUse<[string], 1>(database, 'SELECT 1 FROM projects WHERE id = ?'),
     join: preparedOnUse<[string, string, string, number]>(
       database,
       'INSERT INTO members (kind, space_id, user_id, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
@@ -121,6 +135,13 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
     ),
   };
 
+  /** Whether a space exists: its row, or a member (a channel is started by its first message's membership). */
+  const spaceExists = ({ kind, id }: SpaceJoin): boolean => {
+    const row =
+      kind === 'channel' ? retryable.channelRow() : kind === 'topic' ? retryable.topicRow() : retryable.projectRow();
+    return row.get(id) !== undefined || retryable.anyMember().get(kind, id) !== undefined;
+  };
+
   return {
     async append(messages, options = {}) {
       try {
@@ -128,6 +149,12 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
           .transaction(() => {
             if (options.purges !== undefined && countPurges() !== options.purges) throw purgedMeanwhile();
             if (options.keyId !== undefined && !activeKey.get(options.keyId)) throw keyGone();
+            // Before the topics below are created: a space to start must not exist yet, unless its sender is in it.
+            for (const { join, userId } of joinsOnlyIfNew(messages)) {
+              if (spaceExists(join) && !retryable.isMember().get(join.kind, join.id, userId)) {
+                throw spaceStartedMeanwhile(join, userId);
+              }
+            }
             const at = options.at ?? Date.now();
             for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
             for (const user of options.names ?? []) retryable.putName().run(user.id, user.displayName, at, at);
