@@ -68,6 +68,24 @@ describe('the MCP face', () => {
     expect(versions[0]?.actor).toBe('operator');
   });
 
+  it('records an exchange sent again with its externalId once, as a host retrying after a timeout sends it', async () => {
+    const mneme = await engine();
+    const client = await connect(
+      httpSession(mneme, { kind: 'admin', label: 'operator' }, { userId: 'bob', channelId: 'desk' }),
+    );
+    const exchange = { userMessage: 'My locker code is 4411', assistantReply: 'Noted.', externalId: 'host-msg-7' };
+
+    const first = await call(client, 'ingest_exchange', exchange);
+    const again = await call(client, 'ingest_exchange', exchange);
+    expect(first.isError).toBeFalsy();
+    expect(again.isError).toBeFalsy();
+    const messages = (result: ToolResult) =>
+      result.structuredContent?.messages as Array<{ id: number; duplicate?: boolean }>;
+    expect(messages(again).map((message) => message.id)).toEqual(messages(first).map((message) => message.id));
+    expect(messages(again).every((message) => message.duplicate === true)).toBe(true);
+    expect(await mneme.turns({ channelId: 'desk' })).toHaveLength(2);
+  });
+
   it('forgets every match of a pattern when memories are forgotten or stored elsewhere while it lists them', async () => {
     const mneme = await engine();
     const lemon = await mneme.remember({ content: 'Ann likes her tea with lemon', scope: 'personal', userId: 'ann' });

@@ -9,6 +9,7 @@ import {
   MAX_PAGE_SIZE,
   MemoryIdSchema,
   MessageContentSchema,
+  MessageExternalIdSchema,
   QuerySchema,
   TopKSchema,
 } from '../core/schemas.js';
@@ -346,6 +347,9 @@ export const mcpTools: readonly McpTool[] = [
         .max(200, 'userName is longer than 200 characters')
         .describe('How the user is called, used in extracted facts ("Oz prefers ...")')
         .optional(),
+      externalId: MessageExternalIdSchema.describe(
+        "Your host's id of the user message, unique in the conversation: a call sent again with it (after a timeout) records nothing twice",
+      ).optional(),
     }),
     readOnly: false,
     async run(session, input) {
