@@ -157,6 +157,25 @@ describe('MCP over streamable HTTP on a real mneme serve', () => {
     await expect(connect(carolKey)).rejects.toThrow();
   });
 
+  it('reads a Mneme-User header as the UTF-8 its bytes spell, and refuses bytes that are not UTF-8', async () => {
+    // Header values go on the wire as one byte a character: these two characters are the UTF-8 bytes of "ë".
+    const zoe = await connect(keys.admin, { 'Mneme-User': 'zo\u00c3\u00ab' });
+    const memory = field<Memory>(await call(zoe, 'remember', { content: 'Zoë learns the banjo' }), 'memory');
+    expect(memory).toMatchObject({ scope: 'personal', userId: 'zoë' });
+    const latin1 = await fetch(`${serve.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.admin}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mneme-user': 'zo\u00eb',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(latin1.status).toBe(422);
+    expect(((await latin1.json()) as { detail: string }).detail).toContain('the mneme-user header is not UTF-8 text');
+  });
+
   it('finds a memory remembered over MCP through the HTTP API and the CLI, and the reverse', async () => {
     const alice = await connect(keys.alice);
     const overMcp = field<Memory>(

@@ -373,6 +373,21 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(await world.mneme.messages({ channelId: 'proxy:ann' })).toMatchObject({ messages: [] });
   });
 
+  it('reads the X-Mneme-Channel header as the UTF-8 its bytes spell, and refuses bytes that are not UTF-8', async () => {
+    await world.mneme.putChannel({ id: 'ann-küche', visibility: 'direct', members: ['ann'] });
+    // One byte a character on the wire: these two are the UTF-8 bytes of "ü".
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-k\u00c3\u00bcche' }).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Our fridge hums at night' }],
+    });
+    expect((await world.settled('ann-küche')).map((message) => message.role)).toEqual(['user', 'assistant']);
+    const latin1 = world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-k\u00fcche' }).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Our fridge hums at night' }],
+    });
+    await expect(latin1).rejects.toMatchObject({ status: 400 });
+  });
+
   it('passes an upstream 429 and 500 to the client unchanged, and ingests nothing', async () => {
     const ann = world.client(world.keys.ann);
     const ask = () =>

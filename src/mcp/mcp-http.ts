@@ -4,6 +4,7 @@ import type { Principal } from '../core/access.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
+import { headerText } from '../http/http-header-text.js';
 import { createMcpServer } from './mcp-server.js';
 import { httpSession } from './mcp-session.js';
 
@@ -39,7 +40,7 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   const requested = Object.fromEntries(
     Object.entries(mcpViewerHeaders).flatMap(([field, header]) => {
       const value = request.headers.get(header);
-      return value === null ? [] : [[field, value]];
+      return value === null ? [] : [[field, headerText(value, header)]];
     }),
   );
   const viewer = parseInput(ViewerSchema, requested, 'Mneme-* headers');

@@ -9,6 +9,7 @@ import { ChannelIdSchema, clipQuery, parseInput, UserIdSchema } from '../core/sc
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
+import { headerText } from '../http/http-header-text.js';
 import { HttpProblem, problem, problemOf } from '../http/http-problem.js';
 import {
   type ChatMessage,
@@ -315,7 +316,8 @@ function whoCalls(context: Context, principal: Principal, user: unknown): Caller
     );
   } else userId = parseField(UserIdSchema, user, 'user');
   const header = context.req.header(CHANNEL_HEADER);
-  const channelId = header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER);
+  const channelId =
+    header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header');
   return { principal, userId, channelId: parseField(ChannelIdSchema, channelId, 'channel') };
 }
 
@@ -324,9 +326,14 @@ export function defaultChannel(userId: string): string {
   return `proxy:${userId}`;
 }
 
-function parseField<T>(schema: Parameters<typeof parseInput>[0], value: unknown, what: string): T {
+/** A field of the request (a header's value read as UTF-8), or 400 INVALID_CHAT_REQUEST. */
+function parseField<T>(schema: Parameters<typeof parseInput>[0], value: unknown, what: string, from?: 'header'): T {
   try {
-    return parseInput(schema, value, what) as T;
+    return parseInput(
+      schema,
+      from === 'header' && typeof value === 'string' ? headerText(value, what) : value,
+      what,
+    ) as T;
   } catch (error) {
     throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', errorMessage(error));
   }
