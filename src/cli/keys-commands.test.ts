@@ -52,7 +52,9 @@ describe('mneme keys revoke', () => {
     expect((await run('init')).code).toBe(0);
     const created = await run('--json', 'keys', 'create', '--label', 'ops');
     const { key, prefix } = JSON.parse(created.stdout) as { key: string; prefix: string };
-    for (const wrong of ['ops', 'mneme_', `${prefix}x`, prefix.toUpperCase()]) {
+    // A prefix of digits only (about one key in 280) has no upper case of its own: it is then the prefix itself.
+    const upper = prefix.toUpperCase() === prefix ? [] : [prefix.toUpperCase()];
+    for (const wrong of ['ops', 'mneme_', `${prefix}x`, ...upper]) {
       const refused = await run('keys', 'revoke', wrong);
       expect(refused, wrong).toMatchObject({ code: 2, stdout: '' });
       expect(refused.stderr).toMatch(/^mneme: .*a key prefix is 12 hexadecimal characters[^\n]*\n$/);
