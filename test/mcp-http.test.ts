@@ -176,6 +176,36 @@ describe('MCP over streamable HTTP on a real mneme serve', () => {
     expect(((await latin1.json()) as { detail: string }).detail).toContain('the mneme-user header is not UTF-8 text');
   });
 
+  it('answers a request with malformed params as invalid params naming the field, and runs nothing for it', async () => {
+    const post = async (message: Record<string, unknown>) => {
+      const response = await fetch(`${serve.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${keys.bob}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, ...message }),
+      });
+      return {
+        status: response.status,
+        body: (await response.json()) as { error?: { code: number; message: string } },
+      };
+    };
+    const nameless = await post({ method: 'tools/call', params: { arguments: { content: 'Bob owns a kayak' } } });
+    expect(nameless.status).toBe(200);
+    expect(nameless.body.error).toEqual({
+      code: -32602,
+      message: 'invalid tools/call request: params.name: Invalid input: expected string, received undefined',
+    });
+    const cursor = await post({ method: 'resources/list', params: { cursor: 3 } });
+    expect(cursor.body.error?.code).toBe(-32602);
+    expect(cursor.body.error?.message).toMatch(/^invalid resources\/list request: params\.cursor: /);
+    const bob = await connect(keys.bob);
+    const listed = field<Memory[]>(await call(bob, 'list', { limit: 100 }), 'memories');
+    expect(listed.map((memory) => memory.content)).not.toContain('Bob owns a kayak');
+  });
+
   it('finds a memory remembered over MCP through the HTTP API and the CLI, and the reverse', async () => {
     const alice = await connect(keys.alice);
     const overMcp = field<Memory>(

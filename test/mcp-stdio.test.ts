@@ -280,4 +280,52 @@ describe('mneme mcp over stdio (the built CLI)', () => {
     const [code] = await exited;
     expect(code).toBe(0);
   });
+
+  it('answers a request with malformed params as invalid params naming the field, and the next call works', async () => {
+    const child = spawn(process.execPath, [mnemeBinary, 'mcp', '--db', database, '--user', 'alice'], {
+      env: { PATH: process.env.PATH ?? '', MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = once(child, 'exit');
+    const send = (message: Record<string, unknown>) =>
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    send({ method: 'notifications/initialized' });
+    send({ id: 2, method: 'tools/call', params: { name: 5, arguments: { content: 'Alice keeps bees' } } });
+    send({ id: 3, method: 'tools/call' });
+    send({ id: 4, method: 'resources/read', params: { uri: 7 } });
+    send({ id: 5, method: 'tools/call', params: { name: 'remember', arguments: { content: 'Alice keeps bees' } } });
+    await expect.poll(() => stdout.trim().split('\n').length, { timeout: 20_000 }).toBe(5);
+    const answers = new Map(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { id: number; error?: { code: number; message: string }; result?: unknown })
+        .map((answer) => [answer.id, answer]),
+    );
+    expect(answers.get(2)?.error).toEqual({
+      code: -32602,
+      message: 'invalid tools/call request: params.name: Invalid input: expected string, received number',
+    });
+    expect(answers.get(3)?.error?.code).toBe(-32602);
+    expect(answers.get(3)?.error?.message).toMatch(/^invalid tools\/call request: params: /);
+    expect(answers.get(4)?.error?.code).toBe(-32602);
+    expect(answers.get(4)?.error?.message).toMatch(/^invalid resources\/read request: params\.uri: /);
+    expect(answers.get(5)?.error).toBeUndefined();
+    expect(JSON.stringify(answers.get(5)?.result)).toContain('Alice keeps bees');
+    child.stdin.end();
+    expect((await exited)[0]).toBe(0);
+    // The refused call wrote nothing: the one memory is the one remembered after it.
+    const listed = await runCli(database, ['--json', 'list', '--user', 'alice', '--limit', '100']);
+    const contents = (JSON.parse(listed.stdout) as { memories: Memory[] }).memories.map((memory) => memory.content);
+    expect(contents.filter((content) => content === 'Alice keeps bees')).toHaveLength(1);
+  });
 });

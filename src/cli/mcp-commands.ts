@@ -4,7 +4,7 @@ import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
-import { createMcpServer } from '../mcp/mcp-server.js';
+import { connectMcpServer, createMcpServer } from '../mcp/mcp-server.js';
 import { stdioSession } from '../mcp/mcp-session.js';
 import { defined } from './cli-arguments.js';
 import type { CliIo } from './cli-io.js';
@@ -76,7 +76,7 @@ export function registerMcpCommands(program: Command, io: CliIo, config: Environ
         const transport = new StdioServerTransport(stdin, process.stdout);
         transport.onerror = (error) => io.stderr(`mneme: ignored a malformed MCP message: ${errorMessage(error)}\n`);
         transport.onclose = () => stopped('transport closed');
-        await server.connect(transport);
+        await connectMcpServer(server, transport);
         io.stderr(`mneme: MCP server on stdio (database ${path})\n`);
         await stop;
       } finally {

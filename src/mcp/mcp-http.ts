@@ -5,7 +5,7 @@ import type { Mneme } from '../core/mneme.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { headerText } from '../http/http-header-text.js';
-import { createMcpServer } from './mcp-server.js';
+import { connectMcpServer, createMcpServer } from './mcp-server.js';
 import { httpSession } from './mcp-session.js';
 
 /** The request headers that name the viewer of an MCP request, by viewer field. */
@@ -59,7 +59,7 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
     enableJsonResponse: true,
     maxRequestBodySize: options.maxBodyBytes,
   });
-  await server.connect(transport);
+  await connectMcpServer(server, transport);
   try {
     return await transport.handleRequest(new Request(request.url, { method: 'POST', headers: request.headers, body }));
   } finally {

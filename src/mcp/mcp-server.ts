@@ -1,5 +1,18 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  InitializeRequestSchema,
+  type JSONRPCMessage,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ErrorCode as McpErrorCode,
+  PingRequestSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
 import { errorMessage, isMnemeError } from '../core/errors.js';
 import { clipChars, MemoryIdSchema, parseInput } from '../core/schemas.js';
 import type { McpSession } from './mcp-session.js';
@@ -105,5 +118,51 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     }
     const code = error.code === 'NOT_FOUND' ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams;
     throw new McpError(code, error.message, { code: error.code });
+  }
+}
+
+/** The requests the server answers, each with the SDK's schema of it. */
+const requestSchemas: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
+  ['initialize', InitializeRequestSchema],
+  ['ping', PingRequestSchema],
+  ['tools/list', ListToolsRequestSchema],
+  ['tools/call', CallToolRequestSchema],
+  ['resources/list', ListResourcesRequestSchema],
+  ['resources/templates/list', ListResourceTemplatesRequestSchema],
+  ['resources/read', ReadResourceRequestSchema],
+]);
+
+/**
+ * Connects `server` to `transport`. A request the server answers whose params are malformed (`tools/call` without a
+ * tool name, `resources/read` with a number for its URI) is refused with JSON-RPC's invalid params and a line naming
+ * the field, and never reaches the SDK, which would answer "internal error" with zod's issues as its message.
+ */
+export async function connectMcpServer(server: McpServer, transport: Transport): Promise<void> {
+  await server.connect(transport);
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const refusal = malformedRequest(message);
+    if (refusal === null) {
+      deliver?.(message, extra);
+      return;
+    }
+    transport.send(refusal).catch((error: unknown) => transport.onerror?.(error as Error));
+  };
+}
+
+/** The invalid-params answer to `message` when it is a request the server answers with malformed params; else null. */
+function malformedRequest(message: JSONRPCMessage): JSONRPCMessage | null {
+  if (!('method' in message) || !('id' in message)) return null;
+  const schema = requestSchemas.get(message.method);
+  if (schema === undefined) return null;
+  try {
+    parseInput(schema, message, `${message.method} request`);
+    return null;
+  } catch (error) {
+    return {
+      jsonrpc: '2.0',
+      id: message.id,
+      error: { code: McpErrorCode.InvalidParams, message: errorMessage(error) },
+    };
   }
 }
