@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
+import { MAX_MESSAGE_CHARS } from '../src/core/schemas.js';
 import { type RunningProxyServer, startProxyServer } from '../src/proxy/proxy-server.js';
 import { type FakeUpstream, startFakeUpstream } from './fake-openai-upstream.js';
 
@@ -150,6 +151,21 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
       viewer: { userId: 'ann', channelId: 'proxy:ann' },
     });
     expect(recalled.hits.map((hit) => hit.memory.content).join('\n')).toMatch(/oolong/);
+  });
+
+  it('records a turn longer than a message can hold by its start and its end instead of dropping the exchange', async () => {
+    const ann = world.client(world.keys.ann);
+    world.upstream.reply = ['Here is the summary. '.repeat(2000), 'The end.'];
+    const paste = `${'Line of a long log file. '.repeat(2000)}What failed in this log?`;
+    await ann.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: paste }] });
+    const [question, answer] = await world.settled('proxy:ann');
+    expect(question?.content.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
+    expect(question?.content.startsWith('Line of a long log file.')).toBe(true);
+    expect(question?.content.endsWith('What failed in this log?')).toBe(true);
+    expect(question?.content).toContain(` characters left out ...]`);
+    expect(answer?.content.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
+    expect(answer?.content.endsWith('The end.')).toBe(true);
+    expect(world.log.join('\n')).not.toMatch(/failed/);
   });
 
   it('records a retried completion once when it carries the same Idempotency-Key, and a key reused for another message records that one', async () => {

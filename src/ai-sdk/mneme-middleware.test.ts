@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { createMneme } from '../config/create-mneme.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
+import { MAX_MESSAGE_CHARS } from '../core/schemas.js';
 import { createFixedClock } from '../testing.js';
 import type { GenerateResult, PromptMessage, StreamPart } from './ai-sdk-prompt.js';
 import { type MiddlewareMneme, type MnemeMiddlewareOptions, mnemeMiddleware } from './mneme-middleware.js';
@@ -126,6 +127,23 @@ describe('the AI SDK middleware', () => {
       { role: 'assistant', senderId: 'assistant', content: 'An oat milk flat white.' },
     ]);
     expect(turns[1]?.replyTo).toBe(turns[0]?.id);
+  });
+
+  it('records a turn longer than a message can hold by its start and its end, and warns of nothing', async () => {
+    const paste = `${'The quarterly report says revenue grew. '.repeat(1500)}Which of my cats is called Miso?`;
+    const model = new MockLanguageModelV3({ doGenerate: reply(`${'Miso is the tabby. '.repeat(2500)}That is all.`) });
+    const middleware = middlewareFor();
+    await generateText({ model: wrapLanguageModel({ model, middleware }), prompt: paste });
+    await middleware.settled();
+    expect(warnings).toEqual([]);
+    const [question, answer] = await mneme.turns({ channelId: 'dm-ann' });
+    expect(question?.content.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
+    expect(question?.content.startsWith('The quarterly report says revenue grew.')).toBe(true);
+    expect(question?.content.endsWith('Which of my cats is called Miso?')).toBe(true);
+    expect(question?.content).toMatch(/\n\[\.\.\. \d+ characters left out \.\.\.\]\n/);
+    expect(answer?.content.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
+    expect(answer?.content.endsWith('That is all.')).toBe(true);
+    expect(answer?.replyTo).toBe(question?.id);
   });
 
   it('ingests a streamed reply once, only after the stream has ended', async () => {
@@ -255,11 +273,17 @@ describe('the AI SDK middleware', () => {
   });
 
   it('answers even when the exchange cannot be ingested, and warns', async () => {
-    const model = new MockLanguageModelV3({ doGenerate: reply('x'.repeat(32_001)) });
-    const middleware = middlewareFor();
+    const refusing: MiddlewareMneme = {
+      context: (input) => mneme.context(input),
+      ingestExchange: async () => {
+        throw new MnemeError(ErrorCode.StoreBusy, 'the database is busy; try again');
+      },
+    };
+    const model = new MockLanguageModelV3({ doGenerate: reply('x'.repeat(200)) });
+    const middleware = middlewareFor({ mneme: refusing });
     const { text } = await generateText({ model: wrapLanguageModel({ model, middleware }), prompt: 'Talk a lot' });
     await middleware.settled();
-    expect(text).toHaveLength(32_001);
+    expect(text).toHaveLength(200);
     expect(warnings).toEqual([{ error: expect.any(MnemeError), phase: 'ingest' }]);
     expect(await mneme.turns({ channelId: 'dm-ann' })).toEqual([]);
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { clipQuery, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
+import { clipQuery, fitMessage, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import {
   type CallOptions,
@@ -138,8 +138,9 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
         userId,
         channelId,
         ...(topicId === undefined ? {} : { topicId }),
-        userMessage: plan.turn.text,
-        assistantReply: reply,
+        // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
+        userMessage: fitMessage(plan.turn.text),
+        assistantReply: fitMessage(reply),
       })
       .then(
         () => undefined,

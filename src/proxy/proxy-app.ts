@@ -5,7 +5,7 @@ import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
-import { ChannelIdSchema, clipQuery, parseInput, UserIdSchema } from '../core/schemas.js';
+import { ChannelIdSchema, clipQuery, fitMessage, parseInput, UserIdSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
@@ -180,8 +180,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
           {
             channelId: caller.channelId,
             userId: caller.userId,
-            userMessage: userText,
-            assistantReply: reply,
+            // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
+            userMessage: fitMessage(userText),
+            assistantReply: fitMessage(reply),
             ...(retryId ? { externalId: retryId } : {}),
           },
           {
