@@ -1,9 +1,10 @@
-import { type ChildProcess, execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createPgliteDatabase, PGLITE_OWNER_FILE } from '../src/storage/postgres/postgres-pglite-database.js';
 import { runCli } from './cli-harness.js';
 import { mnemeBinary, startServeProcess } from './serve-process.js';
 
@@ -97,5 +98,73 @@ describe('a pglite:<folder> database opened by two processes at once', () => {
     const listed = await runCli(database, ['list'], { create: false });
     expect(listed.stderr).toBe('');
     expect(listed.stdout).toContain('The swift note was stored first');
+  });
+});
+
+async function storedContents(database: string): Promise<string[]> {
+  const listed = await runCli(database, ['list', '--json', '--limit', '500'], { create: false });
+  expect(listed.code, listed.stderr).toBe(0);
+  return (JSON.parse(listed.stdout) as { memories: { content: string }[] }).memories.map((memory) => memory.content);
+}
+
+describe('the claim on a pglite:<folder> database', () => {
+  it('opens a folder whose owner file names a running process that is not mneme, left by one that died', {
+    timeout: 60_000,
+  }, async () => {
+    // The pid a killed mneme left in the folder now belongs to another program (pids are reused).
+    const store = join(folder, 'reused-pid');
+    const database = `pglite:${store}`;
+    expect((await runCli(database, ['add', 'The robin note was stored first'])).code).toBe(0);
+    const other = spawn('sleep', ['60']);
+    children.push(other);
+    writeFileSync(join(store, PGLITE_OWNER_FILE), `${other.pid}\n`);
+    const added = await cliProcess(database, ['add', 'The thrush note came after the restart']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(await storedContents(database)).toEqual(
+      expect.arrayContaining(['The robin note was stored first', 'The thrush note came after the restart']),
+    );
+  });
+
+  it('lets several processes started at once on a folder a killed process left keep every write they acknowledged', {
+    timeout: 180_000,
+  }, async () => {
+    const store = join(folder, 'stampede');
+    const database = `pglite:${store}`;
+    expect((await runCli(database, ['add', 'The stampede store was made'])).code).toBe(0);
+    // A dead process's claim, as kill -9 leaves it.
+    const dead = spawn('true');
+    await new Promise((resolve) => dead.once('exit', resolve));
+    writeFileSync(join(store, PGLITE_OWNER_FILE), `${dead.pid}\n`);
+    const notes = ['alpha', 'bravo', 'charlie', 'delta'].map((word) => `The ${word} process stored its note`);
+    const runs = await Promise.all(notes.map((note) => cliProcess(database, ['add', note])));
+    const stored = await storedContents(database);
+    for (const [index, note] of notes.entries()) {
+      const { code, stderr } = runs[index] ?? { code: -1, stderr: '' };
+      if (code === 0) expect(stored, `${note} was acknowledged`).toContain(note);
+      else {
+        // Refused as busy (exit 6) with the line that says why, and nothing of it stored.
+        expect(code, stderr).toBe(6);
+        expect(stderr).toMatch(/is open in another process/);
+        expect(stored).not.toContain(note);
+      }
+    }
+    expect(runs.some((result) => result.code === 0)).toBe(true);
+  });
+
+  it('refuses a second open of an open folder through another path in the same process', async () => {
+    const store = join(folder, 'aliased');
+    mkdirSync(store);
+    const alias = join(folder, 'alias');
+    symlinkSync(store, alias);
+    const first = await createPgliteDatabase(`pglite:${store}`);
+    try {
+      await expect(createPgliteDatabase(`pglite:${alias}`)).rejects.toMatchObject({
+        code: 'STORE_BUSY',
+        message: expect.stringContaining('is open in this process, through another path'),
+      });
+      expect((await first.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await first.close();
+    }
   });
 });

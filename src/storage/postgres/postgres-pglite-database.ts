@@ -1,7 +1,9 @@
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { makeFolders } from '../make-folders.js';
+import { isSqliteBusy } from '../sqlite/sqlite-database.js';
 import type { PostgresDatabase, PostgresQueryable, PostgresResult } from './postgres-database.js';
 
 /** True for a `pglite:` path: PGlite (in-process PostgreSQL), `pglite:memory:` or `pglite:<folder>`. */
@@ -76,18 +78,11 @@ async function analyzeWhenDue(database: Pglite, statistics: Statistics, changedR
 
 const openFolders = new Map<string, OpenFolder>();
 
-/** The file in a PGlite folder naming the process that has it open (its pid). */
+/** The file in a PGlite folder naming the process that has it open (its pid), for the message of a refusal. */
 export const PGLITE_OWNER_FILE = 'mneme-pglite.pid';
 
-/** True while a process of that pid runs (a process of another user counts: EPERM). */
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
-  }
-}
+/** The SQLite file in a PGlite folder whose exclusive lock the process that has the folder open holds. */
+export const PGLITE_LOCK_FILE = 'mneme-pglite.lock';
 
 /** The pid a folder's owner file names, or null (no file, or not a pid). */
 function ownerOf(file: string): number | null {
@@ -100,56 +95,47 @@ function ownerOf(file: string): number | null {
 }
 
 /**
- * Claims a PGlite folder for this process, or refuses it (STORE_BUSY) while another running process has
- * it open. PGlite is PostgreSQL in one process, with no postmaster to share a folder: a second process
- * opening it works on its own copy of the pages, and whichever closes last overwrites what the other
- * wrote, after both had acknowledged their writes. The owner file holds the pid; one left by a process
- * that died (kill -9) is taken over. Returns what gives the folder back.
+ * Claims a PGlite folder for this process, or refuses it (STORE_BUSY) while another process (or another open of this
+ * process through another path) has it. PGlite is PostgreSQL in one process, with no postmaster to share a folder: a
+ * second process opening it works on its own copy of the pages, and whichever closes last overwrites what the other
+ * wrote, after both had acknowledged their writes. The claim is an exclusive lock on a SQLite file in the folder, held
+ * while the folder is open: the system releases it when the process ends, however it ends (kill -9 too), so there is
+ * no stale claim to take over, and two processes starting at once cannot both take one over. The owner file only
+ * names the process for the refusal's message. Returns what gives the folder back.
  */
 function claimFolder(folder: string, path: string): () => void {
   makeFolders(folder);
-  const file = join(folder, PGLITE_OWNER_FILE);
-  const mine = join(folder, `${PGLITE_OWNER_FILE}.${process.pid}`);
+  let lock: Database.Database;
   try {
-    writeFileSync(mine, `${process.pid}\n`);
+    lock = new Database(join(folder, PGLITE_LOCK_FILE), { timeout: 0 });
   } catch (error) {
     throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
   }
+  const file = join(folder, PGLITE_OWNER_FILE);
   try {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        // A link fails when the file exists: of two processes, one gets the folder.
-        linkSync(mine, file);
-        return () => {
-          if (ownerOf(file) === process.pid) rmSync(file, { force: true });
-        };
-      } catch (error) {
-        if ((error as { code?: string }).code !== 'EEXIST') {
-          throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
-        }
-      }
-      const owner = ownerOf(file);
-      // This process's own pid is a file left by an earlier process of that pid (a container's pid 1 after a
-      // restart): this one has not opened the folder (a second open in one process shares the first).
-      if (owner !== null && owner !== process.pid && processRuns(owner)) {
-        throw new MnemeError(
-          ErrorCode.StoreBusy,
-          `${path} is open in another process (pid ${owner}): a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
-        );
-      }
-      // Left by a process that died: moved aside (only one process moves it), then claimed again.
-      const stale = join(folder, `${PGLITE_OWNER_FILE}.stale.${process.pid}`);
-      try {
-        renameSync(file, stale);
-        rmSync(stale, { force: true });
-      } catch {
-        // Another process moved it first.
-      }
+    lock.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    lock.close();
+    if (!isSqliteBusy(error)) {
+      throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
     }
-    throw new MnemeError(ErrorCode.StoreBusy, `${path}: could not claim the folder; try again shortly`);
-  } finally {
-    rmSync(mine, { force: true });
+    const owner = ownerOf(file);
+    const where = owner === process.pid ? 'this process, through another path' : 'another process';
+    throw new MnemeError(
+      ErrorCode.StoreBusy,
+      `${path} is open in ${where}${owner === null || owner === process.pid ? '' : ` (pid ${owner})`}: a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
+    );
   }
+  try {
+    writeFileSync(file, `${process.pid}\n`);
+  } catch (error) {
+    lock.close();
+    throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
+  }
+  return () => {
+    if (ownerOf(file) === process.pid) rmSync(file, { force: true });
+    lock.close();
+  };
 }
 
 async function startPglite(where: string | null, vectors: boolean): Promise<Pglite> {
