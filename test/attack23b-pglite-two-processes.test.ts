@@ -151,20 +151,29 @@ describe('the claim on a pglite:<folder> database', () => {
     expect(runs.some((result) => result.code === 0)).toBe(true);
   });
 
-  it('refuses a second open of an open folder through another path in the same process', async () => {
+  it('opens one folder through a symbolic link, and through two paths in one process as one PGlite', async () => {
     const store = join(folder, 'aliased');
     mkdirSync(store);
     const alias = join(folder, 'alias');
     symlinkSync(store, alias);
-    const first = await createPgliteDatabase(`pglite:${store}`);
+    const first = await createPgliteDatabase(`pglite:${alias}`);
+    const second = await createPgliteDatabase(`pglite:${store}`);
     try {
-      await expect(createPgliteDatabase(`pglite:${alias}`)).rejects.toMatchObject({
-        code: 'STORE_BUSY',
-        message: expect.stringContaining('is open in this process, through another path'),
-      });
-      expect((await first.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      await first.exec("CREATE TABLE notes (note text); INSERT INTO notes VALUES ('the linnet note')");
+      expect((await second.query<{ note: string }>('SELECT note FROM notes')).rows).toEqual([
+        { note: 'the linnet note' },
+      ]);
     } finally {
       await first.close();
+      await second.close();
+    }
+    const again = await createPgliteDatabase(`pglite:${alias}`);
+    try {
+      expect((await again.query<{ note: string }>('SELECT note FROM notes')).rows).toEqual([
+        { note: 'the linnet note' },
+      ]);
+    } finally {
+      await again.close();
     }
   });
 });

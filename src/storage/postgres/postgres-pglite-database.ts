@@ -1,5 +1,5 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { makeFolders } from '../make-folders.js';
@@ -104,7 +104,6 @@ function ownerOf(file: string): number | null {
  * names the process for the refusal's message. Returns what gives the folder back.
  */
 function claimFolder(folder: string, path: string): () => void {
-  makeFolders(folder);
   let lock: Database.Database;
   try {
     lock = new Database(join(folder, PGLITE_LOCK_FILE), { timeout: 0 });
@@ -120,10 +119,13 @@ function claimFolder(folder: string, path: string): () => void {
       throw new MnemeError(ErrorCode.StoreFailed, `cannot open ${path}: ${errorMessage(error)}`, { cause: error });
     }
     const owner = ownerOf(file);
-    const where = owner === process.pid ? 'this process, through another path' : 'another process';
+    if (owner === process.pid) {
+      // Only while this process closes the folder (its last user gone, the lock not yet given back).
+      throw new MnemeError(ErrorCode.StoreBusy, `${path} is being closed in this process; open it again once it is`);
+    }
     throw new MnemeError(
       ErrorCode.StoreBusy,
-      `${path} is open in ${where}${owner === null || owner === process.pid ? '' : ` (pid ${owner})`}: a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
+      `${path} is open in another process${owner === null ? '' : ` (pid ${owner})`}: a PGlite folder serves one process at a time, and a second one would lose writes; stop that process first, or use a PostgreSQL server (postgres://...) for several processes`,
     );
   }
   try {
@@ -136,6 +138,18 @@ function claimFolder(folder: string, path: string): () => void {
     if (ownerOf(file) === process.pid) rmSync(file, { force: true });
     lock.close();
   };
+}
+
+/** The real path of a PGlite folder (its symbolic links followed), made first when it does not exist. */
+function realFolder(where: string): string {
+  makeFolders(where);
+  try {
+    return realpathSync(where);
+  } catch (error) {
+    throw new MnemeError(ErrorCode.StoreFailed, `cannot open the folder ${where}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 async function startPglite(where: string | null, vectors: boolean): Promise<Pglite> {
@@ -184,7 +198,9 @@ export async function createPgliteDatabase(
       if (!database.closed) await database.close();
     };
   } else {
-    const key = resolve(where);
+    // The folder's real path: PGlite cannot open one through a symbolic link, and two paths to one folder are one
+    // PGlite in this process.
+    const key = realFolder(where);
     const open = openFolders.get(key);
     if (open) {
       open.users++;
@@ -192,7 +208,7 @@ export async function createPgliteDatabase(
     } else {
       const giveBack = claimFolder(key, path);
       folder = {
-        database: startPglite(where, vectors),
+        database: startPglite(key, vectors),
         held: new Set(),
         users: 1,
         statistics: { changed: 0, rows: null },
