@@ -65,7 +65,19 @@ export function isMnemeError(error: unknown, code?: ErrorCode): error is MnemeEr
   return error instanceof MnemeError && (code === undefined || error.code === code);
 }
 
-/** The message of anything thrown: an Error's message, or the value as text. */
+/**
+ * The message of anything thrown: an Error's message; for another object its own `message`, else its name and code
+ * (PGlite throws `{ name: 'ErrnoError', errno: 44 }`, which as text is "[object Object]"); else the value as text.
+ */
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null) {
+    const { message, name, code, errno } = error as Record<string, unknown>;
+    if (typeof message === 'string' && message !== '') return message;
+    const said = [name, code, errno === undefined ? undefined : `errno ${String(errno)}`].filter(
+      (part) => (typeof part === 'string' && part !== '') || typeof part === 'number',
+    );
+    if (said.length > 0) return said.join(' ');
+  }
+  return String(error);
 }
