@@ -197,6 +197,21 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new MnemeError(ErrorCode.StoreBusy, `${doing}: the database is busy; try again shortly`, { cause: error });
   }
+  // The disk is full (or the file reached its size limit): SQLite rolled the statement or the transaction back, so
+  // nothing of it was written, and the same call succeeds once there is room. STORE_BUSY (HTTP 503 with Retry-After,
+  // CLI exit 6) says so; STORE_FAILED would answer a 500 for a full disk. SQLITE_IOERR_SHMSIZE: SQLite could not grow
+  // the -shm file (opening a file no other process has open, or a write-ahead log grown long), on a full disk.
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_SHMSIZE') {
+    const what =
+      code === 'SQLITE_FULL'
+        ? 'the database or the disk holding it is full'
+        : 'the -shm file next to the database cannot grow: the disk holding it is likely full';
+    return new MnemeError(
+      ErrorCode.StoreBusy,
+      `${doing}: ${what} (${code}), so nothing was written; free space on that disk, then try again`,
+      { cause: error },
+    );
+  }
   if (code === 'SQLITE_READONLY_DIRECTORY') {
     return new MnemeError(
       ErrorCode.StoreFailed,
