@@ -114,7 +114,7 @@ describe('a database that is full', () => {
         refused = error;
       }
       expect(isMnemeError(refused) && refused.code).toBe('STORE_BUSY');
-      expect(String((refused as Error).message)).toMatch(/full.*nothing was written.*free space/);
+      expect(String((refused as Error).message)).toMatch(/full.*nothing of what failed was written.*free space/);
       expect(database.inTransaction).toBe(false);
       expect(database.prepare('SELECT COUNT(*) FROM messages').pluck().get()).toBe(1);
       database.pragma('max_page_count = 1073741823');

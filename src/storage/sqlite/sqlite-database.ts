@@ -258,7 +258,7 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
         : 'the -shm file next to the database cannot grow: the disk holding it is likely full';
     return new MnemeError(
       ErrorCode.StoreBusy,
-      `${doing}: ${what} (${code}), so nothing was written; free space on that disk, then try again`,
+      `${doing}: ${what} (${code}); nothing of what failed was written, and it goes through once there is room: free space on that disk, then try again`,
       { cause: error },
     );
   }
