@@ -171,12 +171,14 @@ export function writeSqlite<T>(
 ): T {
   // Within a transaction already open (a batch of extraction steps), `work` is a savepoint of it,
   // committed with it; the safety level may not change there.
-  const deferred = options.deferred === true && !database.inTransaction;
+  const nested = database.inTransaction;
+  const deferred = options.deferred === true && !nested;
   if (deferred) setSynchronous(database, 'NORMAL');
   try {
     return transactionOf(database).immediate(() => {
       const result = work();
-      checkFilesInPlace(database);
+      // A savepoint is committed by the transaction around it, which checks the files itself.
+      if (!nested) checkFilesInPlace(database);
       return result;
     }) as T;
   } catch (error) {
