@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { isMnemeError } from '../src/core/errors.js';
 import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteMessageStore } from '../src/storage/sqlite/sqlite-message-store.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
-import { startServeProcess } from './serve-process.js';
+import { mnemeBinary, startServeProcess } from './serve-process.js';
 
 /**
  * wt-attack24b: the disk that holds the database fills up. SQLite rolls back what it could not write (SQLITE_FULL),
@@ -210,5 +210,61 @@ describe.skipIf(!canMount)('mneme serve on a disk that fills up (a tmpfs; needs 
     } finally {
       file.close();
     }
+  });
+});
+
+describe.skipIf(!canMount)('mneme serve on PGlite on a disk that fills up (a tmpfs; needs the right to mount)', () => {
+  it('answers 503 problems while the disk is full and takes the writes again once there is room', {
+    timeout: 240_000,
+  }, async () => {
+    const disk = smallDisk('pglite', 64 << 20);
+    if (disk === null) throw new Error('mount failed after the probe');
+    const child = spawn(process.execPath, [mnemeBinary, 'serve', '--port', '0', '--db', `pglite:${join(disk, 'pg')}`], {
+      env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(child);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    for (let look = 0; !/listening on http/.test(stderr); look++) {
+      if (child.exitCode !== null || look > 1800) throw new Error(`mneme serve did not start: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+    const statuses: number[] = [];
+    const refusals: unknown[] = [];
+    const post = async (index: number) => {
+      const response = await fetch(`${url}/api/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          channelId: 'desk',
+          sender: 'ann',
+          content: `${index} ${'words of a message '.repeat(150)}`,
+        }),
+      });
+      statuses.push(response.status);
+      const body = (await response.json()) as unknown;
+      if (!response.ok)
+        refusals.push({ status: response.status, retryAfter: response.headers.get('retry-after'), body });
+    };
+    const filler = fillDisk(join(disk, 'filler'));
+    for (let index = 0; index < 60 && refusals.length < 5; index++) await post(index);
+    expect(refusals.length).toBeGreaterThan(0);
+    for (const refusal of refusals) {
+      expect(refusal).toMatchObject({
+        status: 503,
+        retryAfter: '1',
+        body: { code: 'STORE_BUSY', detail: expect.stringMatching(/disk holding the PostgreSQL database is full/) },
+      });
+    }
+    rmSync(filler);
+    statuses.length = 0;
+    for (let index = 100; index < 105; index++) await post(index);
+    expect(statuses).toEqual([202, 202, 202, 202, 202]);
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
   });
 });
