@@ -3,6 +3,7 @@ import { createReadStream, realpathSync, type Stats, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import type { IngestResult } from '../core/ingest/ingest.js';
+import type { MaintenanceStatus } from '../core/inspection.js';
 import type { Mneme } from '../core/mneme.js';
 import {
   type IngestExchangeInput,
@@ -155,8 +156,13 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           let lineNumber = 0;
           let bytes = 0;
           let batch: IngestLine[] = [];
+          // The newest message of each channel the run appended (or found already stored), which extraction must pass.
+          const newest = new Map<string, number>();
           const count = (results: IngestResult[]) => {
             for (const result of results) {
+              for (const message of result.messages) {
+                newest.set(message.channelId, Math.max(newest.get(message.channelId) ?? 0, message.id));
+              }
               const duplicates = result.messages.filter((message) => message.duplicate).length;
               summary.messages += result.messages.length - duplicates;
               summary.duplicates += duplicates;
@@ -289,6 +295,7 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           await extraction.poll(true);
           progress?.update(extraction.extracted(summary.messages), summary.messages);
           progress?.finish();
+          await refuseUnextracted(mneme, newest, summary.messages);
           const seconds = (Date.now() - started) / 1000;
           return {
             ...summary,
@@ -305,6 +312,32 @@ export function registerIngestCommands(program: Command, withEngine: WithEngine,
           `${summary.newMemories} new memories; ${summary.seconds.toFixed(1)} s, ${summary.messagesPerSecond} messages/s`,
       ),
     );
+}
+
+/**
+ * STORE_FAILED when extraction, which the run waited for, is not past the newest message the run gave a channel: the
+ * worker failed (a full disk, a model that does not answer) and said so on stderr, and said it would try again, which
+ * in a command that ends now is the next run's or a server's catch-up pass. The run exited 0 with "0 new memories"
+ * and its messages unextracted. Nothing is lost: the lines are committed (`--resume` appends none again).
+ */
+async function refuseUnextracted(mneme: Mneme, newest: ReadonlyMap<string, number>, appended: number): Promise<void> {
+  if (newest.size === 0) return;
+  let channels: MaintenanceStatus['extraction'];
+  try {
+    channels = (await mneme.maintenanceStatus()).extraction;
+  } catch {
+    // Not for this user to read (--as): the run cannot tell, as before.
+    return;
+  }
+  const watermarks = new Map(channels.map((channel) => [channel.channelId, channel.watermark]));
+  const behind = [...newest].filter(([channelId, id]) => (watermarks.get(channelId) ?? 0) < id).map(([id]) => id);
+  if (behind.length === 0) return;
+  const named =
+    behind.length > 3 ? `${behind.slice(0, 3).join(', ')} and ${behind.length - 3} more` : behind.join(', ');
+  throw new MnemeError(
+    ErrorCode.StoreFailed,
+    `the lines were written (${appended} messages appended; mneme ingest --resume appends none of them again), but extracting memories from the messages of channel ${named} failed (the lines above say why); the next mneme ingest or mneme serve on this database extracts them`,
+  );
 }
 
 /** Milliseconds between two looks at the extraction backlog while the bar is drawn in place. */

@@ -88,21 +88,40 @@ function toStream(stream: NodeJS.WritableStream) {
 
 /**
  * Writes the lines to standard output; a reader that stops early (`mneme export | head`) ends the
- * export quietly instead of failing it.
+ * export quietly instead of failing it. Any other failure to write (a full disk under a redirected
+ * output) fails it, also one that only the last write met: each write's callback says whether it was
+ * written, and the export ends once the last one has.
  */
 async function writeToPipe(lines: AsyncIterable<string>, stream: NodeJS.WritableStream): Promise<void> {
   let broken: unknown = null;
   const onError = (error: unknown) => {
-    broken = error;
+    broken ??= error;
   };
   stream.on('error', onError);
+  let written: Promise<void> = Promise.resolve();
   try {
     await writeLines(lines, async (text) => {
       if (broken) throw broken;
-      if (!stream.write(text)) await once(stream, 'drain');
+      let drained = true;
+      written = new Promise((done) => {
+        drained = stream.write(text, (error) => {
+          if (error) onError(error);
+          done();
+        });
+      });
+      if (!drained) await once(stream, 'drain');
     });
+    await written;
+    if (broken) throw broken;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException | null)?.code !== 'EPIPE') throw error;
+    if ((error as NodeJS.ErrnoException | null)?.code === 'EPIPE') return;
+    throw error instanceof MnemeError
+      ? error
+      : new MnemeError(
+          ErrorCode.InvalidInput,
+          `cannot write the export to standard output: ${errorMessage(error)}; what was written is incomplete (it has no end line)`,
+          { cause: error },
+        );
   } finally {
     stream.off('error', onError);
   }

@@ -348,6 +348,16 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
   // character, which PostgreSQL's text cannot hold (SQLite's can). Bad input, refused: the
   // statement's transaction rolled back, so nothing of the request was stored.
   if (state === '22021') return nulRefused(doing, error);
+  // disk_full ("could not extend file": a table or index cannot grow): the statement failed and its transaction
+  // rolls back, so nothing of it was written, and the same call goes through once there is room (as SQLite's
+  // SQLITE_FULL: STORE_BUSY, HTTP 503 with Retry-After, not a 500).
+  if (state === '53100') {
+    return new MnemeError(
+      ErrorCode.StoreBusy,
+      `${doing}: the disk holding the PostgreSQL database is full (${message}); nothing of what failed was written, and it goes through once there is room: free space on that disk, then try again`,
+      { cause: error },
+    );
+  }
   if (state === '08P01') {
     return new MnemeError(
       ErrorCode.StoreFailed,

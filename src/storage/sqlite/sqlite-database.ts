@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
@@ -59,6 +60,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
     database.pragma('busy_timeout = 0');
+    if (!inMemory) recordOpenedFiles(database, resolve(options.path));
     return database;
   } catch (error) {
     database.close();
@@ -84,6 +86,50 @@ function refuseForeignDatabase(database: Database.Database, path: string): void 
     ErrorCode.StoreIncompatible,
     `cannot open the database at ${path}: the file is not a mneme database but the SQLite database of something else (tables ${named}); open another file, or a new one`,
   );
+}
+
+/** A file as it was when its database was opened: its path, and the device and inode that name it. */
+interface OpenedFile {
+  path: string;
+  dev: number;
+  ino: number;
+}
+
+/** The file, -wal and -shm of each open database on a file (`checkFilesInPlace`). */
+const openedFiles = new WeakMap<Database.Database, readonly OpenedFile[]>();
+
+function recordOpenedFiles(database: Database.Database, path: string): void {
+  if (statSync(path, { throwIfNoEntry: false })?.isFile() !== true) return;
+  const files = [path, `${path}-wal`, `${path}-shm`].flatMap((file) => {
+    const found = statSync(file, { throwIfNoEntry: false });
+    return found ? [{ path: file, dev: found.dev, ino: found.ino }] : [];
+  });
+  openedFiles.set(database, files);
+}
+
+/**
+ * Throws STORE_FAILED when the database file, its -wal or its -shm is no longer at its path (removed, moved, or
+ * replaced by another file) since the connection opened it: SQLite goes on writing into the files it holds open,
+ * so a write committed now would be acknowledged and lost (in a file no other process opens, gone when this one
+ * stops), and a second process would open a new -wal or -shm beside this one's and damage the file. Called inside
+ * each write transaction before its COMMIT, so the write is rolled back. A path that cannot be looked at (a folder
+ * made unreadable) says nothing: only a file known gone or replaced is refused.
+ */
+export function checkFilesInPlace(database: Database.Database): void {
+  for (const file of openedFiles.get(database) ?? []) {
+    let found: ReturnType<typeof statSync>;
+    try {
+      found = statSync(file.path, { throwIfNoEntry: false });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') continue;
+      found = undefined;
+    }
+    if (found && found.dev === file.dev && found.ino === file.ino) continue;
+    throw new MnemeError(
+      ErrorCode.StoreFailed,
+      `the database file ${file.path} was ${found ? 'replaced by another file' : 'removed or moved'} while this process had it open, so nothing more is written to it (what it wrote would be lost, or would damage the file another process opens there): put the file back, or restart mneme on the database as it is now`,
+    );
+  }
 }
 
 /** Runs a read, wrapping a driver error once (`doing` says what was being done). */
@@ -125,10 +171,16 @@ export function writeSqlite<T>(
 ): T {
   // Within a transaction already open (a batch of extraction steps), `work` is a savepoint of it,
   // committed with it; the safety level may not change there.
-  const deferred = options.deferred === true && !database.inTransaction;
+  const nested = database.inTransaction;
+  const deferred = options.deferred === true && !nested;
   if (deferred) setSynchronous(database, 'NORMAL');
   try {
-    return transactionOf(database).immediate(work) as T;
+    return transactionOf(database).immediate(() => {
+      const result = work();
+      // A savepoint is committed by the transaction around it, which checks the files itself.
+      if (!nested) checkFilesInPlace(database);
+      return result;
+    }) as T;
   } catch (error) {
     throw toMnemeError(error, doing);
   } finally {
@@ -196,6 +248,21 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
   const code = sqliteCode(error);
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new MnemeError(ErrorCode.StoreBusy, `${doing}: the database is busy; try again shortly`, { cause: error });
+  }
+  // The disk is full (or the file reached its size limit): SQLite rolled the statement or the transaction back, so
+  // nothing of it was written, and the same call succeeds once there is room. STORE_BUSY (HTTP 503 with Retry-After,
+  // CLI exit 6) says so; STORE_FAILED would answer a 500 for a full disk. SQLITE_IOERR_SHMSIZE: SQLite could not grow
+  // the -shm file (opening a file no other process has open, or a write-ahead log grown long), on a full disk.
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_SHMSIZE') {
+    const what =
+      code === 'SQLITE_FULL'
+        ? 'the database or the disk holding it is full'
+        : 'the -shm file next to the database cannot grow: the disk holding it is likely full';
+    return new MnemeError(
+      ErrorCode.StoreBusy,
+      `${doing}: ${what} (${code}); nothing of what failed was written, and it goes through once there is room: free space on that disk, then try again`,
+      { cause: error },
+    );
   }
   if (code === 'SQLITE_READONLY_DIRECTORY') {
     return new MnemeError(

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { AppliedStep, ExtractionLease, ExtractionStore } from '../extraction-store.js';
-import { readSqlite, setSynchronous, toMnemeError, writeSqlite } from './sqlite-database.js';
+import { checkFilesInPlace, readSqlite, setSynchronous, toMnemeError, writeSqlite } from './sqlite-database.js';
 import { type MemoryRow, toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites } from './sqlite-memory-writes.js';
 import type { SqliteScheduler } from './sqlite-scheduler.js';
@@ -156,6 +156,7 @@ export function createSqliteExtractionStore(
               for (const { lease } of batchSteps.values()) {
                 statements().renew.run({ ...key(lease), owner: lease.owner, expiresAt: expiresAt + lease.ttlMs });
               }
+              checkFilesInPlace(database);
               database.prepare('COMMIT').run();
             }
           } catch (error) {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { LinkedMemory, LinkStore, LinkType } from '../link-store.js';
-import { preparedOnUse, toMnemeError, writeSqlite } from './sqlite-database.js';
+import { checkFilesInPlace, preparedOnUse, toMnemeError, writeSqlite } from './sqlite-database.js';
 
 interface LinkRow {
   source_id: number;
@@ -99,7 +99,13 @@ export function createSqliteLinkStore(database: Database.Database): LinkStore {
 
     async removeArchived() {
       try {
-        return database.transaction(() => statements.removeArchived().run().changes).immediate();
+        return database
+          .transaction(() => {
+            const removed = statements.removeArchived().run().changes;
+            checkFilesInPlace(database);
+            return removed;
+          })
+          .immediate();
       } catch (error) {
         throw toMnemeError(error, 'removing links to archived memories');
       }

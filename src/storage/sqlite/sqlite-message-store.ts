@@ -14,7 +14,7 @@ import {
   type StoredMessage,
   spaceStartedMeanwhile,
 } from '../message-store.js';
-import { getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
+import { checkFilesInPlace, getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { toMemory } from './sqlite-memory-rows.js';
@@ -217,6 +217,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
               stored.push(appended);
             }
             if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
+            checkFilesInPlace(database);
             return stored;
           })
           .immediate();

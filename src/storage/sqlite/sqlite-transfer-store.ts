@@ -14,7 +14,13 @@ import {
   type TransferMemory,
   type TransferStore,
 } from '../transfer-store.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
+import {
+  checkFilesInPlace,
+  DEFAULT_BUSY_TIMEOUT_MS,
+  preparedOnUse,
+  readSqlite,
+  toMnemeError,
+} from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
 
@@ -601,6 +607,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       }),
     commit: () =>
       write('committing the import', () => {
+        checkFilesInPlace(database);
         database.exec('COMMIT');
         open = false;
         database.pragma(`cache_size = ${cacheSize}`);

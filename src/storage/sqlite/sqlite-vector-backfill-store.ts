@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { VectorBackfillStore } from '../vector-backfill-store.js';
-import { getRow, preparedOnUse, toMnemeError } from './sqlite-database.js';
+import { checkFilesInPlace, getRow, preparedOnUse, toMnemeError } from './sqlite-database.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /** The SQLite implementation of the VectorBackfillStore port. */
@@ -47,16 +47,18 @@ export function createSqliteVectorBackfillStore(
     async putVectors(entries) {
       try {
         return database
-          .transaction(() =>
-            entries.flatMap((entry) => {
+          .transaction(() => {
+            const stored = entries.flatMap((entry) => {
               const row = statements.current().get(entry.id);
               const searchable = row && (row.archived_at === null || row.faded_at !== null);
               if (!row || !searchable || row.content !== entry.content || !vectors.held(entry.embedding)) return [];
               vectors.put(entry.id, row.owner, entry.embedding);
               statements.mark.run(entry.embedding.model, entry.id);
               return [entry.id];
-            }),
-          )
+            });
+            checkFilesInPlace(database);
+            return stored;
+          })
           .immediate();
       } catch (error) {
         throw toMnemeError(error, 'storing re-embedded vectors');

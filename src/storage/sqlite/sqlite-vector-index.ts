@@ -3,6 +3,7 @@ import { unusableVector } from '../../core/checked-embedder.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { SearchHit, StoredEmbedding } from '../memory-store.js';
 import type { VectorIndexInfo } from '../storage.js';
+import { checkFilesInPlace } from './sqlite-database.js';
 import { createSqliteVectorLists, LIST_MIN_VECTORS, type NearestCode, type OlderQuery } from './sqlite-vector-lists.js';
 
 /**
@@ -485,6 +486,7 @@ export function createSqliteVectorIndex(
                ON CONFLICT (id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`,
             )
             .run(info.model, info.dimensions);
+          checkFilesInPlace(database);
         })
         .immediate();
       current = { ...info };
