@@ -21,7 +21,9 @@ export function createPostgresExtractionStore(
   holds: PostgresWriteHolds,
 ): ExtractionStore {
   const writes = createPostgresMemoryWrites(vectors);
-  const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
+  // A maintenance task's lease has no channel (`channelId` '').
+  const leaseOf = (lease: ExtractionLease) =>
+    lease.channelId === '' ? `the ${lease.task} task's lease` : `the ${lease.task} lease of ${lease.channelId}`;
   const link = async (q: PostgresQueryable, sourceId: number, targetId: number, type: string, at: number) =>
     q.query(
       `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES ($1, $2, $3, 1, $4)

@@ -97,7 +97,9 @@ export function createSqliteExtractionStore(
   const batchSteps = new Map<string, { lease: ExtractionLease; watermark: number }>();
   let batchOpen = false;
   const stepKey = (lease: ExtractionLease) => JSON.stringify([lease.channelId, lease.task, lease.owner]);
-  const leaseOf = (lease: ExtractionLease) => `the ${lease.task} lease of ${lease.channelId}`;
+  // A maintenance task's lease has no channel (`channelId` '').
+  const leaseOf = (lease: ExtractionLease) =>
+    lease.channelId === '' ? `the ${lease.task} task's lease` : `the ${lease.task} lease of ${lease.channelId}`;
 
   return {
     async claim(lease) {

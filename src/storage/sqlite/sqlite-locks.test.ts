@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import type { HeldLock } from '../storage.js';
@@ -47,6 +48,23 @@ describe('SQLite named locks (Storage.tryLock) across connections and processes'
     } finally {
       await first.close();
       await second.close();
+    }
+  });
+
+  it('names the task whose lock it could not claim while another connection writes', async () => {
+    const path = newFile();
+    const storage = createSqliteStorage({ path });
+    const writer = new Database(path, { timeout: 0 });
+    try {
+      writer.exec('BEGIN IMMEDIATE');
+      await expect(storage.tryLock('maintenance:decay')).rejects.toThrow(
+        /^claiming the maintenance:decay task's lease: the database is busy/,
+      );
+      writer.exec('ROLLBACK');
+      expect(await storage.tryLock('maintenance:decay')).not.toBeNull();
+    } finally {
+      writer.close();
+      await storage.close();
     }
   });
 
