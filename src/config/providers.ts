@@ -15,7 +15,7 @@ import {
   createOpenAiCompatibleEmbeddingModel,
   probeOpenAiCompatibleEmbeddingDimensions,
 } from '../models/openai-compatible/openai-compatible-embedding-model.js';
-import type { Sleep } from '../models/provider-http.js';
+import { hasCredentials, type Sleep, withoutCredentials } from '../models/provider-http.js';
 import {
   createTransformersEmbeddingModel,
   DEFAULT_TRANSFORMERS_MODEL,
@@ -297,8 +297,8 @@ function transformersNote(error: unknown): string {
 
 /**
  * The URL set for `provider` (`MNEME_OLLAMA_URL`, `MNEME_OPENAI_URL`) when the choice uses it (`auto` asks
- * Ollama), checked: one that is not an http(s) URL is refused here, at start, rather than failing every
- * embedding later (and being retried). Undefined when not set.
+ * Ollama), checked: one that is not an http(s) URL, or that holds a user name or password, is refused here, at
+ * start, rather than failing every embedding later (and being retried). Undefined when not set.
  */
 function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: string | undefined): string | undefined {
   const uses = choice.provider === provider || (provider === 'ollama' && choice.provider === 'auto');
@@ -312,7 +312,16 @@ function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: st
   if (protocol !== 'http:' && protocol !== 'https:') {
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
-      `${variable}=${url} is not an http:// or https:// URL (e.g. ${example})`,
+      `${variable}=${withoutCredentials(url)} is not an http:// or https:// URL (e.g. ${example})`,
+    );
+  }
+  // fetch refuses a URL with credentials, and every message naming the server (the startup line, doctor, warnings)
+  // would show the password.
+  if (hasCredentials(url)) {
+    const key = provider === 'openai' ? '; give the key as MNEME_OPENAI_API_KEY' : '';
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `${variable}=${withoutCredentials(url)} holds a user name or password, which mneme does not send; remove them${key}`,
     );
   }
   return url;

@@ -39,6 +39,7 @@ export interface RequestOptions {
 
 /** JSON over HTTP with timeouts, retries with backoff, abort and errors that say what to fix. */
 export interface ProviderClient {
+  /** The base URL as messages show it (without a trailing slash). */
   readonly baseUrl: string;
   getJson(path: string, options?: RequestOptions): Promise<unknown>;
   postJson(path: string, body: unknown, options?: RequestOptions): Promise<unknown>;
@@ -93,9 +94,54 @@ type AttemptFailure =
   | { kind: 'status'; status: number; serverMessage: string; retryAfterMs: number | undefined }
   | { kind: 'not-json'; sample: string };
 
-/** Creates a client for one provider server; adapters share it for every request they make. */
+/**
+ * Whether a URL names a user or a password (`http://user:secret@host`): fetch refuses such a URL, and every
+ * message naming the server would show the password.
+ */
+export function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== '' || parsed.password !== '';
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url.trim());
+  }
+}
+
+/** A URL as a message may show it: a user name and password in it replaced by `***`. */
+export function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
+}
+
+/**
+ * The secrets among a client's headers (`Authorization: Bearer <key>`, a proxy's key): the values, and the
+ * token after a scheme word, of 8 characters or more.
+ */
+function headerSecrets(headers: Record<string, string> | undefined): string[] {
+  const secrets = new Set<string>();
+  for (const value of Object.values(headers ?? {})) {
+    const token = value.trim();
+    if (token.length >= 8) secrets.add(token);
+    const afterScheme = /^\S+\s+(\S.*)$/.exec(token)?.[1]?.trim();
+    if (afterScheme && afterScheme.length >= 8) secrets.add(afterScheme);
+  }
+  return [...secrets].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Creates a client for one provider server; adapters share it for every request they make. A base URL with a user
+ * name or password is refused (CONFIG_INVALID): fetch would refuse every request, and messages would show it. The
+ * client's header values (the API key) never appear in its errors, even when the server's answer quotes them.
+ */
 export function createProviderClient(options: ProviderClientOptions): ProviderClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  if (hasCredentials(baseUrl)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `the URL of ${options.provider} (${withoutCredentials(baseUrl)}) holds a user name or password, which mneme does not send; remove them from the URL and give the key as the API key setting`,
+    );
+  }
+  const secrets = headerSecrets(options.headers);
+  const redacted = (text: string) => secrets.reduce((result, secret) => result.replaceAll(secret, '***'), text);
   const doFetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? realSleep;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
@@ -150,7 +196,19 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     }
   }
 
+  /** The error of a failed request, without the client's secrets. */
   function failure(method: string, path: string, failed: AttemptFailure, attempts: number, timeoutMs: number) {
+    const error = describedFailure(method, path, failed, attempts, timeoutMs);
+    return new MnemeError(error.code, redacted(error.message));
+  }
+
+  function describedFailure(
+    method: string,
+    path: string,
+    failed: AttemptFailure,
+    attempts: number,
+    timeoutMs: number,
+  ): MnemeError {
     const request = `${method} ${path}`;
     const tries = attempts > 1 ? ` (after ${attempts} attempts)` : '';
     switch (failed.kind) {
@@ -198,7 +256,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         if (result.retryAfterMs > maxRetryAfterMs) {
           throw new MnemeError(
             ErrorCode.ModelFailed,
-            `${options.provider} at ${baseUrl} answered ${result.status} to ${method} ${path} and asks to wait ${formatDuration(result.retryAfterMs)} before trying again; try later${result.serverMessage ? ` (${result.serverMessage})` : ''}`,
+            redacted(
+              `${options.provider} at ${baseUrl} answered ${result.status} to ${method} ${path} and asks to wait ${formatDuration(result.retryAfterMs)} before trying again; try later${result.serverMessage ? ` (${result.serverMessage})` : ''}`,
+            ),
           );
         }
         delay = result.retryAfterMs;
