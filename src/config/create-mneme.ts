@@ -152,7 +152,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     extractor:
       options.extractor === 'none'
         ? null
-        : (options.extractor ?? (chat ? createChatFactExtractor(chat) : createOfflineExtractor())),
+        : (options.extractor ?? (chat ? createChatFactExtractor(chat, { logger }) : createOfflineExtractor())),
     extractionScheduler: (work) => createExtractionQueue(work, { logger }),
     version: packageVersion(),
   };

@@ -334,6 +334,7 @@ async function runExtractor(
   const raw = await extractor.extract({
     speaker: { userId: message.senderId, displayName: input.speaker },
     channelId: message.channelId,
+    messageId: message.id,
     userMessage: message.content,
     assistantReply: input.reply?.content ?? null,
     createdAt: message.createdAt,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Logger } from '../../core/engine-context.js';
 import {
   type ExtractedFact,
   ExtractedFactsSchema,
@@ -6,7 +7,7 @@ import {
   type FactExtractor,
 } from '../../core/ports/fact-extractor.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
-import { completeStructured } from './chat-structured-output.js';
+import { askStructured, unusableReplyMessage } from './chat-structured-output.js';
 
 /** What the model is asked to return: an object (OpenAI's structured output wants one at the root). */
 const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });
@@ -15,6 +16,8 @@ const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });
 export interface ChatFactExtractorOptions {
   /** Most existing memories shown to the model for deduplication; 20 by default. */
   maxRelated?: number;
+  /** Where a message whose replies could not be used is reported; stderr by default. */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -62,21 +65,31 @@ function quote(text: string): string {
 /**
  * A FactExtractor backed by a chat model and structured output. It keeps facts attributed by name
  * (a stray "the user" is replaced by the speaker's name) and drops facts that repeat an existing
- * memory word for word. Failures (MODEL_FAILED) reach the caller, which keeps the message for a retry.
+ * memory word for word. Failures of the model (MODEL_FAILED: unreachable, an error status) reach the
+ * caller, which keeps the message for a retry. Replies that cannot be used even after the retry
+ * `completeStructured` asks for (not JSON, more than 20 facts, a fact too long) give no facts, with a
+ * warning: the model answers the same message the same way (temperature 0), and the channel would
+ * otherwise stop at that message for good.
  */
 export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtractorOptions = {}): FactExtractor {
+  const logger = options.logger ?? { warn: (text: string) => process.stderr.write(`mneme: ${text}\n`) };
   return {
     id: `chat:${chat.modelId}`,
     async extract(input, extractOptions = {}) {
-      const reply = await completeStructured(
-        chat,
-        {
-          schema: ExtractionReplySchema,
-          name: 'facts',
-          messages: factExtractionMessages(input, options.maxRelated),
-        },
-        extractOptions,
-      );
+      const request = {
+        schema: ExtractionReplySchema,
+        name: 'facts',
+        messages: factExtractionMessages(input, options.maxRelated),
+      };
+      const reading = await askStructured(chat, request, extractOptions);
+      if (!reading.ok) {
+        const sent = input.messageId === undefined ? '' : ` message ${input.messageId} of`;
+        logger.warn(
+          `no facts kept from${sent} ${input.speaker.displayName} in ${input.channelId}: ${unusableReplyMessage(chat, request, reading.problem)}`,
+        );
+        return [];
+      }
+      const reply = reading.value;
       const known = new Set(input.related.map((memory) => normalized(memory.content)));
       const seen = new Set<string>();
       return reply.facts.flatMap((fact): ExtractedFact[] => {
