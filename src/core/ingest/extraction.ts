@@ -199,7 +199,7 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
     const triggers = cursor.triggers.splice(0);
     for (const topicId of triggers) run.owedTriggers.add(topicId);
     for (const topicId of triggers) {
-      await runTopicTriggers(context, run.extractor, run.leases, topicId);
+      await runTopicTriggers({ ...context, signal }, run.extractor, run.leases, topicId);
       run.owedTriggers.delete(topicId);
     }
     if (!done) return false;
@@ -227,8 +227,9 @@ async function extractBatch(
   const { storage } = run.context;
   const started = performance.now();
   const budget = run.context.policy.ingest.extractionBatchMs;
-  // The sender's name and the channel's visibility are read once a batch (`withBatchReads`).
-  const reads = withBatchReads(run.context);
+  // The sender's name and the channel's visibility are read once a batch (`withBatchReads`); the worker's stop
+  // stops the step's model calls (a provider that never answers does not hold the close; the step is not applied).
+  const reads = { ...withBatchReads(run.context), signal: run.signal };
   let extracted = 0;
   // Nobody waiting for the store, the batch runs on to `limit` messages: fewer commits, the same memories.
   // Past the channel's turn, at most BATCH_HOLD_MS: another process writing the file waits for the batch.

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import { createFakeEmbeddingModel } from '../src/models/fake/fake-embedding-model.js';
+import { createFixedClock } from '../src/testing.js';
+import { type LoopbackReply, type LoopbackServer, startLoopbackServer } from './loopback-server.js';
+
+let server: LoopbackServer | undefined;
+const opened: Mneme[] = [];
+const folders: string[] = [];
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  for (const mneme of opened.splice(0)) await mneme.close().catch(() => {});
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+const clock = createFixedClock();
+const fake = createFakeEmbeddingModel({ dimensions: 1536 });
+const facts = JSON.stringify({ facts: [{ content: 'Oz keeps bees on the roof', category: 'fact' }] });
+
+/** A provider whose chat completions and embeddings never answer while `state.hangs` says so. */
+async function provider(state: { hangs: 'chat' | 'embeddings' | 'nothing' }): Promise<string> {
+  server = await startLoopbackServer(async (request): Promise<LoopbackReply> => {
+    if (request.path === '/v1/chat/completions') {
+      if (state.hangs === 'chat') return { hang: true };
+      return { json: { choices: [{ index: 0, message: { role: 'assistant', content: facts } }] } };
+    }
+    if (state.hangs === 'embeddings') return { hang: true };
+    const { input } = request.body as { input: string[] };
+    const vectors = await fake.embed(input, 'document');
+    return { json: { data: vectors.map((vector, index) => ({ index, embedding: Array.from(vector) })) } };
+  });
+  return `${server.url}/v1`;
+}
+
+async function open(path: string, openaiUrl: string, models: { chat?: string; embedder?: string }): Promise<Mneme> {
+  const mneme = await createMneme({
+    path,
+    clock,
+    ...models,
+    providers: { openaiUrl },
+    logger: { warn: () => {}, info: () => {} },
+  });
+  opened.push(mneme);
+  return mneme;
+}
+
+function databasePath(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'attack24a-'));
+  folders.push(folder);
+  return join(folder, 'mneme.db');
+}
+
+describe('attack24a: closing while a model provider never answers', () => {
+  for (const hangs of ['chat', 'embeddings'] as const) {
+    it(`does not wait for the ${hangs} call in progress, and the message is extracted once after the restart`, {
+      timeout: 30_000,
+    }, async () => {
+      const state: { hangs: 'chat' | 'embeddings' | 'nothing' } = { hangs };
+      const openaiUrl = await provider(state);
+      const path = databasePath();
+      const models = { chat: 'openai:gpt-4o-mini', embedder: 'openai:text-embedding-3-small' };
+      const first = await open(path, openaiUrl, models);
+      await first.ingestExchange({
+        channelId: 'roof',
+        userId: 'oz',
+        userMessage: 'I keep bees on the roof of my building',
+        assistantReply: 'How lovely',
+      });
+      // The worker is inside the call that never answers.
+      const path0 = hangs === 'chat' ? '/v1/chat/completions' : '/v1/embeddings';
+      await vi.waitFor(() => expect(server?.requests.some((request) => request.path === path0)).toBe(true), {
+        timeout: 10_000,
+      });
+      await first.close();
+      opened.splice(opened.indexOf(first), 1);
+
+      state.hangs = 'nothing';
+      const second = await open(path, openaiUrl, models);
+      await second.whenIdle();
+      const memories = (await second.list({ limit: 50 })).memories;
+      expect(memories.filter((memory) => memory.content === 'Oz keeps bees on the roof')).toHaveLength(1);
+      expect(memories.filter((memory) => memory.category === 'exchange')).toHaveLength(1);
+      expect((await second.vectorStatus()).missing).toBe(0);
+    });
+  }
+});
