@@ -11,6 +11,11 @@ export interface ProviderHttpOptions {
   maxRetries?: number;
   /** Longest `Retry-After` honoured; a server asking for more fails at once. 60 s by default. */
   maxRetryAfterMs?: number;
+  /**
+   * Largest answer read, in bytes; a longer one is cut off and fails at once (MODEL_FAILED). 64 MB by default: a
+   * batch of 96 vectors of 3,072 dimensions is about 6 MB of JSON.
+   */
+  maxResponseBytes?: number;
   /** Waits between attempts; replace it in tests. */
   sleep?: Sleep;
   /** The fetch to use; the global one by default. */
@@ -48,6 +53,7 @@ export interface ProviderClient {
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 const FIRST_BACKOFF_MS = 500;
 const LONGEST_BACKOFF_MS = 8_000;
 const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
@@ -92,7 +98,8 @@ type AttemptFailure =
   | { kind: 'network'; code: string }
   | { kind: 'timeout' }
   | { kind: 'status'; status: number; serverMessage: string; retryAfterMs: number | undefined }
-  | { kind: 'not-json'; sample: string };
+  | { kind: 'not-json'; sample: string }
+  | { kind: 'too-large'; bytes: number };
 
 /**
  * Whether a URL names a user or a password (`http://user:secret@host`): fetch refuses such a URL, and every
@@ -145,6 +152,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   const doFetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? realSleep;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 
   async function attempt(
     method: 'GET' | 'POST',
@@ -172,7 +180,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         body: body === undefined ? null : JSON.stringify(body),
         signal: controller.signal,
       });
-      const text = await response.text();
+      const text = await readText(response, maxResponseBytes);
+      if (text === null) {
+        controller.abort();
+        return { kind: 'too-large', bytes: maxResponseBytes };
+      }
       if (!response.ok) {
         return {
           kind: 'status',
@@ -227,6 +239,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
           ErrorCode.ModelFailed,
           `${options.provider} at ${baseUrl} answered ${request} with something that is not JSON (${JSON.stringify(failed.sample)}); check that the URL points at the right server`,
         );
+      case 'too-large':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} answered ${request} with more than ${formatBytes(failed.bytes)}, more than any answer should be; check that the URL points at the right server`,
+        );
       case 'status': {
         const hint = options.statusHint?.(failed.status, failed.serverMessage);
         const said = failed.serverMessage ? `: ${failed.serverMessage}` : '';
@@ -272,6 +289,29 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     getJson: (path, requestOptions) => request('GET', path, undefined, requestOptions),
     postJson: (path, body, requestOptions) => request('POST', path, body, requestOptions),
   };
+}
+
+/** The body as text, read up to `maxBytes`; null when it is longer (the rest is not read). */
+async function readText(response: Response, maxBytes: number): Promise<string | null> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${bytes} bytes`;
 }
 
 /** The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself. */
