@@ -23,7 +23,7 @@ const MEGABYTE = 1024 * 1024;
 async function hugeAnswers(megabytes: number): Promise<{ url: string; sent: number[] }> {
   const sent: number[] = [];
   const chunk = Buffer.alloc(MEGABYTE, ' ');
-  server = createServer((request, response) => {
+  const listening = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
       const index = sent.push(0) - 1;
@@ -40,8 +40,9 @@ async function hugeAnswers(megabytes: number): Promise<{ url: string; sent: numb
       more();
     });
   });
-  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server?.address() as AddressInfo).port}/v1`, sent };
+  server = listening;
+  await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(listening.address() as AddressInfo).port}/v1`, sent };
 }
 
 describe('attack24a: a provider answering with a body far larger than any answer', () => {
