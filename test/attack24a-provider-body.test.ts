@@ -78,3 +78,27 @@ describe('attack24a: a provider answering with a body far larger than any answer
     await mneme.close();
   });
 });
+
+describe('attack24a: a provider whose error message goes on for megabytes', () => {
+  it('is quoted in the error only in part, as an answer that is not JSON is', async () => {
+    const { startLoopbackServer } = await import('./loopback-server.js');
+    const loopback = await startLoopbackServer(() => ({
+      status: 400,
+      json: { error: { message: `bad request ${'and worse '.repeat(200_000)}` } },
+    }));
+    try {
+      const model = createOpenAiCompatibleEmbeddingModel({
+        baseUrl: `${loopback.url}/v1`,
+        model: 'text-embedding-3-small',
+      });
+      const error = await model.embed(['x'], 'query').then(
+        () => null,
+        (thrown: unknown) => thrown as Error,
+      );
+      expect(error?.message).toMatch(/answered 400 to POST \/embeddings: bad request and worse/);
+      expect(error?.message.length).toBeLessThan(1000);
+    } finally {
+      await loopback.close();
+    }
+  });
+});

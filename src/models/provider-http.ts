@@ -314,19 +314,25 @@ function formatBytes(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${bytes} bytes`;
 }
 
-/** The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself. */
+/** The longest part of a server's error text an error quotes. */
+const SERVER_MESSAGE_CHARS = 200;
+
+/**
+ * The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself;
+ * its first 200 characters (a server's error page or message may go on for megabytes, and each warning quotes it).
+ */
 function serverErrorMessage(text: string): string {
+  let message = text.trim();
   try {
-    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
-    if (typeof body.error === 'string') return body.error;
-    if (body.error && typeof body.error === 'object' && 'message' in body.error) {
-      return String((body.error as { message: unknown }).message);
-    }
-    if (typeof body.message === 'string') return body.message;
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown } | null;
+    if (typeof body?.error === 'string') message = body.error;
+    else if (body?.error && typeof body.error === 'object' && 'message' in body.error) {
+      message = String((body.error as { message: unknown }).message);
+    } else if (typeof body?.message === 'string') message = body.message;
   } catch {
     // not JSON: use the text
   }
-  return text.trim().slice(0, 200);
+  return message.length > SERVER_MESSAGE_CHARS ? `${message.slice(0, SERVER_MESSAGE_CHARS)}...` : message;
 }
 
 function networkErrorCode(error: unknown): string {
