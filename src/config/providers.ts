@@ -1,7 +1,7 @@
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
-import { knownEmbeddingDimensions } from '../models/embedding-model-traits.js';
+import { canonicalModelName, knownEmbeddingDimensions } from '../models/embedding-model-traits.js';
 import { createOllamaChatModel, DEFAULT_OLLAMA_CHAT_MODEL } from '../models/ollama/ollama-chat-model.js';
 import { DEFAULT_OLLAMA_URL, listOllamaModels } from '../models/ollama/ollama-client.js';
 import {
@@ -54,6 +54,13 @@ export interface ProviderDependencies {
   loadTransformers?: () => Promise<TransformersModule>;
   /** How long detection waits for Ollama to answer; 1.5 s by default. */
   detectionTimeoutMs?: number;
+  /**
+   * The dimensions the database's vector index holds for a model id (`openai:house-embedder`), if it holds that
+   * model: asked for a model mneme does not know before the server is, so a database that indexes the model opens
+   * without a call (a provider that is down, or answers one start with vectors of another length, would otherwise
+   * fail every command or empty the index).
+   */
+  indexedDimensions?: (modelId: string) => Promise<number | undefined>;
 }
 
 /** A resolved model, or null, and why: what `mneme doctor` prints. */
@@ -152,6 +159,7 @@ export async function resolveEmbedder(
       const size =
         dimensions ??
         knownEmbeddingDimensions(model) ??
+        (await dependencies.indexedDimensions?.(`ollama:${canonicalModelName(model)}`)) ??
         (await probeOllamaEmbeddingDimensions({ ...http, baseUrl: ollamaUrl, model }));
       return resolved(
         createOllamaEmbeddingModel({ ...http, baseUrl: ollamaUrl, model, dimensions: size }),
@@ -168,6 +176,7 @@ export async function resolveEmbedder(
       const size =
         dimensions ??
         knownEmbeddingDimensions(connection.model) ??
+        (await dependencies.indexedDimensions?.(`openai:${canonicalModelName(connection.model)}`)) ??
         (await probeOpenAiCompatibleEmbeddingDimensions(connection));
       return resolved(
         createOpenAiCompatibleEmbeddingModel({ ...connection, dimensions: size }),
