@@ -160,7 +160,8 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     clock,
     logger,
     policy,
-    summariser: options.summariser ?? (chat ? createChatEpisodeSummariser(chat) : createOfflineEpisodeSummariser()),
+    summariser:
+      options.summariser ?? (chat ? createChatEpisodeSummariser(chat, { logger }) : createOfflineEpisodeSummariser()),
     merger: options.merger ?? (chat ? createChatMemoryMerger(chat) : createOfflineMemoryMerger()),
     dreamer: options.dreamer !== undefined ? options.dreamer : chat ? createChatDreamer(chat) : null,
     extractor:
