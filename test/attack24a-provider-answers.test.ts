@@ -138,3 +138,27 @@ describe('attack24a: a chat model that answers one message with facts it cannot 
     });
   }
 });
+
+describe('attack24a: a chat model that never answers with facts it can use', () => {
+  it('stops extraction at the third message in a row, which waits for a model that works, rather than dropping the facts of every message', async () => {
+    const warnings: string[] = [];
+    mneme = await chatEngine(() => 'Facts? I would rather write a poem.', warnings);
+    for (let index = 0; index < 5; index++) {
+      await mneme.ingestExchange({
+        channelId: 'poems',
+        userId: 'oz',
+        userMessage: `I wrote poem number ${index} about the sea today`,
+        assistantReply: 'Lovely',
+      });
+    }
+    await mneme.whenIdle();
+    await mneme.whenIdle();
+    const [channel] = (await mneme.maintenanceStatus()).extraction;
+    // Two messages were given up on (their exchanges kept); the second's reply, the third message and those after
+    // it wait.
+    expect(channel?.backlog).toBe(7);
+    expect(warnings.join('\n')).toMatch(/does not seem to follow the JSON schema/);
+    const exchanges = (await mneme.list({ limit: 100 })).memories.filter((memory) => memory.category === 'exchange');
+    expect(exchanges).toHaveLength(2);
+  });
+});
