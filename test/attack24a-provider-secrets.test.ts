@@ -90,6 +90,30 @@ describe('attack24a: a provider URL with a user name and password', () => {
   });
 });
 
+describe('attack24a: a provider URL with a query string (a key in it)', () => {
+  it('is refused when the engine opens and by the adapters, without the query in the message', async () => {
+    const url = `${await embeddingServer()}?key=${password}`;
+    const refusals = [
+      await refusal(() =>
+        createMneme({
+          path: ':memory:',
+          clock,
+          embedder: 'openai:text-embedding-3-small',
+          providers: { openaiUrl: url },
+          logger: { warn: () => {}, info: () => {} },
+        }),
+      ),
+      await refusal(() => createOpenAiCompatibleEmbeddingModel({ baseUrl: url, model: 'text-embedding-3-small' })),
+    ];
+    for (const error of refusals) {
+      expect(error.code).toBe(ErrorCode.ConfigInvalid);
+      expect(error.message).toMatch(/query string/);
+      expect(error.message).not.toContain(password);
+    }
+    expect(server?.requests).toHaveLength(0);
+  });
+});
+
 describe('attack24a: a provider that echoes the API key in its errors', () => {
   it('does not put the key in the warnings of a write and a recall, nor in the error a caller sees', async () => {
     server = await startLoopbackServer(() => ({

@@ -15,7 +15,7 @@ import {
   createOpenAiCompatibleEmbeddingModel,
   probeOpenAiCompatibleEmbeddingDimensions,
 } from '../models/openai-compatible/openai-compatible-embedding-model.js';
-import { hasCredentials, type Sleep, withoutCredentials } from '../models/provider-http.js';
+import { hasCredentials, hasQuery, type Sleep, withoutCredentials } from '../models/provider-http.js';
 import {
   createTransformersEmbeddingModel,
   DEFAULT_TRANSFORMERS_MODEL,
@@ -306,8 +306,8 @@ function transformersNote(error: unknown): string {
 
 /**
  * The URL set for `provider` (`MNEME_OLLAMA_URL`, `MNEME_OPENAI_URL`) when the choice uses it (`auto` asks
- * Ollama), checked: one that is not an http(s) URL, or that holds a user name or password, is refused here, at
- * start, rather than failing every embedding later (and being retried). Undefined when not set.
+ * Ollama), checked: one that is not an http(s) URL, or that holds a query string, a user name or a password, is
+ * refused here, at start, rather than failing every embedding later (and being retried). Undefined when not set.
  */
 function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: string | undefined): string | undefined {
   const uses = choice.provider === provider || (provider === 'ollama' && choice.provider === 'auto');
@@ -326,6 +326,12 @@ function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: st
   }
   // fetch refuses a URL with credentials, and every message naming the server (the startup line, doctor, warnings)
   // would show the password.
+  if (hasQuery(url)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `${variable}=${withoutCredentials(url)} is a base URL: leave out the query string and fragment${provider === 'openai' ? ' (a key goes in MNEME_OPENAI_API_KEY)' : ''}`,
+    );
+  }
   if (hasCredentials(url)) {
     const key = provider === 'openai' ? '; give the key as MNEME_OPENAI_API_KEY' : '';
     throw new MnemeError(

@@ -114,9 +114,14 @@ export function hasCredentials(url: string): boolean {
   }
 }
 
-/** A URL as a message may show it: a user name and password in it replaced by `***`. */
+/** Whether a URL has a query string or a fragment, which a base URL cannot have (the request path goes after it). */
+export function hasQuery(url: string): boolean {
+  return /[?#]/.test(url);
+}
+
+/** A URL as a message may show it: a user name and password in it replaced by `***`, a query string or fragment left out. */
 export function withoutCredentials(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@').replace(/[?#].*$/s, '');
 }
 
 /**
@@ -145,6 +150,12 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
       `the URL of ${options.provider} (${withoutCredentials(baseUrl)}) holds a user name or password, which mneme does not send; remove them from the URL and give the key as the API key setting`,
+    );
+  }
+  if (hasQuery(baseUrl)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `the URL of ${options.provider} (${withoutCredentials(baseUrl)}) is a base URL: leave out the query string and fragment (a key goes in the API key setting)`,
     );
   }
   const secrets = headerSecrets(options.headers);
