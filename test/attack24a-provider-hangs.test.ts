@@ -89,3 +89,50 @@ describe('attack24a: closing while a model provider never answers', () => {
     });
   }
 });
+
+describe('attack24a: closing while a topic trigger owed from before waits on a chat model that never answers', () => {
+  it('does not wait for it, and the conversation is extracted once after the restart', {
+    timeout: 30_000,
+  }, async () => {
+    const state: { chat: 'fails' | 'hangs' | 'answers' } = { chat: 'fails' };
+    server = await startLoopbackServer((): LoopbackReply => {
+      if (state.chat === 'fails') return { status: 400, json: { error: { message: 'not now' } } };
+      if (state.chat === 'hangs') return { hang: true };
+      return { json: { choices: [{ index: 0, message: { role: 'assistant', content: facts } }] } };
+    });
+    const openaiUrl = `${server.url}/v1`;
+    const path = databasePath();
+    const first = await open(path, openaiUrl, { chat: 'openai:gpt-4o-mini' });
+    // A burst of five user messages in one topic: its conversation rule is due; extraction fails meanwhile.
+    for (let turn = 0; turn < 5; turn++) {
+      await first.ingestExchange({
+        channelId: 'roof',
+        topicId: 'bees',
+        userId: 'oz',
+        userMessage: `About my bees on the roof, part ${turn + 1}`,
+        assistantReply: 'Go on',
+        createdAt: new Date(Date.parse('2024-06-15T11:50:00.000Z') + turn * 30_000).toISOString(),
+      });
+    }
+    await first.whenIdle();
+    await first.close();
+    opened.splice(opened.indexOf(first), 1);
+
+    // The next engine owes the topic's triggers at its first catch-up pass: the model call never answers.
+    state.chat = 'hangs';
+    const asked = server.requests.length;
+    const second = await open(path, openaiUrl, { chat: 'openai:gpt-4o-mini' });
+    await vi.waitFor(() => expect(server?.requests.length).toBeGreaterThan(asked), { timeout: 10_000 });
+    await second.close();
+    opened.splice(opened.indexOf(second), 1);
+
+    state.chat = 'answers';
+    const third = await open(path, openaiUrl, { chat: 'openai:gpt-4o-mini' });
+    await third.whenIdle();
+    const memories = (await third.list({ limit: 100 })).memories;
+    expect(memories.filter((memory) => memory.category === 'exchange')).toHaveLength(5);
+    expect(
+      memories.filter((memory) => memory.scope === 'session' && memory.content === 'Oz keeps bees on the roof'),
+    ).toHaveLength(1);
+  });
+});

@@ -75,7 +75,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
       lock.run(() =>
         processChannel({ context, extractor, leases, owedTriggers, signal, turn: turn ?? signal }, channelId),
       ),
-    async pendingChannels() {
+    async pendingChannels(signal) {
       if (!swept) {
         for (const topicId of await storage.messages.topicIds()) owedTriggers.add(topicId);
         swept = true;
@@ -84,10 +84,12 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
         await lock.run(async () => {
           for (const topicId of [...owedTriggers]) {
             // One topic's failure (its model call) keeps it owed and stops neither the others nor the channels.
+            if (signal?.aborted) return;
             try {
-              await runTopicTriggers(context, extractor, leases, topicId);
+              await runTopicTriggers(signal ? { ...context, signal } : context, extractor, leases, topicId);
               owedTriggers.delete(topicId);
             } catch (error) {
+              if (signal?.aborted) return;
               context.logger.warn(
                 `extraction of topic ${topicId} failed and will be retried by the next catch-up pass: ${errorMessage(error)}`,
               );
