@@ -136,3 +136,47 @@ describe('attack24a: closing while a topic trigger owed from before waits on a c
     ).toHaveLength(1);
   });
 });
+
+describe('attack24a: an embedding provider that never answers while the offline extractor extracts a message', () => {
+  it('does not hold the store: reads, writes and another connection go on meanwhile', { timeout: 30_000 }, async () => {
+    const state: { hangs: 'chat' | 'embeddings' | 'nothing' } = { hangs: 'embeddings' };
+    const openaiUrl = await provider(state);
+    const path = databasePath();
+    // The default extractor (offline, answering in the process) and an embedding model that does I/O.
+    const engine = await open(path, openaiUrl, { embedder: 'openai:text-embedding-3-small' });
+    await engine.ingestExchange({
+      channelId: 'roof',
+      userId: 'oz',
+      userMessage: 'I keep bees on the roof of my building',
+      assistantReply: 'How lovely',
+    });
+    await vi.waitFor(() => expect(server?.requests.some((request) => request.path === '/v1/embeddings')).toBe(true), {
+      timeout: 10_000,
+    });
+    // The embedding call is still waiting: the engine answers, and writes.
+    expect((await engine.list()).memories).toEqual([]);
+    await engine.ingest({ channelId: 'hall', sender: 'ann', content: 'The hall is booked for Friday evening' });
+    // Another connection to the file writes too (it would wait for the write lock, then fail STORE_BUSY).
+    const other = await createMneme({
+      path,
+      clock,
+      busyTimeoutMs: 2000,
+      extractor: 'none',
+      logger: { warn: () => {}, info: () => {} },
+    });
+    await other.remember({ content: 'Ana grows figs' });
+    await other.close();
+
+    state.hangs = 'nothing';
+    await server?.close();
+    server = undefined;
+    await engine.close();
+    opened.splice(opened.indexOf(engine), 1);
+    const restarted = await open(path, await provider(state), { embedder: 'openai:text-embedding-3-small' });
+    await restarted.whenIdle();
+    await restarted.reembed();
+    const memories = (await restarted.list({ limit: 100 })).memories;
+    expect(memories.filter((memory) => memory.category === 'exchange' && memory.channelId === 'roof')).toHaveLength(1);
+    expect((await restarted.vectorStatus()).missing).toBe(0);
+  });
+});

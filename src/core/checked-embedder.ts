@@ -27,6 +27,7 @@ export function checkedEmbedder(model: EmbeddingModel): EmbeddingModel {
   return {
     modelId: model.modelId,
     dimensions: model.dimensions,
+    ...(model.inProcess === undefined ? {} : { inProcess: model.inProcess }),
     async embed(texts, purpose, options) {
       const vectors = await model.embed(texts, purpose, options);
       if (vectors.length !== texts.length) {

@@ -13,7 +13,7 @@ import { EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
 import { isSkippedMessage, type SkipRule } from './ingest-policy.js';
 import { type ExtractionReport, extractFacts, replyTo } from './message-extraction.js';
 import { createSerialLock } from './serial-lock.js';
-import { extractTopic, runTopicTriggers } from './topic-extraction.js';
+import { answersInProcess, extractTopic, runTopicTriggers } from './topic-extraction.js';
 
 export { ExtractionTask } from './extraction-task.js';
 export type { ExtractionReport } from './message-extraction.js';
@@ -191,7 +191,7 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
     done: false,
     triggers: [],
   };
-  const batched = run.extractor === null || run.extractor.inProcess === true;
+  const batched = answersInProcess(context, run.extractor);
   const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
   // The turn ends the run between batches only: a batch runs to its own end (ADR 19).
   while (!signal.aborted && !run.turn.aborted && !cursor.done) {
@@ -289,11 +289,12 @@ interface UserMessageStep {
  * the policy's `skip` rule skips, which is also not used as the next one's search context) applied with
  * the watermark moved to it, then its topic's triggers. `reads` is the batch's context (`withBatchReads`).
  * The facts are reconciled with the memories read while the step holds the store (`ExtractionBatch.hold`),
- * so that a fact another process wrote meanwhile is seen. With an extractor that answers in the process
- * and a store whose batch commits its steps together (SQLite), the step holds before all its reads, as
- * the batch's later steps always did; otherwise the model calls (the extractor, the embeddings) come
- * first, outside the hold. With a chat-model extractor the triggers (whose topic extraction calls the
- * model) run after the batch's commit (`cursor.triggers`: one message a batch there, so in the same order).
+ * so that a fact another process wrote meanwhile is seen. With an extractor and an embedding model that
+ * answer in the process (`answersInProcess`) and a store whose batch commits its steps together (SQLite),
+ * the step holds before all its reads, as the batch's later steps always did; otherwise the model calls
+ * (the extractor, the embeddings) come first, outside the hold, and the triggers (whose topic extraction
+ * calls the models) run after the batch's commit (`cursor.triggers`: one message a batch there, so in the
+ * same order).
  * False when the step was refused (lease lost).
  */
 async function extractUserMessage(
@@ -311,7 +312,7 @@ async function extractUserMessage(
   const { ingest } = context.policy;
   const isCommand = message.content.trimStart().startsWith('/');
   const gives = !isCommand && !isSkippedMessage(message.content, ingest.skip);
-  const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
+  const holdsFirst = control.commitsTogether && answersInProcess(context, extractor);
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
   const reply = gives ? await replyTo(page, index, next) : null;
   const searchContext = previous && !isSkippedUserMessage(previous, ingest.skip) ? previous : null;
@@ -344,8 +345,7 @@ async function extractUserMessage(
   });
   if (!applied) return false;
   if (message.topicId) {
-    const inProcess = extractor === null || extractor.inProcess === true;
-    if (inProcess) await runTopicTriggers(context, extractor, run.leases, message.topicId);
+    if (answersInProcess(context, extractor)) await runTopicTriggers(context, extractor, run.leases, message.topicId);
     else batch.cursor.triggers.push(message.topicId);
   }
   return true;
