@@ -1,7 +1,7 @@
 import { createMneme } from '../config/create-mneme.js';
 import type { EnvironmentConfig } from '../config/load-config.js';
 import { describeDatabase } from '../config/open-storage.js';
-import { resolveChatModel, resolveEmbedder } from '../config/providers.js';
+import { resolveChatModel } from '../config/providers.js';
 import { errorMessage } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import type { RunningHttpServer } from '../http/http-server.js';
@@ -86,14 +86,17 @@ export async function runService(io: CliIo, config: EnvironmentConfig, path: str
   const stop = catchStopSignals(io);
   try {
     io.stderr(`mneme: opening ${describeDatabase(path)}\n`);
-    const embedder = (await resolveEmbedder(config.providers.embedder, config.providers)).model;
     const chat = (await resolveChatModel(config.providers.chat, config.providers)).model;
+    // The embedder is resolved by createMneme: a model mneme does not know takes the dimensions the database's index
+    // holds for it, without asking its provider (which may be down: the service then starts, lexical only).
     const mneme = await createMneme({
       path,
-      ...(embedder ? { embedder } : {}),
+      embedder: config.providers.embedder,
+      providers: config.providers,
       ...(chat ? { chat } : {}),
       logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
     });
+    const embedder = (await mneme.vectorStatus()).embedder;
     const scheduler = createMaintenanceScheduler({
       mneme,
       onError: (task, error) =>
@@ -108,7 +111,7 @@ export async function runService(io: CliIo, config: EnvironmentConfig, path: str
     try {
       if (stop.signal() === null) {
         server = await face.listen(mneme);
-        const setting = `database ${describeDatabase(path)}; ${activeModels(embedder?.modelId, chat?.modelId)}`;
+        const setting = `database ${describeDatabase(path)}; ${activeModels(embedder ?? undefined, chat?.modelId)}`;
         io.stderr(`${face.listening(server.url, setting)}\n`);
         mneme.whenIdle().catch((error) => io.stderr(`mneme: extraction catch-up failed: ${errorMessage(error)}\n`));
         scheduler.start();

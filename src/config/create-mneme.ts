@@ -20,6 +20,7 @@ import type { EmbeddingModel } from '../models/embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../models/offline/offline-episode-summariser.js';
 import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
 import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
+import type { Storage } from '../storage/storage.js';
 import { createExtractionQueue } from '../workers/extraction-queue.js';
 import { openStorage } from './open-storage.js';
 import { packageVersion } from './package-version.js';
@@ -117,12 +118,25 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const policyRequest = { preset: options.preset, policy: options.policy };
   checkPolicyRequest(policyRequest);
   const logger = options.logger ?? stderrLogger;
-  const embedder = await chooseEmbedder(options, logger);
-  const chat = await chooseChat(options);
-  const storage = await openStorage({
-    path: options.path,
-    ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
-  });
+  // Opened before the models only when a model mneme does not know needs the dimensions its index holds.
+  let opened: Storage | undefined;
+  const open = async () => {
+    opened ??= await openStorage({ path: options.path, ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }) });
+    return opened;
+  };
+  let embedder: EmbeddingModel | null;
+  let chat: ChatModel | null;
+  try {
+    embedder = await chooseEmbedder(options, logger, async (modelId) => {
+      const index = await (await open()).vectorIndex();
+      return index?.model === modelId ? index.dimensions : undefined;
+    });
+    chat = await chooseChat(options);
+  } catch (error) {
+    await opened?.close();
+    throw error;
+  }
+  const storage = await open();
   const clock = options.clock ?? systemClock;
   let policy: Awaited<ReturnType<typeof openPolicy>>['policy'];
   try {
@@ -146,13 +160,14 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     clock,
     logger,
     policy,
-    summariser: options.summariser ?? (chat ? createChatEpisodeSummariser(chat) : createOfflineEpisodeSummariser()),
+    summariser:
+      options.summariser ?? (chat ? createChatEpisodeSummariser(chat, { logger }) : createOfflineEpisodeSummariser()),
     merger: options.merger ?? (chat ? createChatMemoryMerger(chat) : createOfflineMemoryMerger()),
     dreamer: options.dreamer !== undefined ? options.dreamer : chat ? createChatDreamer(chat) : null,
     extractor:
       options.extractor === 'none'
         ? null
-        : (options.extractor ?? (chat ? createChatFactExtractor(chat) : createOfflineExtractor())),
+        : (options.extractor ?? (chat ? createChatFactExtractor(chat, { logger }) : createOfflineExtractor())),
     extractionScheduler: (work) => createExtractionQueue(work, { logger }),
     version: packageVersion(),
   };
@@ -171,12 +186,19 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   return embedder && options.backfill !== false ? withBackfill(engine, logger) : engine;
 }
 
-/** The embedding model `options.embedder` names; a setting is resolved (and `auto` detected) here. */
-async function chooseEmbedder(options: MnemeOptions, logger: Logger): Promise<EmbeddingModel | null> {
+/**
+ * The embedding model `options.embedder` names; a setting is resolved (and `auto` detected) here, the dimensions of a
+ * model mneme does not know taken from the database's index when it holds that model (`indexedDimensions`).
+ */
+async function chooseEmbedder(
+  options: MnemeOptions,
+  logger: Logger,
+  indexedDimensions: (modelId: string) => Promise<number | undefined>,
+): Promise<EmbeddingModel | null> {
   const { embedder } = options;
   if (embedder === undefined) return null;
   if (typeof embedder !== 'string') return embedder;
-  const resolved = await resolveEmbedder(embedder, options.providers);
+  const resolved = await resolveEmbedder(embedder, options.providers, { indexedDimensions });
   if (!resolved.model && resolved.setting.trim().toLowerCase() === 'auto') logger.info?.(resolved.reason);
   return resolved.model;
 }

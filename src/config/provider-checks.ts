@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { unusableVector } from '../core/checked-embedder.js';
 import { errorMessage } from '../core/errors.js';
 import { completeStructured } from '../models/chat/chat-structured-output.js';
 import type { ChatModel } from '../models/chat-model.js';
@@ -11,7 +12,7 @@ export interface ModelCheck {
   detail: string;
 }
 
-/** Embeds one sentence and checks the vector's length. */
+/** Embeds one sentence and checks the vector: its length, and that the engine can search by it. */
 export async function checkEmbeddingModel(model: EmbeddingModel): Promise<ModelCheck> {
   try {
     const [vector] = await model.embed(['mneme doctor checks this embedding model'], 'query');
@@ -21,7 +22,9 @@ export async function checkEmbeddingModel(model: EmbeddingModel): Promise<ModelC
         detail: `expected a vector of ${model.dimensions} dimensions, got ${vector?.length ?? 'none'}`,
       };
     }
-    if (!vector.every(Number.isFinite)) return { ok: false, detail: 'the vector holds values that are not numbers' };
+    // What the engine refuses to store (`checkedEmbedder`): every write would then store no vector.
+    const problem = unusableVector(vector);
+    if (problem !== null) return { ok: false, detail: `the vector cannot be searched: ${problem}` };
     return { ok: true, detail: `embedded a test sentence: ${vector.length} dimensions` };
   } catch (error) {
     return { ok: false, detail: errorMessage(error) };

@@ -1,7 +1,7 @@
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ChatModel } from '../models/chat-model.js';
 import type { EmbeddingModel } from '../models/embedding-model.js';
-import { knownEmbeddingDimensions } from '../models/embedding-model-traits.js';
+import { canonicalModelName, knownEmbeddingDimensions } from '../models/embedding-model-traits.js';
 import { createOllamaChatModel, DEFAULT_OLLAMA_CHAT_MODEL } from '../models/ollama/ollama-chat-model.js';
 import { DEFAULT_OLLAMA_URL, listOllamaModels } from '../models/ollama/ollama-client.js';
 import {
@@ -15,7 +15,7 @@ import {
   createOpenAiCompatibleEmbeddingModel,
   probeOpenAiCompatibleEmbeddingDimensions,
 } from '../models/openai-compatible/openai-compatible-embedding-model.js';
-import type { Sleep } from '../models/provider-http.js';
+import { hasCredentials, hasQuery, type Sleep, withoutCredentials } from '../models/provider-http.js';
 import {
   createTransformersEmbeddingModel,
   DEFAULT_TRANSFORMERS_MODEL,
@@ -54,6 +54,13 @@ export interface ProviderDependencies {
   loadTransformers?: () => Promise<TransformersModule>;
   /** How long detection waits for Ollama to answer; 1.5 s by default. */
   detectionTimeoutMs?: number;
+  /**
+   * The dimensions the database's vector index holds for a model id (`openai:house-embedder`), if it holds that
+   * model: asked for a model mneme does not know before the server is, so a database that indexes the model opens
+   * without a call (a provider that is down, or answers one start with vectors of another length, would otherwise
+   * fail every command or empty the index).
+   */
+  indexedDimensions?: (modelId: string) => Promise<number | undefined>;
 }
 
 /** A resolved model, or null, and why: what `mneme doctor` prints. */
@@ -152,6 +159,7 @@ export async function resolveEmbedder(
       const size =
         dimensions ??
         knownEmbeddingDimensions(model) ??
+        (await dependencies.indexedDimensions?.(`ollama:${canonicalModelName(model)}`)) ??
         (await probeOllamaEmbeddingDimensions({ ...http, baseUrl: ollamaUrl, model }));
       return resolved(
         createOllamaEmbeddingModel({ ...http, baseUrl: ollamaUrl, model, dimensions: size }),
@@ -168,6 +176,7 @@ export async function resolveEmbedder(
       const size =
         dimensions ??
         knownEmbeddingDimensions(connection.model) ??
+        (await dependencies.indexedDimensions?.(`openai:${canonicalModelName(connection.model)}`)) ??
         (await probeOpenAiCompatibleEmbeddingDimensions(connection));
       return resolved(
         createOpenAiCompatibleEmbeddingModel({ ...connection, dimensions: size }),
@@ -297,8 +306,8 @@ function transformersNote(error: unknown): string {
 
 /**
  * The URL set for `provider` (`MNEME_OLLAMA_URL`, `MNEME_OPENAI_URL`) when the choice uses it (`auto` asks
- * Ollama), checked: one that is not an http(s) URL is refused here, at start, rather than failing every
- * embedding later (and being retried). Undefined when not set.
+ * Ollama), checked: one that is not an http(s) URL, or that holds a query string, a user name or a password, is
+ * refused here, at start, rather than failing every embedding later (and being retried). Undefined when not set.
  */
 function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: string | undefined): string | undefined {
   const uses = choice.provider === provider || (provider === 'ollama' && choice.provider === 'auto');
@@ -312,7 +321,22 @@ function providerUrl(choice: ModelChoice, provider: 'ollama' | 'openai', url: st
   if (protocol !== 'http:' && protocol !== 'https:') {
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
-      `${variable}=${url} is not an http:// or https:// URL (e.g. ${example})`,
+      `${variable}=${withoutCredentials(url)} is not an http:// or https:// URL (e.g. ${example})`,
+    );
+  }
+  // fetch refuses a URL with credentials, and every message naming the server (the startup line, doctor, warnings)
+  // would show the password.
+  if (hasQuery(url)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `${variable}=${withoutCredentials(url)} is a base URL: leave out the query string and fragment${provider === 'openai' ? ' (a key goes in MNEME_OPENAI_API_KEY)' : ''}`,
+    );
+  }
+  if (hasCredentials(url)) {
+    const key = provider === 'openai' ? '; give the key as MNEME_OPENAI_API_KEY' : '';
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `${variable}=${withoutCredentials(url)} holds a user name or password, which mneme does not send; remove them${key}`,
     );
   }
   return url;

@@ -17,17 +17,32 @@ export function unusableVector(vector: ArrayLike<number>): string | null {
 }
 
 /**
- * The model, with every vector it returns checked (`unusableVector`): a call that returns one the index
- * could not rank by fails with MODEL_FAILED, as a provider's error does, so the memory is stored without a
- * vector (and re-embedded later) instead of a vector that breaks every later search through it.
+ * The model, with what it returns checked: one vector a text, each of the model's dimensions, and none the index
+ * could not rank by (`unusableVector`). A call that returns otherwise fails with MODEL_FAILED, as a provider's error
+ * does, so the memory is stored without a vector (and re-embedded later), and recall goes lexical, instead of a
+ * refused write or a vector that breaks every later search through it. (The adapters of `models/` check count and
+ * length already; a model the library user passes in may not.)
  */
 export function checkedEmbedder(model: EmbeddingModel): EmbeddingModel {
   return {
     modelId: model.modelId,
     dimensions: model.dimensions,
+    ...(model.inProcess === undefined ? {} : { inProcess: model.inProcess }),
     async embed(texts, purpose, options) {
       const vectors = await model.embed(texts, purpose, options);
+      if (vectors.length !== texts.length) {
+        throw new MnemeError(
+          ErrorCode.ModelFailed,
+          `${model.modelId} returned ${vectors.length} vectors for ${texts.length} texts; check the model`,
+        );
+      }
       for (const [index, vector] of vectors.entries()) {
+        if (vector.length !== model.dimensions) {
+          throw new MnemeError(
+            ErrorCode.ModelFailed,
+            `${model.modelId} returned a vector of ${vector.length} dimensions, expected ${model.dimensions}; check the model`,
+          );
+        }
         const problem = unusableVector(vector);
         if (problem !== null) {
           throw new MnemeError(

@@ -34,4 +34,9 @@ export interface EngineContext {
   extractionScheduler?: ExtractionSchedulerFactory;
   /** The mneme version an export's header names (`createMneme` passes the package's); left out, `unknown`. */
   version?: string;
+  /**
+   * Stops the model calls (extractor, embeddings) made with this context: the extraction worker's stop, so a
+   * provider that never answers does not hold the close. A call it stops fails, and its step is not applied.
+   */
+  signal?: AbortSignal;
 }

@@ -11,6 +11,11 @@ export interface ProviderHttpOptions {
   maxRetries?: number;
   /** Longest `Retry-After` honoured; a server asking for more fails at once. 60 s by default. */
   maxRetryAfterMs?: number;
+  /**
+   * Largest answer read, in bytes; a longer one is cut off and fails at once (MODEL_FAILED). 64 MB by default: a
+   * batch of 96 vectors of 3,072 dimensions is about 6 MB of JSON.
+   */
+  maxResponseBytes?: number;
   /** Waits between attempts; replace it in tests. */
   sleep?: Sleep;
   /** The fetch to use; the global one by default. */
@@ -39,6 +44,7 @@ export interface RequestOptions {
 
 /** JSON over HTTP with timeouts, retries with backoff, abort and errors that say what to fix. */
 export interface ProviderClient {
+  /** The base URL as messages show it (without a trailing slash). */
   readonly baseUrl: string;
   getJson(path: string, options?: RequestOptions): Promise<unknown>;
   postJson(path: string, body: unknown, options?: RequestOptions): Promise<unknown>;
@@ -47,6 +53,7 @@ export interface ProviderClient {
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 const FIRST_BACKOFF_MS = 500;
 const LONGEST_BACKOFF_MS = 8_000;
 const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
@@ -91,14 +98,72 @@ type AttemptFailure =
   | { kind: 'network'; code: string }
   | { kind: 'timeout' }
   | { kind: 'status'; status: number; serverMessage: string; retryAfterMs: number | undefined }
-  | { kind: 'not-json'; sample: string };
+  | { kind: 'not-json'; sample: string }
+  | { kind: 'too-large'; bytes: number };
 
-/** Creates a client for one provider server; adapters share it for every request they make. */
+/**
+ * Whether a URL names a user or a password (`http://user:secret@host`): fetch refuses such a URL, and every
+ * message naming the server would show the password.
+ */
+export function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== '' || parsed.password !== '';
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url.trim());
+  }
+}
+
+/** Whether a URL has a query string or a fragment, which a base URL cannot have (the request path goes after it). */
+export function hasQuery(url: string): boolean {
+  return /[?#]/.test(url);
+}
+
+/** A URL as a message may show it: a user name and password in it replaced by `***`, a query string or fragment left out. */
+export function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@').replace(/[?#].*$/s, '');
+}
+
+/**
+ * The secrets among a client's headers (`Authorization: Bearer <key>`, a proxy's key): the values, and the
+ * token after a scheme word, of 8 characters or more.
+ */
+function headerSecrets(headers: Record<string, string> | undefined): string[] {
+  const secrets = new Set<string>();
+  for (const value of Object.values(headers ?? {})) {
+    const token = value.trim();
+    if (token.length >= 8) secrets.add(token);
+    const afterScheme = /^\S+\s+(\S.*)$/.exec(token)?.[1]?.trim();
+    if (afterScheme && afterScheme.length >= 8) secrets.add(afterScheme);
+  }
+  return [...secrets].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Creates a client for one provider server; adapters share it for every request they make. A base URL with a user
+ * name or password is refused (CONFIG_INVALID): fetch would refuse every request, and messages would show it. The
+ * client's header values (the API key) never appear in its errors, even when the server's answer quotes them.
+ */
 export function createProviderClient(options: ProviderClientOptions): ProviderClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  if (hasCredentials(baseUrl)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `the URL of ${options.provider} (${withoutCredentials(baseUrl)}) holds a user name or password, which mneme does not send; remove them from the URL and give the key as the API key setting`,
+    );
+  }
+  if (hasQuery(baseUrl)) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `the URL of ${options.provider} (${withoutCredentials(baseUrl)}) is a base URL: leave out the query string and fragment (a key goes in the API key setting)`,
+    );
+  }
+  const secrets = headerSecrets(options.headers);
+  const redacted = (text: string) => secrets.reduce((result, secret) => result.replaceAll(secret, '***'), text);
   const doFetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? realSleep;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 
   async function attempt(
     method: 'GET' | 'POST',
@@ -126,7 +191,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         body: body === undefined ? null : JSON.stringify(body),
         signal: controller.signal,
       });
-      const text = await response.text();
+      const text = await readText(response, maxResponseBytes);
+      if (text === null) {
+        controller.abort();
+        return { kind: 'too-large', bytes: maxResponseBytes };
+      }
       if (!response.ok) {
         return {
           kind: 'status',
@@ -150,7 +219,19 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     }
   }
 
+  /** The error of a failed request, without the client's secrets. */
   function failure(method: string, path: string, failed: AttemptFailure, attempts: number, timeoutMs: number) {
+    const error = describedFailure(method, path, failed, attempts, timeoutMs);
+    return new MnemeError(error.code, redacted(error.message));
+  }
+
+  function describedFailure(
+    method: string,
+    path: string,
+    failed: AttemptFailure,
+    attempts: number,
+    timeoutMs: number,
+  ): MnemeError {
     const request = `${method} ${path}`;
     const tries = attempts > 1 ? ` (after ${attempts} attempts)` : '';
     switch (failed.kind) {
@@ -168,6 +249,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         return new MnemeError(
           ErrorCode.ModelFailed,
           `${options.provider} at ${baseUrl} answered ${request} with something that is not JSON (${JSON.stringify(failed.sample)}); check that the URL points at the right server`,
+        );
+      case 'too-large':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} answered ${request} with more than ${formatBytes(failed.bytes)}, more than any answer should be; check that the URL points at the right server`,
         );
       case 'status': {
         const hint = options.statusHint?.(failed.status, failed.serverMessage);
@@ -198,7 +284,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         if (result.retryAfterMs > maxRetryAfterMs) {
           throw new MnemeError(
             ErrorCode.ModelFailed,
-            `${options.provider} at ${baseUrl} answered ${result.status} to ${method} ${path} and asks to wait ${formatDuration(result.retryAfterMs)} before trying again; try later${result.serverMessage ? ` (${result.serverMessage})` : ''}`,
+            redacted(
+              `${options.provider} at ${baseUrl} answered ${result.status} to ${method} ${path} and asks to wait ${formatDuration(result.retryAfterMs)} before trying again; try later${result.serverMessage ? ` (${result.serverMessage})` : ''}`,
+            ),
           );
         }
         delay = result.retryAfterMs;
@@ -214,19 +302,48 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   };
 }
 
-/** The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself. */
-function serverErrorMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
-    if (typeof body.error === 'string') return body.error;
-    if (body.error && typeof body.error === 'object' && 'message' in body.error) {
-      return String((body.error as { message: unknown }).message);
+/** The body as text, read up to `maxBytes`; null when it is longer (the rest is not read). */
+async function readText(response: Response, maxBytes: number): Promise<string | null> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return null;
     }
-    if (typeof body.message === 'string') return body.message;
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${bytes} bytes`;
+}
+
+/** The longest part of a server's error text an error quotes. */
+const SERVER_MESSAGE_CHARS = 200;
+
+/**
+ * The error text a provider put in its body: Ollama's `{error}`, OpenAI's `{error: {message}}`, or the text itself;
+ * its first 200 characters (a server's error page or message may go on for megabytes, and each warning quotes it).
+ */
+function serverErrorMessage(text: string): string {
+  let message = text.trim();
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown } | null;
+    if (typeof body?.error === 'string') message = body.error;
+    else if (body?.error && typeof body.error === 'object' && 'message' in body.error) {
+      message = String((body.error as { message: unknown }).message);
+    } else if (typeof body?.message === 'string') message = body.message;
   } catch {
     // not JSON: use the text
   }
-  return text.trim().slice(0, 200);
+  return message.length > SERVER_MESSAGE_CHARS ? `${message.slice(0, SERVER_MESSAGE_CHARS)}...` : message;
 }
 
 function networkErrorCode(error: unknown): string {

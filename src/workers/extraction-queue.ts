@@ -111,7 +111,7 @@ export function createExtractionQueue(
 
   async function pendingChannels(): Promise<string[]> {
     try {
-      return await work.pendingChannels();
+      return await work.pendingChannels(controller.signal);
     } catch (error) {
       if (controller.signal.aborted) return [];
       options.logger?.warn(`the extraction catch-up pass failed: ${errorMessage(error)}`);

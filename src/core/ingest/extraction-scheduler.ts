@@ -9,8 +9,11 @@ export interface ExtractionWork {
    * cut the batch short, so a backlog is committed in full batches however slow the machine is.
    */
   processChannel(channelId: string, signal: AbortSignal, turn?: AbortSignal): Promise<void>;
-  /** The channels whose newest message is past their extraction watermark (the catch-up list). */
-  pendingChannels(): Promise<string[]>;
+  /**
+   * The channels whose newest message is past their extraction watermark (the catch-up list), after the topic
+   * triggers owed (their model calls stop once `signal` is aborted: the trigger stays owed).
+   */
+  pendingChannels(signal?: AbortSignal): Promise<string[]>;
 }
 
 /**

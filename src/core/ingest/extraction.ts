@@ -13,7 +13,7 @@ import { EXTRACTION_BATCH_SIZE, ExtractionTask } from './extraction-task.js';
 import { isSkippedMessage, type SkipRule } from './ingest-policy.js';
 import { type ExtractionReport, extractFacts, replyTo } from './message-extraction.js';
 import { createSerialLock } from './serial-lock.js';
-import { extractTopic, runTopicTriggers } from './topic-extraction.js';
+import { answersInProcess, extractTopic, runTopicTriggers } from './topic-extraction.js';
 
 export { ExtractionTask } from './extraction-task.js';
 export type { ExtractionReport } from './message-extraction.js';
@@ -75,7 +75,7 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
       lock.run(() =>
         processChannel({ context, extractor, leases, owedTriggers, signal, turn: turn ?? signal }, channelId),
       ),
-    async pendingChannels() {
+    async pendingChannels(signal) {
       if (!swept) {
         for (const topicId of await storage.messages.topicIds()) owedTriggers.add(topicId);
         swept = true;
@@ -84,10 +84,12 @@ export function createExtraction(context: EngineContext, extractor: FactExtracto
         await lock.run(async () => {
           for (const topicId of [...owedTriggers]) {
             // One topic's failure (its model call) keeps it owed and stops neither the others nor the channels.
+            if (signal?.aborted) return;
             try {
-              await runTopicTriggers(context, extractor, leases, topicId);
+              await runTopicTriggers(signal ? { ...context, signal } : context, extractor, leases, topicId);
               owedTriggers.delete(topicId);
             } catch (error) {
+              if (signal?.aborted) return;
               context.logger.warn(
                 `extraction of topic ${topicId} failed and will be retried by the next catch-up pass: ${errorMessage(error)}`,
               );
@@ -189,7 +191,7 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
     done: false,
     triggers: [],
   };
-  const batched = run.extractor === null || run.extractor.inProcess === true;
+  const batched = answersInProcess(context, run.extractor);
   const limit = batched ? context.policy.ingest.extractionBatchMessages : 1;
   // The turn ends the run between batches only: a batch runs to its own end (ADR 19).
   while (!signal.aborted && !run.turn.aborted && !cursor.done) {
@@ -199,7 +201,7 @@ async function extractChannel(run: ChannelRun, lease: ExtractionLease): Promise<
     const triggers = cursor.triggers.splice(0);
     for (const topicId of triggers) run.owedTriggers.add(topicId);
     for (const topicId of triggers) {
-      await runTopicTriggers(context, run.extractor, run.leases, topicId);
+      await runTopicTriggers({ ...context, signal }, run.extractor, run.leases, topicId);
       run.owedTriggers.delete(topicId);
     }
     if (!done) return false;
@@ -227,8 +229,9 @@ async function extractBatch(
   const { storage } = run.context;
   const started = performance.now();
   const budget = run.context.policy.ingest.extractionBatchMs;
-  // The sender's name and the channel's visibility are read once a batch (`withBatchReads`).
-  const reads = withBatchReads(run.context);
+  // The sender's name and the channel's visibility are read once a batch (`withBatchReads`); the worker's stop
+  // stops the step's model calls (a provider that never answers does not hold the close; the step is not applied).
+  const reads = { ...withBatchReads(run.context), signal: run.signal };
   let extracted = 0;
   // Nobody waiting for the store, the batch runs on to `limit` messages: fewer commits, the same memories.
   // Past the channel's turn, at most BATCH_HOLD_MS: another process writing the file waits for the batch.
@@ -286,11 +289,12 @@ interface UserMessageStep {
  * the policy's `skip` rule skips, which is also not used as the next one's search context) applied with
  * the watermark moved to it, then its topic's triggers. `reads` is the batch's context (`withBatchReads`).
  * The facts are reconciled with the memories read while the step holds the store (`ExtractionBatch.hold`),
- * so that a fact another process wrote meanwhile is seen. With an extractor that answers in the process
- * and a store whose batch commits its steps together (SQLite), the step holds before all its reads, as
- * the batch's later steps always did; otherwise the model calls (the extractor, the embeddings) come
- * first, outside the hold. With a chat-model extractor the triggers (whose topic extraction calls the
- * model) run after the batch's commit (`cursor.triggers`: one message a batch there, so in the same order).
+ * so that a fact another process wrote meanwhile is seen. With an extractor and an embedding model that
+ * answer in the process (`answersInProcess`) and a store whose batch commits its steps together (SQLite),
+ * the step holds before all its reads, as the batch's later steps always did; otherwise the model calls
+ * (the extractor, the embeddings) come first, outside the hold, and the triggers (whose topic extraction
+ * calls the models) run after the batch's commit (`cursor.triggers`: one message a batch there, so in the
+ * same order).
  * False when the step was refused (lease lost).
  */
 async function extractUserMessage(
@@ -308,7 +312,7 @@ async function extractUserMessage(
   const { ingest } = context.policy;
   const isCommand = message.content.trimStart().startsWith('/');
   const gives = !isCommand && !isSkippedMessage(message.content, ingest.skip);
-  const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
+  const holdsFirst = control.commitsTogether && answersInProcess(context, extractor);
   const next = () => context.storage.messages.listAfter(message.channelId, message.id, 1);
   const reply = gives ? await replyTo(page, index, next) : null;
   const searchContext = previous && !isSkippedUserMessage(previous, ingest.skip) ? previous : null;
@@ -341,8 +345,7 @@ async function extractUserMessage(
   });
   if (!applied) return false;
   if (message.topicId) {
-    const inProcess = extractor === null || extractor.inProcess === true;
-    if (inProcess) await runTopicTriggers(context, extractor, run.leases, message.topicId);
+    if (answersInProcess(context, extractor)) await runTopicTriggers(context, extractor, run.leases, message.topicId);
     else batch.cursor.triggers.push(message.topicId);
   }
   return true;

@@ -331,14 +331,18 @@ async function runExtractor(
 ): Promise<ExtractedFact[]> {
   if (!extractor) return [];
   const { message } = input;
-  const raw = await extractor.extract({
-    speaker: { userId: message.senderId, displayName: input.speaker },
-    channelId: message.channelId,
-    userMessage: message.content,
-    assistantReply: input.reply?.content ?? null,
-    createdAt: message.createdAt,
-    related: input.related.map((memory) => ({ id: memory.id, content: memory.content })),
-  });
+  const raw = await extractor.extract(
+    {
+      speaker: { userId: message.senderId, displayName: input.speaker },
+      channelId: message.channelId,
+      messageId: message.id,
+      userMessage: message.content,
+      assistantReply: input.reply?.content ?? null,
+      createdAt: message.createdAt,
+      related: input.related.map((memory) => ({ id: memory.id, content: memory.content })),
+    },
+    context.signal ? { signal: context.signal } : {},
+  );
   const parsed = ExtractedFactsSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
   context.logger.warn(`extractor ${extractor.id} returned facts that are not valid for message ${message.id}`);

@@ -7,6 +7,18 @@ import { EXTRACTION_BATCH_SIZE, ExtractionTask, topicKey } from './extraction-ta
 import { conversationTriggerReason, isSkippedMessage } from './ingest-policy.js';
 import { type ExtractionReport, type ExtractionTarget, extractFacts, replyTo } from './message-extraction.js';
 
+/**
+ * Whether a step's model calls all answer within the process, with no I/O: the extractor's (none, or the offline
+ * one) and the embedding model's (none, or the fake one). Only then may a step hold the store before them, and a batch
+ * commit several messages (ADR 19): a provider that is slow or never answers must not hold every other call.
+ */
+export function answersInProcess(context: EngineContext, extractor: FactExtractor | null): boolean {
+  return (
+    (extractor === null || extractor.inProcess === true) &&
+    (context.embedder === null || context.embedder.inProcess === true)
+  );
+}
+
 /** A topic run: conversation extraction (session scope) or work extraction (project scope). */
 export type TopicTarget = Exclude<ExtractionTarget, { source: 'extraction' }>;
 
@@ -77,7 +89,7 @@ async function extractTopicMessages(
           await control.hold();
           reaches = await membership.reaches(message.channelId, space.kind, space.id);
         };
-        const holdsFirst = control.commitsTogether && (extractor === null || extractor.inProcess === true);
+        const holdsFirst = control.commitsTogether && answersInProcess(context, extractor);
         if (holdsFirst) await holdAndCheck();
         const facts = reaches
           ? await extractFacts(context, extractor, message, reply, target, holdsFirst ? undefined : holdAndCheck)

@@ -19,6 +19,8 @@ export type ExtractedFact = z.output<typeof ExtractedFactSchema>;
 export interface ExtractionInput {
   speaker: { userId: string; displayName: string };
   channelId: string;
+  /** The user message's id in the log, to name it in a warning. */
+  messageId?: number;
   userMessage: string;
   /** The assistant's reply, when the message was part of an exchange. */
   assistantReply: string | null;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode } from '../../core/errors.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { ExtractionInput } from '../../core/ports/fact-extractor.js';
 import { createScriptedChatModel } from '../fake/scripted-chat-model.js';
 import { createChatFactExtractor, FACT_EXTRACTION_PROMPT } from './chat-fact-extractor.js';
@@ -73,8 +73,26 @@ describe('the chat fact extractor', () => {
     expect(chat.requests[0]?.messages[1]?.content).not.toContain('assistant replied');
   });
 
-  it('fails with MODEL_FAILED when the model twice returns something unusable', async () => {
+  it('gives no facts, with a warning, when the model twice returns something unusable', async () => {
     const chat = createScriptedChatModel(['no idea', 'still no idea']);
+    const warnings: string[] = [];
+    const extractor = createChatFactExtractor(chat, { logger: { warn: (text) => warnings.push(text) } });
+    expect(await extractor.extract({ ...input, messageId: 7 })).toEqual([]);
+    expect(chat.requests).toHaveLength(2);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^no facts kept from message 7 of Oz in general: scripted returned unusable JSON for facts twice/,
+      ),
+    ]);
+  });
+
+  it('fails with MODEL_FAILED when the model itself fails, so the message is tried again', async () => {
+    const chat = {
+      modelId: 'down',
+      complete: async () => {
+        throw new MnemeError(ErrorCode.ModelFailed, 'down is not reachable');
+      },
+    };
     await expect(createChatFactExtractor(chat).extract(input)).rejects.toMatchObject({ code: ErrorCode.ModelFailed });
   });
 });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { Logger } from '../../core/engine-context.js';
+import { ErrorCode, MnemeError } from '../../core/errors.js';
 import {
   type ExtractedFact,
   ExtractedFactsSchema,
@@ -6,7 +8,7 @@ import {
   type FactExtractor,
 } from '../../core/ports/fact-extractor.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
-import { completeStructured } from './chat-structured-output.js';
+import { askStructured, unusableReplyMessage } from './chat-structured-output.js';
 
 /** What the model is asked to return: an object (OpenAI's structured output wants one at the root). */
 const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });
@@ -15,6 +17,8 @@ const ExtractionReplySchema = z.object({ facts: ExtractedFactsSchema });
 export interface ChatFactExtractorOptions {
   /** Most existing memories shown to the model for deduplication; 20 by default. */
   maxRelated?: number;
+  /** Where a message whose replies could not be used is reported; stderr by default. */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -62,21 +66,42 @@ function quote(text: string): string {
 /**
  * A FactExtractor backed by a chat model and structured output. It keeps facts attributed by name
  * (a stray "the user" is replaced by the speaker's name) and drops facts that repeat an existing
- * memory word for word. Failures (MODEL_FAILED) reach the caller, which keeps the message for a retry.
+ * memory word for word. Failures of the model (MODEL_FAILED: unreachable, an error status) reach the
+ * caller, which keeps the message for a retry. Replies that cannot be used even after the retry
+ * `completeStructured` asks for (not JSON, more than 20 facts, a fact too long) give no facts, with a
+ * warning: the model answers the same message the same way (temperature 0), and the channel would
+ * otherwise stop at that message for good. From the third message in a row whose replies could not be
+ * used, the model is taken not to follow the schema at all: MODEL_FAILED, and the message waits.
  */
 export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtractorOptions = {}): FactExtractor {
+  const logger = options.logger ?? { warn: (text: string) => process.stderr.write(`mneme: ${text}\n`) };
+  // Messages in a row whose replies could not be used: from the third, the model is taken not to follow the schema
+  // at all, and the message fails (waits for a model that works) rather than losing its facts too.
+  let unusableInARow = 0;
   return {
     id: `chat:${chat.modelId}`,
     async extract(input, extractOptions = {}) {
-      const reply = await completeStructured(
-        chat,
-        {
-          schema: ExtractionReplySchema,
-          name: 'facts',
-          messages: factExtractionMessages(input, options.maxRelated),
-        },
-        extractOptions,
-      );
+      const request = {
+        schema: ExtractionReplySchema,
+        name: 'facts',
+        messages: factExtractionMessages(input, options.maxRelated),
+      };
+      const reading = await askStructured(chat, request, extractOptions);
+      if (!reading.ok && ++unusableInARow >= UNUSABLE_IN_A_ROW) {
+        throw new MnemeError(
+          ErrorCode.ModelFailed,
+          `${unusableReplyMessage(chat, request, reading.problem)}, for the ${ordinal(unusableInARow)} message in a row: it does not seem to follow the JSON schema; choose another chat model (MNEME_CHAT), and extraction goes on from this message`,
+        );
+      }
+      if (!reading.ok) {
+        const sent = input.messageId === undefined ? '' : ` message ${input.messageId} of`;
+        logger.warn(
+          `no facts kept from${sent} ${input.speaker.displayName} in ${input.channelId}: ${unusableReplyMessage(chat, request, reading.problem)}`,
+        );
+        return [];
+      }
+      unusableInARow = 0;
+      const reply = reading.value;
       const known = new Set(input.related.map((memory) => normalized(memory.content)));
       const seen = new Set<string>();
       return reply.facts.flatMap((fact): ExtractedFact[] => {
@@ -88,6 +113,13 @@ export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtrac
       });
     },
   };
+}
+
+/** Messages in a row whose replies could not be used after which the chat fact extractor fails instead. */
+const UNUSABLE_IN_A_ROW = 3;
+
+function ordinal(count: number): string {
+  return count === 3 ? 'third' : `${count}th`;
 }
 
 /** Replaces "the user" (any case) with the speaker's name. */

@@ -26,6 +26,26 @@ export async function completeStructured<Schema extends z.ZodType>(
   request: StructuredRequest<Schema>,
   options: { signal?: AbortSignal } = {},
 ): Promise<z.output<Schema>> {
+  const reading = await askStructured(model, request, options);
+  if (reading.ok) return reading.value;
+  throw new MnemeError(ErrorCode.ModelFailed, unusableReplyMessage(model, request, reading.problem));
+}
+
+/** What `completeStructured` says when the model's replies could not be used twice. */
+export function unusableReplyMessage(model: ChatModel, request: { name: string }, problem: string): string {
+  return `${model.modelId} returned unusable JSON for ${request.name} twice (${problem}); a larger model may do better`;
+}
+
+/**
+ * `completeStructured`, with two unusable replies answered as what was wrong with the second rather than thrown:
+ * for a caller to whom the same input would give the same unusable reply again (temperature 0). A failure of the
+ * model itself (unreachable, an error status) still throws MODEL_FAILED.
+ */
+export async function askStructured<Schema extends z.ZodType>(
+  model: ChatModel,
+  request: StructuredRequest<Schema>,
+  options: { signal?: AbortSignal } = {},
+): Promise<StructuredReading<z.output<Schema>>> {
   const jsonSchema = toJsonSchema(request.schema);
   const messages: ChatMessage[] = [...request.messages];
   let problem = '';
@@ -35,7 +55,7 @@ export async function completeStructured<Schema extends z.ZodType>(
       options.signal ? { signal: options.signal } : {},
     );
     const reading = readStructured(reply, request.schema);
-    if (reading.ok) return reading.value;
+    if (reading.ok) return reading;
     problem = reading.problem;
     messages.push(
       { role: 'assistant', content: reply },
@@ -45,10 +65,7 @@ export async function completeStructured<Schema extends z.ZodType>(
       },
     );
   }
-  throw new MnemeError(
-    ErrorCode.ModelFailed,
-    `${model.modelId} returned unusable JSON for ${request.name} twice (${problem}); a larger model may do better`,
-  );
+  return { ok: false, problem };
 }
 
 /** The JSON Schema sent to the provider for a zod schema (input side: fields with defaults are optional). */

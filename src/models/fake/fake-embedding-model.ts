@@ -20,6 +20,7 @@ export function createFakeEmbeddingModel(options: FakeEmbeddingModelOptions = {}
   return {
     modelId: options.modelId ?? `fake-${dimensions}`,
     dimensions,
+    inProcess: true,
     calls,
     async embed(texts, purpose, embedOptions = {}) {
       embedOptions.signal?.throwIfAborted();

@@ -36,10 +36,25 @@ async function requestEmbeddings(
       `the OpenAI-compatible server at ${client.baseUrl} answered POST /embeddings without a "data" list of embeddings`,
     );
   }
-  return parsed.data.data
-    .map((item, position) => ({ index: item.index ?? position, embedding: item.embedding }))
-    .sort((left, right) => left.index - right.index)
-    .map((item) => item.embedding);
+  const { data } = parsed.data;
+  // The protocol lets the server answer in any order, each item naming its input by `index`: the indexes must then
+  // name each input once, or a vector would be stored with a text it was not made of. Without indexes, the order given.
+  if (data.every((item) => item.index === undefined)) return data.map((item) => item.embedding);
+  const ordered: number[][] = [];
+  for (const item of data) {
+    const { index } = item;
+    if (index === undefined || index < 0 || index >= data.length || ordered[index] !== undefined) {
+      throw new MnemeError(
+        ErrorCode.ModelFailed,
+        `the OpenAI-compatible server at ${client.baseUrl} answered POST /embeddings with index fields that do not name each of its ${data.length} embeddings once (${data
+          .slice(0, 10)
+          .map((entry) => entry.index ?? 'none')
+          .join(', ')}${data.length > 10 ? ', ...' : ''}); check the server`,
+      );
+    }
+    ordered[index] = item.embedding;
+  }
+  return ordered;
 }
 
 /**
