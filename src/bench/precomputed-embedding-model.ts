@@ -18,6 +18,8 @@ export function createPrecomputedEmbeddingModel(modelId: string, dimensions: num
   return {
     modelId,
     dimensions,
+    // A lookup in this process: extraction batches its steps as with an in-process model, not one call out per step.
+    inProcess: true,
     set: (text, vector) => {
       vectors.set(text, vector);
     },
