@@ -55,10 +55,15 @@ export interface MnemeOptions {
   providers?: ProviderConnections;
   /**
    * Re-embed, in the background, memories without a vector of the embedding model (after a model
-   * change, or stored while it was down). true by default when there is an embedding model; `close`
-   * stops it, and the next run resumes.
+   * change, or stored while it was down): at open, then every `backfillEveryMs`. true by default when
+   * there is an embedding model; `close` stops it, and the next run resumes.
    */
   backfill?: boolean;
+  /**
+   * How often the background re-embedding looks again for memories without a vector (stored while the
+   * embedding model was down), in milliseconds: 600,000 (10 minutes) by default; 0 looks only at open.
+   */
+  backfillEveryMs?: number;
   /** Where time comes from; inject a fixed clock in tests. */
   clock?: Clock;
   /** Where warnings go; stderr by default. */
@@ -113,6 +118,17 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     throw new MnemeError(
       ErrorCode.ConfigInvalid,
       `busyTimeoutMs must be a whole number of milliseconds, 0 or more (5000 by default), not ${String(busyTimeoutMs)}`,
+    );
+  }
+  const { backfillEveryMs } = options;
+  // setInterval's longest delay is 2^31 - 1 ms; a longer one would run at once, again and again.
+  if (
+    backfillEveryMs !== undefined &&
+    !(Number.isInteger(backfillEveryMs) && backfillEveryMs >= 0 && backfillEveryMs < 2 ** 31)
+  ) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `backfillEveryMs must be a whole number of milliseconds from 0 to 2147483647 (600000 by default), not ${String(backfillEveryMs)}`,
     );
   }
   const policyRequest = { preset: options.preset, policy: options.policy };
@@ -183,7 +199,9 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
       `the audience checks left by an upgrade or a stopped process wait for the next maintain: ${errorMessage(error)}`,
     );
   }
-  return embedder && options.backfill !== false ? withBackfill(engine, logger) : engine;
+  return embedder && options.backfill !== false
+    ? withBackfill(engine, logger, backfillEveryMs ?? DEFAULT_BACKFILL_EVERY_MS)
+    : engine;
 }
 
 /**
@@ -211,35 +229,51 @@ async function chooseChat(options: MnemeOptions): Promise<ChatModel | null> {
   return (await resolveChatModel(chat, options.providers)).model;
 }
 
+/** How often the background re-embedding looks again, by default (`MnemeOptions.backfillEveryMs`). */
+const DEFAULT_BACKFILL_EVERY_MS = 600_000;
+
 /**
- * Starts re-embedding memories that lack a vector of the current model, in the background, and
- * makes `close` stop it first. A failure is logged; the next run (or `mneme reembed`) resumes.
+ * Re-embeds memories that lack a vector of the current model, in the background: at once, then every `everyMs`
+ * (0: only at once), so that what was stored while the model was down gets its vector without a restart; a pass
+ * that finds nothing missing costs one count. `close` stops it first. A failure is logged; the next pass (or `mneme
+ * reembed`) resumes.
  */
-function withBackfill(engine: Mneme, logger: Logger): Mneme {
+function withBackfill(engine: Mneme, logger: Logger, everyMs: number): Mneme {
   const controller = new AbortController();
-  const running = engine
-    .reembed({
-      signal: controller.signal,
-      onProgress: (progress) => {
-        if (progress.done === 0 && progress.total > 0) {
-          logger.info?.(`re-embedding ${progress.total} memories with ${progress.model} in the background`);
-        }
-      },
-    })
-    .then(
-      (progress) => {
-        if (progress.total > 0) {
-          logger.info?.(`re-embedded ${progress.embedded} memories with ${progress.model} (${progress.failed} failed)`);
-        }
-      },
-      (error: unknown) => {
-        if (controller.signal.aborted) return;
-        logger.warn(`background re-embedding stopped: ${errorMessage(error)}`);
-      },
-    );
+  let running: Promise<void> | null = null;
+  const pass = () => {
+    running ??= engine
+      .reembed({
+        signal: controller.signal,
+        onProgress: (progress) => {
+          if (progress.done === 0 && progress.total > 0) {
+            logger.info?.(`re-embedding ${progress.total} memories with ${progress.model} in the background`);
+          }
+        },
+      })
+      .then(
+        (progress) => {
+          if (progress.total > 0) {
+            logger.info?.(
+              `re-embedded ${progress.embedded} memories with ${progress.model} (${progress.failed} failed)`,
+            );
+          }
+        },
+        (error: unknown) => {
+          if (controller.signal.aborted) return;
+          logger.warn(`background re-embedding stopped: ${errorMessage(error)}`);
+        },
+      )
+      .finally(() => {
+        running = null;
+      });
+  };
+  pass();
+  const timer = everyMs > 0 ? setInterval(pass, everyMs).unref() : undefined;
   return {
     ...engine,
     async close() {
+      clearInterval(timer);
       controller.abort(new MnemeError(ErrorCode.Conflict, 'mneme is closing'));
       await running;
       await engine.close();

@@ -185,6 +185,41 @@ describe('re-embedding', () => {
     await reopened.close();
   });
 
+  it('gives a memory stored while the model was down its vector in the background once the model is back', async () => {
+    const failures = { isDown: false, calls: 0 };
+    const model = flakyModel(createFakeEmbeddingModel({ dimensions: 16 }), failures);
+    const path = newFile();
+    const mneme = await createMneme({ path, clock, embedder: model, backfillEveryMs: 50, logger: quiet });
+    try {
+      await mneme.remember({ content: 'Oz keeps bees on the roof' });
+      failures.isDown = true;
+      await mneme.remember({ content: 'Ana plays the cello on Sundays' });
+      expect((await mneme.vectorStatus()).missing).toBe(1);
+      // Passes while the model is down find it and fail; it stays without a vector, nothing else is touched.
+      const before = failures.calls;
+      await expect.poll(() => failures.calls).toBeGreaterThan(before + 1);
+      expect((await mneme.vectorStatus()).missing).toBe(1);
+      failures.isDown = false;
+      await expect.poll(async () => (await mneme.vectorStatus()).missing).toBe(0);
+    } finally {
+      await mneme.close();
+    }
+    // Closed, no pass runs any more.
+    const calls = failures.calls;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(failures.calls).toBe(calls);
+    await expectOneModelInIndex(path);
+  });
+
+  it('refuses a backfillEveryMs that is not a whole number of milliseconds setInterval can wait', async () => {
+    for (const backfillEveryMs of [-1, 1.5, 2 ** 31, Number.NaN]) {
+      await expect(createMneme({ path: ':memory:', backfillEveryMs })).rejects.toMatchObject({
+        code: ErrorCode.ConfigInvalid,
+        message: expect.stringContaining('backfillEveryMs must be a whole number of milliseconds'),
+      });
+    }
+  });
+
   it('stops after three failures in a row, keeps what was written, and resumes once the model works', async () => {
     const { path } = await databaseWith('none');
     const failures = { isDown: false, calls: 0 };
