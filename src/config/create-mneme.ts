@@ -64,6 +64,11 @@ export interface MnemeOptions {
    * embedding model was down), in milliseconds: 600,000 (10 minutes) by default; 0 looks only at open.
    */
   backfillEveryMs?: number;
+  /**
+   * How long a recall (and `context`) waits for its query's embedding before it goes on lexical only, saying why, in
+   * milliseconds: 15,000 by default (a provider's own time limit and retries can take minutes).
+   */
+  queryEmbedTimeoutMs?: number;
   /** Where time comes from; inject a fixed clock in tests. */
   clock?: Clock;
   /** Where warnings go; stderr by default. */
@@ -120,7 +125,16 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
       `busyTimeoutMs must be a whole number of milliseconds, 0 or more (5000 by default), not ${String(busyTimeoutMs)}`,
     );
   }
-  const { backfillEveryMs } = options;
+  const { backfillEveryMs, queryEmbedTimeoutMs } = options;
+  if (
+    queryEmbedTimeoutMs !== undefined &&
+    !(Number.isInteger(queryEmbedTimeoutMs) && queryEmbedTimeoutMs > 0 && queryEmbedTimeoutMs < 2 ** 31)
+  ) {
+    throw new MnemeError(
+      ErrorCode.ConfigInvalid,
+      `queryEmbedTimeoutMs must be a whole number of milliseconds from 1 to 2147483647 (15000 by default), not ${String(queryEmbedTimeoutMs)}`,
+    );
+  }
   // setInterval's longest delay is 2^31 - 1 ms; a longer one would run at once, again and again.
   if (
     backfillEveryMs !== undefined &&
@@ -173,6 +187,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const context: EngineContext = {
     storage,
     embedder,
+    ...(queryEmbedTimeoutMs === undefined ? {} : { queryEmbedTimeoutMs }),
     clock,
     logger,
     policy,

@@ -39,4 +39,9 @@ export interface EngineContext {
    * provider that never answers does not hold the close. A call it stops fails, and its step is not applied.
    */
   signal?: AbortSignal;
+  /**
+   * How long a recall waits for its query's embedding before it goes on lexical only, in milliseconds (15,000 when
+   * left out): a provider that hangs must not hold the recall for its time limit and retries (minutes).
+   */
+  queryEmbedTimeoutMs?: number;
 }

@@ -72,7 +72,9 @@ afterEach(async () => {
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** The engine over a real SQLite file, with a second connection at hand for links and messages. */
-async function openEngine(options: { embedder?: EmbeddingModel | null; policy?: PolicyOptions } = {}) {
+async function openEngine(
+  options: { embedder?: EmbeddingModel | null; policy?: PolicyOptions; queryEmbedTimeoutMs?: number } = {},
+) {
   const path = join(folder, `recall-${files++}.db`);
   const embedder = options.embedder === undefined ? createFakeEmbeddingModel() : options.embedder;
   const clock = createFixedClock('2024-06-15T12:00:00.000Z');
@@ -83,6 +85,7 @@ async function openEngine(options: { embedder?: EmbeddingModel | null; policy?: 
     clock,
     logger: { warn: (message) => warnings.push(message) },
     ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.queryEmbedTimeoutMs ? { queryEmbedTimeoutMs: options.queryEmbedTimeoutMs } : {}),
   });
   const storage = createSqliteStorage({ path });
   const harness: Harness = {
@@ -166,6 +169,34 @@ describe('recall: the two legs and their fusion', () => {
     expect(result.vectorLeg).toBe('model-failed');
     expect(contents(result.hits)).toEqual(['The staging server is called kestrel']);
     expect(warnings.at(-1)).toMatch(/embedding the query with unreachable failed, recall is lexical only/);
+  });
+
+  it('goes on lexical only when the model does not answer the query in time, and stops waiting for it', async () => {
+    const base = createFakeEmbeddingModel();
+    let stopped = 0;
+    // Answers documents; a query it holds until the caller gives up (a provider that hangs).
+    const hanging: EmbeddingModel = {
+      modelId: base.modelId,
+      dimensions: base.dimensions,
+      embed: (texts, purpose, options) =>
+        purpose === 'document'
+          ? base.embed(texts, purpose)
+          : new Promise((_resolve, reject) => {
+              options?.signal?.addEventListener('abort', () => {
+                stopped++;
+                reject(options.signal?.reason);
+              });
+            }),
+    };
+    const { mneme, add, warnings } = await openEngine({ embedder: hanging, queryEmbedTimeoutMs: 100 });
+    await add('The staging server is called kestrel');
+    const result = await mneme.recall({ query: 'kestrel' });
+    expect(result.vectorLeg).toBe('model-failed');
+    expect(contents(result.hits)).toEqual(['The staging server is called kestrel']);
+    expect(stopped).toBe(1);
+    expect(warnings.at(-1)).toBe(
+      `embedding the query with ${base.modelId} failed, recall is lexical only: it did not answer within 100 ms`,
+    );
   });
 
   it('takes min(max(topK * 5, 20), 100) candidates from each leg', async () => {

@@ -451,6 +451,9 @@ export function withoutDuplicates(hits: readonly RecallHit[], limit = Number.POS
   return kept;
 }
 
+/** How long a recall waits for its query's embedding by default (`EngineContext.queryEmbedTimeoutMs`). */
+const QUERY_EMBED_TIMEOUT_MS = 15_000;
+
 /**
  * The vector leg: one embedding call for every query text, one KNN per text. Neighbours below the
  * quality threshold (`minSimilarity`) are dropped before fusion: the nearest of unrelated memories
@@ -466,15 +469,17 @@ async function vectorSearch(
   const { embedder } = context;
   if (!embedder) return { lists: [], status: 'no-model' };
   let vectors: Float32Array[];
+  const timeoutMs = context.queryEmbedTimeoutMs ?? QUERY_EMBED_TIMEOUT_MS;
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
     vectors = await embedder.embed(
       queries.map((query) => query.text),
       'query',
+      { signal },
     );
   } catch (error) {
-    context.logger.warn(
-      `embedding the query with ${embedder.modelId} failed, recall is lexical only: ${errorMessage(error)}`,
-    );
+    const why = signal.aborted ? `it did not answer within ${timeoutMs} ms` : errorMessage(error);
+    context.logger.warn(`embedding the query with ${embedder.modelId} failed, recall is lexical only: ${why}`);
     return { lists: [], status: 'model-failed' };
   }
   const lists = await Promise.all(
