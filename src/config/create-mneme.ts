@@ -54,14 +54,15 @@ export interface MnemeOptions {
   /** Where the providers named by `embedder` and `chat` settings are (URLs, API key, model folders). */
   providers?: ProviderConnections;
   /**
-   * Re-embed, in the background, memories without a vector of the embedding model (after a model
-   * change, or stored while it was down): at open, then every `backfillEveryMs`. true by default when
+   * Re-embed, in the background, memories without a vector of the embedding model (after a model change, or stored
+   * while it was down): at open, then every `backfillEveryMs` for an hour after the model failed. true by default when
    * there is an embedding model; `close` stops it, and the next run resumes.
    */
   backfill?: boolean;
   /**
-   * How often the background re-embedding looks again for memories without a vector (stored while the
-   * embedding model was down), in milliseconds: 600,000 (10 minutes) by default; 0 looks only at open.
+   * How often the background re-embedding looks again for memories without a vector in the hour after the embedding
+   * model failed (they were stored while it was down), in milliseconds: 600,000 (10 minutes) by default; 0 looks only
+   * at open.
    */
   backfillEveryMs?: number;
   /**
@@ -184,9 +185,12 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     await storage.close();
     throw error;
   }
+  const backfill = embedder !== null && options.backfill !== false;
+  // When the model last failed (a write then stored a memory without a vector): the background re-embedding looks again.
+  const modelFailures: ModelFailures = { last: null };
   const context: EngineContext = {
     storage,
-    embedder,
+    embedder: embedder && backfill ? noteFailures(embedder, modelFailures) : embedder,
     ...(queryEmbedTimeoutMs === undefined ? {} : { queryEmbedTimeoutMs }),
     clock,
     logger,
@@ -214,9 +218,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
       `the audience checks left by an upgrade or a stopped process wait for the next maintain: ${errorMessage(error)}`,
     );
   }
-  return embedder && options.backfill !== false
-    ? withBackfill(engine, logger, backfillEveryMs ?? DEFAULT_BACKFILL_EVERY_MS)
-    : engine;
+  return backfill ? withBackfill(engine, logger, backfillEveryMs ?? DEFAULT_BACKFILL_EVERY_MS, modelFailures) : engine;
 }
 
 /**
@@ -248,12 +250,41 @@ async function chooseChat(options: MnemeOptions): Promise<ChatModel | null> {
 const DEFAULT_BACKFILL_EVERY_MS = 600_000;
 
 /**
- * Re-embeds memories that lack a vector of the current model, in the background: at once, then every `everyMs`
- * (0: only at once), so that what was stored while the model was down gets its vector without a restart; a pass
- * that finds nothing missing costs one count. `close` stops it first. A failure is logged; the next pass (or `mneme
- * reembed`) resumes.
+ * How long after the embedding model last failed the background re-embedding keeps looking: an exchange's chunks are
+ * embedded before a chat model extracts its facts, which can take minutes, so a memory without a vector may be
+ * written long after the failure.
  */
-function withBackfill(engine: Mneme, logger: Logger, everyMs: number): Mneme {
+const BACKFILL_WATCH_MS = 3_600_000;
+
+/** When the embedding model last failed (`performance.now()`), or null. */
+interface ModelFailures {
+  last: number | null;
+}
+
+/** `model`, noting in `failures` when a call fails. */
+function noteFailures(model: EmbeddingModel, failures: ModelFailures): EmbeddingModel {
+  return {
+    modelId: model.modelId,
+    dimensions: model.dimensions,
+    ...(model.inProcess === undefined ? {} : { inProcess: model.inProcess }),
+    async embed(texts, purpose, options) {
+      try {
+        return await model.embed(texts, purpose, options);
+      } catch (error) {
+        failures.last = performance.now();
+        throw error;
+      }
+    },
+  };
+}
+
+/**
+ * Re-embeds memories that lack a vector of the current model, in the background: at once, then every `everyMs` for as
+ * long as the model failed within `BACKFILL_WATCH_MS` (0: only at once), so that what was stored while the model was
+ * down gets its vector without a restart, and a store whose model never fails is not counted again. `close` stops it
+ * first. A failure is logged; the next pass (or `mneme reembed`) resumes.
+ */
+function withBackfill(engine: Mneme, logger: Logger, everyMs: number, failures: ModelFailures): Mneme {
   const controller = new AbortController();
   let running: Promise<void> | null = null;
   const pass = () => {
@@ -284,7 +315,10 @@ function withBackfill(engine: Mneme, logger: Logger, everyMs: number): Mneme {
       });
   };
   pass();
-  const timer = everyMs > 0 ? setInterval(pass, everyMs).unref() : undefined;
+  const watch = () => {
+    if (failures.last !== null && performance.now() - failures.last < BACKFILL_WATCH_MS) pass();
+  };
+  const timer = everyMs > 0 ? setInterval(watch, everyMs).unref() : undefined;
   return {
     ...engine,
     async close() {
