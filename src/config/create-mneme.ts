@@ -127,25 +127,8 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     );
   }
   const { backfillEveryMs, queryEmbedTimeoutMs } = options;
-  if (
-    queryEmbedTimeoutMs !== undefined &&
-    !(Number.isInteger(queryEmbedTimeoutMs) && queryEmbedTimeoutMs > 0 && queryEmbedTimeoutMs < 2 ** 31)
-  ) {
-    throw new MnemeError(
-      ErrorCode.ConfigInvalid,
-      `queryEmbedTimeoutMs must be a whole number of milliseconds from 1 to 2147483647 (15000 by default), not ${String(queryEmbedTimeoutMs)}`,
-    );
-  }
-  // setInterval's longest delay is 2^31 - 1 ms; a longer one would run at once, again and again.
-  if (
-    backfillEveryMs !== undefined &&
-    !(Number.isInteger(backfillEveryMs) && backfillEveryMs >= 0 && backfillEveryMs < 2 ** 31)
-  ) {
-    throw new MnemeError(
-      ErrorCode.ConfigInvalid,
-      `backfillEveryMs must be a whole number of milliseconds from 0 to 2147483647 (600000 by default), not ${String(backfillEveryMs)}`,
-    );
-  }
+  checkDelay('queryEmbedTimeoutMs', queryEmbedTimeoutMs, 1, 15_000);
+  checkDelay('backfillEveryMs', backfillEveryMs, 0, DEFAULT_BACKFILL_EVERY_MS);
   const policyRequest = { preset: options.preset, policy: options.policy };
   checkPolicyRequest(policyRequest);
   const logger = options.logger ?? stderrLogger;
@@ -244,6 +227,18 @@ async function chooseChat(options: MnemeOptions): Promise<ChatModel | null> {
   if (chat === undefined) return null;
   if (typeof chat !== 'string') return chat;
   return (await resolveChatModel(chat, options.providers)).model;
+}
+
+/**
+ * Refuses an option in milliseconds that is not a whole number from `min` to 2^31 - 1, the longest delay of a timer (a
+ * longer one would fire at once, again and again).
+ */
+function checkDelay(name: string, value: number | undefined, min: 0 | 1, byDefault: number): void {
+  if (value === undefined || (Number.isInteger(value) && value >= min && value < 2 ** 31)) return;
+  throw new MnemeError(
+    ErrorCode.ConfigInvalid,
+    `${name} must be a whole number of milliseconds from ${min} to 2147483647 (${byDefault} by default), not ${String(value)}`,
+  );
 }
 
 /** How often the background re-embedding looks again, by default (`MnemeOptions.backfillEveryMs`). */
