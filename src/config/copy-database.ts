@@ -61,7 +61,7 @@ const tables: readonly TableSpec[] = [
   { name: 'ingest_files', columns: ['path', 'line', 'prefix_sha256', 'updated_at'] },
   {
     name: 'idempotency_keys',
-    columns: ['principal', 'key', 'request_sha256', 'status', 'body', 'locked_until', 'expires_at'],
+    columns: ['principal', 'key', 'request_sha256', 'status', 'body', 'locked_until', 'expires_at', 'committed'],
   },
   {
     name: 'memories',

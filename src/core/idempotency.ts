@@ -31,6 +31,12 @@ export interface IdempotentResponse {
 
 /** The first request under a key, while it holds it: stores its response, or gives the key back. */
 export interface IdempotencyClaimHandle {
+  /**
+   * Runs work that creates (a memory, messages, a topic: done twice, stored twice) so that its write transactions
+   * count themselves on the key in the same transaction: if the process dies before `complete`, the retry is told it
+   * was done instead of doing it again (ADR 14, 2026-12-04). Such work writes in one transaction.
+   */
+  run<T>(work: () => Promise<T>): Promise<T>;
   complete(response: IdempotentResponse): Promise<void>;
   release(): Promise<void>;
 }
@@ -125,6 +131,7 @@ export function createIdempotencyKeys(
       });
       if (existing === null) {
         return {
+          run: (work) => store.underKey({ principal: space, key, lockedUntil }, work),
           complete: (response) => finish(id, () => store.complete({ ...claim, expiresAt, ...purged }, response)),
           release: () => finish(id, () => store.release(claim.principal, key, lockedUntil)),
         };
@@ -133,6 +140,13 @@ export function createIdempotencyKeys(
         throw new MnemeError(
           ErrorCode.InvalidInput,
           `Idempotency-Key ${key} was used with a different request; send a new key for a new request`,
+        );
+      }
+      if (existing.status === null && existing.committed && existing.lockedUntil <= now) {
+        // Its work committed, then its process stopped before the response was stored: done again, it would be done twice.
+        throw new MnemeError(
+          ErrorCode.Conflict,
+          `the request with Idempotency-Key ${key} was done before: what it wrote was committed, but it stopped before its response was stored, so it cannot be replayed and is not done again; look it up (GET), and send a new key for a new request`,
         );
       }
       if (existing.status === null) {

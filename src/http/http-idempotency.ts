@@ -38,7 +38,7 @@ export async function respondIdempotently(
   if (!('complete' in begun)) return json(begun.status, begun.body, true);
   let response: { status: number; body: string };
   try {
-    const { status, body } = await work();
+    const { status, body } = await (route.creates ? begun.run(work) : work());
     response = { status, body: JSON.stringify(body) };
   } catch (error) {
     // Work that committed before it failed (the error says so) is answered, to the retry under this key, with what

@@ -60,6 +60,14 @@ export interface RouteDefinition<
    * answer is never replayed to a caller who may no longer read it (membership is checked by the engine).
    */
   reads?: true;
+  /**
+   * Work that, done a second time, stores its effect twice (a memory, messages, a topic). Under an `Idempotency-Key`
+   * its write transaction counts itself on the key in that transaction, so a retry after its process died before the
+   * response was stored is answered 409 instead of doing it again (ADR 14, 2026-12-04). Such work writes in one
+   * transaction (`test/attack25-keyed-crash.test.ts` checks each). Work that may be done again (an upsert, a purge,
+   * maintenance) leaves it out: its retry after such a crash does it again, completing what the first left undone.
+   */
+  creates?: true;
   /** Success status; 200 unless said. */
   status?: 200 | 201 | 202;
   /** The path parameters' schema, when the path has any. */

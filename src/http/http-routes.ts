@@ -161,6 +161,7 @@ export const apiRoutes: readonly Route[] = [
     summary: 'Store a manual memory (source manual; scope session refused; project needs projectId)',
     tag: 'memories',
     returns: 'The memory as stored',
+    creates: true,
     status: 201,
     body: MemoryCreateSchema,
     access: { kind: 'self', user: ({ body }) => body.userId },
@@ -301,6 +302,7 @@ export const apiRoutes: readonly Route[] = [
     tag: 'ingest',
     returns:
       '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
+    creates: true,
     status: 202,
     body: IngestInputSchema,
     access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
@@ -315,6 +317,7 @@ export const apiRoutes: readonly Route[] = [
     tag: 'ingest',
     returns:
       '`{ results }`: for each item, in order, `{ messages, duplicate, queued, command }` as `POST /api/messages` answers',
+    creates: true,
     status: 202,
     body: IngestBatchSchema,
     access: { kind: 'self', user: ({ body }) => body.messages.flatMap(speakerOf) },
@@ -329,6 +332,7 @@ export const apiRoutes: readonly Route[] = [
     tag: 'ingest',
     returns:
       '`{ messages, duplicate, queued, command }`: the appended messages (each with `duplicate`), whether all were already stored, whether extraction was queued, what a chat command did',
+    creates: true,
     status: 202,
     body: IngestExchangeInputSchema,
     access: { kind: 'self', user: ({ body }) => body.userId },

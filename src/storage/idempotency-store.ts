@@ -1,3 +1,5 @@
+import type { HeldKey } from './keyed-work.js';
+
 /** A stored idempotency key: the request it was first used with and, once that finished, its response. */
 export interface IdempotencyRecord {
   /** SHA-256 (hex) of the first request (method, path, query, body). */
@@ -11,6 +13,12 @@ export interface IdempotencyRecord {
   body: string | null;
   /** Epoch ms until which a running first request holds the key. */
   lockedUntil: number;
+  /**
+   * True once the first request's work committed a write transaction that changed rows (ADR 14, 2026-12-04; work that
+   * creates only). A claim with no response whose work committed is not taken over when its lock passes: its process
+   * died between the work and storing the response, and the work done again would be done twice.
+   */
+  committed: boolean;
 }
 
 /** A claim on a key: who (the principal's key space), which key, for which request, until when. */
@@ -38,8 +46,9 @@ export interface IdempotencyClaim {
 export interface IdempotencyStore {
   /**
    * In one transaction: deletes expired keys, then claims this one. Returns null when the caller now
-   * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed, taken
-   * over); otherwise the existing row, unchanged (or the former space's row: see `formerPrincipal`).
+   * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed and whose work
+   * committed nothing, taken over); otherwise the existing row, unchanged (or the former space's row: see
+   * `formerPrincipal`).
    */
   claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
   /**
@@ -56,4 +65,9 @@ export interface IdempotencyStore {
    * failed); a claim another process took over since (its `lockedUntil` passed) is left alone.
    */
   release(principal: string, key: string, lockedUntil: number): Promise<void>;
+  /**
+   * Runs the work of the request holding the key (`runUnderKey`): each of its durable write transactions that changes
+   * rows counts itself on the key's row in that same transaction (`IdempotencyRecord.committed`).
+   */
+  underKey<T>(held: HeldKey, work: () => Promise<T>): Promise<T>;
 }

@@ -1496,6 +1496,7 @@ export function describeStorageContract(
         status: null,
         body: null,
         lockedUntil: at + 100,
+        committed: false,
       });
       expect(await storage.idempotency.claim({ ...claim, principal: 'user:bob' })).toBeNull();
       // The claimant died: once its lock passed, the same request takes the key over; another one does not.
@@ -1514,6 +1515,41 @@ export function describeStorageContract(
       expect(await storage.idempotency.claim({ ...claim, now: at + 1_000, requestSha256: 'r3' })).toBeNull();
     });
 
+    it('keeps a claim whose work committed a change from being taken over, and counts only writes that change rows', async () => {
+      const claim = { principal: 'user:ann', key: 'k1', requestSha256: 'r1', now: at, lockedUntil: at + 100 };
+      const expiresAt = at + 1_000;
+      expect(await storage.idempotency.claim({ ...claim, expiresAt })).toBeNull();
+      const held = { principal: 'user:ann', key: 'k1', lockedUntil: at + 100 };
+      // Work whose write changed no row: the claim is taken over once its lock passed (the work is done again).
+      await storage.idempotency.underKey(held, () => storage.idempotency.release('user:zed', 'none', 0));
+      const later = { ...claim, now: at + 100, lockedUntil: at + 200, expiresAt };
+      expect(await storage.idempotency.claim(later)).toBeNull();
+      // Work that changed rows: its claim, once its lock passed, is not taken over but answered, marked committed.
+      const project = (id: string) => storage.directory.putProject({ id, name: null, managed: false }, at, ['ann']);
+      await storage.idempotency.underKey({ ...held, lockedUntil: at + 200 }, () => project('apollo'));
+      const after = { ...later, now: at + 200, lockedUntil: at + 300 };
+      expect(await storage.idempotency.claim(after)).toEqual({
+        requestSha256: 'r1',
+        status: null,
+        body: null,
+        lockedUntil: at + 200,
+        committed: true,
+      });
+      // A write after the work settled (a worker it started) counts nothing on another request's claim.
+      let settle = () => {};
+      const settled = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      let background: Promise<unknown> = Promise.resolve();
+      expect(await storage.idempotency.claim({ ...claim, key: 'k2', expiresAt })).toBeNull();
+      await storage.idempotency.underKey({ ...held, key: 'k2' }, async () => {
+        background = settled.then(() => project('gemini'));
+      });
+      settle();
+      await background;
+      expect(await storage.idempotency.claim({ ...after, key: 'k2' })).toBeNull();
+    });
+
     it("answers a claim with its former key space's row for the same request, finished or still held", async () => {
       const legacy = { principal: 'admin:deploy', key: 'k1', now: at, lockedUntil: at + 100, expiresAt: at + 1_000 };
       expect(await storage.idempotency.claim({ ...legacy, requestSha256: 'done' })).toBeNull();
@@ -1524,6 +1560,7 @@ export function describeStorageContract(
         status: 202,
         body: '{"id":1}',
         lockedUntil: 0,
+        committed: false,
       });
       // Another request under that key is this space's own, as is the key without a former space.
       expect(await storage.idempotency.claim({ ...claim, requestSha256: 'other' })).toBeNull();

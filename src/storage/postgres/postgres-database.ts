@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+import { keyToCount } from '../keyed-work.js';
 import type { HeldLock } from '../storage.js';
 
 /** The rows of one statement. */
@@ -434,6 +435,8 @@ export async function writePg<T>(
   work: (transaction: PostgresQueryable) => Promise<T>,
 ): Promise<T> {
   let changed = 0;
+  // Keyed work that creates (ADR 14, 2026-12-04): the transaction counts itself on the key's row when it changed rows.
+  const keyed = keyToCount();
   // lock_timeout 0 is no limit in PostgreSQL: a busy timeout of 0 waits 1 ms.
   const wait = `${Math.max(1, Math.floor(database.busyTimeoutMs ?? DEFAULT_WRITE_WAIT_MS))}ms`;
   const result = await withPgErrors(doing, () =>
@@ -444,7 +447,7 @@ export async function writePg<T>(
          SELECT pg_advisory_xact_lock($1) FROM wait`,
         [WRITE_LOCK, wait],
       );
-      return work({
+      const result = await work({
         async query<Row>(sql: string, parameters?: readonly unknown[]) {
           const rows = await transaction.query<Row>(sql, parameters);
           changed += rows.changed;
@@ -452,6 +455,14 @@ export async function writePg<T>(
         },
         exec: (sql) => transaction.exec(sql),
       });
+      if (keyed !== null && changed > 0) {
+        await transaction.query(
+          `UPDATE idempotency_keys SET committed = committed + 1
+           WHERE principal = $1 AND key = $2 AND locked_until = $3 AND status IS NULL`,
+          [keyed.principal, keyed.key, keyed.lockedUntil],
+        );
+      }
+      return result;
     }),
   );
   // Committed: bookkeeping after it (PGlite's statistics) must not turn a saved write into an error.

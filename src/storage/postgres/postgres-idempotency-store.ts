@@ -1,4 +1,5 @@
 import type { IdempotencyRecord, IdempotencyStore } from '../idempotency-store.js';
+import { runUnderKey } from '../keyed-work.js';
 import { firstRow, type PostgresDatabase, writePg } from './postgres-database.js';
 
 interface IdempotencyRow {
@@ -6,10 +7,17 @@ interface IdempotencyRow {
   status: number | null;
   body: string | null;
   locked_until: number;
+  committed: number;
 }
 
 function record(row: IdempotencyRow): IdempotencyRecord {
-  return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+  return {
+    requestSha256: row.request_sha256,
+    status: row.status,
+    body: row.body,
+    lockedUntil: Number(row.locked_until),
+    committed: Number(row.committed) > 0,
+  };
 }
 
 /**
@@ -24,7 +32,7 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         const { principal, key, requestSha256 } = claim;
         if (claim.formerPrincipal !== undefined) {
           const former = await q.query<IdempotencyRow>(
-            `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
+            `SELECT request_sha256, status, body, locked_until, committed FROM idempotency_keys
              WHERE principal = $1 AND key = $2 AND request_sha256 = $3 AND (status IS NOT NULL OR locked_until > $4)
                AND expires_at >= $5`,
             [claim.formerPrincipal, key, requestSha256, claim.now, claim.formerExpiresFrom ?? 0],
@@ -40,12 +48,13 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         if (inserted.changed === 1) return null;
         const takenOver = await q.query(
           `UPDATE idempotency_keys SET locked_until = $1
-           WHERE principal = $2 AND key = $3 AND request_sha256 = $4 AND status IS NULL AND locked_until <= $5`,
+           WHERE principal = $2 AND key = $3 AND request_sha256 = $4 AND status IS NULL AND committed = 0
+             AND locked_until <= $5`,
           [claim.lockedUntil, principal, key, requestSha256, claim.now],
         );
         if (takenOver.changed === 1) return null;
         const sql =
-          'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = $1 AND key = $2';
+          'SELECT request_sha256, status, body, locked_until, committed FROM idempotency_keys WHERE principal = $1 AND key = $2';
         return record(firstRow(await q.query<IdempotencyRow>(sql, [principal, key]), sql));
       });
     },
@@ -74,5 +83,6 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         );
       });
     },
+    underKey: runUnderKey,
   };
 }

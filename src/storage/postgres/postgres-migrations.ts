@@ -342,6 +342,14 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       CREATE UNIQUE INDEX ingest_files_by_path ON ingest_files (md5(path));
     `,
   },
+  {
+    version: 8,
+    name: 'the write transactions an idempotent request committed',
+    sql: `
+      -- SQLite's migration 28 (ADR 14, 2026-12-04).
+      ALTER TABLE idempotency_keys ADD COLUMN committed integer NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

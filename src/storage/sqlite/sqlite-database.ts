@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
+import { type HeldKey, keyToCount } from '../keyed-work.js';
 import { makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 
@@ -174,10 +175,13 @@ export function writeSqlite<T>(
   const nested = database.inTransaction;
   const deferred = options.deferred === true && !nested;
   if (deferred) setSynchronous(database, 'NORMAL');
+  // A savepoint is counted (and checked) by the transaction around it; a deferred write is data that can be rebuilt.
+  const keyed = nested || options.deferred === true ? null : keyToCount();
   try {
     return transactionOf(database).immediate(() => {
+      const count = keyed === null ? null : countKeyedWrite(database, keyed);
       const result = work();
-      // A savepoint is committed by the transaction around it, which checks the files itself.
+      count?.();
       if (!nested) checkFilesInPlace(database);
       return result;
     }) as T;
@@ -186,6 +190,35 @@ export function writeSqlite<T>(
   } finally {
     if (deferred) setSynchronous(database, 'FULL');
   }
+}
+
+const keyedStatements = new WeakMap<
+  Database.Database,
+  { changes: Database.Statement<[], number>; count: Database.Statement<[string, string, number]> }
+>();
+
+/**
+ * Called at the start of a durable write transaction of keyed work (`keyToCount`): returns what to call at its end,
+ * which counts the transaction on the key's row when it changed rows (ADR 14, 2026-12-04), so that the count commits
+ * with the work or not at all.
+ */
+export function countKeyedWrite(database: Database.Database, held: HeldKey): () => void {
+  let statements = keyedStatements.get(database);
+  if (!statements) {
+    statements = {
+      changes: database.prepare<[], number>('SELECT total_changes()').pluck(),
+      count: database.prepare<[string, string, number]>(
+        `UPDATE idempotency_keys SET committed = committed + 1
+        WHERE principal = ? AND key = ? AND locked_until = ? AND status IS NULL`,
+      ),
+    };
+    keyedStatements.set(database, statements);
+  }
+  const { changes, count } = statements;
+  const before = changes.get();
+  return () => {
+    if (changes.get() !== before) count.run(held.principal, held.key, held.lockedUntil);
+  };
 }
 
 /**

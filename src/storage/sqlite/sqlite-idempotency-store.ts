@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { IdempotencyRecord, IdempotencyStore } from '../idempotency-store.js';
+import { runUnderKey } from '../keyed-work.js';
 import { preparedOnUse, writeSqlite } from './sqlite-database.js';
 
 interface IdempotencyRow {
@@ -7,10 +8,17 @@ interface IdempotencyRow {
   status: number | null;
   body: string | null;
   locked_until: number;
+  committed: number;
 }
 
 function record(row: IdempotencyRow): IdempotencyRecord {
-  return { requestSha256: row.request_sha256, status: row.status, body: row.body, lockedUntil: row.locked_until };
+  return {
+    requestSha256: row.request_sha256,
+    status: row.status,
+    body: row.body,
+    lockedUntil: row.locked_until,
+    committed: row.committed > 0,
+  };
 }
 
 /** The SQLite implementation of the IdempotencyStore port, over `idempotency_keys` (migration 14). */
@@ -25,15 +33,15 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
     takeOver: preparedOnUse<[number, string, string, string, number]>(
       database,
       `UPDATE idempotency_keys SET locked_until = ?
-      WHERE principal = ? AND key = ? AND request_sha256 = ? AND status IS NULL AND locked_until <= ?`,
+      WHERE principal = ? AND key = ? AND request_sha256 = ? AND status IS NULL AND committed = 0 AND locked_until <= ?`,
     ),
     get: preparedOnUse<[string, string], IdempotencyRow>(
       database,
-      'SELECT request_sha256, status, body, locked_until FROM idempotency_keys WHERE principal = ? AND key = ?',
+      'SELECT request_sha256, status, body, locked_until, committed FROM idempotency_keys WHERE principal = ? AND key = ?',
     ),
     former: preparedOnUse<[string, string, string, number, number], IdempotencyRow>(
       database,
-      `SELECT request_sha256, status, body, locked_until FROM idempotency_keys
+      `SELECT request_sha256, status, body, locked_until, committed FROM idempotency_keys
       WHERE principal = ? AND key = ? AND request_sha256 = ? AND (status IS NOT NULL OR locked_until > ?)
         AND expires_at >= ?`,
     ),
@@ -84,5 +92,6 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
         statements.release().run(principal, key, lockedUntil);
       });
     },
+    underKey: runUnderKey,
   };
 }

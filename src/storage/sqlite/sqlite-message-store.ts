@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { keyToCount } from '../keyed-work.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
 import {
   type CommandWrite,
@@ -14,7 +15,14 @@ import {
   type StoredMessage,
   spaceStartedMeanwhile,
 } from '../message-store.js';
-import { checkFilesInPlace, getRow, preparedOnUse, readSqlite, toMnemeError } from './sqlite-database.js';
+import {
+  checkFilesInPlace,
+  countKeyedWrite,
+  getRow,
+  preparedOnUse,
+  readSqlite,
+  toMnemeError,
+} from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { toMemory } from './sqlite-memory-rows.js';
@@ -145,8 +153,10 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
   return {
     async append(messages, options = {}) {
       try {
+        const keyed = database.inTransaction ? null : keyToCount();
         return database
           .transaction(() => {
+            const count = keyed === null ? null : countKeyedWrite(database, keyed);
             if (options.purges !== undefined && countPurges() !== options.purges) throw purgedMeanwhile();
             if (options.keyId !== undefined && !activeKey.get(options.keyId)) throw keyGone();
             // Before the topics below are created: a space to start must not exist yet, unless its sender is in it.
@@ -217,6 +227,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
               stored.push(appended);
             }
             if (file) retryable.putFile().run(file.path, file.line, file.prefixSha256, file.at);
+            count?.();
             checkFilesInPlace(database);
             return stored;
           })

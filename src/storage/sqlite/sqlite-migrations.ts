@@ -858,6 +858,17 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX memories_built_on ON memories(owner, id, source_ids) WHERE source_ids <> '[]';
     `,
   },
+  {
+    version: 28,
+    name: 'the write transactions an idempotent request committed',
+    sql: `
+      -- ADR 14, 2026-12-04 (session 25). Work that creates (a memory, messages) counts each of its write
+      -- transactions that changed rows on its Idempotency-Key's row, in that transaction. A claim whose process died
+      -- after such a commit, before its response was stored, is not taken over when its lock passes: the retry is
+      -- told the work was done, where it did the work a second time.
+      ALTER TABLE idempotency_keys ADD COLUMN committed INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** Migration 27's trigger statement: a row of `memory_source_messages` per message memory `row` cites, with its channel. */

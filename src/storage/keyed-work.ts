@@ -1,0 +1,37 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** The claim on an Idempotency-Key that a request's work runs under: its row, as the claim wrote it. */
+export interface HeldKey {
+  principal: string;
+  key: string;
+  /** The claim's `locked_until`: a row taken over by another process since has another, and is not counted on. */
+  lockedUntil: number;
+}
+
+interface KeyedWork {
+  held: HeldKey;
+  /** False once the work settled: what it started and outlives it (a background worker) counts nothing. */
+  open: boolean;
+}
+
+const keyedWork = new AsyncLocalStorage<KeyedWork>();
+
+/**
+ * Runs a keyed request's work (ADR 14, 2026-12-04): each durable write transaction of it that changes rows also
+ * counts itself on the key's row (`committed`), in that transaction. A process that dies after such a commit and
+ * before the response is stored leaves the count, so the retry is told the work was done instead of doing it twice.
+ */
+export async function runUnderKey<T>(held: HeldKey, work: () => Promise<T>): Promise<T> {
+  const state: KeyedWork = { held, open: true };
+  try {
+    return await keyedWork.run(state, work);
+  } finally {
+    state.open = false;
+  }
+}
+
+/** The key whose row a durable write transaction beginning now counts itself on when it changes rows, or null. */
+export function keyToCount(): HeldKey | null {
+  const state = keyedWork.getStore();
+  return state?.open ? state.held : null;
+}
