@@ -84,9 +84,12 @@ function promptOf(request: RecordedRequest): string {
   return ((request.body as { messages?: Array<{ content: string }> }).messages ?? []).map((m) => m.content).join('\n');
 }
 
-/** An engine whose chat model (OpenAI-compatible, on loopback) answers with `answer`. */
-async function chatEngine(answer: (prompt: string) => string, warnings: string[]): Promise<Mneme> {
-  server = await startLoopbackServer((request) => completion(answer(promptOf(request))));
+/** An engine whose chat model (OpenAI-compatible, on loopback) answers with `answer`: a completion's text, or a reply. */
+async function chatEngine(answer: (prompt: string) => string | LoopbackReply, warnings: string[]): Promise<Mneme> {
+  server = await startLoopbackServer((request) => {
+    const answered = answer(promptOf(request));
+    return typeof answered === 'string' ? completion(answered) : answered;
+  });
   return createMneme({
     path: ':memory:',
     clock,
@@ -110,20 +113,7 @@ describe('attack24a: a chat model that answers one message with facts it cannot 
     it(`does not stop the channel at that message (${what}): the messages after it are extracted, each once`, async () => {
       const warnings: string[] = [];
       mneme = await chatEngine((prompt) => (prompt.includes('bicycles') ? reply : tea), warnings);
-      const first = await mneme.ingestExchange({
-        channelId: 'garage',
-        userId: 'oz',
-        userMessage: 'I own a great many bicycles, let me list every one',
-        assistantReply: 'Go ahead',
-      });
-      await mneme.ingestExchange({
-        channelId: 'garage',
-        userId: 'oz',
-        userMessage: 'I like green tea more than anything',
-        assistantReply: 'Noted',
-      });
-      await mneme.whenIdle();
-      await mneme.whenIdle();
+      const first = await bicyclesThenTea(mneme);
       const memories = (await mneme.list({ limit: 100 })).memories;
       expect(memories.filter((memory) => memory.content === 'Oz likes green tea')).toHaveLength(1);
       // Both exchanges are kept as exchange memories, once each.
@@ -134,7 +124,7 @@ describe('attack24a: a chat model that answers one message with facts it cannot 
       // The message was asked about twice (the reply and one retry), not again at every catch-up pass.
       const asked = server?.requests.filter((request) => promptOf(request).includes('bicycles')) ?? [];
       expect(asked).toHaveLength(2);
-      expect(warnings.join('\n')).toContain(`message ${first.messages[0]?.id}`);
+      expect(warnings.join('\n')).toContain(`message ${first}`);
     });
   }
 });
@@ -191,4 +181,80 @@ describe('attack24a: a message that talks the chat model into writing its facts 
       expect((await mneme.recall({ query: 'vault code 7421', viewer })).hits).toEqual([]);
     }
   });
+});
+
+/** Two exchanges in one channel, the first about bicycles: until idle. The first user message's id. */
+async function bicyclesThenTea(engine: Mneme) {
+  const first = await engine.ingestExchange({
+    channelId: 'garage',
+    userId: 'oz',
+    userMessage: 'Here is the list of all my bicycles, pasted from my spreadsheet',
+    assistantReply: 'Thanks',
+  });
+  await engine.ingestExchange({
+    channelId: 'garage',
+    userId: 'oz',
+    userMessage: 'I like green tea more than anything',
+    assistantReply: 'Noted',
+  });
+  await engine.whenIdle();
+  await engine.whenIdle();
+  return first.messages[0]?.id;
+}
+
+const tooLong: LoopbackReply = {
+  status: 400,
+  json: {
+    error: {
+      message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens.",
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+    },
+  },
+};
+
+/*
+ * Session 25: a chat provider that refuses one message's request (OpenAI answers 400 `context_length_exceeded` to a
+ * prompt longer than the model's context) failed it as an outage would, so the channel's extraction waited at that
+ * message for good and no later message of the channel was extracted. A refusal of the input (400, 413, 422) now gives
+ * that message no facts with a warning, as an unusable reply does; an outage, a refused key or a missing model still
+ * makes the message wait.
+ */
+describe('attack25: a chat provider that refuses one message', () => {
+  for (const [what, refusal] of Object.entries({
+    '400 context length exceeded': tooLong,
+    '413 payload too large': { status: 413, json: { error: { message: 'request entity too large' } } },
+    '422 unprocessable': { status: 422, json: { error: { message: 'the input was rejected by the content filter' } } },
+  })) {
+    it(`does not stop the channel at that message (${what}): the messages after it are extracted`, async () => {
+      const warnings: string[] = [];
+      mneme = await chatEngine((prompt) => (prompt.includes('bicycles') ? refusal : tea), warnings);
+      const first = await bicyclesThenTea(mneme);
+      const memories = (await mneme.list({ limit: 100 })).memories;
+      expect(memories.filter((memory) => memory.content === 'Oz likes green tea')).toHaveLength(1);
+      expect(memories.filter((memory) => memory.category === 'exchange')).toHaveLength(2);
+      const [channel] = (await mneme.maintenanceStatus()).extraction;
+      expect(channel?.backlog).toBe(0);
+      const said = warnings.join('\n');
+      expect(said).toContain(`no facts kept from message ${first}`);
+      expect(said).toMatch(/refused the request for facts/);
+      // Asked once: a refusal is not sent again with a request to fix the reply.
+      expect(server?.requests.filter((request) => promptOf(request).includes('bicycles'))).toHaveLength(1);
+    });
+  }
+
+  for (const [what, failure] of Object.entries({
+    '401 key refused': { status: 401, json: { error: { message: 'Incorrect API key provided' } } },
+    '404 model missing': { status: 404, json: { error: { message: 'The model gpt-4o-mini does not exist' } } },
+  })) {
+    it(`still makes the message wait when the provider fails every request (${what})`, async () => {
+      const warnings: string[] = [];
+      mneme = await chatEngine((prompt) => (prompt.includes('bicycles') ? failure : tea), warnings);
+      await bicyclesThenTea(mneme);
+      const memories = (await mneme.list({ limit: 100 })).memories;
+      expect(memories.filter((memory) => memory.content === 'Oz likes green tea')).toHaveLength(0);
+      const [channel] = (await mneme.maintenanceStatus()).extraction;
+      expect(channel?.backlog).toBeGreaterThan(0);
+    });
+  }
 });

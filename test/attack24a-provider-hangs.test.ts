@@ -96,7 +96,7 @@ describe('attack24a: closing while a topic trigger owed from before waits on a c
   }, async () => {
     const state: { chat: 'fails' | 'hangs' | 'answers' } = { chat: 'fails' };
     server = await startLoopbackServer((): LoopbackReply => {
-      if (state.chat === 'fails') return { status: 400, json: { error: { message: 'not now' } } };
+      if (state.chat === 'fails') return { status: 401, json: { error: { message: 'not now' } } };
       if (state.chat === 'hangs') return { hang: true };
       return { json: { choices: [{ index: 0, message: { role: 'assistant', content: facts } }] } };
     });

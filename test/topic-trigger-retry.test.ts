@@ -15,7 +15,10 @@ import { type LoopbackReply, startLoopbackServer } from './loopback-server.js';
 const folder = mkdtempSync(join(tmpdir(), 'mneme-trigger-retry-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-/** An Ollama-speaking chat model that answers one fact to its first call, then fails (400) until `healed`. */
+/**
+ * An Ollama-speaking chat model that answers one fact to its first call, then fails until `healed` (404: the model
+ * was removed, until it is pulled again; a 400 refuses the input itself, which gives that input no facts instead).
+ */
 async function startModel() {
   const state = { healed: false, chats: 0 };
   const content = JSON.stringify({
@@ -25,7 +28,8 @@ async function startModel() {
     if (request.path === '/api/tags') return { json: { models: [{ name: 'llama3.2:latest' }] } };
     if (request.path !== '/api/chat') return { status: 404, text: '404 page not found' };
     state.chats++;
-    if (state.chats > 1 && !state.healed) return { status: 400, json: { error: 'the model is not loaded' } };
+    if (state.chats > 1 && !state.healed)
+      return { status: 404, json: { error: "model 'llama3.2' not found, try pulling it first" } };
     return { json: { model: 'llama3.2', message: { role: 'assistant', content }, done: true, done_reason: 'stop' } };
   });
   return { server, state };
@@ -56,7 +60,7 @@ describe('a topic trigger whose model call fails after the channel step committe
       await mneme.whenIdle();
       const before = await mneme.list({ limit: 100 });
       expect(before.memories.filter((memory) => memory.scope === 'session')).toEqual([]);
-      expect(warnings.some((warning) => warning.includes('answered 400'))).toBe(true);
+      expect(warnings.some((warning) => warning.includes('answered 404'))).toBe(true);
 
       state.healed = true;
       await mneme.whenIdle();

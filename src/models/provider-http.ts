@@ -93,6 +93,33 @@ export function retryAfterDelay(header: string | null, now: number = Date.now())
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/**
+ * The cause of a provider's MODEL_FAILED when it answered an error status (`MnemeError.cause`), so a caller can tell a
+ * refusal of one request's input from a failure of the provider: see {@link refusesInput}.
+ */
+export class ProviderStatus extends Error {
+  override readonly name = 'ProviderStatus';
+  constructor(readonly status: number) {
+    super(`the provider answered ${status}`);
+  }
+}
+
+/** The statuses by which a provider refuses the request's input, not the caller: too long, or not processable. */
+const INPUT_REFUSED_STATUSES = new Set([400, 413, 422]);
+
+/**
+ * Whether `error` is a provider's refusal of the request's input (400, 413, 422: longer than the model's context, a
+ * content policy): the same input is refused again, where an outage (5xx, a timeout), a refused key (401, 403) or a
+ * missing model (404) fails every input until someone acts, and the input should wait for that.
+ */
+export function refusesInput(error: unknown): boolean {
+  return (
+    error instanceof MnemeError &&
+    error.cause instanceof ProviderStatus &&
+    INPUT_REFUSED_STATUSES.has(error.cause.status)
+  );
+}
+
 /** Why one attempt failed, and whether another attempt may help. */
 type AttemptFailure =
   | { kind: 'network'; code: string }
@@ -222,7 +249,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   /** The error of a failed request, without the client's secrets. */
   function failure(method: string, path: string, failed: AttemptFailure, attempts: number, timeoutMs: number) {
     const error = describedFailure(method, path, failed, attempts, timeoutMs);
-    return new MnemeError(error.code, redacted(error.message));
+    return new MnemeError(error.code, redacted(error.message), error.cause === undefined ? {} : { cause: error.cause });
   }
 
   function describedFailure(
@@ -261,6 +288,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         return new MnemeError(
           ErrorCode.ModelFailed,
           `${options.provider} at ${baseUrl} answered ${failed.status} to ${request}${said}${tries}${hint ? `; ${hint}` : ''}`,
+          { cause: new ProviderStatus(failed.status) },
         );
       }
     }

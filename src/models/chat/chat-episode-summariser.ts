@@ -40,7 +40,8 @@ export interface ChatEpisodeSummariserOptions {
 /**
  * An EpisodeSummariser backed by a chat model and structured output. Failures of the model (MODEL_FAILED:
  * unreachable, an error status) reach the caller, which summarises the window again at its next run. A window whose
- * replies cannot be used even after the retry `completeStructured` asks for (not JSON, a summary too long) gets the
+ * replies cannot be used even after the retry `completeStructured` asks for (not JSON, a summary too long), or which the
+ * provider refuses (400, 413, 422: longer than the model's context), gets the
  * offline summariser's summary, with a warning: the model answers the same window the same way (temperature 0), and
  * the channel's episodes would otherwise stop at that window for good.
  */
@@ -59,7 +60,7 @@ export function createChatEpisodeSummariser(
       const first = input.messages[0]?.id;
       const last = input.messages.at(-1)?.id;
       logger.warn(
-        `the window of messages ${first} to ${last} in ${input.channelId} is summarised offline: ${unusableReplyMessage(chat, request, reading.problem)}`,
+        `the window of messages ${first} to ${last} in ${input.channelId} is summarised offline: ${unusableReplyMessage(chat, request, reading)}`,
       );
       return offline.summarise(input, summariseOptions);
     },

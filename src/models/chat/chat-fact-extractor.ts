@@ -70,8 +70,9 @@ function quote(text: string): string {
  * caller, which keeps the message for a retry. Replies that cannot be used even after the retry
  * `completeStructured` asks for (not JSON, more than 20 facts, a fact too long) give no facts, with a
  * warning: the model answers the same message the same way (temperature 0), and the channel would
- * otherwise stop at that message for good. From the third message in a row whose replies could not be
- * used, the model is taken not to follow the schema at all: MODEL_FAILED, and the message waits.
+ * otherwise stop at that message for good. So does a message the provider refuses (400, 413, 422: longer than the
+ * model's context, say; `refusesInput`). From the third message in a row whose replies could not be used (or which
+ * were refused), the model is taken not to work at all: MODEL_FAILED, and the message waits.
  */
 export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtractorOptions = {}): FactExtractor {
   const logger = options.logger ?? { warn: (text: string) => process.stderr.write(`mneme: ${text}\n`) };
@@ -90,13 +91,13 @@ export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtrac
       if (!reading.ok && ++unusableInARow >= UNUSABLE_IN_A_ROW) {
         throw new MnemeError(
           ErrorCode.ModelFailed,
-          `${unusableReplyMessage(chat, request, reading.problem)}, for the ${ordinal(unusableInARow)} message in a row: it does not seem to follow the JSON schema; choose another chat model (MNEME_CHAT), and extraction goes on from this message`,
+          `${unusableReplyMessage(chat, request, reading)}, for the ${ordinal(unusableInARow)} message in a row: ${reading.refused ? 'it refuses every message (check its settings: the URL, the model, what its server accepts)' : 'it does not seem to follow the JSON schema'}; choose another chat model (MNEME_CHAT), and extraction goes on from this message`,
         );
       }
       if (!reading.ok) {
         const sent = input.messageId === undefined ? '' : ` message ${input.messageId} of`;
         logger.warn(
-          `no facts kept from${sent} ${input.speaker.displayName} in ${input.channelId}: ${unusableReplyMessage(chat, request, reading.problem)}`,
+          `no facts kept from${sent} ${input.speaker.displayName} in ${input.channelId}: ${unusableReplyMessage(chat, request, reading)}`,
         );
         return [];
       }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
+import { refusesInput } from '../provider-http.js';
 
 /** What to ask a chat model for: a zod schema (sent as JSON Schema, and checked), a name and the prompt. */
 export interface StructuredRequest<Schema extends z.ZodType> {
@@ -12,8 +13,12 @@ export interface StructuredRequest<Schema extends z.ZodType> {
   temperature?: number;
 }
 
-/** A model reply read against a schema: the value, or what is wrong with it (said so the model can fix it). */
-export type StructuredReading<T> = { ok: true; value: T } | { ok: false; problem: string };
+/**
+ * A model reply read against a schema: the value, or what is wrong with it (said so the model can fix it); `refused`
+ * when the provider refused the request's input itself (`refusesInput`: longer than its context, say), the problem
+ * then being its error.
+ */
+export type StructuredReading<T> = { ok: true; value: T } | { ok: false; problem: string; refused?: true };
 
 /**
  * Asks `model` for JSON matching `request.schema` and returns the validated value. Small local models
@@ -28,18 +33,25 @@ export async function completeStructured<Schema extends z.ZodType>(
 ): Promise<z.output<Schema>> {
   const reading = await askStructured(model, request, options);
   if (reading.ok) return reading.value;
-  throw new MnemeError(ErrorCode.ModelFailed, unusableReplyMessage(model, request, reading.problem));
+  throw new MnemeError(ErrorCode.ModelFailed, unusableReplyMessage(model, request, reading));
 }
 
-/** What `completeStructured` says when the model's replies could not be used twice. */
-export function unusableReplyMessage(model: ChatModel, request: { name: string }, problem: string): string {
-  return `${model.modelId} returned unusable JSON for ${request.name} twice (${problem}); a larger model may do better`;
+/** What `completeStructured` says when the model's replies could not be used twice, or its input was refused. */
+export function unusableReplyMessage(
+  model: ChatModel,
+  request: { name: string },
+  reading: { problem: string; refused?: true },
+): string {
+  return reading.refused
+    ? `${model.modelId} refused the request for ${request.name} (${reading.problem}); it would refuse it again`
+    : `${model.modelId} returned unusable JSON for ${request.name} twice (${reading.problem}); a larger model may do better`;
 }
 
 /**
  * `completeStructured`, with two unusable replies answered as what was wrong with the second rather than thrown:
- * for a caller to whom the same input would give the same unusable reply again (temperature 0). A failure of the
- * model itself (unreachable, an error status) still throws MODEL_FAILED.
+ * for a caller to whom the same input would give the same unusable reply again (temperature 0). So is a provider's
+ * refusal of the input (`refusesInput`: 400, 413, 422). A failure of the model itself (unreachable, an outage, a key
+ * refused, a model missing) still throws MODEL_FAILED.
  */
 export async function askStructured<Schema extends z.ZodType>(
   model: ChatModel,
@@ -50,10 +62,16 @@ export async function askStructured<Schema extends z.ZodType>(
   const messages: ChatMessage[] = [...request.messages];
   let problem = '';
   for (let attempt = 0; attempt < 2; attempt++) {
-    const reply = await model.complete(
-      { messages, jsonSchema: { name: request.name, schema: jsonSchema }, temperature: request.temperature ?? 0 },
-      options.signal ? { signal: options.signal } : {},
-    );
+    let reply: string;
+    try {
+      reply = await model.complete(
+        { messages, jsonSchema: { name: request.name, schema: jsonSchema }, temperature: request.temperature ?? 0 },
+        options.signal ? { signal: options.signal } : {},
+      );
+    } catch (error) {
+      if (!refusesInput(error)) throw error;
+      return { ok: false, problem: errorMessage(error), refused: true };
+    }
     const reading = readStructured(reply, request.schema);
     if (reading.ok) return reading;
     problem = reading.problem;
