@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
@@ -41,6 +41,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const logError = options.logError ?? ((error: unknown) => console.error(error));
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
+  app.use(defaultHeaders);
 
   app.onError((error) => {
     const { body, headers } = problemOf(error);
@@ -95,6 +96,24 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   mountInspector(app);
   return app;
 }
+
+/**
+ * The headers every answer carries unless it set its own (the inspector's pages do, ADR 32): never sniffed into
+ * another type, no Referer, and for what is not a page (JSON, problem+json, the inspector's modules), nothing it could
+ * run or load if a browser ever showed it, and no frame of another page. API answers hold memories: no cache keeps
+ * them.
+ */
+const defaultHeaders: MiddlewareHandler = async (context, next) => {
+  await next();
+  const headers = context.res.headers;
+  const set = (name: string, value: string) => {
+    if (!headers.has(name)) headers.set(name, value);
+  };
+  set('X-Content-Type-Options', 'nosniff');
+  set('Referrer-Policy', 'no-referrer');
+  set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+  if (/^\/(api|mcp)(\/|$)/.test(context.req.path)) set('Cache-Control', 'no-store');
+};
 
 /** The caller's principal: open (an administrator) only when started open or before any key was ever created. */
 export async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
