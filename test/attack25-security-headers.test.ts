@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
@@ -72,4 +73,46 @@ describe('the security headers of the inspector and the API', () => {
     expect(asset.headers.get('x-content-type-options')).toBe('nosniff');
     expect(asset.headers.get('cache-control')).toBe('no-cache');
   });
+
+  it('serves only the inspector files it names, however a path spells its way out of their folder', async () => {
+    const paths = [
+      '/inspector/../../package.json',
+      '/inspector/..%2f..%2fpackage.json',
+      '/inspector/%2e%2e/%2e%2e/package.json',
+      '/inspector/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/inspector/..%5c..%5cpackage.json',
+      '/inspector/..\\..\\package.json',
+      '/inspector/inspector.ts',
+      '/inspector/inspector.js%00.png',
+      '/inspector/%2fetc%2fpasswd',
+      '/inspector//etc/passwd',
+      '/inspector/__proto__',
+      '/inspector/constructor',
+      '/inspector/assets/inspector.js',
+    ];
+    for (const path of paths) {
+      const { status, text } = await raw(path);
+      expect({ path, status }).toEqual({
+        path,
+        status: expect.toSatisfy((code: number) => code === 400 || code === 404),
+      });
+      expect(text).not.toMatch(/"name": "mneme"|root:|readFileSync|^\/\/ The inspector/);
+    }
+  });
 });
+
+/** A GET with the path exactly as given (fetch would resolve its dot segments first). */
+function raw(path: string): Promise<{ status: number; text: string }> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const outgoing = request({ host: '127.0.0.1', port: Number(port), path }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
