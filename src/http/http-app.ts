@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { admit, type Principal } from '../core/access.js';
 import type { ApiKeys } from '../core/api-keys.js';
@@ -41,6 +41,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   const logError = options.logError ?? ((error: unknown) => console.error(error));
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
+  app.use(defaultHeaders);
 
   app.onError((error) => {
     const { body, headers } = problemOf(error);
@@ -96,6 +97,24 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   return app;
 }
 
+/**
+ * The headers every answer carries unless it set its own (the inspector's pages do, ADR 32): never sniffed into
+ * another type, no Referer, and for what is not a page (JSON, problem+json, the inspector's modules), nothing it could
+ * run or load if a browser ever showed it, and no frame of another page. API answers hold memories: no cache keeps
+ * them.
+ */
+const defaultHeaders: MiddlewareHandler = async (context, next) => {
+  await next();
+  const headers = context.res.headers;
+  const set = (name: string, value: string) => {
+    if (!headers.has(name)) headers.set(name, value);
+  };
+  set('X-Content-Type-Options', 'nosniff');
+  set('Referrer-Policy', 'no-referrer');
+  set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+  if (/^\/(api|mcp)(\/|$)/.test(context.req.path)) set('Cache-Control', 'no-store');
+};
+
 /** The caller's principal: open (an administrator) only when started open or before any key was ever created. */
 export async function authenticate(context: Context, apiKeys: ApiKeys, open: boolean): Promise<Principal> {
   if (open) return openTo(context, 'open (started with --open)');
@@ -111,20 +130,51 @@ export async function authenticate(context: Context, apiKeys: ApiKeys, open: boo
 }
 
 /**
- * An administrator for a caller of an open service (loopback only), when the request names a loopback host. A web
- * page whose host name an attacker points at 127.0.0.1 (DNS rebinding) reaches the service as its own origin, and
- * the browser lets it read every answer: its requests carry that name as their Host, and are refused.
+ * An administrator for a caller of an open service (loopback only), when the request names a loopback host and no
+ * browser sent it for a page of another origin. A web page whose host name an attacker points at 127.0.0.1 (DNS
+ * rebinding) reaches the service as its own origin, and the browser lets it read every answer: its requests carry
+ * that name as their Host, and are refused. A page of any other origin (another site, or another port of localhost)
+ * cannot read the answers, but its browser sends a form or a `no-cors` fetch without asking (a POST without a body,
+ * such as a restore, needs no preflight): there is no key to hold it back, so such a request is refused too (ADR 32).
  */
 function openTo(context: Context, label: string): Principal {
-  const host = new URL(context.req.url).hostname;
-  if (!isLoopback(host)) {
+  const url = new URL(context.req.url);
+  if (!isLoopback(url.hostname)) {
     throw new HttpProblem(
       403,
       'FORBIDDEN',
-      `this service runs without API keys and answers only requests to a loopback host name (localhost, 127.0.0.1, [::1]), not ${host}; create a key (mneme keys create) to serve other names`,
+      `this service runs without API keys and answers only requests to a loopback host name (localhost, 127.0.0.1, [::1]), not ${url.hostname}; create a key (mneme keys create) to serve other names`,
+    );
+  }
+  const from = crossOriginSender(context, url);
+  if (from !== undefined) {
+    throw new HttpProblem(
+      403,
+      'FORBIDDEN',
+      `this service runs without API keys and answers no browser request sent for a page of another origin (${from}): a web page may not act as the administrator through its visitor's browser; call it from a page of this origin or outside a browser, or create a key (mneme keys create)`,
     );
   }
   return { kind: 'admin', label };
+}
+
+/**
+ * The origin (or the browser's word for it) of a page of another origin that had the browser send this request;
+ * undefined for a request of this origin's own pages, one the user typed, and one sent outside a browser.
+ * `Sec-Fetch-Site` is the browser's own verdict (every current browser sends it); without it, an `Origin` other than
+ * the request's own host, or `null` (a sandboxed frame, a file), is another origin.
+ */
+function crossOriginSender(context: Context, url: URL): string | undefined {
+  const site = context.req.header('sec-fetch-site');
+  const origin = context.req.header('origin');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return origin ?? `Sec-Fetch-Site: ${site}`;
+  if (origin === undefined) return undefined;
+  let host: string | undefined;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    host = undefined;
+  }
+  return host === url.host ? undefined : origin;
 }
 
 /** The request's path parameters, query string and JSON body, each parsed with the route's schema (INVALID_INPUT otherwise). */

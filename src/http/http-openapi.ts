@@ -114,7 +114,7 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
       title: 'mneme',
       version: '0.1.0',
       description:
-        'Long-term memory for conversational AI agents. Errors are application/problem+json. Once an API key exists, every route but those marked "no key needed" takes `Authorization: Bearer <key>`; each route says who may call it.',
+        'Long-term memory for conversational AI agents. Errors are application/problem+json. Once an API key exists, every route but those marked "no key needed" takes `Authorization: Bearer <key>`; each route says who may call it. Before one exists (or with `mneme serve --open`), every caller is an administrator, on loopback only: a request naming another Host, or sent by a browser for a page of another origin (its `Origin` or `Sec-Fetch-Site`), is 403.',
     },
     components: {
       schemas: components,

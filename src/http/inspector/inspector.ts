@@ -58,11 +58,16 @@ export function mountInspector(app: Hono): void {
       { type, body: readFileSync(new URL(`./assets/${name}`, import.meta.url), 'utf8') },
     ]),
   );
+  // Only this origin's scripts, styles and requests; no plugin, no <base>, forms sent only here; never in a frame of
+  // another page (clickjacking; X-Frame-Options for browsers without frame-ancestors); no Referer (the query string is
+  // the view's state: a search's words, a user's id). ADR 11, ADR 32.
   const headers = {
     'Content-Type': 'text/html; charset=utf-8',
     'Content-Security-Policy':
-      "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+      "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
   };
   for (const page of inspectorPages) app.get(page, () => new Response(shell, { headers }));
   app.get('/inspector/:name', (context) => {
