@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import type { FactExtractor } from '../src/core/ports/fact-extractor.js';
+import { createOfflineExtractor } from '../src/models/offline/offline-extractor.js';
 import {
   hasPostgresBinaries,
   startTestPostgresServer,
@@ -35,6 +37,48 @@ function forgetAfterItsMessage(database: (name: string) => Promise<string>, fold
       expect(contents.length).toBeGreaterThan(0);
       expect(contents.filter((content) => /morning/i.test(content))).toEqual([]);
     } finally {
+      await mneme.close();
+    }
+  });
+
+  it('leaves active a memory the user restored after the forget, when extraction then goes past the command', async () => {
+    // The extractor waits at one message until released, so the command is appended, its first application archives
+    // the memory, and the user restores it, all before extraction goes past the command.
+    const offline = createOfflineExtractor();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const gated: FactExtractor = {
+      id: offline.id,
+      async extract(input, options) {
+        if (input.userMessage.includes('parcel')) await gate;
+        return offline.extract(input, options);
+      },
+    };
+    const mneme = await createMneme({ path: await database('forget_restored'), embedder: 'none', extractor: gated });
+    try {
+      await mneme.ingest({
+        channelId: 'dm-oz',
+        sender: 'oz',
+        content: 'I love green tea every single morning at home',
+      });
+      await mneme.whenIdle();
+      const tea = (await mneme.list({ userId: 'oz', scope: 'personal' })).memories.find((memory) =>
+        /green tea/i.test(memory.content),
+      );
+      expect(tea).toBeDefined();
+      await mneme.ingest({ channelId: 'dm-oz', sender: 'oz', content: 'A parcel for me should come on Monday' });
+      const forget = await mneme.ingest({ channelId: 'dm-oz', sender: 'oz', content: '/forget green tea' });
+      expect(forget.command?.command).toBe('forget');
+      expect((await mneme.get(tea?.id ?? 0))?.archivedAt).not.toBeNull();
+      await mneme.restore(tea?.id ?? 0);
+      release();
+      await mneme.whenIdle();
+      // The user took it back after the command: it stays.
+      expect((await mneme.get(tea?.id ?? 0))?.archivedAt).toBeNull();
+    } finally {
+      release();
       await mneme.close();
     }
   });

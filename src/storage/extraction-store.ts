@@ -47,7 +47,8 @@ export interface ExtractedExchange {
  * A `/forget` a step goes past (ADR 30, 2026-12-04): its append archived the sender's matching memories written by
  * then, and extraction may have written more since from the messages before it (a batch, a file, a backlog). Those
  * are archived in the step's transaction: every active memory of `userId` among `owners` whose content `matches`,
- * built from messages before the command's (`before`) and from none after it.
+ * built from messages before the command's (`before`) and from none after it, and never restored: a memory the user
+ * brought back (after the command's first application archived it) stays.
  */
 export interface ExtractedForget {
   context: WriteContext;

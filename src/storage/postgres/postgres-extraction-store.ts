@@ -128,10 +128,11 @@ export function createPostgresExtractionStore(
           }
           if (step.forget) {
             const { context, owners, userId, matches, before } = step.forget;
-            // Built from messages before the command only (`ExtractedForget`).
+            // Built from messages before the command only, and never restored (`ExtractedForget`).
             const { rows: candidates } = await q.query<{ id: string | number; content: string }>(
-              `SELECT id, content FROM memories WHERE owner = ANY($1::text[]) AND user_id = $2 AND archived_at IS NULL
+              `SELECT id, content FROM memories m WHERE owner = ANY($1::text[]) AND user_id = $2 AND archived_at IS NULL
                  AND (SELECT max(source) FROM unnest(source_message_ids) AS source) < $3
+                 AND NOT EXISTS (SELECT 1 FROM memory_versions v WHERE v.memory_id = m.id AND v.action = 'restore')
                ORDER BY id`,
               [[...owners], userId, before],
             );

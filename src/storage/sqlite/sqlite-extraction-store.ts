@@ -50,11 +50,13 @@ function prepareStatements(database: Database.Database) {
     chunkStored: database.prepare<[number, number], 1>(
       'SELECT 1 FROM memories WHERE chunk_message_id = ? AND chunk_index = ?',
     ),
-    // The memories a `/forget` the step goes past may match: built from messages before it only (`ExtractedForget`).
+    // The memories a `/forget` the step goes past may match: built from messages before it only, and never restored
+    // (`ExtractedForget`).
     forgetCandidates: database.prepare<[string, string, number], { id: number; content: string }>(
       `SELECT m.id, m.content FROM memories m WHERE m.owner IN (SELECT value FROM json_each(?)) AND m.user_id = ?
         AND m.archived_at IS NULL
         AND (SELECT MAX(s.message_id) FROM memory_source_messages s WHERE s.memory_id = m.id) < ?
+        AND NOT EXISTS (SELECT 1 FROM memory_versions v WHERE v.memory_id = m.id AND v.action = 'restore')
       ORDER BY m.id`,
     ),
     citing: database.prepare<{ messageId: number; owners: string }, MemoryRow>(
