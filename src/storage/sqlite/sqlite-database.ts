@@ -9,6 +9,15 @@ import { migrateSqlite } from './sqlite-migrations.js';
 /** Milliseconds a write waits for another connection's lock when not told (`busyTimeoutMs`). */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * Bytes the -wal file is cut back to once a checkpoint has copied it all into the database (`journal_size_limit`):
+ * SQLite reuses its log rather than shrinking it, so without a limit the file stays as large as the largest
+ * transaction or the longest run without a complete checkpoint made it (an import, a purge's rebuild) for as long as
+ * the process runs. 8 MiB is twice what the automatic checkpoint (every 1,000 pages of 4 KiB) lets the log reach in
+ * steady work, so ordinary writes never cut and regrow it.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
+
 export interface OpenSqliteOptions {
   /** A file path, or `:memory:`. */
   path: string;
@@ -35,8 +44,8 @@ export interface OpenSqliteOptions {
 }
 
 /**
- * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL, foreign keys on,
- * synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
+ * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL (cut back to
+ * `WAL_SIZE_LIMIT_BYTES` after a complete checkpoint), foreign keys on, synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
  * holds while opening only; the open connection fails at once with SQLITE_BUSY on a lock held
  * elsewhere, so that waiting for it never blocks the event loop (see `createSqliteScheduler`).
  */
@@ -56,6 +65,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
     refuseForeignDatabase(database, options.path);
     if (!inMemory) database.pragma('journal_mode = WAL');
+    if (!inMemory) database.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
