@@ -5,6 +5,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
+import { readOnlyFiles } from './sqlite-read-only-files.js';
 
 /** Milliseconds a write waits for another connection's lock when not told (`busyTimeoutMs`). */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
@@ -41,6 +42,13 @@ export interface OpenSqliteOptions {
   textSnapshotAfter?: number;
   /** How long a named lock (`Storage.tryLock`) lasts unrenewed (`SQLITE_LOCK_TTL_MS` by default; tests only). */
   lockTtlMs?: number;
+  /**
+   * Refuse, before SQLite opens it, a file this process may not write (`readOnlyFiles`: its mode, or a read-only
+   * mount), with STORE_FAILED saying which and what to do. SQLite would open it read-only without a word and refuse
+   * every write; a service (`mneme serve`, `mcp`, `proxy`) asks for this so that it does not start on such a file.
+   * Left out, such a file opens, and serves reads (`mneme search` on a read-only copy).
+   */
+  writable?: boolean;
 }
 
 /**
@@ -52,13 +60,25 @@ export interface OpenSqliteOptions {
 export function openSqliteDatabase(options: OpenSqliteOptions): Database.Database {
   const inMemory = options.path === ':memory:';
   if (!inMemory) makeFolders(dirname(resolve(options.path)));
+  if (!inMemory && options.writable === true) {
+    const readOnly = readOnlyFiles(options.path);
+    if (readOnly) {
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `cannot open the database at ${options.path}: ${readOnly.reason}, and a service that would refuse every write does not start on it: ${readOnly.fix}${readOnly.mount ? '' : ' (commands that only read, such as mneme search, still open it)'}`,
+      );
+    }
+  }
   let database: Database.Database;
   try {
     database = new Database(options.path);
   } catch (error) {
-    throw new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${errorMessage(error)}`, {
-      cause: error,
-    });
+    throw (
+      onReadOnlyMount(error, options.path) ??
+      new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${errorMessage(error)}`, {
+        cause: error,
+      })
+    );
   }
   try {
     sqliteVec.load(database);
@@ -74,8 +94,23 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     return database;
   } catch (error) {
     database.close();
-    throw toMnemeError(error, `cannot open the database at ${options.path}`);
+    throw onReadOnlyMount(error, options.path) ?? toMnemeError(error, `cannot open the database at ${options.path}`);
   }
+}
+
+/**
+ * SQLite says only "unable to open database file" (SQLITE_CANTOPEN) for a database in WAL mode on a read-only mount
+ * without its -shm, which it needs even to read and cannot create there: that case named, with what to do; else null.
+ */
+function onReadOnlyMount(error: unknown, path: string): MnemeError | null {
+  if (sqliteCode(error) !== 'SQLITE_CANTOPEN' || path === ':memory:') return null;
+  const readOnly = readOnlyFiles(path);
+  if (!readOnly?.mount) return null;
+  return new MnemeError(
+    ErrorCode.StoreFailed,
+    `cannot open the database at ${path}: ${readOnly.reason}, where SQLite cannot create the -shm file it needs even to read a database in WAL mode: ${readOnly.fix}`,
+    { cause: error },
+  );
 }
 
 /**
