@@ -25,7 +25,7 @@ export type { EpisodesReport } from './core/maintenance/episodes-task.js';
 export type { LinkReport } from './core/maintenance/link-task.js';
 export type { MaintainInput, MaintenanceReport } from './core/maintenance/maintain.js';
 export type { MaintenanceTask } from './core/maintenance/maintenance-task.js';
-export type { Mneme } from './core/mneme.js';
+export type { HealthReport, Mneme } from './core/mneme.js';
 export type { MnemePolicy, PolicyOptions } from './core/policy.js';
 export type { PolicyChange, PolicyState } from './core/policy-state.js';
 export type { Dreamer, DreamInput, DreamInsight, DreamMemory } from './core/ports/dreamer.js';

@@ -12,6 +12,9 @@ import { type ServeProcess, startServeProcess } from './serve-process.js';
  * and all of them were gone when it stopped; after its -wal and -shm were removed, its writes went into a log no
  * other process sees (lost on a crash, and a second process opens a new log beside it). Each write now checks,
  * before its commit, that the file, -wal and -shm it opened are still at their paths, and is refused otherwise.
+ *
+ * wt-a (2026-12-04): `GET /api/health` still answered 200 while every write was refused that way, so a probe kept
+ * the server in service; it now answers 503 problem+json naming the file, from the moment the file goes.
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack24b-vanished-'));
 const children: ChildProcess[] = [];
@@ -33,6 +36,16 @@ async function post(server: ServeProcess, content: string) {
     status: response.status,
     type: response.headers.get('content-type'),
     body: (await response.json()) as { code?: string; detail?: string; messages?: Array<{ id: number }> },
+  };
+}
+
+/** `GET /api/health`: its status, content type and problem. */
+async function health(server: ServeProcess) {
+  const response = await fetch(`${server.url}/api/health`);
+  return {
+    status: response.status,
+    type: response.headers.get('content-type'),
+    body: (await response.json()) as { status?: string; code?: string; detail?: string },
   };
 }
 
@@ -69,7 +82,19 @@ describe('mneme serve when the files of its database are taken away', () => {
     timeout: 60_000,
   }, async () => {
     const { path, server } = await serveIn('removed');
+    expect(await health(server)).toMatchObject({ status: 200, body: { status: 'ok' } });
     rmSync(join(path, '..'), { recursive: true, force: true });
+    // Health says so before any write tries: a probe takes the server out of service.
+    expect(await health(server)).toMatchObject({
+      status: 503,
+      type: expect.stringContaining('application/problem+json'),
+      body: {
+        code: 'STORE_FAILED',
+        detail: expect.stringMatching(
+          /^the database file .*mneme\.db was removed or moved while this process had it open[^\n]*restart mneme/,
+        ),
+      },
+    });
     for (let index = 0; index < 3; index++) {
       const refused = await post(server, `after the folder went, message ${index}`);
       expect(refused).toMatchObject({
@@ -88,7 +113,8 @@ describe('mneme serve when the files of its database are taken away', () => {
     });
     expect(remembered.status).toBe(500);
     // The server stays up: it answers what it can, and says why it writes nothing.
-    expect((await fetch(`${server.url}/api/health`)).status).toBe(200);
+    expect(await health(server)).toMatchObject({ status: 503, body: { code: 'STORE_FAILED' } });
+    expect(server.child.exitCode).toBeNull();
     await stop(server);
   });
 
@@ -98,6 +124,10 @@ describe('mneme serve when the files of its database are taken away', () => {
     const { path, server, acknowledged } = await serveIn('log-removed');
     rmSync(`${path}-wal`);
     rmSync(`${path}-shm`);
+    expect(await health(server)).toMatchObject({
+      status: 503,
+      body: { code: 'STORE_FAILED', detail: expect.stringMatching(/mneme\.db-wal was removed or moved/) },
+    });
     const refused = await post(server, 'after the log went');
     expect(refused).toMatchObject({
       status: 500,
@@ -107,11 +137,39 @@ describe('mneme serve when the files of its database are taken away', () => {
     expect(contents(path)).toEqual(acknowledged);
   });
 
+  it('answers health 503 while its database file is moved away, and 200 again once it is put back', {
+    timeout: 60_000,
+  }, async () => {
+    const { path, server, acknowledged } = await serveIn('moved-back');
+    renameSync(path, `${path}.away`);
+    expect(await health(server)).toMatchObject({
+      status: 503,
+      body: {
+        code: 'STORE_FAILED',
+        detail: expect.stringMatching(/mneme\.db was removed or moved.*put the file back/),
+      },
+    });
+    renameSync(`${path}.away`, path);
+    expect(await health(server)).toEqual({
+      status: 200,
+      type: expect.stringContaining('application/json'),
+      body: { status: 'ok' },
+    });
+    const after = 'after the file was put back';
+    expect((await post(server, after)).status).toBe(202);
+    await stop(server);
+    expect(contents(path)).toEqual([...acknowledged, after]);
+  });
+
   it('refuses every write once another file is moved over its database', { timeout: 60_000 }, async () => {
     const { path, server, acknowledged } = await serveIn('replaced');
     const other = join(folder, 'other.db');
     copyFileSync(path, other);
     renameSync(other, path);
+    expect(await health(server)).toMatchObject({
+      status: 503,
+      body: { code: 'STORE_FAILED', detail: expect.stringMatching(/mneme\.db was replaced by another file/) },
+    });
     const refused = await post(server, 'after the file was replaced');
     expect(refused).toMatchObject({
       status: 500,

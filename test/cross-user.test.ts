@@ -418,6 +418,7 @@ const handCalled = new Set(['ingestMany', 'as', 'apiKeys', 'idempotency', 'expor
 /** Members of `Mneme` the library walker does not call, and why. */
 const methodsNotCalled: Record<string, string> = {
   whenIdle: 'takes no input and returns nothing: it waits until extraction has caught up',
+  health: 'takes no input and names no one: whether the database can still be served, the same for every principal',
 };
 
 /** Methods that only read; every other method is treated as a write. */

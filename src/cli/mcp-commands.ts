@@ -46,6 +46,8 @@ export function registerMcpCommands(program: Command, io: CliIo, config: Environ
       const path = program.opts<{ db?: string }>().db ?? config.databasePath;
       const mneme = await createMneme({
         path,
+        // A session on a file it may not write would refuse every memory it is told: it does not start.
+        writable: true,
         embedder: config.providers.embedder,
         chat: config.providers.chat,
         providers: config.providers,

@@ -91,6 +91,8 @@ export async function runService(io: CliIo, config: EnvironmentConfig, path: str
     // holds for it, without asking its provider (which may be down: the service then starts, lexical only).
     const mneme = await createMneme({
       path,
+      // A service on a file it may not write would refuse every write: it does not start.
+      writable: true,
       embedder: config.providers.embedder,
       providers: config.providers,
       ...(chat ? { chat } : {}),

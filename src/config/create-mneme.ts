@@ -40,6 +40,13 @@ export interface MnemeOptions {
    */
   busyTimeoutMs?: number;
   /**
+   * Refuse at open, with STORE_FAILED saying which file and what to do, a SQLite database this process may not write
+   * (the file, its -wal or -shm or its folder read-only to the user it runs as, or on a read-only mount). Left out
+   * (false), such a file opens and serves reads, each write failing STORE_FAILED. `mneme serve`, `mcp` and `proxy`
+   * set it: a service that would refuse every write does not start.
+   */
+  writable?: boolean;
+  /**
    * The embedding model: an `EmbeddingModel`, or a setting: `'none'` (the default: lexical only, no
    * network), `'auto'` (Ollama on the configured URL if it has `nomic-embed-text`, else local ONNX if
    * installed and on disk, else none), `'ollama[:model]'`, `'openai:<model>'`, `'transformers[:model]'`.
@@ -135,7 +142,11 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   // Opened before the models only when a model mneme does not know needs the dimensions its index holds.
   let opened: Storage | undefined;
   const open = async () => {
-    opened ??= await openStorage({ path: options.path, ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }) });
+    opened ??= await openStorage({
+      path: options.path,
+      ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }),
+      ...(options.writable === undefined ? {} : { writable: options.writable }),
+    });
     return opened;
   };
   let embedder: EmbeddingModel | null;

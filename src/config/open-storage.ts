@@ -15,6 +15,11 @@ export interface OpenStorageOptions {
   path: string;
   /** Milliseconds a write waits for another process's lock (SQLite's busy timeout; PostgreSQL's lock_timeout of a write). */
   busyTimeoutMs?: number;
+  /**
+   * Refuse a SQLite file this process may not write (its mode, or a read-only mount) at open, rather than open it
+   * for reads with every write refused (`OpenSqliteOptions.writable`). PostgreSQL and PGlite: no check.
+   */
+  writable?: boolean;
 }
 
 /** True when the database setting names a server or PGlite rather than a SQLite file. */
@@ -58,5 +63,6 @@ export async function openStorage(options: OpenStorageOptions): Promise<Storage>
   return createSqliteStorage({
     path,
     ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+    ...(options.writable === undefined ? {} : { writable: options.writable }),
   });
 }

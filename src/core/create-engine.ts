@@ -148,6 +148,10 @@ export function createEngine(context: EngineContext): Mneme {
     maintain: async (input) => recordReports(lastReports, await maintain(input)),
     reembed: (options) => reembedMissing(context, options),
     vectorStatus: () => vectorStatus(context),
+    async health() {
+      const { reason } = storage.health();
+      return reason === null ? { status: 'ok' } : { status: 'unavailable', reason };
+    },
     apiKeys: createApiKeys(storage.apiKeys, clock),
     idempotency: createIdempotencyKeys(storage.idempotency, clock, () => storage.messages.purges()),
     as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal, watch)),

@@ -285,6 +285,7 @@ export function guardMneme(
     },
     importData: async () => refuse('importing'),
     vectorStatus: async () => refuse('the vector index status'),
+    health: () => engine.health(),
     get apiKeys() {
       return refuse('managing API keys');
     },

@@ -31,6 +31,12 @@ import type { ExportOptions } from './transfer/export-data.js';
 import type { ImportOptions, ImportReport } from './transfer/import-lines.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion, PurgeReport } from './types.js';
 
+/**
+ * Whether the engine can go on serving (`Mneme.health`): `unavailable` only for what does not mend by itself, with
+ * one line saying why and what to do.
+ */
+export type HealthReport = { status: 'ok' } | { status: 'unavailable'; reason: string };
+
 /** The memory engine: one object, the same behaviour behind every face. */
 export interface Mneme extends MnemeIngest, MnemeDirectory {
   /** Stores a manual memory (source `manual`). Scope defaults to `global`; `session` is refused. */
@@ -100,6 +106,14 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   reembed(options?: ReembedOptions): Promise<ReembedProgress>;
   /** The model the vector index holds and how many active memories lack a vector of the current model. */
   vectorStatus(): Promise<VectorStatus>;
+  /**
+   * Whether the database can still be served, for health probes: cheap (SQLite: three `stat` calls), no query, never
+   * waits for a lock. `unavailable` once the SQLite file, -wal or -shm this process opened was removed, moved or
+   * replaced (every write is refused from then on, until the file is put back or the process restarted). A lock held
+   * elsewhere, a full disk or a PostgreSQL server away leave it `ok`: each call is answered STORE_BUSY and goes
+   * through once they pass. Open to every principal: it says nothing of anyone's data.
+   */
+  health(): Promise<HealthReport>;
   /**
    * The database (or, with `userId`, what that user may see and what they said) as JSON lines of the
    * export format (docs/export-format.md), streamed a page at a time; each string is one line without

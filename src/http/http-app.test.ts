@@ -129,7 +129,12 @@ describe('the HTTP API', () => {
     const health = paths['/api/health']?.get;
     expect(health?.security).toEqual([]);
     expect(health?.description).toMatch(/no key needed/);
-    expect(Object.keys(health?.responses ?? {})).toEqual(['200', 'default']);
+    // A probe learns that the database can no longer be served, and from what (the files went; wt-a).
+    expect(Object.keys(health?.responses ?? {})).toEqual(['200', '503', 'default']);
+    expect(health?.responses['503']).toMatchObject({
+      description: expect.stringMatching(/^STORE_FAILED: the SQLite database file.*removed, moved or replaced/),
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+    });
     expect(paths['/api/context']?.post?.responses['200']).toMatchObject({
       description: expect.stringMatching(/^`\{ text, hits, omitted, belowThreshold, words, vectorLeg \}`/),
     });

@@ -104,6 +104,12 @@ export function buildOpenApiDocument(routes: readonly Route[]): Record<string, u
           ? {}
           : { '401': { description: 'No API key, or an unknown or revoked one', content: problemContent } }),
         ...(refusal ? { '403': { description: refusal, content: problemContent } } : {}),
+        ...Object.fromEntries(
+          Object.entries(route.problems ?? {}).map(([status, when]) => [
+            status,
+            { description: when, content: problemContent },
+          ]),
+        ),
         default: { description: 'A problem (RFC 9457)', content: problemContent },
       },
     };

@@ -70,6 +70,8 @@ export interface RouteDefinition<
   creates?: true;
   /** Success status; 200 unless said. */
   status?: 200 | 201 | 202;
+  /** Problems the route answers beyond every route's (401, 403, default), by status: when each is answered. */
+  problems?: Readonly<Record<number, string>>;
   /** The path parameters' schema, when the path has any. */
   params?: Params;
   /** The query string's schema, when the endpoint reads one. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { committedAs } from '../core/errors.js';
+import { committedAs, ErrorCode } from '../core/errors.js';
 import { MAX_INGEST_BATCH } from '../core/ingest/ingest.js';
 import { MAX_MESSAGE_PAGE } from '../core/inspection.js';
 import { MaintainRequestSchema } from '../core/maintenance/maintain.js';
@@ -52,6 +52,7 @@ import {
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { buildOpenApiDocument } from './http-openapi.js';
+import { HttpProblem } from './http-problem.js';
 import { defineRoute, type Route } from './http-route.js';
 
 const HealthSchema = z.strictObject({ status: z.literal('ok') });
@@ -133,11 +134,18 @@ export const apiRoutes: readonly Route[] = [
     path: '/api/health',
     operationId: 'getHealth',
     response: HealthSchema,
-    summary: 'Liveness',
+    summary: 'Liveness: whether the database can still be served',
     tag: 'service',
     returns: '`{ status: "ok" }`',
+    problems: {
+      503: 'STORE_FAILED: the SQLite database file, -wal or -shm this server opened was removed, moved or replaced under it, so it refuses every write until the file is put back or it is restarted; `detail` says which file. A lock held elsewhere, a full disk or a PostgreSQL server away do not fail it: each request is answered 503 STORE_BUSY with Retry-After until they pass',
+    },
     access: { kind: 'open', reason: 'liveness probes carry no key' },
-    handle: async () => ({ status: 'ok' as const }),
+    handle: async ({ mneme }) => {
+      const health = await mneme.health();
+      if (health.status !== 'ok') throw new HttpProblem(503, ErrorCode.StoreFailed, health.reason);
+      return { status: 'ok' as const };
+    },
   }),
   defineRoute({
     method: 'get',

@@ -25,6 +25,16 @@ export interface VectorSearchSupport {
   reason: string | null;
 }
 
+/** Whether a storage can go on serving, and if not, why. */
+export interface StorageHealth {
+  ok: boolean;
+  /**
+   * Null when ok; else one line saying what is wrong and what to do. Only what does not mend by itself: a lock held
+   * by another process, a full disk or a PostgreSQL server away are answered per call (STORE_BUSY) and leave it ok.
+   */
+  reason: string | null;
+}
+
 /** One opened database. */
 export interface Storage {
   readonly memories: MemoryStore;
@@ -69,6 +79,12 @@ export interface Storage {
    * while holding it once the lease expires (`SQLITE_LOCK_TTL_MS`).
    */
   tryLock(name: string): Promise<HeldLock | null>;
+  /**
+   * Whether the database can still be served (for health probes: cheap, no query, never waits for a lock). SQLite:
+   * not ok once the file, -wal or -shm it opened was removed, moved or replaced under the process, which refuses
+   * every write from then on until it is restarted or the file is put back. PostgreSQL: always ok.
+   */
+  health(): StorageHealth;
   close(): Promise<void>;
 }
 

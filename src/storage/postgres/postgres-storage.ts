@@ -73,6 +73,9 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
       policy: createPostgresPolicyStore(database),
       idempotency: createPostgresIdempotencyStore(database),
       tryLock: (name) => withPgErrors(`taking the lock ${name}`, () => database.tryLock(name)),
+      // A server away answers each call STORE_BUSY (503 with Retry-After) and mends itself once it is back; a health
+      // probe sends no query, so it never waits on a connection.
+      health: () => ({ ok: true, reason: null }),
       async vectorIndex() {
         return vectors.info();
       },

@@ -6,9 +6,19 @@ import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { type HeldKey, keyToCount } from '../keyed-work.js';
 import { makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
+import { readOnlyFiles } from './sqlite-read-only-files.js';
 
 /** Milliseconds a write waits for another connection's lock when not told (`busyTimeoutMs`). */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Bytes the -wal file is cut back to once a checkpoint has copied it all into the database (`journal_size_limit`):
+ * SQLite reuses its log rather than shrinking it, so without a limit the file stays as large as the largest
+ * transaction or the longest run without a complete checkpoint made it (an import, a purge's rebuild) for as long as
+ * the process runs. 8 MiB is twice what the automatic checkpoint (every 1,000 pages of 4 KiB) lets the log reach in
+ * steady work, so ordinary writes never cut and regrow it.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 
 export interface OpenSqliteOptions {
   /** A file path, or `:memory:`. */
@@ -33,30 +43,50 @@ export interface OpenSqliteOptions {
   textSnapshotAfter?: number;
   /** How long a named lock (`Storage.tryLock`) lasts unrenewed (`SQLITE_LOCK_TTL_MS` by default; tests only). */
   lockTtlMs?: number;
+  /**
+   * Refuse, before SQLite opens it, a file this process may not write (`readOnlyFiles`: its mode, or a read-only
+   * mount), with STORE_FAILED saying which and what to do. SQLite would open it read-only without a word and refuse
+   * every write; a service (`mneme serve`, `mcp`, `proxy`) asks for this so that it does not start on such a file.
+   * Left out, such a file opens, and serves reads (`mneme search` on a read-only copy).
+   */
+  writable?: boolean;
 }
 
 /**
- * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL, foreign keys on,
- * synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
+ * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL (cut back to
+ * `WAL_SIZE_LIMIT_BYTES` after a complete checkpoint), foreign keys on, synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
  * holds while opening only; the open connection fails at once with SQLITE_BUSY on a lock held
  * elsewhere, so that waiting for it never blocks the event loop (see `createSqliteScheduler`).
  */
 export function openSqliteDatabase(options: OpenSqliteOptions): Database.Database {
   const inMemory = options.path === ':memory:';
   if (!inMemory) makeFolders(dirname(resolve(options.path)));
+  if (!inMemory && options.writable === true) {
+    const readOnly = readOnlyFiles(options.path);
+    if (readOnly) {
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `cannot open the database at ${options.path}: ${readOnly.reason}, and a service that would refuse every write does not start on it: ${readOnly.fix}${readOnly.mount ? '' : ' (commands that only read, such as mneme search, still open it)'}`,
+      );
+    }
+  }
   let database: Database.Database;
   try {
     database = new Database(options.path);
   } catch (error) {
-    throw new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${errorMessage(error)}`, {
-      cause: error,
-    });
+    throw (
+      onReadOnlyMount(error, options.path) ??
+      new MnemeError(ErrorCode.StoreFailed, `cannot open the database at ${options.path}: ${errorMessage(error)}`, {
+        cause: error,
+      })
+    );
   }
   try {
     sqliteVec.load(database);
     database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
     refuseForeignDatabase(database, options.path);
     if (!inMemory) database.pragma('journal_mode = WAL');
+    if (!inMemory) database.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
@@ -65,8 +95,23 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     return database;
   } catch (error) {
     database.close();
-    throw toMnemeError(error, `cannot open the database at ${options.path}`);
+    throw onReadOnlyMount(error, options.path) ?? toMnemeError(error, `cannot open the database at ${options.path}`);
   }
+}
+
+/**
+ * SQLite says only "unable to open database file" (SQLITE_CANTOPEN) for a database in WAL mode on a read-only mount
+ * without its -shm, which it needs even to read and cannot create there: that case named, with what to do; else null.
+ */
+function onReadOnlyMount(error: unknown, path: string): MnemeError | null {
+  if (sqliteCode(error) !== 'SQLITE_CANTOPEN' || path === ':memory:') return null;
+  const readOnly = readOnlyFiles(path);
+  if (!readOnly?.mount) return null;
+  return new MnemeError(
+    ErrorCode.StoreFailed,
+    `cannot open the database at ${path}: ${readOnly.reason}, where SQLite cannot create the -shm file it needs even to read a database in WAL mode: ${readOnly.fix}`,
+    { cause: error },
+  );
 }
 
 /**
@@ -117,6 +162,16 @@ function recordOpenedFiles(database: Database.Database, path: string): void {
  * made unreadable) says nothing: only a file known gone or replaced is refused.
  */
 export function checkFilesInPlace(database: Database.Database): void {
+  const moved = filesOutOfPlace(database);
+  if (moved !== null) throw new MnemeError(ErrorCode.StoreFailed, moved);
+}
+
+/**
+ * Null while the database file, its -wal and its -shm are the files the connection opened; else one line saying
+ * which one was removed, moved or replaced and what to do (`checkFilesInPlace`). Three `stat` calls, no SQL, no
+ * lock: cheap enough for a health probe polled every second.
+ */
+export function filesOutOfPlace(database: Database.Database): string | null {
   for (const file of openedFiles.get(database) ?? []) {
     let found: ReturnType<typeof statSync>;
     try {
@@ -126,11 +181,9 @@ export function checkFilesInPlace(database: Database.Database): void {
       found = undefined;
     }
     if (found && found.dev === file.dev && found.ino === file.ino) continue;
-    throw new MnemeError(
-      ErrorCode.StoreFailed,
-      `the database file ${file.path} was ${found ? 'replaced by another file' : 'removed or moved'} while this process had it open, so nothing more is written to it (what it wrote would be lost, or would damage the file another process opens there): put the file back, or restart mneme on the database as it is now`,
-    );
+    return `the database file ${file.path} was ${found ? 'replaced by another file' : 'removed or moved'} while this process had it open, so nothing more is written to it (what it wrote would be lost, or would damage the file another process opens there): put the file back, or restart mneme on the database as it is now`;
   }
+  return null;
 }
 
 /** Runs a read, wrapping a driver error once (`doing` says what was being done). */

@@ -221,7 +221,7 @@ const sectionCalls: { readonly [Store in keyof Storage]?: ReadonlyArray<keyof St
 };
 
 /**
- * The storage with every method (of every store, and its own but `close`) run through `scheduler`.
+ * The storage with every method (of every store, and its own but `health` and `close`) run through `scheduler`.
  * Each store method runs at most one transaction, so running it again after SQLITE_BUSY runs the
  * whole transaction again, never a part of it. `close` ends the waits first.
  */
@@ -254,6 +254,8 @@ export function scheduleSqliteStorage(storage: Storage, scheduler: SqliteSchedul
   ) as unknown as Storage;
   return {
     ...wrap(stores),
+    // A health probe never waits behind the scheduler's queue or a lock: it reads no table.
+    health: () => storage.health(),
     async close() {
       scheduler.close();
       await storage.close();

@@ -4,6 +4,7 @@ import type { HeldLock, Storage } from '../storage.js';
 import { createSqliteApiKeyStore } from './sqlite-api-key-store.js';
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
+  filesOutOfPlace,
   type OpenSqliteOptions,
   openSqliteDatabase,
   toMnemeError,
@@ -56,6 +57,10 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     transfer: createSqliteTransferStore(database),
     vectorSearch: { available: true, reason: null },
     tryLock: locks.take,
+    health() {
+      const reason = filesOutOfPlace(database);
+      return { ok: reason === null, reason };
+    },
     async vectorIndex() {
       return vectors.info();
     },
