@@ -64,3 +64,67 @@ describe('the maintenance scheduler when the system clock is set back', () => {
     expect(ran).toEqual([]);
   });
 });
+
+/**
+ * Attack 25 (time): messages stored while the server's clock ran a year fast carry that time. The episodes task kept
+ * the window that starts with them open until its hour was over by the clock, a year on; every message after them,
+ * said at the right time, fell into that window, so the channel had no episode for a year.
+ */
+describe('the episodes of a channel whose messages were stored while the clock ran a year fast', () => {
+  it('are written once the clock is right again, not a year later', async () => {
+    vi.useRealTimers();
+    engine = await openMaintenanceEngine({ start: '2026-06-01T10:00:00.000Z' });
+    const { mneme, clock } = engine;
+    const say = async (count: number, from: number) => {
+      for (let index = 0; index < count; index++) {
+        await mneme.ingest({
+          channelId: 'ops',
+          sender: index % 2 ? 'oz' : 'mia',
+          content: `line ${from + index} of the deploy talk`,
+        });
+        clock.advance(MINUTE);
+      }
+    };
+    clock.advance(365 * DAY);
+    await say(6, 0);
+    // NTP sets the clock right.
+    clock.advance(-365 * DAY);
+    await say(6, 6);
+    clock.advance(2 * 60 * MINUTE);
+    await say(6, 12);
+    clock.advance(2 * 60 * MINUTE);
+    await mneme.maintain({ tasks: ['episodes'] });
+    const { memories } = await mneme.list({ category: 'episode', limit: 10 });
+    expect(memories.length).toBeGreaterThan(0);
+    // Every message but the ones of the last window is summarised once, none left behind for a year.
+    const cited = memories.flatMap((memory) => memory.sourceMessageIds).sort((a, b) => a - b);
+    expect(new Set(cited).size).toBe(cited.length);
+    expect(cited).toEqual(Array.from({ length: 18 }, (_, index) => index + 1));
+  });
+});
+
+describe('the episodes of a channel with a message dated in the year 9999', () => {
+  it('go on for the messages after it', async () => {
+    vi.useRealTimers();
+    engine = await openMaintenanceEngine({ start: '2026-06-01T10:00:00.000Z' });
+    const { mneme, clock } = engine;
+    const at = (minute: number) => Date.parse('2026-06-01T10:00:00.000Z') + minute * MINUTE;
+    const lines = [0, 1, 2, 3, 4, 5, 120, 121, 122, 123, 124, 125, 240];
+    for (const [index, minute] of lines.entries()) {
+      const createdAt = index === 3 ? '9999-12-31T23:00:00Z' : at(minute);
+      await mneme.ingest({
+        channelId: 'ops',
+        sender: index % 2 ? 'oz' : 'mia',
+        content: `line ${index} of the deploy talk`,
+        createdAt,
+      });
+    }
+    clock.set(at(300));
+    await mneme.maintain({ tasks: ['episodes'] });
+    const { memories } = await mneme.list({ category: 'episode', limit: 10 });
+    const cited = memories.flatMap((memory) => memory.sourceMessageIds).sort((a, b) => a - b);
+    expect(new Set(cited).size).toBe(cited.length);
+    // The window of minute 120 was summarised; before, it waited with every later message for the year 9999.
+    expect(cited).toEqual(expect.arrayContaining([7, 8, 9, 10, 11, 12]));
+  });
+});
