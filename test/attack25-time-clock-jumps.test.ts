@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createApiKeys } from '../src/core/api-keys.js';
 import type { MaintenanceTask } from '../src/core/maintenance/maintenance-task.js';
 import { createMaintenanceScheduler, type MaintenanceScheduler } from '../src/workers/maintenance-scheduler.js';
 import { type MaintenanceEngine, openMaintenanceEngine } from './maintenance-engine.js';
@@ -126,5 +127,26 @@ describe('the episodes of a channel with a message dated in the year 9999', () =
     expect(new Set(cited).size).toBe(cited.length);
     // The window of minute 120 was summarised; before, it waited with every later message for the year 9999.
     expect(cited).toEqual(expect.arrayContaining([7, 8, 9, 10, 11, 12]));
+  });
+});
+
+/**
+ * Attack 25 (time): an API key's last use is written at most once a minute. Used while the clock ran a year fast, it
+ * stayed a year in the future after the clock was set right, however often the key was used, until the clock caught
+ * up: `mneme keys` showed a use that has not happened yet.
+ */
+describe('the last use of an API key when the clock is set back', () => {
+  it('is the time of its latest use, not a time a year ahead', async () => {
+    vi.useRealTimers();
+    engine = await openMaintenanceEngine({ start: '2026-06-01T10:00:00.000Z' });
+    const { clock } = engine;
+    const keys = createApiKeys(engine.storage.apiKeys, clock);
+    const created = await keys.create({ label: 'deploy' });
+    clock.advance(365 * DAY);
+    expect(await keys.authenticate(created.key)).not.toBeNull();
+    clock.advance(-365 * DAY + 10 * MINUTE);
+    expect(await keys.authenticate(created.key)).not.toBeNull();
+    const [listed] = await keys.list();
+    expect(listed?.lastUsedAt).toBe('2026-06-01T10:10:00.000Z');
   });
 });
