@@ -76,3 +76,38 @@ describe.each([
     120_000,
   );
 });
+
+/**
+ * Attack 25 (time): a keyed request whose process died while the clock ran an hour fast left its claim locked until
+ * an hour and 5 minutes ahead of the right time. Once the clock was set back, every retry was told "still running"
+ * for that hour. A claim locked further ahead than twice the lock's length is now taken over.
+ */
+describe.each([
+  ['SQLite', ':memory:'],
+  ['PGlite', 'pglite:memory:'],
+])('a keyed request that died while the clock ran an hour fast on %s', (_store, path) => {
+  it('is done by the retry once the clock is set back, not refused for an hour', async () => {
+    const clock = createFixedClock('2026-06-01T11:00:00.000Z');
+    mneme = await createMneme({ path, clock, backfill: false, logger: { warn: () => {}, info: () => {} } });
+    const request = {
+      principal: { kind: 'admin' as const, label: 'open' },
+      key: 'k-2',
+      request: { method: 'POST', path: '/api/memories', body: { content: 'The backup runs at 02:00' } },
+    };
+    const claim = await mneme.idempotency.begin(request);
+    expect('complete' in claim).toBe(true);
+    // Its process dies here, its claim held; NTP sets the clock back an hour.
+    clock.advance(-60 * MINUTE);
+    const retry = await mneme.idempotency.begin(request);
+    expect('complete' in retry).toBe(true);
+  }, 120_000);
+
+  it('still tells a retry that a live request holds the key', async () => {
+    const clock = createFixedClock('2026-06-01T10:00:00.000Z');
+    mneme = await createMneme({ path, clock, backfill: false, logger: { warn: () => {}, info: () => {} } });
+    const request = { principal: { kind: 'admin' as const, label: 'open' }, key: 'k-3', request: { n: 1 } };
+    await mneme.idempotency.begin(request);
+    clock.advance(MINUTE);
+    await expect(mneme.idempotency.begin(request)).rejects.toMatchObject({ code: 'CONFLICT' });
+  }, 120_000);
+});
