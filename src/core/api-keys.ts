@@ -78,8 +78,11 @@ export function createApiKeys(store: ApiKeyStore, clock: Clock): ApiKeys {
       const stored = Buffer.from(record.hash, 'hex');
       if (presented.length !== stored.length || !timingSafeEqual(presented, stored)) return null;
       const now = clock.now();
-      // The last use is bookkeeping: a busy or read-only database must not refuse a valid key.
-      if (!record.lastUsedAt || now - Date.parse(record.lastUsedAt) > 60_000) {
+      // The last use is bookkeeping: a busy or read-only database must not refuse a valid key. Written at most once a
+      // minute, and at once when it lies ahead (the clock was set back): else it would stay in the future until the
+      // clock passed it again (attack 25, time).
+      const since = record.lastUsedAt ? now - Date.parse(record.lastUsedAt) : Number.POSITIVE_INFINITY;
+      if (since > 60_000 || since < 0) {
         await store.markUsed(record.id, now).catch(() => undefined);
       }
       return record.userId === null

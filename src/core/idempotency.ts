@@ -142,7 +142,8 @@ export function createIdempotencyKeys(
           `Idempotency-Key ${key} was used with a different request; send a new key for a new request`,
         );
       }
-      if (existing.status === null && existing.committed && existing.lockedUntil <= now) {
+      const lockPassed = existing.lockedUntil <= now || existing.lockedUntil > lockedUntil + IDEMPOTENCY_LOCK_MS;
+      if (existing.status === null && existing.committed && lockPassed) {
         // Its work committed, then its process stopped before the response was stored: done again, it would be done twice.
         throw new MnemeError(
           ErrorCode.Conflict,

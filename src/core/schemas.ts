@@ -406,15 +406,94 @@ export const MIN_TIME = 0;
 export const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /**
- * A point in time named `name`: ISO 8601 text, epoch milliseconds or a Date, from 1970 to the end of
- * year 9999; becomes epoch milliseconds.
+ * An ISO 8601 date (`2024-06-15`, midnight UTC) or date and time with its offset (`2024-06-15T12:00:00Z`,
+ * `2024-06-15T14:00:00.250+02:00`; `T`, `t` or a space between them; any digits of a second's fraction, kept to the
+ * millisecond; 24:00:00 is the end of the day).
+ */
+const ISO_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?)?$/;
+
+/**
+ * Epoch milliseconds of `text`, or why it is no time mneme reads. `Date.parse` would not do: it takes February 30
+ * for March 1, `"0"` for the year 2000 and `"foo 2024"` for 2024, and a time without an offset in the server's own
+ * time zone, so one file imported on two machines would give two histories (attack 25, time).
+ */
+export function parseIsoTime(text: string): number | string {
+  const match = ISO_TIME.exec(text);
+  if (!match) return 'is not an ISO 8601 time';
+  const [, year, month, day, hour, minute, second, fraction, utc, sign, offsetHours, offsetMinutes] = match;
+  const y = Number(year);
+  const mo = Number(month);
+  const d = Number(day);
+  if (mo < 1 || mo > 12) return `has no month ${month}`;
+  const monthDays = new Date(Date.UTC(2000, mo, 0)).getUTCDate() - (mo === 2 && !isLeapYear(y) ? 1 : 0);
+  if (d < 1 || d > monthDays) return `has no day ${day} in month ${month} of ${year}`;
+  if (hour === undefined || minute === undefined) return y < 1970 ? 'is before 1970' : Date.UTC(y, mo - 1, d);
+  if (utc === undefined && sign === undefined) {
+    return 'has no UTC offset: add Z for UTC or the offset, e.g. +02:00 (a time without one would be read in the time zone of whichever machine runs mneme)';
+  }
+  const h = Number(hour);
+  const mi = Number(minute);
+  const s = Number(second ?? 0);
+  const ms = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
+  if (s === 60) return 'is a leap second (second 60), which epoch milliseconds cannot hold; give :59 instead';
+  if (h > 24 || mi > 59 || s > 59 || (h === 24 && (mi > 0 || s > 0 || Number(fraction ?? 0) > 0))) {
+    return `has no time of day ${hour}:${minute}${second === undefined ? '' : `:${second}`}`;
+  }
+  let offset = 0;
+  if (sign !== undefined) {
+    const oh = Number(offsetHours);
+    const om = Number(offsetMinutes);
+    if (oh > 23 || om > 59) return `has no UTC offset ${sign}${offsetHours}:${offsetMinutes}`;
+    offset = (sign === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
+  }
+  // Years below 100 would be read as 19xx by `Date.UTC`; they are out of range anyway.
+  if (y < 1000) return 'is before 1970';
+  return Date.UTC(y, mo - 1, d, h, mi, s, ms) - offset;
+}
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+/**
+ * A point in time named `name`: ISO 8601 text with its UTC offset (`parseIsoTime`), whole epoch milliseconds or a
+ * Date, from 1970 to the end of year 9999; becomes epoch milliseconds.
  */
 export function timeSchema(name: string) {
   const expected = `${name} must be an ISO 8601 time or epoch milliseconds from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, e.g. 2024-06-15T12:00:00Z`;
-  return z
-    .union([z.number(), z.string(), z.date()], { error: expected })
-    .transform((value) => (typeof value === 'number' ? value : new Date(value).getTime()))
-    .refine((time) => Number.isFinite(time) && time >= MIN_TIME && time <= MAX_TIME, expected);
+  return z.union([z.number(), z.string(), z.date()], { error: expected }).transform((value, context) => {
+    let time: number;
+    if (typeof value === 'string') {
+      const parsed = parseIsoTime(value);
+      if (typeof parsed === 'string') {
+        context.issues.push({
+          code: 'custom',
+          message: `${expected}; ${JSON.stringify(value.slice(0, 40))} ${parsed}`,
+          input: value,
+        });
+        return z.NEVER;
+      }
+      time = parsed;
+    } else if (typeof value === 'number') {
+      if (Number.isFinite(value) && !Number.isInteger(value)) {
+        context.issues.push({
+          code: 'custom',
+          message: `${expected}; ${value} is not whole epoch milliseconds`,
+          input: value,
+        });
+        return z.NEVER;
+      }
+      time = value;
+    } else {
+      time = value.getTime();
+    }
+    if (!(Number.isFinite(time) && time >= MIN_TIME && time <= MAX_TIME)) {
+      context.issues.push({ code: 'custom', message: expected, input: value });
+      return z.NEVER;
+    }
+    return time;
+  });
 }
 
 export const TimestampSchema = timeSchema('createdAt');

@@ -42,12 +42,22 @@ export interface IdempotencyClaim {
   formerExpiresFrom?: number;
 }
 
+/**
+ * A running row's `lockedUntil` past which the claim takes it over although it has not passed: more than twice the
+ * lock's length after `now` (`claim.now` to `claim.lockedUntil`). No claim made by a correct clock reaches that far,
+ * so its request's process claimed it while the clock ran fast (ADR 14, attack 25): waited for, it would refuse the
+ * retry for as long as the clock was then set back. A live request that loses it so writes nothing (`claimTakenOver`).
+ */
+export function staleLockFrom(claim: Pick<IdempotencyClaim, 'now' | 'lockedUntil'>): number {
+  return claim.lockedUntil + (claim.lockedUntil - claim.now);
+}
+
 /** Idempotency keys of the HTTP face (ADR 14): one row per principal and key, until it expires. */
 export interface IdempotencyStore {
   /**
    * In one transaction: deletes expired keys, then claims this one. Returns null when the caller now
-   * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed and whose work
-   * committed nothing, taken over); otherwise the existing row, unchanged (or the former space's row: see
+   * holds it (no row existed, or a running row of the same request whose `lockedUntil` passed, or lies further
+   * ahead than `staleLockFrom`, and whose work committed nothing, taken over); otherwise the existing row, unchanged (or the former space's row: see
    * `formerPrincipal`).
    */
   claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;

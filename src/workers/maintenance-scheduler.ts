@@ -37,7 +37,10 @@ export interface MaintenanceSchedulerOptions {
 
 /** Runs maintenance on its intervals inside a long-running process (the HTTP service, `mneme serve`). */
 export interface MaintenanceScheduler {
-  /** Runs every task once now (the start-up sweep), then each again whenever its interval has passed. */
+  /**
+   * Runs every task once now (the start-up sweep), then each again whenever its interval has passed, or at once when
+   * the clock went back behind its last run.
+   */
   start(): void;
   /**
    * Stops scheduling and waits for the task in progress, if any, to finish; a call of it waiting for
@@ -75,8 +78,11 @@ export function createMaintenanceScheduler(options: MaintenanceSchedulerOptions)
     for (const task of maintenanceTasks) {
       if (!isRunning) return;
       const previous = lastRun.get(task);
-      if (previous !== undefined && clock.now() - previous < intervals[task]) continue;
-      lastRun.set(task, clock.now());
+      const now = clock.now();
+      // A clock set back (NTP correcting a fast clock) runs the task at once: waiting for the clock to pass its last
+      // run again would stop it for as long as the clock went back, a year for a clock a year fast (attack 25, time).
+      if (previous !== undefined && now >= previous && now - previous < intervals[task]) continue;
+      lastRun.set(task, now);
       ran = true;
       try {
         const report = await options.mneme.maintain({ tasks: [task] });

@@ -33,7 +33,8 @@ export interface EpisodesReport extends TaskReport {
 /**
  * Writes episode memories, per channel, from the message log after the channel's episode
  * watermark: once 6 or more messages are new, they are grouped in 60-minute windows and each
- * closed window (its hour is over at `now`) of 4 or more messages becomes one `episode` memory in
+ * closed window (its hour is over at `now`, or it starts more than an hour after `now`; a message an hour or more
+ * before a window's start closes it as one after its hour does) of 4 or more messages becomes one `episode` memory in
  * the channel's room scope, with its source messages, valid from the window's last message. The
  * watermark moves past every closed window (in the transaction of the window's episode, if it has one);
  * the open one waits for the next run. A summariser failure leaves the watermark before its window.
@@ -134,7 +135,11 @@ async function summariseChannel(
     const page = await storage.messages.listAfter(channelId, cursor, PAGE_SIZE);
     for (const message of page) {
       const time = Date.parse(message.createdAt);
-      if (window.length > 0 && time >= windowStart + EPISODE_WINDOW_MS && !(await close())) return moved;
+      // A message an hour or more before the window's start closes it too: the window began with messages dated in
+      // the future (stored while the clock ran fast, or sent so), and waiting for its hour would hold every later
+      // message of the channel until then (attack 25, time).
+      const outside = time >= windowStart + EPISODE_WINDOW_MS || time <= windowStart - EPISODE_WINDOW_MS;
+      if (window.length > 0 && outside && !(await close())) return moved;
       lastSeen = message.id;
       seenSinceSettled++;
       if (message.role === 'system') continue;
@@ -144,7 +149,9 @@ async function summariseChannel(
     if (page.length < PAGE_SIZE) break;
     cursor = page.at(-1)?.id ?? cursor;
   }
-  const isOpen = window.length > 0 && windowStart + EPISODE_WINDOW_MS > now;
+  // Open while its hour is not over, unless it starts more than an hour after `now`: dated in the future, it is closed
+  // now rather than when the clock reaches it.
+  const isOpen = window.length > 0 && windowStart + EPISODE_WINDOW_MS > now && windowStart - EPISODE_WINDOW_MS < now;
   if (!isOpen && lastSeen !== settled) await close();
   return moved;
 }

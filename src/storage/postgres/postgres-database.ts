@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
-import { keyToCount } from '../keyed-work.js';
+import { claimTakenOver, keyToCount } from '../keyed-work.js';
 import type { HeldLock } from '../storage.js';
 
 /** The rows of one statement. */
@@ -456,11 +456,13 @@ export async function writePg<T>(
         exec: (sql) => transaction.exec(sql),
       });
       if (keyed !== null && changed > 0) {
-        await transaction.query(
+        const counted = await transaction.query(
           `UPDATE idempotency_keys SET committed = committed + 1
            WHERE principal = $1 AND key = $2 AND locked_until = $3 AND status IS NULL`,
           [keyed.principal, keyed.key, keyed.lockedUntil],
         );
+        // Not counted: the claim was taken over meanwhile (ADR 14, attack 25); the transaction rolls back.
+        if (counted.changed === 0) throw claimTakenOver(keyed);
       }
       return result;
     }),

@@ -38,6 +38,7 @@ export function createPostgresExtractionStore(
           `INSERT INTO extraction_leases (channel_id, task, owner, expires_at) VALUES ($1, $2, $3, ${now} + $4)
            ON CONFLICT (channel_id, task) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
              WHERE extraction_leases.owner = excluded.owner OR extraction_leases.expires_at <= ${now}
+               OR extraction_leases.expires_at > ${now} + 2 * $4
            RETURNING owner`,
           [lease.channelId, lease.task, lease.owner, lease.ttlMs],
         );

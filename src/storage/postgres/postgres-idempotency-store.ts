@@ -1,4 +1,4 @@
-import type { IdempotencyRecord, IdempotencyStore } from '../idempotency-store.js';
+import { type IdempotencyRecord, type IdempotencyStore, staleLockFrom } from '../idempotency-store.js';
 import { runUnderKey } from '../keyed-work.js';
 import { firstRow, type PostgresDatabase, writePg } from './postgres-database.js';
 
@@ -49,8 +49,8 @@ export function createPostgresIdempotencyStore(database: PostgresDatabase): Idem
         const takenOver = await q.query(
           `UPDATE idempotency_keys SET locked_until = $1
            WHERE principal = $2 AND key = $3 AND request_sha256 = $4 AND status IS NULL AND committed = 0
-             AND locked_until <= $5`,
-          [claim.lockedUntil, principal, key, requestSha256, claim.now],
+             AND (locked_until <= $5 OR locked_until > $6)`,
+          [claim.lockedUntil, principal, key, requestSha256, claim.now, staleLockFrom(claim)],
         );
         if (takenOver.changed === 1) return null;
         const sql =

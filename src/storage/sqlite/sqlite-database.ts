@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
-import { type HeldKey, keyToCount } from '../keyed-work.js';
+import { claimTakenOver, type HeldKey, keyToCount } from '../keyed-work.js';
 import { makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { readOnlyFiles } from './sqlite-read-only-files.js';
@@ -253,7 +253,7 @@ const keyedStatements = new WeakMap<
 /**
  * Called at the start of a durable write transaction of keyed work (`keyToCount`): returns what to call at its end,
  * which counts the transaction on the key's row when it changed rows (ADR 14, 2026-12-04), so that the count commits
- * with the work or not at all.
+ * with the work or not at all, and throws CONFLICT when the claim was taken over meanwhile (ADR 14, attack 25).
  */
 export function countKeyedWrite(database: Database.Database, held: HeldKey): () => void {
   let statements = keyedStatements.get(database);
@@ -270,7 +270,9 @@ export function countKeyedWrite(database: Database.Database, held: HeldKey): () 
   const { changes, count } = statements;
   const before = changes.get();
   return () => {
-    if (changes.get() !== before) count.run(held.principal, held.key, held.lockedUntil);
+    if (changes.get() === before) return;
+    // Not counted: the claim is no longer this work's, and its writes roll back with the transaction.
+    if (count.run(held.principal, held.key, held.lockedUntil).changes === 0) throw claimTakenOver(held);
   };
 }
 

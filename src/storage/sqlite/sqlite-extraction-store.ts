@@ -11,10 +11,17 @@ type LeaseKey = Pick<ExtractionLease, 'channelId' | 'task'>;
 /** Prepared on first use: a file opened at an older schema version (migration tests) has no lease table yet. */
 function prepareStatements(database: Database.Database) {
   return {
-    claim: database.prepare<LeaseKey & { owner: string; expiresAt: number; now: number }, { owner: string }>(
+    // Free, its own, expired, or expiring more than twice its length ahead: no holder renews it that far (each sets it
+    // one length ahead), so it was written while the clock ran fast, and waiting for it would stall the key for as long
+    // as the clock was set back after a holder died (attack 25, time).
+    claim: database.prepare<
+      LeaseKey & { owner: string; expiresAt: number; now: number; ttlMs: number },
+      { owner: string }
+    >(
       `INSERT INTO extraction_leases (channel_id, task, owner, expires_at) VALUES (@channelId, @task, @owner, @expiresAt)
       ON CONFLICT (channel_id, task) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
         WHERE extraction_leases.owner = excluded.owner OR extraction_leases.expires_at <= @now
+          OR extraction_leases.expires_at > @now + 2 * @ttlMs
       RETURNING owner`,
     ),
     release: database.prepare<LeaseKey & { owner: string }>(
@@ -110,7 +117,13 @@ export function createSqliteExtractionStore(
         `claiming ${leaseOf(lease)}`,
         () => {
           const now = Date.now();
-          const row = statements().claim.get({ ...key(lease), owner: lease.owner, expiresAt: now + lease.ttlMs, now });
+          const row = statements().claim.get({
+            ...key(lease),
+            owner: lease.owner,
+            expiresAt: now + lease.ttlMs,
+            now,
+            ttlMs: lease.ttlMs,
+          });
           return row !== undefined;
         },
         { deferred: true },

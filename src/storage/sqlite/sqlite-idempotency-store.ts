@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { IdempotencyRecord, IdempotencyStore } from '../idempotency-store.js';
+import { type IdempotencyRecord, type IdempotencyStore, staleLockFrom } from '../idempotency-store.js';
 import { runUnderKey } from '../keyed-work.js';
 import { preparedOnUse, writeSqlite } from './sqlite-database.js';
 
@@ -30,10 +30,11 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
       `INSERT INTO idempotency_keys (principal, key, request_sha256, locked_until, expires_at) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (principal, key) DO NOTHING`,
     ),
-    takeOver: preparedOnUse<[number, string, string, string, number]>(
+    takeOver: preparedOnUse<[number, string, string, string, number, number]>(
       database,
       `UPDATE idempotency_keys SET locked_until = ?
-      WHERE principal = ? AND key = ? AND request_sha256 = ? AND status IS NULL AND committed = 0 AND locked_until <= ?`,
+      WHERE principal = ? AND key = ? AND request_sha256 = ? AND status IS NULL AND committed = 0
+        AND (locked_until <= ? OR locked_until > ?)`,
     ),
     get: preparedOnUse<[string, string], IdempotencyRow>(
       database,
@@ -71,7 +72,10 @@ export function createSqliteIdempotencyStore(database: Database.Database): Idemp
         if (statements.insert().run(principal, key, requestSha256, claim.lockedUntil, claim.expiresAt).changes === 1) {
           return null;
         }
-        if (statements.takeOver().run(claim.lockedUntil, principal, key, requestSha256, claim.now).changes === 1) {
+        const farAhead = staleLockFrom(claim);
+        if (
+          statements.takeOver().run(claim.lockedUntil, principal, key, requestSha256, claim.now, farAhead).changes === 1
+        ) {
           return null;
         }
         const row = statements.get().get(principal, key);
