@@ -1,5 +1,5 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -10,6 +10,7 @@ import { openSqliteDatabase } from '../src/storage/sqlite/sqlite-database.js';
 import { createSqliteMessageStore } from '../src/storage/sqlite/sqlite-message-store.js';
 import { createSqliteVectorIndex } from '../src/storage/sqlite/sqlite-vector-index.js';
 import { mnemeBinary, startServeProcess } from './serve-process.js';
+import { tmpfsMounts } from './tmpfs-mounts.js';
 
 /**
  * wt-attack24b: the disk that holds the database fills up. SQLite rolls back what it could not write (SQLITE_FULL),
@@ -21,40 +22,13 @@ import { mnemeBinary, startServeProcess } from './serve-process.js';
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack24b-full-'));
 const children: ChildProcess[] = [];
-const mounted: string[] = [];
+const { mount, canMount, unmountAll } = tmpfsMounts(folder);
 
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  for (const point of mounted) {
-    try {
-      execFileSync('umount', ['-l', point], { stdio: 'ignore' });
-    } catch {
-      // Already gone.
-    }
-  }
+  unmountAll();
   rmSync(folder, { recursive: true, force: true });
 });
-
-/** Mounts a tmpfs of `size` bytes on a new folder; null when this process may not mount. */
-function smallDisk(name: string, size: number): string | null {
-  const point = join(folder, name);
-  mkdirSync(point);
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', point], { stdio: 'ignore' });
-  } catch {
-    return null;
-  }
-  mounted.push(point);
-  return point;
-}
-
-const canMount = (() => {
-  const point = smallDisk('probe', 1 << 20);
-  if (point === null) return false;
-  execFileSync('umount', [point]);
-  mounted.splice(mounted.indexOf(point), 1);
-  return true;
-})();
 
 /** Writes to `path` until the disk is full; returns the file, whose removal frees the space. */
 function fillDisk(path: string): string {
@@ -130,7 +104,7 @@ describe.skipIf(!canMount)('mneme serve on a disk that fills up (a tmpfs; needs 
   it('answers 503 problems with Retry-After while the disk is full, stays up, and keeps and extracts every acknowledged message once there is room', {
     timeout: 120_000,
   }, async () => {
-    const disk = smallDisk('serve', 8 << 20);
+    const disk = mount('serve', 8 << 20);
     if (disk === null) throw new Error('mount failed after the probe');
     const database = join(disk, 'mneme.db');
     const server = await startServeProcess(database, children);
@@ -217,7 +191,7 @@ describe.skipIf(!canMount)('mneme serve on PGlite on a disk that fills up (a tmp
   it('answers 503 problems while the disk is full and takes the writes again once there is room', {
     timeout: 240_000,
   }, async () => {
-    const disk = smallDisk('pglite', 64 << 20);
+    const disk = mount('pglite', 64 << 20);
     if (disk === null) throw new Error('mount failed after the probe');
     const child = spawn(process.execPath, [mnemeBinary, 'serve', '--port', '0', '--db', `pglite:${join(disk, 'pg')}`], {
       env: { ...process.env, MNEME_EMBEDDER: 'none', MNEME_CHAT: 'none' },

@@ -1,20 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli-harness.js';
 import { mnemeBinary } from './serve-process.js';
+import { tmpfsMounts } from './tmpfs-mounts.js';
 
 /**
  * wt-attack24b: `mneme export` writing to a disk that fills up. To standard output redirected to a file, Node writes
@@ -24,39 +15,12 @@ import { mnemeBinary } from './serve-process.js';
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack24b-export-'));
 const database = join(folder, 'mneme.db');
-const mounted: string[] = [];
+const { mount, canMount, unmountAll } = tmpfsMounts(folder);
 
 afterAll(() => {
-  for (const point of mounted) {
-    try {
-      execFileSync('umount', ['-l', point], { stdio: 'ignore' });
-    } catch {
-      // Already gone.
-    }
-  }
+  unmountAll();
   rmSync(folder, { recursive: true, force: true });
 });
-
-/** Mounts a tmpfs of `size` bytes on a new folder; null when this process may not mount. */
-function smallDisk(name: string, size: number): string | null {
-  const point = join(folder, name);
-  mkdirSync(point);
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', point], { stdio: 'ignore' });
-  } catch {
-    return null;
-  }
-  mounted.push(point);
-  return point;
-}
-
-const canMount = (() => {
-  const point = smallDisk('probe', 1 << 20);
-  if (point === null) return false;
-  execFileSync('umount', [point]);
-  mounted.splice(mounted.indexOf(point), 1);
-  return true;
-})();
 
 /** Runs the built `mneme export` with its standard output on `out` (a path opened for writing). */
 function exportTo(out: string, args: readonly string[] = []): Promise<{ code: number | null; stderr: string }> {
@@ -98,7 +62,7 @@ describe('mneme export on a disk that fills up', () => {
       // One write of fewer than 64 KiB (the export's chunk), on a disk a page too small for it.
       expect(size).toBeGreaterThan(4096);
       expect(size).toBeLessThan(64 * 1024);
-      const disk = smallDisk('short', Math.floor((size - 1) / 4096) * 4096);
+      const disk = mount('short', Math.floor((size - 1) / 4096) * 4096);
       if (disk === null) throw new Error('mount failed after the probe');
       const cut = await exportTo(join(disk, 'export.jsonl'));
       expect(statSync(join(disk, 'export.jsonl')).size).toBeLessThan(size);

@@ -7,6 +7,7 @@ import { createMneme } from '../src/config/create-mneme.js';
 import { isMnemeError } from '../src/core/errors.js';
 import { runCli } from './cli-harness.js';
 import { mnemeBinary } from './serve-process.js';
+import { tmpfsMounts } from './tmpfs-mounts.js';
 
 /**
  * wt-a: a database mneme may not write. SQLite opens such a file read-only without a word, so `mneme serve` started
@@ -22,39 +23,12 @@ import { mnemeBinary } from './serve-process.js';
  */
 const folder = mkdtempSync(join(tmpdir(), 'mneme-read-only-'));
 chmodSync(folder, 0o755);
-const mounted: string[] = [];
+const { mount, canMount, unmountAll } = tmpfsMounts(folder);
 
 afterAll(() => {
-  for (const point of mounted) {
-    try {
-      execFileSync('umount', ['-l', point], { stdio: 'ignore' });
-    } catch {
-      // Already gone.
-    }
-  }
+  unmountAll();
   rmSync(folder, { recursive: true, force: true });
 });
-
-/** Mounts a small tmpfs on a new folder; null when this process may not mount. */
-function mountTmpfs(name: string): string | null {
-  const point = join(folder, name);
-  mkdirSync(point);
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', point], { stdio: 'ignore' });
-  } catch {
-    return null;
-  }
-  mounted.push(point);
-  return point;
-}
-
-const canMount = (() => {
-  const point = mountTmpfs('probe');
-  if (point === null) return false;
-  execFileSync('umount', [point]);
-  mounted.splice(mounted.indexOf(point), 1);
-  return true;
-})();
 
 const nobody = 65534;
 const canRunAsNobody = (() => {
@@ -118,7 +92,7 @@ describe.skipIf(!canMount)(
   () => {
     let path = '';
     beforeAll(async () => {
-      const disk = mountTmpfs('disk');
+      const disk = mount('disk', 16 << 20);
       if (disk === null) throw new Error('mount failed after the probe');
       path = join(disk, 'mneme.db');
       await databaseWithAMemory(path);
