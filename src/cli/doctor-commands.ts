@@ -6,6 +6,7 @@ import { describeDatabase, localDatabasePath } from '../config/open-storage.js';
 import { diagnoseProviders, type ProviderReport } from '../config/provider-checks.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { ReembedProgress, VectorStatus } from '../core/reembed.js';
+import { accessByOthers } from '../storage/make-folders.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { createProgressBar, progressMode } from './progress-bar.js';
@@ -14,8 +15,11 @@ import { createProgressBar, progressMode } from './progress-bar.js';
 export interface DoctorReport {
   embedder: ProviderReport;
   chat: ProviderReport;
-  /** The database's vector state, or null when the file does not exist yet. */
-  database: { path: string; vectors: VectorStatus } | null;
+  /**
+   * The database's vector state and, for a local store other accounts of the machine can read, a sentence saying so
+   * (`readableByOthers`, null when they cannot); null when the file does not exist yet.
+   */
+  database: { path: string; vectors: VectorStatus; readableByOthers: string | null } | null;
 }
 
 /** doctor (which providers are active and why, each checked with a real call) and reembed (with a progress bar). */
@@ -37,7 +41,11 @@ export function registerDoctorCommands(
       if (local === null || existsSync(local.path)) {
         const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger: { warn: () => {} } });
         try {
-          database = { path: describeDatabase(path), vectors: await mneme.vectorStatus() };
+          database = {
+            path: describeDatabase(path),
+            vectors: await mneme.vectorStatus(),
+            readableByOthers: local && accessByOthers(local.path, local.kind),
+          };
         } finally {
           await mneme.close();
         }
@@ -98,7 +106,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     if (provider.check) lines.push(`  check: ${provider.check.ok ? 'ok' : 'FAILED'}: ${provider.check.detail}`);
   }
   if (report.database) {
-    const { path, vectors } = report.database;
+    const { path, vectors, readableByOthers } = report.database;
     const index = vectors.index ? `${vectors.index.model} (${vectors.index.dimensions} dimensions)` : 'no model yet';
     lines.push(`database: ${path}`);
     lines.push(`  vector index: ${index}`);
@@ -115,6 +123,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     } else {
       lines.push('  no vectors: lexical search only');
     }
+    if (readableByOthers) lines.push(`  WARNING: ${readableByOthers}`);
   } else {
     lines.push('database: not created yet');
   }

@@ -6,6 +6,7 @@ import { type Command, Option } from 'commander';
 import { isDatabaseUrl } from '../config/open-storage.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { ImportReport, ImportSource } from '../core/transfer/import-lines.js';
+import { PRIVATE_FILE_MODE } from '../storage/make-folders.js';
 import type { WithEngine } from './cli-io.js';
 import { fileSize, readLines, UnreadableLineError } from './ingest-commands.js';
 
@@ -160,7 +161,7 @@ export function registerTransferCommands(
           // A name of its own, created exclusively: two exports to one file at once never write into one
           // temporary file (the first to finish would rename what the other still writes into).
           const partial = `${options.out}.${process.pid}-${randomBytes(6).toString('hex')}.partial`;
-          const stream = createWriteStream(partial, { flags: 'wx' });
+          const stream = createWriteStream(partial, { flags: 'wx', mode: PRIVATE_FILE_MODE });
           try {
             await once(stream, 'open');
             const count = await writeLines(lines, toStream(stream));

@@ -20,9 +20,10 @@ import type { EmbeddingModel } from '../models/embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../models/offline/offline-episode-summariser.js';
 import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
 import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
+import { accessByOthers } from '../storage/make-folders.js';
 import type { Storage } from '../storage/storage.js';
 import { createExtractionQueue } from '../workers/extraction-queue.js';
-import { openStorage } from './open-storage.js';
+import { localDatabasePath, openStorage } from './open-storage.js';
 import { packageVersion } from './package-version.js';
 import { type ProviderConnections, resolveChatModel, resolveEmbedder } from './providers.js';
 
@@ -162,6 +163,10 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
     throw error;
   }
   const storage = await open();
+  // A service's store readable by other accounts of the machine (made so before mneme made its files private).
+  const local = options.writable === true ? localDatabasePath(options.path) : null;
+  const exposed = local && accessByOthers(local.path, local.kind);
+  if (exposed) logger.warn(exposed);
   const clock = options.clock ?? systemClock;
   let policy: Awaited<ReturnType<typeof openPolicy>>['policy'];
   try {

@@ -1,4 +1,4 @@
-import { mkdirSync, type Stats, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 
@@ -17,8 +17,17 @@ export function entryAt(path: string, refuse: (reason: string, cause: unknown) =
 }
 
 /**
- * Makes `folder` and its missing parents, one level at a time, for a database file: the SQLite adapter
- * before it opens one, and the CLI's check of `--db` before anything opens it. Not `mkdirSync(folder,
+ * A store holds every user's memories and messages, so what mneme creates for one is its owner's alone: folders
+ * 0700, the SQLite file and an export 0600 (SQLite gives the -wal and -shm the database file's mode). What
+ * already exists keeps the mode it has (`accessByOthers` tells a service about it).
+ */
+export const PRIVATE_FOLDER_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+/**
+ * Makes `folder` and its missing parents (each only its owner's: `PRIVATE_FOLDER_MODE`), one level at a
+ * time, for a database file: the SQLite adapter before it opens one, and the CLI's check of `--db` before
+ * anything opens it. Not `mkdirSync(folder,
  * { recursive: true })`: on Node 20 that never returns where a level cannot be created under an existing
  * parent (under /proc). A level another process made meanwhile is no error. STORE_FAILED says why not: a
  * part of the path is a file, or which level could not be created (with its error code).
@@ -39,7 +48,7 @@ export function makeFolders(folder: string): void {
   if (found && !found.isDirectory()) throw failed(`${level} is not a folder`);
   for (const made of missing) {
     try {
-      mkdirSync(made);
+      mkdirSync(made, { mode: PRIVATE_FOLDER_MODE });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && existing(made)?.isDirectory()) continue;
       throw failed(
@@ -48,4 +57,54 @@ export function makeFolders(folder: string): void {
       );
     }
   }
+}
+
+/**
+ * Creates `path` as an empty file only its owner may read and write (an empty file is a new SQLite database), unless
+ * something is there already. Any failure is left to the opener that follows, which reports it in its own words.
+ */
+export function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', PRIVATE_FILE_MODE));
+  } catch {
+    // There already, or not creatable here: the opener says which.
+  }
+}
+
+/**
+ * Whether other accounts of this machine can read a local store (a SQLite file, or a PGlite folder, whose files have
+ * well-known names): null when not (or when that cannot be told: Windows, or nothing there), else a sentence saying
+ * so and how to fix it. A class of users (the file's group, everyone else) reaches it when the file gives that class
+ * read access (a folder: search access) and every folder above it gives that class search access.
+ */
+export function accessByOthers(path: string, kind: 'file' | 'folder'): string | null {
+  if (process.platform === 'win32') return null;
+  const target = resolve(path);
+  let entry: Stats;
+  try {
+    entry = statSync(target);
+  } catch {
+    return null;
+  }
+  const opened = kind === 'file' ? 0o044 : 0o011;
+  // Bit 0o040/0o010 stands for the group, 0o004/0o001 for everyone else; a folder above without search access for a
+  // class closes the store to it.
+  let group = (entry.mode & opened & 0o070) !== 0;
+  let others = (entry.mode & opened & 0o007) !== 0;
+  for (let folder = dirname(target); group || others; folder = dirname(folder)) {
+    try {
+      const mode = statSync(folder).mode;
+      group &&= (mode & 0o010) !== 0;
+      others &&= (mode & 0o001) !== 0;
+    } catch {
+      return null;
+    }
+    if (dirname(folder) === folder) break;
+  }
+  if (!group && !others) return null;
+  const who = others ? 'every account on this machine' : 'the accounts of its group';
+  const mode = (entry.mode & 0o777).toString(8).padStart(3, '0');
+  const fix =
+    kind === 'file' ? `chmod 600 ${path} and its -wal and -shm, or chmod 700 the folder it is in` : `chmod 700 ${path}`;
+  return `${path} can be read by ${who} (mode ${mode}): it holds every user's memories and messages; ${fix}`;
 }

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { claimTakenOver, type HeldKey, keyToCount } from '../keyed-work.js';
-import { makeFolders } from '../make-folders.js';
+import { createPrivateFile, makeFolders } from '../make-folders.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { readOnlyFiles } from './sqlite-read-only-files.js';
 
@@ -70,6 +70,8 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
       );
     }
   }
+  // A new file is created only its owner's first: SQLite would make it (and its -wal and -shm) readable by everyone.
+  if (!inMemory) createPrivateFile(options.path);
   let database: Database.Database;
   try {
     database = new Database(options.path);
