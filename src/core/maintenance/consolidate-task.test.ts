@@ -153,6 +153,24 @@ describe('the consolidation task', () => {
     expect(remaining[2]).toMatchObject({ source: 'consolidation', sourceIds: [sam.id, samAgain.id] });
   });
 
+  it('keeps every statement of a merged cluster findable, also one whose words the others hold in another order', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    await engine.mneme.remember({ content: 'Sam likes tea. Lee likes coffee.', ...oz });
+    await engine.mneme.remember({ content: 'Sam likes coffee', ...oz });
+    await engine.mneme.remember({ content: 'The team standup moved from Monday to Wednesday', ...oz });
+    await engine.mneme.remember({ content: 'The team standup moved from Wednesday to Monday', ...oz });
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 2, merged: 4 });
+    const contents = (await active(engine)).map((memory) => memory.content);
+    expect(contents).toEqual([
+      'Sam likes tea. Lee likes coffee. Sam likes coffee.',
+      'The team standup moved from Wednesday to Monday. The team standup moved from Monday to Wednesday.',
+    ]);
+    const found = await engine.mneme.recall({ query: 'does Sam like coffee', viewer: { userId: 'oz' } });
+    expect(found.hits[0]?.memory.content).toContain('Sam likes coffee');
+  });
+
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
     const engine = await open(true);
     const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });

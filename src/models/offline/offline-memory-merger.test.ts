@@ -33,4 +33,30 @@ describe('the offline memory merger', () => {
     });
     expect(merged.content).toBe('Mia uses emacs daily. Mia uses vim daily.');
   });
+
+  it('keeps a statement whose words the others hold between them but do not say', async () => {
+    const merged = await merger.merge({
+      memories: [memory(1, 'Sam likes tea. Lee likes coffee.'), memory(2, 'Sam likes coffee')],
+    });
+    expect(merged.content).toBe('Sam likes tea. Lee likes coffee. Sam likes coffee.');
+  });
+
+  it('keeps a statement with the words of another in another order', async () => {
+    const merged = await merger.merge({
+      memories: [
+        memory(1, 'The team standup moved from Monday to Wednesday'),
+        memory(2, 'The team standup moved from Wednesday to Monday'),
+      ],
+    });
+    expect(merged.content).toBe(
+      'The team standup moved from Wednesday to Monday. The team standup moved from Monday to Wednesday.',
+    );
+  });
+
+  it('refuses a cluster that one memory cannot hold whole, rather than dropping what does not fit', async () => {
+    const long = (topic: string) => `${topic} ${Array.from({ length: 700 }, (_, at) => `${topic}${at}`).join(' ')}`;
+    await expect(
+      merger.merge({ memories: [memory(1, long('alpha')), memory(2, long('beta')), memory(3, long('gamma'))] }),
+    ).rejects.toThrow('the 3 memories of #1 say more than one memory holds (10000 characters)');
+  });
 });

@@ -6,7 +6,11 @@ import { sentencesOf, withFullStop } from './offline-text.js';
 /**
  * The offline memory merger: rule-based, no model. It keeps the most complete statement (the one
  * with the most distinct words; on a tie the longer, then the newer) and adds each sentence of
- * the others that brings a word it does not have yet, so no distinct detail is lost.
+ * the others that one sentence already kept does not say: one whose words, in their order, are not
+ * all found in that order in any kept sentence. So no distinct statement is lost: "Sam likes coffee"
+ * is kept beside "Sam likes tea. Lee likes coffee." (each of its words is there, not the statement), and
+ * "the standup moved from Monday to Wednesday" beside "... from Wednesday to Monday". A cluster that
+ * one memory's length cannot hold whole is refused (consolidation then leaves it unmerged and says so).
  */
 export function createOfflineMemoryMerger(): MemoryMerger {
   return {
@@ -22,21 +26,36 @@ export function createOfflineMemoryMerger(): MemoryMerger {
         );
       const [base, ...others] = ranked;
       if (!base) throw new Error('the offline merger needs at least one memory');
-      const covered = new Set(base.words);
+      const kept = sentencesOf(base.memory.content).map(wordsInOrder);
       let content = base.memory.content.trim();
       for (const { memory } of others.sort((left, right) => newerFirst(right.memory, left.memory))) {
         for (const sentence of sentencesOf(memory.content)) {
-          const words = wordSet(sentence);
-          if (![...words].some((word) => !covered.has(word))) continue;
-          const longer = `${withFullStop(content)} ${withFullStop(sentence)}`;
-          if (longer.length > MAX_CONTENT_CHARS) continue;
-          content = longer;
-          for (const word of words) covered.add(word);
+          const words = wordsInOrder(sentence);
+          if (kept.some((said) => isSaidIn(words, said))) continue;
+          content = `${withFullStop(content)} ${withFullStop(sentence)}`;
+          if (content.length > MAX_CONTENT_CHARS) {
+            throw new Error(
+              `the ${memories.length} memories of #${memories[0]?.id} say more than one memory holds (${MAX_CONTENT_CHARS} characters)`,
+            );
+          }
+          kept.push(words);
         }
       }
       return { content };
     },
   };
+}
+
+/** A sentence's distinct words (stop words left out), in the order they first come. */
+function wordsInOrder(sentence: string): string[] {
+  return [...wordSet(sentence)];
+}
+
+/** True when every word of `words` is in `sentence`, in the same order (a subsequence). */
+function isSaidIn(words: readonly string[], sentence: readonly string[]): boolean {
+  let at = 0;
+  for (const word of sentence) if (at < words.length && word === words[at]) at++;
+  return at === words.length;
 }
 
 function newerFirst(left: MergeCandidate, right: MergeCandidate): number {
