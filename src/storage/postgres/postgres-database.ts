@@ -85,6 +85,10 @@ const toNumbers = (value: string) =>
         .split(',')
         .map((item) => (item === 'NULL' ? null : Number(item)));
 
+/** Turns `synchronous_commit` on in a session where it is off, and leaves every other value. */
+const PERSISTENT_COMMITS =
+  "SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'";
+
 /** The first key of named locks (`tryLock`), a space apart from the one-key write lock. */
 const NAMED_LOCKS = 0x6d6e6d6c;
 
@@ -166,8 +170,14 @@ export function createPgPoolDatabase(
   // An idle connection the server dropped must not crash the process: the next statement reconnects.
   pool.on('error', () => {});
   let reached = false;
-  pool.on('connect', () => {
+  pool.on('connect', (client) => {
     reached = true;
+    // An acknowledged write survives a crash (docs/reliability.md, promise 1) whatever the server's default: with
+    // `synchronous_commit` off (set for the server, the database or the role, often for speed) a commit is answered
+    // before its WAL reaches the disk, and a crash of the server loses the last ones, acknowledged. Raised to `on` for
+    // mneme's sessions before their first statement (a client runs its statements in order); `local`,
+    // `remote_write`, `on` and `remote_apply` are kept. Recall's touches lower it for their own transaction (ADR 12).
+    client.query(PERSISTENT_COMMITS).catch(() => {});
   });
   const tag = (thrown: unknown) => {
     if (typeof thrown !== 'object' || thrown === null) return thrown;

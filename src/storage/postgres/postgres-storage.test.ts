@@ -327,6 +327,52 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     }
   });
 
+  it('waits for the WAL on every connection where the server turned synchronous_commit off, and keeps a setting other than off', async () => {
+    // The test server runs with synchronous_commit off (startTestPostgresServer), as servers tuned for speed do: a
+    // commit answered before its WAL is written, and lost with the server. Before, mneme's sessions kept it.
+    const setting = async (queryable: Pick<PostgresDatabase, 'query'>) =>
+      (await queryable.query<{ value: string }>("SELECT current_setting('synchronous_commit') AS value")).rows[0]
+        ?.value;
+    const admin = createPgPoolDatabase(server.url);
+    try {
+      expect(await setting(admin)).toBe('on');
+      for (const value of ['local', 'remote_write', 'remote_apply']) {
+        const name = `durable_${value}`;
+        const url = await server.database(name);
+        await admin.exec(`ALTER DATABASE ${name} SET synchronous_commit = ${value}`);
+        const database = createPgPoolDatabase(url, { max: 4 });
+        try {
+          // Four at once: each takes a connection of its own, each new to the pool.
+          const seen = await Promise.all(
+            Array.from({ length: 4 }, () => database.transaction(async (transaction) => setting(transaction))),
+          );
+          expect(seen).toEqual([value, value, value, value]);
+        } finally {
+          await database.close();
+        }
+      }
+      const off = createPgPoolDatabase(await server.database('durable_off'), { max: 4 });
+      try {
+        const seen = await Promise.all(
+          Array.from({ length: 4 }, () => off.transaction(async (transaction) => setting(transaction))),
+        );
+        expect(seen).toEqual(['on', 'on', 'on', 'on']);
+        // What the session would have without mneme: the server's off.
+        expect(
+          (
+            await off.query<{ value: string }>(
+              "SELECT reset_val AS value FROM pg_settings WHERE name = 'synchronous_commit'",
+            )
+          ).rows[0]?.value,
+        ).toBe('off');
+      } finally {
+        await off.close();
+      }
+    } finally {
+      await admin.close();
+    }
+  });
+
   it('migrates a new database once when several processes open it at the same moment', async () => {
     const url = await server.database('together');
     const storages = await Promise.all(
