@@ -77,6 +77,26 @@ describe('a fact that changes', () => {
     expect((await mneme.history(memory?.id ?? 0)).map((version) => version.action)).toEqual(['create', 'update']);
   });
 
+  it('reads the same words in another order as a change, not a restatement: the older stays findable', async () => {
+    const mneme = await open();
+    await ozSays(
+      mneme,
+      'dm-oz',
+      'I am allergic to peanuts but not to almonds',
+      'I am allergic to almonds but not to peanuts',
+    );
+    const [peanuts, almonds, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(peanuts).toMatchObject({
+      content: 'Oz is allergic to peanuts but not to almonds.',
+      supersededBy: almonds?.id,
+    });
+    expect(almonds).toMatchObject({ content: 'Oz is allergic to almonds but not to peanuts.', supersededBy: null });
+    const { hits } = await mneme.recall({ query: 'what is Oz allergic to', viewer: { userId: 'oz' } });
+    expect(hits[0]?.memory.id).toBe(almonds?.id);
+    expect(hits.map((hit) => hit.memory.id)).toContain(peanuts?.id);
+  });
+
   it('makes the older statement current again when the newer one is forgotten', async () => {
     const mneme = await open();
     await ozSays(mneme, 'dm-oz', 'I use Vim for everything', 'I switched from Vim to VS Code');

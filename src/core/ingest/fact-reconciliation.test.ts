@@ -187,6 +187,14 @@ describe('reconcileFact with changed facts', () => {
     });
   });
 
+  it('supersedes a similar fact with its words in another order, keeping the older as history', () => {
+    const owed = memory(1, 'Alice owes Oz 20 dollars for the concert tickets.');
+    expect(reconcileFact(fromMessage('Oz owes Alice 20 dollars for the concert tickets.'), [owed], options)).toEqual({
+      action: 'supersede',
+      memory: owed,
+    });
+  });
+
   it('keeps another event with another value as a new memory, neither updated nor superseded', () => {
     const lee = memory(1, 'Oz met Lee at the climbing gym (mentioned on 1 March 2024).', { category: 'event' });
     const sam = fromMessage('Oz met Sam at the climbing gym (mentioned on 5 March 2024).', 'event');
@@ -225,6 +233,17 @@ describe('statementRelation', () => {
     expect(compare('Oz met Sam in Oslo.', 'Oz met Lee in Oslo.', ['event', 'event'])).toBe('another-event');
     expect(compare('Oz loves hiking in the mountains.', 'Oz likes hiking in the mountains.')).toBe('restatement');
     expect(compare('Oz has a cat named Pixel.', 'Oz lives in Oslo.')).toBe('unrelated');
+  });
+
+  it('tells a change when the same words come in another order: who does what to whom changed', () => {
+    expect(compare('Oz owes Alice 20 dollars.', 'Alice owes Oz 20 dollars.')).toBe('change');
+    expect(compare('Oz is allergic to almonds but not peanuts.', 'Oz is allergic to peanuts but not almonds.')).toBe(
+      'change',
+    );
+    expect(compare('Oz met Sam after Lee.', 'Oz met Lee after Sam.', ['event', 'event'])).toBe('another-event');
+    expect(compare('Oz owes Alice 20 dollars.', 'Oz owes Alice 20 dollars, (mentioned on 2 May 2024).')).toBe(
+      'restatement',
+    );
   });
 
   it('never changes an episode or an exchange: they record what was said', () => {

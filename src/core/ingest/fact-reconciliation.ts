@@ -235,8 +235,12 @@ function saysEnd(text: string): boolean {
  *   (what happened stays true); or the two are similar (Jaccard at or above `threshold`) and the
  *   newer drops a value of the older for another (a capitalised word or a number: "lives in Oslo"
  *   -> "lives in Bergen"), neither being an event.
- * - `another-event`: similar, a value replaced, and one of them an event ("met Lee" / "met Sam").
- * - `restatement`: similar, and no value replaced.
+ *   The same holds when the two put their shared words in another order ("Alice owes Oz" -> "Oz owes
+ *   Alice", "allergic to peanuts but not almonds" -> "... to almonds but not peanuts"): who does what to whom
+ *   changed, which a word overlap cannot see, so the older stays as history rather than being rewritten.
+ * - `another-event`: similar, a value replaced (or the words reordered), and one of them an event ("met Lee" /
+ *   "met Sam").
+ * - `restatement`: similar, no value replaced, the shared words in the same order.
  * - `unrelated`: otherwise.
  * Episodes and exchanges record what was said, so nothing changes them.
  */
@@ -263,11 +267,23 @@ export function statementRelation(
     options.threshold;
   if (!similar) return 'unrelated';
   const replaced =
-    [...valueWords(newer.content)].some((word) => added.has(word)) &&
-    [...valueWords(older.content)].some((word) => dropped.has(word));
+    ([...valueWords(newer.content)].some((word) => added.has(word)) &&
+      [...valueWords(older.content)].some((word) => dropped.has(word))) ||
+    reordered(newer.content, older.content, ignore);
   if (!replaced) return 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
+}
+
+/** True when the words two statements share (dates, change words and `ignore` left out) come in another order. */
+function reordered(newer: string, older: string, ignore: readonly string[]): boolean {
+  const inOrder = (text: string) => [...wordSet(withoutDates(text), { ignore: [...ignore, ...changeVocabulary] })];
+  const newerWords = inOrder(newer);
+  const olderWords = new Set(inOrder(older));
+  const sharedNewer = newerWords.filter((word) => olderWords.has(word));
+  const newerShared = new Set(sharedNewer);
+  const sharedOlder = [...olderWords].filter((word) => newerShared.has(word));
+  return sharedNewer.some((word, at) => word !== sharedOlder[at]);
 }
 
 /**
