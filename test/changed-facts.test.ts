@@ -77,6 +77,24 @@ describe('a fact that changes', () => {
     expect((await mneme.history(memory?.id ?? 0)).map((version) => version.action)).toEqual(['create', 'update']);
   });
 
+  it('keeps the details of a fact when a restatement says less', async () => {
+    const mneme = await open();
+    await ozSays(
+      mneme,
+      'dm-oz',
+      'I prefer dark mode in every editor and terminal I use',
+      'I really prefer dark mode in every editor',
+    );
+    const [memory, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(memory).toMatchObject({
+      content: 'Oz prefers dark mode in every editor and terminal Oz uses.',
+      sourceMessageIds: [expect.any(Number), expect.any(Number)],
+    });
+    const { hits } = await mneme.recall({ query: 'dark mode in the terminal', viewer: { userId: 'oz' } });
+    expect(hits[0]?.memory.id).toBe(memory?.id);
+  });
+
   it('reads the same words in another order as a change, not a restatement: the older stays findable', async () => {
     const mneme = await open();
     await ozSays(

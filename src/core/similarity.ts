@@ -40,6 +40,19 @@ export function wordSet(text: string, options: WordSetOptions = {}): Set<string>
   return words;
 }
 
+/**
+ * True when `text` says nothing `other` does not: its words (stop words left out, each at its first place) are all
+ * in `other`, in the same order. "Oz prefers dark mode" is said by "Oz prefers dark mode in every editor"; "Sam likes
+ * coffee" is not said by "Sam likes tea. Lee likes coffee." (each word is there, not in that order in one run) when
+ * the two are compared sentence by sentence, and "Alice owes Oz" is not said by "Oz owes Alice".
+ */
+export function isSaidBy(text: string, other: string): boolean {
+  const words = [...wordSet(text)];
+  let at = 0;
+  for (const word of wordSet(other)) if (at < words.length && word === words[at]) at++;
+  return at === words.length;
+}
+
 /** A word: letters and digits of any script, with inner apostrophes followed by letters. */
 const wordPattern = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
 /** The same in an ASCII text, lower-cased. */

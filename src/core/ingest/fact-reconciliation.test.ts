@@ -302,6 +302,22 @@ describe('factChanges', () => {
     });
   });
 
+  it('keeps the fuller text when the restatement says less, and takes one that says as much or more', () => {
+    const known = memory(1, 'Oz prefers dark mode in every editor and terminal Oz uses.', { importance: 0.5 });
+    const fact = (content: string) => ({ content, category: 'fact', importance: 0.5, scope: 'personal' as const });
+    const message = { id: 9, saidAt: Date.parse('2024-03-01T10:00:00Z') };
+    expect(factChanges(known, fact('Oz prefers dark mode in every editor.'), message)).not.toHaveProperty('content');
+    expect(
+      factChanges(known, fact('Oz prefers dark mode in every editor and terminal Oz uses, always.'), message),
+    ).toMatchObject({ content: 'Oz prefers dark mode in every editor and terminal Oz uses, always.' });
+    expect(factChanges(known, fact('Oz really prefers dark mode in every editor.'), message)).not.toHaveProperty(
+      'content',
+    );
+    expect(factChanges(known, fact('Oz prefers dark mode in every terminal and code editor.'), message)).toMatchObject({
+      content: 'Oz prefers dark mode in every terminal and code editor.',
+    });
+  });
+
   it('moves the time of the memory to the message when it was said later, never earlier', () => {
     const known = memory(1, 'Oz flies to Lisbon in June');
     const fact = {

@@ -2,7 +2,7 @@ import type { MemoryChanges } from '../../storage/memory-store.js';
 import { factSubject } from '../fact-subject.js';
 import type { ExtractedFact } from '../ports/fact-extractor.js';
 import { ownerKey, ownerPrefix, sectorOf } from '../scope.js';
-import { jaccard, wordSet } from '../similarity.js';
+import { isSaidBy, jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 
 /** One extracted fact, placed: its text, category, the owner key it is stored under, the message it comes from. */
@@ -324,8 +324,18 @@ function valueWords(text: string): Set<string> {
 }
 
 /**
+ * Whether a restatement's text should replace the memory's: not when the memory already says all of it, in that
+ * order, nor when it has fewer distinct words than the memory ("Oz really prefers dark mode in every editor" of "Oz
+ * prefers dark mode in every editor and terminal Oz uses"): taking it would drop details from what recall finds.
+ * Of two texts with as many words, the newer.
+ */
+function saysMore(fact: string, memory: string): boolean {
+  return wordSet(fact).size >= wordSet(memory).size && !isSaidBy(fact, memory);
+}
+
+/**
  * The changes that fold a fact of a message (its id, and when it was said in epoch milliseconds) into
- * `memory`: the message cited, the higher importance, the fact's text when it differs, its category
+ * `memory`: the message cited, the higher importance, the fact's text when it says more (`saysMore`), its category
  * unless the memory is pinned, and the time it was said when that is later than the memory's
  * `validFrom` (a memory's time is that of the latest message saying it). The new text's vector is
  * left to the caller.
@@ -340,7 +350,7 @@ export function factChanges(
     importance: Math.max(memory.importance, fact.importance),
   };
   if (message.saidAt > Date.parse(memory.validFrom)) changes.validFrom = message.saidAt;
-  if (memory.content !== fact.content) changes.content = fact.content;
+  if (memory.content !== fact.content && saysMore(fact.content, memory.content)) changes.content = fact.content;
   if (memory.category !== fact.category && !memory.pinned) {
     changes.category = fact.category;
     changes.sector = sectorOf(fact.category);

@@ -1,6 +1,6 @@
 import type { MemoryMerger, MergeCandidate } from '../../core/ports/memory-merger.js';
 import { MAX_CONTENT_CHARS } from '../../core/schemas.js';
-import { wordSet } from '../../core/similarity.js';
+import { isSaidBy, wordSet } from '../../core/similarity.js';
 import { sentencesOf, withFullStop } from './offline-text.js';
 
 /**
@@ -26,36 +26,23 @@ export function createOfflineMemoryMerger(): MemoryMerger {
         );
       const [base, ...others] = ranked;
       if (!base) throw new Error('the offline merger needs at least one memory');
-      const kept = sentencesOf(base.memory.content).map(wordsInOrder);
+      const kept = sentencesOf(base.memory.content);
       let content = base.memory.content.trim();
       for (const { memory } of others.sort((left, right) => newerFirst(right.memory, left.memory))) {
         for (const sentence of sentencesOf(memory.content)) {
-          const words = wordsInOrder(sentence);
-          if (kept.some((said) => isSaidIn(words, said))) continue;
+          if (kept.some((said) => isSaidBy(sentence, said))) continue;
           content = `${withFullStop(content)} ${withFullStop(sentence)}`;
           if (content.length > MAX_CONTENT_CHARS) {
             throw new Error(
               `the ${memories.length} memories of #${memories[0]?.id} say more than one memory holds (${MAX_CONTENT_CHARS} characters)`,
             );
           }
-          kept.push(words);
+          kept.push(sentence);
         }
       }
       return { content };
     },
   };
-}
-
-/** A sentence's distinct words (stop words left out), in the order they first come. */
-function wordsInOrder(sentence: string): string[] {
-  return [...wordSet(sentence)];
-}
-
-/** True when every word of `words` is in `sentence`, in the same order (a subsequence). */
-function isSaidIn(words: readonly string[], sentence: readonly string[]): boolean {
-  let at = 0;
-  for (const word of sentence) if (at < words.length && word === words[at]) at++;
-  return at === words.length;
 }
 
 function newerFirst(left: MergeCandidate, right: MergeCandidate): number {
