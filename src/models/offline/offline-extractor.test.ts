@@ -45,9 +45,9 @@ describe('the offline extractor', () => {
   });
 
   it('skips messages of 20 characters or less and messages starting with /', () => {
-    expect(facts('I like tea very much')).toEqual([]);
-    expect('I like tea very much'.length).toBe(20);
-    expect(facts('I like tea very much.')).not.toEqual([]);
+    expect(facts('I went there with Al')).toEqual([]);
+    expect('I went there with Al'.length).toBe(20);
+    expect(facts('I went there with Al.')).not.toEqual([]);
     expect(facts('/remember I prefer dark mode in every editor')).toEqual([]);
     expect(facts('   /forget everything about my sister please')).toEqual([]);
   });
@@ -57,6 +57,23 @@ describe('the offline extractor', () => {
     expect(facts("Have you ever been to Lisbon, I'm curious")).toEqual([]);
     expect(facts("I'm so happy for you! I love it! Thanks so much!")).toEqual([]);
     expect(facts('That sounds amazing, tell me more about it')).toEqual([]);
+  });
+
+  it('keeps a short message that says what the speaker likes or uses and names it, not a short reply', () => {
+    expect(contents('I prefer dark mode')).toEqual(['Oz prefers dark mode.']);
+    expect(contents('I hate cilantro')).toEqual(['Oz hates cilantro.']);
+    expect(contents('I use Vim')).toEqual(['Oz uses Vim.']);
+    expect(contents('I really love jazz')).toEqual(['Oz really loves jazz.']);
+    for (const reply of [
+      'I love it!',
+      'I like that idea',
+      'I like your plan',
+      'I love you guys',
+      'I eat later',
+      'ok',
+    ]) {
+      expect(contents(reply), reply).toEqual([]);
+    }
   });
 
   it('keeps a rule said with only "always" or "never" as a personal preference of the speaker, by name', () => {

@@ -105,6 +105,14 @@ const signals = {
   importanceBoost: /\b(?:important|must|critical|crucial|essential|urgent|seriously|allergic|allergy)\b/i,
 };
 
+/**
+ * A short message that says what the speaker likes, uses, eats or speaks, and names it: "I prefer dark mode", "I hate
+ * cilantro", "I use Vim", "I speak German". Not one whose object is a pronoun or the listener's ("I love it", "I like
+ * your idea"): that is a reply, not a fact.
+ */
+const shortPreference =
+  /^i\s+(?:really\s+|totally\s+|just\s+|absolutely\s+|mostly\s+|only\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|you|your|yours|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better)\b)[\p{L}\p{N}]/iu;
+
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
   /^(?:let's|lets|let us|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
@@ -493,9 +501,10 @@ export function factsWithoutKnown(
 export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const message = input.userMessage.replaceAll('’', "'").trim();
   if (message.startsWith('/')) return [];
-  // A short message is small talk ("ok see you soon") unless it says who the speaker is ("I live in Oslo").
+  // A short message is small talk ("ok see you soon") unless it says who the speaker is ("I live in Oslo") or what
+  // they like or use, naming it ("I prefer dark mode", "I use Vim"; not "I love it").
   const saysWhoIAm = signals.firstSingular.test(message) && signals.identity.test(message);
-  if (message.length <= MAX_SHORT_MESSAGE_CHARS && !saysWhoIAm) return [];
+  if (message.length <= MAX_SHORT_MESSAGE_CHARS && !saysWhoIAm && !shortPreference.test(message)) return [];
   const name = input.speaker.displayName.trim() || input.speaker.userId;
   const sentAt = input.createdAt ? Date.parse(input.createdAt) : Number.NaN;
   const known = new Set(input.related.map((memory) => memory.content.toLowerCase()));
