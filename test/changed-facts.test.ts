@@ -115,6 +115,17 @@ describe('a fact that changes', () => {
     expect(hits.map((hit) => hit.memory.id)).toContain(peanuts?.id);
   });
 
+  it('reads a statement that says the opposite as a change: the newer first, the older kept', async () => {
+    const mneme = await open();
+    await ozSays(mneme, 'dm-oz', 'I really like coffee in the morning', 'I do not like coffee in the morning');
+    const [likes, not, ...others] = await facts(mneme);
+    expect(others).toEqual([]);
+    expect(likes).toMatchObject({ content: 'Oz really likes coffee in the morning.', supersededBy: not?.id });
+    expect(not).toMatchObject({ content: 'Oz does not like coffee in the morning.', supersededBy: null });
+    const { hits } = await mneme.recall({ query: 'does Oz like coffee', viewer: { userId: 'oz' } });
+    expect(hits[0]?.memory.id).toBe(not?.id);
+  });
+
   it('makes the older statement current again when the newer one is forgotten', async () => {
     const mneme = await open();
     await ozSays(mneme, 'dm-oz', 'I use Vim for everything', 'I switched from Vim to VS Code');

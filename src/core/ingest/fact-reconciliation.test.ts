@@ -246,6 +246,15 @@ describe('statementRelation', () => {
     );
   });
 
+  it('tells a change when one statement says the opposite of the other', () => {
+    expect(compare('Oz does not like coffee in the morning.', 'Oz likes coffee in the morning.')).toBe('change');
+    expect(compare("Oz's sister Mia doesn't live in Oslo.", "Oz's sister Mia lives in Oslo.")).toBe('change');
+    expect(compare('Oz is a fan of horror movies.', 'Oz is not a fan of horror movies.')).toBe('change');
+    expect(compare('Oz is not a fan of horror movies at all.', 'Oz is not a fan of horror movies.')).toBe(
+      'restatement',
+    );
+  });
+
   it('never changes an episode or an exchange: they record what was said', () => {
     const older = 'Oz: our standup is on Monday';
     expect(compare("Oz's standup moved to Wednesday.", older, ['fact', 'exchange'])).not.toBe('change');

@@ -235,7 +235,8 @@ function saysEnd(text: string): boolean {
  *   (what happened stays true); or the two are similar (Jaccard at or above `threshold`) and the
  *   newer drops a value of the older for another (a capitalised word or a number: "lives in Oslo"
  *   -> "lives in Bergen"), neither being an event.
- *   The same holds when the two put their shared words in another order ("Alice owes Oz" -> "Oz owes
+ *   The same holds when one is negated and the other not ("Oz likes coffee" -> "Oz does not like coffee"), and
+ *   when the two put their shared words in another order ("Alice owes Oz" -> "Oz owes
  *   Alice", "allergic to peanuts but not almonds" -> "... to almonds but not peanuts"): who does what to whom
  *   changed, which a word overlap cannot see, so the older stays as history rather than being rewritten.
  * - `another-event`: similar, a value replaced (or the words reordered), and one of them an event ("met Lee" /
@@ -269,10 +270,23 @@ export function statementRelation(
   const replaced =
     ([...valueWords(newer.content)].some((word) => added.has(word)) &&
       [...valueWords(older.content)].some((word) => dropped.has(word))) ||
-    reordered(newer.content, older.content, ignore);
+    reordered(newer.content, older.content, ignore) ||
+    negated(newer.content) !== negated(older.content);
   if (!replaced) return 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
+}
+
+/** A word that says the opposite of the statement without it ("does not like", "no longer", "never"). */
+const negation = /\b(?:not|no|never|nor|none|nobody|nothing|neither|cannot)\b|n['’]t\b/i;
+
+/**
+ * Whether a statement is negated: an odd number of negations, so "Oz does not like coffee" is the opposite of "Oz
+ * likes coffee" (a change, which word overlap cannot see: the negation is a stop word) and "not a day without tea"
+ * with "no" again reads as the positive.
+ */
+function negated(text: string): boolean {
+  return ((text.match(new RegExp(negation.source, 'gi')) ?? []).length & 1) === 1;
 }
 
 /** True when the words two statements share (dates, change words and `ignore` left out) come in another order. */

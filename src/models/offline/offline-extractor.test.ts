@@ -64,6 +64,8 @@ describe('the offline extractor', () => {
     expect(contents('I hate cilantro')).toEqual(['Oz hates cilantro.']);
     expect(contents('I use Vim')).toEqual(['Oz uses Vim.']);
     expect(contents('I really love jazz')).toEqual(['Oz really loves jazz.']);
+    expect(contents('I never eat meat')).toEqual(['Oz never eats meat.']);
+    expect(contents("I don't eat pork")).toEqual(["Oz doesn't eat pork."]);
     for (const reply of [
       'I love it!',
       'I like that idea',

@@ -107,11 +107,11 @@ const signals = {
 
 /**
  * A short message that says what the speaker likes, uses, eats or speaks, and names it: "I prefer dark mode", "I hate
- * cilantro", "I use Vim", "I speak German". Not one whose object is a pronoun or the listener's ("I love it", "I like
+ * cilantro", "I use Vim", "I never eat meat", "I don't eat pork". Not one whose object is a pronoun or the listener's ("I love it", "I like
  * your idea"): that is a reply, not a fact.
  */
 const shortPreference =
-  /^i\s+(?:really\s+|totally\s+|just\s+|absolutely\s+|mostly\s+|only\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|you|your|yours|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better)\b)[\p{L}\p{N}]/iu;
+  /^i\s+(?:(?:really|totally|just|absolutely|mostly|only|never|always|usually|often|rarely|don't|do not|no longer)\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|you|your|yours|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better)\b)[\p{L}\p{N}]/iu;
 
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
