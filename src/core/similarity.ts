@@ -53,6 +53,18 @@ export function isSaidBy(text: string, other: string): boolean {
   return at === words.length;
 }
 
+/** A word that says the opposite of the statement without it ("does not like", "no longer", "never"). */
+const negation = /\b(?:not|no|never|nor|none|nobody|nothing|neither|cannot)\b|n['’]t\b/gi;
+
+/**
+ * Whether a statement is negated: an odd number of negations, so "Oz does not like coffee" is the opposite of "Oz
+ * likes coffee" (which their words cannot tell: negations are stop words) and "not a day without no tea" reads as
+ * the positive.
+ */
+export function isNegated(text: string): boolean {
+  return ((text.match(negation) ?? []).length & 1) === 1;
+}
+
 /** A word: letters and digits of any script, with inner apostrophes followed by letters. */
 const wordPattern = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
 /** The same in an ASCII text, lower-cased. */

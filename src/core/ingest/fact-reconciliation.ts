@@ -2,7 +2,7 @@ import type { MemoryChanges } from '../../storage/memory-store.js';
 import { factSubject } from '../fact-subject.js';
 import type { ExtractedFact } from '../ports/fact-extractor.js';
 import { ownerKey, ownerPrefix, sectorOf } from '../scope.js';
-import { isSaidBy, jaccard, wordSet } from '../similarity.js';
+import { isNegated, isSaidBy, jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 
 /** One extracted fact, placed: its text, category, the owner key it is stored under, the message it comes from. */
@@ -271,22 +271,10 @@ export function statementRelation(
     ([...valueWords(newer.content)].some((word) => added.has(word)) &&
       [...valueWords(older.content)].some((word) => dropped.has(word))) ||
     reordered(newer.content, older.content, ignore) ||
-    negated(newer.content) !== negated(older.content);
+    isNegated(newer.content) !== isNegated(older.content);
   if (!replaced) return 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
-}
-
-/** A word that says the opposite of the statement without it ("does not like", "no longer", "never"). */
-const negation = /\b(?:not|no|never|nor|none|nobody|nothing|neither|cannot)\b|n['’]t\b/i;
-
-/**
- * Whether a statement is negated: an odd number of negations, so "Oz does not like coffee" is the opposite of "Oz
- * likes coffee" (a change, which word overlap cannot see: the negation is a stop word) and "not a day without tea"
- * with "no" again reads as the positive.
- */
-function negated(text: string): boolean {
-  return ((text.match(new RegExp(negation.source, 'gi')) ?? []).length & 1) === 1;
 }
 
 /** True when the words two statements share (dates, change words and `ignore` left out) come in another order. */

@@ -171,6 +171,20 @@ describe('the consolidation task', () => {
     expect(found.hits[0]?.memory.content).toContain('Sam likes coffee');
   });
 
+  it('never merges a statement with its opposite, however alike their words', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    const likes = await engine.mneme.remember({ content: 'Oz likes strong coffee in the morning', ...oz });
+    const not = await engine.mneme.remember({ content: 'Oz does not like strong coffee in the morning', ...oz });
+    const again = await engine.mneme.remember({ content: 'Oz likes strong coffee in the morning a lot', ...oz });
+    expect(jaccard(likes.content, not.content)).toBeGreaterThanOrEqual(CONSOLIDATION_JACCARD);
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+    const remaining = await active(engine);
+    expect(remaining[0]).toMatchObject({ id: not.id, content: not.content });
+    expect(remaining[1]).toMatchObject({ source: 'consolidation', sourceIds: [likes.id, again.id] });
+  });
+
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
     const engine = await open(true);
     const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });
