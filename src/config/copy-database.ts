@@ -36,6 +36,13 @@ interface TableSpec {
 /** The condition of the rows of `table` a copy moves, as a WHERE clause ('' for every row). */
 const whereOf = (table: TableSpec) => (table.rows ? ` WHERE ${table.rows}` : '');
 
+/**
+ * The `service_state` row in which a copy's target holds the digest of its source until the copy is
+ * complete: a resumed copy compares it with the source's digest then, since the rows it copied before
+ * are skipped, not copied again.
+ */
+const COPY_MARK = 'copy_source_digest';
+
 /** The tables in an order that respects their references. Leases are not copied: they belong to running processes. */
 const tables: readonly TableSpec[] = [
   { name: 'users', columns: ['id', 'display_name', 'created_at', 'updated_at'] },
@@ -44,8 +51,12 @@ const tables: readonly TableSpec[] = [
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },
   { name: 'members', columns: ['kind', 'space_id', 'user_id', 'added_at'] },
   // Not the SQLite store's word blocks' generation: it belongs to the blocks, which are not copied (each store
-  // rebuilds its own), and a SQLite target has its own from its migration.
-  { name: 'service_state', columns: ['name', 'value'], rows: `name <> '${WORD_BLOCKS_GENERATION}'` },
+  // rebuilds its own), and a SQLite target has its own from its migration. Nor the mark of a copy under way.
+  {
+    name: 'service_state',
+    columns: ['name', 'value'],
+    rows: `name NOT IN ('${WORD_BLOCKS_GENERATION}', '${COPY_MARK}')`,
+  },
   { name: 'policy_versions', columns: ['version', 'preset', 'overrides', 'change', 'actor', 'created_at'] },
   {
     name: 'api_keys',
@@ -144,13 +155,6 @@ interface CopyEnd {
   setCopyMark(digest: number | null): Promise<void>;
   close(): Promise<void>;
 }
-
-/**
- * The `service_state` row in which a copy's target holds the digest of its source until the copy is
- * complete: a resumed copy compares it with the source's digest then, since the rows it copied before
- * are skipped, not copied again.
- */
-const COPY_MARK = 'copy_source_digest';
 
 function sqliteEnd(path: string): CopyEnd {
   const database: Database.Database = openSqliteDatabase({ path });
@@ -460,8 +464,9 @@ export interface CopyOptions {
  * the rows already copied. The target must be new, or an interrupted copy of the same source, unchanged
  * since: the target keeps a digest of every row of the source from the start of the copy, and a resumed
  * copy whose source's digest differs now (a key revoked, a channel made private, a memory forgotten
- * meanwhile: rows it would not copy again) fails with STORE_FAILED. Verified by counts at the end: a
- * table whose counts differ fails the copy with STORE_FAILED.
+ * meanwhile: rows it would not copy again) fails with STORE_FAILED, as does a source whose digest at the end of
+ * the copy differs from the one at its start (a service still writing to it). Verified by counts at the end: a
+ * table whose counts differ fails the copy with STORE_FAILED. A failed copy leaves its mark in the target.
  */
 export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   const batchSize = options.batchSize ?? 500;
@@ -524,7 +529,15 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
         options.onProgress?.({ table: 'vectors', done, total });
       }
     }
-    await target.setCopyMark(null);
+    // The rows copied before a write to the source committed are not read again: a source that changed while the
+    // copy ran (a service still writing to it) would leave the target with rows it has since changed (a key
+    // revoked, a member removed, a memory forgotten), counts equal. The mark stays: the target is no copy.
+    if ((await sourceDigest(source, batchSize)) !== digest) {
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `${source.description} changed while the copy into ${target.description} ran, and the rows copied before the change are not copied again; stop what writes to the source, then copy into a new database`,
+      );
+    }
     const report: CopyReport = { from: source.description, to: target.description, tables: [] };
     for (const table of tables) {
       report.tables.push({ table: table.name, source: await source.count(table), target: await target.count(table) });
@@ -544,6 +557,7 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
           .join(', ')}; was the target not empty, or did the source change meanwhile? Copy into a new database`,
       );
     }
+    await target.setCopyMark(null);
     return report;
   } finally {
     await target?.close();
