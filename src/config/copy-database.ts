@@ -481,9 +481,9 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   let target: CopyEnd | null = null;
   try {
     target = await openEnd(options.to);
-    await checkSameOrigin(source, target);
-    const digest = await sourceDigest(source, batchSize);
     const mark = await target.copyMark();
+    if (mark === null) await checkTargetNew(target);
+    const digest = await sourceDigest(source, batchSize);
     if (mark !== null && mark !== digest) {
       throw new MnemeError(
         ErrorCode.StoreFailed,
@@ -625,22 +625,21 @@ async function copyLater(source: CopyEnd, target: CopyEnd, table: TableSpec, bat
 }
 
 /**
- * Refuses a target that holds another database's data: one with a policy whose first version differs
- * from the source's (a new database has none, or the one its opening just wrote with no data under it).
+ * Refuses a target that is not new (and holds no unfinished copy): the copy keeps every row already there, so a
+ * target's own policy, channel visibility or members would stand instead of the source's (a private channel public,
+ * the preset another), its keys beside or instead of the source's, and the counts could still agree. Opening a
+ * database writes none of these rows (the word blocks' generation is not copied).
  */
-async function checkSameOrigin(source: CopyEnd, target: CopyEnd): Promise<void> {
-  const policies = tables.find((table) => table.name === 'policy_versions');
-  const memories = tables.find((table) => table.name === 'memories');
-  const messages = tables.find((table) => table.name === 'messages');
-  if (!policies || !memories || !messages) return;
-  const hasData = (await target.count(memories)) + (await target.count(messages)) > 0;
-  if (!hasData) return;
-  const first = (rows: Row[]) => rows.find((row) => Number(row.version) === 1);
-  const [ours, theirs] = [first(await source.read(policies, 0, 1)), first(await target.read(policies, 0, 1))];
-  if (!ours || !theirs || ours.created_at !== theirs.created_at || ours.preset !== theirs.preset) {
+async function checkTargetNew(target: CopyEnd): Promise<void> {
+  const held: string[] = [];
+  for (const table of tables) {
+    const count = await target.count(table);
+    if (count > 0) held.push(`${table.name} ${count}`);
+  }
+  if (held.length > 0) {
     throw new MnemeError(
       ErrorCode.Conflict,
-      `${target.description} already holds another database's memories or messages; copy into a new database`,
+      `${target.description} already holds rows (${held.join(', ')}), which a copy would keep instead of the source's; copy into a new database`,
     );
   }
 }
