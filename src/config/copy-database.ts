@@ -15,6 +15,7 @@ import { openSqliteDatabase, toMnemeError } from '../storage/sqlite/sqlite-datab
 import { WORD_BLOCKS_GENERATION } from '../storage/sqlite/sqlite-migrations.js';
 import { createSqliteVectorIndex } from '../storage/sqlite/sqlite-vector-index.js';
 import type { VectorIndexInfo } from '../storage/storage.js';
+import { COPY_MARK } from '../storage/unfinished-copy.js';
 import { describeDatabase, localDatabasePath } from './open-storage.js';
 
 /** One table as `mneme copy` moves it: its columns, and how they differ between SQLite and PostgreSQL. */
@@ -35,13 +36,6 @@ interface TableSpec {
 
 /** The condition of the rows of `table` a copy moves, as a WHERE clause ('' for every row). */
 const whereOf = (table: TableSpec) => (table.rows ? ` WHERE ${table.rows}` : '');
-
-/**
- * The `service_state` row in which a copy's target holds the digest of its source until the copy is
- * complete: a resumed copy compares it with the source's digest then, since the rows it copied before
- * are skipped, not copied again.
- */
-const COPY_MARK = 'copy_source_digest';
 
 /** The tables in an order that respects their references. Leases are not copied: they belong to running processes. */
 const tables: readonly TableSpec[] = [
@@ -156,8 +150,8 @@ interface CopyEnd {
   close(): Promise<void>;
 }
 
-function sqliteEnd(path: string): CopyEnd {
-  const database: Database.Database = openSqliteDatabase({ path });
+function sqliteEnd(path: string, copying: boolean): CopyEnd {
+  const database: Database.Database = openSqliteDatabase({ path, copying });
   const vectors = createSqliteVectorIndex(database);
   const guard = <T>(doing: string, work: () => T): T => {
     try {
@@ -287,13 +281,13 @@ function sqliteEnd(path: string): CopyEnd {
   };
 }
 
-async function postgresEnd(path: string): Promise<CopyEnd> {
+async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
   const open = async (): Promise<PostgresDatabase> =>
     isPgliteUrl(path)
       ? createPgliteDatabase(path)
       : createPgPoolDatabase(path, { serverOptions: process.env.PGOPTIONS });
   // Migrate (and enable pgvector) through the storage, then work on the tables directly.
-  await (await createPostgresStorage({ database: await open() })).close();
+  await (await createPostgresStorage({ database: await open(), copying })).close();
   const database = await open();
   const vectors = await createPostgresVectorIndex(database);
   const run = <T>(doing: string, work: () => Promise<T>) => withPgErrors(doing, work);
@@ -430,8 +424,9 @@ async function postgresEnd(path: string): Promise<CopyEnd> {
   };
 }
 
-async function openEnd(path: string): Promise<CopyEnd> {
-  return isPostgresUrl(path) || isPgliteUrl(path) ? postgresEnd(path) : sqliteEnd(path);
+/** One end of a copy; `copying` for the target only, which may hold the mark of this copy begun before. */
+async function openEnd(path: string, copying = false): Promise<CopyEnd> {
+  return isPostgresUrl(path) || isPgliteUrl(path) ? postgresEnd(path, copying) : sqliteEnd(path, copying);
 }
 
 /** Where a copy is: the table it is copying, and its rows done of its total. */
@@ -480,7 +475,7 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   const source = await openEnd(options.from);
   let target: CopyEnd | null = null;
   try {
-    target = await openEnd(options.to);
+    target = await openEnd(options.to, true);
     const mark = await target.copyMark();
     if (mark === null) await checkTargetNew(target);
     const digest = await sourceDigest(source, batchSize);
