@@ -225,7 +225,9 @@ describe('mneme copy', () => {
     const source = await sourceDatabase('mine.db');
     const refused = await runCli('unused', ['copy', '--from', source, '--to', other]);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/already holds another database's memories or messages; copy into a new database/);
+    expect(refused.stderr).toMatch(
+      /already holds rows \(.*memories [0-9]+.*\), which a copy would keep instead of the source's; copy into a new database/,
+    );
     const missing = await runCli('unused', [
       'copy',
       '--from',

@@ -15,6 +15,7 @@ import { openSqliteDatabase, toMnemeError } from '../storage/sqlite/sqlite-datab
 import { WORD_BLOCKS_GENERATION } from '../storage/sqlite/sqlite-migrations.js';
 import { createSqliteVectorIndex } from '../storage/sqlite/sqlite-vector-index.js';
 import type { VectorIndexInfo } from '../storage/storage.js';
+import { COPY_MARK } from '../storage/unfinished-copy.js';
 import { describeDatabase, localDatabasePath } from './open-storage.js';
 
 /** One table as `mneme copy` moves it: its columns, and how they differ between SQLite and PostgreSQL. */
@@ -44,8 +45,12 @@ const tables: readonly TableSpec[] = [
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },
   { name: 'members', columns: ['kind', 'space_id', 'user_id', 'added_at'] },
   // Not the SQLite store's word blocks' generation: it belongs to the blocks, which are not copied (each store
-  // rebuilds its own), and a SQLite target has its own from its migration.
-  { name: 'service_state', columns: ['name', 'value'], rows: `name <> '${WORD_BLOCKS_GENERATION}'` },
+  // rebuilds its own), and a SQLite target has its own from its migration. Nor the mark of a copy under way.
+  {
+    name: 'service_state',
+    columns: ['name', 'value'],
+    rows: `name NOT IN ('${WORD_BLOCKS_GENERATION}', '${COPY_MARK}')`,
+  },
   { name: 'policy_versions', columns: ['version', 'preset', 'overrides', 'change', 'actor', 'created_at'] },
   {
     name: 'api_keys',
@@ -145,15 +150,8 @@ interface CopyEnd {
   close(): Promise<void>;
 }
 
-/**
- * The `service_state` row in which a copy's target holds the digest of its source until the copy is
- * complete: a resumed copy compares it with the source's digest then, since the rows it copied before
- * are skipped, not copied again.
- */
-const COPY_MARK = 'copy_source_digest';
-
-function sqliteEnd(path: string): CopyEnd {
-  const database: Database.Database = openSqliteDatabase({ path });
+function sqliteEnd(path: string, copying: boolean): CopyEnd {
+  const database: Database.Database = openSqliteDatabase({ path, copying });
   const vectors = createSqliteVectorIndex(database);
   const guard = <T>(doing: string, work: () => T): T => {
     try {
@@ -283,13 +281,13 @@ function sqliteEnd(path: string): CopyEnd {
   };
 }
 
-async function postgresEnd(path: string): Promise<CopyEnd> {
+async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
   const open = async (): Promise<PostgresDatabase> =>
     isPgliteUrl(path)
       ? createPgliteDatabase(path)
       : createPgPoolDatabase(path, { serverOptions: process.env.PGOPTIONS });
   // Migrate (and enable pgvector) through the storage, then work on the tables directly.
-  await (await createPostgresStorage({ database: await open() })).close();
+  await (await createPostgresStorage({ database: await open(), copying })).close();
   const database = await open();
   const vectors = await createPostgresVectorIndex(database);
   const run = <T>(doing: string, work: () => Promise<T>) => withPgErrors(doing, work);
@@ -426,8 +424,9 @@ async function postgresEnd(path: string): Promise<CopyEnd> {
   };
 }
 
-async function openEnd(path: string): Promise<CopyEnd> {
-  return isPostgresUrl(path) || isPgliteUrl(path) ? postgresEnd(path) : sqliteEnd(path);
+/** One end of a copy; `copying` for the target only, which may hold the mark of this copy begun before. */
+async function openEnd(path: string, copying = false): Promise<CopyEnd> {
+  return isPostgresUrl(path) || isPgliteUrl(path) ? postgresEnd(path, copying) : sqliteEnd(path, copying);
 }
 
 /** Where a copy is: the table it is copying, and its rows done of its total. */
@@ -460,8 +459,9 @@ export interface CopyOptions {
  * the rows already copied. The target must be new, or an interrupted copy of the same source, unchanged
  * since: the target keeps a digest of every row of the source from the start of the copy, and a resumed
  * copy whose source's digest differs now (a key revoked, a channel made private, a memory forgotten
- * meanwhile: rows it would not copy again) fails with STORE_FAILED. Verified by counts at the end: a
- * table whose counts differ fails the copy with STORE_FAILED.
+ * meanwhile: rows it would not copy again) fails with STORE_FAILED, as does a source whose digest at the end of
+ * the copy differs from the one at its start (a service still writing to it). Verified by counts at the end: a
+ * table whose counts differ fails the copy with STORE_FAILED. A failed copy leaves its mark in the target.
  */
 export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   const batchSize = options.batchSize ?? 500;
@@ -475,10 +475,10 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
   const source = await openEnd(options.from);
   let target: CopyEnd | null = null;
   try {
-    target = await openEnd(options.to);
-    await checkSameOrigin(source, target);
-    const digest = await sourceDigest(source, batchSize);
+    target = await openEnd(options.to, true);
     const mark = await target.copyMark();
+    if (mark === null) await checkTargetNew(target);
+    const digest = await sourceDigest(source, batchSize);
     if (mark !== null && mark !== digest) {
       throw new MnemeError(
         ErrorCode.StoreFailed,
@@ -524,7 +524,15 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
         options.onProgress?.({ table: 'vectors', done, total });
       }
     }
-    await target.setCopyMark(null);
+    // The rows copied before a write to the source committed are not read again: a source that changed while the
+    // copy ran (a service still writing to it) would leave the target with rows it has since changed (a key
+    // revoked, a member removed, a memory forgotten), counts equal. The mark stays: the target is no copy.
+    if ((await sourceDigest(source, batchSize)) !== digest) {
+      throw new MnemeError(
+        ErrorCode.StoreFailed,
+        `${source.description} changed while the copy into ${target.description} ran, and the rows copied before the change are not copied again; stop what writes to the source, then copy into a new database`,
+      );
+    }
     const report: CopyReport = { from: source.description, to: target.description, tables: [] };
     for (const table of tables) {
       report.tables.push({ table: table.name, source: await source.count(table), target: await target.count(table) });
@@ -544,6 +552,7 @@ export async function copyDatabase(options: CopyOptions): Promise<CopyReport> {
           .join(', ')}; was the target not empty, or did the source change meanwhile? Copy into a new database`,
       );
     }
+    await target.setCopyMark(null);
     return report;
   } finally {
     await target?.close();
@@ -611,22 +620,21 @@ async function copyLater(source: CopyEnd, target: CopyEnd, table: TableSpec, bat
 }
 
 /**
- * Refuses a target that holds another database's data: one with a policy whose first version differs
- * from the source's (a new database has none, or the one its opening just wrote with no data under it).
+ * Refuses a target that is not new (and holds no unfinished copy): the copy keeps every row already there, so a
+ * target's own policy, channel visibility or members would stand instead of the source's (a private channel public,
+ * the preset another), its keys beside or instead of the source's, and the counts could still agree. Opening a
+ * database writes none of these rows (the word blocks' generation is not copied).
  */
-async function checkSameOrigin(source: CopyEnd, target: CopyEnd): Promise<void> {
-  const policies = tables.find((table) => table.name === 'policy_versions');
-  const memories = tables.find((table) => table.name === 'memories');
-  const messages = tables.find((table) => table.name === 'messages');
-  if (!policies || !memories || !messages) return;
-  const hasData = (await target.count(memories)) + (await target.count(messages)) > 0;
-  if (!hasData) return;
-  const first = (rows: Row[]) => rows.find((row) => Number(row.version) === 1);
-  const [ours, theirs] = [first(await source.read(policies, 0, 1)), first(await target.read(policies, 0, 1))];
-  if (!ours || !theirs || ours.created_at !== theirs.created_at || ours.preset !== theirs.preset) {
+async function checkTargetNew(target: CopyEnd): Promise<void> {
+  const held: string[] = [];
+  for (const table of tables) {
+    const count = await target.count(table);
+    if (count > 0) held.push(`${table.name} ${count}`);
+  }
+  if (held.length > 0) {
     throw new MnemeError(
       ErrorCode.Conflict,
-      `${target.description} already holds another database's memories or messages; copy into a new database`,
+      `${target.description} already holds rows (${held.join(', ')}), which a copy would keep instead of the source's; copy into a new database`,
     );
   }
 }

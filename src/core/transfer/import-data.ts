@@ -172,6 +172,8 @@ async function restore(
   const watermarks: MaintenanceState[] = [];
   /** The paths of the file's `ingestFile` records: each names its file once. */
   const ingestPaths = new Set<string>();
+  /** The keys of the records of the current type (a type's records come together): each row is written once. */
+  const keys = new Set<string>();
   let section = -1;
   let records = 0;
   let ended: number | null = null;
@@ -283,9 +285,11 @@ async function restore(
           `a ${record.type} record after ${plural(RECORD_ORDER[section] ?? record.type)}: records must come in the order ${RECORD_ORDER.join(', ')}`,
         );
       }
+      if (position !== section) keys.clear();
       section = position;
       records++;
       checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
+      checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'message') lastMessage = record.id;
       if (record.type === 'memory') lastMemory = record.id;
@@ -532,6 +536,58 @@ function checkReferences(
     default:
       return;
   }
+}
+
+/**
+ * Refuses a record whose row an earlier record of the file wrote: a second user, project, topic or channel of an id, a
+ * membership, policy version, link or watermark twice, a memory version number twice in one memory. A store refused
+ * some of them as a failure of the database (exit 7, its own words) and kept others once, the first or the last (a
+ * watermark set back re-extracted what the file's memories hold).
+ */
+function checkOnce(record: ParsedRecord, keys: Set<string>): void {
+  let key: string;
+  let what: string;
+  switch (record.type) {
+    case 'policy':
+      [key, what] = [String(record.version), `policy version ${record.version}`];
+      break;
+    case 'user':
+    case 'project':
+    case 'topic':
+    case 'channel':
+      [key, what] = [record.id, `${record.type} ${record.id}`];
+      break;
+    case 'membership':
+      [key, what] = [
+        JSON.stringify([record.kind, record.spaceId, record.userId]),
+        `the membership of ${record.userId} in ${record.kind} ${record.spaceId}`,
+      ];
+      break;
+    case 'link':
+      [key, what] = [
+        JSON.stringify([record.sourceId, record.targetId, record.linkType]),
+        `the ${record.linkType} link from memory ${record.sourceId} to ${record.targetId}`,
+      ];
+      break;
+    case 'watermark':
+      [key, what] = [
+        JSON.stringify([record.channelId, record.task]),
+        `the ${record.task} watermark of '${record.channelId}'`,
+      ];
+      break;
+    case 'memory': {
+      const numbers = new Set<number>();
+      for (const version of record.versions) {
+        if (numbers.has(version.version)) throw new Error(`the memory holds its version ${version.version} twice`);
+        numbers.add(version.version);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+  if (keys.has(key)) throw new Error(`a second record of ${what}: the file holds each row once`);
+  keys.add(key);
 }
 
 /**

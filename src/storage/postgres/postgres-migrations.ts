@@ -1,7 +1,7 @@
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 import type { PostgresDatabase } from './postgres-database.js';
 
-/** One step of the PostgreSQL schema. Steps are append-only: a released step is never edited, a new one is added. */
+/** One step of the PostgreSQL schema. Steps are append-only: a released step is never edited (its name neither: a database is checked against the names, ADR 34), a new one is added. */
 interface PostgresMigration {
   version: number;
   name: string;
@@ -360,7 +360,7 @@ const MIGRATION_LOCK = 0x6d6e6d67;
 /**
  * Brings the database up to `target` (the latest by default), every pending step in one transaction
  * under an advisory lock. An up-to-date database is only read. Refuses a database written by a newer
- * mneme, touching nothing.
+ * mneme, or whose steps are not this mneme's (`checkRecordedSteps`), touching nothing.
  */
 export async function migratePostgres(
   database: PostgresDatabase,
@@ -373,15 +373,8 @@ export async function migratePostgres(
         WHERE schemaname = current_schema() AND tablename = 'schema_migrations') AS present`,
     );
     if (!rows[0]?.present) return 0;
-    const result = await query<{ version: number | null }>('SELECT MAX(version) AS version FROM schema_migrations');
-    const version = result.rows[0]?.version ?? 0;
-    if (version > latestPostgresSchemaVersion) {
-      throw new MnemeError(
-        ErrorCode.StoreIncompatible,
-        `this database has schema version ${version}, but this mneme knows only up to ${latestPostgresSchemaVersion}: upgrade mneme to open it`,
-      );
-    }
-    return version;
+    const { rows: recorded } = await query<SchemaStep>('SELECT version, name FROM schema_migrations');
+    return checkRecordedSteps(recorded, postgresMigrations);
   };
   const pending = (from: number) =>
     postgresMigrations.filter((migration) => migration.version > from && migration.version <= target);

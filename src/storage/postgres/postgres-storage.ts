@@ -1,4 +1,5 @@
 import type { Storage } from '../storage.js';
+import { COPY_MARK, unfinishedCopy } from '../unfinished-copy.js';
 import { createPostgresApiKeyStore } from './postgres-api-key-store.js';
 import { type PostgresDatabase, toMnemeErrorPg, withPgErrors } from './postgres-database.js';
 import { createPostgresDirectoryStore } from './postgres-directory-store.js';
@@ -28,6 +29,11 @@ export interface PostgresStorageOptions {
   ownsDatabase?: boolean;
   /** Migrate only up to this schema version (tests that build a database as an older mneme left it). */
   migrateTo?: number;
+  /**
+   * Open the target of a `mneme copy` that has not ended (`COPY_MARK` in `service_state`): the copy's own opening
+   * only. Left out, such a database is refused (`unfinishedCopy`).
+   */
+  copying?: boolean;
 }
 
 /** A PostgreSQL storage, with what it found out about vector search on its server (pgvector's version too). */
@@ -50,6 +56,12 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     await withPgErrors(`opening the database at ${database.description}`, () =>
       migratePostgres(database, options.migrateTo),
     );
+    if (options.copying !== true) {
+      const { rows } = await withPgErrors(`opening the database at ${database.description}`, () =>
+        database.query('SELECT 1 FROM service_state WHERE name = $1', [COPY_MARK]),
+      );
+      if (rows.length > 0) throw unfinishedCopy(database.description);
+    }
     const vectors = await withPgErrors(`opening the vector index at ${database.description}`, () =>
       createPostgresVectorIndex(database, {
         ...(options.vectors === undefined ? {} : { vectors: options.vectors }),

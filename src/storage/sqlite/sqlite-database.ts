@@ -5,6 +5,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { ErrorCode, errorMessage, MnemeError } from '../../core/errors.js';
 import { claimTakenOver, type HeldKey, keyToCount } from '../keyed-work.js';
 import { createPrivateFile, makeFolders } from '../make-folders.js';
+import { COPY_MARK, unfinishedCopy } from '../unfinished-copy.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { readOnlyFiles } from './sqlite-read-only-files.js';
 
@@ -50,6 +51,11 @@ export interface OpenSqliteOptions {
    * Left out, such a file opens, and serves reads (`mneme search` on a read-only copy).
    */
   writable?: boolean;
+  /**
+   * Open the target of a `mneme copy` that has not ended (`COPY_MARK` in `service_state`): the copy's own opening
+   * only. Left out, such a database is refused (`unfinishedCopy`).
+   */
+  copying?: boolean;
 }
 
 /**
@@ -92,6 +98,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
+    if (options.copying !== true && holdsCopyMark(database)) throw unfinishedCopy(options.path);
     database.pragma('busy_timeout = 0');
     if (!inMemory) recordOpenedFiles(database, resolve(options.path));
     return database;
@@ -382,4 +389,16 @@ export function toMnemeError(error: unknown, doing: string): MnemeError {
  */
 export function readInTransaction<T>(database: Database.Database, work: () => T): T {
   return transactionOf(database).deferred(work) as T;
+}
+
+/** Whether the database holds the mark of a `mneme copy` into it that has not ended (`service_state` came with migration 7). */
+function holdsCopyMark(database: Database.Database): boolean {
+  const table = database
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'service_state'")
+    .pluck()
+    .get();
+  return (
+    table !== undefined &&
+    database.prepare('SELECT 1 FROM service_state WHERE name = ?').pluck().get(COPY_MARK) !== undefined
+  );
 }

@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 
 /** The `service_state` row migration 21's triggers move on whenever a word block's memories change. */
 export const WORD_BLOCKS_GENERATION = 'consolidation_word_blocks_generation';
 
-/** One step of the schema. Steps are append-only: a released step is never edited, a new one is added. */
+/** One step of the schema. Steps are append-only: a released step is never edited (its name neither: a database is checked against the names, ADR 34), a new one is added. */
 interface SqliteMigration {
   version: number;
   name: string;
@@ -979,7 +979,7 @@ export const latestSchemaVersion = sqliteMigrations.at(-1)?.version ?? 0;
  * takes the write lock first (`BEGIN IMMEDIATE`) and only then reads the schema version, so processes
  * opening one new file at once apply every step exactly once: the others wait, then find it done. An
  * up-to-date database is only read. Refuses a database written by a newer mneme instead of guessing
- * at its schema.
+ * at its schema, and one whose steps are not this mneme's (`checkRecordedSteps`).
  */
 export function migrateSqlite(database: Database.Database, target = latestSchemaVersion): number {
   const recorded = () =>
@@ -988,18 +988,11 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
         "SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
       )
       .get()?.present === 1;
-  const currentVersion = () => {
-    const current =
-      database.prepare<[], { version: number | null }>('SELECT MAX(version) AS version FROM schema_migrations').get()
-        ?.version ?? 0;
-    if (current > latestSchemaVersion) {
-      throw new MnemeError(
-        ErrorCode.StoreIncompatible,
-        `this database has schema version ${current}, but this mneme knows only up to ${latestSchemaVersion}: upgrade mneme to open it`,
-      );
-    }
-    return current;
-  };
+  const currentVersion = () =>
+    checkRecordedSteps(
+      database.prepare<[], SchemaStep>('SELECT version, name FROM schema_migrations').all(),
+      sqliteMigrations,
+    );
   const nextStep = (current: number) =>
     sqliteMigrations.find((migration) => migration.version > current && migration.version <= target);
   const applyNextStep = database.transaction((): number | null => {
