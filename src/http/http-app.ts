@@ -8,6 +8,7 @@ import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
 import { accessLog } from './http-access-log.js';
 import { respondIdempotently } from './http-idempotency.js';
+import { jsonShapeProblem } from './http-json-shape.js';
 import { isLoopback } from './http-loopback.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
@@ -204,7 +205,10 @@ function singleValuedQuery(context: Context): Record<string, string> {
   throw new MnemeError(ErrorCode.InvalidInput, `invalid query string: ${summary}`, { issues });
 }
 
-/** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */
+/**
+ * Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early; one nested too
+ * deep or holding too many items is refused before it is parsed (`jsonShapeProblem`).
+ */
 export async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unknown> {
   const tooLarge = () => new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
   const declared = Number(context.req.header('content-length') ?? Number.NaN);
@@ -228,10 +232,13 @@ export async function readJsonBody(context: Context, maxBodyBytes: number): Prom
     }
     chunks.push(value);
   }
+  const bytes = Buffer.concat(chunks);
+  const shape = jsonShapeProblem(bytes);
+  if (shape) throw new HttpProblem(413, 'PAYLOAD_TOO_LARGE', shape);
   let text: string;
   try {
     // Invalid UTF-8 is refused, not decoded into replacement characters that would be stored instead.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     throw new HttpProblem(400, 'MALFORMED_JSON', 'the body is not valid UTF-8; send JSON encoded as UTF-8');
   }

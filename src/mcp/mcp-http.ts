@@ -5,6 +5,7 @@ import type { Mneme } from '../core/mneme.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { headerText } from '../http/http-header-text.js';
+import { jsonShapeProblem } from '../http/http-json-shape.js';
 import { connectMcpServer, createMcpServer } from './mcp-server.js';
 import { httpSession } from './mcp-session.js';
 
@@ -52,6 +53,8 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   if (!isUtf8(body)) {
     return jsonRpcError(400, 'Parse error: the body is not valid UTF-8; send JSON encoded as UTF-8', {}, PARSE_ERROR);
   }
+  const shape = jsonShapeProblem(body);
+  if (shape) return jsonRpcError(413, `Payload Too Large: ${shape}`);
   const session = httpSession(options.mneme, await options.authenticate(), viewer);
   const server = createMcpServer({ session, ...(options.logError ? { logError: options.logError } : {}) });
   // No session id: stateless, so every request is authenticated on its own (a revoked key stops at once).
