@@ -24,7 +24,14 @@ import { buildContext } from './recall/context-block.js';
 import { recall } from './recall/recall.js';
 import { reembedMissing, vectorStatus } from './reembed.js';
 import { remember } from './remember.js';
-import { GetInputSchema, ListFilterSchema, type MemoryActionInput, parseInput, UserIdSchema } from './schemas.js';
+import {
+  GetInputSchema,
+  HistoryInputSchema,
+  ListFilterSchema,
+  type MemoryActionInput,
+  parseInput,
+  UserIdSchema,
+} from './schemas.js';
 import { visibleOwners } from './scope.js';
 import { createTouchQueue } from './touch-queue.js';
 import { exportData } from './transfer/export-data.js';
@@ -88,9 +95,13 @@ export function createEngine(context: EngineContext): Mneme {
     }),
 
     history: watched(async (input) => {
-      const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
+      const parsed = parseInput(HistoryInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
       if (parsed.viewer) await requireVisible(context, parsed.id, parsed.viewer);
-      return storage.memories.history(parsed.id);
+      const { after, limit } = parsed;
+      return storage.memories.history(parsed.id, {
+        ...(after === undefined ? {} : { after }),
+        ...(limit === undefined ? {} : { limit }),
+      });
     }),
 
     links: watched(async (input) => {

@@ -9,6 +9,7 @@ import {
   ContextInputSchema,
   DisplayNameInputSchema,
   GetInputSchema,
+  HistoryInputSchema,
   IngestInputSchema,
   ListFilterSchema,
   MemoryActionInputSchema,
@@ -186,8 +187,8 @@ export function guardMneme(
     },
 
     async history(input) {
-      const parsed = parseInput(GetInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
-      return engine.history({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
+      const parsed = parseInput(HistoryInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
+      return engine.history({ ...parsed, viewer: await viewerOf(parsed.viewer) });
     },
 
     async links(input) {

@@ -21,6 +21,7 @@ import type { ReembedOptions, ReembedProgress, VectorStatus } from './reembed.js
 import type {
   ContextInput,
   GetInput,
+  HistoryInput,
   ListFilter,
   MemoryActionInput,
   RecallInput,
@@ -65,7 +66,7 @@ export interface Mneme extends MnemeIngest, MnemeDirectory {
   /** Memories by filter, newest first, a page at a time. */
   list(filter?: ListFilter): Promise<MemoryPage>;
   /** Every version of a memory, oldest first; with a viewer, NOT_FOUND unless that viewer may see it. */
-  history(input: GetInput | number | string): Promise<MemoryVersion[]>;
+  history(input: HistoryInput | number | string): Promise<MemoryVersion[]>;
   /** Every link from or to a memory; with a viewer, NOT_FOUND unless that viewer may see it. */
   links(input: GetInput | number): Promise<MemoryLink[]>;
   /** The messages a memory came from; with a viewer, NOT_FOUND unless that viewer may see the memory. */

@@ -203,10 +203,14 @@ const PageLimitSchema = z
   .min(1, 'limit must be at least 1')
   .max(MAX_PAGE_SIZE, `limit must be at most ${MAX_PAGE_SIZE}`);
 
-const PageOffsetSchema = z
-  .number({ error: 'offset must be a number' })
-  .int('offset must be a whole number')
-  .min(0, 'offset must not be negative');
+/** A whole number, 0 or more, named in its messages. */
+const wholeNumber = (name: string) =>
+  z
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be a whole number`)
+    .min(0, `${name} must not be negative`);
+
+const PageOffsetSchema = wholeNumber('offset');
 
 /** Filters of `list`. */
 export const ListFilterSchema = z.strictObject({
@@ -497,6 +501,29 @@ export function timeSchema(name: string) {
 }
 
 export const TimestampSchema = timeSchema('createdAt');
+
+/** Versions after this one (0: from the first), for the next page of a history. */
+export const VersionAfterSchema = wholeNumber('after');
+
+/**
+ * Input of `history`: a memory's versions after version `after`, oldest first, at most `limit` of them (1 to
+ * `MAX_PAGE_SIZE`; every version when left out, as the library and the CLI read them; the HTTP API and MCP read a
+ * page at a time, ADR 33).
+ */
+export const HistoryInputSchema = GetInputSchema.extend({
+  after: VersionAfterSchema.optional(),
+  limit: PageLimitSchema.optional(),
+});
+export type HistoryInput = z.input<typeof HistoryInputSchema>;
+
+/** How many versions the HTTP API and MCP answer with when the request says no `limit`. */
+export const HISTORY_PAGE = 100;
+
+/** The page of a history as the query string gives it: `?after=<version>&limit=`, a viewer beside it. */
+export const HistoryQuerySchema = ViewerSchema.extend({
+  after: queryNumber('after', VersionAfterSchema).default(0),
+  limit: queryNumber('limit', PageLimitSchema).default(HISTORY_PAGE),
+});
 
 /** Input of `ingest`: one message of a channel. Commands (`/remember`, `/forget`) in user messages are run. */
 export const IngestInputSchema = z.strictObject({

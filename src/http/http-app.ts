@@ -7,7 +7,9 @@ import type { Mneme } from '../core/mneme.js';
 import { parseInput } from '../core/schemas.js';
 import { handleMcpRequest } from '../mcp/mcp-http.js';
 import { accessLog } from './http-access-log.js';
+import { type BodyShares, createBodyShares, readBodyBytes } from './http-body-share.js';
 import { respondIdempotently } from './http-idempotency.js';
+import { jsonShapeProblem } from './http-json-shape.js';
 import { isLoopback } from './http-loopback.js';
 import { HttpProblem, problem, problemOf } from './http-problem.js';
 import type { Route, RouteInput } from './http-route.js';
@@ -38,6 +40,8 @@ export interface HttpAppOptions {
 export function createHttpApp(options: HttpAppOptions): Hono {
   const { mneme, apiKeys } = options;
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  // One share per key for the API and /mcp together.
+  const shares = createBodyShares(maxBodyBytes);
   const logError = options.logError ?? ((error: unknown) => console.error(error));
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
@@ -71,8 +75,15 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (context) => {
     const reauthenticate = () => authenticate(context, apiKeys, options.open === true);
     // Refused before its body is read; read again once the body is in (see the routes below).
-    await reauthenticate();
-    return handleMcpRequest(context.req.raw, { mneme, authenticate: reauthenticate, maxBodyBytes, logError });
+    const principal = await reauthenticate();
+    return handleMcpRequest(context.req.raw, {
+      mneme,
+      authenticate: reauthenticate,
+      maxBodyBytes,
+      hold: shares.hold(principal),
+      bytesPerKey: shares.bytesPerKey,
+      logError,
+    });
   });
 
   for (const route of apiRoutes) {
@@ -81,7 +92,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     app.on(route.method.toUpperCase(), path, async (context) => {
       const keyed = route.access.kind !== 'open';
       const early = keyed ? await authenticate(context, apiKeys, options.open === true) : undefined;
-      const input = await parseRequest(route, context, maxBodyBytes);
+      const input = await parseRequest(route, context, maxBodyBytes, early && { shares, principal: early });
       // A body may arrive minutes after the headers whose key let it be read: the key is read again once
       // it is in, so a key revoked (or its user purged) meanwhile does nothing.
       const principal = keyed && route.body ? await authenticate(context, apiKeys, options.open === true) : early;
@@ -178,11 +189,16 @@ function crossOriginSender(context: Context, url: URL): string | undefined {
 }
 
 /** The request's path parameters, query string and JSON body, each parsed with the route's schema (INVALID_INPUT otherwise). */
-async function parseRequest(route: Route, context: Context, maxBodyBytes: number): Promise<RouteInput> {
+async function parseRequest(
+  route: Route,
+  context: Context,
+  maxBodyBytes: number,
+  shares: { shares: BodyShares; principal: Principal } | undefined,
+): Promise<RouteInput> {
   return {
     params: route.params && parseInput(route.params, context.req.param(), 'path parameters'),
     query: route.query && parseInput(route.query, singleValuedQuery(context), 'query string'),
-    body: route.body && parseInput(route.body, await readJsonBody(context, maxBodyBytes), 'request body'),
+    body: route.body && parseInput(route.body, await readJsonBody(context, maxBodyBytes, shares), 'request body'),
   };
 }
 
@@ -204,8 +220,15 @@ function singleValuedQuery(context: Context): Record<string, string> {
   throw new MnemeError(ErrorCode.InvalidInput, `invalid query string: ${summary}`, { issues });
 }
 
-/** Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early. */
-export async function readJsonBody(context: Context, maxBodyBytes: number): Promise<unknown> {
+/**
+ * Reads and parses a JSON body, counting bytes as they arrive so an oversized body is refused early; one nested too
+ * deep or holding too many items is refused before it is parsed (`jsonShapeProblem`).
+ */
+export async function readJsonBody(
+  context: Context,
+  maxBodyBytes: number,
+  shares?: { shares: BodyShares; principal: Principal },
+): Promise<unknown> {
   const tooLarge = () => new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
   const declared = Number(context.req.header('content-length') ?? Number.NaN);
   if (declared > maxBodyBytes) throw tooLarge();
@@ -215,23 +238,15 @@ export async function readJsonBody(context: Context, maxBodyBytes: number): Prom
   if (!/^application\/(.+\+)?json\b/i.test(type)) {
     throw new HttpProblem(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json');
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBodyBytes) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
+  const bytes = await readBodyBytes(stream, maxBodyBytes, shares?.shares.hold(shares.principal));
+  if (bytes === 'too large') throw tooLarge();
+  if (bytes === 'over share') throw overShare(shares?.shares.bytesPerKey ?? 0);
+  const shape = jsonShapeProblem(bytes);
+  if (shape) throw new HttpProblem(413, 'PAYLOAD_TOO_LARGE', shape);
   let text: string;
   try {
     // Invalid UTF-8 is refused, not decoded into replacement characters that would be stored instead.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     throw new HttpProblem(400, 'MALFORMED_JSON', 'the body is not valid UTF-8; send JSON encoded as UTF-8');
   }
@@ -241,6 +256,16 @@ export async function readJsonBody(context: Context, maxBodyBytes: number): Prom
   } catch {
     throw new HttpProblem(400, 'MALFORMED_JSON', 'the body is not valid JSON');
   }
+}
+
+/** 429 for a key whose bodies being read already fill its share (ADR 33). */
+function overShare(bytesPerKey: number): HttpProblem {
+  return new HttpProblem(
+    429,
+    'TOO_MANY_REQUESTS',
+    `this key is already sending ${bytesPerKey} bytes of request bodies; send this once its other requests are answered`,
+    { 'Retry-After': '1' },
+  );
 }
 
 export function sendProblem(status: number, body: object, headers: Record<string, string> = {}): Response {

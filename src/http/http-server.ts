@@ -1,3 +1,4 @@
+import { createServer, type RequestListener, type ServerOptions } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { ErrorCode, MnemeError } from '../core/errors.js';
@@ -83,7 +84,7 @@ export async function listenHttp(
     throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
   }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const started = serve({ fetch, hostname: host, port }, () => resolve(started));
+    const started = serve({ fetch, hostname: host, port, createServer: pipelineLimited }, () => resolve(started));
     started.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         new MnemeError(
@@ -112,6 +113,38 @@ export async function listenHttp(
       }),
   };
 }
+
+/** Most requests one connection may have sent ahead of the answers it has not yet read (HTTP/1.1 pipelining). */
+export const MAX_PIPELINED_REQUESTS = 16;
+
+/**
+ * Node's HTTP server with at most `MAX_PIPELINED_REQUESTS` requests of one connection waiting for their answers to be
+ * sent: Node parses every pipelined request its reads bring in and runs them all at once, each answer kept in memory
+ * until the client reads it, so one connection that sent thousands of requests and read nothing made the process hold
+ * thousands of answers (10,000 lists of memories: 0.7 GB more in 15 s). One more is answered 429 with `Connection: close` and
+ * runs nothing; the connection ends after it, the requests behind it unread (ADR 33).
+ */
+const pipelineLimited: typeof createServer = ((options: ServerOptions, listener: RequestListener) => {
+  const waiting = new WeakMap<Socket, number>();
+  return createServer(options, (request, response) => {
+    const { socket } = request;
+    const count = waiting.get(socket) ?? 0;
+    if (count >= MAX_PIPELINED_REQUESTS) {
+      const detail = `this connection already has ${MAX_PIPELINED_REQUESTS} requests waiting for their answers; read them before sending more`;
+      const body = JSON.stringify(problem(429, 'TOO_MANY_REQUESTS', detail));
+      response.writeHead(429, {
+        'Content-Type': 'application/problem+json',
+        'Content-Length': Buffer.byteLength(body),
+        Connection: 'close',
+      });
+      response.end(body);
+      return;
+    }
+    waiting.set(socket, count + 1);
+    response.once('close', () => waiting.set(socket, (waiting.get(socket) ?? 1) - 1));
+    listener(request, response);
+  });
+}) as typeof createServer;
 
 /**
  * Answers, as problem+json, a request Node's HTTP parser refuses before the app sees it: header fields

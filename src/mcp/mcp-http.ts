@@ -4,7 +4,9 @@ import type { Principal } from '../core/access.js';
 import type { Mneme } from '../core/mneme.js';
 import { parseInput, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
+import { type BodyHold, readBodyBytes } from '../http/http-body-share.js';
 import { headerText } from '../http/http-header-text.js';
+import { jsonShapeProblem } from '../http/http-json-shape.js';
 import { connectMcpServer, createMcpServer } from './mcp-server.js';
 import { httpSession } from './mcp-session.js';
 
@@ -25,6 +27,10 @@ export interface McpRequestOptions {
   authenticate(): Promise<Principal>;
   /** Largest accepted request body in bytes. */
   maxBodyBytes: number;
+  /** The body's bytes, counted against its key's share as they arrive (ADR 33); 429 once the share is full. */
+  hold?: BodyHold;
+  /** The share's size in bytes, for the 429's message. */
+  bytesPerKey?: number;
   logError?: (error: unknown) => void;
 }
 
@@ -44,14 +50,27 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
     }),
   );
   const viewer = parseInput(ViewerSchema, requested, 'Mneme-* headers');
-  const body = await boundedBody(request, options.maxBodyBytes);
-  if (body === null) {
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
+  const body =
+    declared > options.maxBodyBytes
+      ? 'too large'
+      : await readBodyBytes(request.body, options.maxBodyBytes, options.hold);
+  if (body === 'too large') {
     return jsonRpcError(413, `Payload Too Large: Request body must not exceed ${options.maxBodyBytes} bytes`);
+  }
+  if (body === 'over share') {
+    return jsonRpcError(
+      429,
+      `Too Many Requests: this key is already sending ${options.bytesPerKey} bytes of request bodies; send this once its other requests are answered`,
+      { 'Retry-After': '1' },
+    );
   }
   // As the API's bodies: bytes that are not UTF-8 are refused, not decoded into replacement characters a memory keeps.
   if (!isUtf8(body)) {
     return jsonRpcError(400, 'Parse error: the body is not valid UTF-8; send JSON encoded as UTF-8', {}, PARSE_ERROR);
   }
+  const shape = jsonShapeProblem(body);
+  if (shape) return jsonRpcError(413, `Payload Too Large: ${shape}`);
   const session = httpSession(options.mneme, await options.authenticate(), viewer);
   const server = createMcpServer({ session, ...(options.logError ? { logError: options.logError } : {}) });
   // No session id: stateless, so every request is authenticated on its own (a revoked key stops at once).
@@ -65,27 +84,6 @@ export async function handleMcpRequest(request: Request, options: McpRequestOpti
   } finally {
     await server.close();
   }
-}
-
-/** The request's body, read whole; null once it is larger than `maxBytes`. */
-async function boundedBody(request: Request, maxBytes: number): Promise<Uint8Array | null> {
-  if (Number(request.headers.get('content-length') ?? Number.NaN) > maxBytes) return null;
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel();
-        return null;
-      }
-      chunks.push(value);
-    }
-  }
-  return new Uint8Array(Buffer.concat(chunks));
 }
 
 /** What a stateless server answers to GET and DELETE, so that clients do not wait on a stream. */

@@ -5,6 +5,7 @@ import type { RecallHit } from '../core/recall/recall.js';
 import {
   CategorySchema,
   ContentSchema,
+  HISTORY_PAGE,
   ImportanceSchema,
   MAX_PAGE_SIZE,
   MemoryIdSchema,
@@ -12,6 +13,7 @@ import {
   MessageExternalIdSchema,
   QuerySchema,
   TopKSchema,
+  VersionAfterSchema,
 } from '../core/schemas.js';
 import { scopeOwnerField } from '../core/scope.js';
 import type { Memory, MemoryVersion } from '../core/types.js';
@@ -323,13 +325,19 @@ export const mcpTools: readonly McpTool[] = [
   defineTool({
     name: 'history',
     title: 'History of a memory',
-    description:
-      'Every version of a memory by its id, oldest first: when it was created, edited, forgotten, restored or merged, by whom, why, and what changed. Call it when the user asks where a memory came from or how it changed. Returns the versions.',
-    input: z.strictObject({ id: MemoryIdSchema.describe('The id of the memory') }),
+    description: `The versions of a memory by its id, oldest first, ${HISTORY_PAGE} at a time: when it was created, edited, forgotten, restored or merged, by whom, why, and what changed. Call it when the user asks where a memory came from or how it changed. Returns the versions.`,
+    input: z.strictObject({
+      id: MemoryIdSchema.describe('The id of the memory'),
+      after: VersionAfterSchema.describe('Only the versions after this version number (for the next page)').optional(),
+    }),
     readOnly: true,
     async run(session, input) {
-      const versions = await session.mneme.history({ id: input.id, viewer: session.viewer });
-      return { structured: { versions }, text: versions.map(versionLine).join('\n') };
+      const page = { id: input.id, viewer: session.viewer, limit: HISTORY_PAGE };
+      const versions = await session.mneme.history(input.after === undefined ? page : { ...page, after: input.after });
+      const last = versions.at(-1);
+      const more =
+        versions.length === HISTORY_PAGE && last ? [`More may follow: call history with after ${last.version}.`] : [];
+      return { structured: { versions }, text: [...versions.map(versionLine), ...more].join('\n') };
     },
   }),
   defineTool({

@@ -9,6 +9,7 @@ import { ChannelIdSchema, clipQuery, fitMessage, parseInput, UserIdSchema } from
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
+import { createBodyShares } from '../http/http-body-share.js';
 import { headerText } from '../http/http-header-text.js';
 import { HttpProblem, problem, problemOf } from '../http/http-problem.js';
 import {
@@ -72,6 +73,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const { mneme } = options;
   const upstream = options.upstream.replace(/\/+$/, '');
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  const shares = createBodyShares(maxBodyBytes);
   const log = options.log ?? ((line: string) => console.error(`mneme: ${line}`));
   const pending = new Set<Promise<void>>();
   /** The upstream's key, never relayed to a client: an upstream that echoes it in an error gets it redacted. */
@@ -133,8 +135,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   });
 
   app.post('/v1/chat/completions', async (context) => {
-    await authenticate(context, mneme.apiKeys, false);
-    const body = await readJsonBody(context, maxBodyBytes);
+    const early = await authenticate(context, mneme.apiKeys, false);
+    const body = await readJsonBody(context, maxBodyBytes, { shares, principal: early });
     // The body may arrive minutes after the headers: a key revoked meanwhile neither recalls nor forwards.
     const principal = await authenticate(context, mneme.apiKeys, false);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {

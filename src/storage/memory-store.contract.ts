@@ -496,6 +496,12 @@ export function describeStorageContract(
       });
       expect(history[2]?.changes).toEqual({ archivedAt: { from: null, to: '2024-06-15T12:00:02.000Z' } });
       expect(history[2]?.reason).toBe('outdated');
+      const versions = async (page: { after?: number; limit?: number }) =>
+        (await storage.memories.history(id, page)).map((version) => version.version);
+      expect(await versions({ limit: 2 })).toEqual([1, 2]);
+      expect(await versions({ after: 2, limit: 1 })).toEqual([3]);
+      expect(await versions({ after: 2 })).toEqual([3, 4]);
+      expect(await versions({ after: 4, limit: 10 })).toEqual([]);
     });
 
     it('re-indexes text and vector when content changes', async () => {

@@ -249,7 +249,8 @@ export interface MemoryStore {
    */
   decayedAt(ids: readonly number[]): Promise<Map<number, number>>;
   list(query: MemoryListQuery): Promise<MemoryPage>;
-  history(id: number): Promise<MemoryVersion[]>;
+  /** A memory's versions after version `after` (0: from the first), oldest first, at most `limit` of them (all). */
+  history(id: number, page?: { after?: number; limit?: number }): Promise<MemoryVersion[]>;
   /** Full-text candidates among active memories (and faded ones with `includeFaded`), scope-filtered inside the query. */
   searchText(search: TextSearch): Promise<SearchHit[]>;
   /**

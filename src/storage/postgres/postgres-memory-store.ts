@@ -146,13 +146,14 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async history(id) {
+    async history(id, page = {}) {
       return withPgErrors(`reading the history of memory ${id}`, async () => {
         const exists = await database.query('SELECT 1 FROM memories WHERE id = $1', [id]);
         if (exists.rows.length === 0) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
         const { rows } = await database.query<PgVersionRow>(
-          'SELECT * FROM memory_versions WHERE memory_id = $1 ORDER BY version',
-          [id],
+          'SELECT * FROM memory_versions WHERE memory_id = $1 AND version > $2 ORDER BY version LIMIT $3',
+          // LIMIT NULL: every version.
+          [id, page.after ?? 0, page.limit ?? null],
         );
         return rows.map(toVersion);
       });

@@ -95,8 +95,8 @@ export function createSqliteMemoryStore(
         SELECT DISTINCT reach.start AS memoryId, msg.channel_id AS channelId FROM reach
           JOIN memory_source_messages s ON s.memory_id = reach.id JOIN messages msg ON msg.id = s.message_id`,
     ),
-    history: database.prepare<[number], VersionRow>(
-      'SELECT * FROM memory_versions WHERE memory_id = ? ORDER BY version',
+    history: database.prepare<[number, number, number], VersionRow>(
+      'SELECT * FROM memory_versions WHERE memory_id = ? AND version > ? ORDER BY version LIMIT ?',
     ),
     restore: preparedOnUse<[number, string | null, number], MemoryRow>(
       database,
@@ -327,10 +327,11 @@ export function createSqliteMemoryStore(
       });
     },
 
-    async history(id) {
+    async history(id, page = {}) {
       return readSqlite(`reading the history of memory ${id}`, () => {
         writes.read(id);
-        return statements.history.all(id).map(toVersion);
+        // LIMIT -1: every version.
+        return statements.history.all(id, page.after ?? 0, page.limit ?? -1).map(toVersion);
       });
     },
 

@@ -16,6 +16,9 @@ function viewerOf(params) {
 }
 
 /** The viewer as the memory routes take it: `?userId=&channelId=...`. */
+/** How many versions `GET /api/memories/{id}/history` answers when it is asked for no `limit` (`HISTORY_PAGE`). */
+const HISTORY_PAGE = 100;
+
 function viewerQuery(viewer) {
   const query = new URLSearchParams(viewer).toString();
   return query ? `?${query}` : '';
@@ -514,6 +517,14 @@ async function memory(main, params, { id, navigate }) {
         ),
       ),
     ),
+    // The API answers a page of versions (100 unless asked); a full page may have more after it.
+    history.length === HISTORY_PAGE
+      ? h(
+          'p',
+          { class: 'empty', 'data-testid': 'history-more' },
+          `The first ${HISTORY_PAGE} versions; later ones: GET ${base}/history?after=${HISTORY_PAGE}`,
+        )
+      : '',
     h('h2', {}, 'Links'),
     links.length === 0
       ? h('p', { class: 'empty' }, 'No links.')
