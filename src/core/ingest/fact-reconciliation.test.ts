@@ -255,9 +255,20 @@ describe('statementRelation', () => {
     );
   });
 
-  it('never changes an episode or an exchange: they record what was said', () => {
-    const older = 'Oz: our standup is on Monday';
-    expect(compare("Oz's standup moved to Wednesday.", older, ['fact', 'exchange'])).not.toBe('change');
+  it('tells no change of a negated statement another one negated like it, nor of a phrase that negates nothing', () => {
+    expect(compare('Oz does not eat meat.', 'Oz does not eat meat. Oz does not drink alcohol.')).toBe('restatement');
+    expect(compare("Oz doesn't eat red meat and never drinks.", "Oz doesn't eat red meat.")).toBe('restatement');
+    expect(compare('Oz likes green tea, not coffee.', 'Oz likes green tea.')).toBe('restatement');
+    expect(compare('Oz likes not only green tea but also coffee.', 'Oz likes green tea and coffee.')).toBe(
+      'restatement',
+    );
+    expect(compare('Oz loves strong coffee no matter what.', 'Oz loves strong coffee.')).toBe('restatement');
+    expect(
+      compare(
+        'Oz does not like strong coffee (mentioned on 2 May 2024).',
+        'Oz likes strong coffee (mentioned on 1 May 2024).',
+      ),
+    ).toBe('change');
   });
 });
 

@@ -185,6 +185,18 @@ describe('the consolidation task', () => {
     expect(remaining[1]).toMatchObject({ source: 'consolidation', sourceIds: [likes.id, again.id] });
   });
 
+  it('merges negated statements that say the same, each saying more than one negation', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    const meat = await engine.mneme.remember({ content: 'Oz does not eat red meat', ...oz });
+    const both = await engine.mneme.remember({ content: 'Oz does not eat red meat and never drinks wine', ...oz });
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+    expect(await active(engine)).toEqual([
+      expect.objectContaining({ source: 'consolidation', sourceIds: [meat.id, both.id] }),
+    ]);
+  });
+
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
     const engine = await open(true);
     const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });

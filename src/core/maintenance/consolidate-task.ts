@@ -6,7 +6,7 @@ import { sameSubject } from '../fact-subject.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
-import { isNegated, jaccard, wordSet } from '../similarity.js';
+import { isOpposite, jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
 import { createNearDuplicateIndex, type NearDuplicateIndex } from './near-duplicate-index.js';
@@ -283,14 +283,14 @@ function isMergeable(memory: Memory): boolean {
  * (so that purging a user still deletes every merged memory made from theirs), and saying something
  * of the same subject (`sameSubject`, read with the display name of that user, who said both:
  * "Sam's team ..." and "Lee's team ..." are never merged), neither saying the opposite of the other ("Oz likes
- * coffee", "Oz does not like coffee": `isNegated`).
+ * coffee", "Oz does not like coffee": `isOpposite`).
  */
 function isTogether(left: Memory, right: Memory, speakers: ReadonlyMap<string, string>): boolean {
   return (
     ownerOf(left) === ownerOf(right) &&
     left.sector === right.sector &&
     left.userId === right.userId &&
-    isNegated(left.content) === isNegated(right.content) &&
+    !isOpposite(left.content, right.content) &&
     sameSubject(left.content, right.content, left.userId === null ? undefined : speakers.get(left.userId))
   );
 }
