@@ -246,6 +246,17 @@ describe('statementRelation', () => {
     );
   });
 
+  it('tells a restatement of a list of names or things given in another order', () => {
+    expect(compare('Oz likes coffee and tea.', 'Oz likes tea and coffee.')).toBe('restatement');
+    expect(compare('Oz speaks German, French and Italian.', 'Oz speaks French, German, and Italian.')).toBe(
+      'restatement',
+    );
+    expect(
+      compare('Oz met Sam and Lee at the climbing gym.', 'Oz met Lee and Sam at the climbing gym.', ['event', 'event']),
+    ).toBe('restatement');
+    expect(compare('Alice paid Lee and Sam back.', 'Lee and Sam paid Alice back.')).toBe('change');
+  });
+
   it('tells a change when one statement says the opposite of the other', () => {
     expect(compare('Oz does not like coffee in the morning.', 'Oz likes coffee in the morning.')).toBe('change');
     expect(compare("Oz's sister Mia doesn't live in Oslo.", "Oz's sister Mia lives in Oslo.")).toBe('change');

@@ -277,9 +277,15 @@ export function statementRelation(
   return recorded ? 'restatement' : 'change';
 }
 
-/** True when the words two statements share (dates, change words and `ignore` left out) come in another order. */
+/**
+ * True when the words two statements share (dates, change words and `ignore` left out) come in another order. The
+ * words of a list ("tea and coffee", "German, French and Italian", "Lee and Sam") are left out: naming its items in
+ * another order says the same.
+ */
 function reordered(newer: string, older: string, ignore: readonly string[]): boolean {
-  const inOrder = (text: string) => [...wordSet(withoutDates(text), { ignore: [...ignore, ...changeVocabulary] })];
+  const inOrder = (text: string) => [
+    ...wordSet(withoutDates(text).replace(wordList, ' '), { ignore: [...ignore, ...changeVocabulary] }),
+  ];
   const newerWords = inOrder(newer);
   const olderWords = new Set(inOrder(older));
   const sharedNewer = newerWords.filter((word) => olderWords.has(word));
@@ -287,6 +293,9 @@ function reordered(newer: string, older: string, ignore: readonly string[]): boo
   const sharedOlder = [...olderWords].filter((word) => newerShared.has(word));
   return sharedNewer.some((word, at) => word !== sharedOlder[at]);
 }
+
+/** A list of single words: "tea and coffee", "German, French and Italian", "tea or coffee". */
+const wordList = /[\p{L}\p{N}]+(?:\s*,\s*[\p{L}\p{N}]+)*,?\s+(?:and|or|&)\s+[\p{L}\p{N}]+/giu;
 
 /**
  * The name a subject starts with, which every fact about it shares: "sam" of "sam's team" (the team
