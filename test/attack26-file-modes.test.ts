@@ -1,8 +1,9 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { accessByOthers } from '../src/storage/make-folders.js';
 import { runCli } from './cli-harness.js';
 
 /**
@@ -89,6 +90,25 @@ describe.runIf(onPosix)('a store other accounts can read', () => {
       expect(await serviceWarnings(path)).toEqual([
         `${path} can be read by the accounts of its group (mode 640): it holds every user's memories and messages; chmod 600 ${path} and its -wal and -shm, or chmod 700 the folder it is in`,
       ]);
+    } finally {
+      chmodSync(root, 0o700);
+    }
+  });
+
+  it('names the chmod of the store a shell can run, and judges a linked store by the folders above the store', async () => {
+    const { folder, path } = await oldStore('my store');
+    try {
+      expect(accessByOthers(path, 'file')).toContain(`chmod 600 '${path}' and its -wal and -shm`);
+      const closed = join(root, 'closed-links');
+      mkdirSync(closed, { mode: 0o700 });
+      const link = join(closed, 'mneme.db');
+      symlinkSync(path, link);
+      expect(accessByOthers(link, 'file')).toContain(`can be read by every account on this machine (mode 644)`);
+      chmodSync(folder, 0o700);
+      const open = join(root, 'open-links');
+      mkdirSync(open, { mode: 0o755 });
+      symlinkSync(path, join(open, 'mneme.db'));
+      expect(accessByOthers(join(open, 'mneme.db'), 'file')).toBeNull();
     } finally {
       chmodSync(root, 0o700);
     }

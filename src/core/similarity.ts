@@ -53,16 +53,48 @@ export function isSaidBy(text: string, other: string): boolean {
   return at === words.length;
 }
 
-/** A word that says the opposite of the statement without it ("does not like", "no longer", "never"). */
-const negation = /\b(?:not|no|never|nor|none|nobody|nothing|neither|cannot)\b|n['’]t\b/gi;
+/**
+ * A word that says the opposite of what follows it in its clause ("does not like", "never", "no car"), not in the
+ * phrases that say no opposite: "not only ... but also", "no matter", "no doubt", "can't wait".
+ */
+const negation =
+  /\b(?:not(?!\s+only\b)|no(?!\s+(?:matter|doubt)\b)|never|nor|none|nobody|nothing|neither|cannot)\b|n['’]t\b(?!\s+wait\b)/giu;
+/** Where what a negation says the opposite of ends: a sentence, a comma or bracket, a "but". */
+const clauseEnd = /[.!?;:,()]|\b(?:but|though|although|whereas|however|yet)\b/iu;
+
+/** The words of `text` (as `wordSet` has them) said under a negation of their clause, and those said without. */
+function negatedWords(text: string): { negated: Set<string>; plain: Set<string> } {
+  const negated = new Set<string>();
+  const plain = new Set<string>();
+  for (const clause of text.split(new RegExp(clauseEnd.source, 'giu'))) {
+    const cut = clause.search(negation);
+    const before = cut < 0 ? clause : clause.slice(0, cut);
+    for (const word of wordSet(before)) plain.add(word);
+    if (cut >= 0) for (const word of wordSet(clause.slice(cut).replace(negation, ' '))) negated.add(word);
+  }
+  return { negated, plain };
+}
 
 /**
- * Whether a statement is negated: an odd number of negations, so "Oz does not like coffee" is the opposite of "Oz
- * likes coffee" (which their words cannot tell: negations are stop words) and "not a day without no tea" reads as
- * the positive.
+ * Whether one statement says the opposite of the other: a word both say is under a negation of its clause in one
+ * ("Oz does not like coffee", "Oz has no car", "Oz never eats meat") and never in the other ("Oz likes coffee"), which
+ * their words cannot tell (negations are stop words). Clause by clause, so a memory of two negated sentences ("Oz
+ * does not eat meat. Oz does not drink.") is no opposite of one of them, nor "Oz likes tea, not coffee" of "Oz likes
+ * tea"; a word said both ways in one text decides nothing.
  */
-export function isNegated(text: string): boolean {
-  return ((text.match(negation) ?? []).length & 1) === 1;
+export function isOpposite(text: string, other: string): boolean {
+  const one = negatedWords(text);
+  const two = negatedWords(other);
+  const onlyNegated = (words: { negated: Set<string>; plain: Set<string> }, word: string) =>
+    words.negated.has(word) && !words.plain.has(word);
+  const onlyPlain = (words: { negated: Set<string>; plain: Set<string> }, word: string) =>
+    words.plain.has(word) && !words.negated.has(word);
+  for (const word of new Set([...one.negated, ...one.plain])) {
+    if ((onlyNegated(one, word) && onlyPlain(two, word)) || (onlyPlain(one, word) && onlyNegated(two, word))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /** A word: letters and digits of any script, with inner apostrophes followed by letters. */

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, type Stats, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 
@@ -75,13 +75,16 @@ export function createPrivateFile(path: string): void {
  * Whether other accounts of this machine can read a local store (a SQLite file, or a PGlite folder, whose files have
  * well-known names): null when not (or when that cannot be told: Windows, or nothing there), else a sentence saying
  * so and how to fix it. A class of users (the file's group, everyone else) reaches it when the file gives that class
- * read access (a folder: search access) and every folder above it gives that class search access.
+ * read access (a folder: search access) and every folder above it gives that class search access. A link is followed:
+ * the folders above the store itself decide, and the chmod named is the store's, quoted for the shell where needed.
  */
 export function accessByOthers(path: string, kind: 'file' | 'folder'): string | null {
   if (process.platform === 'win32') return null;
-  const target = resolve(path);
+  // The folders that decide are those above the store itself, not above a link to it.
+  let target: string;
   let entry: Stats;
   try {
+    target = realpathSync(resolve(path));
     entry = statSync(target);
   } catch {
     return null;
@@ -104,7 +107,15 @@ export function accessByOthers(path: string, kind: 'file' | 'folder'): string | 
   if (!group && !others) return null;
   const who = others ? 'every account on this machine' : 'the accounts of its group';
   const mode = (entry.mode & 0o777).toString(8).padStart(3, '0');
+  const named = shellWord(target);
   const fix =
-    kind === 'file' ? `chmod 600 ${path} and its -wal and -shm, or chmod 700 the folder it is in` : `chmod 700 ${path}`;
+    kind === 'file'
+      ? `chmod 600 ${named} and its -wal and -shm, or chmod 700 the folder it is in`
+      : `chmod 700 ${named}`;
   return `${path} can be read by ${who} (mode ${mode}): it holds every user's memories and messages; ${fix}`;
+}
+
+/** A path as a shell reads it back: as it is when it holds no character the shell treats apart, else in single quotes. */
+function shellWord(path: string): string {
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
 }

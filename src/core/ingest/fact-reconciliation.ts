@@ -2,7 +2,7 @@ import type { MemoryChanges } from '../../storage/memory-store.js';
 import { factSubject } from '../fact-subject.js';
 import type { ExtractedFact } from '../ports/fact-extractor.js';
 import { ownerKey, ownerPrefix, sectorOf } from '../scope.js';
-import { isNegated, isSaidBy, jaccard, wordSet } from '../similarity.js';
+import { isOpposite, isSaidBy, jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 
 /** One extracted fact, placed: its text, category, the owner key it is stored under, the message it comes from. */
@@ -235,7 +235,7 @@ function saysEnd(text: string): boolean {
  *   (what happened stays true); or the two are similar (Jaccard at or above `threshold`) and the
  *   newer drops a value of the older for another (a capitalised word or a number: "lives in Oslo"
  *   -> "lives in Bergen"), neither being an event.
- *   The same holds when one is negated and the other not ("Oz likes coffee" -> "Oz does not like coffee"), and
+ *   The same holds when one says the opposite of the other (`isOpposite`) ("Oz likes coffee" -> "Oz does not like coffee"), and
  *   when the two put their shared words in another order ("Alice owes Oz" -> "Oz owes
  *   Alice", "allergic to peanuts but not almonds" -> "... to almonds but not peanuts"): who does what to whom
  *   changed, which a word overlap cannot see, so the older stays as history rather than being rewritten.
@@ -271,15 +271,21 @@ export function statementRelation(
     ([...valueWords(newer.content)].some((word) => added.has(word)) &&
       [...valueWords(older.content)].some((word) => dropped.has(word))) ||
     reordered(newer.content, older.content, ignore) ||
-    isNegated(newer.content) !== isNegated(older.content);
+    isOpposite(newer.content, older.content);
   if (!replaced) return 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
 }
 
-/** True when the words two statements share (dates, change words and `ignore` left out) come in another order. */
+/**
+ * True when the words two statements share (dates, change words and `ignore` left out) come in another order. The
+ * words of a list ("tea and coffee", "German, French and Italian", "Lee and Sam") are left out: naming its items in
+ * another order says the same.
+ */
 function reordered(newer: string, older: string, ignore: readonly string[]): boolean {
-  const inOrder = (text: string) => [...wordSet(withoutDates(text), { ignore: [...ignore, ...changeVocabulary] })];
+  const inOrder = (text: string) => [
+    ...wordSet(withoutDates(text).replace(wordList, ' '), { ignore: [...ignore, ...changeVocabulary] }),
+  ];
   const newerWords = inOrder(newer);
   const olderWords = new Set(inOrder(older));
   const sharedNewer = newerWords.filter((word) => olderWords.has(word));
@@ -287,6 +293,9 @@ function reordered(newer: string, older: string, ignore: readonly string[]): boo
   const sharedOlder = [...olderWords].filter((word) => newerShared.has(word));
   return sharedNewer.some((word, at) => word !== sharedOlder[at]);
 }
+
+/** A list of single words: "tea and coffee", "German, French and Italian", "tea or coffee". */
+const wordList = /[\p{L}\p{N}]+(?:\s*,\s*[\p{L}\p{N}]+)*,?\s+(?:and|or|&)\s+[\p{L}\p{N}]+/giu;
 
 /**
  * The name a subject starts with, which every fact about it shares: "sam" of "sam's team" (the team

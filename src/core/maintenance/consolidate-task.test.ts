@@ -185,6 +185,37 @@ describe('the consolidation task', () => {
     expect(remaining[1]).toMatchObject({ source: 'consolidation', sourceIds: [likes.id, again.id] });
   });
 
+  it('merges negated statements that say the same, each saying more than one negation', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    const meat = await engine.mneme.remember({ content: 'Oz does not eat red meat', ...oz });
+    const both = await engine.mneme.remember({ content: 'Oz does not eat red meat and never drinks wine', ...oz });
+
+    expect(await consolidate(engine)).toMatchObject({ clusters: 1, merged: 2 });
+    expect(await active(engine)).toEqual([
+      expect.objectContaining({ source: 'consolidation', sourceIds: [meat.id, both.id] }),
+    ]);
+  });
+
+  it('never merges into one memory two statements that say the opposite of each other, neither of the first', async () => {
+    const engine = await open();
+    const oz = { scope: 'personal', userId: 'oz', category: 'fact' } as const;
+    const home = await engine.mneme.remember({ content: 'Oz drinks strong coffee every morning at home', ...oz });
+    const notWork = await engine.mneme.remember({
+      content: 'Oz drinks strong coffee every morning, not at work',
+      ...oz,
+    });
+    const work = await engine.mneme.remember({ content: 'Oz drinks strong coffee every morning at work', ...oz });
+
+    await consolidate(engine);
+    const remaining = await active(engine);
+    const merged = remaining.find((memory) => memory.source === 'consolidation');
+    expect(merged?.sourceIds).toHaveLength(2);
+    expect(merged?.sourceIds).toContain(home.id);
+    const left = merged?.sourceIds.includes(work.id) ? notWork : work;
+    expect(remaining.map((memory) => memory.id)).toContain(left.id);
+  });
+
   it('merges pairs with cosine >= 0.92 among the most recent memories that Jaccard alone would miss', async () => {
     const engine = await open(true);
     const left = await engine.mneme.remember({ content: 'kestrel kestrel kestrel kestrel kestrel kestrel alpha' });

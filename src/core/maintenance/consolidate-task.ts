@@ -6,7 +6,7 @@ import { sameSubject } from '../fact-subject.js';
 import { type MemoryMerger, MergedMemorySchema } from '../ports/memory-merger.js';
 import { MAX_QUERY_TERMS } from '../recall/query-terms.js';
 import { ownerKey } from '../scope.js';
-import { isNegated, jaccard, wordSet } from '../similarity.js';
+import { isOpposite, jaccard, wordSet } from '../similarity.js';
 import type { Memory } from '../types.js';
 import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
 import { createNearDuplicateIndex, type NearDuplicateIndex } from './near-duplicate-index.js';
@@ -138,7 +138,8 @@ export async function runConsolidate(
       const cluster = [seed];
       for (const candidate of candidates) {
         if (cluster.length >= MAX_CLUSTER) break;
-        if (!isMergeable(candidate) || !isTogether(seed, candidate, speakers)) continue;
+        if (!isMergeable(candidate) || !isTogether(seed, candidate, speakers) || saysOpposite(cluster, candidate))
+          continue;
         if (jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD) cluster.push(candidate);
       }
       if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'jaccard', now, done, report);
@@ -163,6 +164,7 @@ export async function runConsolidate(
         if (cluster.length >= MAX_CLUSTER) break;
         const otherVector = vectors.get(other.id);
         if (other.id === seed.id || !otherVector || done.has(other.id) || !isTogether(seed, other, speakers)) continue;
+        if (saysOpposite(cluster, other)) continue;
         if (cosine(seedVector, otherVector) >= CONSOLIDATION_COSINE) cluster.push(other);
       }
       if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'cosine', now, done, report);
@@ -283,14 +285,19 @@ function isMergeable(memory: Memory): boolean {
  * (so that purging a user still deletes every merged memory made from theirs), and saying something
  * of the same subject (`sameSubject`, read with the display name of that user, who said both:
  * "Sam's team ..." and "Lee's team ..." are never merged), neither saying the opposite of the other ("Oz likes
- * coffee", "Oz does not like coffee": `isNegated`).
+ * coffee", "Oz does not like coffee": `isOpposite`).
  */
+/** Whether `candidate` says the opposite of a memory of the cluster (the seed is checked by `isTogether`, the others here). */
+function saysOpposite(cluster: readonly Memory[], candidate: Memory): boolean {
+  return cluster.some((member, at) => at > 0 && isOpposite(member.content, candidate.content));
+}
+
 function isTogether(left: Memory, right: Memory, speakers: ReadonlyMap<string, string>): boolean {
   return (
     ownerOf(left) === ownerOf(right) &&
     left.sector === right.sector &&
     left.userId === right.userId &&
-    isNegated(left.content) === isNegated(right.content) &&
+    !isOpposite(left.content, right.content) &&
     sameSubject(left.content, right.content, left.userId === null ? undefined : speakers.get(left.userId))
   );
 }

@@ -66,12 +66,24 @@ describe('the offline extractor', () => {
     expect(contents('I really love jazz')).toEqual(['Oz really loves jazz.']);
     expect(contents('I never eat meat')).toEqual(['Oz never eats meat.']);
     expect(contents("I don't eat pork")).toEqual(["Oz doesn't eat pork."]);
+    expect(contents('I love all dogs')).toEqual(['Oz loves all dogs.']);
+    expect(contents('I like the Beatles')).toEqual(['Oz likes the Beatles.']);
     for (const reply of [
       'I love it!',
       'I like that idea',
       'I like your plan',
       'I love you guys',
       'I eat later',
+      'I prefer the second',
+      'I like the first one',
+      'I like the idea',
+      'I love everything',
+      'I like both',
+      'I like all of them',
+      'I eat anything',
+      'I like em',
+      'I love ya',
+      'i love u',
       'ok',
     ]) {
       expect(contents(reply), reply).toEqual([]);

@@ -108,10 +108,11 @@ const signals = {
 /**
  * A short message that says what the speaker likes, uses, eats or speaks, and names it: "I prefer dark mode", "I hate
  * cilantro", "I use Vim", "I never eat meat", "I don't eat pork". Not one whose object is a pronoun or the listener's ("I love it", "I like
- * your idea"): that is a reply, not a fact.
+ * your idea", "i love u"), a quantifier ("I like both", "I love everything") or one of the options just offered ("I
+ * prefer the second", "I like the idea"): that is a reply, not a fact.
  */
 const shortPreference =
-  /^i\s+(?:(?:really|totally|just|absolutely|mostly|only|never|always|usually|often|rarely|don't|do not|no longer)\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|you|your|yours|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better)\b)[\p{L}\p{N}]/iu;
+  /^i\s+(?:(?:really|totally|just|absolutely|mostly|only|never|always|usually|often|rarely|don't|do not|no longer)\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|'?em|you|your|yours|u|ya|ur|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better|(?:both|either|neither|all|any)(?:\s+of\b|\s*[.!?]*$)|anything|everything|everyone|everybody|something|someone|mine|the\s+(?:first|second|third|fourth|last|other|others|same|former|latter|next|previous|rest|one|ones|idea|plan|option|choice))\b)['\p{L}\p{N}]/iu;
 
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
