@@ -15,37 +15,41 @@ import { type ServeProcess, startServeProcess } from './serve-process.js';
  * operator opens the page for, were out of the inspector's reach. A full page now links the next one.
  */
 const EDITS = HISTORY_PAGE + 20;
-const wait = { timeout: 30_000 };
 const children: ChildProcess[] = [];
-let directory = '';
-let serve: ServeProcess;
-let browser: Browser;
-let page: Page;
-let memoryId = 0;
+/** The served database with its edited memory, and the browser on it. */
+let world: { directory: string; memoryId: number; serve: ServeProcess; browser: Browser; page: Page } | undefined;
 
 beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), 'mneme-attack26d-inspector-'));
+  const directory = mkdtempSync(join(tmpdir(), 'mneme-attack26d-inspector-'));
   const database = join(directory, 'inspector.db');
   const mneme = await createMneme({ path: database, logger: { warn: () => {}, info: () => {} } });
-  memoryId = (await mneme.remember({ content: 'Oz keeps bees on the roof', scope: 'personal', userId: 'oz' })).id;
+  const memoryId = (await mneme.remember({ content: 'Oz keeps bees on the roof', scope: 'personal', userId: 'oz' })).id;
   for (let edit = 1; edit <= EDITS; edit += 1) {
     await mneme.update({ id: memoryId, content: `Oz keeps ${edit} hives of bees on the roof` });
   }
   await mneme.close();
-  serve = await startServeProcess(database, children);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
-  page = await browser.newPage();
+  const serve = await startServeProcess(database, children);
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox'],
+  });
+  const page = await browser.newPage();
   page.setDefaultTimeout(30_000);
+  world = { directory, memoryId, serve, browser, page };
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await world?.browser.close();
   for (const child of children) child.kill();
-  rmSync(directory, { recursive: true, force: true });
+  if (world) rmSync(world.directory, { recursive: true, force: true });
 });
 
 describe('the inspector page of a memory edited more than a page of versions', () => {
   it('links the later versions under a full page, so the latest edit is shown', async () => {
+    if (!world) throw new Error('the served database did not start');
+    const { page, serve, memoryId } = world;
+    const wait = { timeout: 30_000 };
     await page.goto(`${serve.url}/memories/${memoryId}?userId=oz`);
     await page.getByTestId('version').first().waitFor(wait);
     expect(await page.getByTestId('version').count()).toBe(HISTORY_PAGE);
