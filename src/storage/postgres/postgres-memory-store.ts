@@ -151,8 +151,8 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
         const exists = await database.query('SELECT 1 FROM memories WHERE id = $1', [id]);
         if (exists.rows.length === 0) throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
         const { rows } = await database.query<PgVersionRow>(
-          'SELECT * FROM memory_versions WHERE memory_id = $1 AND version > $2 ORDER BY version LIMIT $3',
-          // LIMIT NULL: every version.
+          'SELECT * FROM memory_versions WHERE memory_id = $1 AND version > $2::bigint ORDER BY version LIMIT $3',
+          // LIMIT NULL: every version. `after` is any whole number to 2^53, past the integer column's 32 bits: bigint.
           [id, page.after ?? 0, page.limit ?? null],
         );
         return rows.map(toVersion);

@@ -396,8 +396,13 @@ async function memory(main, params, { id, navigate }) {
   const suffix = viewerQuery(viewer);
   const base = `/api/memories/${id}`;
   const current = await api('GET', `${base}${suffix}`);
+  // A page of versions: those after `historyAfter` (the last version of the page before), the first page without it.
+  const historyAfter = Number(params.get('historyAfter') ?? 0);
+  const historyQuery = viewerQuery(
+    Number.isSafeInteger(historyAfter) && historyAfter > 0 ? { ...viewer, after: String(historyAfter) } : viewer,
+  );
   const [history, links, sources] = await Promise.all([
-    api('GET', `${base}/history${suffix}`),
+    api('GET', `${base}/history${historyQuery}`),
     api('GET', `${base}/links${suffix}`),
     api('GET', `${base}/sources${suffix}`),
   ]);
@@ -517,12 +522,16 @@ async function memory(main, params, { id, navigate }) {
         ),
       ),
     ),
-    // The API answers a page of versions (100 unless asked); a full page may have more after it.
+    // The API answers a page of versions (100 unless asked); a full page may have more after it, a link away.
     history.length === HISTORY_PAGE
       ? h(
-          'p',
-          { class: 'empty', 'data-testid': 'history-more' },
-          `The first ${HISTORY_PAGE} versions; later ones: GET ${base}/history?after=${HISTORY_PAGE}`,
+          'a',
+          {
+            href: `/memories/${id}${viewerQuery({ ...viewer, historyAfter: String(history.at(-1).version) })}`,
+            rel: 'next',
+            'data-testid': 'history-more',
+          },
+          'Later versions →',
         )
       : '',
     h('h2', {}, 'Links'),
