@@ -1,13 +1,23 @@
 import { existsSync } from 'node:fs';
-import type { Command } from 'commander';
+import type { Command, Option } from 'commander';
 import type { EnvironmentConfig } from '../config/load-config.js';
 import { isDatabaseUrl } from '../config/open-storage.js';
 import { ErrorCode, MnemeError } from '../core/errors.js';
-import { isLoopback, startHttpServer } from '../http/http-server.js';
+import { isLoopback, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, startHttpServer } from '../http/http-server.js';
 import type { ApiKeyRecord } from '../storage/api-key-store.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { runService } from './service-lifecycle.js';
+
+/** `--connections-per-address` of `mneme serve` and `mneme proxy` (ADR 33). */
+export function connectionsPerAddressOption(): Option {
+  return wholeNumberOption(
+    '--connections-per-address <n>',
+    `connections one client address may hold open at once (default ${MAX_CONNECTIONS_PER_ADDRESS}; raise it behind a reverse proxy)`,
+    1,
+    MAX_CONNECTIONS,
+  );
+}
 
 /** `mneme serve` and `mneme keys create|list|revoke`. */
 export function registerServeCommands(
@@ -22,33 +32,51 @@ export function registerServeCommands(
     .option('--host <address>', 'address to bind (default 127.0.0.1; others need an API key)')
     .addOption(wholeNumberOption('--port <port>', 'port (default 7370; 0 picks a free one)', 0, 65_535))
     .option('--open', 'no authentication even though API keys exist (loopback only; every caller is an administrator)')
+    .addOption(connectionsPerAddressOption())
     .option('--quiet', 'no access log (one line per request on stderr: time, method, path, status, milliseconds)')
-    .action(async (options: { host?: string; port?: number; open?: boolean; quiet?: boolean }) => {
-      const globals = program.opts<{ db?: string }>();
-      const { port } = options;
-      const path = globals.db ?? config.databasePath;
-      // A file not made yet holds no API key: refused before it is made, as the server would refuse it after.
-      const host = options.host;
-      if (host !== undefined && !isLoopback(host) && path !== ':memory:' && !isDatabaseUrl(path) && !existsSync(path)) {
-        throw new MnemeError(
-          ErrorCode.ConfigInvalid,
-          `refusing to listen on ${host} without authentication: ${path} does not exist yet, so it has no API key; create it with one first (mneme --db ${path} --create keys create --label <name>), or bind 127.0.0.1`,
-        );
-      }
-      await runService(io, config, path, {
-        listen: (mneme) =>
-          startHttpServer({
-            mneme,
-            ...(options.host ? { host: options.host } : {}),
-            ...(port === undefined ? {} : { port }),
-            ...(options.open ? { open: true } : {}),
-            ...(options.quiet ? {} : { accessLog: (line: string) => io.stderr(`mneme: ${line}\n`) }),
-            logError: (error) =>
-              io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
-          }),
-        listening: (url, setting) => `mneme listening on ${url} (${setting})`,
-      });
-    });
+    .action(
+      async (options: {
+        host?: string;
+        port?: number;
+        open?: boolean;
+        quiet?: boolean;
+        connectionsPerAddress?: number;
+      }) => {
+        const globals = program.opts<{ db?: string }>();
+        const { port } = options;
+        const path = globals.db ?? config.databasePath;
+        // A file not made yet holds no API key: refused before it is made, as the server would refuse it after.
+        const host = options.host;
+        if (
+          host !== undefined &&
+          !isLoopback(host) &&
+          path !== ':memory:' &&
+          !isDatabaseUrl(path) &&
+          !existsSync(path)
+        ) {
+          throw new MnemeError(
+            ErrorCode.ConfigInvalid,
+            `refusing to listen on ${host} without authentication: ${path} does not exist yet, so it has no API key; create it with one first (mneme --db ${path} --create keys create --label <name>), or bind 127.0.0.1`,
+          );
+        }
+        await runService(io, config, path, {
+          listen: (mneme) =>
+            startHttpServer({
+              mneme,
+              ...(options.host ? { host: options.host } : {}),
+              ...(port === undefined ? {} : { port }),
+              ...(options.open ? { open: true } : {}),
+              ...(options.connectionsPerAddress === undefined
+                ? {}
+                : { connectionsPerAddress: options.connectionsPerAddress }),
+              ...(options.quiet ? {} : { accessLog: (line: string) => io.stderr(`mneme: ${line}\n`) }),
+              logError: (error) =>
+                io.stderr(`mneme: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`),
+            }),
+          listening: (url, setting) => `mneme listening on ${url} (${setting})`,
+        });
+      },
+    );
 
   const keys = program.command('keys').description('API keys of the HTTP service');
   keys

@@ -19,6 +19,8 @@ export interface HttpServerOptions {
   logError?: (error: unknown) => void;
   /** Receives one access-log line per request (method, path, status, ms); none when left out. */
   accessLog?: (line: string) => void;
+  /** Connections one client address may hold open at once (`MAX_CONNECTIONS_PER_ADDRESS` unless told). */
+  connectionsPerAddress?: number;
 }
 
 /** Milliseconds `close` waits for requests in flight before it closes their connections. */
@@ -58,7 +60,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     ...(options.logError ? { logError: options.logError } : {}),
     ...(options.accessLog ? { accessLog: options.accessLog } : {}),
   });
-  return listenHttp(app.fetch, host, port);
+  return listenHttp(app.fetch, host, port, options.connectionsPerAddress);
 }
 
 /** CONFIG_INVALID when `host` is not loopback and no API key exists: nothing listens beyond loopback unauthenticated. */
@@ -79,12 +81,21 @@ export async function listenHttp(
   fetch: (request: Request) => Response | Promise<Response>,
   host: string,
   port: number,
+  connectionsPerAddress = MAX_CONNECTIONS_PER_ADDRESS,
 ): Promise<RunningHttpServer> {
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
   }
+  if (!Number.isInteger(connectionsPerAddress) || connectionsPerAddress < 1) {
+    throw new MnemeError(
+      ErrorCode.InvalidInput,
+      `connections per address must be a whole number from 1, not ${String(connectionsPerAddress)}`,
+    );
+  }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const started = serve({ fetch, hostname: host, port, createServer: pipelineLimited }, () => resolve(started));
+    const started = serve({ fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress) }, () =>
+      resolve(started),
+    );
     started.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         new MnemeError(
@@ -114,37 +125,88 @@ export async function listenHttp(
   };
 }
 
+/** Connections one client address may hold open at once, unless the service is told otherwise (ADR 33). */
+export const MAX_CONNECTIONS_PER_ADDRESS = 256;
+/** Connections the process holds open at once, from every address together (ADR 33). */
+export const MAX_CONNECTIONS = 8192;
+/** Milliseconds a client has, from connecting, to send a request's header fields (Node's default is 60 s). */
+export const HEADERS_TIMEOUT_MS = 20_000;
+
 /** Most requests one connection may have sent ahead of the answers it has not yet read (HTTP/1.1 pipelining). */
 export const MAX_PIPELINED_REQUESTS = 16;
 
 /**
- * Node's HTTP server with at most `MAX_PIPELINED_REQUESTS` requests of one connection waiting for their answers to be
- * sent: Node parses every pipelined request its reads bring in and runs them all at once, each answer kept in memory
- * until the client reads it, so one connection that sent thousands of requests and read nothing made the process hold
- * thousands of answers (10,000 lists of memories: 0.7 GB more in 15 s). One more is answered 429 with `Connection: close` and
- * runs nothing; the connection ends after it, the requests behind it unread (ADR 33).
+ * Node's HTTP server with two limits around the app (ADR 33).
+ *
+ * Connections: one client address may hold `perAddress` open at once, the process `MAX_CONNECTIONS`; one more is
+ * answered 503 problem+json with `Connection: close` before it is read, and whatever it sent runs nothing. Without it,
+ * one client that opened connections and sent nothing (or its header fields a byte at a time) held a file descriptor
+ * each until Node's timeouts ended them: 20,000 of them took every descriptor of the process, and nobody else was
+ * answered, whatever key they had. Header fields must arrive within `HEADERS_TIMEOUT_MS`.
+ *
+ * Pipelining: at most `MAX_PIPELINED_REQUESTS` requests of one connection waiting for their answers to be sent. Node
+ * parses every pipelined request its reads bring in and runs them all at once, each answer kept in memory until the
+ * client reads it, so one connection that sent thousands of requests and read nothing made the process hold thousands
+ * of answers (10,000 lists of memories: 0.7 GB more in 15 s). One more is answered 429 with `Connection: close` and
+ * runs nothing; the connection ends after it, the requests behind it unread.
  */
-const pipelineLimited: typeof createServer = ((options: ServerOptions, listener: RequestListener) => {
-  const waiting = new WeakMap<Socket, number>();
-  return createServer(options, (request, response) => {
-    const { socket } = request;
-    const count = waiting.get(socket) ?? 0;
-    if (count >= MAX_PIPELINED_REQUESTS) {
-      const detail = `this connection already has ${MAX_PIPELINED_REQUESTS} requests waiting for their answers; read them before sending more`;
-      const body = JSON.stringify(problem(429, 'TOO_MANY_REQUESTS', detail));
-      response.writeHead(429, {
-        'Content-Type': 'application/problem+json',
-        'Content-Length': Buffer.byteLength(body),
-        Connection: 'close',
+function guardedServer(perAddress: number): typeof createServer {
+  return ((options: ServerOptions, listener: RequestListener) => {
+    const refused = new WeakSet<Socket>();
+    const open = new Map<string, number>();
+    let total = 0;
+    const waiting = new WeakMap<Socket, number>();
+    const server = createServer(
+      { ...options, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 5_000 },
+      (request, response) => {
+        const { socket } = request;
+        if (refused.has(socket)) return; // answered 503 when it connected; destroyed once that is written
+        const count = waiting.get(socket) ?? 0;
+        if (count >= MAX_PIPELINED_REQUESTS) {
+          const detail = `this connection already has ${MAX_PIPELINED_REQUESTS} requests waiting for their answers; read them before sending more`;
+          const body = JSON.stringify(problem(429, 'TOO_MANY_REQUESTS', detail));
+          response.writeHead(429, {
+            'Content-Type': 'application/problem+json',
+            'Content-Length': Buffer.byteLength(body),
+            Connection: 'close',
+          });
+          response.end(body);
+          return;
+        }
+        waiting.set(socket, count + 1);
+        response.once('close', () => waiting.set(socket, (waiting.get(socket) ?? 1) - 1));
+        listener(request, response);
+      },
+    );
+    server.on('connection', (socket: Socket) => {
+      const address = socket.remoteAddress ?? '';
+      const count = open.get(address) ?? 0;
+      if (count >= perAddress || total >= MAX_CONNECTIONS) {
+        refused.add(socket);
+        const detail =
+          count >= perAddress
+            ? `this address already has ${perAddress} connections open to the service; close some or reuse them`
+            : `the service already has ${MAX_CONNECTIONS} connections open; try again later`;
+        const body = JSON.stringify(problem(503, 'TOO_MANY_CONNECTIONS', detail));
+        socket.write(
+          `HTTP/1.1 503 ${titleOf(503)}\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+        socket.destroySoon();
+        return;
+      }
+      open.set(address, count + 1);
+      total += 1;
+      socket.once('close', () => {
+        total -= 1;
+        const left = (open.get(address) ?? 1) - 1;
+        if (left > 0) open.set(address, left);
+        else open.delete(address);
       });
-      response.end(body);
-      return;
-    }
-    waiting.set(socket, count + 1);
-    response.once('close', () => waiting.set(socket, (waiting.get(socket) ?? 1) - 1));
-    listener(request, response);
-  });
-}) as typeof createServer;
+    });
+    return server;
+  }) as typeof createServer;
+}
 
 /**
  * Answers, as problem+json, a request Node's HTTP parser refuses before the app sees it: header fields

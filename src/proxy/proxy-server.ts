@@ -9,6 +9,8 @@ export interface ProxyServerOptions extends ProxyAppOptions {
   host?: string;
   /** 7371 unless told; 0 picks a free port. */
   port?: number;
+  /** Connections one client address may hold open at once (as `mneme serve`). */
+  connectionsPerAddress?: number;
 }
 
 /** A running proxy: a server, and a way to wait for the exchanges it is still ingesting. */
@@ -29,7 +31,7 @@ export async function startProxyServer(options: ProxyServerOptions): Promise<Run
   const upstream = upstreamUrl(options.upstream);
   await refuseOpenNetwork(host, options.mneme);
   const proxy = createProxyApp({ ...options, upstream });
-  const server = await listenHttp(proxy.app.fetch, host, options.port ?? PROXY_PORT);
+  const server = await listenHttp(proxy.app.fetch, host, options.port ?? PROXY_PORT, options.connectionsPerAddress);
   return {
     url: server.url,
     async close(graceMs = HTTP_CLOSE_GRACE_MS) {
