@@ -342,6 +342,55 @@ describe('the offline extractor', () => {
     expect(ExtractedFactsSchema.parse(result)).toEqual(result);
   });
 
+  it('keeps what the speaker says of someone they name, as their own personal fact', () => {
+    expect(contents('Mia is coming to visit in June.', { createdAt: sentAt })).toEqual([
+      'Oz says Mia is coming to visit in June (mentioned on 8 May 2023).',
+    ]);
+    expect(contents('Actually Mia changed jobs, she is a teacher now.')).toEqual([
+      'Oz says Mia changed jobs, she is a teacher now.',
+    ]);
+    expect(contents('Leo is 7 and loves dinosaurs.')).toEqual(['Oz says Leo is 7 and loves dinosaurs.']);
+    expect(contents('Priya and Sam are getting married in October.')).toEqual([
+      'Oz says Priya and Sam are getting married in October.',
+    ]);
+    expect(contents('Dad was diagnosed with diabetes last year.', { createdAt: sentAt })).toEqual([
+      'Oz says Dad was diagnosed with diabetes in 2022.',
+    ]);
+    for (const fact of facts('Tom quit his job at Google to start a bakery. Alex prefers window seats.')) {
+      expect(fact.scope).toBe('personal');
+    }
+    expect(facts('Alex prefers window seats on long flights.')[0]?.category).toBe('preference');
+  });
+
+  it('takes no capitalised word that opens a sentence for a name, nor a sentence that says nothing of a person', () => {
+    for (const message of [
+      'Family moments make life awesome.',
+      'Confidence is important in business.',
+      'Networking is great for gaining new perspectives.',
+      'Never had a chance to visit it, sadly.',
+      'Recently started learning an instrument, it is fun.',
+      'Yoga is a great way to relax.',
+      'Barcelona is a must-visit city.',
+      'Netflix is down again, ugh.',
+      'Melanie, that is so sweet of you!',
+      'Mia loves your cooking so much.',
+    ]) {
+      expect(contents(message), message).toEqual([]);
+    }
+  });
+
+  it('keeps a code, a number or an address the speaker gives for a thing, and not a remark on it', () => {
+    expect(contents('The wifi password at the cabin is bluefox99.')).toEqual([
+      'Oz says the wifi password at the cabin is bluefox99.',
+    ]);
+    expect(contents('The new office address is 12 Rua Augusta, Lisbon.')).toEqual([
+      'Oz says the new office address is 12 Rua Augusta, Lisbon.',
+    ]);
+    expect(facts('The gate code is 4512#.')[0]?.scope).toBe('personal');
+    expect(contents('The weather is nice today.')).toEqual([]);
+    expect(contents('The food was amazing there.')).toEqual([]);
+  });
+
   it('uses the user id when the speaker has no display name', async () => {
     const extractor = createOfflineExtractor();
     expect(extractor.id).toBe('offline');

@@ -262,6 +262,92 @@ function saidAsRule(sentence: string, name: string): (Omit<ExtractedFact, 'conte
   };
 }
 
+/** Capitalised words that open a sentence without naming anyone ("The", "Today", "Thanks", "Monday"), beside `smallTalk`. */
+const notANameWord = new Set(
+  (
+    'the a an this that these those it its there here he she they we you i my your our his her their what when where ' +
+    'why how who which whose today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone anybody ' +
+    'everything something nothing anything thanks thank congrats congratulations wow well so and but also actually ' +
+    'maybe perhaps hopefully sadly luckily unfortunately honestly apparently mr mrs ms dr god omg lol ok okay yes no ' +
+    'recently finally really lately currently basically definitely probably certainly some little small every each many most ' +
+    'monday tuesday wednesday thursday friday saturday sunday ' +
+    months.join(' ')
+  )
+    .toLowerCase()
+    .split(' '),
+);
+
+/**
+ * A sentence that opens with a name and a verb: "Mia is coming to visit in June", "Leo is 7 and loves dinosaurs",
+ * "Actually Mia changed jobs", "Sam's brother moved to Oslo", "Priya and Sam are getting married". Group 1 is the name.
+ */
+const namedSubject =
+  /^(\p{Lu}[\p{Ll}-]+(?:\s+\p{Lu}[\p{Ll}-]+)?(?:\s+and\s+\p{Lu}[\p{Ll}-]+)?)(?:'s\s+\p{Ll}+)?\s+(?:(?:just|also|still|finally|recently|really|now|already|actually|always|never|usually|often|even)\s+)*([\p{Ll}']+)\b/u;
+
+/**
+ * What a sentence says of a person rather than of an idea: where they live or work, their age, family, plans, what
+ * they like, what happened to them. "Family moments make life awesome" and "Confidence is important in business"
+ * name nobody, and say none of it.
+ */
+const aboutAPerson =
+  /\b(?:lives?|lived|living|works?|worked|working|moved|moving|moves|born|years? old|turned \d+|is \d+|married|engaged|divorced|pregnant|retired|graduated|studies|studied|studying|allergic|diagnosed|sick|ill|started|starts|quit|joined|changed|switched|bought|adopted|visited|visits|visiting|coming|came|getting|arrives?|arrived|leaves|left|loves|loved|likes|liked|hates|hated|prefers|preferred|enjoys|enjoyed|plays|played|teaches|taught|met|said|told|is (?:my|our|now)\s|(?:is|was) (?:a|an)\s+(?!(?:great|good|nice|wonderful|fantastic|amazing|awesome|perfect|huge|big|real|must|true|fun|lovely|beautiful|bit|lot|little|way|sign|reminder|place|thing)\b)|has (?:a|an|two|three|\d+)\s|wants|wanted|needs|needed|plans|planned)\b/i;
+
+/** Verbs a named subject may take first: auxiliaries, irregular past tenses, and any word in -s or -ed. */
+const subjectVerb = new RegExp(
+  `^(?:is|was|are|were|has|had|will|would|can|could|isn't|wasn't|hasn't|doesn't|didn't|won't|can't|does|did|said|told|thought|knew|kept|${pastVerbs.join('|')}|\\p{Ll}+(?:[^s']s|ed))$`,
+  'u',
+);
+
+/**
+ * What the speaker says of someone they name, as a personal fact of the speaker's ("Mia is coming to visit in June"
+ * by Oz -> "Oz says Mia is coming to visit in June"), or null. People the speaker talks about (family, friends,
+ * colleagues) are what an assistant is asked about later; without a first person such a sentence gave nothing. Left
+ * out: a sentence about the listener or the speaker's own name, and one with fewer than two words of substance
+ * besides the name. Its scope stays personal, whatever it mentions: it is what the speaker said.
+ */
+function saidOfSomeone(sentence: string, name: string): string | null {
+  const said = sentence.replace(/^(?:and|but|also|so|plus|actually|anyway|oh)\s+/i, '');
+  const match = namedSubject.exec(said);
+  const subject = match?.[1];
+  const verb = match?.[2];
+  if (subject === undefined || verb === undefined || !subjectVerb.test(verb)) return null;
+  const words = subject
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((word) => word !== 'and');
+  if (words.some((word) => notANameWord.has(word) || smallTalk.has(word)) || standing.listener.test(sentence))
+    return null;
+  if (subject.toLowerCase() === name.toLowerCase()) return null;
+  if (/ing$/i.test(subject) || !(aboutAPerson.test(said) || signals.temporal.test(said))) return null;
+  if (contentWords(sentence, `${name} ${subject}`).length < 2) return null;
+  return `${name} says ${said}`;
+}
+
+/**
+ * "The wifi password at the cabin is bluefox99", "The door code is 4512", "The meeting is at 3pm": a sentence that
+ * says what a thing is, and gives a code, a number or an address for it. Group 1 is the thing, group 2 what it is.
+ */
+const definition =
+  /^the\s+((?:[\p{L}\p{N}'-]+\s+){0,7}?)(?:is|are|was|were|will be|has been|has changed to|changed to)\s+(\S[\s\S]*)$/iu;
+/** Things whose value is worth keeping whatever it looks like. */
+const keptThings =
+  /\b(?:code|codes|password|passwords|passcode|pin|number|numbers|address|combination|username|login|email|extension|wifi|wi-fi|key)\b/i;
+
+/**
+ * What the speaker says a thing is, when it gives a code, a number or an address ("The door code is 4512" by Oz ->
+ * "Oz says the door code is 4512"), as a personal fact of the speaker's, or null. Its scope stays personal: a code
+ * said in a conversation is for those who heard it, never for every viewer.
+ */
+function saidOfSomething(sentence: string, name: string): string | null {
+  const match = definition.exec(sentence);
+  const thing = match?.[1] ?? '';
+  const value = match?.[2] ?? '';
+  if (match === null || standing.listener.test(sentence)) return null;
+  if (!keptThings.test(thing) && !/\p{N}|@/u.test(value)) return null;
+  if (contentWords(sentence, name).length < 2) return null;
+  return `${name} says ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
+}
+
 /** Months and days written out, and the speaker's name: a sentence needs a word besides these. */
 function contentWords(sentence: string, name: string): string[] {
   const ignore = new Set([...wordSet(name, { keepStopWords: true })]);
@@ -467,8 +553,9 @@ function classify(sentence: string, isReminder: boolean, hasCompanion: boolean):
  * personal; "we", "our team", "this room" -> room, whatever else the sentence mentions;
  * infrastructure and technical with no person in it -> global). A
  * sentence whose only signal is "always" or "never" is what the speaker says ("Always use tabs" ->
- * "Oz says to always use tabs", a personal preference; see `saidAsRule`).
- * Questions, messages of 20 characters or less and messages starting with `/` give nothing.
+ * "Oz says to always use tabs", a personal preference; see `saidAsRule`). What the speaker says of someone they
+ * name, or of a thing's code or address, is their personal fact ("Oz says Mia is coming to visit in June"; see
+ * `saidOfSomeone`, `saidOfSomething`). Questions, messages of 20 characters or less and messages starting with `/` give nothing.
  * The assistant's reply is not mined: facts come from what the person said.
  */
 export function createOfflineExtractor(): FactExtractor {
@@ -544,8 +631,19 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
       const importance = Math.min(1, reminder ? Math.max(rule.importance, REMINDER_IMPORTANCE) : rule.importance);
       traits = { category: rule.category, importance, scope: rule.scope, isEvent: false };
       content = rule.text;
-    } else if (!firstPerson && !reminder && !technical) {
-      continue;
+    } else if (!firstPerson && !reminder) {
+      const said = technical ? null : (saidOfSomeone(sentence, name) ?? saidOfSomething(sentence, name));
+      if (said !== null) {
+        const classified = classify(sentence, false, false);
+        const category = classified.category === 'general' ? 'fact' : classified.category;
+        traits = { ...classified, category, scope: 'personal', importance: Math.min(classified.importance, 0.6) };
+        content = said;
+      } else if (!technical) continue;
+      else {
+        if (contentWords(sentence, name).length === 0) continue;
+        traits = classify(sentence, false, companion !== null);
+        content = attributeToSpeaker(sentence, name, { companion });
+      }
     } else {
       if (contentWords(sentence, name).length === 0) continue;
       traits = classify(sentence, reminder !== null, companion !== null);
