@@ -362,6 +362,32 @@ describe('the offline extractor', () => {
     expect(facts('Alex prefers window seats on long flights.')[0]?.category).toBe('preference');
   });
 
+  it('reads "he" or "she" as the one person the message just named, and as nobody when it named several', () => {
+    expect(
+      contents('My brother Tom just moved to Berlin. He starts at Siemens next month.', { createdAt: sentAt }),
+    ).toEqual(["Oz's brother Tom just moved to Berlin.", 'Oz says Tom starts at Siemens in June 2023.']);
+    expect(contents('My sister Mia is visiting. My mom is sick. She has the flu since Monday.')).toEqual([
+      "Oz's sister Mia is visiting.",
+      "Oz's mom is sick.",
+    ]);
+    expect(contents('Mia and Tom moved to Porto last year. She started a bakery there.')).not.toContain(
+      expect.stringContaining('bakery'),
+    );
+    // A capitalised word that is no subject ("Remember that ...", "While volunteering ...") names nobody.
+    expect(contents('Remember that epic block in the Finals? He chased down Iguodala.')).toEqual([]);
+  });
+
+  it('keeps a note to self and a move said without its subject', () => {
+    expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
+      'Dentist appointment on the 14th at 9.',
+    ]);
+    expect(facts('Note to self: dentist appointment on the 14th at 9.')[0]?.importance).toBe(0.9);
+    expect(contents('Moving to Denver in August for the new job.', { createdAt: sentAt })).toEqual([
+      'Oz is moving to Denver in August for the new job (mentioned on 8 May 2023).',
+    ]);
+    expect(contents('Moving on, that was a long day at the office.')).toEqual([]);
+  });
+
   it('takes no capitalised word that opens a sentence for a name, nor a sentence that says nothing of a person', () => {
     for (const message of [
       'Family moments make life awesome.',

@@ -80,7 +80,7 @@ const signals = {
   firstSingular: /\b(?:i|me|my|mine|myself|i'm|im|i've|i'll|i'd)\b/i,
   firstPlural: /\b(?:we|us|our|ours|ourselves|we're|we've|we'll|we'd)\b/i,
   remember:
-    /^(?:please\s+)?(?:remember|don't forget|do not forget|note|keep in mind|fyi|for the record)\b(?:\s+that\b)?[\s:,-]*/i,
+    /^(?:please\s+)?(?:note to self|remember|don't forget|do not forget|note|keep in mind|fyi|for the record)\b(?:\s+that\b)?[\s:,-]*/i,
   /** The same asked after the fact: "I'm allergic to peanuts, please remember that." */
   rememberAfter:
     /[\s,;:-]+(?:(?:so|and)\s+)?(?:please\s+)?(?:(?:remember|don't forget|do not forget|note)\s+(?:that|this|it)|keep\s+(?:that|this|it)\s+in\s+mind)(?:\s+please)?[\s.!]*$/i,
@@ -149,12 +149,50 @@ const pastWithoutSubject = new RegExp(
   'i',
 );
 
-/** Puts back the subject a chat sentence left out: "Lost my job" -> "I lost my job", "Gonna try" -> "I'm gonna try". */
+/**
+ * Puts back the subject a chat sentence left out: "Lost my job" -> "I lost my job", "Gonna try" -> "I'm gonna try",
+ * "Moving to Denver in August" -> "I'm moving to Denver in August" (when a name or a time follows: not "Moving on").
+ */
 function withSubject(sentence: string): string {
   const rest = `${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
   if (pastWithoutSubject.test(sentence) || /^(?:wanna|gotta)\b/i.test(sentence)) return `I ${rest}`;
   if (/^gonna\b/i.test(sentence)) return `I'm ${rest}`;
+  const going = goingWithoutSubject.exec(sentence);
+  if (going && (/\p{Lu}/u.test(sentence.slice(going[0].length)) || signals.temporal.test(sentence)))
+    return `I'm ${rest}`;
   return sentence;
+}
+
+/** A move or trip said without its subject: "Moving to Denver in August", "Leaving for Tokyo next week". */
+const goingWithoutSubject =
+  /^(?:moving|relocating|starting|leaving|heading|flying|travell?ing|driving|visiting)\s+(?:to|for|back|a|an|my|the|at|in)\b/i;
+
+/** "my brother Tom", "my best friend Ana": a person the speaker names with who they are to them (group 2). */
+const relativeWords =
+  'brother|sister|son|daughter|husband|wife|partner|boyfriend|girlfriend|fianc[ée]e?|friend|boss|colleague|coworker|neighbou?r|cousin|aunt|uncle|niece|nephew|grandma|grandpa|grandmother|grandfather|granny|mom|mum|dad|mother|father|roommate|teacher|doctor|manager|landlord|landlady|dog|cat|puppy|kitten';
+const namedRelative = new RegExp(
+  `\\b[Mm]y\\s+(?:(?:little|big|older|younger|best|new|old|eldest|youngest)\\s+)?(${relativeWords})(?:\\s+(\\p{Lu}\\p{Ll}+))?`,
+  'gu',
+);
+
+/**
+ * Whom a later "he" or "she" in the message means, after `sentence`: the one person it names ("My brother Tom just
+ * moved to Berlin", "Mia is coming in June"), null when it names several or a relative without a name ("my mom"),
+ * else `before` (the sentence named nobody).
+ */
+function personAfter(sentence: string, before: string | null): string | null {
+  const names = new Set<string>();
+  for (const match of sentence.matchAll(namedRelative)) {
+    if (match[2] === undefined) return null;
+    names.add(match[2]);
+  }
+  const subject = namedPerson(sentence.replace(leadingConnective, ''));
+  if (subject !== null) {
+    if (/\sand\s/.test(subject)) return null;
+    names.add(subject);
+  }
+  if (names.size === 0) return before;
+  return names.size === 1 ? ([...names][0] ?? null) : null;
 }
 
 /** "my family" and the like: whom a later "we" in the message most likely means. */
@@ -306,21 +344,31 @@ const subjectVerb = new RegExp(
  * besides the name. Its scope stays personal, whatever it mentions: it is what the speaker said.
  */
 function saidOfSomeone(sentence: string, name: string): string | null {
-  const said = sentence.replace(/^(?:and|but|also|so|plus|actually|anyway|oh)\s+/i, '');
-  const match = namedSubject.exec(said);
+  const said = sentence.replace(leadingConnective, '');
+  const subject = namedPerson(said);
+  if (subject === null || standing.listener.test(sentence) || subject.toLowerCase() === name.toLowerCase()) return null;
+  if (contentWords(sentence, `${name} ${subject}`).length < 2) return null;
+  return `${name} says ${said}`;
+}
+
+/** Words that may open a sentence before its subject: "Actually Mia changed jobs". */
+const leadingConnective = /^(?:and|but|also|so|plus|actually|anyway|oh)\s+/i;
+
+/**
+ * The name that opens `sentence` as its subject, when the sentence says something of a person (`aboutAPerson`, or a
+ * time), or null: "Mia" of "Mia is coming in June", "Priya and Sam" of "Priya and Sam are getting married".
+ */
+function namedPerson(sentence: string): string | null {
+  const match = namedSubject.exec(sentence);
   const subject = match?.[1];
   const verb = match?.[2];
-  if (subject === undefined || verb === undefined || !subjectVerb.test(verb)) return null;
+  if (subject === undefined || verb === undefined || !subjectVerb.test(verb) || /ing$/i.test(subject)) return null;
   const words = subject
     .toLowerCase()
     .split(/\s+/)
     .filter((word) => word !== 'and');
-  if (words.some((word) => notANameWord.has(word) || smallTalk.has(word)) || standing.listener.test(sentence))
-    return null;
-  if (subject.toLowerCase() === name.toLowerCase()) return null;
-  if (/ing$/i.test(subject) || !(aboutAPerson.test(said) || signals.temporal.test(said))) return null;
-  if (contentWords(sentence, `${name} ${subject}`).length < 2) return null;
-  return `${name} says ${said}`;
+  if (words.some((word) => notANameWord.has(word) || smallTalk.has(word))) return null;
+  return aboutAPerson.test(sentence) || signals.temporal.test(sentence) ? subject : null;
 }
 
 /**
@@ -599,10 +647,15 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const facts: ExtractedFact[] = [];
   const seen = new Set<string>();
   let companion: string | null = null;
+  let person: string | null = null;
 
   for (const raw of splitSentences(message)) {
     for (const match of raw.matchAll(companionPattern)) companion = match[1]?.toLowerCase() ?? companion;
     let sentence = raw.replace(opener, '').trim();
+    // "He starts at Siemens next month" after "My brother Tom just moved to Berlin": said of Tom.
+    const pronoun = /^(?:he|she)\b/i.exec(sentence);
+    if (pronoun && person !== null) sentence = `${person}${sentence.slice(pronoun[0].length)}`;
+    person = personAfter(sentence, person);
     if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
     let reminder = signals.remember.exec(sentence);
     if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
