@@ -388,6 +388,36 @@ describe('the offline extractor', () => {
     expect(contents('Moving on, that was a long day at the office.')).toEqual([]);
   });
 
+  it('keeps what the speaker asks for from now on as their preference, and not a request for once', () => {
+    expect(contents('Please call me Ozzie from now on.')).toEqual(['Oz asks: Please call me Ozzie from now on.']);
+    expect(contents('From now on, reply in Spanish.')).toEqual(['Oz asks: From now on, reply in Spanish.']);
+    expect(contents("Don't ever book me on Ryanair again.")).toEqual(["Oz asks: Don't ever book me on Ryanair again."]);
+    expect(contents('Keep answers short, bullet points preferred.')).toEqual([
+      'Oz asks: Keep answers short, bullet points preferred.',
+    ]);
+    expect(facts('From now on, reply in Spanish.')[0]).toMatchObject({ category: 'preference', scope: 'personal' });
+    for (const message of [
+      'Let me know how it goes with the new job!',
+      'Let me know if you need any more suggestions.',
+      "Don't ever give up on your dreams.",
+      'Take care and say hi to the kids.',
+    ]) {
+      expect(contents(message), message).toEqual([]);
+    }
+  });
+
+  it('keeps when an arrangement is, and what the speaker does on a given day', () => {
+    expect(contents('Meeting with the Acme team moved to Thursday 2pm.')).toEqual([
+      'Oz says meeting with the Acme team moved to Thursday 2pm.',
+    ]);
+    expect(contents('Flight to Tokyo is on the 21st, JAL 44.')).toEqual([
+      'Oz says flight to Tokyo is on the 21st, JAL 44.',
+    ]);
+    expect(contents('Working from home on Fridays.')).toEqual(['Oz is working from home on Fridays.']);
+    expect(contents('The party was great fun.')).toEqual([]);
+    expect(contents('Working on it, will send soon.')).toEqual([]);
+  });
+
   it('takes no capitalised word that opens a sentence for a name, nor a sentence that says nothing of a person', () => {
     for (const message of [
       'Family moments make life awesome.',

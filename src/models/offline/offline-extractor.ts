@@ -116,7 +116,21 @@ const shortPreference =
 
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
-  /^(?:let's|lets|let us|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
+  /^(?:let's|lets|let us|let me know|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
+
+/**
+ * Whether a request says how things should be from now on ("From now on, reply in Spanish", "Please call me Ozzie",
+ * "Keep answers short, bullet points preferred", "Don't ever book me on Ryanair again"), not what to do once ("Take
+ * care", "Let me know", "Don't ever give up"): kept as what the speaker asks, a personal preference.
+ */
+function isLastingRequest(sentence: string): boolean {
+  if (/\b(?:from now on|going forward|in (?:the )?future|by default|call me|prefer(?:red)?)\b/i.test(sentence))
+    return true;
+  return (
+    /\b(?:me|my|i)\b/i.test(sentence) &&
+    /\b(?:anymore|ever again|never again|don't ever|do not ever|no longer)\b/i.test(sentence)
+  );
+}
 
 /** Past tenses that open a chat sentence whose subject, the speaker, was left out ("Lost my job yesterday"). */
 const subjectlessPast = [
@@ -163,9 +177,9 @@ function withSubject(sentence: string): string {
   return sentence;
 }
 
-/** A move or trip said without its subject: "Moving to Denver in August", "Leaving for Tokyo next week". */
+/** A move, trip or arrangement said without its subject: "Moving to Denver in August", "Working from home on Fridays". */
 const goingWithoutSubject =
-  /^(?:moving|relocating|starting|leaving|heading|flying|travell?ing|driving|visiting)\s+(?:to|for|back|a|an|my|the|at|in)\b/i;
+  /^(?:moving|relocating|starting|leaving|heading|flying|travell?ing|driving|visiting|working)\s+(?:to|for|back|a|an|my|the|at|in|from)\b/i;
 
 /** "my brother Tom", "my best friend Ana": a person the speaker names with who they are to them (group 2). */
 const relativeWords =
@@ -381,17 +395,26 @@ const definition =
 const keptThings =
   /\b(?:code|codes|password|passwords|passcode|pin|number|numbers|address|combination|username|login|email|extension|wifi|wi-fi|key)\b/i;
 
+/** An arrangement that opens a sentence: "Meeting with the Acme team moved to ...", "The flight to Tokyo is ...". */
+const arrangement =
+  /^(?:the\s+)?(?:[\p{L}'-]+\s+){0,2}?(?:meeting|flight|appointment|call|dinner|lunch|breakfast|party|interview|exam|trip|wedding|concert|class|surgery|deadline|check-?up|reservation|booking|train|standup|stand-up|review|presentation|demo|recital|match)s?\b/iu;
+/** When it is: a weekday, a month, a time or a date. */
+const whenItIs =
+  /\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|noon|midnight|tonight|tomorrow|\d{1,2}(?::\d{2})?\s*(?:am|pm)|\d{1,2}(?:st|nd|rd|th)|\d{1,2}:\d{2})\b/i;
+
 /**
  * What the speaker says a thing is, when it gives a code, a number or an address ("The door code is 4512" by Oz ->
- * "Oz says the door code is 4512"), as a personal fact of the speaker's, or null. Its scope stays personal: a code
- * said in a conversation is for those who heard it, never for every viewer.
+ * "Oz says the door code is 4512"), or when an arrangement is ("Meeting with the Acme team moved to Thursday 2pm" ->
+ * "Oz says meeting with the Acme team moved to Thursday 2pm"), as a personal fact of the speaker's, or null. Its
+ * scope stays personal: a code said in a conversation is for those who heard it, never for every viewer.
  */
 function saidOfSomething(sentence: string, name: string): string | null {
+  if (standing.listener.test(sentence)) return null;
   const match = definition.exec(sentence);
   const thing = match?.[1] ?? '';
   const value = match?.[2] ?? '';
-  if (match === null || standing.listener.test(sentence)) return null;
-  if (!keptThings.test(thing) && !/\p{N}|@/u.test(value)) return null;
+  const defines = match !== null && (keptThings.test(thing) || /\p{N}|@/u.test(value));
+  if (!defines && !(arrangement.test(sentence) && whenItIs.test(sentence))) return null;
   if (contentWords(sentence, name).length < 2) return null;
   return `${name} says ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
 }
@@ -657,6 +680,7 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     if (pronoun && person !== null) sentence = `${person}${sentence.slice(pronoun[0].length)}`;
     person = personAfter(sentence, person);
     if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
+    let asked = false;
     let reminder = signals.remember.exec(sentence);
     if (reminder && /^(?:to|when|how|what|the time)\b/i.test(sentence.slice(reminder[0].length))) reminder = null;
     if (reminder) {
@@ -672,15 +696,22 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
       if (after && after.index > 0) {
         reminder = after;
         sentence = sentence.slice(0, after.index);
-      } else if (notAFact.test(sentence) && !standing.instruction.test(sentence)) continue;
+      } else if (notAFact.test(sentence) && !standing.instruction.test(sentence)) {
+        if (!isLastingRequest(sentence)) continue;
+        asked = true;
+      }
     }
     sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
     const technical = signals.technical.test(sentence);
-    const rule = firstPerson || technical ? null : saidAsRule(sentence, name);
+    if (!firstPerson && !reminder && !technical && isLastingRequest(sentence)) asked = true;
+    const rule = firstPerson || technical || asked ? null : saidAsRule(sentence, name);
     let traits: SentenceFacts;
     let content: string;
-    if (rule) {
+    if (asked) {
+      traits = { category: 'preference', importance: 0.8, scope: 'personal', isEvent: false };
+      content = `${name} asks: ${sentence}`;
+    } else if (rule) {
       const importance = Math.min(1, reminder ? Math.max(rule.importance, REMINDER_IMPORTANCE) : rule.importance);
       traits = { category: rule.category, importance, scope: rule.scope, isEvent: false };
       content = rule.text;
