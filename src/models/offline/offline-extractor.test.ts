@@ -414,6 +414,13 @@ describe('the offline extractor', () => {
       'Oz says flight to Tokyo is on the 21st, JAL 44.',
     ]);
     expect(contents('Working from home on Fridays.')).toEqual(['Oz is working from home on Fridays.']);
+    expect(contents('Taking metformin twice a day now.')).toEqual(['Oz is taking metformin twice a day now.']);
+    expect(contents('Broke my wrist skiing, cast for 6 weeks.')).toEqual([
+      "Oz broke Oz's wrist skiing, cast for 6 weeks.",
+    ]);
+    expect(contents('Taking a risk is scary, but I am sure it pays off.')).toEqual([
+      'Taking a risk is scary, but Oz is sure it pays off.',
+    ]);
     expect(contents('The party was great fun.')).toEqual([]);
     expect(contents('Working on it, will send soon.')).toEqual([]);
   });

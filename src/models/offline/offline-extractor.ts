@@ -135,6 +135,8 @@ function isLastingRequest(sentence: string): boolean {
 /** Past tenses that open a chat sentence whose subject, the speaker, was left out ("Lost my job yesterday"). */
 const subjectlessPast = [
   'went',
+  'broke',
+  'hurt',
   'got',
   'saw',
   'made',
@@ -172,14 +174,24 @@ function withSubject(sentence: string): string {
   if (pastWithoutSubject.test(sentence) || /^(?:wanna|gotta)\b/i.test(sentence)) return `I ${rest}`;
   if (/^gonna\b/i.test(sentence)) return `I'm ${rest}`;
   const going = goingWithoutSubject.exec(sentence);
-  if (going && (/\p{Lu}/u.test(sentence.slice(going[0].length)) || signals.temporal.test(sentence)))
+  const after = going ? sentence.slice(going[0].length) : '';
+  // "Taking a risk is scary" has its subject: the doing itself.
+  const gerundSubject = /^\p{L}+ing\s+(?:[\p{L}'-]+\s+){0,4}(?:is|was|are|can|makes|helps|feels)\b/iu.test(sentence);
+  const named = /\b(?!I\b)\p{Lu}/u.test(after);
+  if (going && !gerundSubject && (named || signals.temporal.test(sentence) || often.test(sentence)))
     return `I'm ${rest}`;
   return sentence;
 }
 
-/** A move, trip or arrangement said without its subject: "Moving to Denver in August", "Working from home on Fridays". */
+/** How often: "every day", "twice a day", "daily". */
+const often = /\b(?:every|each)\s+\p{L}+|\b(?:once|twice|\d+ times) a (?:day|week|month)\b|\b(?:daily|weekly)\b/iu;
+
+/**
+ * A move, trip or arrangement said without its subject: "Moving to Denver in August", "Working from home on Fridays",
+ * "Taking metformin twice a day".
+ */
 const goingWithoutSubject =
-  /^(?:moving|relocating|starting|leaving|heading|flying|travell?ing|driving|visiting|working)\s+(?:to|for|back|a|an|my|the|at|in|from)\b/i;
+  /^(?:moving|relocating|starting|leaving|heading|flying|travell?ing|driving|visiting|working|taking)\s+(?:to|for|back|a|an|my|the|at|in|from|\p{L}+\s+(?:every|each|once|twice|daily|weekly))\b/iu;
 
 /** "my brother Tom", "my best friend Ana": a person the speaker names with who they are to them (group 2). */
 const relativeWords =
