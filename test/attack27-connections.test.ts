@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
-import { type RunningHttpServer, startHttpServer } from '../src/http/http-server.js';
+import { clientOf, type RunningHttpServer, startHttpServer } from '../src/http/http-server.js';
 
 // Before, nothing bounded the connections a client held: one machine that opened 25,000 connections and sent nothing
 // (or its header fields a byte at a time) took every file descriptor of `mneme serve` (20,000) until Node's timeouts
@@ -97,5 +97,17 @@ describe('the limit itself', () => {
     await expect(startHttpServer({ mneme, port: 0, connectionsPerAddress: 0 })).rejects.toThrow(
       'connections per address must be a whole number from 1, not 0',
     );
+  });
+});
+
+describe('whom a connection counts against', () => {
+  it('is its IPv4 address, also through a dual-stack socket, or the /64 network of its IPv6 address', () => {
+    expect(clientOf('203.0.113.9')).toBe('203.0.113.9');
+    expect(clientOf('::ffff:203.0.113.9')).toBe('203.0.113.9');
+    // One host holds a whole /64: every address in it is the same client.
+    expect(clientOf('2001:db8:0:7::1')).toBe(clientOf('2001:0db8:0000:0007:ffff:0:0:2'));
+    expect(clientOf('2001:db8:0:7::1')).toBe('2001:db8:0:7::/64');
+    expect(clientOf('2001:db8:0:8::1')).not.toBe(clientOf('2001:db8:0:7::1'));
+    expect(clientOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
   });
 });

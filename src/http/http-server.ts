@@ -179,13 +179,13 @@ function guardedServer(perAddress: number): typeof createServer {
       },
     );
     server.on('connection', (socket: Socket) => {
-      const address = socket.remoteAddress ?? '';
+      const address = clientOf(socket.remoteAddress ?? '');
       const count = open.get(address) ?? 0;
       if (count >= perAddress || total >= MAX_CONNECTIONS) {
         refused.add(socket);
         const detail =
           count >= perAddress
-            ? `this address already has ${perAddress} connections open to the service; close some or reuse them`
+            ? `${address} already has ${perAddress} connections open to the service; close some or reuse them`
             : `the service already has ${MAX_CONNECTIONS} connections open; try again later`;
         const body = JSON.stringify(problem(503, 'TOO_MANY_CONNECTIONS', detail));
         socket.write(
@@ -206,6 +206,25 @@ function guardedServer(perAddress: number): typeof createServer {
     });
     return server;
   }) as typeof createServer;
+}
+
+/**
+ * Whom a connection's limit counts it against: its IPv4 address (an IPv4 client of a dual-stack socket too,
+ * `::ffff:a.b.c.d`), or the /64 network of its IPv6 address: one host is given a /64 and may use any address in it,
+ * so counting each address alone would let one client open 256 connections from each of them.
+ */
+export function clientOf(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped?.[1]) return mapped[1];
+  if (!address.includes(':')) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('%')[0]?.split('::') ?? [];
+  const left = head === '' ? [] : head.split(':');
+  const right = address.includes('::') ? (tail === '' ? [] : tail.split(':')) : [];
+  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
