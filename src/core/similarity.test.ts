@@ -3,6 +3,11 @@ import { createSeededRandom } from '../bench/seeded-random.js';
 import { jaccard, wordSet } from './similarity.js';
 
 describe('wordSet', () => {
+  it('reads a curly apostrophe as the straight one', () => {
+    expect([...wordSet('Oz don’t like the café’s coffee')]).toEqual([...wordSet("Oz don't like the café's coffee")]);
+    expect(jaccard(wordSet('I can’t stand cilantro'), wordSet("I can't stand cilantro"))).toBe(1);
+  });
+
   it('lower-cases, drops stop words and possessives, and keeps letters and digits of any script', () => {
     expect([...wordSet("Oz's sister lives in Oslo, Norway (since 2019)!")]).toEqual([
       'oz',

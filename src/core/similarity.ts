@@ -32,7 +32,12 @@ export function wordSet(text: string, options: WordSetOptions = {}): Set<string>
   // which for every memory's text (consolidation's near-duplicate index reads them all) was most of what the
   // collector had to free (2026-12-03, session 19).
   for (const found of text.toLowerCase().match(ascii ? asciiWordPattern : wordPattern) ?? []) {
-    const word = ascii ? (found.endsWith("'s") ? found.slice(0, -2) : found) : found.replace(/['’]s$/u, '');
+    // A curly apostrophe is the straight one ("don’t" typed on a phone is "don't").
+    const word = ascii
+      ? found.endsWith("'s")
+        ? found.slice(0, -2)
+        : found
+      : found.replace(/['’]s$/u, '').replaceAll('’', "'");
     if (word.length === 0 || ignored?.has(word)) continue;
     if (!options.keepStopWords && stopWords.has(word)) continue;
     words.add(word);
