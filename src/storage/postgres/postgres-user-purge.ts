@@ -87,15 +87,17 @@ export async function purgePostgresUser(
     await q.query<{ channels: string[] | null; topics: string[] | null }>(
       `SELECT array_agg(DISTINCT channel_id) AS channels,
          array_agg(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
-       FROM messages WHERE sender_id = $1`,
+       FROM messages WHERE sender_id = $1 AND role <> 'assistant'`,
       [userId],
     )
   ).rows[0];
   const channels = spoken?.channels ?? [];
   const topics = spoken?.topics ?? [];
+  // What the user said (any role but `assistant`) and the replies to it: an assistant reply is sent under an id
+  // (`assistant` unless the caller names another) that a person may hold too, and is not theirs (attack27a).
   const messageIds = await ids(
-    `SELECT id FROM messages WHERE sender_id = $1
-       OR reply_to IN (SELECT id FROM messages WHERE sender_id = $1)`,
+    `SELECT id FROM messages WHERE (sender_id = $1 AND role <> 'assistant')
+       OR reply_to IN (SELECT id FROM messages WHERE sender_id = $1 AND role <> 'assistant')`,
     [userId],
   );
   const own = await ids('SELECT id FROM memories WHERE user_id = $1', [userId]);

@@ -63,12 +63,15 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     .prepare<[string], { channels: string; topics: string }>(
       `SELECT json_group_array(DISTINCT channel_id) AS channels,
         json_group_array(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
-      FROM messages WHERE sender_id = ?`,
+      FROM messages WHERE sender_id = ? AND role <> 'assistant'`,
     )
     .get(userId) ?? { channels: '[]', topics: '[]' };
+  // What the user said (any role but `assistant`) and the replies to it: an assistant reply is sent under an id
+  // (`assistant` unless the caller names another) that a person may hold too, and is not theirs (attack27a).
   const messageIds = JSON.stringify(
     ids(
-      'SELECT id FROM messages WHERE sender_id = @userId OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId)',
+      `SELECT id FROM messages WHERE (sender_id = @userId AND role <> 'assistant')
+        OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId AND role <> 'assistant')`,
       { userId },
     ),
   );
