@@ -210,7 +210,8 @@ export async function keepWithinSources(context: EngineContext, query: AudienceC
   const reaches = new Map<string, boolean>();
   const readable = async (channelId: string, memory: Memory): Promise<boolean> => {
     const owner = ownerKey(memory.scope, memory);
-    const key = `${channelId} ${owner}`;
+    // A JSON pair: ids hold spaces, so a channel and an owner joined by one could read as another pair (attack27a).
+    const key = JSON.stringify([channelId, owner]);
     let answer = reaches.get(key);
     if (answer === undefined) {
       answer =

@@ -8,6 +8,13 @@ export const ExtractionTask = {
   work: 'work',
 } as const;
 
+/**
+ * The `maintenance_state` tasks kept under a channel's id, and those kept under a topic's key (`topicKey`). A channel
+ * may be named `topic:<id>`: the two kinds of rows are told apart by their task, never by their key alone.
+ */
+export const CHANNEL_TASKS = [ExtractionTask.channel, 'episodes'] as const;
+export const TOPIC_TASKS = [ExtractionTask.conversation, ExtractionTask.work] as const;
+
 /** Messages read from the log at a time; the watermark moves with each user message extracted. */
 export const EXTRACTION_BATCH_SIZE = 100;
 

@@ -64,8 +64,10 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     afterId = page.at(-1)?.id ?? latest;
     for (const memory of page) {
       if (memory.id > latest || memory.source === 'dream') continue;
-      // One user's memories per dream, so that purging a user deletes every insight drawn from theirs.
-      const key = `${ownerKey(memory.scope, memory)} ${memory.userId ?? ''}`;
+      // One user's memories per dream, so that purging a user deletes every insight drawn from theirs. The owner key
+      // and the user id as a JSON pair: ids hold spaces, and `room:ops ann` + `lee` joined with one read as
+      // `room:ops` + `ann lee`, two rooms dreamed together (attack27a).
+      const key = JSON.stringify([ownerKey(memory.scope, memory), memory.userId ?? '']);
       const memories = byOwner.get(key) ?? [];
       memories.push(memory);
       if (memories.length > DREAM_MAX_MEMORIES) memories.shift();
@@ -77,7 +79,8 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
     const [first] = memories;
     if (!first || memories.length < DREAM_MIN_MEMORIES) continue;
     const record = recordKey(key);
-    if (done.has(record)) continue;
+    // A run interrupted before this mneme recorded owners by the space-joined key (`legacyRecordKey`).
+    if (done.has(record) || done.has(legacyRecordKey(key))) continue;
     const owner = ownerKey(first.scope, first);
     report.owners++;
     let proposed: unknown[];
@@ -150,4 +153,10 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
 /** The channel id of an owner's record (`DREAM_OWNER_TASK`): a hash of its key, which names its user. */
 function recordKey(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 32);
+}
+
+/** The record an earlier mneme wrote for the same owner: the hash of its owner key and user id joined by a space. */
+function legacyRecordKey(key: string): string {
+  const [owner, userId] = JSON.parse(key) as [string, string];
+  return recordKey(`${owner} ${userId}`);
 }

@@ -26,7 +26,10 @@ const messageColumns = 'id, channel_id, sender_id, role, content, topic_id, repl
  * The filter of a per-user read as SQL: `$1` is whether to filter, `$2` the user id, `$3` the channel
  * ids (messages) and the owner keys at `$owners` (memories); `filterValues` gives them.
  */
-const messageFilter = '(NOT $1::boolean OR channel_id = ANY($3::text[]) OR sender_id = $2::text)';
+// A user's messages: those of their channels and what they said elsewhere, not an assistant reply sent under an id a
+// person may hold too (`assistant` unless the caller names another; attack27a).
+const messageFilter =
+  "(NOT $1::boolean OR channel_id = ANY($3::text[]) OR (sender_id = $2::text AND role <> 'assistant'))";
 const memoryFilter = (alias: string, owners: number) =>
   `(NOT $1::boolean OR ${alias}.owner = ANY($${owners}::text[])
     OR (${alias}.owner = 'global' AND ${alias}.user_id = $2::text))`;

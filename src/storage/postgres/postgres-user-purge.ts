@@ -1,4 +1,5 @@
 import { MnemeError } from '../../core/errors.js';
+import { CHANNEL_TASKS, TOPIC_TASKS } from '../../core/ingest/extraction-task.js';
 import type { PurgeReport } from '../../core/types.js';
 import { type PostgresDatabase, type PostgresQueryable, toMnemeErrorPg, writePg } from './postgres-database.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
@@ -86,15 +87,17 @@ export async function purgePostgresUser(
     await q.query<{ channels: string[] | null; topics: string[] | null }>(
       `SELECT array_agg(DISTINCT channel_id) AS channels,
          array_agg(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
-       FROM messages WHERE sender_id = $1`,
+       FROM messages WHERE sender_id = $1 AND role <> 'assistant'`,
       [userId],
     )
   ).rows[0];
   const channels = spoken?.channels ?? [];
   const topics = spoken?.topics ?? [];
+  // What the user said (any role but `assistant`) and the replies to it: an assistant reply is sent under an id
+  // (`assistant` unless the caller names another) that a person may hold too, and is not theirs (attack27a).
   const messageIds = await ids(
-    `SELECT id FROM messages WHERE sender_id = $1
-       OR reply_to IN (SELECT id FROM messages WHERE sender_id = $1)`,
+    `SELECT id FROM messages WHERE (sender_id = $1 AND role <> 'assistant')
+       OR reply_to IN (SELECT id FROM messages WHERE sender_id = $1 AND role <> 'assistant')`,
     [userId],
   );
   const own = await ids('SELECT id FROM memories WHERE user_id = $1', [userId]);
@@ -169,13 +172,15 @@ export async function purgePostgresUser(
        AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'channel' AND space_id = channels.id)`,
     [channels],
   );
+  // Their watermarks go with them: a channel's tasks under its id, a topic's under `topic:<id>`, each clause only its
+  // own kind's tasks, and nothing keyed by a user (a channel named like the user is another's; attack27a).
   await q.query(
-    `DELETE FROM maintenance_state WHERE channel_id IN ($1, 'user:' || $1)
-       OR (channel_id = ANY($2::text[])
+    `DELETE FROM maintenance_state WHERE
+       (task = ANY($3::text[]) AND channel_id = ANY($1::text[])
          AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = maintenance_state.channel_id))
-       OR (channel_id IN (SELECT 'topic:' || topic FROM unnest($3::text[]) AS topic)
+       OR (task = ANY($4::text[]) AND channel_id IN (SELECT 'topic:' || topic FROM unnest($2::text[]) AS topic)
          AND NOT EXISTS (SELECT 1 FROM topics WHERE 'topic:' || id = maintenance_state.channel_id))`,
-    [userId, channels, topics],
+    [channels, topics, [...CHANNEL_TASKS], [...TOPIC_TASKS]],
   );
   return { userId, messages: messageIds.length, memories, vectors: vectorCount, versions, links, apiKeys };
 }

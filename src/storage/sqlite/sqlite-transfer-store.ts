@@ -35,7 +35,10 @@ interface FilterParameters {
   owners: string;
 }
 
-const MESSAGE_FILTER = `(@filtered = 0 OR channel_id IN (SELECT value FROM json_each(@channels)) OR sender_id = @userId)`;
+// A user's messages: those of their channels and what they said elsewhere, not an assistant reply sent under an id a
+// person may hold too (`assistant` unless the caller names another; attack27a).
+const MESSAGE_FILTER = `(@filtered = 0 OR channel_id IN (SELECT value FROM json_each(@channels))
+  OR (sender_id = @userId AND role <> 'assistant'))`;
 const memoryFilter = (alias: string) =>
   `(@filtered = 0 OR ${alias}.owner IN (SELECT value FROM json_each(@owners))
     OR (${alias}.owner = 'global' AND ${alias}.user_id = @userId))`;

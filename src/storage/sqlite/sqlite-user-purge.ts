@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { CHANNEL_TASKS, TOPIC_TASKS } from '../../core/ingest/extraction-task.js';
 import type { PurgeReport } from '../../core/types.js';
 import { withBuiltOnThem } from '../cited-channels.js';
 import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
@@ -62,12 +63,15 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     .prepare<[string], { channels: string; topics: string }>(
       `SELECT json_group_array(DISTINCT channel_id) AS channels,
         json_group_array(DISTINCT topic_id) FILTER (WHERE topic_id IS NOT NULL) AS topics
-      FROM messages WHERE sender_id = ?`,
+      FROM messages WHERE sender_id = ? AND role <> 'assistant'`,
     )
     .get(userId) ?? { channels: '[]', topics: '[]' };
+  // What the user said (any role but `assistant`) and the replies to it: an assistant reply is sent under an id
+  // (`assistant` unless the caller names another) that a person may hold too, and is not theirs (attack27a).
   const messageIds = JSON.stringify(
     ids(
-      'SELECT id FROM messages WHERE sender_id = @userId OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId)',
+      `SELECT id FROM messages WHERE (sender_id = @userId AND role <> 'assistant')
+        OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId AND role <> 'assistant')`,
       { userId },
     ),
   );
@@ -148,12 +152,22 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
       AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = channels.id)
       AND NOT EXISTS (SELECT 1 FROM members WHERE kind = 'channel' AND space_id = channels.id)`)
     .run(spoken.channels);
+  // Their watermarks go with them: a channel's tasks under its id, a topic's under `topic:<id>`. Ids of channels,
+  // topics and users share no namespace (a channel may be named `eve` or `topic:retro`): each clause takes only its
+  // own kind's tasks, and nothing is keyed by a user (a purge of Eve emptied channel `eve`'s extraction watermark,
+  // and what Bob had forgotten there was extracted again; attack27a).
   database
-    .prepare(`DELETE FROM maintenance_state WHERE channel_id IN (@userId, 'user:' || @userId)
-      OR (channel_id IN (SELECT value FROM json_each(@channels))
+    .prepare(`DELETE FROM maintenance_state WHERE
+      (task IN (SELECT value FROM json_each(@channelTasks)) AND channel_id IN (SELECT value FROM json_each(@channels))
         AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = maintenance_state.channel_id))
-      OR (channel_id IN (SELECT 'topic:' || value FROM json_each(@topics))
+      OR (task IN (SELECT value FROM json_each(@topicTasks))
+        AND channel_id IN (SELECT 'topic:' || value FROM json_each(@topics))
         AND NOT EXISTS (SELECT 1 FROM topics WHERE 'topic:' || id = maintenance_state.channel_id))`)
-    .run({ userId, channels: spoken.channels, topics: spoken.topics });
+    .run({
+      channels: spoken.channels,
+      topics: spoken.topics,
+      channelTasks: JSON.stringify(CHANNEL_TASKS),
+      topicTasks: JSON.stringify(TOPIC_TASKS),
+    });
   return { userId, messages, memories, vectors: vectorCount, versions, links, apiKeys };
 }
