@@ -32,6 +32,7 @@ import {
   RecordSchema,
   type RecordType,
 } from './export-format.js';
+import { ImportAudience } from './import-audience.js';
 import {
   emptyReport,
   type ImportOptions,
@@ -172,6 +173,8 @@ async function restore(
   const watermarks: MaintenanceState[] = [];
   /** The paths of the file's `ingestFile` records: each names its file once. */
   const ingestPaths = new Set<string>();
+  /** Who could see what, as the file tells it: a record reaching past it is refused. */
+  const audience = new ImportAudience();
   /** The keys of the records of the current type (a type's records come together): each row is written once. */
   const keys = new Set<string>();
   let section = -1;
@@ -291,6 +294,10 @@ async function restore(
       checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
+      if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
+      if (record.type === 'membership') audience.addMembership(record.kind, record.spaceId, record.userId);
+      if (record.type === 'message') audience.addMessage(record);
+      if (record.type === 'memory') audience.addMemory(number, record);
       if (record.type === 'message') lastMessage = record.id;
       if (record.type === 'memory') lastMemory = record.id;
     } catch (error) {
@@ -420,6 +427,8 @@ async function restore(
       sourceIds: pending.sourceIds.map(resolve),
     };
   });
+  const outside = audience.checkPersonalMemories();
+  if (outside !== null) throw lineError(outside.line, outside.error);
   await session.setSupersededBy(
     fixes.flatMap((fix) => (fix.supersededBy === null ? [] : [[fix.id, fix.supersededBy] as const])),
   );
