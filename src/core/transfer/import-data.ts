@@ -7,6 +7,7 @@ import {
   type ImportedVersion,
   type ImportSession,
   type TransferChannel,
+  type TransferIdempotencyKey,
   type TransferIngestFile,
   type TransferLink,
   type TransferMembership,
@@ -121,7 +122,8 @@ type PendingBatch =
   | { type: 'message'; rows: Array<{ oldId: number; message: ImportedMessage }> }
   | { type: 'memory'; rows: Array<{ line: number; record: ParsedMemoryRecord }> }
   | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> }
-  | { type: 'ingestFile'; rows: TransferIngestFile[] };
+  | { type: 'ingestFile'; rows: TransferIngestFile[] }
+  | { type: 'idempotencyKey'; rows: TransferIdempotencyKey[] };
 
 /** Whether a first line is meant as an export's header: a JSON object of type `header` or of this format. */
 function looksLikeHeader(text: string): boolean {
@@ -255,6 +257,10 @@ async function restore(
         await session.putIngestFiles(pending.rows);
         report.ingestFiles += pending.rows.length;
         return;
+      case 'idempotencyKey':
+        await session.putIdempotencyKeys(pending.rows);
+        report.idempotencyKeys += pending.rows.length;
+        return;
     }
   };
 
@@ -294,6 +300,7 @@ async function restore(
       checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
+      if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
       if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
       if (record.type === 'membership') audience.addMembership(record.kind, record.spaceId, record.userId);
       if (record.type === 'message') audience.addMessage(record);
@@ -397,6 +404,15 @@ async function restore(
           line: record.line,
           prefixSha256: record.prefixSha256,
           updatedAt: record.updatedAt,
+        });
+        break;
+      case 'idempotencyKey':
+        await queue('idempotencyKey', number, {
+          principal: record.principal,
+          key: record.key,
+          requestSha256: record.requestSha256,
+          status: record.status,
+          expiresAt: record.expiresAt,
         });
         break;
     }
@@ -584,6 +600,12 @@ function checkOnce(record: ParsedRecord, keys: Set<string>): void {
         `the ${record.task} watermark of '${record.channelId}'`,
       ];
       break;
+    case 'idempotencyKey':
+      [key, what] = [
+        JSON.stringify([record.principal, record.key]),
+        `Idempotency-Key ${record.key} of ${record.principal}`,
+      ];
+      break;
     case 'memory': {
       const numbers = new Set<number>();
       for (const version of record.versions) {
@@ -619,6 +641,21 @@ function checkIngestFile(
   }
   if (paths.has(record.path)) throw new Error(`a second ingestFile record for ${record.path}`);
   paths.add(record.path);
+}
+
+/**
+ * Refuses an `idempotencyKey` record in a file before version 3 (the record came with it) or in a user's export (the
+ * keys name every user's requests; a user's data imported elsewhere must not refuse that database's own requests).
+ */
+function checkIdempotencyKeyRecord(header: { version: number; user: string | null }): void {
+  if (header.version < 3) {
+    throw new Error(`an idempotencyKey record in a version ${header.version} file: the record came with version 3`);
+  }
+  if (header.user !== null) {
+    throw new Error(
+      `an idempotencyKey record in the export of user ${header.user}: only an export of the whole database carries them`,
+    );
+  }
 }
 
 /** A memory record as the store writes it: message ids remapped, owner key computed, memory references set later when forward. */
