@@ -18,7 +18,8 @@ interface MemoryFacts {
 /**
  * Who could see what, as an export file tells it (docs/export-format.md, Import): its channels, members and messages,
  * and the checks that a record does not reach past them (DESIGN 8: a memory is never visible to anyone who could not
- * see what it came from). Fed the file's records in order; each check throws an `Error` whose words name the fault.
+ * see what it came from). Fed the file's records in order; a record's check throws an `Error` whose words name the
+ * fault, and the checks of the whole file return the first fault with its line.
  *
  * A wider memory than its sources (a global or room memory citing a private channel) is left to the check after the
  * import (`recheckAudiences`), which moves it where its sources' readers see it, as it moves one an audience change
@@ -33,6 +34,8 @@ export class ImportAudience {
   /** Channel and sender of every message: who spoke where (a member removed keeps what they said). */
   private readonly speakers = new Set<string>();
   private readonly memories = new Map<number, MemoryFacts>();
+  /** Memberships of channels the file does not declare, with their lines. */
+  private readonly undeclaredMembers: Array<{ line: number; channelId: string; userId: string }> = [];
   /** Interned ids: a file of a million messages names a few channels and senders. */
   private readonly names = new Map<string, string>();
 
@@ -40,7 +43,16 @@ export class ImportAudience {
     this.visibility.set(this.name(id), visibility);
   }
 
-  addMembership(kind: string, spaceId: string, userId: string): void {
+  /**
+   * Records a membership; one of a channel the file does not declare (`declared` false) is checked by
+   * `checkChannelMembers` once the messages are in.
+   */
+  addMembership(
+    line: number,
+    { kind, spaceId, userId }: { kind: string; spaceId: string; userId: string },
+    declared: boolean,
+  ): void {
+    if (kind === 'channel' && !declared) this.undeclaredMembers.push({ line, channelId: spaceId, userId });
     const key = `${kind}\u0000${spaceId}`;
     let users = this.members.get(key);
     if (!users) {
@@ -108,9 +120,28 @@ export class ImportAudience {
   }
 
   /**
-   * Throws (with the line of the memory) unless every personal memory of the file comes from what its user could
-   * see: each message it cites, itself or through the memories it is built on, is one its user sent or of a channel
-   * they could read (`couldRead`), and each memory it is built on is its user's or one they see. mneme writes a
+   * The first membership of a channel that the file neither declares nor holds a message of, or null: a channel
+   * exists once declared or written in (a sender joins it), and a member of one that does not would be planted unseen
+   * (no listing shows it) and read it once an administrator declared it without naming its members.
+   */
+  checkChannelMembers(): { line: number; error: Error } | null {
+    const written = new Set([...this.messages.values()].map((message) => message.channelId));
+    for (const { line, channelId, userId } of this.undeclaredMembers) {
+      if (written.has(channelId)) continue;
+      return {
+        line,
+        error: new Error(
+          `the membership of ${userId} names channel ${channelId}, which the file neither declares nor holds a message of`,
+        ),
+      };
+    }
+    return null;
+  }
+
+  /**
+   * The first personal memory of the file (its line, what is wrong) that does not come from what its user could
+   * see, or null: each message it cites, itself or through the memories it is built on, is one its user sent or of a
+   * channel they could read (`couldRead`), and each memory it is built on is its user's or one they see. mneme writes a
    * personal memory only from its speaker's message (extraction, `/remember`), merges and dreams only memories of one
    * user, and moves into a user's own scope only that user's memory: a file holding another is not one mneme wrote.
    * Run once every memory is recorded (a memory may be built on a later one); ids the file does not hold are

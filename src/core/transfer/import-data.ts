@@ -166,6 +166,7 @@ async function restore(
   const memories = new IdMap();
   const projects = new Set<string>();
   const topics = new Set<string>();
+  const channels = new Set<string>();
   /** The newest new message id of each channel and topic, for the watermarks of a file without them. */
   const latestOfChannel = new Map<string, number>();
   const latestOfTopic = new Map<string, number>();
@@ -297,12 +298,12 @@ async function restore(
       if (position !== section) keys.clear();
       section = position;
       records++;
-      checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
+      checkReferences(record, { messages, projects, topics, channels, queuedMessages, lastMessage, lastMemory });
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
       if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
-      if (record.type === 'membership') audience.addMembership(record.kind, record.spaceId, record.userId);
+      if (record.type === 'membership') audience.addMembership(number, record, channels.has(record.spaceId));
       if (record.type === 'message') audience.addMessage(record);
       if (record.type === 'memory') audience.addMemory(number, record);
       if (record.type === 'message') lastMessage = record.id;
@@ -331,6 +332,7 @@ async function restore(
         await queue('topic', number, { ...record });
         break;
       case 'channel':
+        channels.add(record.id);
         await queue('channel', number, { ...record });
         break;
       case 'membership':
@@ -443,7 +445,7 @@ async function restore(
       sourceIds: pending.sourceIds.map(resolve),
     };
   });
-  const outside = audience.checkPersonalMemories();
+  const outside = audience.checkChannelMembers() ?? audience.checkPersonalMemories();
   if (outside !== null) throw lineError(outside.line, outside.error);
   await session.setSupersededBy(
     fixes.flatMap((fix) => (fix.supersededBy === null ? [] : [[fix.id, fix.supersededBy] as const])),
@@ -526,6 +528,7 @@ function checkReferences(
     messages: IdMap;
     projects: ReadonlySet<string>;
     topics: ReadonlySet<string>;
+    channels: ReadonlySet<string>;
     queuedMessages: ReadonlySet<number>;
     lastMessage: number;
     lastMemory: number;
@@ -542,9 +545,25 @@ function checkReferences(
         throw new Error(`topic ${record.id} names project ${record.projectId}, which is not earlier in the file`);
       }
       return;
+    case 'membership': {
+      // A member of a space the file does not hold would be planted unseen (no listing shows a space that does not
+      // exist) and read it once an administrator declared it without naming its members. A channel never declared
+      // (written in only) has no record: its members are checked against its messages once they are in.
+      if (record.kind === 'channel') return;
+      const spaces = { topic: known.topics, project: known.projects }[record.kind];
+      if (!spaces.has(record.spaceId)) {
+        throw new Error(
+          `the membership of ${record.userId} names ${record.kind} ${record.spaceId}, which is not earlier in the file`,
+        );
+      }
+      return;
+    }
     case 'message':
       if (record.id <= known.lastMessage) {
         throw new Error(`message ids must increase (${record.id} does not)`);
+      }
+      if (record.topicId !== null && !known.topics.has(record.topicId)) {
+        throw new Error(`message ${record.id} names topic ${record.topicId}, which is not earlier in the file`);
       }
       if (record.replyTo !== null) message(record.replyTo, 'replyTo');
       return;
