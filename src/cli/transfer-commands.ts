@@ -208,6 +208,9 @@ export function registerTransferCommands(
           (report.ingestFiles > 0
             ? `; how far mneme ingest got in ${report.ingestFiles} file${report.ingestFiles === 1 ? '' : 's'} (mneme ingest --resume continues there)`
             : '') +
+          (report.idempotencyKeys > 0
+            ? `; ${report.idempotencyKeys} idempotency key${report.idempotencyKeys === 1 ? '' : 's'} whose requests were done (a retry under one is not done again)`
+            : '') +
           (report.duplicates > 0 ? `; ${report.duplicates} mem0 memories were imported before and skipped` : '') +
           (report.memories > 0 ? '; memories have no vectors yet: run `mneme reembed` with an embedding model' : '') +
           (report.apiKeysRequired

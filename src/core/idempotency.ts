@@ -157,10 +157,11 @@ export function createIdempotencyKeys(
         );
       }
       if (existing.body === null) {
-        // A purge erased the response (it may have quoted the purged user), not the key: the work stays done once.
+        // A purge erased the response (it may have quoted the purged user), not the key, or the key came with an
+        // import, which carries no response (its ids are the source's; ADR 37): the work stays done once.
         throw new MnemeError(
           ErrorCode.Conflict,
-          `the request with Idempotency-Key ${key} was done before (status ${existing.status}); its stored response was erased when a user's data was purged, so it cannot be replayed and is not done again; send a new key for a new request`,
+          `the request with Idempotency-Key ${key} was done before (status ${existing.status}); its stored response is not kept (erased when a user's data was purged, or not carried when the database was restored from an export), so it cannot be replayed and is not done again; look it up (GET), and send a new key for a new request`,
         );
       }
       return { status: existing.status, body: existing.body };

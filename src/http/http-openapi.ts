@@ -31,7 +31,7 @@ const idempotencyKeyParameter = {
   in: 'header',
   required: false,
   description:
-    "Makes a write safe to retry: the first response (2xx) is stored for 24 hours under the key and this key's principal; a retry with the same key and the same request gets it again (header `Idempotent-Replayed: true`) without the work being done again; the same key with another request is 422, and while the first is still running 409 (also 409, not done again, when a user purge erased the stored response, or when the first request's process stopped after its work that creates a memory or messages committed and before its response was stored). 1 to 255 visible ASCII characters; a UUID is a good key.",
+    "Makes a write safe to retry: the first response (2xx) is stored for 24 hours under the key and this key's principal; a retry with the same key and the same request gets it again (header `Idempotent-Replayed: true`) without the work being done again; the same key with another request is 422, and while the first is still running 409 (also 409, not done again, when a user purge erased the stored response, when the database was restored from an export since (it carries the key, not the response), or when the first request's process stopped after its work that creates a memory or messages committed and before its response was stored). 1 to 255 visible ASCII characters; a UUID is a good key.",
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 

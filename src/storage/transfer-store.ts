@@ -82,6 +82,23 @@ export interface TransferIngestFile {
 }
 
 /**
+ * A row of `idempotency_keys` whose request's work was done (its response stored, or its work committed): a full
+ * export carries it without its response (ADR 37), so a retry under the key after a restore is told it was done
+ * before instead of being done again. Keys of administrator keys (`admin-key:<id>`) are not carried: API keys are not.
+ */
+export interface TransferIdempotencyKey {
+  /** The key space (`user:<id>`, `open:<label>`, `admin:<label>`). */
+  principal: string;
+  key: string;
+  /** SHA-256 (hex) of the first request: a retry of another request under the key is refused as before. */
+  requestSha256: string;
+  /** The first request's response status, or null when its work committed and it stopped before answering. */
+  status: number | null;
+  /** Epoch ms: when the key expires, as on its source. */
+  expiresAt: number;
+}
+
+/**
  * What one user may see, as the rows a per-user export reads (a data-subject access request):
  * messages of the channels in `channelIds` or sent by `userId`, and memories whose owner key is in
  * `owners` or that are global and carry `userId`.
@@ -164,6 +181,11 @@ export interface ImportSession {
    * Like any failed write, that ends the import and undoes it.
    */
   putIngestFiles(files: readonly TransferIngestFile[]): Promise<void>;
+  /**
+   * Writes idempotency keys whose work was done, without a response (`body` null, `committed`, the lock passed): a
+   * retry under one is answered CONFLICT, not done again. A key the database holds already is kept as it is.
+   */
+  putIdempotencyKeys(keys: readonly TransferIdempotencyKey[]): Promise<void>;
   /** Creates or replaces background-task watermarks (already remapped). */
   setWatermarks(states: readonly MaintenanceState[]): Promise<void>;
   /** Replaces every policy version by these (oldest first). */
@@ -238,6 +260,15 @@ export interface TransferReads {
   watermarks(): Promise<MaintenanceState[]>;
   /** Every row of `ingest_files` (one a file `mneme ingest` read), by path. */
   ingestFiles(): Promise<TransferIngestFile[]>;
+  /**
+   * The idempotency keys a full export carries (`TransferIdempotencyKey`) that expire after `now`, after `after` in
+   * (principal, key) order (byte order), at most `limit`.
+   */
+  idempotencyKeys(
+    after: { principal: string; key: string } | null,
+    limit: number,
+    now: number,
+  ): Promise<TransferIdempotencyKey[]>;
   /** The channels, topics and projects `userId` is a member of. */
   spacesOf(userId: string): Promise<Array<{ kind: SpaceKind; id: string }>>;
   /**

@@ -1,5 +1,10 @@
 import type { PolicyVersion } from '../../storage/policy-store.js';
-import type { TransferFilter, TransferMemory, TransferReads } from '../../storage/transfer-store.js';
+import type {
+  TransferFilter,
+  TransferIdempotencyKey,
+  TransferMemory,
+  TransferReads,
+} from '../../storage/transfer-store.js';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
 import { parseInput, UserIdSchema } from '../schemas.js';
@@ -11,6 +16,7 @@ import {
   type ExportHeader,
   type ExportRecord,
   FIRST_EXPORT_FORMAT_VERSION,
+  INGEST_FILE_VERSION,
 } from './export-format.js';
 
 /** What `exportData` writes. */
@@ -73,6 +79,9 @@ async function* exportRecords(
   // with the rows of the work it counts, so the file holds every row they count (work done after them is done again).
   const ingestFiles = filter ? [] : await transfer.ingestFiles();
   const watermarks = filter ? [] : await transfer.watermarks();
+  // The idempotency keys whose work was done (ADR 37; full export only: they name every user's requests), read before
+  // the horizon for the same reason: a key counts work committed before it.
+  const idempotencyKeys = filter ? [] : await allIdempotencyKeys(transfer, context.clock.now());
   const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
   // A user's export names only the projects they are a member of: the project of a topic in one of their
@@ -85,8 +94,13 @@ async function* exportRecords(
   const header: ExportHeader = {
     type: 'header',
     format: EXPORT_FORMAT,
-    // The oldest version that reads the file: a reader of version 1 refuses the record type version 2 added.
-    version: ingestFiles.length > 0 ? EXPORT_FORMAT_VERSION : FIRST_EXPORT_FORMAT_VERSION,
+    // The oldest version that reads the file: a reader refuses a record type a later version added.
+    version:
+      idempotencyKeys.length > 0
+        ? EXPORT_FORMAT_VERSION
+        : ingestFiles.length > 0
+          ? INGEST_FILE_VERSION
+          : FIRST_EXPORT_FORMAT_VERSION,
     mneme: read.version ?? context.version ?? 'unknown',
     exportedAt: toIso(context.clock.now()),
     user: userId ?? null,
@@ -164,7 +178,21 @@ async function* exportRecords(
   for (const file of ingestFiles) {
     yield line({ type: 'ingestFile', ...file, updatedAt: toIso(file.updatedAt) });
   }
+  for (const key of idempotencyKeys) {
+    yield line({ type: 'idempotencyKey', ...key, expiresAt: toIso(key.expiresAt) });
+  }
   yield JSON.stringify({ type: 'end', records });
+}
+
+/** Every idempotency key a full export carries, a page at a time. */
+async function allIdempotencyKeys(transfer: TransferReads, now: number): Promise<TransferIdempotencyKey[]> {
+  const all: TransferIdempotencyKey[] = [];
+  for (let after: TransferIdempotencyKey | null = null; ; ) {
+    const page = await transfer.idempotencyKeys(after, PAGE, now);
+    all.push(...page);
+    if (page.length < PAGE) return all;
+    after = page.at(-1) ?? null;
+  }
 }
 
 const byId = (last: { id: string }) => last.id;

@@ -9,12 +9,15 @@ import type { MemorySource } from '../types.js';
  */
 export const EXPORT_FORMAT = 'mneme-export';
 /**
- * The newest version, which this mneme writes and reads: 2 added `ingestFile` records (a reader of version 1
- * refuses a record type it does not know). A file without them is written as version 1, which every reader reads.
+ * The newest version, which this mneme writes and reads: 2 added `ingestFile` records, 3 `idempotencyKey` records (a
+ * reader refuses a record type it does not know). A file is written as the oldest version that reads it: one without
+ * them as version 1, which every reader reads.
  */
-export const EXPORT_FORMAT_VERSION = 2;
+export const EXPORT_FORMAT_VERSION = 3;
+/** The version that added `ingestFile` records. */
+export const INGEST_FILE_VERSION = 2;
 /** The versions this mneme reads. */
-export const EXPORT_FORMAT_VERSIONS = [1, 2] as const;
+export const EXPORT_FORMAT_VERSIONS = [1, 2, 3] as const;
 /** The version of a file that holds no record of a later version. */
 export const FIRST_EXPORT_FORMAT_VERSION = 1;
 
@@ -31,6 +34,7 @@ export const RECORD_ORDER = [
   'link',
   'watermark',
   'ingestFile',
+  'idempotencyKey',
 ] as const;
 
 export type RecordType = (typeof RECORD_ORDER)[number];
@@ -57,7 +61,7 @@ export const HeaderSchema = z.object({
   type: z.literal('header'),
   format: z.literal(EXPORT_FORMAT, { error: `not a ${EXPORT_FORMAT} file (its first line must be the header)` }),
   version: z.literal(EXPORT_FORMAT_VERSIONS, {
-    error: `this mneme reads ${EXPORT_FORMAT} versions ${EXPORT_FORMAT_VERSIONS.join(' and ')} only`,
+    error: `this mneme reads ${EXPORT_FORMAT} versions ${EXPORT_FORMAT_VERSIONS[0]} to ${EXPORT_FORMAT_VERSIONS.at(-1)} only`,
   }),
   mneme: text,
   exportedAt: time,
@@ -214,6 +218,23 @@ const IngestFileRecordSchema = z.strictObject({
   updatedAt: time,
 });
 
+/**
+ * An HTTP idempotency key whose request's work was done (ADR 14, ADR 37; version 3, full export only), without its
+ * response: a retry under it after a restore is answered CONFLICT instead of being done twice.
+ */
+const IdempotencyKeyRecordSchema = z.strictObject({
+  type: z.literal('idempotencyKey'),
+  /** The key space: `user:<id>`, `open:<label>` or `admin:<label>` (an administrator key's are not exported). */
+  principal: z
+    .string()
+    .max(MAX_ID_CHARS + 300)
+    .regex(/^(user|open|admin):./, 'principal must be user:<id>, open:<label> or admin:<label>'),
+  key: z.string().regex(/^[\x21-\x7e]{1,255}$/, 'key must be 1 to 255 visible ASCII characters'),
+  requestSha256: z.string().regex(/^[0-9a-f]{64}$/, 'requestSha256 must be 64 lowercase hex digits'),
+  status: z.number().int().min(100).max(599).nullable(),
+  expiresAt: time,
+});
+
 export const EndSchema = z.strictObject({
   type: z.literal('end'),
   /** How many records lie between the header and this line: a shorter file was cut off. */
@@ -232,6 +253,7 @@ export const RecordSchema = z.discriminatedUnion('type', [
   LinkRecordSchema,
   WatermarkRecordSchema,
   IngestFileRecordSchema,
+  IdempotencyKeyRecordSchema,
 ]);
 
 export type ExportHeader = z.input<typeof HeaderSchema>;

@@ -7,6 +7,7 @@ import {
   type ImportedVersion,
   type ImportSession,
   type TransferChannel,
+  type TransferIdempotencyKey,
   type TransferIngestFile,
   type TransferLink,
   type TransferMembership,
@@ -32,6 +33,7 @@ import {
   RecordSchema,
   type RecordType,
 } from './export-format.js';
+import { ImportAudience } from './import-audience.js';
 import {
   emptyReport,
   type ImportOptions,
@@ -120,7 +122,8 @@ type PendingBatch =
   | { type: 'message'; rows: Array<{ oldId: number; message: ImportedMessage }> }
   | { type: 'memory'; rows: Array<{ line: number; record: ParsedMemoryRecord }> }
   | { type: 'link'; rows: Array<Omit<TransferLink, 'id'>> }
-  | { type: 'ingestFile'; rows: TransferIngestFile[] };
+  | { type: 'ingestFile'; rows: TransferIngestFile[] }
+  | { type: 'idempotencyKey'; rows: TransferIdempotencyKey[] };
 
 /** Whether a first line is meant as an export's header: a JSON object of type `header` or of this format. */
 function looksLikeHeader(text: string): boolean {
@@ -163,6 +166,7 @@ async function restore(
   const memories = new IdMap();
   const projects = new Set<string>();
   const topics = new Set<string>();
+  const channels = new Set<string>();
   /** The newest new message id of each channel and topic, for the watermarks of a file without them. */
   const latestOfChannel = new Map<string, number>();
   const latestOfTopic = new Map<string, number>();
@@ -172,6 +176,8 @@ async function restore(
   const watermarks: MaintenanceState[] = [];
   /** The paths of the file's `ingestFile` records: each names its file once. */
   const ingestPaths = new Set<string>();
+  /** Who could see what, as the file tells it: a record reaching past it is refused. */
+  const audience = new ImportAudience();
   /** The keys of the records of the current type (a type's records come together): each row is written once. */
   const keys = new Set<string>();
   let section = -1;
@@ -252,6 +258,10 @@ async function restore(
         await session.putIngestFiles(pending.rows);
         report.ingestFiles += pending.rows.length;
         return;
+      case 'idempotencyKey':
+        await session.putIdempotencyKeys(pending.rows);
+        report.idempotencyKeys += pending.rows.length;
+        return;
     }
   };
 
@@ -288,9 +298,14 @@ async function restore(
       if (position !== section) keys.clear();
       section = position;
       records++;
-      checkReferences(record, { messages, projects, topics, queuedMessages, lastMessage, lastMemory });
+      checkReferences(record, { messages, projects, topics, channels, queuedMessages, lastMessage, lastMemory });
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
+      if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
+      if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
+      if (record.type === 'membership') audience.addMembership(number, record, channels.has(record.spaceId));
+      if (record.type === 'message') audience.addMessage(record);
+      if (record.type === 'memory') audience.addMemory(number, record);
       if (record.type === 'message') lastMessage = record.id;
       if (record.type === 'memory') lastMemory = record.id;
     } catch (error) {
@@ -317,6 +332,7 @@ async function restore(
         await queue('topic', number, { ...record });
         break;
       case 'channel':
+        channels.add(record.id);
         await queue('channel', number, { ...record });
         break;
       case 'membership':
@@ -392,6 +408,15 @@ async function restore(
           updatedAt: record.updatedAt,
         });
         break;
+      case 'idempotencyKey':
+        await queue('idempotencyKey', number, {
+          principal: record.principal,
+          key: record.key,
+          requestSha256: record.requestSha256,
+          status: record.status,
+          expiresAt: record.expiresAt,
+        });
+        break;
     }
   }
   await flush();
@@ -420,6 +445,8 @@ async function restore(
       sourceIds: pending.sourceIds.map(resolve),
     };
   });
+  const outside = audience.checkChannelMembers() ?? audience.checkPersonalMemories();
+  if (outside !== null) throw lineError(outside.line, outside.error);
   await session.setSupersededBy(
     fixes.flatMap((fix) => (fix.supersededBy === null ? [] : [[fix.id, fix.supersededBy] as const])),
   );
@@ -501,6 +528,7 @@ function checkReferences(
     messages: IdMap;
     projects: ReadonlySet<string>;
     topics: ReadonlySet<string>;
+    channels: ReadonlySet<string>;
     queuedMessages: ReadonlySet<number>;
     lastMessage: number;
     lastMemory: number;
@@ -517,9 +545,25 @@ function checkReferences(
         throw new Error(`topic ${record.id} names project ${record.projectId}, which is not earlier in the file`);
       }
       return;
+    case 'membership': {
+      // A member of a space the file does not hold would be planted unseen (no listing shows a space that does not
+      // exist) and read it once an administrator declared it without naming its members. A channel never declared
+      // (written in only) has no record: its members are checked against its messages once they are in.
+      if (record.kind === 'channel') return;
+      const spaces = { topic: known.topics, project: known.projects }[record.kind];
+      if (!spaces.has(record.spaceId)) {
+        throw new Error(
+          `the membership of ${record.userId} names ${record.kind} ${record.spaceId}, which is not earlier in the file`,
+        );
+      }
+      return;
+    }
     case 'message':
       if (record.id <= known.lastMessage) {
         throw new Error(`message ids must increase (${record.id} does not)`);
+      }
+      if (record.topicId !== null && !known.topics.has(record.topicId)) {
+        throw new Error(`message ${record.id} names topic ${record.topicId}, which is not earlier in the file`);
       }
       if (record.replyTo !== null) message(record.replyTo, 'replyTo');
       return;
@@ -575,6 +619,12 @@ function checkOnce(record: ParsedRecord, keys: Set<string>): void {
         `the ${record.task} watermark of '${record.channelId}'`,
       ];
       break;
+    case 'idempotencyKey':
+      [key, what] = [
+        JSON.stringify([record.principal, record.key]),
+        `Idempotency-Key ${record.key} of ${record.principal}`,
+      ];
+      break;
     case 'memory': {
       const numbers = new Set<number>();
       for (const version of record.versions) {
@@ -610,6 +660,21 @@ function checkIngestFile(
   }
   if (paths.has(record.path)) throw new Error(`a second ingestFile record for ${record.path}`);
   paths.add(record.path);
+}
+
+/**
+ * Refuses an `idempotencyKey` record in a file before version 3 (the record came with it) or in a user's export (the
+ * keys name every user's requests; a user's data imported elsewhere must not refuse that database's own requests).
+ */
+function checkIdempotencyKeyRecord(header: { version: number; user: string | null }): void {
+  if (header.version < 3) {
+    throw new Error(`an idempotencyKey record in a version ${header.version} file: the record came with version 3`);
+  }
+  if (header.user !== null) {
+    throw new Error(
+      `an idempotencyKey record in the export of user ${header.user}: only an export of the whole database carries them`,
+    );
+  }
 }
 
 /** A memory record as the store writes it: message ids remapped, owner key computed, memory references set later when forward. */

@@ -23,6 +23,11 @@ export interface ImportReport {
   links: number;
   /** Records of how far `mneme ingest` got in a file (a full export's), so `--resume` continues where the source had got. */
   ingestFiles: number;
+  /**
+   * Idempotency keys whose work the source had done (a full export's, ADR 37): a retry under one is answered CONFLICT
+   * ("done before"), not done again.
+   */
+  idempotencyKeys: number;
   /** mem0 memories whose id an earlier import brought in already (or the file named twice): not imported again. */
   duplicates: number;
   /**
@@ -77,6 +82,7 @@ export function emptyReport(from: ImportSource, user: string | null): ImportRepo
     versions: 0,
     links: 0,
     ingestFiles: 0,
+    idempotencyKeys: 0,
     duplicates: 0,
     apiKeysRequired: false,
   };

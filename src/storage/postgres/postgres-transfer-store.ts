@@ -234,6 +234,30 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         updatedAt: row.updated_at,
       }));
     },
+    async idempotencyKeys(after, limit, now) {
+      const rows = await read<{
+        principal: string;
+        key: string;
+        request_sha256: string;
+        status: number | null;
+        expires_at: number;
+      }>(
+        'reading idempotency keys',
+        // Byte order, as SQLite sorts.
+        `SELECT principal, key, request_sha256, status, expires_at FROM idempotency_keys
+          WHERE expires_at > $1 AND (status IS NOT NULL OR committed > 0) AND principal NOT LIKE 'admin-key:%'
+            AND ($2::text IS NULL OR principal COLLATE "C" > $2::text OR (principal = $2::text AND key COLLATE "C" > $3::text))
+          ORDER BY principal COLLATE "C", key COLLATE "C" LIMIT $4`,
+        [now, after?.principal ?? null, after?.key ?? '', limit],
+      );
+      return rows.map((row) => ({
+        principal: row.principal,
+        key: row.key,
+        requestSha256: row.request_sha256,
+        status: row.status,
+        expiresAt: Number(row.expires_at),
+      }));
+    },
     async spacesOf(userId) {
       return read<{ kind: SpaceKind; id: string }>(
         `reading the spaces of ${userId}`,
@@ -617,6 +641,16 @@ function createImportSession(
             file.prefixSha256,
             file.updatedAt,
           ]);
+        }
+      }),
+    putIdempotencyKeys: (keys) =>
+      write('importing idempotency keys', async () => {
+        for (const key of keys) {
+          await q.query(
+            `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at, committed)
+              VALUES ($1, $2, $3, $4, NULL, 0, $5, 1) ON CONFLICT (principal, key) DO NOTHING`,
+            [key.principal, key.key, key.requestSha256, key.status, key.expiresAt],
+          );
         }
       }),
     requireApiKeys: (at) =>

@@ -135,6 +135,17 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
       database,
       'SELECT path, line, prefix_sha256, updated_at FROM ingest_files ORDER BY path',
     ),
+    // Keys whose work was done (ADR 37), not an administrator key's (API keys are not exported), by (principal, key).
+    idempotencyKeys: preparedOnUse<
+      { principal: string | null; key: string; now: number; limit: number },
+      { principal: string; key: string; request_sha256: string; status: number | null; expires_at: number }
+    >(
+      database,
+      `SELECT principal, key, request_sha256, status, expires_at FROM idempotency_keys
+        WHERE expires_at > @now AND (status IS NOT NULL OR committed > 0) AND principal NOT LIKE 'admin-key:%'
+          AND (@principal IS NULL OR principal > @principal OR (principal = @principal AND key > @key))
+        ORDER BY principal, key LIMIT @limit`,
+    ),
     messageIds: database.prepare<FilterParameters & { ids: string }, number>(
       `SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(@ids)) AND ${MESSAGE_FILTER}`,
     ),
@@ -286,6 +297,20 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
             line: row.line,
             prefixSha256: row.prefix_sha256,
             updatedAt: row.updated_at,
+          })),
+      );
+    },
+    async idempotencyKeys(after, limit, now) {
+      return readSqlite('reading idempotency keys', () =>
+        statements
+          .idempotencyKeys()
+          .all({ principal: after?.principal ?? null, key: after?.key ?? '', now, limit })
+          .map((row) => ({
+            principal: row.principal,
+            key: row.key,
+            requestSha256: row.request_sha256,
+            status: row.status,
+            expiresAt: row.expires_at,
           })),
       );
     },
@@ -443,6 +468,10 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
     ingestFile: database.prepare(
       'INSERT INTO ingest_files (path, line, prefix_sha256, updated_at) VALUES (?, ?, ?, ?)',
     ),
+    idempotencyKey: database.prepare(
+      `INSERT INTO idempotency_keys (principal, key, request_sha256, status, body, locked_until, expires_at, committed)
+        VALUES (?, ?, ?, ?, NULL, 0, ?, 1) ON CONFLICT (principal, key) DO NOTHING`,
+    ),
     clearPolicy: database.prepare('DELETE FROM policy_versions'),
     requireApiKeys: database.prepare<[number]>(
       "INSERT INTO service_state (name, value) VALUES ('first_api_key_at', ?) ON CONFLICT DO NOTHING",
@@ -588,6 +617,12 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
           const recorded = statements.ingestFileLine.get(file.path);
           if (recorded !== undefined) throw ingestFileRecorded(file.path, recorded);
           statements.ingestFile.run(file.path, file.line, file.prefixSha256, file.updatedAt);
+        }
+      }),
+    putIdempotencyKeys: (keys) =>
+      write('importing idempotency keys', () => {
+        for (const key of keys) {
+          statements.idempotencyKey.run(key.principal, key.key, key.requestSha256, key.status, key.expiresAt);
         }
       }),
     requireApiKeys: (at) =>

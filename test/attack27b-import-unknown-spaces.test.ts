@@ -1,0 +1,79 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import { runCli } from './cli-harness.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'mneme-attack27b-spaces-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const quiet = { warn: () => {}, info: () => {} };
+
+type Record = { type: string; [field: string]: unknown };
+
+function exportFile(name: string, records: readonly Record[]): string {
+  const body = records.filter((record) => record.type !== 'end');
+  const path = join(folder, name);
+  writeFileSync(
+    path,
+    `${[...body, { type: 'end', records: body.length - 1 }].map((record) => JSON.stringify(record)).join('\n')}\n`,
+  );
+  return path;
+}
+
+/**
+ * Attack finding (wt-b, attack 27b): an import refused a memory naming a topic the file does not hold, but took a
+ * membership of a channel, topic or project the file does not hold, and a message of such a topic. A file could so
+ * plant Ann as a member of a private channel nobody had declared yet ('board'): no listing of channels showed it, and
+ * when an administrator later declared the board private without naming its members, Ann read it. Such a file is now
+ * refused with its line, as the other references are.
+ */
+describe('an export whose membership or message names a space the file does not hold', () => {
+  it('is refused with its line, exit 2 and nothing imported', async () => {
+    const source = join(folder, 'source.db');
+    const mneme = await createMneme({ path: source, logger: quiet });
+    await mneme.putChannel({ id: 'lobby', visibility: 'private', members: ['ann', 'bob'] });
+    await mneme.ingest({ channelId: 'lobby', sender: 'ann', senderName: 'Ann', content: 'Good morning everyone' });
+    // A channel written in and never declared: its members are its senders, and it has no channel record.
+    await mneme.ingest({ channelId: 'hallway', sender: 'bob', senderName: 'Bob', content: 'Coffee is ready' });
+    await mneme.whenIdle();
+    await mneme.close();
+    const file = join(folder, 'full.jsonl');
+    expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
+    const records = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record);
+    const firstMessage = records.findIndex((record) => record.type === 'message');
+    const planted = (kind: string) => [
+      ...records.slice(0, firstMessage),
+      { type: 'membership', kind, spaceId: 'board', userId: 'ann', addedAt: '2026-01-05T09:01:00.000Z' },
+      ...records.slice(firstMessage),
+    ];
+    const cases: Array<[string, Record[], RegExp]> = [
+      [
+        'channel',
+        planted('channel'),
+        /the membership of ann names channel board, which the file neither declares nor holds a message of/,
+      ],
+      ['topic', planted('topic'), /the membership of ann names topic board, which is not earlier in the file/],
+      ['project', planted('project'), /the membership of ann names project board, which is not earlier in the file/],
+      [
+        'message-topic',
+        records.map((record) => (record.type === 'message' ? { ...record, topicId: 'board' } : record)),
+        /message \d+ names topic board, which is not earlier in the file/,
+      ],
+    ];
+    for (const [name, crafted, message] of cases) {
+      const target = join(folder, `${name}.db`);
+      const imported = await runCli(target, ['import', exportFile(`${name}.jsonl`, crafted)]);
+      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
+      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
+      expect(imported.stderr).toMatch(message);
+      expect(imported.stderr).toMatch(/; nothing was imported\n$/);
+      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
+    }
+    const whole = await runCli(join(folder, 'whole.db'), ['import', file]);
+    expect(whole.code, whole.stderr).toBe(0);
+  }, 60_000);
+});
