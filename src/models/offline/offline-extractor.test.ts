@@ -377,6 +377,23 @@ describe('the offline extractor', () => {
     expect(contents('Remember that epic block in the Finals? He chased down Iguodala.')).toEqual([]);
   });
 
+  it('reads "he" or "she" as nobody once a later sentence names someone else', () => {
+    const said = contents('Tom is coming to visit in June. Then I met Sarah at the bar. She is a doctor in Boston.');
+    expect(said).not.toContain('Oz says Tom is a doctor in Boston.');
+    expect(
+      contents('Mia is coming to visit in June. Her husband is sick. He is a retired pilot from Ohio.'),
+    ).not.toContain('Oz says Mia is a retired pilot from Ohio.');
+  });
+
+  it('reads "she" as nobody after a brother and "he" as nobody after a sister', () => {
+    expect(contents('My brother Tom moved to Berlin last year. She is a nurse at the hospital now.')).not.toContain(
+      'Oz says Tom is a nurse at the hospital now.',
+    );
+    expect(contents('My sister Mia moved to Berlin last year. He is a nurse at the hospital now.')).not.toContain(
+      'Oz says Mia is a nurse at the hospital now.',
+    );
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -201,24 +201,48 @@ const namedRelative = new RegExp(
   'gu',
 );
 
+/** Someone a later "he" or "she" may mean, with the pronoun their relation to the speaker calls for, if it says. */
+interface Person {
+  name: string;
+  pronoun: 'he' | 'she' | null;
+}
+
+const heWords = /^(?:brother|son|husband|boyfriend|fianc[ée]|grandpa|grandfather|dad|father|uncle|nephew)$/i;
+const sheWords =
+  /^(?:sister|daughter|wife|girlfriend|fianc[ée]e|grandma|grandmother|granny|mom|mum|mother|aunt|niece|landlady)$/i;
+
+/** Someone else's relative ("her husband", "his mom"): a person a later "he" or "she" may mean instead. */
+const othersRelative = new RegExp(`\\b(?:his|her|their|your|our)\\s+(?:\\p{L}+\\s+)?(?:${relativeWords})\\b`, 'iu');
+/** Capitalised words that name no one. */
+const notAPersonName =
+  /^(?:I|I'm|I've|I'll|I'd|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|September|October|November|December)$/;
+
 /**
  * Whom a later "he" or "she" in the message means, after `sentence`: the one person it names ("My brother Tom just
- * moved to Berlin", "Mia is coming in June"), null when it names several or a relative without a name ("my mom"),
- * else `before` (the sentence named nobody).
+ * moved to Berlin", "Mia is coming in June"), null when it names several, a relative without a name ("my mom"),
+ * someone else's relative ("her husband") or anyone by name besides its subject ("Then I met Sarah"), else `before`
+ * (the sentence named nobody).
  */
-function personAfter(sentence: string, before: string | null): string | null {
-  const names = new Set<string>();
+function personAfter(sentence: string, before: Person | null): Person | null {
+  const names = new Map<string, Person['pronoun']>();
   for (const match of sentence.matchAll(namedRelative)) {
     if (match[2] === undefined) return null;
-    names.add(match[2]);
+    const relation = match[1] ?? '';
+    names.set(match[2], heWords.test(relation) ? 'he' : sheWords.test(relation) ? 'she' : null);
   }
   const subject = namedPerson(sentence.replace(leadingConnective, ''));
   if (subject !== null) {
     if (/\sand\s/.test(subject)) return null;
-    names.add(subject);
+    if (!names.has(subject)) names.set(subject, before?.name === subject ? before.pronoun : null);
   }
-  if (names.size === 0) return before;
-  return names.size === 1 ? ([...names][0] ?? null) : null;
+  if (names.size === 0) {
+    if (othersRelative.test(sentence)) return null;
+    const capitalised = sentence.slice(1).match(/(?<![\p{L}'])\p{Lu}[\p{L}'-]*/gu) ?? [];
+    if (capitalised.some((word) => !notAPersonName.test(word) && word !== before?.name)) return null;
+    return before;
+  }
+  const [only] = names;
+  return names.size === 1 && only ? { name: only[0], pronoun: only[1] } : null;
 }
 
 /** "my family" and the like: whom a later "we" in the message most likely means. */
@@ -682,14 +706,16 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const facts: ExtractedFact[] = [];
   const seen = new Set<string>();
   let companion: string | null = null;
-  let person: string | null = null;
+  let person: Person | null = null;
 
   for (const raw of splitSentences(message)) {
     for (const match of raw.matchAll(companionPattern)) companion = match[1]?.toLowerCase() ?? companion;
     let sentence = raw.replace(opener, '').trim();
     // "He starts at Siemens next month" after "My brother Tom just moved to Berlin": said of Tom.
     const pronoun = /^(?:he|she)\b/i.exec(sentence);
-    if (pronoun && person !== null) sentence = `${person}${sentence.slice(pronoun[0].length)}`;
+    const means =
+      pronoun && person !== null && (person.pronoun ?? pronoun[0].toLowerCase()) === pronoun[0].toLowerCase();
+    if (pronoun && person !== null && means) sentence = `${person.name}${sentence.slice(pronoun[0].length)}`;
     person = personAfter(sentence, person);
     if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
     let asked = false;
