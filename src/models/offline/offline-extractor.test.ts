@@ -394,6 +394,12 @@ describe('the offline extractor', () => {
     );
   });
 
+  it('keeps what someone else asks for from now on as said by them, not as the speaker asking it', () => {
+    const said = contents('Mia asks: please reply in French from now on.');
+    expect(said).not.toContain('Oz asks: Mia asks: please reply in French from now on.');
+    expect(facts('Mia asks: please reply in French from now on.')[0]?.category ?? 'none').not.toBe('preference');
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

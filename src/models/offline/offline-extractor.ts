@@ -121,9 +121,15 @@ const notAFact =
 /**
  * Whether a request says how things should be from now on ("From now on, reply in Spanish", "Please call me Ozzie",
  * "Keep answers short, bullet points preferred", "Don't ever book me on Ryanair again"), not what to do once ("Take
- * care", "Let me know", "Don't ever give up"): kept as what the speaker asks, a personal preference.
+ * care", "Let me know", "Don't ever give up") or what someone else asks ("Mia asks: ..."): kept as what the speaker asks, a
+ * personal preference.
  */
 function isLastingRequest(sentence: string): boolean {
+  // "Mia asks: reply in French from now on" relays what someone else asks: not the speaker's preference.
+  const relayed = /^(\p{Lu}[\p{L}'-]*)\s+(?:asks|asked|says|said|wants|wanted|tells|told|writes|wrote)\b/u.exec(
+    sentence,
+  );
+  if (relayed && !/^I(?:'m)?$/.test(relayed[1] ?? '')) return false;
   if (/\b(?:from now on|going forward|in (?:the )?future|by default|call me|prefer(?:red)?)\b/i.test(sentence))
     return true;
   return (
