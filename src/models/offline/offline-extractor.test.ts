@@ -400,6 +400,18 @@ describe('the offline extractor', () => {
     expect(facts('Mia asks: please reply in French from now on.')[0]?.category ?? 'none').not.toBe('preference');
   });
 
+  it('leaves a doing that is the subject of a longer sentence without a speaker put in front of it', () => {
+    expect(contents('Working at Google must be amazing for him.')).not.toContain(
+      'Oz is working at Google must be amazing for him.',
+    );
+    expect(contents('Taking the kids to school every day is exhausting.')).not.toContain(
+      'Oz is taking the kids to school every day is exhausting.',
+    );
+    expect(contents('Moving to Denver in August because it is cheaper.')).toEqual([
+      'Oz is moving to Denver in August because it is cheaper.',
+    ]);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

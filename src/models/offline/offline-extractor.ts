@@ -181,13 +181,20 @@ function withSubject(sentence: string): string {
   if (/^gonna\b/i.test(sentence)) return `I'm ${rest}`;
   const going = goingWithoutSubject.exec(sentence);
   const after = going ? sentence.slice(going[0].length) : '';
-  // "Taking a risk is scary" has its subject: the doing itself.
-  const gerundSubject = /^\p{L}+ing\s+(?:[\p{L}'-]+\s+){0,4}(?:is|was|are|can|makes|helps|feels)\b/iu.test(sentence);
+  // "Taking a risk is scary", "Working at Google must be amazing for him" have their subject: the doing itself, a verb
+  // following it in the sentence's first clause (up to a comma or a word such as "because").
+  const firstClause =
+    sentence.split(/[,;:]|\s(?:because|since|which|that|so|but|and|when|while|as|where|who|if)\s/i)[0] ?? '';
+  const gerundSubject = going !== null && gerundVerb.test(firstClause.slice(going[0].length));
   const named = /\b(?!I\b)\p{Lu}/u.test(after);
   if (going && !gerundSubject && (named || signals.temporal.test(sentence) || often.test(sentence)))
     return `I'm ${rest}`;
   return sentence;
 }
+
+/** A verb whose subject is a doing that opens the sentence ("... is scary", "... must be amazing"). */
+const gerundVerb =
+  /\b(?:is|isn't|was|wasn't|are|were|can|can't|could|must|might|may|will|would|should|makes|made|helps|helped|feels|felt|sucks|seems|sounds|takes|gets|gives|keeps|means)\b/i;
 
 /** How often: "every day", "twice a day", "daily". */
 const often = /\b(?:every|each)\s+\p{L}+|\b(?:once|twice|\d+ times) a (?:day|week|month)\b|\b(?:daily|weekly)\b/iu;
