@@ -412,6 +412,12 @@ describe('the offline extractor', () => {
     ]);
   });
 
+  it('keeps a note to self personal even when it speaks of the room', () => {
+    for (const fact of facts('Note to self: everyone here prefers tabs over spaces.'))
+      expect(fact.scope).toBe('personal');
+    expect(facts('Note to self: everyone here prefers tabs over spaces.')).toHaveLength(1);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -784,6 +784,8 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
       traits = classify(sentence, reminder !== null, companion !== null);
       content = attributeToSpeaker(sentence, name, { companion });
     }
+    // A note to self is for the speaker alone, whatever it speaks of ("Note to self: everyone here prefers tabs").
+    if (reminder && /^(?:please\s+)?note to self\b/i.test(reminder[0])) traits = { ...traits, scope: 'personal' };
     let dated = false;
     if (Number.isFinite(sentAt)) {
       const resolved = resolveRelativeTimes(content, sentAt);
