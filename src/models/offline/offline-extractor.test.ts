@@ -418,6 +418,17 @@ describe('the offline extractor', () => {
     expect(facts('Note to self: everyone here prefers tabs over spaces.')).toHaveLength(1);
   });
 
+  it('keeps a statement about the future as no request of the speaker', () => {
+    for (const message of [
+      'In the future AI will replace most jobs.',
+      'Going forward, the company will focus on AI.',
+      'The default preferred method is email.',
+    ]) {
+      expect(contents(message)).not.toContain(`Oz asks: ${message}`);
+    }
+    expect(contents('From now on, reply in Spanish.')).toEqual(['Oz asks: From now on, reply in Spanish.']);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -755,7 +755,10 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
     const technical = signals.technical.test(sentence);
-    if (!firstPerson && !reminder && !technical && isLastingRequest(sentence)) asked = true;
+    // Said without "please" or an imperative, it asks something only when it states nothing: "In the future AI will
+    // replace most jobs" is a statement.
+    const states = /\b(?:will|won't|would|is|isn't|are|aren't|was|wasn't|were|has|have|had)\b/i.test(sentence);
+    if (!firstPerson && !reminder && !technical && !states && isLastingRequest(sentence)) asked = true;
     const rule = firstPerson || technical || asked ? null : saidAsRule(sentence, name);
     let traits: SentenceFacts;
     let content: string;
