@@ -429,6 +429,15 @@ describe('the offline extractor', () => {
     expect(contents('From now on, reply in Spanish.')).toEqual(['Oz asks: From now on, reply in Spanish.']);
   });
 
+  it('reads "he" or "she" after a possessive subject as nobody, not the owner', () => {
+    expect(contents("Mia's husband is moving to Berlin in May. He starts at Siemens next month.")).not.toContain(
+      'Oz says Mia starts at Siemens next month.',
+    );
+    expect(contents("Tom's sister got married last June. She lives in Rome now.")).not.toContain(
+      'Oz says Tom lives in Rome now.',
+    );
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

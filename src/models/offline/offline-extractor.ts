@@ -243,9 +243,11 @@ function personAfter(sentence: string, before: Person | null): Person | null {
     const relation = match[1] ?? '';
     names.set(match[2], heWords.test(relation) ? 'he' : sheWords.test(relation) ? 'she' : null);
   }
-  const subject = namedPerson(sentence.replace(leadingConnective, ''));
+  const said = sentence.replace(leadingConnective, '');
+  const subject = namedPerson(said);
   if (subject !== null) {
-    if (/\sand\s/.test(subject)) return null;
+    // "Mia's husband is moving": the subject is the husband, whom no name tells.
+    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `)) return null;
     if (!names.has(subject)) names.set(subject, before?.name === subject ? before.pronoun : null);
   }
   if (names.size === 0) {
