@@ -438,6 +438,15 @@ describe('the offline extractor', () => {
     );
   });
 
+  it('reads "he" or "she" as nobody after a sentence whose subject meets someone else by name', () => {
+    expect(contents('Tom met Sarah at the bar last week. She is a doctor in Boston.')).not.toContain(
+      'Oz says Tom is a doctor in Boston.',
+    );
+    expect(contents('Tom moved to Berlin with Anna last year. She is a nurse at the hospital now.')).not.toContain(
+      'Oz says Tom is a nurse at the hospital now.',
+    );
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

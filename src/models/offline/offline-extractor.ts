@@ -226,6 +226,9 @@ const sheWords =
 
 /** Someone else's relative ("her husband", "his mom"): a person a later "he" or "she" may mean instead. */
 const othersRelative = new RegExp(`\\b(?:his|her|their|your|our)\\s+(?:\\p{L}+\\s+)?(?:${relativeWords})\\b`, 'iu');
+/** Someone else named beside the subject ("Tom met Sarah", "moved to Berlin with Anna"): a later pronoun may mean them. */
+const otherPerson =
+  /\b(?:met|meet|meets|meeting|with|told|tells|asked|asks|called|calls|married|marrying|dating|dated|texted|saw|sees|and|helped|helps|hugged|kissed|like|likes|loves|loved)\s+\p{Lu}/u;
 /** Capitalised words that name no one. */
 const notAPersonName =
   /^(?:I|I'm|I've|I'll|I'd|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|September|October|November|December)$/;
@@ -247,7 +250,7 @@ function personAfter(sentence: string, before: Person | null): Person | null {
   const subject = namedPerson(said);
   if (subject !== null) {
     // "Mia's husband is moving": the subject is the husband, whom no name tells.
-    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `)) return null;
+    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `) || otherPerson.test(said)) return null;
     if (!names.has(subject)) names.set(subject, before?.name === subject ? before.pronoun : null);
   }
   if (names.size === 0) {
