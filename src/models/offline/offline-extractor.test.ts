@@ -445,6 +445,9 @@ describe('the offline extractor', () => {
     expect(contents('Tom moved to Berlin with Anna last year. She is a nurse at the hospital now.')).not.toContain(
       'Oz says Tom is a nurse at the hospital now.',
     );
+    expect(contents('My friend Tom met Sarah at the bar last week. She is a doctor in Boston.')).not.toContain(
+      'Oz says Tom is a doctor in Boston.',
+    );
   });
 
   it('keeps a note to self and a move said without its subject', () => {

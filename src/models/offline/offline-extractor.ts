@@ -250,9 +250,10 @@ function personAfter(sentence: string, before: Person | null): Person | null {
   const subject = namedPerson(said);
   if (subject !== null) {
     // "Mia's husband is moving": the subject is the husband, whom no name tells.
-    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `) || otherPerson.test(said)) return null;
+    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `)) return null;
     if (!names.has(subject)) names.set(subject, before?.name === subject ? before.pronoun : null);
   }
+  if (names.size > 0 && otherPerson.test(said)) return null;
   if (names.size === 0) {
     if (othersRelative.test(sentence)) return null;
     const capitalised = sentence.slice(1).match(/(?<![\p{L}'])\p{Lu}[\p{L}'-]*/gu) ?? [];
