@@ -450,6 +450,14 @@ describe('the offline extractor', () => {
     );
   });
 
+  it('keeps no saying about the key to something as a code the speaker gave', () => {
+    expect(contents('The key is to stay calm and keep going.')).toEqual([]);
+    expect(contents('The key to success is hard work.')).toEqual([]);
+    expect(contents('The key is under the doormat at the cabin.')).toEqual([
+      'Oz says the key is under the doormat at the cabin.',
+    ]);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -468,7 +468,9 @@ function saidOfSomething(sentence: string, name: string): string | null {
   const match = definition.exec(sentence);
   const thing = match?.[1] ?? '';
   const value = match?.[2] ?? '';
-  const defines = match !== null && (keptThings.test(thing) || /\p{N}|@/u.test(value));
+  // "The key is to stay calm", "The key to success is hard work": a saying, no code nor place.
+  const saying = /^to\s+\p{Ll}+\b/u.test(value) || /\bto\s+\p{Ll}+\s*$/u.test(thing.trim());
+  const defines = match !== null && ((!saying && keptThings.test(thing)) || /\p{N}|@/u.test(value));
   if (!defines && !(arrangement.test(sentence) && whenItIs.test(sentence))) return null;
   if (contentWords(sentence, name).length < 2) return null;
   return `${name} says ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
