@@ -458,6 +458,12 @@ describe('the offline extractor', () => {
     ]);
   });
 
+  it('keeps no greeting passed on from someone the speaker names', () => {
+    expect(contents('Mia says hi to everyone here today.')).toEqual([]);
+    expect(contents('Tom sends his love and says congrats on the new job from Berlin.')).toEqual([]);
+    expect(contents('Mia is coming to visit in June.')).toEqual(['Oz says Mia is coming to visit in June.']);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -416,9 +416,13 @@ function saidOfSomeone(sentence: string, name: string): string | null {
   const said = sentence.replace(leadingConnective, '');
   const subject = namedPerson(said);
   if (subject === null || standing.listener.test(sentence) || subject.toLowerCase() === name.toLowerCase()) return null;
-  if (contentWords(sentence, `${name} ${subject}`).length < 2) return null;
+  if (contentWords(sentence, `${name} ${subject}`).length < 2 || greetingPassedOn.test(said)) return null;
   return `${name} says ${said}`;
 }
+
+/** A greeting passed on ("Mia says hi to everyone", "Tom sends his love"): small talk, not something said of them. */
+const greetingPassedOn =
+  /\b(?:says?|said|sends?|sent)\s+(?:(?:his|her|their)\s+)?(?:hi|hello|hey|thanks|thank you|bye|goodbye|good night|goodnight|love|regards|best wishes|congrats|congratulations|happy birthday|sorry)\b/i;
 
 /** Words that may open a sentence before its subject: "Actually Mia changed jobs". */
 const leadingConnective = /^(?:and|but|also|so|plus|actually|anyway|oh)\s+/i;
