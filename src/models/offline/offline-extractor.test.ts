@@ -377,6 +377,93 @@ describe('the offline extractor', () => {
     expect(contents('Remember that epic block in the Finals? He chased down Iguodala.')).toEqual([]);
   });
 
+  it('reads "he" or "she" as nobody once a later sentence names someone else', () => {
+    const said = contents('Tom is coming to visit in June. Then I met Sarah at the bar. She is a doctor in Boston.');
+    expect(said).not.toContain('Oz says Tom is a doctor in Boston.');
+    expect(
+      contents('Mia is coming to visit in June. Her husband is sick. He is a retired pilot from Ohio.'),
+    ).not.toContain('Oz says Mia is a retired pilot from Ohio.');
+  });
+
+  it('reads "she" as nobody after a brother and "he" as nobody after a sister', () => {
+    expect(contents('My brother Tom moved to Berlin last year. She is a nurse at the hospital now.')).not.toContain(
+      'Oz says Tom is a nurse at the hospital now.',
+    );
+    expect(contents('My sister Mia moved to Berlin last year. He is a nurse at the hospital now.')).not.toContain(
+      'Oz says Mia is a nurse at the hospital now.',
+    );
+  });
+
+  it('keeps what someone else asks for from now on as said by them, not as the speaker asking it', () => {
+    const said = contents('Mia asks: please reply in French from now on.');
+    expect(said).not.toContain('Oz asks: Mia asks: please reply in French from now on.');
+    expect(facts('Mia asks: please reply in French from now on.')[0]?.category ?? 'none').not.toBe('preference');
+  });
+
+  it('leaves a doing that is the subject of a longer sentence without a speaker put in front of it', () => {
+    expect(contents('Working at Google must be amazing for him.')).not.toContain(
+      'Oz is working at Google must be amazing for him.',
+    );
+    expect(contents('Taking the kids to school every day is exhausting.')).not.toContain(
+      'Oz is taking the kids to school every day is exhausting.',
+    );
+    expect(contents('Moving to Denver in August because it is cheaper.')).toEqual([
+      'Oz is moving to Denver in August because it is cheaper.',
+    ]);
+  });
+
+  it('keeps a note to self personal even when it speaks of the room', () => {
+    for (const fact of facts('Note to self: everyone here prefers tabs over spaces.'))
+      expect(fact.scope).toBe('personal');
+    expect(facts('Note to self: everyone here prefers tabs over spaces.')).toHaveLength(1);
+  });
+
+  it('keeps a statement about the future as no request of the speaker', () => {
+    for (const message of [
+      'In the future AI will replace most jobs.',
+      'Going forward, the company will focus on AI.',
+      'The default preferred method is email.',
+    ]) {
+      expect(contents(message)).not.toContain(`Oz asks: ${message}`);
+    }
+    expect(contents('From now on, reply in Spanish.')).toEqual(['Oz asks: From now on, reply in Spanish.']);
+  });
+
+  it('reads "he" or "she" after a possessive subject as nobody, not the owner', () => {
+    expect(contents("Mia's husband is moving to Berlin in May. He starts at Siemens next month.")).not.toContain(
+      'Oz says Mia starts at Siemens next month.',
+    );
+    expect(contents("Tom's sister got married last June. She lives in Rome now.")).not.toContain(
+      'Oz says Tom lives in Rome now.',
+    );
+  });
+
+  it('reads "he" or "she" as nobody after a sentence whose subject meets someone else by name', () => {
+    expect(contents('Tom met Sarah at the bar last week. She is a doctor in Boston.')).not.toContain(
+      'Oz says Tom is a doctor in Boston.',
+    );
+    expect(contents('Tom moved to Berlin with Anna last year. She is a nurse at the hospital now.')).not.toContain(
+      'Oz says Tom is a nurse at the hospital now.',
+    );
+    expect(contents('My friend Tom met Sarah at the bar last week. She is a doctor in Boston.')).not.toContain(
+      'Oz says Tom is a doctor in Boston.',
+    );
+  });
+
+  it('keeps no saying about the key to something as a code the speaker gave', () => {
+    expect(contents('The key is to stay calm and keep going.')).toEqual([]);
+    expect(contents('The key to success is hard work.')).toEqual([]);
+    expect(contents('The key is under the doormat at the cabin.')).toEqual([
+      'Oz says the key is under the doormat at the cabin.',
+    ]);
+  });
+
+  it('keeps no greeting passed on from someone the speaker names', () => {
+    expect(contents('Mia says hi to everyone here today.')).toEqual([]);
+    expect(contents('Tom sends his love and says congrats on the new job from Berlin.')).toEqual([]);
+    expect(contents('Mia is coming to visit in June.')).toEqual(['Oz says Mia is coming to visit in June.']);
+  });
+
   it('keeps a note to self and a move said without its subject', () => {
     expect(contents('Note to self: dentist appointment on the 14th at 9.')).toEqual([
       'Dentist appointment on the 14th at 9.',

@@ -121,9 +121,15 @@ const notAFact =
 /**
  * Whether a request says how things should be from now on ("From now on, reply in Spanish", "Please call me Ozzie",
  * "Keep answers short, bullet points preferred", "Don't ever book me on Ryanair again"), not what to do once ("Take
- * care", "Let me know", "Don't ever give up"): kept as what the speaker asks, a personal preference.
+ * care", "Let me know", "Don't ever give up") or what someone else asks ("Mia asks: ..."): kept as what the speaker asks, a
+ * personal preference.
  */
 function isLastingRequest(sentence: string): boolean {
+  // "Mia asks: reply in French from now on" relays what someone else asks: not the speaker's preference.
+  const relayed = /^(\p{Lu}[\p{L}'-]*)\s+(?:asks|asked|says|said|wants|wanted|tells|told|writes|wrote)\b/u.exec(
+    sentence,
+  );
+  if (relayed && !/^I(?:'m)?$/.test(relayed[1] ?? '')) return false;
   if (/\b(?:from now on|going forward|in (?:the )?future|by default|call me|prefer(?:red)?)\b/i.test(sentence))
     return true;
   return (
@@ -175,13 +181,20 @@ function withSubject(sentence: string): string {
   if (/^gonna\b/i.test(sentence)) return `I'm ${rest}`;
   const going = goingWithoutSubject.exec(sentence);
   const after = going ? sentence.slice(going[0].length) : '';
-  // "Taking a risk is scary" has its subject: the doing itself.
-  const gerundSubject = /^\p{L}+ing\s+(?:[\p{L}'-]+\s+){0,4}(?:is|was|are|can|makes|helps|feels)\b/iu.test(sentence);
+  // "Taking a risk is scary", "Working at Google must be amazing for him" have their subject: the doing itself, a verb
+  // following it in the sentence's first clause (up to a comma or a word such as "because").
+  const firstClause =
+    sentence.split(/[,;:]|\s(?:because|since|which|that|so|but|and|when|while|as|where|who|if)\s/i)[0] ?? '';
+  const gerundSubject = going !== null && gerundVerb.test(firstClause.slice(going[0].length));
   const named = /\b(?!I\b)\p{Lu}/u.test(after);
   if (going && !gerundSubject && (named || signals.temporal.test(sentence) || often.test(sentence)))
     return `I'm ${rest}`;
   return sentence;
 }
+
+/** A verb whose subject is a doing that opens the sentence ("... is scary", "... must be amazing"). */
+const gerundVerb =
+  /\b(?:is|isn't|was|wasn't|are|were|can|can't|could|must|might|may|will|would|should|makes|made|helps|helped|feels|felt|sucks|seems|sounds|takes|gets|gives|keeps|means)\b/i;
 
 /** How often: "every day", "twice a day", "daily". */
 const often = /\b(?:every|each)\s+\p{L}+|\b(?:once|twice|\d+ times) a (?:day|week|month)\b|\b(?:daily|weekly)\b/iu;
@@ -201,24 +214,54 @@ const namedRelative = new RegExp(
   'gu',
 );
 
+/** Someone a later "he" or "she" may mean, with the pronoun their relation to the speaker calls for, if it says. */
+interface Person {
+  name: string;
+  pronoun: 'he' | 'she' | null;
+}
+
+const heWords = /^(?:brother|son|husband|boyfriend|fianc[ée]|grandpa|grandfather|dad|father|uncle|nephew)$/i;
+const sheWords =
+  /^(?:sister|daughter|wife|girlfriend|fianc[ée]e|grandma|grandmother|granny|mom|mum|mother|aunt|niece|landlady)$/i;
+
+/** Someone else's relative ("her husband", "his mom"): a person a later "he" or "she" may mean instead. */
+const othersRelative = new RegExp(`\\b(?:his|her|their|your|our)\\s+(?:\\p{L}+\\s+)?(?:${relativeWords})\\b`, 'iu');
+/** Someone else named beside the subject ("Tom met Sarah", "moved to Berlin with Anna"): a later pronoun may mean them. */
+const otherPerson =
+  /\b(?:met|meet|meets|meeting|with|told|tells|asked|asks|called|calls|married|marrying|dating|dated|texted|saw|sees|and|helped|helps|hugged|kissed|like|likes|loves|loved)\s+\p{Lu}/u;
+/** Capitalised words that name no one. */
+const notAPersonName =
+  /^(?:I|I'm|I've|I'll|I'd|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|September|October|November|December)$/;
+
 /**
  * Whom a later "he" or "she" in the message means, after `sentence`: the one person it names ("My brother Tom just
- * moved to Berlin", "Mia is coming in June"), null when it names several or a relative without a name ("my mom"),
- * else `before` (the sentence named nobody).
+ * moved to Berlin", "Mia is coming in June"), null when it names several, a relative without a name ("my mom"),
+ * someone else's relative ("her husband") or anyone by name besides its subject ("Then I met Sarah"), else `before`
+ * (the sentence named nobody).
  */
-function personAfter(sentence: string, before: string | null): string | null {
-  const names = new Set<string>();
+function personAfter(sentence: string, before: Person | null): Person | null {
+  const names = new Map<string, Person['pronoun']>();
   for (const match of sentence.matchAll(namedRelative)) {
     if (match[2] === undefined) return null;
-    names.add(match[2]);
+    const relation = match[1] ?? '';
+    names.set(match[2], heWords.test(relation) ? 'he' : sheWords.test(relation) ? 'she' : null);
   }
-  const subject = namedPerson(sentence.replace(leadingConnective, ''));
+  const said = sentence.replace(leadingConnective, '');
+  const subject = namedPerson(said);
   if (subject !== null) {
-    if (/\sand\s/.test(subject)) return null;
-    names.add(subject);
+    // "Mia's husband is moving": the subject is the husband, whom no name tells.
+    if (/\sand\s/.test(subject) || said.startsWith(`${subject}'s `)) return null;
+    if (!names.has(subject)) names.set(subject, before?.name === subject ? before.pronoun : null);
   }
-  if (names.size === 0) return before;
-  return names.size === 1 ? ([...names][0] ?? null) : null;
+  if (names.size > 0 && otherPerson.test(said)) return null;
+  if (names.size === 0) {
+    if (othersRelative.test(sentence)) return null;
+    const capitalised = sentence.slice(1).match(/(?<![\p{L}'])\p{Lu}[\p{L}'-]*/gu) ?? [];
+    if (capitalised.some((word) => !notAPersonName.test(word) && word !== before?.name)) return null;
+    return before;
+  }
+  const [only] = names;
+  return names.size === 1 && only ? { name: only[0], pronoun: only[1] } : null;
 }
 
 /** "my family" and the like: whom a later "we" in the message most likely means. */
@@ -373,9 +416,13 @@ function saidOfSomeone(sentence: string, name: string): string | null {
   const said = sentence.replace(leadingConnective, '');
   const subject = namedPerson(said);
   if (subject === null || standing.listener.test(sentence) || subject.toLowerCase() === name.toLowerCase()) return null;
-  if (contentWords(sentence, `${name} ${subject}`).length < 2) return null;
+  if (contentWords(sentence, `${name} ${subject}`).length < 2 || greetingPassedOn.test(said)) return null;
   return `${name} says ${said}`;
 }
+
+/** A greeting passed on ("Mia says hi to everyone", "Tom sends his love"): small talk, not something said of them. */
+const greetingPassedOn =
+  /\b(?:says?|said|sends?|sent)\s+(?:(?:his|her|their)\s+)?(?:hi|hello|hey|thanks|thank you|bye|goodbye|good night|goodnight|love|regards|best wishes|congrats|congratulations|happy birthday|sorry)\b/i;
 
 /** Words that may open a sentence before its subject: "Actually Mia changed jobs". */
 const leadingConnective = /^(?:and|but|also|so|plus|actually|anyway|oh)\s+/i;
@@ -425,7 +472,9 @@ function saidOfSomething(sentence: string, name: string): string | null {
   const match = definition.exec(sentence);
   const thing = match?.[1] ?? '';
   const value = match?.[2] ?? '';
-  const defines = match !== null && (keptThings.test(thing) || /\p{N}|@/u.test(value));
+  // "The key is to stay calm", "The key to success is hard work": a saying, no code nor place.
+  const saying = /^to\s+\p{Ll}+\b/u.test(value) || /\bto\s+\p{Ll}+\s*$/u.test(thing.trim());
+  const defines = match !== null && ((!saying && keptThings.test(thing)) || /\p{N}|@/u.test(value));
   if (!defines && !(arrangement.test(sentence) && whenItIs.test(sentence))) return null;
   if (contentWords(sentence, name).length < 2) return null;
   return `${name} says ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
@@ -682,14 +731,16 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   const facts: ExtractedFact[] = [];
   const seen = new Set<string>();
   let companion: string | null = null;
-  let person: string | null = null;
+  let person: Person | null = null;
 
   for (const raw of splitSentences(message)) {
     for (const match of raw.matchAll(companionPattern)) companion = match[1]?.toLowerCase() ?? companion;
     let sentence = raw.replace(opener, '').trim();
     // "He starts at Siemens next month" after "My brother Tom just moved to Berlin": said of Tom.
     const pronoun = /^(?:he|she)\b/i.exec(sentence);
-    if (pronoun && person !== null) sentence = `${person}${sentence.slice(pronoun[0].length)}`;
+    const means =
+      pronoun && person !== null && (person.pronoun ?? pronoun[0].toLowerCase()) === pronoun[0].toLowerCase();
+    if (pronoun && person !== null && means) sentence = `${person.name}${sentence.slice(pronoun[0].length)}`;
     person = personAfter(sentence, person);
     if (/\?\s*[\p{Extended_Pictographic}\s]*$/u.test(raw) || signals.question.test(sentence)) continue;
     let asked = false;
@@ -716,7 +767,10 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     sentence = withSubject(sentence);
     const firstPerson = signals.firstSingular.test(sentence) || signals.firstPlural.test(sentence);
     const technical = signals.technical.test(sentence);
-    if (!firstPerson && !reminder && !technical && isLastingRequest(sentence)) asked = true;
+    // Said without "please" or an imperative, it asks something only when it states nothing: "In the future AI will
+    // replace most jobs" is a statement.
+    const states = /\b(?:will|won't|would|is|isn't|are|aren't|was|wasn't|were|has|have|had)\b/i.test(sentence);
+    if (!firstPerson && !reminder && !technical && !states && isLastingRequest(sentence)) asked = true;
     const rule = firstPerson || technical || asked ? null : saidAsRule(sentence, name);
     let traits: SentenceFacts;
     let content: string;
@@ -745,6 +799,8 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
       traits = classify(sentence, reminder !== null, companion !== null);
       content = attributeToSpeaker(sentence, name, { companion });
     }
+    // A note to self is for the speaker alone, whatever it speaks of ("Note to self: everyone here prefers tabs").
+    if (reminder && /^(?:please\s+)?note to self\b/i.test(reminder[0])) traits = { ...traits, scope: 'personal' };
     let dated = false;
     if (Number.isFinite(sentAt)) {
       const resolved = resolveRelativeTimes(content, sentAt);
