@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorCode, type FieldIssue, MnemeError } from './errors.js';
+import { unfitName } from './name-key.js';
 import type { Scope } from './types.js';
 
 /** Longest memory content accepted, in characters. */
@@ -402,7 +403,17 @@ const nameText = (name: string) =>
     .min(1, `${name} must not be empty`)
     .max(MAX_NAME_CHARS, `${name} is longer than ${MAX_NAME_CHARS} characters`);
 
-export const DisplayNameSchema = nameText('displayName');
+/**
+ * A name a user goes by, shown before what they say in memories ("Oz: ..."): no line break, control or invisible
+ * character and no colon (ADR 40).
+ */
+const personName = (name: string) =>
+  nameText(name).superRefine((text, context) => {
+    const problem = unfitName(text);
+    if (problem) context.addIssue({ code: 'custom', message: `${name} ${problem}` });
+  });
+
+export const DisplayNameSchema = personName('displayName');
 
 /** The earliest time accepted (`createdAt`, the `now` of maintenance): 1970-01-01T00:00:00.000Z. */
 export const MIN_TIME = 0;
@@ -531,7 +542,7 @@ export const IngestInputSchema = z.strictObject({
   /** The sender's user id (the agent's id for an assistant message). */
   sender: SenderIdSchema,
   /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
-  senderName: DisplayNameSchema.optional(),
+  senderName: personName('senderName').optional(),
   role: MessageRoleSchema.default('user'),
   content: MessageContentSchema,
   /** When it was said; now when left out (set it to import history). */
@@ -554,7 +565,7 @@ export const IngestExchangeInputSchema = z.strictObject({
   channelId: ChannelIdSchema,
   userId: UserIdSchema,
   /** Sets the user's display name, which extracted facts use. */
-  userName: DisplayNameSchema.optional(),
+  userName: personName('userName').optional(),
   userMessage: MessageContentSchema,
   assistantReply: MessageContentSchema,
   /** The sender id recorded for the reply. */

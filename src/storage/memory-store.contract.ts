@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import { nameKey } from '../core/name-key.js';
 import { ownerKey, visibleOwners } from '../core/scope.js';
 import type { Scope } from '../core/types.js';
 import { createFakeEmbeddingModel } from '../models/fake/fake-embedding-model.js';
@@ -1328,6 +1329,32 @@ export function describeStorageContract(
       expect(await storage.messages.topicIds()).toEqual(['t1']);
       expect(await storage.messages.searchText('room', ['wiki'], 10)).toEqual([question]);
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
+    });
+
+    it('finds the namesakes of a display name among named users and the ids of senders, members and key users', async () => {
+      const { directory } = storage;
+      const namesake = (userId: string, name: string) =>
+        directory.hasNamesake(userId, nameKey(name), [...new Set([name, name.toLowerCase(), nameKey(name)])]);
+      expect(await namesake('eve', 'Bob')).toBe(false);
+      await directory.putUser({ id: 'robert', displayName: 'Bob' }, at);
+      await directory.putUser({ id: 'eve', displayName: 'Воb' }, at);
+      expect(await namesake('eve', 'Воb')).toBe(true);
+      expect(await namesake('robert', 'Bob')).toBe(true);
+      expect(await namesake('robert', 'Robert')).toBe(false);
+      // A user without a name goes by their id: a sender, a member, the user of a key.
+      expect(await namesake('eve', 'Zed')).toBe(false);
+      await storage.messages.append([said('zed', 'Zed was here')]);
+      expect(await namesake('eve', 'Zed')).toBe(true);
+      expect(await namesake('zed', 'Zed')).toBe(false);
+      await storage.memberships.putChannel({ id: 'town', members: ['mia'] }, at);
+      expect(await namesake('eve', 'MIA')).toBe(true);
+      await storage.apiKeys.insert({ prefix: 'mk_p', hash: 'h', label: 'kim', userId: 'kim' }, at);
+      expect(await namesake('eve', 'kim')).toBe(true);
+      // Renamed, a user no longer holds the old name's key, and still their id.
+      await directory.putUser({ id: 'robert', displayName: 'Rob' }, at);
+      await directory.putUser({ id: 'eve', displayName: 'Bob' }, at);
+      expect(await namesake('eve', 'Bob')).toBe(false);
+      expect(await namesake('eve', 'Robert')).toBe(true);
     });
 
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {

@@ -2,6 +2,7 @@ import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
 import { errorMessage, isMnemeError } from '../errors.js';
+import { displayName } from '../ingest/display-name.js';
 import {
   type EpisodeMessage,
   type EpisodeSummariser,
@@ -167,7 +168,7 @@ async function summarise(
   for (const message of window) {
     let speaker = speakers.get(message.senderId);
     if (speaker === undefined) {
-      speaker = (await context.storage.directory.getUser(message.senderId))?.displayName ?? message.senderId;
+      speaker = await displayName(context, message.senderId);
       speakers.set(message.senderId, speaker);
     }
     messages.push({

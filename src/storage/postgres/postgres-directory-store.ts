@@ -1,6 +1,7 @@
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
 import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
+import { hasPostgresNamesake, putPostgresUserName } from './postgres-user-names.js';
 
 interface ProjectRow {
   id: string;
@@ -21,11 +22,7 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
   return {
     async putUser(user, at) {
       return withPgErrors(`saving user ${user.id}`, async () => {
-        await database.query(
-          `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $3)
-           ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
-          [user.id, user.displayName, at],
-        );
+        await putPostgresUserName(database, database, user, at);
         return { ...user };
       });
     },
@@ -36,6 +33,11 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
           [id],
         );
         return rows[0] ?? null;
+      });
+    },
+    async hasNamesake(userId, key, spellings) {
+      return withPgErrors(`looking for namesakes of user ${userId}`, async () => {
+        return hasPostgresNamesake(database, userId, key, spellings);
       });
     },
     async putProject(project, at, members) {

@@ -16,6 +16,7 @@ import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, 
 import { toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites, type PostgresMemoryWrites } from './postgres-memory-writes.js';
 import { orLexemeQuery } from './postgres-text-query.js';
+import { putPostgresUserName } from './postgres-user-names.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
@@ -84,13 +85,7 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
             [topicId, at],
           );
         }
-        for (const user of options.names ?? []) {
-          await q.query(
-            `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $3)
-             ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
-            [user.id, user.displayName, at],
-          );
-        }
+        for (const user of options.names ?? []) await putPostgresUserName(database, q, user, at);
         const file = options.file;
         if (file?.after !== undefined) {
           // Every writing transaction holds the write lock: no other run moves the record meanwhile.

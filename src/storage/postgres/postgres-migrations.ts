@@ -1,11 +1,14 @@
+import { nameKey } from '../../core/name-key.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
-import type { PostgresDatabase } from './postgres-database.js';
+import type { PostgresDatabase, PostgresQueryable } from './postgres-database.js';
 
 /** One step of the PostgreSQL schema. Steps are append-only: a released step is never edited (its name neither: a database is checked against the names, ADR 34), a new one is added. */
 interface PostgresMigration {
   version: number;
   name: string;
   sql: string;
+  /** What SQL alone cannot say (a key computed in JavaScript), run after `sql` in the same transaction. */
+  after?: (transaction: PostgresQueryable) => Promise<void>;
 }
 
 /**
@@ -350,6 +353,24 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE idempotency_keys ADD COLUMN committed integer NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 9,
+    name: 'the key a display name reads as',
+    sql: `
+      -- SQLite's migration 29 (ADR 40, 2026-12-05): nameKey of a user's display name, or of their id.
+      ALTER TABLE users ADD COLUMN name_key text;
+    `,
+    after: async (transaction) => {
+      const { rows } = await transaction.query<{ id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users',
+      );
+      await transaction.query(
+        'UPDATE users SET name_key = keyed.name_key FROM unnest($1::text[], $2::text[]) AS keyed (id, name_key) WHERE users.id = keyed.id',
+        [rows.map((row) => row.id), rows.map((row) => nameKey(row.display_name ?? row.id))],
+      );
+      await transaction.query('CREATE INDEX users_by_name_key ON users(name_key)');
+    },
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;
@@ -389,6 +410,7 @@ export async function migratePostgres(
     let reached = from;
     for (const step of pending(from)) {
       await transaction.exec(step.sql);
+      await step.after?.(transaction);
       await transaction.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         step.version,
         step.name,

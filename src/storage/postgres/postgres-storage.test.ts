@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
+import { nameKey } from '../../core/name-key.js';
 import { globalMemory } from '../global-memory.fixture.js';
 import {
   createPgPoolDatabase,
@@ -100,6 +101,23 @@ describe('PostgreSQL storage on PGlite', () => {
         'SELECT MAX(version) AS version FROM schema_migrations',
       );
       expect(rows[0]?.version).toBe(latestPostgresSchemaVersion);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('gives the users of a schema 8 database the key their display name reads as (step 9)', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 8)).toBe(8);
+    await database.query(
+      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ('robert', 'Bob', $1, $1), ('zed', NULL, $1, $1)`,
+      [at],
+    );
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'), ['B0B'])).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'), ['Zed'])).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'), ['Ann'])).toBe(false);
     } finally {
       await storage.close();
     }

@@ -1,4 +1,5 @@
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { nameKey } from '../../core/name-key.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
@@ -444,9 +445,9 @@ function createImportSession(
       write('importing users', async () => {
         for (const user of users) {
           await q.query(
-            `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ($1, $2, $3, $4)
+            `INSERT INTO users (id, display_name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)
               ON CONFLICT (id) DO NOTHING`,
-            [user.id, user.displayName, user.createdAt, user.updatedAt],
+            [user.id, user.displayName, nameKey(user.displayName ?? user.id), user.createdAt, user.updatedAt],
           );
         }
       }),

@@ -195,7 +195,6 @@ export function filesOutOfPlace(database: Database.Database): string | null {
   return null;
 }
 
-/** Runs a read, wrapping a driver error once (`doing` says what was being done). */
 /**
  * A statement prepared on first use: for SQL that names a column or table of a later migration, so a
  * file opened at an older schema (`migrateTo`, in tests of migrations) can still be written by the
@@ -212,6 +211,7 @@ export function preparedOnUse<Parameters extends unknown[] | object, Row = unkno
   };
 }
 
+/** Runs a read, wrapping a driver error once (`doing` says what was being done). */
 export function readSqlite<T>(doing: string, work: () => T): T {
   try {
     return work();

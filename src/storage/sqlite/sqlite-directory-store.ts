@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 
 interface ProjectRow {
   id: string;
@@ -19,11 +20,8 @@ interface TopicRow {
 
 /** The SQLite implementation of the DirectoryStore port. */
 export function createSqliteDirectoryStore(database: Database.Database): DirectoryStore {
+  const userNames = createSqliteUserNames(database);
   const statements = {
-    putUser: database.prepare<[string, string | null, number, number]>(
-      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
-    ),
     getUser: database.prepare<[string], { id: string; displayName: string | null }>(
       'SELECT id, display_name AS displayName FROM users WHERE id = ?',
     ),
@@ -52,7 +50,7 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
   return {
     async putUser(user, at, options = {}) {
       const save = () => {
-        statements.putUser.run(user.id, user.displayName, at, at);
+        userNames.put(user, at);
         return { ...user };
       };
       return options.deferred === true
@@ -71,6 +69,9 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
       return members
         ? writeSqlite(database, `saving project ${project.id} and its members`, save)
         : readSqlite(`saving project ${project.id}`, save);
+    },
+    async hasNamesake(userId, key, spellings) {
+      return readSqlite(`looking for namesakes of user ${userId}`, () => userNames.hasNamesake(userId, key, spellings));
     },
     async getProject(id) {
       return readSqlite(`reading project ${id}`, () => {

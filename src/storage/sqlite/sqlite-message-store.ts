@@ -27,6 +27,7 @@ import { ftsQuery } from './sqlite-fts-query.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { toMemory } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWrites, type SqliteMemoryWrites } from './sqlite-memory-writes.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 interface CountParameters {
@@ -84,6 +85,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
   };
 
   // Migration 14's column and table.
+  const userNames = createSqliteUserNames(database);
   const retryable = {
     insert: preparedOnUse<
       [string, string, MessageRole, string, string | null, number | null, string | null, number],
@@ -132,11 +134,6 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
       database,
       'INSERT INTO topics (id, project_id, title, created_at) VALUES (?, NULL, NULL, ?) ON CONFLICT (id) DO NOTHING',
     ),
-    putName: preparedOnUse<[string, string, number, number]>(
-      database,
-      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
-    ),
     getFile: preparedOnUse<[string], { path: string; line: number; prefix_sha256: string }>(
       database,
       'SELECT path, line, prefix_sha256 FROM ingest_files WHERE path = ?',
@@ -167,7 +164,7 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
             }
             const at = options.at ?? Date.now();
             for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
-            for (const user of options.names ?? []) retryable.putName().run(user.id, user.displayName, at, at);
+            for (const user of options.names ?? []) userNames.put(user, at);
             const file = options.file;
             if (file?.after !== undefined) {
               const recorded = retryable.getFile().get(file.path)?.line ?? 0;

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { nameKey } from '../../core/name-key.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 
 /** The `service_state` row migration 21's triggers move on whenever a word block's memories change. */
@@ -868,6 +869,25 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- told the work was done, where it did the work a second time.
       ALTER TABLE idempotency_keys ADD COLUMN committed INTEGER NOT NULL DEFAULT 0;
     `,
+  },
+  {
+    version: 29,
+    name: 'the key a display name reads as',
+    sql: `
+      -- ADR 40, 2026-12-05 (session 28). A display name is shown before what its user says in memories ("Bob: I
+      -- approve"); a user whose name reads like another user's is labelled with their id as well. The key folds
+      -- what a reader does not see (case, accents, invisible characters, look-alike letters): nameKey, of the
+      -- display name, or of the id for a user without one. Filled below for the users written before.
+      ALTER TABLE users ADD COLUMN name_key TEXT;
+    `,
+    after: (database) => {
+      const users = database.prepare<[], { id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users',
+      );
+      const setKey = database.prepare<[string, string]>('UPDATE users SET name_key = ? WHERE id = ?');
+      for (const user of users.all()) setKey.run(nameKey(user.display_name ?? user.id), user.id);
+      database.exec('CREATE INDEX users_by_name_key ON users(name_key)');
+    },
   },
 ];
 

@@ -8,10 +8,11 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import { ErrorCode } from '../../core/errors.js';
+import { nameKey } from '../../core/name-key.js';
 import { globalMemory } from '../global-memory.fixture.js';
 import { describeStorageContract } from '../memory-store.contract.js';
 import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
-import { sqliteMigrations } from './sqlite-migrations.js';
+import { migrateSqlite, sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-sqlite-'));
@@ -134,6 +135,25 @@ describe('SQLite storage', () => {
       .all();
     expect(versions.map((row) => row.version)).toEqual(sqliteMigrations.map((migration) => migration.version));
     database.close();
+  });
+
+  it('gives the users of a schema 28 file the key their display name reads as (migration 29)', async () => {
+    const path = newFile();
+    const old = new Database(path);
+    sqliteVec.load(old);
+    expect(migrateSqlite(old, 28)).toBe(28);
+    old
+      .prepare('INSERT INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?), (?, NULL, ?, ?)')
+      .run('robert', 'Bob', at, at, 'zed', at, at);
+    old.close();
+    const storage = createSqliteStorage({ path });
+    try {
+      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'), ['B0B'])).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'), ['Zed'])).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'), ['Ann'])).toBe(false);
+    } finally {
+      await storage.close();
+    }
   });
 
   it('finds the memories superseded by one through an index, not a scan of every memory (migration 23)', () => {

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
+import { nameKey } from '../../core/name-key.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
@@ -430,7 +431,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
   let open = true;
   const statements = {
     user: database.prepare(
-      'INSERT OR IGNORE INTO users (id, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)',
+      'INSERT OR IGNORE INTO users (id, display_name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
     ),
     project: database.prepare('INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)'),
     topic: database.prepare('INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)'),
@@ -502,7 +503,10 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
   return {
     putUsers: (users) =>
       write('importing users', () => {
-        for (const user of users) statements.user.run(user.id, user.displayName, user.createdAt, user.updatedAt);
+        for (const user of users) {
+          const key = nameKey(user.displayName ?? user.id);
+          statements.user.run(user.id, user.displayName, key, user.createdAt, user.updatedAt);
+        }
       }),
     putProjects: (projects) =>
       write('importing projects', () => {
