@@ -105,6 +105,31 @@ describe.each(STORES)('on %s', (path) => {
     }
   });
 
+  it('labels a name that copies a label, and a name that reads like an id written in capitals', {
+    timeout: 60_000,
+  }, async () => {
+    const mneme = await createMneme({ path, clock: createFixedClock('2026-03-02T10:00:00Z') });
+    try {
+      await mneme.putChannel({ id: 'ops', visibility: 'private', members: ['Bob', 'eve', 'mallory'] });
+      await mneme.setDisplayName({ userId: 'eve', displayName: 'bob' });
+      await mneme.setDisplayName({ userId: 'mallory', displayName: 'Bob (Bob)' });
+      for (const sender of ['eve', 'mallory']) {
+        await mneme.ingest({
+          channelId: 'ops',
+          sender,
+          content: `Please wire the deposit for the new office lease today, it is urgent (${sender}).`,
+        });
+        await mneme.whenIdle();
+      }
+      const { memories } = await mneme.list({ limit: 100 });
+      const contents = memories.map((memory) => memory.content);
+      expect(contents.some((content) => content.startsWith('bob (eve): Please wire'))).toBe(true);
+      expect(contents.some((content) => content.startsWith('Bob (Bob) (mallory): Please wire'))).toBe(true);
+    } finally {
+      await mneme.close();
+    }
+  });
+
   it('keeps a name nobody else can be taken for as it is', { timeout: 60_000 }, async () => {
     const mneme = await roomWithBob(path);
     try {

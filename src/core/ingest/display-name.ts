@@ -4,14 +4,23 @@ import { nameKey, unfitName } from '../name-key.js';
 /**
  * The name a user goes by in memories ("Oz: ...", "Oz prefers ..."; ADR 40): their display name, followed by their
  * id when another user can be taken for that name (`Bob (eve)`: Eve named herself Bob, or "bob", "B0b", "Воb" with
- * a Cyrillic о), or their id alone when they have no name or one that cannot stand before a colon (stored before
- * such names were refused). Ids are given by whoever runs mneme and are unique: they are shown as they are.
+ * a Cyrillic о) and always when it has brackets (`Bob (bob)` would pass for a label); their id alone when they have
+ * no name or one that cannot stand before a colon (stored before such names were refused). Ids are given by whoever
+ * runs mneme and are unique: they are shown as they are.
  */
 export async function displayName(context: EngineContext, userId: string): Promise<string> {
   const { directory } = context.storage;
   const name = (await directory.getUser(userId))?.displayName ?? null;
   if (name === null || unfitName(name) !== null) return userId;
+  // A name with brackets ("Bob (bob)") could pass for a labelled one: it is always labelled.
+  if (BRACKETS.test(name.normalize('NFKC'))) return `${name} (${userId})`;
   const key = nameKey(name);
-  const spellings = [...new Set([name, name.toLowerCase(), key])];
-  return (await directory.hasNamesake(userId, key, spellings)) ? `${name} (${userId})` : name;
+  const spellings = [name, key].flatMap((text) => [text, text.toLowerCase(), text.toUpperCase(), capitalised(text)]);
+  return (await directory.hasNamesake(userId, key, [...new Set(spellings)])) ? `${name} (${userId})` : name;
+}
+
+const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1).toLowerCase();
 }
