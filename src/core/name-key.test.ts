@@ -14,6 +14,9 @@ describe('nameKey', () => {
     expect(nameKey('B0b')).toBe(nameKey('Bob'));
     expect(nameKey('Wi11iam')).toBe(nameKey('William'));
     expect(nameKey('Kim')).toBe(nameKey('Kirn'));
+    expect(nameKey('ʙᴏʙ')).toBe(nameKey('Bob')); // small capitals
+    expect(nameKey('𝐁𝐨𝐛')).toBe(nameKey('Bob')); // mathematical bold, by NFKC
+    expect(nameKey('Bօb')).toBe(nameKey('Bob')); // Armenian օ
   });
 
   it('keeps different names apart', () => {

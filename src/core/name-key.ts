@@ -39,7 +39,7 @@ const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 /** The colon and the characters drawn like it (after NFKC, which maps the fullwidth and small colons to `:`). */
 const COLON = /[:\u02d0\u02f8\u0589\u05c3\u1361\u1804\u205a\u2236\ua789\ufe13\ufe30]/u;
 
-/** Lower-case letters of Cyrillic, Greek and Latin extensions that are drawn like a Latin letter. */
+/** Lower-case letters of Cyrillic, Greek, Armenian and Latin extensions (small capitals) drawn like a Latin letter. */
 const LOOK_ALIKES = new Map<string, string>(
   Object.entries({
     а: 'a',
@@ -95,6 +95,36 @@ const LOOK_ALIKES = new Map<string, string>(
     ø: 'o',
     đ: 'd',
     ħ: 'h',
+    ᴀ: 'a',
+    ʙ: 'b',
+    ᴄ: 'c',
+    ᴅ: 'd',
+    ᴇ: 'e',
+    ғ: 'f',
+    ɢ: 'g',
+    ʜ: 'h',
+    ɪ: 'i',
+    ᴊ: 'j',
+    ᴋ: 'k',
+    ʟ: 'l',
+    ᴍ: 'm',
+    ɴ: 'n',
+    ᴏ: 'o',
+    ᴘ: 'p',
+    ʀ: 'r',
+    ꜱ: 's',
+    ᴛ: 't',
+    ᴜ: 'u',
+    ᴠ: 'v',
+    ᴡ: 'w',
+    ʏ: 'y',
+    ᴢ: 'z',
+    օ: 'o',
+    ս: 'u',
+    ց: 'g',
+    հ: 'h',
+    ո: 'n',
+    զ: 'q',
     ß: 'ss',
     æ: 'ae',
     œ: 'oe',
