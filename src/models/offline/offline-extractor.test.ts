@@ -524,6 +524,9 @@ describe('the offline extractor', () => {
       'Netflix is down again, ugh.',
       'Melanie, that is so sweet of you!',
       'Mia loves your cooking so much.',
+      'Christmas is coming in December.',
+      'Easter is in April this year.',
+      'New Year is on a Tuesday this time.',
     ]) {
       expect(contents(message), message).toEqual([]);
     }
@@ -539,6 +542,11 @@ describe('the offline extractor', () => {
     expect(facts('The gate code is 4512#.')[0]?.scope).toBe('personal');
     expect(contents('The weather is nice today.')).toEqual([]);
     expect(contents('The food was amazing there.')).toEqual([]);
+    expect(contents('The movie was 2 hours too long.')).toEqual([]);
+    expect(contents('The wait at the clinic was about 45 minutes.')).toEqual([]);
+    expect(contents('The door code is 4512 now, changed 2 days ago.')).toEqual([
+      'Oz says the door code is 4512 now, changed 2 days ago.',
+    ]);
   });
 
   it('uses the user id when the speaker has no display name', async () => {

@@ -378,6 +378,9 @@ const notANameWord = new Set(
     'maybe perhaps hopefully sadly luckily unfortunately honestly apparently mr mrs ms dr god omg lol ok okay yes no ' +
     'recently finally really lately currently basically definitely probably certainly some little small every each many most ' +
     'monday tuesday wednesday thursday friday saturday sunday ' +
+    // Holidays and seasons open sentences with a capital and a time ("Christmas is coming in December"): no person.
+    'christmas xmas easter thanksgiving halloween hanukkah chanukah diwali ramadan eid passover lent advent ' +
+    'valentines valentine new weekend ' +
     months.join(' ')
   )
     .toLowerCase()
@@ -454,6 +457,10 @@ const definition =
 const keptThings =
   /\b(?:code|codes|password|passwords|passcode|pin|number|numbers|address|combination|username|login|email|extension|wifi|wi-fi|key)\b/i;
 
+/** A length of time or a count of times ("2 hours too long", "about 45 minutes"): a digit that is no code nor address. */
+const howLong =
+  /^(?:(?:about|around|almost|nearly|over|under|like|only|just|at least|more than|less than)\s+)?\p{N}+(?:[.,]\p{N}+)?\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|years?|times?)\b/iu;
+
 /** An arrangement that opens a sentence: "Meeting with the Acme team moved to ...", "The flight to Tokyo is ...". */
 const arrangement =
   /^(?:the\s+)?(?:[\p{L}'-]+\s+){0,2}?(?:meeting|flight|appointment|call|dinner|lunch|breakfast|party|interview|exam|trip|wedding|concert|class|surgery|deadline|check-?up|reservation|booking|train|standup|stand-up|review|presentation|demo|recital|match)s?\b/iu;
@@ -474,7 +481,8 @@ function saidOfSomething(sentence: string, name: string): string | null {
   const value = match?.[2] ?? '';
   // "The key is to stay calm", "The key to success is hard work": a saying, no code nor place.
   const saying = /^to\s+\p{Ll}+\b/u.test(value) || /\bto\s+\p{Ll}+\s*$/u.test(thing.trim());
-  const defines = match !== null && ((!saying && keptThings.test(thing)) || /\p{N}|@/u.test(value));
+  const defines =
+    match !== null && ((!saying && keptThings.test(thing)) || (/\p{N}|@/u.test(value) && !howLong.test(value)));
   if (!defines && !(arrangement.test(sentence) && whenItIs.test(sentence))) return null;
   if (contentWords(sentence, name).length < 2) return null;
   return `${name} says ${sentence.charAt(0).toLowerCase()}${sentence.slice(1)}`;
