@@ -37,6 +37,7 @@ describe('unfitName', () => {
     expect(unfitName('Eve\nBob')).toMatch(/line breaks/);
     expect(unfitName('Eve\u2028Bob')).toMatch(/line breaks/);
     expect(unfitName('B\u200bob')).toMatch(/invisible/);
+    expect(unfitName('B\u200dob')).toMatch(/invisible/);
     expect(unfitName('Eve\u202ebob')).toMatch(/invisible/);
     expect(unfitName('Bob: yes. Eve')).toMatch(/colon/);
     expect(unfitName('Bob： yes')).toMatch(/colon/);
@@ -44,7 +45,19 @@ describe('unfitName', () => {
   });
 
   it('accepts the names people go by', () => {
-    for (const name of ['Oz', 'Ann Lee', "O'Brien", 'José María', 'Zoë', '李雷', 'Dr. Smith', 'Bob (work)', '🙂']) {
+    for (const name of [
+      'Oz',
+      'Ann Lee',
+      "O'Brien",
+      'José María',
+      'Zoë',
+      '李雷',
+      'Dr. Smith',
+      'Bob (work)',
+      '🙂',
+      'Ann 🏳️‍🌈',
+      'Kim 👩🏽‍💻',
+    ]) {
       expect(unfitName(name), name).toBeNull();
     }
   });

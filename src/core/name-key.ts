@@ -26,7 +26,7 @@ export function nameKey(name: string): string {
  * and a colon makes the name read as a speaker and what they said ("Bob: I approve. Eve" before ": hello").
  */
 export function unfitName(name: string): string | null {
-  if (CONTROL.test(name)) return 'must not hold line breaks, control or invisible characters';
+  if (CONTROL.test(name.replace(EMOJI_JOINER, ''))) return 'must not hold line breaks, control or invisible characters';
   if (COLON.test(name.normalize('NFKC')))
     return 'must not hold a colon (memories show a speaker as "name: what they said")';
   return null;
@@ -36,6 +36,8 @@ const MAX_KEY_CHARS = 200;
 const MARKS = /\p{M}/gu;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+/** The zero-width joiner inside an emoji sequence ("🏳️‍🌈", "👩‍💻"): drawn as one picture, it hides nothing. */
+const EMOJI_JOINER = /(?<=[\p{Extended_Pictographic}\p{Emoji_Modifier}\ufe0f])\u200d(?=\p{Extended_Pictographic})/gu;
 /** The colon and the characters drawn like it (after NFKC, which maps the fullwidth and small colons to `:`). */
 const COLON = /[:\u02d0\u02f8\u0589\u05c3\u1361\u1804\u205a\u2236\ua789\ufe13\ufe30]/u;
 
