@@ -2,12 +2,10 @@ import { z } from 'zod';
 import type { ImportedMemory, ImportSession } from '../../storage/transfer-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
+import { MEM0_ACTOR } from '../reserved-ids.js';
 import { CategorySchema, ContentSchema, parseInput, timeSchema, UserIdSchema } from '../schemas.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import { emptyReport, type ImportReport, lineError, type NumberedLine, numberedLines } from './import-lines.js';
-
-/** The actor of the version rows a mem0 import writes. */
-export const MEM0_ACTOR = 'mem0-import';
 
 /** Memories written per batch of the import's transaction. */
 const BATCH = 500;
