@@ -33,6 +33,14 @@ export function isReservedId(id: string): boolean {
   return RESERVED_IDS.includes(id) || id.startsWith(EXTRACTOR_ACTOR_PREFIX);
 }
 
+/**
+ * Whether an id is an actor of the version rows mneme writes (every reserved id but `assistant`, which only sends
+ * replies): a purge of a user under such an id (a database from before ADR 38) leaves those rows' actor alone.
+ */
+export function isEngineActor(id: string): boolean {
+  return id !== ASSISTANT_ID && isReservedId(id);
+}
+
 /** The words of a refusal of a reserved id, `field` naming where it was given. */
 export function reservedIdMessage(field: string, id: string): string {
   return `${field} ${JSON.stringify(id)} is reserved: mneme records its own actors under it (${RESERVED_IDS.join(', ')}, ${EXTRACTOR_ACTOR_PREFIX}...); give the user another id`;
