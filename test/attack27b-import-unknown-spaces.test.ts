@@ -26,7 +26,8 @@ function exportFile(name: string, records: readonly Record[]): string {
  * membership of a channel, topic or project the file does not hold, and a message of such a topic. A file could so
  * plant Ann as a member of a private channel nobody had declared yet ('board'): no listing of channels showed it, and
  * when an administrator later declared the board private without naming its members, Ann read it. Such a file is now
- * refused with its line, as the other references are.
+ * refused with its line, as the other references are. So is a memory naming a project the file does not hold (it was
+ * taken unchecked, as were a memory's topic once): in project scope its audience, in any scope the lists it is in.
  */
 describe('an export whose membership or message names a space the file does not hold', () => {
   it('is refused with its line, exit 2 and nothing imported', async () => {
@@ -36,6 +37,7 @@ describe('an export whose membership or message names a space the file does not 
     await mneme.ingest({ channelId: 'lobby', sender: 'ann', senderName: 'Ann', content: 'Good morning everyone' });
     // A channel written in and never declared: its members are its senders, and it has no channel record.
     await mneme.ingest({ channelId: 'hallway', sender: 'bob', senderName: 'Bob', content: 'Coffee is ready' });
+    await mneme.remember({ content: 'Ann waters the lobby plants on Fridays', userId: 'ann' });
     await mneme.whenIdle();
     await mneme.close();
     const file = join(folder, 'full.jsonl');
@@ -62,6 +64,18 @@ describe('an export whose membership or message names a space the file does not 
         'message-topic',
         records.map((record) => (record.type === 'message' ? { ...record, topicId: 'board' } : record)),
         /message \d+ names topic board, which is not earlier in the file/,
+      ],
+      [
+        'memory-project',
+        records.map((record) => (record.type === 'memory' ? { ...record, projectId: 'board' } : record)),
+        /the memory names project board, which is not earlier in the file/,
+      ],
+      [
+        'project-memory',
+        records.map((record) =>
+          record.type === 'memory' ? { ...record, scope: 'project', projectId: 'board' } : record,
+        ),
+        /the memory names project board, which is not earlier in the file/,
       ],
     ];
     for (const [name, crafted, message] of cases) {

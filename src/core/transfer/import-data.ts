@@ -601,6 +601,11 @@ function checkReferences(
       if (record.topicId !== null && !known.topics.has(record.topicId)) {
         throw new Error(`the memory names topic ${record.topicId}, which is not earlier in the file`);
       }
+      // A memory names its project for the project's lists and filters ("as if it came from there") and, in project
+      // scope, for its audience: a project that does not exist would be planted unseen, as a membership of one would.
+      if (record.projectId !== null && !known.projects.has(record.projectId)) {
+        throw new Error(`the memory names project ${record.projectId}, which is not earlier in the file`);
+      }
       ownerKey(record.scope, record);
       for (const id of record.sourceMessageIds) message(id, 'sourceMessageIds');
       if (record.searchContextMessageId !== null) message(record.searchContextMessageId, 'searchContextMessageId');
