@@ -6,7 +6,7 @@ import { createMneme } from '../src/config/create-mneme.js';
 import type { Memory } from '../src/core/types.js';
 import { createHttpApp } from '../src/http/http-app.js';
 import { createFixedClock } from '../src/testing.js';
-import { insertUserKey, writeBelowTheEngine } from './data-from-before.js';
+import { insertUserKey, storesIn, writeBelowTheEngine } from './data-from-before.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack27a-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -21,10 +21,6 @@ afterAll(() => rmSync(folder, { recursive: true, force: true }));
  * Since ADR 38 nobody becomes a user under `assistant` (no key, membership or user message); a database from before
  * may still hold one, written here below the engine, and the purge and export keep to what she said.
  */
-const stores = [
-  ['SQLite', (name: string) => join(folder, `${name}.db`)],
-  ['PGlite', (name: string) => `pglite:${join(folder, name)}`],
-] as const;
 
 /** The person called assistant as a database from before ADR 38 may hold her: in the lobby, with what she said there. */
 async function addTheNamesake(path: string, at: number): Promise<string> {
@@ -46,7 +42,7 @@ async function addTheNamesake(path: string, at: number): Promise<string> {
   return key;
 }
 
-describe.each(stores)('on %s', (_name, pathOf) => {
+describe.each(storesIn(folder))('on %s', (_name, pathOf) => {
   const open = (path: string) =>
     createMneme({
       path,

@@ -1,25 +1,14 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { runCli } from './cli-harness.js';
+import { type ExportRecord, expectImportRefused, exportRecords, writeExportFile } from './export-file-fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack27b-spaces-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const quiet = { warn: () => {}, info: () => {} };
-
-type Record = { type: string; [field: string]: unknown };
-
-function exportFile(name: string, records: readonly Record[]): string {
-  const body = records.filter((record) => record.type !== 'end');
-  const path = join(folder, name);
-  writeFileSync(
-    path,
-    `${[...body, { type: 'end', records: body.length - 1 }].map((record) => JSON.stringify(record)).join('\n')}\n`,
-  );
-  return path;
-}
 
 /**
  * Attack finding (wt-b, attack 27b): an import refused a memory naming a topic the file does not hold, but took a
@@ -41,18 +30,14 @@ describe('an export whose membership or message names a space the file does not 
     await mneme.whenIdle();
     await mneme.close();
     const file = join(folder, 'full.jsonl');
-    expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
-    const records = readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record);
+    const records = await exportRecords(source, file);
     const firstMessage = records.findIndex((record) => record.type === 'message');
     const planted = (kind: string) => [
       ...records.slice(0, firstMessage),
       { type: 'membership', kind, spaceId: 'board', userId: 'ann', addedAt: '2026-01-05T09:01:00.000Z' },
       ...records.slice(firstMessage),
     ];
-    const cases: Array<[string, Record[], RegExp]> = [
+    const cases: Array<[string, ExportRecord[], RegExp]> = [
       [
         'channel',
         planted('channel'),
@@ -79,13 +64,7 @@ describe('an export whose membership or message names a space the file does not 
       ],
     ];
     for (const [name, crafted, message] of cases) {
-      const target = join(folder, `${name}.db`);
-      const imported = await runCli(target, ['import', exportFile(`${name}.jsonl`, crafted)]);
-      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
-      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
-      expect(imported.stderr).toMatch(message);
-      expect(imported.stderr).toMatch(/; nothing was imported\n$/);
-      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
+      await expectImportRefused(join(folder, `${name}.db`), writeExportFile(folder, `${name}.jsonl`, crafted), message);
     }
     const whole = await runCli(join(folder, 'whole.db'), ['import', file]);
     expect(whole.code, whole.stderr).toBe(0);

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { openStorage } from '../src/config/open-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 
@@ -22,4 +23,12 @@ export async function insertUserKey(storage: Storage, userId: string, label: str
   const key = `mneme_${prefix}_${randomBytes(24).toString('base64url')}`;
   await storage.apiKeys.insert({ prefix, hash: createHash('sha256').update(key).digest('hex'), label, userId }, at);
   return key;
+}
+
+/** The two stores a test of stored data runs on: a SQLite file and a PGlite folder, each `name` in `folder`. */
+export function storesIn(folder: string) {
+  return [
+    ['SQLite', (name: string) => join(folder, `${name}.db`)],
+    ['PGlite', (name: string) => `pglite:${join(folder, name)}`],
+  ] as const;
 }

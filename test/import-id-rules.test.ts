@@ -1,24 +1,18 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { runCli } from './cli-harness.js';
+import { storesIn } from './data-from-before.js';
+import { type ExportRecord, expectImportRefused, exportRecords, writeExportFile } from './export-file-fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-import-ids-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const quiet = { warn: () => {}, info: () => {} };
 
-type Record = { type: string; [field: string]: unknown };
-
-function writeRecords(name: string, records: readonly Record[]): string {
-  const path = join(folder, name);
-  writeFileSync(path, `${records.map((record) => JSON.stringify(record)).join('\n')}\n`);
-  return path;
-}
-
 /** A true export of a small database: Ann and Bob in the lobby, Ann's exchange with the assistant. */
-async function trueExport(): Promise<Record[]> {
+async function trueExport(): Promise<ExportRecord[]> {
   const source = join(folder, 'source.db');
   const mneme = await createMneme({ path: source, logger: quiet });
   await mneme.putChannel({ id: 'lobby', visibility: 'private', members: ['ann', 'bob'] });
@@ -32,12 +26,7 @@ async function trueExport(): Promise<Record[]> {
   await mneme.remember({ content: 'Ann likes oat milk in her coffee', userId: 'ann' });
   await mneme.whenIdle();
   await mneme.close();
-  const file = join(folder, 'full.jsonl');
-  expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
-  return readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Record);
+  return exportRecords(source, join(folder, 'full.jsonl'));
 }
 
 /**
@@ -46,19 +35,16 @@ async function trueExport(): Promise<Record[]> {
  * no other face could name, and a file could make `assistant` a member, a user with a display name or the sender of
  * user messages. Such a file is now refused with its line, exit 2 and nothing imported, on both stores.
  */
-describe.each([
-  ['SQLite', (name: string) => join(folder, `${name}.db`)],
-  ['PGlite', (name: string) => `pglite:${join(folder, name)}`],
-])('an import on %s', (store, pathOf) => {
+describe.each(storesIn(folder))('an import on %s', (store, pathOf) => {
   it('refuses an id with white space around it or a reserved id as a user, naming the line', async () => {
     const records = await trueExport();
     const annUser = records.find((record) => record.type === 'user' && record.id === 'ann');
     const annMessage = records.find((record) => record.type === 'message' && record.senderId === 'ann');
     const member = records.find((record) => record.type === 'membership' && record.userId === 'bob');
     expect(annUser && annMessage && member).toBeTruthy();
-    const change = (target: Record | undefined, fields: Partial<Record>) =>
+    const change = (target: ExportRecord | undefined, fields: Partial<ExportRecord>) =>
       records.map((record) => (record === target ? { ...record, ...fields } : record));
-    const cases: Array<[string, Record[], RegExp]> = [
+    const cases: Array<[string, ExportRecord[], RegExp]> = [
       ['user', change(annUser, { id: ' ann' }), /" ann" begins or ends with white space/],
       ['sender', change(annMessage, { senderId: 'ann\t' }), /"ann\\t" begins or ends with white space/],
       ['member', change(member, { userId: 'bob ' }), /"bob " begins or ends with white space/],
@@ -75,15 +61,9 @@ describe.each([
     // One target for every refused file: nothing is imported, so each starts from the same empty database.
     const target = pathOf('refused-target');
     for (const [name, crafted, message] of cases) {
-      const imported = await runCli(target, ['import', writeRecords(`${store}-${name}.jsonl`, crafted)]);
-      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
-      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
-      expect(imported.stderr).toMatch(message);
-      expect(imported.stderr).toMatch(/; nothing was imported\n$/);
-      expect(imported.stderr.split('\n')).toHaveLength(2);
-      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
+      await expectImportRefused(target, writeExportFile(folder, `${store}-${name}.jsonl`, crafted), message);
     }
-    const whole = await runCli(pathOf('whole'), ['import', writeRecords(`${store}-whole.jsonl`, records)]);
+    const whole = await runCli(pathOf('whole'), ['import', writeExportFile(folder, `${store}-whole.jsonl`, records)]);
     expect(whole.code, whole.stderr).toBe(0);
   }, 120_000);
 

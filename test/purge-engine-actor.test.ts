@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { MAINTENANCE_ACTOR } from '../src/core/reserved-ids.js';
 import { createFixedClock } from '../src/testing.js';
-import { writeBelowTheEngine } from './data-from-before.js';
+import { storesIn, writeBelowTheEngine } from './data-from-before.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-purge-actor-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -18,10 +18,7 @@ const at = '2026-03-02T10:00:00Z';
  * the actor of every version row maintenance wrote, on every user's memories: their history no longer said what did
  * it.
  */
-describe.each([
-  ['SQLite', (name: string) => join(folder, `${name}.db`)],
-  ['PGlite', (name: string) => `pglite:${join(folder, name)}`],
-])('on %s', (_store, pathOf) => {
+describe.each(storesIn(folder))('on %s', (_store, pathOf) => {
   it('leaves the version rows of maintenance alone when a user called maintenance is purged', {
     timeout: 60_000,
   }, async () => {

@@ -6,7 +6,7 @@ import { createMneme } from '../src/config/create-mneme.js';
 import { createHttpApp } from '../src/http/http-app.js';
 import { createFixedClock } from '../src/testing.js';
 import { runCli } from './cli-harness.js';
-import { insertUserKey, writeBelowTheEngine } from './data-from-before.js';
+import { insertUserKey, storesIn, writeBelowTheEngine } from './data-from-before.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-reserved-ids-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -19,10 +19,7 @@ const at = '2026-03-02T10:00:00Z';
  * user's. A person holding `assistant` renamed every assistant reply (PUT /api/users/assistant) and, posting in a
  * channel she was in under the external id a reply would carry, made the reply a duplicate of her message.
  */
-describe.each([
-  ['SQLite', (name: string) => join(folder, `${name}.db`)],
-  ['PGlite', (name: string) => `pglite:${join(folder, name)}`],
-])('on %s', (_store, pathOf) => {
+describe.each(storesIn(folder))('on %s', (_store, pathOf) => {
   it('refuses a key, a membership, a display name, a personal memory or a user message under a reserved id with 422', {
     timeout: 60_000,
   }, async () => {
