@@ -1,31 +1,19 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { runCli } from './cli-harness.js';
+import { type ExportRecord, expectImportRefused, exportRecords, writeExportFile } from './export-file-fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack26b-import-dup-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const quiet = { warn: () => {}, info: () => {} };
 
-type Record = { type: string; [field: string]: unknown };
-
-/** `records` as an export file, its end line counting them again. */
-function exportFile(name: string, records: readonly Record[]): string {
-  const body = records.filter((record) => record.type !== 'end');
-  const path = join(folder, name);
-  writeFileSync(
-    path,
-    `${[...body, { type: 'end', records: body.length - 1 }].map((record) => JSON.stringify(record)).join('\n')}\n`,
-  );
-  return path;
-}
-
 /** `records` with a copy of the last record of `type` (changed by `change`) right after it. */
-function twice(records: readonly Record[], type: string, change: Partial<Record> = {}): Record[] {
+function twice(records: readonly ExportRecord[], type: string, change: Partial<ExportRecord> = {}): ExportRecord[] {
   const index = records.findLastIndex((record) => record.type === type);
-  const copy = { ...(records[index] as Record), ...change };
+  const copy = { ...(records[index] as ExportRecord), ...change };
   return [...records.slice(0, index + 1), copy, ...records.slice(index + 1)];
 }
 
@@ -53,11 +41,7 @@ describe('an export file that holds a row twice', () => {
     const [first, second] = (await mneme.list({ limit: 2 })).memories;
     await mneme.close();
     const file = join(folder, 'full.jsonl');
-    expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
-    const records = readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record);
+    const records = await exportRecords(source, file);
     const link = { type: 'link', sourceId: first?.id, targetId: second?.id, linkType: 'semantic', strength: 0.9 };
     const withLink = [
       ...records.slice(0, records.findLastIndex((record) => record.type === 'memory') + 1),
@@ -70,7 +54,7 @@ describe('an export file that holds a row twice', () => {
         : record,
     );
 
-    const cases: Array<[string, Record[], RegExp]> = [
+    const cases: Array<[string, ExportRecord[], RegExp]> = [
       ['policy', twice(records, 'policy', { preset: 'salience' }), /a second record of policy version 1/],
       ['channel', twice(records, 'channel', { visibility: 'private' }), /a second record of channel lobby/],
       ['membership', twice(records, 'membership'), /a second record of the membership of eve in channel lobby/],
@@ -84,17 +68,14 @@ describe('an export file that holds a row twice', () => {
       ['version', memoryWithVersionTwice, /the memory holds its version 1 twice/],
     ];
     for (const [name, crafted, message] of cases) {
-      const target = join(folder, `${name}.db`);
-      const imported = await runCli(target, ['import', exportFile(`${name}.jsonl`, crafted)]);
-      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
-      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
-      expect(imported.stderr).toMatch(message);
-      expect(imported.stderr).toMatch(
+      await expectImportRefused(
+        join(folder, `${name}.db`),
+        writeExportFile(folder, `${name}.jsonl`, crafted),
+        message,
         /the file holds each row once; nothing was imported\n$|twice; nothing was imported\n$/,
       );
-      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
     }
-    const whole = await runCli(join(folder, 'whole.db'), ['import', exportFile('whole.jsonl', withLink)]);
+    const whole = await runCli(join(folder, 'whole.db'), ['import', writeExportFile(folder, 'whole.jsonl', withLink)]);
     expect(whole.code, whole.stderr).toBe(0);
   }, 60_000);
 });

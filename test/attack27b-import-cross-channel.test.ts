@@ -1,25 +1,14 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { runCli } from './cli-harness.js';
+import { type ExportRecord, expectImportRefused, exportRecords, writeExportFile } from './export-file-fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack27b-cross-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const quiet = { warn: () => {}, info: () => {} };
-
-type Record = { type: string; [field: string]: unknown };
-
-function exportFile(name: string, records: readonly Record[]): string {
-  const body = records.filter((record) => record.type !== 'end');
-  const path = join(folder, name);
-  writeFileSync(
-    path,
-    `${[...body, { type: 'end', records: body.length - 1 }].map((record) => JSON.stringify(record)).join('\n')}\n`,
-  );
-  return path;
-}
 
 /**
  * Attack finding (wt-b, attack 27b): ingest refuses a reply to a message of another channel, but an import took a
@@ -50,11 +39,7 @@ describe('an export whose reference names a message of another channel', () => {
     await mneme.whenIdle();
     await mneme.close();
     const file = join(folder, 'full.jsonl');
-    expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
-    const records = readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record);
+    const records = await exportRecords(source, file);
     const dm = records.find((record) => record.type === 'message' && record.channelId === 'dm-bob-carol');
     const lobbyReply = records.find(
       (record) => record.type === 'message' && record.channelId === 'lobby' && record.role === 'assistant',
@@ -63,10 +48,10 @@ describe('an export whose reference names a message of another channel', () => {
       (record) => record.type === 'memory' && record.category === 'exchange' && record.channelId === 'lobby',
     );
     expect(dm && lobbyReply && lobbyTurn).toBeTruthy();
-    const change = (target: Record | undefined, fields: Partial<Record>) =>
+    const change = (target: ExportRecord | undefined, fields: Partial<ExportRecord>) =>
       records.map((record) => (record === target ? { ...record, ...fields } : record));
 
-    const cases: Array<[string, Record[], RegExp]> = [
+    const cases: Array<[string, ExportRecord[], RegExp]> = [
       [
         'reply',
         change(lobbyReply, { replyTo: dm?.id }),
@@ -84,13 +69,7 @@ describe('an export whose reference names a message of another channel', () => {
       ],
     ];
     for (const [name, crafted, message] of cases) {
-      const target = join(folder, `${name}.db`);
-      const imported = await runCli(target, ['import', exportFile(`${name}.jsonl`, crafted)]);
-      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
-      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
-      expect(imported.stderr).toMatch(message);
-      expect(imported.stderr).toMatch(/; nothing was imported\n$/);
-      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
+      await expectImportRefused(join(folder, `${name}.db`), writeExportFile(folder, `${name}.jsonl`, crafted), message);
     }
     const whole = await runCli(join(folder, 'whole.db'), ['import', file]);
     expect(whole.code, whole.stderr).toBe(0);

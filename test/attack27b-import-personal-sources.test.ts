@@ -1,37 +1,22 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { isMnemeError } from '../src/core/errors.js';
 import { runCli } from './cli-harness.js';
+import { type ExportRecord, expectImportRefused, exportRecords, writeExportFile } from './export-file-fixture.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack27b-personal-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const quiet = { warn: () => {}, info: () => {} };
 
-type Record = { type: string; [field: string]: unknown };
-
-/** `records` (the end line left out) as an export file whose end line counts them. */
-function exportFile(name: string, records: readonly Record[]): string {
-  const body = records.filter((record) => record.type !== 'end');
-  const path = join(folder, name);
-  writeFileSync(
-    path,
-    `${[...body, { type: 'end', records: body.length - 1 }].map((record) => JSON.stringify(record)).join('\n')}\n`,
-  );
-  return path;
-}
-
-function readExport(path: string): Record[] {
-  return readFileSync(path, 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Record);
-}
-
 /** The records with `change` applied to the memory whose content matches `content`. */
-function changeMemory(records: readonly Record[], content: RegExp, change: Partial<Record>): Record[] {
+function changeMemory(
+  records: readonly ExportRecord[],
+  content: RegExp,
+  change: Partial<ExportRecord>,
+): ExportRecord[] {
   let found = false;
   const changed = records.map((record) => {
     if (record.type !== 'memory' || !content.test(String(record.content))) return record;
@@ -72,12 +57,11 @@ describe('an export whose personal memory comes from what its user could not see
     await mneme.putChannel({ id: 'board', members: ['dan'] });
     await mneme.close();
     const file = join(folder, 'full.jsonl');
-    expect((await runCli(source, ['export', '--out', file])).code).toBe(0);
-    const records = readExport(file);
+    const records = await exportRecords(source, file);
     const bobs = records.find((record) => record.type === 'memory' && /salary/.test(String(record.content)));
     expect(bobs).toMatchObject({ scope: 'personal', userId: 'bob' });
 
-    const cases: Array<[string, Record[], RegExp]> = [
+    const cases: Array<[string, ExportRecord[], RegExp]> = [
       [
         'cites',
         changeMemory(records, /salary/, { userId: 'ann' }),
@@ -90,14 +74,7 @@ describe('an export whose personal memory comes from what its user could not see
       ],
     ];
     for (const [name, crafted, message] of cases) {
-      const target = join(folder, `${name}.db`);
-      const imported = await runCli(target, ['import', exportFile(`${name}.jsonl`, crafted)]);
-      expect(imported.code, `${name}: ${imported.stderr}`).toBe(2);
-      expect(imported.stderr).toMatch(/^mneme: line \d+: /);
-      expect(imported.stderr).toMatch(message);
-      expect(imported.stderr).toMatch(/; nothing was imported\n$/);
-      expect(imported.stderr).not.toMatch(/\n\s+at /);
-      expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
+      await expectImportRefused(join(folder, `${name}.db`), writeExportFile(folder, `${name}.jsonl`, crafted), message);
     }
 
     const whole = join(folder, 'whole.db');
@@ -132,7 +109,7 @@ describe('the library import on PGlite of a personal memory made from a direct c
       const lines: string[] = [];
       for await (const line of sourceEngine.exportData()) lines.push(line);
       const crafted = lines.map((line) => {
-        const record = JSON.parse(line) as Record;
+        const record = JSON.parse(line) as ExportRecord;
         return record.type === 'memory' && /salary/.test(String(record.content))
           ? JSON.stringify({ ...record, userId: 'ann' })
           : line;

@@ -18,8 +18,10 @@ import {
   IngestExchangeInputSchema,
   IngestInputSchema,
   ListFilterSchema,
+  MemberIdSchema,
   MemoryActionInputSchema,
   MemoryIdSchema,
+  PersonIdSchema,
   ProjectIdSchema,
   PutChannelInputSchema,
   RecallInputSchema,
@@ -79,6 +81,8 @@ type IdKind = 'user' | 'channel' | 'topic' | 'project' | 'memory' | 'message';
 /** The shared id schemas, recognised by identity wherever a route or method uses them. */
 const idSchemas = new Map<unknown, IdKind>([
   [UserIdSchema, 'user'],
+  [PersonIdSchema, 'user'],
+  [MemberIdSchema, 'user'],
   [SenderIdSchema, 'user'],
   [AssistantIdSchema, 'user'],
   [ChannelIdSchema, 'channel'],

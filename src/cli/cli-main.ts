@@ -22,6 +22,7 @@ import { registerPolicyCommands } from './policy-commands.js';
 import { registerProxyCommands } from './proxy-commands.js';
 import { registerSearchCommands } from './search-commands.js';
 import { registerServeCommands } from './serve-commands.js';
+import { terminalText } from './terminal-text.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerTurnsCommands } from './turns-commands.js';
 
@@ -83,7 +84,7 @@ function wantsJson(argv: readonly string[]): boolean {
 
 /** Prints an error on stderr: one line `mneme: <message>`, or `{ "error": { "code", "message" } }` with --json. */
 function printError(io: CliIo, json: boolean, code: string, message: string): void {
-  io.stderr(json ? `${JSON.stringify({ error: { code, message } })}\n` : `mneme: ${message}\n`);
+  io.stderr(json ? `${JSON.stringify({ error: { code, message } })}\n` : `mneme: ${terminalText(message)}\n`);
 }
 
 /** Runs the `mneme` command line with `argv` (without `node` and the script) and returns the exit code. */
@@ -123,7 +124,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         chat: config.providers.chat,
         providers: config.providers,
         backfill: false,
-        logger: { warn: (message) => io.stderr(`mneme: ${message}\n`) },
+        logger: { warn: (message) => io.stderr(`mneme: ${terminalText(message)}\n`) },
         ...defined(policyOf?.(...commandArguments) ?? {}),
       }).catch((error: unknown) => {
         throw isMnemeError(error)
@@ -140,7 +141,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         const principal = globals.as === undefined ? null : userPrincipal(globals.as);
         const result = await run(principal ? mneme.as(principal) : mneme, ...commandArguments);
         // A command that printed its own output (`mneme export` to stdout) returns nothing more to print.
-        if (result !== undefined) io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : print(result)}\n`);
+        if (result !== undefined) {
+          io.stdout(`${globals.json ? JSON.stringify(result, null, 2) : terminalText(print(result))}\n`);
+        }
       } finally {
         await mneme.close();
       }

@@ -3,6 +3,7 @@ import { type CopyReport, copyDatabase } from '../config/copy-database.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo } from './cli-io.js';
 import { createProgressBar, type ProgressBar } from './progress-bar.js';
+import { terminalText } from './terminal-text.js';
 
 /** copy: everything of one database into another (SQLite and PostgreSQL either way), resumable, verified by counts. */
 export function registerCopyCommands(program: Command, io: CliIo): void {
@@ -37,7 +38,7 @@ export function registerCopyCommands(program: Command, io: CliIo): void {
           },
         });
         (current as ProgressBar | null)?.finish();
-        io.stdout(`${json ? JSON.stringify(report, null, 2) : formatCopyReport(report)}\n`);
+        io.stdout(`${json ? JSON.stringify(report, null, 2) : terminalText(formatCopyReport(report))}\n`);
       } catch (error) {
         (current as ProgressBar | null)?.finish();
         throw error;

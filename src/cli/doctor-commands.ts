@@ -10,6 +10,7 @@ import { accessByOthers } from '../storage/make-folders.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo, WithEngine } from './cli-io.js';
 import { createProgressBar, progressMode } from './progress-bar.js';
+import { terminalText } from './terminal-text.js';
 
 /** What `mneme doctor` reports. */
 export interface DoctorReport {
@@ -51,7 +52,7 @@ export function registerDoctorCommands(
         }
       }
       const report: DoctorReport = { ...providers, database };
-      io.stdout(`${globals.json ? JSON.stringify(report, null, 2) : formatDoctorReport(report)}\n`);
+      io.stdout(`${globals.json ? JSON.stringify(report, null, 2) : terminalText(formatDoctorReport(report))}\n`);
       const failed = [report.embedder, report.chat].filter((provider) => provider.check && !provider.check.ok);
       if (failed.length > 0) {
         throw new MnemeError(

@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import type { Mneme } from '../core/mneme.js';
+import { CLI_ACTOR } from '../core/reserved-ids.js';
 import { MAX_PAGE_SIZE, ScopeSchema } from '../core/schemas.js';
 import { scopeOwnerField } from '../core/scope.js';
 import type { Memory, MemoryPage, MemoryStats, MemoryVersion } from '../core/types.js';
@@ -45,7 +46,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
               importance: options.importance,
               pinned: options.pin,
             }),
-            actor: 'cli',
+            actor: CLI_ACTOR,
           } as Parameters<Mneme['remember']>[0]),
         formatMemory,
       ),
@@ -77,7 +78,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
               importance: options.importance,
               pinned: options.pin ? true : options.unpin ? false : undefined,
             }),
-            actor: 'cli',
+            actor: CLI_ACTOR,
           } as Parameters<Mneme['update']>[0]),
         formatMemory,
       ),
@@ -125,7 +126,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .action(
       withEngine(
         (mneme, id: string, options: { reason?: string }) =>
-          mneme.forget({ id, actor: 'cli', ...defined({ reason: options.reason }) }),
+          mneme.forget({ id, actor: CLI_ACTOR, ...defined({ reason: options.reason }) }),
         (memory) => `forgot #${memory.id}`,
       ),
     );
@@ -134,7 +135,7 @@ export function registerMemoryCommands(program: Command, withEngine: WithEngine)
     .command('restore')
     .description('bring back a forgotten memory')
     .argument('<id>', 'memory id')
-    .action(withEngine((mneme, id: string) => mneme.restore({ id, actor: 'cli' }), formatMemory));
+    .action(withEngine((mneme, id: string) => mneme.restore({ id, actor: CLI_ACTOR }), formatMemory));
 
   program
     .command('history')

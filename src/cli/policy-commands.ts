@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import { type PolicyChange, type PolicyState, settingsToPolicy } from '../core/policy-state.js';
 import { presets } from '../core/presets.js';
+import { CLI_ACTOR } from '../core/reserved-ids.js';
 import type { PolicyVersion } from '../storage/policy-store.js';
 import { choiceOption } from './cli-arguments.js';
 import type { WithEngine } from './cli-io.js';
@@ -51,7 +52,7 @@ export function registerPolicyCommands(program: Command, withEngine: WithEngine)
         return mneme.setPolicy({
           ...(preset === undefined ? {} : { preset: preset as PolicyChange['preset'] }),
           settings,
-          actor: 'cli',
+          actor: CLI_ACTOR,
         });
       }, formatPolicy),
     );

@@ -4,13 +4,13 @@ import type { ApiKeyRecord, ApiKeyStore } from '../storage/api-key-store.js';
 import type { Principal } from './access.js';
 import type { Clock } from './clock.js';
 import { ErrorCode, MnemeError } from './errors.js';
-import { parseInput, UserIdSchema } from './schemas.js';
+import { PersonIdSchema, parseInput } from './schemas.js';
 
 const KEY_PATTERN = /^mneme_([0-9a-f]{12})_([A-Za-z0-9_-]{32})$/;
 
 export const CreateApiKeyInputSchema = z.strictObject({
   label: z.string({ error: 'label must be a string' }).trim().min(1, 'label must not be empty').max(100),
-  userId: UserIdSchema.optional(),
+  userId: PersonIdSchema.optional(),
 });
 export type CreateApiKeyInput = z.input<typeof CreateApiKeyInputSchema>;
 

@@ -3,11 +3,9 @@ import type { MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
 import { errorMessage } from './errors.js';
 import { createMembership } from './membership.js';
+import { AUDIENCE_ACTOR } from './reserved-ids.js';
 import { ownerKey, ownerPrefix } from './scope.js';
 import type { Memory } from './types.js';
-
-/** The actor of the version row an audience change writes. */
-export const AUDIENCE_ACTOR = 'audience';
 
 /** The `maintenance_state` task of audience changes: one row per change in progress (`changeAudience`). */
 export const AUDIENCE_TASK = 'audience';

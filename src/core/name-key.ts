@@ -37,7 +37,7 @@ const MARKS = /\p{M}/gu;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 /** The zero-width joiner inside an emoji sequence ("🏳️‍🌈", "👩‍💻"): drawn as one picture, it hides nothing. */
-const EMOJI_JOINER = /(?<=[\p{Extended_Pictographic}\p{Emoji_Modifier}\ufe0f])\u200d(?=\p{Extended_Pictographic})/gu;
+const EMOJI_JOINER = /(?<=\p{Extended_Pictographic}|\p{Emoji_Modifier}|\ufe0f)\u200d(?=\p{Extended_Pictographic})/gu;
 /** The colon and the characters drawn like it (after NFKC, which maps the fullwidth and small colons to `:`). */
 const COLON = /[:\u02d0\u02f8\u0589\u05c3\u1361\u1804\u205a\u2236\ua789\ufe13\ufe30]/u;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, type FieldIssue, MnemeError } from './errors.js';
 import { unfitName } from './name-key.js';
+import { ASSISTANT_ID, isReservedId, reservedIdMessage } from './reserved-ids.js';
 import type { Scope } from './types.js';
 
 /** Longest memory content accepted, in characters. */
@@ -24,6 +25,18 @@ const externalId = (name: string) =>
     .max(MAX_ID_CHARS, `${name} is longer than ${MAX_ID_CHARS} characters`);
 
 export const UserIdSchema = externalId('userId');
+/**
+ * A user id that makes someone a user (a key, a membership, a display name, a personal memory, an exchange): none of
+ * mneme's own actors (`assistant`, `maintenance`, ...; ADR 38). Reads name any id: a database from before keeps
+ * working.
+ */
+const personId = (name: string) =>
+  externalId(name).refine((id) => !isReservedId(id), {
+    error: (issue) => reservedIdMessage(name, String(issue.input)),
+  });
+export const PersonIdSchema = personId('userId');
+/** A member of a channel, topic or project: a user id none of mneme's own actors holds. */
+export const MemberIdSchema = personId('member');
 /** A message's sender: a user id, named `sender` in errors. */
 export const SenderIdSchema = externalId('sender');
 /** The sender id recorded for an assistant reply: a user id, named `assistantId` in errors. */
@@ -90,6 +103,7 @@ const memoryCreateFields = {
   /** Left out: the narrowest scope its ids name ({@link impliedScope}). */
   scope: ScopeSchema.optional(),
   ...ownerIds,
+  userId: PersonIdSchema.optional(),
   category: CategorySchema.default('general'),
   importance: ImportanceSchema.default(0.5),
   pinned: z.boolean({ error: 'pinned must be true or false' }).default(false),
@@ -537,39 +551,59 @@ export const HistoryQuerySchema = ViewerSchema.extend({
 });
 
 /** Input of `ingest`: one message of a channel. Commands (`/remember`, `/forget`) in user messages are run. */
-export const IngestInputSchema = z.strictObject({
-  channelId: ChannelIdSchema,
-  /** The sender's user id (the agent's id for an assistant message). */
-  sender: SenderIdSchema,
-  /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
-  senderName: personName('senderName').optional(),
-  role: MessageRoleSchema.default('user'),
-  content: MessageContentSchema,
-  /** When it was said; now when left out (set it to import history). */
-  createdAt: TimestampSchema.optional(),
-  /** The topic (session) it belongs to; created when it does not exist yet. */
-  topicId: TopicIdSchema.optional(),
-  /** The id of the message this one answers. */
-  replyTo: MemoryIdSchema.optional(),
-  /**
-   * The chat platform's id of the message, unique per channel and sender: when the channel already has
-   * a message of this sender with it, nothing is appended and that message comes back with
-   * `duplicate: true`. Another sender's message under the same id is a message of its own.
-   */
-  externalId: MessageExternalIdSchema.optional(),
-});
+export const IngestInputSchema = z
+  .strictObject({
+    channelId: ChannelIdSchema,
+    /** The sender's user id (the agent's id for an assistant message). */
+    sender: SenderIdSchema,
+    /** Sets the sender's display name, which extracted facts use ("Oz prefers ..."). */
+    senderName: personName('senderName').optional(),
+    role: MessageRoleSchema.default('user'),
+    content: MessageContentSchema,
+    /** When it was said; now when left out (set it to import history). */
+    createdAt: TimestampSchema.optional(),
+    /** The topic (session) it belongs to; created when it does not exist yet. */
+    topicId: TopicIdSchema.optional(),
+    /** The id of the message this one answers. */
+    replyTo: MemoryIdSchema.optional(),
+    /**
+     * The chat platform's id of the message, unique per channel and sender: when the channel already has
+     * a message of this sender with it, nothing is appended and that message comes back with
+     * `duplicate: true`. Another sender's message under the same id is a message of its own.
+     */
+    externalId: MessageExternalIdSchema.optional(),
+  })
+  // One of mneme's own actors (ADR 38) sends only assistant replies, and has no display name a message could set:
+  // a user message under `assistant` would take the external id a reply is looked up by.
+  .superRefine((input, context) => {
+    if (!isReservedId(input.sender)) return;
+    if (input.role !== 'assistant') {
+      context.addIssue({
+        code: 'custom',
+        path: ['sender'],
+        message: `${reservedIdMessage('sender', input.sender)} (it sends only assistant replies)`,
+      });
+    }
+    if (input.senderName !== undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['senderName'],
+        message: `senderName names a user, and ${reservedIdMessage('sender', input.sender)}`,
+      });
+    }
+  });
 export type IngestInput = z.input<typeof IngestInputSchema>;
 
 /** Input of `ingestExchange`: a user message and the assistant's reply, appended together. */
 export const IngestExchangeInputSchema = z.strictObject({
   channelId: ChannelIdSchema,
-  userId: UserIdSchema,
+  userId: PersonIdSchema,
   /** Sets the user's display name, which extracted facts use. */
   userName: personName('userName').optional(),
   userMessage: MessageContentSchema,
   assistantReply: MessageContentSchema,
   /** The sender id recorded for the reply. */
-  assistantId: AssistantIdSchema.default('assistant'),
+  assistantId: AssistantIdSchema.default(ASSISTANT_ID),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
   /** The chat platform's id of the user message, unique per channel and sender (see `IngestInputSchema`). */
@@ -598,7 +632,7 @@ export const IngestFileProgressSchema = z.strictObject({
 });
 
 /** Input of `setDisplayName`. */
-export const DisplayNameInputSchema = z.strictObject({ userId: UserIdSchema, displayName: DisplayNameSchema });
+export const DisplayNameInputSchema = z.strictObject({ userId: PersonIdSchema, displayName: DisplayNameSchema });
 export type DisplayNameInput = z.input<typeof DisplayNameInputSchema>;
 
 /** Most members one call may name. */
@@ -606,7 +640,7 @@ export const MAX_MEMBERS = 10_000;
 
 /** The users who belong to a channel, topic or project; when given, they replace its members. */
 const MembersSchema = z
-  .array(UserIdSchema, { error: 'members must be a list of user ids' })
+  .array(MemberIdSchema, { error: 'members must be a list of user ids' })
   .max(MAX_MEMBERS, `members names more than ${MAX_MEMBERS} users`);
 
 /** Input of `createTopic`: a topic (a conversation session), optionally inside a project. */

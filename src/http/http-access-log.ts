@@ -6,6 +6,10 @@ import type { MiddlewareHandler } from 'hono';
  * and the whole milliseconds it took; never a header (the key), a body or a query value. The path is written
  * percent-encoded, as it was sent: decoded, `%0A` would end the line and start a forged one, and `%1B` would
  * reach the terminal reading the log as an escape sequence (any web page can make a browser request such a path).
+ *
+ * The requests the server refuses before the app sees them are logged by it in the same form (`accessLogLine`): one
+ * more pipelined request than a connection may have waiting (429), and a connection over the limits (503, answered
+ * before anything of it is read, so its method and path are `-`).
  */
 export function accessLog(write: (line: string) => void, now: () => number = Date.now): MiddlewareHandler {
   return async (context, next) => {
@@ -13,9 +17,25 @@ export function accessLog(write: (line: string) => void, now: () => number = Dat
     try {
       await next();
     } finally {
-      const time = new Date(started).toISOString().replace(/\.\d+Z$/, 'Z');
-      const ms = Math.max(0, Math.round(now() - started));
-      write(`${time} ${context.req.method} ${new URL(context.req.url).pathname} ${context.res.status} ${ms}ms`);
+      write(accessLogLine(started, context.req.method, new URL(context.req.url).pathname, context.res.status, now()));
     }
   };
+}
+
+/** One access-log line: when the request came, its method and path (`-` when unknown), the status, the whole ms. */
+export function accessLogLine(started: number, method: string, path: string, status: number, ended: number): string {
+  const time = new Date(started).toISOString().replace(/\.\d+Z$/, 'Z');
+  return `${time} ${method} ${path} ${status} ${Math.max(0, Math.round(ended - started))}ms`;
+}
+
+/**
+ * The path of a request target as sent (`/a%0Ab?key=x` -> `/a%0Ab`), percent-encoded as `URL` writes it, or `-` when
+ * it is none: for a request the server answers before the app parses it.
+ */
+export function targetPath(target: string | undefined): string {
+  try {
+    return new URL(target ?? '', 'http://refused.invalid').pathname;
+  } catch {
+    return '-';
+  }
 }

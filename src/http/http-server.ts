@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
+import { accessLogLine, targetPath } from './http-access-log.js';
 import { createHttpApp } from './http-app.js';
 import { isLoopback } from './http-loopback.js';
 import { problem, titleOf } from './http-problem.js';
@@ -60,7 +61,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     ...(options.logError ? { logError: options.logError } : {}),
     ...(options.accessLog ? { accessLog: options.accessLog } : {}),
   });
-  return listenHttp(app.fetch, host, port, options.connectionsPerAddress);
+  return listenHttp(app.fetch, host, port, options.connectionsPerAddress, options.accessLog);
 }
 
 /** CONFIG_INVALID when `host` is not loopback and no API key exists: nothing listens beyond loopback unauthenticated. */
@@ -75,13 +76,15 @@ export async function refuseOpenNetwork(host: string, mneme: Pick<Mneme, 'apiKey
 
 /**
  * Serves `fetch` on `host:port` (0 picks a free port), answering what Node's HTTP parser refuses with
- * problem+json; `mneme serve` and `mneme proxy` both listen through it.
+ * problem+json; `mneme serve` and `mneme proxy` both listen through it. `accessLog` receives a line for each request
+ * the server refuses before `fetch` sees it (as the app's access log writes its own).
  */
 export async function listenHttp(
   fetch: (request: Request) => Response | Promise<Response>,
   host: string,
   port: number,
   connectionsPerAddress = MAX_CONNECTIONS_PER_ADDRESS,
+  accessLog?: (line: string) => void,
 ): Promise<RunningHttpServer> {
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
@@ -93,8 +96,9 @@ export async function listenHttp(
     );
   }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const started = serve({ fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress) }, () =>
-      resolve(started),
+    const started = serve(
+      { fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress, accessLog) },
+      () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) =>
       reject(
@@ -150,12 +154,14 @@ export const MAX_PIPELINED_REQUESTS = 16;
  * of answers (10,000 lists of memories: 0.7 GB more in 15 s). One more is answered 429 with `Connection: close` and
  * runs nothing; the connection ends after it, the requests behind it unread.
  */
-function guardedServer(perAddress: number): typeof createServer {
+function guardedServer(perAddress: number, accessLog?: (line: string) => void): typeof createServer {
   return ((options: ServerOptions, listener: RequestListener) => {
     const refused = new WeakSet<Socket>();
     const open = new Map<string, number>();
     let total = 0;
     const waiting = new WeakMap<Socket, number>();
+    /** Connections answered 429: they close after it. */
+    const closing = new WeakSet<Socket>();
     const server = createServer(
       { ...options, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 5_000 },
       (request, response) => {
@@ -163,6 +169,7 @@ function guardedServer(perAddress: number): typeof createServer {
         if (refused.has(socket)) return; // answered 503 when it connected; destroyed once that is written
         const count = waiting.get(socket) ?? 0;
         if (count >= MAX_PIPELINED_REQUESTS) {
+          const started = Date.now();
           const detail = `this connection already has ${MAX_PIPELINED_REQUESTS} requests waiting for their answers; read them before sending more`;
           const body = JSON.stringify(problem(429, 'TOO_MANY_REQUESTS', detail));
           response.writeHead(429, {
@@ -171,6 +178,12 @@ function guardedServer(perAddress: number): typeof createServer {
             Connection: 'close',
           });
           response.end(body);
+          // The first refusal is the answer the client gets; the requests Node parsed behind it are never answered
+          // (the connection closes after it) and not logged.
+          if (!closing.has(socket)) {
+            closing.add(socket);
+            accessLog?.(accessLogLine(started, request.method ?? '-', targetPath(request.url), 429, Date.now()));
+          }
           return;
         }
         waiting.set(socket, count + 1);
@@ -182,6 +195,7 @@ function guardedServer(perAddress: number): typeof createServer {
       const address = clientOf(socket.remoteAddress ?? '');
       const count = open.get(address) ?? 0;
       if (count >= perAddress || total >= MAX_CONNECTIONS) {
+        const started = Date.now();
         refused.add(socket);
         const detail =
           count >= perAddress
@@ -193,6 +207,7 @@ function guardedServer(perAddress: number): typeof createServer {
             `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
         socket.destroySoon();
+        accessLog?.(accessLogLine(started, '-', '-', 503, Date.now()));
         return;
       }
       open.set(address, count + 1);

@@ -31,7 +31,13 @@ export async function startProxyServer(options: ProxyServerOptions): Promise<Run
   const upstream = upstreamUrl(options.upstream);
   await refuseOpenNetwork(host, options.mneme);
   const proxy = createProxyApp({ ...options, upstream });
-  const server = await listenHttp(proxy.app.fetch, host, options.port ?? PROXY_PORT, options.connectionsPerAddress);
+  const server = await listenHttp(
+    proxy.app.fetch,
+    host,
+    options.port ?? PROXY_PORT,
+    options.connectionsPerAddress,
+    options.accessLog,
+  );
   return {
     url: server.url,
     async close(graceMs = HTTP_CLOSE_GRACE_MS) {

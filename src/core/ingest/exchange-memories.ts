@@ -3,6 +3,7 @@ import type { NewMemory } from '../../storage/memory-store.js';
 import type { Message } from '../../storage/message-store.js';
 import { embedDocuments } from '../embed-documents.js';
 import type { EngineContext } from '../engine-context.js';
+import { EXCHANGE_ACTOR } from '../reserved-ids.js';
 import { ownerKey } from '../scope.js';
 import { chunkWords } from './chunking.js';
 import { displayName } from './display-name.js';
@@ -66,7 +67,7 @@ export async function exchangeChunks(
   return {
     context: {
       at: context.clock.now(),
-      actor: 'exchange',
+      actor: EXCHANGE_ACTOR,
       reason: `exchange of message ${message.id}`,
       deferred: true,
     },

@@ -10,6 +10,7 @@ import { createMembership } from '../membership.js';
 import { type ExtractedFact, ExtractedFactsSchema, type FactExtractor } from '../ports/fact-extractor.js';
 import { rarestTermCounts } from '../rarest-terms.js';
 import { queryTerms } from '../recall/query-terms.js';
+import { EXTRACTOR_ACTOR_PREFIX } from '../reserved-ids.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
 import { displayName } from './display-name.js';
@@ -191,7 +192,7 @@ async function reconciledFacts(
 function factsContext(context: EngineContext, extractor: FactExtractor | null, message: Message) {
   return {
     at: context.clock.now(),
-    actor: `extractor:${extractor?.id ?? 'none'}`,
+    actor: `${EXTRACTOR_ACTOR_PREFIX}${extractor?.id ?? 'none'}`,
     reason: `from message ${message.id}`,
     deferred: true,
   };

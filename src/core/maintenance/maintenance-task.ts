@@ -8,8 +8,7 @@ export const maintenanceTasks = ['decay', 'episodes', 'consolidate', 'link', 'dr
  */
 export type MaintenanceTask = (typeof maintenanceTasks)[number];
 
-/** The actor recorded in the version rows maintenance writes. */
-export const MAINTENANCE_ACTOR = 'maintenance';
+export { MAINTENANCE_ACTOR } from '../reserved-ids.js';
 
 /**
  * The `maintenance_state` channel id of tasks that run over the whole store rather than one

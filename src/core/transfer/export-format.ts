@@ -39,7 +39,19 @@ export const RECORD_ORDER = [
 
 export type RecordType = (typeof RECORD_ORDER)[number];
 
-const id = z.string().min(1).max(MAX_ID_CHARS);
+/**
+ * An id as mneme stores it: every face trims the ids it is given (`core/schemas.ts`), so a stored id never begins or
+ * ends with white space, and one that does is refused rather than trimmed (it would be another row's id: " ann" is
+ * ann to every other face, and trimming it here would join two users' records in one).
+ */
+const id = z
+  .string()
+  .min(1)
+  .max(MAX_ID_CHARS)
+  .refine((value) => value.trim() === value, {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} begins or ends with white space, which no id mneme stores does (every face trims ids)`,
+  });
 const rowId = z.number().int().positive();
 const text = z.string();
 /** ISO 8601 as `Date.toISOString` writes it; read as epoch milliseconds. */

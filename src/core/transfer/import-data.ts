@@ -21,6 +21,7 @@ import { ErrorCode, MnemeError } from '../errors.js';
 import { ExtractionTask, topicKey } from '../ingest/extraction-task.js';
 import type { PolicyOptions } from '../policy.js';
 import { checkPolicyRequest, refreshPolicy } from '../policy-state.js';
+import { isReservedId, reservedIdMessage } from '../reserved-ids.js';
 import { parseInput } from '../schemas.js';
 import { ownerKey } from '../scope.js';
 import {
@@ -299,6 +300,7 @@ async function restore(
       section = position;
       records++;
       checkReferences(record, { messages, projects, topics, channels, queuedMessages, lastMessage, lastMemory });
+      checkPersons(record);
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
@@ -522,6 +524,33 @@ function plural(type: RecordType): string {
 }
 
 /** Refuses a record naming a row the file does not hold before it (memories may name later memories). */
+/**
+ * Refuses a record that makes one of mneme's own actors a user (ADR 38), as every other face refuses it: a user row (a
+ * display name), a membership, a message under it whose role is not assistant, a personal memory of it.
+ */
+function checkPersons(record: ParsedRecord): void {
+  switch (record.type) {
+    case 'user':
+      if (isReservedId(record.id)) throw new Error(reservedIdMessage('user', record.id));
+      return;
+    case 'membership':
+      if (isReservedId(record.userId)) throw new Error(reservedIdMessage('the member', record.userId));
+      return;
+    case 'message':
+      if (record.role !== 'assistant' && isReservedId(record.senderId)) {
+        throw new Error(`${reservedIdMessage('the sender', record.senderId)} (it sends only assistant replies)`);
+      }
+      return;
+    case 'memory':
+      if (record.scope === 'personal' && record.userId !== null && isReservedId(record.userId)) {
+        throw new Error(reservedIdMessage('the user of a personal memory', record.userId));
+      }
+      return;
+    default:
+      return;
+  }
+}
+
 function checkReferences(
   record: ParsedRecord,
   known: {
@@ -571,6 +600,11 @@ function checkReferences(
       if (record.id <= known.lastMemory) throw new Error(`memory ids must increase (${record.id} does not)`);
       if (record.topicId !== null && !known.topics.has(record.topicId)) {
         throw new Error(`the memory names topic ${record.topicId}, which is not earlier in the file`);
+      }
+      // A memory names its project for the project's lists and filters ("as if it came from there") and, in project
+      // scope, for its audience: a project that does not exist would be planted unseen, as a membership of one would.
+      if (record.projectId !== null && !known.projects.has(record.projectId)) {
+        throw new Error(`the memory names project ${record.projectId}, which is not earlier in the file`);
       }
       ownerKey(record.scope, record);
       for (const id of record.sourceMessageIds) message(id, 'sourceMessageIds');

@@ -2,12 +2,10 @@ import { z } from 'zod';
 import type { ImportedMemory, ImportSession } from '../../storage/transfer-store.js';
 import type { EngineContext } from '../engine-context.js';
 import { ErrorCode, MnemeError } from '../errors.js';
-import { CategorySchema, ContentSchema, parseInput, timeSchema, UserIdSchema } from '../schemas.js';
+import { MEM0_ACTOR } from '../reserved-ids.js';
+import { CategorySchema, ContentSchema, PersonIdSchema, parseInput, timeSchema } from '../schemas.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import { emptyReport, type ImportReport, lineError, type NumberedLine, numberedLines } from './import-lines.js';
-
-/** The actor of the version rows a mem0 import writes. */
-export const MEM0_ACTOR = 'mem0-import';
 
 /** Memories written per batch of the import's transaction. */
 const BATCH = 500;
@@ -20,7 +18,7 @@ const BATCH = 500;
 const Mem0MemorySchema = z.looseObject({
   id: z.union([z.string(), z.number()]).optional(),
   memory: ContentSchema,
-  user_id: UserIdSchema.nullish(),
+  user_id: PersonIdSchema.nullish(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
   categories: z.array(z.string()).nullish(),
   created_at: timeSchema('created_at').nullish(),

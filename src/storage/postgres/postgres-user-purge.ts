@@ -1,5 +1,6 @@
 import { MnemeError } from '../../core/errors.js';
 import { CHANNEL_TASKS, TOPIC_TASKS } from '../../core/ingest/extraction-task.js';
+import { isEngineActor } from '../../core/reserved-ids.js';
 import type { PurgeReport } from '../../core/types.js';
 import { type PostgresDatabase, type PostgresQueryable, toMnemeErrorPg, writePg } from './postgres-database.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
@@ -151,7 +152,9 @@ export async function purgePostgresUser(
   );
   const memories = (await q.query('DELETE FROM memories WHERE id = ANY($1::bigint[])', [memoryIds])).changed;
   await q.query('DELETE FROM messages WHERE id = ANY($1::bigint[])', [messageIds]);
-  await q.query('UPDATE memory_versions SET actor = NULL WHERE actor = $1', [userId]);
+  // A user under an id the engine writes its own version rows under (a database from before ADR 38) does not take
+  // those rows' actor with them: they are the engine's, on every user's memories.
+  if (!isEngineActor(userId)) await q.query('UPDATE memory_versions SET actor = NULL WHERE actor = $1', [userId]);
   await q.query('DELETE FROM users WHERE id = $1', [userId]);
   await q.query('DELETE FROM members WHERE user_id = $1', [userId]);
   const apiKeys = (await q.query('DELETE FROM api_keys WHERE user_id = $1', [userId])).changed;

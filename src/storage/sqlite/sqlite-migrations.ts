@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
+import { PROGRESS_WAIT_TIMEOUTS } from './sqlite-progress-wait.js';
 
 /** The `service_state` row migration 21's triggers move on whenever a word block's memories change. */
 export const WORD_BLOCKS_GENERATION = 'consolidation_word_blocks_generation';
@@ -1036,9 +1037,20 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
   // Another process may be migrating the same file, then writing to it back to back: SQLite's busy
   // handler would wait for the write lock the whole busy timeout and lose every round, though nothing
   // may be left to migrate. So the lock is tried in short waits, and between them the schema is read
-  // again (reads are not blocked in WAL mode), for as long as the connection's busy timeout.
+  // again (reads are not blocked in WAL mode), for as long as the connection's busy timeout, counted again from each
+  // commit of another connection (the other process migrating step by step, then writing: it is making progress), up
+  // to PROGRESS_WAIT_TIMEOUTS busy timeouts in all.
   const patience = Number(database.pragma('busy_timeout', { simple: true })) || 0;
-  const deadline = Date.now() + patience;
+  const started = Date.now();
+  let deadline = started + patience;
+  const dataVersion = () => {
+    try {
+      return Number(database.pragma('data_version', { simple: true }));
+    } catch {
+      return null;
+    }
+  };
+  let seen = dataVersion();
   database.pragma(`busy_timeout = ${Math.min(patience, MIGRATION_LOCK_TRY_MS)}`);
   try {
     for (;;) {
@@ -1046,6 +1058,11 @@ export function migrateSqlite(database: Database.Database, target = latestSchema
       try {
         reached = applyNextStep.immediate();
       } catch (error) {
+        const now = dataVersion();
+        if (now !== null && seen !== null && now !== seen) {
+          deadline = Math.min(started + PROGRESS_WAIT_TIMEOUTS * patience, Date.now() + patience);
+        }
+        seen = now;
         if (!isBusy(error) || Date.now() >= deadline) throw error;
         try {
           if (recorded() && !nextStep(currentVersion())) return currentVersion();

@@ -37,7 +37,10 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     ...(options.vectorListMinVectors === undefined ? {} : { listMinVectors: options.vectorListMinVectors }),
     ...(options.vectorListProbes === undefined ? {} : { listProbes: options.vectorListProbes }),
   });
-  const scheduler = createSqliteScheduler({ busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+  const scheduler = createSqliteScheduler({
+    busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+    progress: () => database.pragma('data_version', { simple: true }),
+  });
   const extraction = createSqliteExtractionStore(database, vectors, scheduler);
   const locks = createSqliteLocks(extraction, scheduler, options.lockTtlMs ?? SQLITE_LOCK_TTL_MS);
   let isOpen = true;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { CHANNEL_TASKS, TOPIC_TASKS } from '../../core/ingest/extraction-task.js';
+import { isEngineActor } from '../../core/reserved-ids.js';
 import type { PurgeReport } from '../../core/types.js';
 import { withBuiltOnThem } from '../cited-channels.js';
 import { getRow, toMnemeError, writeSqlite } from './sqlite-database.js';
@@ -133,7 +134,9 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`);
   const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
   database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
-  database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
+  // A user under an id the engine writes its own version rows under (a database from before ADR 38) does not take
+  // those rows' actor with them: they are the engine's, on every user's memories.
+  if (!isEngineActor(userId)) database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
   database.prepare('DELETE FROM users WHERE id = ?').run(userId);
   database.prepare('DELETE FROM members WHERE user_id = ?').run(userId);
   const apiKeys = database.prepare('DELETE FROM api_keys WHERE user_id = ?').run(userId).changes;

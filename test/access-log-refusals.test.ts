@@ -1,0 +1,75 @@
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMneme } from '../src/config/create-mneme.js';
+import type { Mneme } from '../src/core/mneme.js';
+import { MAX_PIPELINED_REQUESTS, type RunningHttpServer, startHttpServer } from '../src/http/http-server.js';
+
+/**
+ * The service's access log had a line for every request the app answered, refusals included (401, 403, 413, 429 of the
+ * body share), but none for the two refusals the server writes itself, outside the app (ADR 33): a connection over
+ * the limits (503 TOO_MANY_CONNECTIONS) and one pipelined request too many (429). An operator reading the log to see
+ * why clients were turned away saw nothing of either. They are now logged in the same form.
+ */
+const opened: Array<{ mneme: Mneme; server: RunningHttpServer; sockets: Socket[] }> = [];
+afterEach(async () => {
+  for (const { mneme, server, sockets } of opened.splice(0)) {
+    for (const socket of sockets) socket.destroy();
+    await server.close();
+    await mneme.close();
+  }
+});
+
+async function serve(connectionsPerAddress?: number) {
+  const mneme = await createMneme({ path: ':memory:' });
+  const lines: string[] = [];
+  const server = await startHttpServer({
+    mneme,
+    port: 0,
+    logError: () => {},
+    accessLog: (line) => lines.push(line),
+    ...(connectionsPerAddress === undefined ? {} : { connectionsPerAddress }),
+  });
+  const sockets: Socket[] = [];
+  opened.push({ mneme, server, sockets });
+  const port = Number(new URL(server.url).port);
+  /** Writes `request` on a new connection and reads until the server closes it (or the client gives up waiting). */
+  const send = (request: string, keep = false) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect({ port, host: '127.0.0.1' }, () => socket.write(request));
+      sockets.push(socket);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('utf8');
+        if (keep && received.includes('\r\n\r\n')) resolve(received);
+      });
+      socket.on('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'ECONNRESET' ? resolve(received) : reject(error),
+      );
+      socket.on('close', () => resolve(received));
+      socket.setTimeout(3000, () => socket.end());
+    });
+  return { lines, send };
+}
+
+const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+
+describe('the access log of mneme serve', () => {
+  it('has a line for a connection refused 503 over the limit, as for a request the app answers', async () => {
+    const { lines, send } = await serve(1);
+    expect(await send(get('/api/health'), true)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await send(get('/api/memories?limit=5'))).toMatch(/^HTTP\/1\.1 503 /);
+    await expect.poll(() => lines.length).toBe(2);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ GET \/api\/health 200 \d+ms$/);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ - - 503 \d+ms$/);
+  });
+
+  it('has a line for the pipelined request refused 429, with its method and its path without the query', async () => {
+    const { lines, send } = await serve();
+    const received = await send(get('/api/memories%0Aforged?limit=500').repeat(4 * MAX_PIPELINED_REQUESTS));
+    expect(received).toContain('HTTP/1.1 429 ');
+    await expect.poll(() => lines.filter((line) => / 429 \d+ms$/.test(line))).toHaveLength(1);
+    expect(lines.find((line) => / 429 \d+ms$/.test(line))).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ GET \/api\/memories%0Aforged 429 \d+ms$/,
+    );
+  });
+});
