@@ -337,7 +337,9 @@ async function runExtractor(
       channelId: message.channelId,
       messageId: message.id,
       userMessage: message.content,
-      assistantReply: input.reply?.content ?? null,
+      // Only the assistant's reply is told as one: a person's answer (a user message naming it in `replyTo`) is
+      // theirs, not something the assistant said to the speaker, and never becomes the speaker's facts (attack28b).
+      assistantReply: input.reply?.role === 'assistant' ? input.reply.content : null,
       createdAt: message.createdAt,
       related: input.related.map((memory) => ({ id: memory.id, content: memory.content })),
     },
