@@ -57,7 +57,8 @@ export function stdioSession(engine: Mneme, viewer: Viewer): McpSession {
  */
 function memberExchanges(engine: Mneme): Pick<Mneme, 'ingestExchange'> {
   return {
-    ingestExchange: (input, options = {}) => engine.ingestExchange(input, { ...options, joinsOnlyNewSpaces: true }),
+    ingestExchange: (input, options = {}) =>
+      engine.ingestExchange(input, { ...options, joinsOnlyNewSpaces: true, ownNames: true }),
   };
 }
 
