@@ -1,7 +1,6 @@
 import type { Principal } from './access.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
-import { assertNameOfNoOther } from './ingest/display-name.js';
 import { channelMessages, listChannels, MessagePageInputSchema } from './inspection.js';
 import { createMembership } from './membership.js';
 import type { Mneme } from './mneme.js';
@@ -46,11 +45,7 @@ export function guardMneme(
 ): Mneme {
   const { userId } = principal;
   /** A post of the user: its memberships checked here, and written only while the key it came with is active. */
-  const posting = {
-    sendersAreMembers: true,
-    ownNames: true,
-    ...(principal.keyId === undefined ? {} : { keyId: principal.keyId }),
-  };
+  const posting = { sendersAreMembers: true, ...(principal.keyId === undefined ? {} : { keyId: principal.keyId }) };
   const membership = createMembership(context);
   const refuse = (what: string): never => {
     throw new MnemeError(ErrorCode.Forbidden, `${what} needs an administrator; this caller acts as user ${userId}`);
@@ -268,8 +263,6 @@ export function guardMneme(
     async setDisplayName(input) {
       const parsed = parseInput(DisplayNameInputSchema, input, 'display name');
       if (parsed.userId !== userId) forOtherUser('renaming', parsed.userId);
-      // Memories name people by it: never another user's (ADR 39).
-      await assertNameOfNoOther(context, userId, parsed.displayName);
       return engine.setDisplayName(parsed);
     },
 

@@ -90,10 +90,6 @@ const MessagePageQuerySchema = z.strictObject({
   ).default(50),
 });
 
-/** When a user key is refused a display name (ADR 39). */
-const NAME_OF_ANOTHER =
-  "CONFLICT (user keys): the display name (`displayName`, a message's `senderName`) is one another user goes by (their display name, ignoring case, or their id): memories name people by it, and what this user says would be remembered as theirs. Nothing is written. An administrator key may give two users one name";
-
 /** Extraction over a whole topic (a conversation or a work session): administrator keys only. */
 const topicExtraction = {
   kind: 'admin',
@@ -330,7 +326,6 @@ export const apiRoutes: readonly Route[] = [
     creates: true,
     status: 202,
     body: IngestInputSchema,
-    problems: { 409: NAME_OF_ANOTHER },
     access: { kind: 'self', user: ({ body }) => (body.role === 'user' ? body.sender : undefined) },
     handle: async ({ mneme, body }) => mneme.ingest(body),
   }),
@@ -346,7 +341,6 @@ export const apiRoutes: readonly Route[] = [
     creates: true,
     status: 202,
     body: IngestBatchSchema,
-    problems: { 409: NAME_OF_ANOTHER },
     access: { kind: 'self', user: ({ body }) => body.messages.flatMap(speakerOf) },
     handle: async ({ mneme, body }) => committedAs(mneme.ingestMany(body.messages), (results) => ({ results })),
   }),
@@ -503,7 +497,6 @@ export const apiRoutes: readonly Route[] = [
     returns: 'The user',
     params: UserParamsSchema,
     body: DisplayNameInputSchema.omit({ userId: true }),
-    problems: { 409: NAME_OF_ANOTHER },
     access: { kind: 'self', user: ({ params }) => params.id },
     handle: async ({ mneme, params, body }) => mneme.setDisplayName({ ...body, userId: params.id }),
   }),

@@ -57,8 +57,7 @@ export function stdioSession(engine: Mneme, viewer: Viewer): McpSession {
  */
 function memberExchanges(engine: Mneme): Pick<Mneme, 'ingestExchange'> {
   return {
-    ingestExchange: (input, options = {}) =>
-      engine.ingestExchange(input, { ...options, joinsOnlyNewSpaces: true, ownNames: true }),
+    ingestExchange: (input, options = {}) => engine.ingestExchange(input, { ...options, joinsOnlyNewSpaces: true }),
   };
 }
 

@@ -25,12 +25,6 @@ export interface DirectoryStore {
    */
   putUser(user: User, at: number, options?: { deferred?: boolean }): Promise<User>;
   getUser(id: string): Promise<User | null>;
-  /**
-   * The users other than `except` whom memories would name as `name`: those whose display name is `name` ignoring
-   * case (the store's `lower`), and those whose id is `name` or its lower case (a user with no display name goes by
-   * their id), as a user, a member or a sender of a message; at most a few.
-   */
-  nameHolders(name: string, except: string): Promise<string[]>;
   /** Creates or updates the project; `members`, when given, replace its members in the same transaction. */
   putProject(
     project: { id: string; name: string | null; managed: boolean },

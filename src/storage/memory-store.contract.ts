@@ -1330,19 +1330,6 @@ export function describeStorageContract(
       expect(await storage.messages.searchText('room', ['"', 'OR'], 10)).toEqual([]);
     });
 
-    it('names the other users memories would call by a name: by display name ignoring case, or by id', async () => {
-      const { directory } = storage;
-      await directory.putUser({ id: 'ann', displayName: 'Ann' }, at);
-      await directory.putUser({ id: 'bob', displayName: 'Bob' }, at);
-      await storage.memberships.putChannel({ id: 'town', members: ['cy'] }, at);
-      await storage.messages.append([said('dee', 'Morning everyone')]);
-      expect(await directory.nameHolders('ANN', 'bob')).toEqual(['ann']);
-      expect(await directory.nameHolders('Ann', 'ann')).toEqual([]);
-      expect(await directory.nameHolders('Cy', 'bob')).toEqual(['cy']);
-      expect(await directory.nameHolders('dee', 'bob')).toEqual(['dee']);
-      expect(await directory.nameHolders('Eve', 'bob')).toEqual([]);
-    });
-
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
       const { memberships } = storage;
       expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({

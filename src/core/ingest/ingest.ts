@@ -31,7 +31,6 @@ import {
   parseChatCommand,
   prepareChatCommands,
 } from './chat-commands.js';
-import { assertNameOfNoOther } from './display-name.js';
 import { createExtraction, type ExtractionReport } from './extraction.js';
 import type { ExtractionScheduler } from './extraction-scheduler.js';
 import { isSkippedMessage } from './ingest-policy.js';
@@ -123,12 +122,6 @@ export interface IngestOptions {
    * is no longer active when it is written (revoked, or its user purged, while the post was on its way: attack22).
    */
   keyId?: number;
-  /**
-   * The caller acts for the senders themselves (a user key, a stdio MCP session of one user): a new display name
-   * (`senderName`, `userName`) another user goes by is refused (CONFLICT, nothing appended; ADR 39). Left out, an
-   * administrator's ingest names senders as its platform does, two of them alike if it must.
-   */
-  ownNames?: boolean;
 }
 
 export interface IngestManyOptions extends IngestOptions {
@@ -289,9 +282,6 @@ export function createIngest(
     for (const input of inputs) {
       names.set(input.sender.id, await nameOf(input.sender.id, input.sender.name, known, renames));
       if (input.topicId !== undefined) topics.add(input.topicId);
-    }
-    if (options.ownNames) {
-      for (const [userId, displayName] of renames) await assertNameOfNoOther(context, userId, displayName);
     }
     // The senders' new names and memberships and the new topics are written in the append's transaction:
     // one durable commit, and nothing of them when the store refuses the append. A topic is created there
@@ -466,7 +456,6 @@ export function createIngest(
   const joinsOf = (options: IngestOptions): IngestOptions => ({
     sendersAreMembers: options.sendersAreMembers === true,
     joinsOnlyNewSpaces: options.joinsOnlyNewSpaces === true,
-    ownNames: options.ownNames === true,
     ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
   });
 

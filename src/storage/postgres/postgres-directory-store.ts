@@ -38,19 +38,6 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
         return rows[0] ?? null;
       });
     },
-    async nameHolders(name, except) {
-      return withPgErrors(`reading who goes by ${name}`, async () => {
-        const { rows } = await database.query<{ id: string }>(
-          `SELECT id FROM users WHERE lower(display_name) = lower($1) AND id <> $3
-           UNION SELECT id FROM users WHERE id IN ($1, $2) AND id <> $3
-           UNION SELECT user_id FROM members WHERE user_id IN ($1, $2) AND user_id <> $3
-           UNION SELECT sender_id FROM messages WHERE sender_id IN ($1, $2) AND sender_id <> $3
-           LIMIT 5`,
-          [name, name.toLowerCase(), except],
-        );
-        return rows.map((row) => row.id);
-      });
-    },
     async putProject(project, at, members) {
       const sql = `INSERT INTO projects (id, name, managed, created_at) VALUES ($1, $2, $3, $4)
           ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`;

@@ -17,9 +17,6 @@ interface TopicRow {
   created_at: number;
 }
 
-/** Most users `nameHolders` names. */
-const NAME_HOLDERS = 5;
-
 /** The SQLite implementation of the DirectoryStore port. */
 export function createSqliteDirectoryStore(database: Database.Database): DirectoryStore {
   const statements = {
@@ -29,13 +26,6 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
     ),
     getUser: database.prepare<[string], { id: string; displayName: string | null }>(
       'SELECT id, display_name AS displayName FROM users WHERE id = ?',
-    ),
-    nameHolders: database.prepare<{ name: string; lower: string; except: string }, { id: string }>(
-      `SELECT id FROM users WHERE lower(display_name) = lower(@name) AND id <> @except
-      UNION SELECT id FROM users WHERE id IN (@name, @lower) AND id <> @except
-      UNION SELECT user_id FROM members WHERE user_id IN (@name, @lower) AND user_id <> @except
-      UNION SELECT sender_id FROM messages WHERE sender_id IN (@name, @lower) AND sender_id <> @except
-      LIMIT ${NAME_HOLDERS}`,
     ),
     putProject: database.prepare<[string, string | null, 0 | 1, number], ProjectRow>(
       `INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)
@@ -71,11 +61,6 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
     },
     async getUser(id) {
       return readSqlite(`reading user ${id}`, () => statements.getUser.get(id) ?? null);
-    },
-    async nameHolders(name, except) {
-      return readSqlite(`reading who goes by ${name}`, () =>
-        statements.nameHolders.all({ name, lower: name.toLowerCase(), except }).map((row) => row.id),
-      );
     },
     async putProject(project, at, members) {
       const save = () => {
