@@ -5,6 +5,7 @@ import type { Mneme } from '../src/core/mneme.js';
 import { type PolicyOptions, resolvePolicy } from '../src/core/policy.js';
 import type { Dreamer } from '../src/core/ports/dreamer.js';
 import type { EpisodeSummariser } from '../src/core/ports/episode-summariser.js';
+import type { FactExtractor } from '../src/core/ports/fact-extractor.js';
 import type { MemoryMerger } from '../src/core/ports/memory-merger.js';
 import type { EmbeddingModel } from '../src/models/embedding-model.js';
 import { createOfflineEpisodeSummariser } from '../src/models/offline/offline-episode-summariser.js';
@@ -93,6 +94,8 @@ export interface MaintenanceEngineOptions {
   summariser?: EpisodeSummariser;
   merger?: MemoryMerger;
   dreamer?: Dreamer;
+  /** Finds facts in user messages; none when left out (exchange memories and commands still work). */
+  extractor?: FactExtractor;
   /** SQLite's: stores with fewer vectors get no inverted lists. */
   vectorListMinVectors?: number;
   /** SQLite's: quiet full-text searches before the owner index is held in memory (0: at once; negative: never). */
@@ -122,6 +125,7 @@ export async function openMaintenanceEngine(options: MaintenanceEngineOptions = 
     summariser: options.summariser ?? createOfflineEpisodeSummariser(),
     merger: options.merger ?? createOfflineMemoryMerger(),
     dreamer: options.dreamer ?? null,
+    ...(options.extractor === undefined ? {} : { extractor: options.extractor }),
   });
   return { mneme, storage, clock, warnings };
 }

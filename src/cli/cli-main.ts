@@ -57,6 +57,7 @@ const notAsUser: Record<string, string> = {
   copy: 'leave out --as; a copy holds every row of the database',
   bench: 'leave out --as; the benchmark runs on a database of its own',
   eval: 'leave out --as; the evaluation runs on a database of its own',
+  doctor: "leave out --as; it reads the vector index of the whole database, which a user's rights do not",
 };
 
 const mayStartWithoutDatabase = new Set(['init', 'serve', 'proxy', 'mcp', 'ingest', 'import', 'doctor']);

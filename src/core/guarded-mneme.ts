@@ -78,6 +78,22 @@ export function guardMneme(
     return memory;
   }
 
+  /**
+   * FORBIDDEN when the memory was built from a message another user sent (a turn between people, "Ann: ...\nBob:
+   * ..."): a new content would put words in that user's mouth, under their message as its source (attack28b).
+   */
+  async function assertQuotesNoOther(id: number, sourceMessageIds: readonly number[]): Promise<void> {
+    if (sourceMessageIds.length === 0) return;
+    const other = (await context.storage.messages.get(sourceMessageIds)).find(
+      (message) => message.role === 'user' && message.senderId !== userId,
+    );
+    if (other === undefined) return;
+    throw new MnemeError(
+      ErrorCode.Forbidden,
+      `editing the content of memory ${id}: it quotes what user ${other.senderId} said (message ${other.id}), which this caller (user ${userId}) may not rewrite; forget it, or write a memory of your own`,
+    );
+  }
+
   async function assertMayPost(input: unknown, what: string): Promise<void> {
     const parsed = parseInput(IngestInputSchema, input, what);
     if (parsed.role !== 'user') refuse(`posting a message as the ${parsed.role}`);
@@ -158,6 +174,7 @@ export function guardMneme(
       const { viewer, ...edit } = parsed;
       const memory = await ownMemory(edit.id, viewer, 'editing');
       if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
+      if (edit.content !== undefined) await assertQuotesNoOther(memory.id, memory.sourceMessageIds);
       return engine.update({ ...edit, actor: principal.label });
     },
 

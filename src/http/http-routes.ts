@@ -216,6 +216,9 @@ export const apiRoutes: readonly Route[] = [
     returns: 'The memory as now stored',
     ...memoryRequest,
     body: MemoryPatchSchema,
+    problems: {
+      403: "FORBIDDEN: the key is bound to a user who is not a member of a space the request names, who did not write the memory, or (a new `content`) whose memory quotes another user's message (a turn between people): its words are not this user's to rewrite",
+    },
     handle: async ({ mneme, principal, params, body, viewer }) =>
       mneme.update({ ...body, id: params.id, viewer, actor: principal.label }),
   }),

@@ -100,7 +100,8 @@ export async function extractFacts(
   const limit = context.policy.ingest.relatedMemories;
   const owners = searchOwners(message, target);
   const found = await relatedMemories(context, message.content, owners, limit * 2);
-  const related = found.slice(0, limit);
+  const shown = await shownToExtractor(context, extractor, message, target);
+  const related = found.filter(shown).slice(0, limit);
   if (hold) {
     const asked = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
     if (asked.length === 0) {
@@ -123,7 +124,7 @@ export async function extractFacts(
     const candidates = [...current, ...(await alreadyCiting(context, message.id, owners, current))];
     const channelIsPublic = await createMembership(context).isPublic(message.channelId);
     // An extractor answering in the process tells its answer again when the related memories moved.
-    const currentRelated = current.slice(0, limit);
+    const currentRelated = current.filter(shown).slice(0, limit);
     const retold =
       unrelated !== null && extractor.inProcess === true && !sameMemories(related, currentRelated)
         ? await proposedFacts(context, extractor, { message, reply, speaker, related: currentRelated }, unrelated)
@@ -140,6 +141,30 @@ export async function extractFacts(
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
   return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, channelIsPublic);
+}
+
+/**
+ * Which related memories the extractor may be shown for a message: an extractor whose related memories only remove
+ * facts (the offline one) writes nothing of theirs, and is shown them all; any other (a chat model) may write what it
+ * is shown into the facts of the message, which a room or the world may read, so it is shown only memories everyone
+ * who reads the message's channel may see: the speaker's personal memories only where the speaker alone reads it
+ * (attack28b: a text pasted into the public lobby asked the model to restate what it remembered of the speaker, and
+ * a personal memory said in a direct channel became a global one). Conversation and work extraction search only
+ * their target's own memories, which its members all read.
+ */
+async function shownToExtractor(
+  context: EngineContext,
+  extractor: FactExtractor,
+  message: Message,
+  target: ExtractionTarget,
+): Promise<(memory: Memory) => boolean> {
+  if (extractor.relatedOnlyRemoves === true || target.source !== 'extraction') return () => true;
+  const channel = await context.storage.memberships.getChannel(message.channelId);
+  const speakerAlone =
+    channel !== null &&
+    channel.visibility !== 'public' &&
+    channel.members.every((member) => member === message.senderId);
+  return (memory) => speakerAlone || memory.scope !== 'personal';
 }
 
 /**
@@ -338,7 +363,9 @@ async function runExtractor(
       channelId: message.channelId,
       messageId: message.id,
       userMessage: message.content,
-      assistantReply: input.reply?.content ?? null,
+      // Only the assistant's reply is told as one: a person's answer (a user message naming it in `replyTo`) is
+      // theirs, not something the assistant said to the speaker, and never becomes the speaker's facts (attack28b).
+      assistantReply: input.reply?.role === 'assistant' ? input.reply.content : null,
       createdAt: message.createdAt,
       related: input.related.map((memory) => ({ id: memory.id, content: memory.content })),
     },

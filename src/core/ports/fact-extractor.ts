@@ -22,7 +22,7 @@ export interface ExtractionInput {
   /** The user message's id in the log, to name it in a warning. */
   messageId?: number;
   userMessage: string;
-  /** The assistant's reply, when the message was part of an exchange. */
+  /** The assistant's reply, when the message was part of an exchange (never a person's answer to it). */
   assistantReply: string | null;
   /** When the user message was sent (ISO 8601), so relative times ("yesterday") can be dated. */
   createdAt?: string;
