@@ -17,12 +17,20 @@ describe('nameKey', () => {
     expect(nameKey('ʙᴏʙ')).toBe(nameKey('Bob')); // small capitals
     expect(nameKey('𝐁𝐨𝐛')).toBe(nameKey('Bob')); // mathematical bold, by NFKC
     expect(nameKey('Bօb')).toBe(nameKey('Bob')); // Armenian օ
+    expect(nameKey('Μax')).toBe(nameKey('Max')); // Greek capital Mu, whose lower case μ is drawn like u
+    expect(nameKey('Ηenry')).toBe(nameKey('Henry')); // Greek capital Eta (η is drawn like n)
+    expect(nameKey('Νina')).toBe(nameKey('Nina')); // Greek capital Nu (ν is drawn like v)
+    expect(nameKey('Υves')).toBe(nameKey('Yves')); // Greek capital Upsilon
+    expect(nameKey('Ᏼob')).toBe(nameKey('Bob')); // Cherokee
+    expect(nameKey('\u13fcob')).toBe(nameKey('Bob')); // Cherokee small YV
+    expect(nameKey('ꓐob')).toBe(nameKey('Bob')); // Lisu
   });
 
   it('keeps different names apart', () => {
     expect(nameKey('Bob')).not.toBe(nameKey('Rob'));
     expect(nameKey('Ann Lee')).not.toBe(nameKey('Ann'));
     expect(nameKey('李雷')).not.toBe(nameKey('韩梅梅'));
+    expect(nameKey('Μax')).not.toBe(nameKey('μax')); // the lower case μ is drawn like u, not m
   });
 
   it('keys a name of symbols alone by itself, and bounds every key', () => {
