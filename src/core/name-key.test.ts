@@ -6,6 +6,8 @@ describe('nameKey', () => {
     for (const name of ['Bob', 'bob', 'BOB', 'Bób', 'Ｂｏｂ', 'B o b', 'B.o.b', 'B\u200bob', 'Bob\u00ad']) {
       expect(nameKey(name), name).toBe('bob');
     }
+    expect(nameKey('Bob\u3164')).toBe('bob'); // a Hangul filler, a letter drawn as nothing
+    expect(nameKey('B\uffa0ob')).toBe('bob');
   });
 
   it('folds letters of other scripts and digits drawn like Latin ones', () => {
@@ -46,6 +48,7 @@ describe('unfitName', () => {
     expect(unfitName('Eve\u2028Bob')).toMatch(/line breaks/);
     expect(unfitName('B\u200bob')).toMatch(/invisible/);
     expect(unfitName('Eve\u202ebob')).toMatch(/invisible/);
+    expect(unfitName('Bob\u3164')).toMatch(/invisible/); // a Hangul filler, a letter drawn as nothing
     expect(unfitName('Bob: yes. Eve')).toMatch(/colon/);
     expect(unfitName('Bob： yes')).toMatch(/colon/);
     expect(unfitName('Bob∶ yes')).toMatch(/colon/);

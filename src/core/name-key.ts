@@ -17,7 +17,7 @@ export function nameKey(name: string): string {
   let key = '';
   for (const char of folded) {
     const latin = LOOK_ALIKES.get(char) ?? char;
-    if (LETTER_OR_DIGIT.test(latin)) key += latin;
+    if (LETTER_OR_DIGIT.test(latin) && !FILLERS.test(latin)) key += latin;
   }
   key = key.replace(/rn/g, 'm').replace(/vv/g, 'w').replace(/[i1|]/g, 'l').replace(/0/g, 'o');
   // A name of symbols alone ("🙂") is its own key; the key is bounded for the index (a compatibility form can
@@ -41,7 +41,9 @@ const MAX_KEY_CHARS = 200;
 const MARKS = /\p{M}/gu;
 const CHEROKEE_SMALL = /[\u13f8-\u13fd\uab70-\uabbf]/u;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
-const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+/** The Hangul fillers: letters (Lo), not format characters, but drawn as nothing ("Bob" and a filler reads "Bob"). */
+const FILLERS = /[\u115f\u1160\u3164\uffa0]/u;
+const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/u;
 /** The colon and the characters drawn like it (after NFKC, which maps the fullwidth and small colons to `:`). */
 const COLON = /[:\u02d0\u02f8\u0589\u05c3\u1361\u1804\u205a\u2236\ua789\ufe13\ufe30]/u;
 
