@@ -28,6 +28,8 @@ export const UserIdSchema = externalId('userId');
 export const SenderIdSchema = externalId('sender');
 /** The sender id recorded for an assistant reply: a user id, named `assistantId` in errors. */
 export const AssistantIdSchema = externalId('assistantId');
+/** The `assistantId` of an exchange that names none: the assistant's replies are said by this user. */
+export const DEFAULT_ASSISTANT_ID = 'assistant';
 export const ChannelIdSchema = externalId('channelId');
 export const ProjectIdSchema = externalId('projectId');
 export const TopicIdSchema = externalId('topicId');
@@ -569,7 +571,7 @@ export const IngestExchangeInputSchema = z.strictObject({
   userMessage: MessageContentSchema,
   assistantReply: MessageContentSchema,
   /** The sender id recorded for the reply. */
-  assistantId: AssistantIdSchema.default('assistant'),
+  assistantId: AssistantIdSchema.default(DEFAULT_ASSISTANT_ID),
   createdAt: TimestampSchema.optional(),
   topicId: TopicIdSchema.optional(),
   /** The chat platform's id of the user message, unique per channel and sender (see `IngestInputSchema`). */
