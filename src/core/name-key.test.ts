@@ -26,6 +26,8 @@ describe('nameKey', () => {
     expect(nameKey('Ᏼob')).toBe(nameKey('Bob')); // Cherokee
     expect(nameKey('\u13fcob')).toBe(nameKey('Bob')); // Cherokee small YV
     expect(nameKey('ꓐob')).toBe(nameKey('Bob')); // Lisu
+    expect(nameKey('B\u0966b')).toBe(nameKey('Bob')); // a Devanagari zero
+    expect(nameKey('Bi\u0661\u0661')).toBe(nameKey('Bill')); // Arabic-Indic ones
   });
 
   it('keeps different names apart', () => {

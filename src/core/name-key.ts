@@ -110,7 +110,10 @@ const CAPITAL_LOOK_ALIKES = new Map<string, string>(
   }),
 );
 
-/** Lower-case letters of Cyrillic, Greek, Armenian and Latin extensions (small capitals) drawn like a Latin letter. */
+/**
+ * Lower-case letters of Cyrillic, Greek, Armenian and Latin extensions (small capitals), and digits of other scripts,
+ * drawn like a Latin letter.
+ */
 const LOOK_ALIKES = new Map<string, string>(
   Object.entries({
     а: 'a',
@@ -196,6 +199,25 @@ const LOOK_ALIKES = new Map<string, string>(
     հ: 'h',
     ո: 'n',
     զ: 'q',
+    // Digits of other scripts drawn as a ring like "o" (the zeros of Devanagari, Bengali, Gurmukhi, Gujarati, Oriya,
+    // Tamil, Telugu, Kannada, Malayalam, Thai, Lao, Myanmar; the Arabic-Indic five) or as a stroke like "l" (the
+    // Arabic-Indic ones), and the dental click ǀ. NFKC leaves them as they are.
+    '\u0966': 'o',
+    '\u09e6': 'o',
+    '\u0a66': 'o',
+    '\u0ae6': 'o',
+    '\u0b66': 'o',
+    '\u0be6': 'o',
+    '\u0c66': 'o',
+    '\u0ce6': 'o',
+    '\u0d66': 'o',
+    '\u0e50': 'o',
+    '\u0ed0': 'o',
+    '\u1040': 'o',
+    '\u0665': 'o',
+    '\u0661': 'l',
+    '\u06f1': 'l',
+    ǀ: 'l',
     ß: 'ss',
     æ: 'ae',
     œ: 'oe',
