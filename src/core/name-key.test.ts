@@ -6,6 +6,8 @@ describe('nameKey', () => {
     for (const name of ['Bob', 'bob', 'BOB', 'Bób', 'Ｂｏｂ', 'B o b', 'B.o.b', 'B\u200bob', 'Bob\u00ad']) {
       expect(nameKey(name), name).toBe('bob');
     }
+    expect(nameKey('Bob\u3164')).toBe('bob'); // a Hangul filler, a letter drawn as nothing
+    expect(nameKey('B\uffa0ob')).toBe('bob');
   });
 
   it('folds letters of other scripts and digits drawn like Latin ones', () => {
@@ -17,12 +19,22 @@ describe('nameKey', () => {
     expect(nameKey('ʙᴏʙ')).toBe(nameKey('Bob')); // small capitals
     expect(nameKey('𝐁𝐨𝐛')).toBe(nameKey('Bob')); // mathematical bold, by NFKC
     expect(nameKey('Bօb')).toBe(nameKey('Bob')); // Armenian օ
+    expect(nameKey('Μax')).toBe(nameKey('Max')); // Greek capital Mu, whose lower case μ is drawn like u
+    expect(nameKey('Ηenry')).toBe(nameKey('Henry')); // Greek capital Eta (η is drawn like n)
+    expect(nameKey('Νina')).toBe(nameKey('Nina')); // Greek capital Nu (ν is drawn like v)
+    expect(nameKey('Υves')).toBe(nameKey('Yves')); // Greek capital Upsilon
+    expect(nameKey('Ᏼob')).toBe(nameKey('Bob')); // Cherokee
+    expect(nameKey('\u13fcob')).toBe(nameKey('Bob')); // Cherokee small YV
+    expect(nameKey('ꓐob')).toBe(nameKey('Bob')); // Lisu
+    expect(nameKey('B\u0966b')).toBe(nameKey('Bob')); // a Devanagari zero
+    expect(nameKey('Bi\u0661\u0661')).toBe(nameKey('Bill')); // Arabic-Indic ones
   });
 
   it('keeps different names apart', () => {
     expect(nameKey('Bob')).not.toBe(nameKey('Rob'));
     expect(nameKey('Ann Lee')).not.toBe(nameKey('Ann'));
     expect(nameKey('李雷')).not.toBe(nameKey('韩梅梅'));
+    expect(nameKey('Μax')).not.toBe(nameKey('μax')); // the lower case μ is drawn like u, not m
   });
 
   it('keys a name of symbols alone by itself, and bounds every key', () => {
@@ -39,6 +51,7 @@ describe('unfitName', () => {
     expect(unfitName('B\u200bob')).toMatch(/invisible/);
     expect(unfitName('B\u200dob')).toMatch(/invisible/);
     expect(unfitName('Eve\u202ebob')).toMatch(/invisible/);
+    expect(unfitName('Bob\u3164')).toMatch(/invisible/); // a Hangul filler, a letter drawn as nothing
     expect(unfitName('Bob: yes. Eve')).toMatch(/colon/);
     expect(unfitName('Bob： yes')).toMatch(/colon/);
     expect(unfitName('Bob∶ yes')).toMatch(/colon/);

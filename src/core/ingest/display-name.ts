@@ -1,12 +1,14 @@
 import type { EngineContext } from '../engine-context.js';
 import { nameKey, unfitName } from '../name-key.js';
+import { ASSISTANT_ID } from '../reserved-ids.js';
 
 /**
  * The name a user goes by in memories ("Oz: ...", "Oz prefers ..."; ADR 40): their display name, followed by their
  * id when another user can be taken for that name (`Bob (eve)`: Eve named herself Bob, or "bob", "B0b", "Воb" with
- * a Cyrillic о) and always when it has brackets (`Bob (bob)` would pass for a label); their id alone when they have
- * no name or one that cannot stand before a colon (stored before such names were refused). Ids are given by whoever
- * runs mneme and are unique: they are shown as they are.
+ * a Cyrillic о; or "Assistant", the default assistant's id, even before it has replied) and always when it has
+ * brackets (`Bob (bob)` would pass for a label); their id alone when they have no name or one that cannot stand
+ * before a colon (stored before such names were refused). Ids are given by whoever runs mneme and are unique: they
+ * are shown as they are.
  */
 export async function displayName(context: EngineContext, userId: string): Promise<string> {
   const { directory } = context.storage;
@@ -16,6 +18,8 @@ export async function displayName(context: EngineContext, userId: string): Promi
   if (BRACKETS.test(name.normalize('NFKC'))) return `${name} (${userId})`;
   const key = nameKey(name);
   const spellings = [name, key].flatMap((text) => [text, text.toLowerCase(), text.toUpperCase(), capitalised(text)]);
+  // The assistant of exchanges that name none is always there to be taken for, before it has replied anywhere.
+  if (userId !== ASSISTANT_ID && spellings.includes(ASSISTANT_ID)) return `${name} (${userId})`;
   return (await directory.hasNamesake(userId, key, [...new Set(spellings)])) ? `${name} (${userId})` : name;
 }
 

@@ -106,7 +106,7 @@ export function createChatFactExtractor(chat: ChatModel, options: ChatFactExtrac
       const known = new Set(input.related.map((memory) => normalized(memory.content)));
       const seen = new Set<string>();
       return reply.facts.flatMap((fact): ExtractedFact[] => {
-        const content = attributed(fact.content, input.speaker.displayName);
+        const content = labelled(attributed(fact.content, input.speaker.displayName), input.speaker);
         const key = normalized(content);
         if (known.has(key) || seen.has(key)) return [];
         seen.add(key);
@@ -121,6 +121,23 @@ const UNUSABLE_IN_A_ROW = 3;
 
 function ordinal(count: number): string {
   return count === 3 ? 'third' : `${count}th`;
+}
+
+/**
+ * The speaker's name in `content` followed by the id of their label where the model left it out: a speaker others
+ * can be taken for is labelled `Bob (eve)` (ADR 40), and a model reads the bracket as a note ("Bob approves ..."),
+ * which would keep what Eve said as a fact about Bob. Words the name is only part of ("Bobby") are left alone.
+ */
+function labelled(content: string, speaker: { userId: string; displayName: string }): string {
+  const suffix = ` (${speaker.userId})`;
+  if (!speaker.displayName.endsWith(suffix)) return content;
+  const name = speaker.displayName.slice(0, -suffix.length);
+  const plain = new RegExp(`(?<![\\p{L}\\p{N}])${escaped(name)}(?![\\p{L}\\p{N}])(?!${escaped(suffix)})`, 'giu');
+  return content.replace(plain, speaker.displayName);
+}
+
+function escaped(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
 }
 
 /** Replaces "the user" (any case) with the speaker's name. */
