@@ -8,21 +8,31 @@ import { createFixedClock } from '../src/testing.js';
  * ν folded to v, Η (Eta) like H but η folded to n, Υ (Upsilon) like Y but υ folded to u. Eve named herself "Μax"
  * with a Greek Μ and what she said in Max's room read as said by Max, with no label (ADR 40).
  */
+/**
+ * A name's key folds the digits drawn like letters ("B0b", "Wi11iam"), but only the ASCII ones: the zeros of
+ * Devanagari (०), Bengali (০) and the other Indic scripts are drawn as a ring like "o", the Arabic-Indic one (١) as a
+ * stroke like "l", and the Latin letter dental click (ǀ) is a stroke too. None is changed by NFKC: Eve named herself
+ * "B०b" in Bob's room and what she said read "B०b: I approve ..." with no label (ADR 40).
+ */
 
 const STORES = [':memory:', 'pglite:memory:'];
 
 describe.each(STORES)('on %s', (path) => {
   it.each([
-    ['max', 'Max', 'Μax'],
-    ['nina', 'Nina', 'Νina'],
-    ['henry', 'Henry', 'Ηenry'],
-    ['yves', 'Yves', 'Υves'],
+    ['a Greek capital Mu', 'max', 'Max', 'Μax'],
+    ['a Greek capital Nu', 'nina', 'Nina', 'Νina'],
+    ['a Greek capital Eta', 'henry', 'Henry', 'Ηenry'],
+    ['a Greek capital Upsilon', 'yves', 'Yves', 'Υves'],
+    ['a Devanagari zero', 'bob', 'Bob', 'B\u0966b'],
+    ['a Bengali zero', 'bob', 'Bob', 'B\u09e6b'],
+    ['Arabic-Indic ones', 'bill', 'Bill', 'Bi\u0661\u0661'],
+    ['dental clicks', 'bill', 'Bill', 'Bi\u01c0\u01c0'],
   ])(
-    'labels Eve with her id when she names herself like %s with a Greek capital',
+    'labels Eve with her id when she names herself like another member with %s',
     {
       timeout: 60_000,
     },
-    async (id, name, lookAlike) => {
+    async (_what, id, name, lookAlike) => {
       const mneme = await createMneme({
         path,
         clock: createFixedClock('2026-03-02T10:00:00Z'),
