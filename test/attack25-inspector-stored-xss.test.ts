@@ -52,7 +52,8 @@ beforeAll(async () => {
   serve = await startServeProcess(database, children);
   // What ann plants with her own key.
   const planted = [
-    await call('PUT', '/api/users/ann', { displayName: payload('name') }, ann),
+    // A display name may not hold a colon (ADR 40): the same markup without the javascript: link.
+    await call('PUT', '/api/users/ann', { displayName: payload('name').replaceAll(':', '') }, ann),
     await call(
       'POST',
       '/api/memories',
