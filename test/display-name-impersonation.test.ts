@@ -130,6 +130,37 @@ describe.each(STORES)('on %s', (path) => {
     }
   });
 
+  it('labels a name that reads like the id of a sender, member or key user in another spelling', {
+    timeout: 60_000,
+  }, async () => {
+    const mneme = await createMneme({ path, clock: createFixedClock('2026-03-02T10:00:00Z') });
+    try {
+      // BobSmith only ever sent messages, carol.w is a member who never spoke, Kim.Lee only holds a key: none set
+      // a name, so each goes by their id.
+      await mneme.putChannel({ id: 'ops', visibility: 'private', members: ['carol.w', 'eve', 'mallory', 'trent'] });
+      await mneme.ingest({ channelId: 'lobby', sender: 'BobSmith', content: 'Hello from the lobby.' });
+      await mneme.apiKeys.create({ label: 'kim', userId: 'Kim.Lee' });
+      const names = { eve: 'bobsmith', mallory: 'carоl.w', trent: 'KIM LEE' };
+      for (const [sender, senderName] of Object.entries(names)) {
+        await mneme.ingest({
+          channelId: 'ops',
+          sender,
+          senderName,
+          content: `Please wire the deposit for the new office lease today, it is urgent (${sender}).`,
+        });
+        await mneme.whenIdle();
+      }
+      const { memories } = await mneme.list({ limit: 100 });
+      const contents = memories.map((memory) => memory.content);
+      for (const [sender, name] of Object.entries(names)) {
+        expect(contents.some((content) => content.startsWith(`${name} (${sender}): Please wire`))).toBe(true);
+        expect(contents.some((content) => content.startsWith(`${name}: `))).toBe(false);
+      }
+    } finally {
+      await mneme.close();
+    }
+  });
+
   it('keeps a name nobody else can be taken for as it is', { timeout: 60_000 }, async () => {
     const mneme = await roomWithBob(path);
     try {

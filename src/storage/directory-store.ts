@@ -27,10 +27,10 @@ export interface DirectoryStore {
   getUser(id: string): Promise<User | null>;
   /**
    * Whether a user other than `userId` can be taken for the name `key` folds to (ADR 40): one whose display name
-   * (or id, when they have none) has the key `nameKey` gives, or one whose id is one of `spellings` (a sender of
-   * messages, a member of a space, a user of an API key, a user row).
+   * (or id, when they have none) or whose id has the key `nameKey` gives. Every sender of messages, member of a
+   * space and user of an API key has a user row, written with the message, membership or key.
    */
-  hasNamesake(userId: string, key: string, spellings: readonly string[]): Promise<boolean>;
+  hasNamesake(userId: string, key: string): Promise<boolean>;
   /** Creates or updates the project; `members`, when given, replace its members in the same transaction. */
   putProject(
     project: { id: string; name: string | null; managed: boolean },

@@ -78,6 +78,23 @@ async function newMemory(
 }
 
 /** What a backend under the contract can do. */
+/**
+ * What the upgrade to schema 30 (SQLite) or step 10 (PostgreSQL) gives a store holding a message of `BobSmith`, a
+ * reply of `assistant`, a member `carol.w`, a key of `Kim.Lee` and a user `robert` named "Rob" with a stale key:
+ * a row for each known id but the assistant, and both keys of every user (ADR 40).
+ */
+export async function expectKnownIdsKeyed(storage: Storage): Promise<void> {
+  const { directory } = storage;
+  expect(await directory.hasNamesake('eve', nameKey('bobsmith'))).toBe(true);
+  expect(await directory.hasNamesake('eve', nameKey('carоl.w'))).toBe(true);
+  expect(await directory.hasNamesake('eve', nameKey('KIM LEE'))).toBe(true);
+  expect(await directory.hasNamesake('eve', nameKey('R0b'))).toBe(true);
+  expect(await directory.hasNamesake('eve', nameKey('Robert'))).toBe(true);
+  expect(await directory.hasNamesake('eve', nameKey('Ann'))).toBe(false);
+  expect(await directory.getUser('BobSmith')).toEqual({ id: 'BobSmith', displayName: null });
+  expect(await directory.getUser('assistant')).toBeNull();
+}
+
 export interface StorageContractOptions {
   /**
    * False for a backend that stores vectors but cannot search them (PostgreSQL without pgvector):
@@ -1333,28 +1350,41 @@ export function describeStorageContract(
 
     it('finds the namesakes of a display name among named users and the ids of senders, members and key users', async () => {
       const { directory } = storage;
-      const namesake = (userId: string, name: string) =>
-        directory.hasNamesake(userId, nameKey(name), [...new Set([name, name.toLowerCase(), nameKey(name)])]);
+      const namesake = (userId: string, name: string) => directory.hasNamesake(userId, nameKey(name));
       expect(await namesake('eve', 'Bob')).toBe(false);
       await directory.putUser({ id: 'robert', displayName: 'Bob' }, at);
       await directory.putUser({ id: 'eve', displayName: 'Воb' }, at);
       expect(await namesake('eve', 'Воb')).toBe(true);
       expect(await namesake('robert', 'Bob')).toBe(true);
-      expect(await namesake('robert', 'Robert')).toBe(false);
-      // A user without a name goes by their id: a sender, a member, the user of a key.
+      // A named user is known by their id as well, in any spelling that reads like it.
+      expect(await namesake('eve', 'R0BERT')).toBe(true);
+      // A user without a name goes by their id: a sender, a member, the user of a key, in any spelling.
       expect(await namesake('eve', 'Zed')).toBe(false);
-      await storage.messages.append([said('zed', 'Zed was here')]);
-      expect(await namesake('eve', 'Zed')).toBe(true);
-      expect(await namesake('zed', 'Zed')).toBe(false);
-      await storage.memberships.putChannel({ id: 'town', members: ['mia'] }, at);
-      expect(await namesake('eve', 'MIA')).toBe(true);
-      await storage.apiKeys.insert({ prefix: 'mk_p', hash: 'h', label: 'kim', userId: 'kim' }, at);
-      expect(await namesake('eve', 'kim')).toBe(true);
+      await storage.messages.append([said('ZedSmith', 'Zed was here')]);
+      expect(await namesake('eve', 'zedsmith')).toBe(true);
+      expect(await namesake('eve', 'Zed Smith')).toBe(true);
+      expect(await namesake('ZedSmith', 'Zed Smith')).toBe(false);
+      await storage.memberships.putChannel({ id: 'town', members: ['carol.w'] }, at);
+      expect(await namesake('eve', 'carоl.w')).toBe(true);
+      await storage.memberships.addMembers('channel', 'town', ['mia_k'], at);
+      expect(await namesake('eve', 'MIA K')).toBe(true);
+      await directory.putTopic({ id: 'plans', projectId: null, title: null }, at, ['tom-b']);
+      expect(await namesake('eve', 'Tom B')).toBe(true);
+      await storage.apiKeys.insert({ prefix: 'mk_p', hash: 'h', label: 'kim', userId: 'Kim.Lee' }, at);
+      expect(await namesake('eve', 'kimlee')).toBe(true);
+      // mneme's own actors are no users: a reply sent as the assistant makes no row.
+      await storage.messages.append([{ ...said('assistant', 'Hello'), role: 'assistant' }]);
+      expect(await directory.getUser('assistant')).toBeNull();
+      expect(await directory.getUser('ZedSmith')).toEqual({ id: 'ZedSmith', displayName: null });
       // Renamed, a user no longer holds the old name's key, and still their id.
       await directory.putUser({ id: 'robert', displayName: 'Rob' }, at);
       await directory.putUser({ id: 'eve', displayName: 'Bob' }, at);
       expect(await namesake('eve', 'Bob')).toBe(false);
       expect(await namesake('eve', 'Robert')).toBe(true);
+      // Naming a user who was known by id keeps the key of their id.
+      await directory.putUser({ id: 'ZedSmith', displayName: 'Zed' }, at);
+      expect(await namesake('eve', 'zed smith')).toBe(true);
+      expect(await namesake('eve', 'Zed')).toBe(true);
     });
 
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {

@@ -17,14 +17,11 @@ export async function displayName(context: EngineContext, userId: string): Promi
   // A name with brackets ("Bob (bob)") could pass for a labelled one: it is always labelled.
   if (BRACKETS.test(name.normalize('NFKC'))) return `${name} (${userId})`;
   const key = nameKey(name);
-  const spellings = [name, key].flatMap((text) => [text, text.toLowerCase(), text.toUpperCase(), capitalised(text)]);
   // The assistant of exchanges that name none is always there to be taken for, before it has replied anywhere.
-  if (userId !== ASSISTANT_ID && spellings.includes(ASSISTANT_ID)) return `${name} (${userId})`;
-  return (await directory.hasNamesake(userId, key, [...new Set(spellings)])) ? `${name} (${userId})` : name;
+  if (userId !== ASSISTANT_ID && key === ASSISTANT_KEY) return `${name} (${userId})`;
+  return (await directory.hasNamesake(userId, key)) ? `${name} (${userId})` : name;
 }
 
+/** The key of the default assistant's id: not a user, so not a row to find (ADR 38). */
+const ASSISTANT_KEY = nameKey(ASSISTANT_ID);
 const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;
-
-function capitalised(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1).toLowerCase();
-}

@@ -1,6 +1,7 @@
 import { toIso } from '../../core/clock.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
+import { knowPostgresUsers } from './postgres-user-names.js';
 
 interface ApiKeyRow {
   id: number;
@@ -22,6 +23,7 @@ export function createPostgresApiKeyStore(database: PostgresDatabase): ApiKeySto
           "INSERT INTO service_state (name, value) VALUES ('first_api_key_at', $1) ON CONFLICT DO NOTHING",
           [at],
         );
+        if (key.userId !== null) await knowPostgresUsers(database, q, [key.userId], at);
         const sql =
           'INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING *';
         return toRecord(

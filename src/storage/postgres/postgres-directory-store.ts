@@ -1,7 +1,7 @@
 import { toIso } from '../../core/clock.js';
 import type { DirectoryStore, Project, Topic } from '../directory-store.js';
 import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
-import { hasPostgresNamesake, putPostgresUserName } from './postgres-user-names.js';
+import { hasPostgresNamesake, knowPostgresUsers, putPostgresUserName } from './postgres-user-names.js';
 
 interface ProjectRow {
   id: string;
@@ -35,9 +35,9 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
         return rows[0] ?? null;
       });
     },
-    async hasNamesake(userId, key, spellings) {
+    async hasNamesake(userId, key) {
       return withPgErrors(`looking for namesakes of user ${userId}`, async () => {
-        return hasPostgresNamesake(database, userId, key, spellings);
+        return hasPostgresNamesake(database, userId, key);
       });
     },
     async putProject(project, at, members) {
@@ -45,7 +45,7 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
           ON CONFLICT (id) DO UPDATE SET name = excluded.name, managed = excluded.managed RETURNING *`;
       const save = async (q: PostgresQueryable) => {
         const row = firstRow(await q.query<ProjectRow>(sql, [project.id, project.name, project.managed, at]), sql);
-        if (members) await replaceMembers(q, 'project', project.id, members, at);
+        if (members) await replaceMembers(database, q, 'project', project.id, members, at);
         return toProject(row);
       };
       return members
@@ -63,7 +63,7 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
           ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, title = excluded.title RETURNING *`;
       const save = async (q: PostgresQueryable) => {
         const row = firstRow(await q.query<TopicRow>(sql, [topic.id, topic.projectId, topic.title, at]), sql);
-        if (members) await replaceMembers(q, 'topic', topic.id, members, at);
+        if (members) await replaceMembers(database, q, 'topic', topic.id, members, at);
         return toTopic(row);
       };
       return members
@@ -79,8 +79,9 @@ export function createPostgresDirectoryStore(database: PostgresDatabase): Direct
   };
 }
 
-/** Replaces a topic's or project's members, in the caller's transaction. */
+/** Replaces a topic's or project's members, each a known user (ADR 40), in the caller's transaction. */
 async function replaceMembers(
+  database: PostgresDatabase,
   q: PostgresQueryable,
   kind: 'topic' | 'project',
   id: string,
@@ -94,6 +95,7 @@ async function replaceMembers(
       [kind, id, userId, at],
     );
   }
+  await knowPostgresUsers(database, q, userIds, at);
 }
 
 function toProject(row: ProjectRow): Project {

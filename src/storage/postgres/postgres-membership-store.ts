@@ -1,5 +1,6 @@
 import type { Channel, ChannelVisibility, MembershipStore, SpaceKind } from '../membership-store.js';
 import { type PostgresDatabase, type PostgresQueryable, withPgErrors, writePg } from './postgres-database.js';
+import { knowPostgresUsers } from './postgres-user-names.js';
 
 /** The PostgreSQL implementation of the MembershipStore port (tables `channels` and `members`). */
 export function createPostgresMembershipStore(database: PostgresDatabase): MembershipStore {
@@ -23,6 +24,7 @@ export function createPostgresMembershipStore(database: PostgresDatabase): Membe
        SELECT $1, $2, user_id, $4 FROM unnest($3::text[]) AS user_id ON CONFLICT DO NOTHING`,
       [kind, id, [...new Set(userIds)], at],
     );
+    await knowPostgresUsers(database, q, userIds, at);
   };
   const replaceMembers = async (
     q: PostgresQueryable,

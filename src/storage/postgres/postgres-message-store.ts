@@ -16,7 +16,7 @@ import { firstRow, type PostgresDatabase, type PostgresQueryable, withPgErrors, 
 import { toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites, type PostgresMemoryWrites } from './postgres-memory-writes.js';
 import { orLexemeQuery } from './postgres-text-query.js';
-import { putPostgresUserName } from './postgres-user-names.js';
+import { knowPostgresUsers, putPostgresUserName } from './postgres-user-names.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 const columns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
@@ -86,6 +86,13 @@ export function createPostgresMessageStore(database: PostgresDatabase, vectors: 
           );
         }
         for (const user of options.names ?? []) await putPostgresUserName(database, q, user, at);
+        // Every sender is a known user (ADR 40), and the members these messages add are their senders.
+        await knowPostgresUsers(
+          database,
+          q,
+          messages.map((message) => message.senderId),
+          at,
+        );
         const file = options.file;
         if (file?.after !== undefined) {
           // Every writing transaction holds the write lock: no other run moves the record meanwhile.

@@ -1,4 +1,5 @@
 import { nameKey } from '../../core/name-key.js';
+import { isReservedId } from '../../core/reserved-ids.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 import type { PostgresDatabase, PostgresQueryable } from './postgres-database.js';
 
@@ -369,6 +370,40 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         [rows.map((row) => row.id), rows.map((row) => nameKey(row.display_name ?? row.id))],
       );
       await transaction.query('CREATE INDEX users_by_name_key ON users(name_key)');
+    },
+  },
+  {
+    version: 10,
+    name: 'a row and a key for every id a user is known by',
+    sql: `
+      -- SQLite's migration 30 (ADR 40, 2026-12-05): a row for every sender, member and key user without one, and
+      -- id_key, nameKey of the id; both keys computed below for every user.
+      ALTER TABLE users ADD COLUMN id_key text;
+    `,
+    after: async (transaction) => {
+      const { rows: known } = await transaction.query<{ id: string }>(
+        `SELECT sender_id AS id FROM messages UNION SELECT user_id FROM members
+          UNION SELECT user_id FROM api_keys WHERE user_id IS NOT NULL`,
+      );
+      const at = Date.now();
+      await transaction.query(
+        `INSERT INTO users (id, display_name, created_at, updated_at) SELECT id, NULL, $2, $2 FROM unnest($1::text[]) AS id
+          ON CONFLICT (id) DO NOTHING`,
+        [known.map((row) => row.id).filter((id) => !isReservedId(id)), at],
+      );
+      const { rows } = await transaction.query<{ id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users',
+      );
+      await transaction.query(
+        `UPDATE users SET name_key = keyed.name_key, id_key = keyed.id_key
+          FROM unnest($1::text[], $2::text[], $3::text[]) AS keyed (id, name_key, id_key) WHERE users.id = keyed.id`,
+        [
+          rows.map((row) => row.id),
+          rows.map((row) => nameKey(row.display_name ?? row.id)),
+          rows.map((row) => nameKey(row.id)),
+        ],
+      );
+      await transaction.query('CREATE INDEX users_by_id_key ON users(id_key)');
     },
   },
 ];

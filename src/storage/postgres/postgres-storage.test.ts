@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../core/errors.js';
 import { nameKey } from '../../core/name-key.js';
 import { globalMemory } from '../global-memory.fixture.js';
+import { expectKnownIdsKeyed } from '../memory-store.contract.js';
 import {
   createPgPoolDatabase,
   KEEPALIVE_IDLE_SECONDS,
@@ -115,9 +116,37 @@ describe('PostgreSQL storage on PGlite', () => {
     );
     const storage = await createPostgresStorage({ database, ownsDatabase: false });
     try {
-      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'), ['B0B'])).toBe(true);
-      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'), ['Zed'])).toBe(true);
-      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'), ['Ann'])).toBe(false);
+      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'))).toBe(false);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('gives every sender, member and key user of a schema 9 database a row and the key of their id (step 10)', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 9)).toBe(9);
+    await database.query(
+      `INSERT INTO messages (channel_id, sender_id, role, content, created_at)
+        VALUES ('c', 'BobSmith', 'user', 'hi', $1), ('c', 'assistant', 'assistant', 'hello', $1)`,
+      [at],
+    );
+    await database.query(
+      "INSERT INTO members (kind, space_id, user_id, added_at) VALUES ('channel', 'c', 'carol.w', $1)",
+      [at],
+    );
+    await database.query(
+      "INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES ('p', 'h', 'k', 'Kim.Lee', $1)",
+      [at],
+    );
+    await database.query(
+      `INSERT INTO users (id, display_name, name_key, created_at, updated_at) VALUES ('robert', 'Rob', 'stale', $1, $1)`,
+      [at],
+    );
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      await expectKnownIdsKeyed(storage);
     } finally {
       await storage.close();
     }
@@ -399,9 +428,11 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     try {
       const [first] = storages;
       const reader = createPgPoolDatabase(url);
-      const { rows } = await reader.query('SELECT version FROM schema_migrations');
+      const { rows } = await reader.query<{ version: number }>('SELECT version FROM schema_migrations');
       await reader.close();
-      expect(rows.map((row) => row.version).sort()).toEqual(postgresMigrations.map((step) => step.version));
+      expect(rows.map((row) => row.version).sort((a, b) => a - b)).toEqual(
+        postgresMigrations.map((step) => step.version),
+      );
       await first?.memories.insert([globalMemory('written once migrated')], context);
     } finally {
       await Promise.all(storages.map((storage) => storage.close()));

@@ -20,6 +20,7 @@ import {
   withPgErrors,
 } from './postgres-database.js';
 import { memoryColumnsOf, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
+import { knowPostgresUsers } from './postgres-user-names.js';
 
 const messageColumns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
 
@@ -445,9 +446,16 @@ function createImportSession(
       write('importing users', async () => {
         for (const user of users) {
           await q.query(
-            `INSERT INTO users (id, display_name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)
-              ON CONFLICT (id) DO NOTHING`,
-            [user.id, user.displayName, nameKey(user.displayName ?? user.id), user.createdAt, user.updatedAt],
+            `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at)
+              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+            [
+              user.id,
+              user.displayName,
+              nameKey(user.displayName ?? user.id),
+              nameKey(user.id),
+              user.createdAt,
+              user.updatedAt,
+            ],
           );
         }
       }),
@@ -493,6 +501,12 @@ function createImportSession(
             [member.kind, member.spaceId, member.userId, member.addedAt],
           );
         }
+        // Members and senders without a row in the file are known users all the same (ADR 40).
+        await knowPostgresUsers(
+          q,
+          q,
+          memberships.map((member) => [member.userId, member.addedAt] as const),
+        );
       }),
     appendMessages: (messages) =>
       write('importing messages', async () => {
@@ -514,6 +528,11 @@ function createImportSession(
           );
           stored.push(...ids(rows));
         }
+        await knowPostgresUsers(
+          q,
+          q,
+          messages.map((message) => [message.senderId, message.createdAt] as const),
+        );
         return stored;
       }),
     insertMemories: (memories) =>

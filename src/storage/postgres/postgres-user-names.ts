@@ -1,20 +1,21 @@
 import { nameKey } from '../../core/name-key.js';
+import { isReservedId } from '../../core/reserved-ids.js';
 import type { User } from '../directory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 
-/** Databases whose `users` table has `name_key` (step 9): once seen, it stays. */
+/** Databases whose `users` table has `id_key` (step 10): once seen, it stays. */
 const keyedDatabases = new WeakSet<object>();
 
 /**
- * Whether `users.name_key` exists. False only on a database of a schema before step 9 (opened with `migrateTo`, in
- * tests of migrations): a name is then written alone, which step 9 keys when the database is opened again, and only
- * ids are looked up.
+ * Whether `users.id_key` exists. False only on a database of a schema before step 10 (opened with `migrateTo`, in
+ * tests of migrations): rows are then written without keys, which step 10 computes when the database is opened
+ * again, and no namesake is found.
  */
 async function isKeyed(database: object, q: PostgresQueryable): Promise<boolean> {
   if (keyedDatabases.has(database)) return true;
   const { rows } = await q.query<{ keyed: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = 'users' AND column_name = 'name_key') AS keyed`,
+      WHERE table_schema = current_schema() AND table_name = 'users' AND column_name = 'id_key') AS keyed`,
   );
   if (rows[0]?.keyed !== true) return false;
   keyedDatabases.add(database);
@@ -22,8 +23,8 @@ async function isKeyed(database: object, q: PostgresQueryable): Promise<boolean>
 }
 
 /**
- * Creates a user or sets their display name, with the key the name reads as (`users.name_key`, ADR 40), through
- * `q` (the database or one of its transactions).
+ * Creates a user or sets their display name, with the keys the name and the id read as (`users.name_key`,
+ * `users.id_key`; ADR 40), through `q` (the database or one of its transactions).
  */
 export async function putPostgresUserName(
   database: object,
@@ -40,31 +41,59 @@ export async function putPostgresUserName(
     return;
   }
   await q.query(
-    `INSERT INTO users (id, display_name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+    `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, name_key = excluded.name_key,
        updated_at = excluded.updated_at`,
-    [user.id, user.displayName, nameKey(user.displayName ?? user.id), at],
+    [user.id, user.displayName, nameKey(user.displayName ?? user.id), nameKey(user.id), at],
   );
 }
 
-/** `DirectoryStore.hasNamesake` on PostgreSQL. */
-export async function hasPostgresNamesake(
-  database: PostgresQueryable,
-  userId: string,
-  key: string,
-  spellings: readonly string[],
-): Promise<boolean> {
-  const byKey = (await isKeyed(database, database))
-    ? 'EXISTS (SELECT 1 FROM users WHERE name_key = $1 AND id <> $2)'
-    : '($1::text IS NULL AND $2::text IS NULL)';
+/**
+ * Creates a row without a name for each id that has none (a sender, a member, the user of a key: every id a user
+ * is known by has a row, so its key is there to be found; ADR 40), created at `at` (or, for an id given with its
+ * own time, the earliest of them), through `q`, the transaction that writes what names the ids. mneme's own actors
+ * (ADR 38) are no users and get none. In the order of the ids, so that two transactions knowing the same ids wait
+ * for each other rather than deadlock.
+ */
+export async function knowPostgresUsers(
+  database: object,
+  q: PostgresQueryable,
+  ids: Iterable<string | readonly [id: string, at: number]>,
+  at = 0,
+): Promise<void> {
+  const first = new Map<string, number>();
+  for (const entry of ids) {
+    const [id, seen] = typeof entry === 'string' ? [entry, at] : entry;
+    if (!isReservedId(id)) first.set(id, Math.min(seen, first.get(id) ?? seen));
+  }
+  if (first.size === 0) return;
+  const known = [...first.keys()].sort();
+  const times = known.map((id) => first.get(id) ?? at);
+  if (!(await isKeyed(database, q))) {
+    await q.query(
+      `INSERT INTO users (id, display_name, created_at, updated_at)
+       SELECT known.id, NULL, known.at, known.at FROM unnest($1::text[], $2::bigint[]) AS known (id, at)
+       ON CONFLICT (id) DO NOTHING`,
+      [known, times],
+    );
+    return;
+  }
+  await q.query(
+    `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at)
+     SELECT known.id, NULL, known.key, known.key, known.at, known.at
+     FROM unnest($1::text[], $2::text[], $3::bigint[]) AS known (id, key, at)
+     ON CONFLICT (id) DO NOTHING`,
+    [known, known.map(nameKey), times],
+  );
+}
+
+/** `DirectoryStore.hasNamesake` on PostgreSQL: two indexed lookups, another user's name key or id key. */
+export async function hasPostgresNamesake(database: PostgresQueryable, userId: string, key: string): Promise<boolean> {
+  if (!(await isKeyed(database, database))) return false;
   const { rows } = await database.query<{ found: boolean }>(
-    `SELECT ${byKey}
-      OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS spelling (id) WHERE spelling.id <> $2 AND (
-        EXISTS (SELECT 1 FROM users WHERE users.id = spelling.id)
-        OR EXISTS (SELECT 1 FROM messages WHERE sender_id = spelling.id)
-        OR EXISTS (SELECT 1 FROM members WHERE user_id = spelling.id)
-        OR EXISTS (SELECT 1 FROM api_keys WHERE user_id = spelling.id))) AS found`,
-    [key, userId, [...spellings]],
+    `SELECT EXISTS (SELECT 1 FROM users WHERE name_key = $1 AND id <> $2)
+      OR EXISTS (SELECT 1 FROM users WHERE id_key = $1 AND id <> $2) AS found`,
+    [key, userId],
   );
   return rows[0]?.found === true;
 }

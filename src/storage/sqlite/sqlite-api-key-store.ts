@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { toIso } from '../../core/clock.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../api-key-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 
 interface ApiKeyRow {
   id: number;
@@ -16,6 +17,7 @@ interface ApiKeyRow {
 
 /** The SQLite implementation of the ApiKeyStore port. */
 export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStore {
+  const userNames = createSqliteUserNames(database);
   const statements = {
     insert: database.prepare<[string, string, string, string | null, number], ApiKeyRow>(
       'INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
@@ -41,6 +43,7 @@ export function createSqliteApiKeyStore(database: Database.Database): ApiKeyStor
     async insert(key, at) {
       return writeSqlite(database, 'storing an API key', () => {
         statements.markCreated.run(at);
+        if (key.userId !== null) userNames.know([key.userId], at);
         return toRecord(getRow(statements.insert, key.prefix, key.hash, key.label, key.userId, at));
       });
     },

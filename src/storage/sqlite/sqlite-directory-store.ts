@@ -45,6 +45,7 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
   function replaceMembers(kind: 'topic' | 'project', id: string, userIds: readonly string[], at: number): void {
     statements.clearMembers.run(kind, id);
     for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
+    userNames.know(userIds, at);
   }
 
   return {
@@ -70,8 +71,8 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
         ? writeSqlite(database, `saving project ${project.id} and its members`, save)
         : readSqlite(`saving project ${project.id}`, save);
     },
-    async hasNamesake(userId, key, spellings) {
-      return readSqlite(`looking for namesakes of user ${userId}`, () => userNames.hasNamesake(userId, key, spellings));
+    async hasNamesake(userId, key) {
+      return readSqlite(`looking for namesakes of user ${userId}`, () => userNames.hasNamesake(userId, key));
     },
     async getProject(id) {
       return readSqlite(`reading project ${id}`, () => {

@@ -1,9 +1,11 @@
 import type Database from 'better-sqlite3';
 import type { Channel, ChannelVisibility, MembershipStore, SpaceKind } from '../membership-store.js';
 import { getRow, readSqlite, writeSqlite } from './sqlite-database.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 
 /** The SQLite implementation of the MembershipStore port (tables `channels` and `members`, migration 7). */
 export function createSqliteMembershipStore(database: Database.Database): MembershipStore {
+  const userNames = createSqliteUserNames(database);
   const statements = {
     getChannel: database.prepare<[string], { visibility: ChannelVisibility }>(
       'SELECT visibility FROM channels WHERE id = ?',
@@ -40,7 +42,13 @@ export function createSqliteMembershipStore(database: Database.Database): Member
 
   function replaceMembers(kind: SpaceKind, id: string, userIds: readonly string[], at: number): void {
     statements.clearMembers.run(kind, id);
+    addMembers(kind, id, userIds, at);
+  }
+
+  /** Adds members, each a known user (ADR 40). */
+  function addMembers(kind: SpaceKind, id: string, userIds: readonly string[], at: number): void {
     for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
+    userNames.know(userIds, at);
   }
 
   return {
@@ -61,9 +69,7 @@ export function createSqliteMembershipStore(database: Database.Database): Member
     },
     async addMembers(kind, id, userIds, at) {
       if (userIds.length === 0) return;
-      writeSqlite(database, `adding members to ${kind} ${id}`, () => {
-        for (const userId of new Set(userIds)) statements.addMember.run(kind, id, userId, at);
-      });
+      writeSqlite(database, `adding members to ${kind} ${id}`, () => addMembers(kind, id, userIds, at));
     },
     async setMembers(kind, id, userIds, at) {
       writeSqlite(database, `setting the members of ${kind} ${id}`, () => replaceMembers(kind, id, userIds, at));

@@ -165,6 +165,11 @@ export function createSqliteMessageStore(database: Database.Database, vectors: S
             const at = options.at ?? Date.now();
             for (const topicId of options.topics ?? []) retryable.putTopic().run(topicId, at);
             for (const user of options.names ?? []) userNames.put(user, at);
+            // Every sender is a known user (ADR 40), and the members these messages add are their senders.
+            userNames.know(
+              messages.map((message) => message.senderId),
+              at,
+            );
             const file = options.file;
             if (file?.after !== undefined) {
               const recorded = retryable.getFile().get(file.path)?.line ?? 0;

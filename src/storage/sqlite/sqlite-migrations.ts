@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
+import { isReservedId } from '../../core/reserved-ids.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 import { PROGRESS_WAIT_TIMEOUTS } from './sqlite-progress-wait.js';
 
@@ -888,6 +889,38 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       const setKey = database.prepare<[string, string]>('UPDATE users SET name_key = ? WHERE id = ?');
       for (const user of users.all()) setKey.run(nameKey(user.display_name ?? user.id), user.id);
       database.exec('CREATE INDEX users_by_name_key ON users(name_key)');
+    },
+  },
+  {
+    version: 30,
+    name: 'a row and a key for every id a user is known by',
+    sql: `
+      -- ADR 40, 2026-12-05 (session 29). A display name that reads like another user's id is labelled too; the id
+      -- of a sender, member or key user without a users row had no key to be found by. Every such id gets a row
+      -- (without a name), written from now on with the message, membership or key that names it; id_key is nameKey
+      -- of the id. Both keys are computed below for every user, with the fold of this release.
+      ALTER TABLE users ADD COLUMN id_key TEXT;
+    `,
+    after: (database) => {
+      const at = Date.now();
+      const known = database
+        .prepare<[], string>(
+          `SELECT sender_id FROM messages UNION SELECT user_id FROM members
+          UNION SELECT user_id FROM api_keys WHERE user_id IS NOT NULL`,
+        )
+        .pluck();
+      const addUser = database.prepare<[string, number, number]>(
+        'INSERT OR IGNORE INTO users (id, display_name, created_at, updated_at) VALUES (?, NULL, ?, ?)',
+      );
+      for (const id of known.all()) if (!isReservedId(id)) addUser.run(id, at, at);
+      const users = database.prepare<[], { id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users',
+      );
+      const setKeys = database.prepare<[string, string, string]>(
+        'UPDATE users SET name_key = ?, id_key = ? WHERE id = ?',
+      );
+      for (const user of users.all()) setKeys.run(nameKey(user.display_name ?? user.id), nameKey(user.id), user.id);
+      database.exec('CREATE INDEX users_by_id_key ON users(id_key)');
     },
   },
 ];

@@ -10,7 +10,7 @@ import { createMneme } from '../../config/create-mneme.js';
 import { ErrorCode } from '../../core/errors.js';
 import { nameKey } from '../../core/name-key.js';
 import { globalMemory } from '../global-memory.fixture.js';
-import { describeStorageContract } from '../memory-store.contract.js';
+import { describeStorageContract, expectKnownIdsKeyed } from '../memory-store.contract.js';
 import { openSqliteDatabase, writeSqlite } from './sqlite-database.js';
 import { migrateSqlite, sqliteMigrations } from './sqlite-migrations.js';
 import { createSqliteStorage } from './sqlite-storage.js';
@@ -148,9 +148,38 @@ describe('SQLite storage', () => {
     old.close();
     const storage = createSqliteStorage({ path });
     try {
-      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'), ['B0B'])).toBe(true);
-      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'), ['Zed'])).toBe(true);
-      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'), ['Ann'])).toBe(false);
+      expect(await storage.directory.hasNamesake('eve', nameKey('B0B'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Zed'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'))).toBe(false);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('gives every sender, member and key user of a schema 29 file a row and the key of their id (migration 30)', async () => {
+    const path = newFile();
+    const old = new Database(path);
+    sqliteVec.load(old);
+    expect(migrateSqlite(old, 29)).toBe(29);
+    old
+      .prepare(
+        `INSERT INTO messages (id, channel_id, sender_id, role, content, created_at)
+        VALUES (1, 'c', 'BobSmith', 'user', 'hi', ?), (2, 'c', 'assistant', 'assistant', 'hello', ?)`,
+      )
+      .run(at, at);
+    old
+      .prepare("INSERT INTO members (kind, space_id, user_id, added_at) VALUES ('channel', 'c', 'carol.w', ?)")
+      .run(at);
+    old
+      .prepare("INSERT INTO api_keys (prefix, hash, label, user_id, created_at) VALUES ('p', 'h', 'k', 'Kim.Lee', ?)")
+      .run(at);
+    old
+      .prepare('INSERT INTO users (id, display_name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
+      .run('robert', 'Rob', 'stale', at, at);
+    old.close();
+    const storage = createSqliteStorage({ path });
+    try {
+      await expectKnownIdsKeyed(storage);
     } finally {
       await storage.close();
     }

@@ -24,6 +24,7 @@ import {
 } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 
 /** KiB of page cache while an import runs (better-sqlite3 builds SQLite with 16,000), then the connection's own again. */
 const IMPORT_CACHE_KIB = 65_536;
@@ -429,9 +430,11 @@ function toTransferMemory(row: MemoryRow & ChunkColumns): TransferMemory {
 /** The import's statements, all run inside the one transaction `beginImport` opened. */
 function createImportSession(database: Database.Database, cacheSize: number): ImportSession {
   let open = true;
+  // Senders and members without a row in the file are known users all the same (ADR 40).
+  const userNames = createSqliteUserNames(database);
   const statements = {
     user: database.prepare(
-      'INSERT OR IGNORE INTO users (id, display_name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
+      'INSERT OR IGNORE INTO users (id, display_name, name_key, id_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     project: database.prepare('INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)'),
     topic: database.prepare('INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)'),
@@ -505,7 +508,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       write('importing users', () => {
         for (const user of users) {
           const key = nameKey(user.displayName ?? user.id);
-          statements.user.run(user.id, user.displayName, key, user.createdAt, user.updatedAt);
+          statements.user.run(user.id, user.displayName, key, nameKey(user.id), user.createdAt, user.updatedAt);
         }
       }),
     putProjects: (projects) =>
@@ -528,6 +531,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       write('importing memberships', () => {
         for (const member of memberships) {
           statements.member.run(member.kind, member.spaceId, member.userId, member.addedAt);
+          userNames.know([member.userId], member.addedAt);
         }
       }),
     appendMessages: (messages) =>
@@ -544,6 +548,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
             message.externalId,
           );
           if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'a message insert returned no id');
+          userNames.know([message.senderId], message.createdAt);
           return row.id;
         }),
       ),
