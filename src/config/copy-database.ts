@@ -281,6 +281,28 @@ function sqliteEnd(path: string, copying: boolean): CopyEnd {
   };
 }
 
+/**
+ * INVALID_INPUT naming the first row of `rows` with a text holding the NUL character, which PostgreSQL's text cannot
+ * store, or null. SQLite stored it before mneme refused it at every face (ADR 43); the copy stops at that row rather
+ * than alter the text, and says how to carry it.
+ */
+function nulInRows(table: TableSpec, rows: readonly Row[]): MnemeError | null {
+  for (const row of rows) {
+    for (const column of table.columns) {
+      const value = row[column];
+      if (typeof value !== 'string' || !value.includes('\u0000')) continue;
+      const by = table.key ?? (table.columns[0] as string);
+      return new MnemeError(
+        ErrorCode.InvalidInput,
+        `the ${table.name} row whose ${by} is ${JSON.stringify(row[by])} holds the NUL character (\\u0000) in its ${column}, ` +
+          'which PostgreSQL cannot store, and the copy does not alter text; nothing of this batch was written. ' +
+          'Export the source (mneme export), take the NUL out of that line of the file, and import the file into PostgreSQL',
+      );
+    }
+  }
+  return null;
+}
+
 async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
   const open = async (): Promise<PostgresDatabase> =>
     isPgliteUrl(path)
@@ -327,6 +349,8 @@ async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
     },
     async write(table, rows) {
       if (rows.length === 0) return;
+      const refused = nulInRows(table, rows);
+      if (refused) throw refused;
       await run(`writing ${table.name}`, () =>
         database.transaction(async (q) => {
           // A table copied whole comes in one batch: one statement per chunk stays under 65,535 parameters.
