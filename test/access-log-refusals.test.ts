@@ -13,7 +13,8 @@ import { MAX_PIPELINED_REQUESTS, type RunningHttpServer, startHttpServer } from 
  * Nor had it one for what Node's HTTP parser refuses before the app sees it (found 2026-12-05, helper 152, with a raw
  * socket against `mneme serve`'s server): a malformed request (400), header fields over Node's limit (431) and header
  * fields that did not arrive in time (408) were answered problem+json and left no line. They are logged too, their
- * method and path `-` (the parser refused the request before handing it over).
+ * method and path `-` (the parser refused the request before handing it over). Node also answered an HTTP/1.1 request
+ * without a Host header itself, a bare 400; the server now refuses it as problem+json, logged with its method and path.
  */
 const opened: Array<{ mneme: Mneme; server: RunningHttpServer; sockets: Socket[] }> = [];
 afterEach(async () => {
@@ -96,5 +97,15 @@ describe('the access log of mneme serve', () => {
     expect(await send(get('/api/health'), true)).toMatch(/^HTTP\/1\.1 200 /);
     await expect.poll(() => lines).toHaveLength(4);
     expect(lines[3]).toMatch(/ GET \/api\/health 200 \d+ms$/);
+  });
+
+  it('answers an HTTP/1.1 request without a Host header 400 problem+json, and logs it with its method and path', async () => {
+    // Node answered it itself before: a bare 400 with no problem document, and no line.
+    const { lines, send } = await serve();
+    const answer = await send('GET /api/memories?limit=5 HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/i);
+    expect(answer).toContain('an HTTP/1.1 request must have a Host header');
+    await expect.poll(() => lines).toEqual([expect.stringMatching(/Z GET \/api\/memories 400 \d+ms$/)]);
   });
 });

@@ -180,6 +180,9 @@ function guardedServer(
       {
         ...options,
         headersTimeout: headersTimeoutMs,
+        // Node answers an HTTP/1.1 request without a Host header itself (a bare 400, neither problem+json nor logged);
+        // the handler below refuses it instead.
+        requireHostHeader: false,
         // Node checks the timeout on this interval: a header timeout shorter than 5 s is kept within its own length.
         connectionsCheckingInterval: Math.min(5_000, headersTimeoutMs),
       },
@@ -187,6 +190,20 @@ function guardedServer(
         const { socket } = request;
         response.once('finish', () => since.set(socket, Date.now()));
         if (refused.has(socket)) return; // answered 503 when it connected; destroyed once that is written
+        if (request.httpVersion === '1.1' && request.headers.host === undefined) {
+          // RFC 9112: a server answers 400 to an HTTP/1.1 request that names no Host.
+          const started = Date.now();
+          const detail = 'an HTTP/1.1 request must have a Host header';
+          const body = JSON.stringify(problem(400, 'MALFORMED_REQUEST', detail));
+          response.writeHead(400, {
+            'Content-Type': 'application/problem+json',
+            'Content-Length': Buffer.byteLength(body),
+            Connection: 'close',
+          });
+          response.end(body);
+          accessLog?.(accessLogLine(started, request.method ?? '-', targetPath(request.url), 400, Date.now()));
+          return;
+        }
         const count = waiting.get(socket) ?? 0;
         if (count >= MAX_PIPELINED_REQUESTS) {
           const started = Date.now();
