@@ -138,7 +138,7 @@ describe('a copy of a SQLite file that stored a NUL', () => {
     const copied = copyDatabase({ from: source, to: `pglite:${join(folder, 'copy-target')}` });
     await expect(copied).rejects.toThrow(
       new RegExp(
-        `^the memories row whose id is ${id} holds the NUL character \\(\\\\u0000\\) in its content, which PostgreSQL cannot store.*Export the source`,
+        `^the memories row \\(id ${id}\\) holds the NUL character \\(\\\\u0000\\) in its content, which PostgreSQL cannot store.*Export the source`,
       ),
     );
     // Into SQLite the text is carried as it is.
@@ -148,6 +148,19 @@ describe('a copy of a SQLite file that stored a NUL', () => {
     const row = database.prepare('SELECT content FROM memories WHERE id = ?').get(id) as { content: string };
     database.close();
     expect(row.content).toBe('Ann likes \u0000 tea');
+  }, 120_000);
+
+  it('into PostgreSQL names a row of a table without an id by the columns of its key', async () => {
+    const { path: source } = await sqliteFileWithNul('copy-member-source');
+    const database = new Database(source);
+    database
+      .prepare("INSERT INTO members (kind, space_id, user_id, added_at) VALUES ('channel', 'room', 'b' || char(0), 1)")
+      .run();
+    database.close();
+    const copied = copyDatabase({ from: source, to: `pglite:${join(folder, 'copy-member-target')}` });
+    await expect(copied).rejects.toThrow(
+      /^the members row \(kind "channel", space_id "room", user_id "b\\u0000"\) holds the NUL character \(\\u0000\) in its user_id/,
+    );
   }, 120_000);
 });
 
