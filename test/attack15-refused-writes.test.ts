@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { openStorage } from '../src/config/open-storage.js';
 import type { Mneme } from '../src/core/mneme.js';
 import { type RunningHttpServer, startHttpServer } from '../src/http/http-server.js';
 
@@ -105,5 +106,31 @@ describe('POST /api/projects and /api/topics refused at their members', () => {
     expect((await records(mneme, 'membership')).filter((member) => member.kind === 'topic')).toMatchObject([
       { spaceId: 'plans', userId: 'bob' },
     ]);
+  }, 60_000);
+});
+
+/**
+ * Since ADR 43 the faces refuse a NUL before the store sees it, so the requests above no longer reach the store's
+ * refusal. The store still takes back a project or topic whose members it refuses, in one transaction (PGlite).
+ */
+describe('the PostgreSQL store refusing the members of a project or topic', () => {
+  it('keeps the project and the topic as they were, and their members', async () => {
+    const storage = await openStorage({ path: 'pglite:memory:' });
+    try {
+      await storage.directory.putProject({ id: 'launch', name: 'Launch', managed: false }, 1, ['ann']);
+      await storage.directory.putTopic({ id: 'plans', projectId: 'launch', title: 'Plans' }, 1, ['ann']);
+      await expect(
+        storage.directory.putProject({ id: 'launch', name: 'Renamed', managed: true }, 2, ['ann', 'x\u0000']),
+      ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      await expect(
+        storage.directory.putTopic({ id: 'plans', projectId: null, title: 'Moved' }, 2, ['bob', 'y\u0000']),
+      ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      expect(await storage.directory.getProject('launch')).toMatchObject({ name: 'Launch', managed: false });
+      expect(await storage.directory.getTopic('plans')).toMatchObject({ title: 'Plans', projectId: 'launch' });
+      expect(await storage.memberships.members('project', 'launch')).toEqual(['ann']);
+      expect(await storage.memberships.members('topic', 'plans')).toEqual(['ann']);
+    } finally {
+      await storage.close();
+    }
   }, 60_000);
 });

@@ -106,19 +106,16 @@ describe.each(engineStores.map((store) => ({ store })))('on $store', ({ store }:
     }
   });
 
-  it('stores a NUL in a /remember where the store can, and refuses it with 422 and nothing written where it cannot', async () => {
+  it('refuses a NUL in a /remember with 422 naming the content and nothing written, on every store', async () => {
     const world = await open();
     try {
       const response = await world.say('/remember I like \u0000 tea');
-      if (store === 'sqlite') {
-        expect(response.status).toBe(202);
-        expect(await commandMemories(world.storage)).toHaveLength(1);
-      } else {
-        expect(response.status).toBe(422);
-        expect(response.json.code).toBe('INVALID_INPUT');
-        expect(await world.messages()).toBe(0);
-        expect(await commandMemories(world.storage)).toEqual([]);
-      }
+      // SQLite stored it until ADR 43, where PostgreSQL refused it: the same on every store now.
+      expect(response.status).toBe(422);
+      expect(response.json.code).toBe('INVALID_INPUT');
+      expect(response.json.detail).toMatch(/^invalid request body: content: text must not hold the NUL character/);
+      expect(await world.messages()).toBe(0);
+      expect(await commandMemories(world.storage)).toEqual([]);
       expect(world.errors).toEqual([]);
     } finally {
       await world.mneme.close();

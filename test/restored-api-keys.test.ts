@@ -30,36 +30,47 @@ async function answer(mneme: Mneme, authorization?: string): Promise<number> {
   return response.status;
 }
 
+/**
+ * What the keyed case does on PGlite: two engines, each a PostgreSQL started in WebAssembly with initdb (3 to 6 s on an
+ * idle machine), the first of the test worker also compiling it (6 to 11 s). On a loaded machine that passed the
+ * default 30 s.
+ */
+const TWO_PGLITE_STARTS_MS = 120_000;
+
 describe.each([
   ['SQLite', (name: string) => join(folder, `${name}.db`)],
   ['PGlite', () => 'pglite:memory:'],
 ])('an export restored on %s', (store, pathOf) => {
-  it('requires an API key when the exported database did, and refuses the old keys', async () => {
-    const source = await createMneme({ path: pathOf('keyed-source') });
-    const restored = await createMneme({ path: pathOf('keyed-restored') });
-    try {
-      await source.remember({ content: "Bob's vault code is 4411", scope: 'personal', userId: 'bob' });
-      const ann = await source.apiKeys.create({ label: 'ann', userId: 'ann' });
-      // Revoked since: the service still required a key (revoking the last key does not reopen it).
-      await source.apiKeys.revoke(ann.prefix);
-      const kept = await source.apiKeys.create({ label: 'ops' });
-      const lines = await exported(source);
-      expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ type: 'header', apiKeys: true });
+  it(
+    'requires an API key when the exported database did, and refuses the old keys',
+    async () => {
+      const source = await createMneme({ path: pathOf('keyed-source') });
+      const restored = await createMneme({ path: pathOf('keyed-restored') });
+      try {
+        await source.remember({ content: "Bob's vault code is 4411", scope: 'personal', userId: 'bob' });
+        const ann = await source.apiKeys.create({ label: 'ann', userId: 'ann' });
+        // Revoked since: the service still required a key (revoking the last key does not reopen it).
+        await source.apiKeys.revoke(ann.prefix);
+        const kept = await source.apiKeys.create({ label: 'ops' });
+        const lines = await exported(source);
+        expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ type: 'header', apiKeys: true });
 
-      const report = await restored.importData(lines);
-      expect(report).toMatchObject({ memories: 1, apiKeysRequired: true });
-      expect(await restored.apiKeys.list()).toEqual([]);
-      expect(await answer(restored)).toBe(401);
-      expect(await answer(restored, `Bearer ${ann.key}`)).toBe(401);
-      expect(await answer(restored, `Bearer ${kept.key}`)).toBe(401);
-      // The administrator makes a key with the CLI's call, and the service answers it.
-      const made = await restored.apiKeys.create({ label: 'ops' });
-      expect(await answer(restored, `Bearer ${made.key}`)).toBe(200);
-    } finally {
-      await source.close();
-      await restored.close();
-    }
-  });
+        const report = await restored.importData(lines);
+        expect(report).toMatchObject({ memories: 1, apiKeysRequired: true });
+        expect(await restored.apiKeys.list()).toEqual([]);
+        expect(await answer(restored)).toBe(401);
+        expect(await answer(restored, `Bearer ${ann.key}`)).toBe(401);
+        expect(await answer(restored, `Bearer ${kept.key}`)).toBe(401);
+        // The administrator makes a key with the CLI's call, and the service answers it.
+        const made = await restored.apiKeys.create({ label: 'ops' });
+        expect(await answer(restored, `Bearer ${made.key}`)).toBe(200);
+      } finally {
+        await source.close();
+        await restored.close();
+      }
+    },
+    TWO_PGLITE_STARTS_MS,
+  );
 
   // One store is enough for what the header leaves out: PGlite takes seconds to start.
   it.skipIf(store === 'PGlite')(

@@ -32,6 +32,8 @@ interface TableSpec {
   later?: string;
   /** Rows copied and counted (a condition both dialects read); left out: every row. Only for tables without `key`. */
   rows?: string;
+  /** The columns that name a row, to say which one a copy stops at: `key`, else the first column, unless told. */
+  identity?: readonly string[];
 }
 
 /** The condition of the rows of `table` a copy moves, as a WHERE clause ('' for every row). */
@@ -43,7 +45,7 @@ const tables: readonly TableSpec[] = [
   { name: 'projects', columns: ['id', 'name', 'managed', 'created_at'], booleans: ['managed'] },
   { name: 'topics', columns: ['id', 'project_id', 'title', 'created_at'] },
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },
-  { name: 'members', columns: ['kind', 'space_id', 'user_id', 'added_at'] },
+  { name: 'members', columns: ['kind', 'space_id', 'user_id', 'added_at'], identity: ['kind', 'space_id', 'user_id'] },
   // Not the SQLite store's word blocks' generation: it belongs to the blocks, which are not copied (each store
   // rebuilds its own), and a SQLite target has its own from its migration. Nor the mark of a copy under way.
   {
@@ -57,7 +59,11 @@ const tables: readonly TableSpec[] = [
     key: 'id',
     columns: ['id', 'prefix', 'hash', 'label', 'user_id', 'created_at', 'last_used_at', 'revoked_at'],
   },
-  { name: 'maintenance_state', columns: ['channel_id', 'task', 'watermark', 'last_run_at', 'details'] },
+  {
+    name: 'maintenance_state',
+    columns: ['channel_id', 'task', 'watermark', 'last_run_at', 'details'],
+    identity: ['channel_id', 'task'],
+  },
   {
     name: 'messages',
     key: 'id',
@@ -66,6 +72,7 @@ const tables: readonly TableSpec[] = [
   { name: 'ingest_files', columns: ['path', 'line', 'prefix_sha256', 'updated_at'] },
   {
     name: 'idempotency_keys',
+    identity: ['principal', 'key'],
     columns: ['principal', 'key', 'request_sha256', 'status', 'body', 'locked_until', 'expires_at', 'committed'],
   },
   {
@@ -281,6 +288,29 @@ function sqliteEnd(path: string, copying: boolean): CopyEnd {
   };
 }
 
+/**
+ * INVALID_INPUT naming the first row of `rows` with a text holding the NUL character, which PostgreSQL's text cannot
+ * store, or null. SQLite stored it before mneme refused it at every face (ADR 43); the copy stops at that row rather
+ * than alter the text, and says how to carry it.
+ */
+function nulInRows(table: TableSpec, rows: readonly Row[]): MnemeError | null {
+  for (const row of rows) {
+    for (const column of table.columns) {
+      const value = row[column];
+      if (typeof value !== 'string' || !value.includes('\u0000')) continue;
+      const identity = table.identity ?? [table.key ?? (table.columns[0] as string)];
+      const named = identity.map((name) => `${name} ${JSON.stringify(row[name])}`).join(', ');
+      return new MnemeError(
+        ErrorCode.InvalidInput,
+        `the ${table.name} row (${named}) holds the NUL character (\\u0000) in its ${column}, ` +
+          'which PostgreSQL cannot store, and the copy does not alter text; nothing of this batch was written. ' +
+          'Export the source (mneme export), take the NUL out of that line of the file, and import the file into PostgreSQL',
+      );
+    }
+  }
+  return null;
+}
+
 async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
   const open = async (): Promise<PostgresDatabase> =>
     isPgliteUrl(path)
@@ -327,6 +357,8 @@ async function postgresEnd(path: string, copying: boolean): Promise<CopyEnd> {
     },
     async write(table, rows) {
       if (rows.length === 0) return;
+      const refused = nulInRows(table, rows);
+      if (refused) throw refused;
       await run(`writing ${table.name}`, () =>
         database.transaction(async (q) => {
           // A table copied whole comes in one batch: one statement per chunk stays under 65,535 parameters.

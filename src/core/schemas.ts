@@ -344,23 +344,30 @@ export function parseInput<Schema extends z.ZodType>(schema: Schema, input: unkn
 /** A UTF-16 surrogate without its pair: no Unicode character, and stored as bytes that read back as U+FFFD. */
 const loneSurrogate = /\p{Cs}/u;
 
+/** What is wrong with `text` as text mneme keeps, or undefined when nothing is. */
+function textFault(text: string): string | undefined {
+  if (loneSurrogate.test(text)) {
+    return 'text must be well-formed Unicode: it holds a lone surrogate (\\ud800 to \\udfff without its pair)';
+  }
+  // PostgreSQL's text cannot hold U+0000, so no store takes it: what one store kept could not be copied to the other
+  // (ADR 43).
+  if (text.includes('\u0000')) return 'text must not hold the NUL character (\\u0000), which PostgreSQL cannot store';
+  return undefined;
+}
+
 /**
  * The first string of a parsed input (its fields, items and keys, walked without recursion) that holds a
- * lone surrogate (JSON's `"\ud800"`), as an issue; none when every string is well formed. Such text
- * would be stored altered: it reads back as replacement characters, so it is refused instead.
+ * lone surrogate (JSON's `"\ud800"`) or the NUL character (`"\u0000"`), as an issue; none when every string is
+ * text every store keeps. A lone surrogate would be stored altered (it reads back as replacement characters) and a
+ * NUL is refused by PostgreSQL, so both are refused at every face on every store (ADR 43).
  */
 function illFormedText(value: unknown): FieldIssue[] {
   const pending: Array<{ value: unknown; path: string }> = [{ value, path: '' }];
-  const issue = (path: string): FieldIssue[] => [
-    {
-      path,
-      message: 'text must be well-formed Unicode: it holds a lone surrogate (\\ud800 to \\udfff without its pair)',
-    },
-  ];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { value: item, path } = next;
     if (typeof item === 'string') {
-      if (loneSurrogate.test(item)) return issue(path);
+      const fault = textFault(item);
+      if (fault !== undefined) return [{ path, message: fault }];
     } else if (Array.isArray(item)) {
       item.forEach((element, index) => {
         pending.push({ value: element, path: path ? `${path}.${index}` : String(index) });
@@ -370,7 +377,8 @@ function illFormedText(value: unknown): FieldIssue[] {
       for (const [key, field] of Object.entries(Object.getOwnPropertyDescriptors(item))) {
         if (!field.enumerable || !('value' in field)) continue;
         const at = path ? `${path}.${key}` : key;
-        if (loneSurrogate.test(key)) return issue(at);
+        const fault = textFault(key);
+        if (fault !== undefined) return [{ path: at, message: fault }];
         pending.push({ value: field.value, path: at });
       }
     }

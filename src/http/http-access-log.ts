@@ -8,8 +8,9 @@ import type { MiddlewareHandler } from 'hono';
  * reach the terminal reading the log as an escape sequence (any web page can make a browser request such a path).
  *
  * The requests the server refuses before the app sees them are logged by it in the same form (`accessLogLine`): one
- * more pipelined request than a connection may have waiting (429), and a connection over the limits (503, answered
- * before anything of it is read, so its method and path are `-`).
+ * more pipelined request than a connection may have waiting (429), a connection over the limits (503, answered
+ * before anything of it is read, so its method and path are `-`), and what Node's HTTP parser refuses (400 malformed,
+ * 431 header fields too large, 408 header fields too slow; method and path `-` too).
  */
 export function accessLog(write: (line: string) => void, now: () => number = Date.now): MiddlewareHandler {
   return async (context, next) => {

@@ -22,6 +22,11 @@ export interface HttpServerOptions {
   accessLog?: (line: string) => void;
   /** Connections one client address may hold open at once (`MAX_CONNECTIONS_PER_ADDRESS` unless told). */
   connectionsPerAddress?: number;
+  /**
+   * Milliseconds a client has, from connecting (or from its previous answer), to send a request's header fields, then
+   * 408 (`HEADERS_TIMEOUT_MS` unless told).
+   */
+  headersTimeoutMs?: number;
 }
 
 /** Milliseconds `close` waits for requests in flight before it closes their connections. */
@@ -61,7 +66,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     ...(options.logError ? { logError: options.logError } : {}),
     ...(options.accessLog ? { accessLog: options.accessLog } : {}),
   });
-  return listenHttp(app.fetch, host, port, options.connectionsPerAddress, options.accessLog);
+  return listenHttp(app.fetch, host, port, options.connectionsPerAddress, options.accessLog, options.headersTimeoutMs);
 }
 
 /** CONFIG_INVALID when `host` is not loopback and no API key exists: nothing listens beyond loopback unauthenticated. */
@@ -85,6 +90,7 @@ export async function listenHttp(
   port: number,
   connectionsPerAddress = MAX_CONNECTIONS_PER_ADDRESS,
   accessLog?: (line: string) => void,
+  headersTimeoutMs = HEADERS_TIMEOUT_MS,
 ): Promise<RunningHttpServer> {
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new MnemeError(ErrorCode.InvalidInput, `port must be a whole number from 0 to 65535, not ${String(port)}`);
@@ -97,7 +103,7 @@ export async function listenHttp(
   }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve(
-      { fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress, accessLog) },
+      { fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress, headersTimeoutMs, accessLog) },
       () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) =>
@@ -110,7 +116,6 @@ export async function listenHttp(
       ),
     );
   });
-  server.on('clientError', answerClientError);
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
@@ -153,8 +158,15 @@ export const MAX_PIPELINED_REQUESTS = 16;
  * client reads it, so one connection that sent thousands of requests and read nothing made the process hold thousands
  * of answers (10,000 lists of memories: 0.7 GB more in 15 s). One more is answered 429 with `Connection: close` and
  * runs nothing; the connection ends after it, the requests behind it unread.
+ *
+ * What Node's parser refuses before a request reaches the app (431, 408, 400) is answered by `answerClientError`; each
+ * of these refusals, as the two above, is a line of the access log.
  */
-function guardedServer(perAddress: number, accessLog?: (line: string) => void): typeof createServer {
+function guardedServer(
+  perAddress: number,
+  headersTimeoutMs: number,
+  accessLog?: (line: string) => void,
+): typeof createServer {
   return ((options: ServerOptions, listener: RequestListener) => {
     const refused = new WeakSet<Socket>();
     const open = new Map<string, number>();
@@ -162,11 +174,36 @@ function guardedServer(perAddress: number, accessLog?: (line: string) => void): 
     const waiting = new WeakMap<Socket, number>();
     /** Connections answered 429: they close after it. */
     const closing = new WeakSet<Socket>();
+    /** When each connection was opened or last sent an answer: when the request a refusal answers began, at the latest. */
+    const since = new WeakMap<Socket, number>();
     const server = createServer(
-      { ...options, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 5_000 },
+      {
+        ...options,
+        headersTimeout: headersTimeoutMs,
+        // Node answers an HTTP/1.1 request without a Host header itself (a bare 400, neither problem+json nor logged);
+        // the handler below refuses it instead.
+        requireHostHeader: false,
+        // Node checks the timeout on this interval: a header timeout shorter than 5 s is kept within its own length.
+        connectionsCheckingInterval: Math.min(5_000, headersTimeoutMs),
+      },
       (request, response) => {
         const { socket } = request;
+        response.once('finish', () => since.set(socket, Date.now()));
         if (refused.has(socket)) return; // answered 503 when it connected; destroyed once that is written
+        if (request.httpVersion === '1.1' && request.headers.host === undefined) {
+          // RFC 9112: a server answers 400 to an HTTP/1.1 request that names no Host.
+          const started = Date.now();
+          const detail = 'an HTTP/1.1 request must have a Host header';
+          const body = JSON.stringify(problem(400, 'MALFORMED_REQUEST', detail));
+          response.writeHead(400, {
+            'Content-Type': 'application/problem+json',
+            'Content-Length': Buffer.byteLength(body),
+            Connection: 'close',
+          });
+          response.end(body);
+          accessLog?.(accessLogLine(started, request.method ?? '-', targetPath(request.url), 400, Date.now()));
+          return;
+        }
         const count = waiting.get(socket) ?? 0;
         if (count >= MAX_PIPELINED_REQUESTS) {
           const started = Date.now();
@@ -210,6 +247,7 @@ function guardedServer(perAddress: number, accessLog?: (line: string) => void): 
         accessLog?.(accessLogLine(started, '-', '-', 503, Date.now()));
         return;
       }
+      since.set(socket, Date.now());
       open.set(address, count + 1);
       total += 1;
       socket.once('close', () => {
@@ -218,6 +256,11 @@ function guardedServer(perAddress: number, accessLog?: (line: string) => void): 
         if (left > 0) open.set(address, left);
         else open.delete(address);
       });
+    });
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+      const status = answerClientError(error, socket);
+      // Refused before its request line was read whole: its method and path are `-`, as for a connection refused 503.
+      if (status !== null) accessLog?.(accessLogLine(since.get(socket) ?? Date.now(), '-', '-', status, Date.now()));
     });
     return server;
   }) as typeof createServer;
@@ -244,12 +287,13 @@ export function clientOf(address: string): string {
 
 /**
  * Answers, as problem+json, a request Node's HTTP parser refuses before the app sees it: header fields
- * over Node's limit (431), a request that took too long to arrive (408), a malformed one (400).
+ * over Node's limit (431), a request that took too long to arrive (408), a malformed one (400). Returns the status
+ * answered, or null when nothing could be (the client left, or an answer had begun).
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): number | null {
   if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten > 0) {
     socket.destroy();
-    return;
+    return null;
   }
   const [status, code, detail] =
     error.code === 'HPE_HEADER_OVERFLOW'
@@ -262,4 +306,5 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
     `HTTP/1.1 ${status} ${titleOf(status)}\r\nContent-Type: application/problem+json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  return status;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../../config/create-mneme.js';
 import { createFixedClock } from '../../testing.js';
 import { isMnemeError } from '../errors.js';
@@ -10,11 +10,21 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((engine) => engine.close()));
 });
 
-async function open(path = ':memory:'): Promise<Mneme> {
+/** An engine closed after the test (`keep`: left to the caller, for one that serves several tests). */
+async function open(path = ':memory:', keep = false): Promise<Mneme> {
   const mneme = await createMneme({ path, clock: createFixedClock('2026-02-01T10:00:00Z') });
-  engines.push(mneme);
+  if (!keep) engines.push(mneme);
   return mneme;
 }
+
+/**
+ * On PGlite every engine starts a PostgreSQL in WebAssembly, initdb included (3 to 6 s each on an idle machine), and the
+ * first start of a test worker also compiles it (6 to 11 s); a case that did both and opened two engines took more than
+ * the default 30 s on a loaded machine. So the source engine opens once, in `beforeAll`, and each case's time fits its
+ * one start.
+ */
+const PGLITE_HOOK_MS = 120_000;
+const ONE_START_MS = 60_000;
 
 async function collect(lines: AsyncIterable<string>): Promise<string[]> {
   const all: string[] = [];
@@ -144,43 +154,58 @@ describe.each([
   ['SQLite', ':memory:'],
   ['PGlite', 'pglite:memory:'],
 ])('the file records of mneme ingest in an export on %s', (_store, path) => {
-  it('travel in a full export as version 2 and are restored, so a resumed ingest continues after them', async () => {
-    const source = await open(path);
-    const progress = await ingestFile(source, '/data/chat.jsonl');
-    const lines = await collect(source.exportData());
-    const full = records(lines);
-    expect(full[0]).toMatchObject({ type: 'header', version: 2 });
-    expect(full.filter((line) => line.type === 'ingestFile')).toEqual([
-      { type: 'ingestFile', ...progress, updatedAt: '2026-02-01T10:00:00.000Z' },
-    ]);
-    expect(full.at(-2)?.type).toBe('ingestFile');
-
-    const target = await open(path);
-    expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 1 });
-    expect(await target.ingestProgress('/data/chat.jsonl')).toEqual(progress);
-    // The next batch of the file is written after the restored record, as --resume writes it.
-    const next = { path: '/data/chat.jsonl', line: 3, prefixSha256: 'c'.repeat(64), after: progress.line };
-    await target.ingestMany(
-      [{ channelId: 'dm-ann', sender: 'ann', content: 'A third line', createdAt: '2026-01-31T09:01:00.000Z' }],
-      { file: next },
-    );
-    expect(await target.ingestProgress('/data/chat.jsonl')).toMatchObject({ line: 3 });
-    // And the restored database exports them again as it got them.
-    expect(records(await collect(target.exportData())).filter((line) => line.type === 'ingestFile')).toHaveLength(1);
+  // Both cases only read the source: one engine serves them.
+  let source: Mneme;
+  let progress: Awaited<ReturnType<typeof ingestFile>>;
+  beforeAll(async () => {
+    source = await open(path, true);
+    progress = await ingestFile(source, '/data/chat.jsonl');
+  }, PGLITE_HOOK_MS);
+  afterAll(async () => {
+    await source?.close();
   });
 
-  it('stay out of a user export, which stays version 1 and leaves the target without a record', async () => {
-    const source = await open(path);
-    await ingestFile(source, '/data/chat.jsonl');
-    const lines = await collect(source.exportData({ userId: 'ann' }));
-    const own = records(lines);
-    expect(own[0]).toMatchObject({ type: 'header', version: 1, user: 'ann' });
-    expect(own.filter((line) => line.type === 'message')).toHaveLength(2);
-    expect(own.some((line) => line.type === 'ingestFile')).toBe(false);
-    const target = await open(path);
-    expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 0 });
-    expect(await target.ingestProgress('/data/chat.jsonl')).toBeNull();
-  });
+  it(
+    'travel in a full export as version 2 and are restored, so a resumed ingest continues after them',
+    async () => {
+      const lines = await collect(source.exportData());
+      const full = records(lines);
+      expect(full[0]).toMatchObject({ type: 'header', version: 2 });
+      expect(full.filter((line) => line.type === 'ingestFile')).toEqual([
+        { type: 'ingestFile', ...progress, updatedAt: '2026-02-01T10:00:00.000Z' },
+      ]);
+      expect(full.at(-2)?.type).toBe('ingestFile');
+
+      const target = await open(path);
+      expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 1 });
+      expect(await target.ingestProgress('/data/chat.jsonl')).toEqual(progress);
+      // The next batch of the file is written after the restored record, as --resume writes it.
+      const next = { path: '/data/chat.jsonl', line: 3, prefixSha256: 'c'.repeat(64), after: progress.line };
+      await target.ingestMany(
+        [{ channelId: 'dm-ann', sender: 'ann', content: 'A third line', createdAt: '2026-01-31T09:01:00.000Z' }],
+        { file: next },
+      );
+      expect(await target.ingestProgress('/data/chat.jsonl')).toMatchObject({ line: 3 });
+      // And the restored database exports them again as it got them.
+      expect(records(await collect(target.exportData())).filter((line) => line.type === 'ingestFile')).toHaveLength(1);
+    },
+    ONE_START_MS,
+  );
+
+  it(
+    'stay out of a user export, which stays version 1 and leaves the target without a record',
+    async () => {
+      const lines = await collect(source.exportData({ userId: 'ann' }));
+      const own = records(lines);
+      expect(own[0]).toMatchObject({ type: 'header', version: 1, user: 'ann' });
+      expect(own.filter((line) => line.type === 'message')).toHaveLength(2);
+      expect(own.some((line) => line.type === 'ingestFile')).toBe(false);
+      const target = await open(path);
+      expect(await target.importData(lines)).toMatchObject({ messages: 2, ingestFiles: 0 });
+      expect(await target.ingestProgress('/data/chat.jsonl')).toBeNull();
+    },
+    ONE_START_MS,
+  );
 });
 
 describe('an import of ingestFile records', () => {

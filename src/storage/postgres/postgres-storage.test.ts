@@ -579,7 +579,19 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
     const url = await server.database('nul-ingest');
     const mneme = await createMneme({ path: url });
     const database = createPgPoolDatabase(url, { max: 1 });
+    const storage = await createPostgresStorage({ database: createPgPoolDatabase(url, { max: 1 }) });
     try {
+      // The engine's schemas refuse a NUL at every face (ADR 43); the store refuses one that reaches it below them, its
+      // transaction taking back the names and topics written with the messages.
+      await expect(
+        storage.messages.append(
+          [
+            { channelId: 'room', senderId: 'dan', role: 'user', content: 'fine', topicId: 'dan-topic', createdAt: 1 },
+            { channelId: 'room', senderId: 'dan', role: 'user', content: 'a \u0000', topicId: null, createdAt: 2 },
+          ],
+          { names: [{ id: 'dan', displayName: 'Dan' }], topics: ['dan-topic'], at: 1 },
+        ),
+      ).rejects.toMatchObject({ code: ErrorCode.InvalidInput, message: expect.stringContaining('NUL character') });
       // One at a time: a refusal that settles while the test awaits another would be an unhandled rejection.
       const refusals = [
         () =>
@@ -613,6 +625,7 @@ describe.skipIf(!hasPostgresBinaries)('PostgreSQL storage on a real server (post
         members: await rows('SELECT user_id FROM members'),
       }).toEqual({ users: [], topics: [], messages: [], members: [] });
     } finally {
+      await storage.close();
       await database.close();
       await mneme.close();
     }
