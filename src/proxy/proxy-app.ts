@@ -84,8 +84,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.onError((error, context) => {
     const { body, headers } = problemOf(error);
     const clientLeft = context.req.raw.signal.aborted;
-    if (body.status >= 500 && body.code !== 'STORE_BUSY' && !clientLeft)
-      // An unreachable upstream is an outage to report as such; anything else here was not expected.
+    if (body.status >= 500 && body.code !== 'STORE_BUSY' && body.code !== 'UPSTREAM_REDIRECTED' && !clientLeft)
+      // An unreachable upstream is an outage to report as such; anything else here was not expected (a redirect
+      // was logged with its location where it was met).
       log(body.code === 'UPSTREAM_UNREACHABLE' ? errorMessage(error) : `unexpected error: ${errorMessage(error)}`);
     return sendProblem(body.status, body, headers);
   });
@@ -101,12 +102,16 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     });
     if (init.body !== undefined) headers.set('content-type', 'application/json');
     if (options.upstreamApiKey) headers.set('authorization', `Bearer ${options.upstreamApiKey}`);
+    let answer: Response;
     try {
-      return await fetch(`${upstream}${path}`, {
+      answer = await fetch(`${upstream}${path}`, {
         method: init.method,
         headers,
         ...(init.body === undefined ? {} : { body: init.body }),
         signal: context.req.raw.signal,
+        // A redirect would send the conversation, with the memories recalled into it, to an address nobody
+        // configured (and a 307 keeps the body); the proxy follows none (ADR 18, 2026-12-05).
+        redirect: 'manual',
       });
     } catch (error) {
       if (context.req.raw.signal.aborted) throw error;
@@ -116,6 +121,19 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         `the upstream ${upstream} cannot be reached (${causeOf(error)}); check --upstream and that it is running`,
       );
     }
+    if (answer.status >= 300 && answer.status < 400 && answer.status !== 304) {
+      await answer.body?.cancel().catch(() => {});
+      const location = answer.headers.get('location');
+      log(
+        `the upstream ${upstream} answered ${init.method} ${path} with ${answer.status}, a redirect${location ? ` to ${secret ? location.replaceAll(secret, REDACTED) : location}` : ''}; it was not followed`,
+      );
+      throw new HttpProblem(
+        502,
+        'UPSTREAM_REDIRECTED',
+        `the upstream ${upstream} answered with a redirect (${answer.status}), which mneme proxy does not follow: it would send the conversation and the memories recalled into it to an address nobody configured; set --upstream to the address the upstream redirects to`,
+      );
+    }
+    return answer;
   }
 
   /** Runs an ingest in the background, logging its failure; `whenIdle` waits for it. */
