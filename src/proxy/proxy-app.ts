@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
+import { z } from 'zod';
 import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
-import { ChannelIdSchema, clipQuery, fitMessage, parseInput, UserIdSchema } from '../core/schemas.js';
+import { ChannelIdSchema, clipQuery, fitMessage, PersonIdSchema, parseInput } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
@@ -166,7 +167,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', 'messages must be a list of message objects');
     }
     const caller = whoCalls(context, principal, request.user);
-    const userText = latestUserText(messages as ChatMessage[]);
+    // Text that holds a lone surrogate (JSON's "\ud800") could be neither recalled for nor recorded: refused, not
+    // forwarded and then silently left out of memory.
+    const userText = parseField<string>(z.string(), latestUserText(messages as ChatMessage[]), 'latest user message');
     const retryId = exchangeIdOf(context.req.header('idempotency-key'), userText);
     // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
     const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
@@ -335,7 +338,10 @@ function whoCalls(context: Context, principal: Principal, user: unknown): Caller
       'USER_REQUIRED',
       'an administrator key (or a database without keys) needs the user the chat is for: set the request body field "user" to their id, or use a key bound to the user (mneme keys create --user <id>)',
     );
-  } else userId = parseField(UserIdSchema, user, 'user');
+  } else {
+    // Not one of mneme's own actors (`assistant`, `maintenance`, ...; ADR 38): its exchange could not be recorded.
+    userId = parseField(PersonIdSchema, user, 'user');
+  }
   const header = context.req.header(CHANNEL_HEADER);
   const channelId =
     header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header');
