@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { clipQuery, fitMessage, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
+import { clipQuery, fitMessage, PersonIdSchema, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import {
   type CallOptions,
@@ -127,6 +127,9 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
         'mneme middleware: recording the exchange needs a userId and a channelId (in the viewer option or providerOptions.mneme); give both, or set ingest: false',
       );
     }
+    // One of mneme's own actors (`assistant`, ...; ADR 38) records no exchange: refused before the model is called,
+    // not answered and then left out of memory with a warning.
+    if (ingest) parseInput(PersonIdSchema, viewer.userId, 'mneme middleware viewer');
     return { viewer, ingest };
   };
 
