@@ -6,6 +6,7 @@ import type { Mneme } from '../core/mneme.js';
 import { clipQuery, fitMessage, PersonIdSchema, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import {
+  asksForTool,
   type CallOptions,
   isFinalReply,
   latestUserTurn,
@@ -187,7 +188,8 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
     async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
       const plan = plans.get(params);
-      if (plan !== undefined && isFinalReply(result.finishReason) && params.abortSignal?.aborted !== true) {
+      const final = isFinalReply(result.finishReason) && !result.content.some(asksForTool);
+      if (plan !== undefined && final && params.abortSignal?.aborted !== true) {
         record(plan, replyText(result));
       }
       return result;
@@ -200,16 +202,18 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       let text = '';
       let finished = false;
       let failed = false;
+      let callsTools = false;
       const collect = new TransformStream<StreamPart, StreamPart>({
         transform(part, controller) {
           if (part.type === 'text-delta') text += part.delta;
           else if (part.type === 'finish') finished = isFinalReply(part.finishReason);
           else if (part.type === 'error') failed = true;
+          else if (asksForTool(part)) callsTools = true;
           controller.enqueue(part);
         },
         // Only a stream read to its end gets here: an errored or cancelled one records nothing (ADR 17).
         flush() {
-          if (finished && !failed && params.abortSignal?.aborted !== true) record(plan, text);
+          if (finished && !failed && !callsTools && params.abortSignal?.aborted !== true) record(plan, text);
         },
       });
       return { ...result, stream: result.stream.pipeThrough(collect) };
