@@ -95,3 +95,31 @@ describe('a latest user message holding a lone surrogate', () => {
     expect(turns).toEqual(['I always take green tea 😀', 'Green tea suits your mornings.']);
   });
 });
+
+describe('a user whose id is too long for a default channel', () => {
+  it('is told to name a channel rather than that a channel it never named is too long, and may name one', async () => {
+    const user = `u${'x'.repeat(197)}`;
+    const body = JSON.stringify({
+      model: 'fake-model',
+      user,
+      messages: [{ role: 'user', content: 'I take green tea' }],
+    });
+    const refused = await post(keys.admin, body);
+    expect(refused.status).toBe(400);
+    const problem = (await refused.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('INVALID_CHAT_REQUEST');
+    expect(problem.detail).toMatch(/too long for a default channel .* X-Mneme-Channel header/);
+    expect(upstream.requests).toEqual([]);
+    const named = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.admin}`, 'content-type': 'application/json', 'x-mneme-channel': 'tea' },
+      body,
+    });
+    expect(named.status).toBe(200);
+    await proxy.whenIdle();
+    expect((await mneme.messages({ channelId: 'tea' })).messages.map((message) => message.senderId)).toEqual([
+      user,
+      'assistant',
+    ]);
+  });
+});

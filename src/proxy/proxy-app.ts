@@ -6,7 +6,15 @@ import type { Principal } from '../core/access.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
-import { ChannelIdSchema, clipQuery, fitMessage, PersonIdSchema, parseInput } from '../core/schemas.js';
+import {
+  ChannelIdSchema,
+  clipChars,
+  clipQuery,
+  fitMessage,
+  MAX_ID_CHARS,
+  PersonIdSchema,
+  parseInput,
+} from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
@@ -343,9 +351,19 @@ function whoCalls(context: Context, principal: Principal, user: unknown): Caller
     userId = parseField(PersonIdSchema, user, 'user');
   }
   const header = context.req.header(CHANNEL_HEADER);
-  const channelId =
-    header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header');
-  return { principal, userId, channelId: parseField(ChannelIdSchema, channelId, 'channel') };
+  if (header !== undefined) {
+    return { principal, userId, channelId: parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header') };
+  }
+  const channelId = defaultChannel(userId);
+  if (channelId.length > MAX_ID_CHARS) {
+    // A user id of up to 200 characters is valid, but its default channel is longer than a channel id may be.
+    throw new HttpProblem(
+      400,
+      'INVALID_CHAT_REQUEST',
+      `user ${clipChars(userId, 40)}... has an id too long for a default channel (${channelId.length} characters, at most ${MAX_ID_CHARS}): name the channel with the X-Mneme-Channel header`,
+    );
+  }
+  return { principal, userId, channelId };
 }
 
 /** The channel of a user's exchanges when the request names none. */
