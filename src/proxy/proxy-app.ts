@@ -49,6 +49,11 @@ export interface ProxyApp {
   whenIdle(): Promise<void>;
 }
 
+/** Pauses, in all, an exchange waits for a database another process holds busy before it is given up (logged). */
+const BUSY_RETRY_MS = 60_000;
+const FIRST_BUSY_PAUSE_MS = 250;
+const LONGEST_BUSY_PAUSE_MS = 5_000;
+
 /** The header naming the channel a request's exchange belongs to; `proxy:<userId>` without it. */
 export const CHANNEL_HEADER = 'x-mneme-channel';
 
@@ -147,11 +152,34 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
 
   /** Runs an ingest in the background, logging its failure; `whenIdle` waits for it. */
   function inBackground(work: () => Promise<unknown>, what: string): void {
-    const done: Promise<void> = work()
+    const done: Promise<void> = whileBusy(work, what)
       .then(() => undefined)
       .catch((error: unknown) => log(`${what} failed: ${errorMessage(error)}`))
       .finally(() => pending.delete(done));
     pending.add(done);
+  }
+
+  /**
+   * `work`, run again while it fails because another process holds the database (STORE_BUSY having written nothing),
+   * for up to `BUSY_RETRY_MS` of pauses: the client has its reply already and cannot send it again, as it would a
+   * 503 of the HTTP API, so the exchange waits here rather than being lost. Each attempt reads the key and the
+   * membership again (they are part of `work`). One line says it waits.
+   */
+  async function whileBusy(work: () => Promise<unknown>, what: string): Promise<unknown> {
+    let paused = 0;
+    for (let pause = FIRST_BUSY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_BUSY_PAUSE_MS)) {
+      try {
+        return await work();
+      } catch (error) {
+        const busy = isMnemeError(error) && error.code === ErrorCode.StoreBusy && error.committed === undefined;
+        if (!busy || paused >= BUSY_RETRY_MS) throw error;
+        if (paused === 0) {
+          log(`${what} waits: ${errorMessage(error)}; it is tried again for up to ${BUSY_RETRY_MS / 1000} s`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        paused += pause;
+      }
+    }
   }
 
   app.get('/v1/models', async (context) => {
