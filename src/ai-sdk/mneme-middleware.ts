@@ -1,5 +1,6 @@
 import type { LanguageModelMiddleware } from 'ai';
 import { z } from 'zod';
+import { retryWhileBusy } from '../core/busy-retry.js';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
@@ -137,19 +138,19 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
   const record = (plan: CallPlan, reply: string) => {
     if (plan.ingest === null || reply.trim() === '') return;
     const { userId, channelId, topicId } = plan.ingest;
-    const work = mneme
-      .ingestExchange({
-        userId,
-        channelId,
-        ...(topicId === undefined ? {} : { topicId }),
-        // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
-        userMessage: fitMessage(plan.turn.text),
-        assistantReply: fitMessage(reply),
-      })
-      .then(
-        () => undefined,
-        (error: unknown) => warn(error, 'ingest'),
-      );
+    const exchange = {
+      userId,
+      channelId,
+      ...(topicId === undefined ? {} : { topicId }),
+      // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
+      userMessage: fitMessage(plan.turn.text),
+      assistantReply: fitMessage(reply),
+    };
+    // The app has its reply and will not send the exchange again: a database another process holds is waited for.
+    const work = retryWhileBusy(() => mneme.ingestExchange(exchange)).then(
+      () => undefined,
+      (error: unknown) => warn(error, 'ingest'),
+    );
     pending.add(work);
     void work.finally(() => pending.delete(work));
   };

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Principal } from '../core/access.js';
+import { BUSY_RETRY_MS, retryWhileBusy } from '../core/busy-retry.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
@@ -48,11 +49,6 @@ export interface ProxyApp {
   /** Resolves once every exchange handed to ingest so far has been written (or has failed and been logged). */
   whenIdle(): Promise<void>;
 }
-
-/** Pauses, in all, an exchange waits for a database another process holds busy before it is given up (logged). */
-const BUSY_RETRY_MS = 60_000;
-const FIRST_BUSY_PAUSE_MS = 250;
-const LONGEST_BUSY_PAUSE_MS = 5_000;
 
 /** The header naming the channel a request's exchange belongs to; `proxy:<userId>` without it. */
 export const CHANNEL_HEADER = 'x-mneme-channel';
@@ -152,34 +148,15 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
 
   /** Runs an ingest in the background, logging its failure; `whenIdle` waits for it. */
   function inBackground(work: () => Promise<unknown>, what: string): void {
-    const done: Promise<void> = whileBusy(work, what)
+    // The client has its reply and cannot send the exchange again: a database held busy is waited for (ADR 18), the
+    // key and the membership read again at each attempt (they are part of `work`).
+    const waits = (error: unknown) =>
+      log(`${what} waits: ${errorMessage(error)}; it is tried again for up to ${BUSY_RETRY_MS / 1000} s`);
+    const done: Promise<void> = retryWhileBusy(work, waits)
       .then(() => undefined)
       .catch((error: unknown) => log(`${what} failed: ${errorMessage(error)}`))
       .finally(() => pending.delete(done));
     pending.add(done);
-  }
-
-  /**
-   * `work`, run again while it fails because another process holds the database (STORE_BUSY having written nothing),
-   * for up to `BUSY_RETRY_MS` of pauses: the client has its reply already and cannot send it again, as it would a
-   * 503 of the HTTP API, so the exchange waits here rather than being lost. Each attempt reads the key and the
-   * membership again (they are part of `work`). One line says it waits.
-   */
-  async function whileBusy(work: () => Promise<unknown>, what: string): Promise<unknown> {
-    let paused = 0;
-    for (let pause = FIRST_BUSY_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_BUSY_PAUSE_MS)) {
-      try {
-        return await work();
-      } catch (error) {
-        const busy = isMnemeError(error) && error.code === ErrorCode.StoreBusy && error.committed === undefined;
-        if (!busy || paused >= BUSY_RETRY_MS) throw error;
-        if (paused === 0) {
-          log(`${what} waits: ${errorMessage(error)}; it is tried again for up to ${BUSY_RETRY_MS / 1000} s`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        paused += pause;
-      }
-    }
   }
 
   app.get('/v1/models', async (context) => {
