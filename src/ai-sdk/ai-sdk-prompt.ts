@@ -48,6 +48,15 @@ export function replyText(result: GenerateResult): string {
   return result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
 }
 
+/**
+ * Whether a part of a reply (generated or streamed) asks the app for a tool: a step of a tool loop, whatever its
+ * finish reason says (OpenAI and several OpenAI-compatible servers say `stop` beside the calls they ask for). A tool
+ * the provider ran itself (a web search) ends no step.
+ */
+export function asksForTool(part: { type: string; providerExecuted?: boolean | undefined }): boolean {
+  return part.type === 'tool-call' && part.providerExecuted !== true;
+}
+
 /** Whether a finished reply is a complete assistant turn worth keeping: not a tool call, not an error. */
 export function isFinalReply(finishReason: GenerateResult['finishReason']): boolean {
   return finishReason.unified !== 'tool-calls' && finishReason.unified !== 'error';

@@ -276,7 +276,8 @@ describe('the AI SDK middleware', () => {
     const refusing: MiddlewareMneme = {
       context: (input) => mneme.context(input),
       ingestExchange: async () => {
-        throw new MnemeError(ErrorCode.StoreBusy, 'the database is busy; try again');
+        // Not STORE_BUSY, which is tried again first (test/attack29a-ai-sdk-busy-store.test.ts).
+        throw new MnemeError(ErrorCode.StoreFailed, 'the disk is full; free some space');
       },
     };
     const model = new MockLanguageModelV3({ doGenerate: reply('x'.repeat(200)) });

@@ -1,11 +1,13 @@
 import type { LanguageModelMiddleware } from 'ai';
 import { z } from 'zod';
+import { retryWhileBusy } from '../core/busy-retry.js';
 import type { Logger } from '../core/engine-context.js';
 import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
-import { clipQuery, fitMessage, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
+import { clipQuery, fitMessage, PersonIdSchema, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import {
+  asksForTool,
   type CallOptions,
   isFinalReply,
   latestUserTurn,
@@ -127,25 +129,28 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
         'mneme middleware: recording the exchange needs a userId and a channelId (in the viewer option or providerOptions.mneme); give both, or set ingest: false',
       );
     }
+    // One of mneme's own actors (`assistant`, ...; ADR 38) records no exchange: refused before the model is called,
+    // not answered and then left out of memory with a warning.
+    if (ingest) parseInput(PersonIdSchema, viewer.userId, 'mneme middleware viewer');
     return { viewer, ingest };
   };
 
   const record = (plan: CallPlan, reply: string) => {
     if (plan.ingest === null || reply.trim() === '') return;
     const { userId, channelId, topicId } = plan.ingest;
-    const work = mneme
-      .ingestExchange({
-        userId,
-        channelId,
-        ...(topicId === undefined ? {} : { topicId }),
-        // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
-        userMessage: fitMessage(plan.turn.text),
-        assistantReply: fitMessage(reply),
-      })
-      .then(
-        () => undefined,
-        (error: unknown) => warn(error, 'ingest'),
-      );
+    const exchange = {
+      userId,
+      channelId,
+      ...(topicId === undefined ? {} : { topicId }),
+      // A turn longer than a message can hold keeps its start and its end rather than lose the exchange.
+      userMessage: fitMessage(plan.turn.text),
+      assistantReply: fitMessage(reply),
+    };
+    // The app has its reply and will not send the exchange again: a database another process holds is waited for.
+    const work = retryWhileBusy(() => mneme.ingestExchange(exchange)).then(
+      () => undefined,
+      (error: unknown) => warn(error, 'ingest'),
+    );
     pending.add(work);
     void work.finally(() => pending.delete(work));
   };
@@ -184,7 +189,8 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
     async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
       const plan = plans.get(params);
-      if (plan !== undefined && isFinalReply(result.finishReason) && params.abortSignal?.aborted !== true) {
+      const final = isFinalReply(result.finishReason) && !result.content.some(asksForTool);
+      if (plan !== undefined && final && params.abortSignal?.aborted !== true) {
         record(plan, replyText(result));
       }
       return result;
@@ -197,16 +203,18 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       let text = '';
       let finished = false;
       let failed = false;
+      let callsTools = false;
       const collect = new TransformStream<StreamPart, StreamPart>({
         transform(part, controller) {
           if (part.type === 'text-delta') text += part.delta;
           else if (part.type === 'finish') finished = isFinalReply(part.finishReason);
           else if (part.type === 'error') failed = true;
+          else if (asksForTool(part)) callsTools = true;
           controller.enqueue(part);
         },
         // Only a stream read to its end gets here: an errored or cancelled one records nothing (ADR 17).
         flush() {
-          if (finished && !failed && params.abortSignal?.aborted !== true) record(plan, text);
+          if (finished && !failed && !callsTools && params.abortSignal?.aborted !== true) record(plan, text);
         },
       });
       return { ...result, stream: result.stream.pipeThrough(collect) };

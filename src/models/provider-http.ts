@@ -126,7 +126,8 @@ type AttemptFailure =
   | { kind: 'timeout' }
   | { kind: 'status'; status: number; serverMessage: string; retryAfterMs: number | undefined }
   | { kind: 'not-json'; sample: string }
-  | { kind: 'too-large'; bytes: number };
+  | { kind: 'too-large'; bytes: number }
+  | { kind: 'redirect'; status: number; location: string };
 
 /**
  * Whether a URL names a user or a password (`http://user:secret@host`): fetch refuses such a URL, and every
@@ -217,7 +218,13 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         },
         body: body === undefined ? null : JSON.stringify(body),
         signal: controller.signal,
+        // A redirect would send what is embedded or summarised (messages, memories) to an address nobody configured.
+        redirect: 'manual',
       });
+      if (response.status >= 300 && response.status < 400 && response.status !== 304) {
+        await response.body?.cancel().catch(() => {});
+        return { kind: 'redirect', status: response.status, location: response.headers.get('location') ?? '' };
+      }
       const text = await readText(response, maxResponseBytes);
       if (text === null) {
         controller.abort();
@@ -281,6 +288,11 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         return new MnemeError(
           ErrorCode.ModelFailed,
           `${options.provider} at ${baseUrl} answered ${request} with more than ${formatBytes(failed.bytes)}, more than any answer should be; check that the URL points at the right server`,
+        );
+      case 'redirect':
+        return new MnemeError(
+          ErrorCode.ModelFailed,
+          `${options.provider} at ${baseUrl} answered ${request} with a redirect (${failed.status}${failed.location ? ` to ${failed.location}` : ''}), which mneme does not follow: it would send the text to an address nobody configured; set the URL to the address it redirects to`,
         );
       case 'status': {
         const hint = options.statusHint?.(failed.status, failed.serverMessage);

@@ -1,11 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
+import { z } from 'zod';
 import type { Principal } from '../core/access.js';
+import { BUSY_RETRY_MS, retryWhileBusy } from '../core/busy-retry.js';
 import { ErrorCode, errorMessage, isMnemeError } from '../core/errors.js';
 import { checkIdempotencyKey } from '../core/idempotency.js';
 import type { Mneme } from '../core/mneme.js';
-import { ChannelIdSchema, clipQuery, fitMessage, parseInput, UserIdSchema } from '../core/schemas.js';
+import {
+  ChannelIdSchema,
+  clipChars,
+  clipQuery,
+  fitMessage,
+  MAX_ID_CHARS,
+  PersonIdSchema,
+  parseInput,
+} from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
@@ -84,8 +94,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.onError((error, context) => {
     const { body, headers } = problemOf(error);
     const clientLeft = context.req.raw.signal.aborted;
-    if (body.status >= 500 && body.code !== 'STORE_BUSY' && !clientLeft)
-      // An unreachable upstream is an outage to report as such; anything else here was not expected.
+    if (body.status >= 500 && body.code !== 'STORE_BUSY' && body.code !== 'UPSTREAM_REDIRECTED' && !clientLeft)
+      // An unreachable upstream is an outage to report as such; anything else here was not expected (a redirect
+      // was logged with its location where it was met).
       log(body.code === 'UPSTREAM_UNREACHABLE' ? errorMessage(error) : `unexpected error: ${errorMessage(error)}`);
     return sendProblem(body.status, body, headers);
   });
@@ -101,12 +112,16 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     });
     if (init.body !== undefined) headers.set('content-type', 'application/json');
     if (options.upstreamApiKey) headers.set('authorization', `Bearer ${options.upstreamApiKey}`);
+    let answer: Response;
     try {
-      return await fetch(`${upstream}${path}`, {
+      answer = await fetch(`${upstream}${path}`, {
         method: init.method,
         headers,
         ...(init.body === undefined ? {} : { body: init.body }),
         signal: context.req.raw.signal,
+        // A redirect would send the conversation, with the memories recalled into it, to an address nobody
+        // configured (and a 307 keeps the body); the proxy follows none (ADR 18, 2026-12-05).
+        redirect: 'manual',
       });
     } catch (error) {
       if (context.req.raw.signal.aborted) throw error;
@@ -116,11 +131,28 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         `the upstream ${upstream} cannot be reached (${causeOf(error)}); check --upstream and that it is running`,
       );
     }
+    if (answer.status >= 300 && answer.status < 400 && answer.status !== 304) {
+      await answer.body?.cancel().catch(() => {});
+      const location = answer.headers.get('location');
+      log(
+        `the upstream ${upstream} answered ${init.method} ${path} with ${answer.status}, a redirect${location ? ` to ${secret ? location.replaceAll(secret, REDACTED) : location}` : ''}; it was not followed`,
+      );
+      throw new HttpProblem(
+        502,
+        'UPSTREAM_REDIRECTED',
+        `the upstream ${upstream} answered with a redirect (${answer.status}), which mneme proxy does not follow: it would send the conversation and the memories recalled into it to an address nobody configured; set --upstream to the address the upstream redirects to`,
+      );
+    }
+    return answer;
   }
 
   /** Runs an ingest in the background, logging its failure; `whenIdle` waits for it. */
   function inBackground(work: () => Promise<unknown>, what: string): void {
-    const done: Promise<void> = work()
+    // The client has its reply and cannot send the exchange again: a database held busy is waited for (ADR 18), the
+    // key and the membership read again at each attempt (they are part of `work`).
+    const waits = (error: unknown) =>
+      log(`${what} waits: ${errorMessage(error)}; it is tried again for up to ${BUSY_RETRY_MS / 1000} s`);
+    const done: Promise<void> = retryWhileBusy(work, waits)
       .then(() => undefined)
       .catch((error: unknown) => log(`${what} failed: ${errorMessage(error)}`))
       .finally(() => pending.delete(done));
@@ -148,7 +180,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       throw new HttpProblem(400, 'INVALID_CHAT_REQUEST', 'messages must be a list of message objects');
     }
     const caller = whoCalls(context, principal, request.user);
-    const userText = latestUserText(messages as ChatMessage[]);
+    // Text that holds a lone surrogate (JSON's "\ud800") could be neither recalled for nor recorded: refused, not
+    // forwarded and then silently left out of memory.
+    const userText = parseField<string>(z.string(), latestUserText(messages as ChatMessage[]), 'latest user message');
     const retryId = exchangeIdOf(context.req.header('idempotency-key'), userText);
     // A later step of a tool loop ends with tool results, not the user: it recalls without reinforcing again.
     const userSpokeLast = (messages.at(-1) as ChatMessage | undefined)?.role === 'user';
@@ -317,11 +351,24 @@ function whoCalls(context: Context, principal: Principal, user: unknown): Caller
       'USER_REQUIRED',
       'an administrator key (or a database without keys) needs the user the chat is for: set the request body field "user" to their id, or use a key bound to the user (mneme keys create --user <id>)',
     );
-  } else userId = parseField(UserIdSchema, user, 'user');
+  } else {
+    // Not one of mneme's own actors (`assistant`, `maintenance`, ...; ADR 38): its exchange could not be recorded.
+    userId = parseField(PersonIdSchema, user, 'user');
+  }
   const header = context.req.header(CHANNEL_HEADER);
-  const channelId =
-    header === undefined ? defaultChannel(userId) : parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header');
-  return { principal, userId, channelId: parseField(ChannelIdSchema, channelId, 'channel') };
+  if (header !== undefined) {
+    return { principal, userId, channelId: parseField(ChannelIdSchema, header, CHANNEL_HEADER, 'header') };
+  }
+  const channelId = defaultChannel(userId);
+  if (channelId.length > MAX_ID_CHARS) {
+    // A user id of up to 200 characters is valid, but its default channel is longer than a channel id may be.
+    throw new HttpProblem(
+      400,
+      'INVALID_CHAT_REQUEST',
+      `user ${clipChars(userId, 40)}... has an id too long for a default channel (${channelId.length} characters, at most ${MAX_ID_CHARS}): name the channel with the X-Mneme-Channel header`,
+    );
+  }
+  return { principal, userId, channelId };
 }
 
 /** The channel of a user's exchanges when the request names none. */
