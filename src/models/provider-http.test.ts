@@ -91,8 +91,9 @@ describe('the provider HTTP client', () => {
     server = await startFakeProviderServer();
     server.answerAlways({ hang: true });
     const clock = recordingSleep();
-    await expect(client(server.url, clock.sleep, { timeoutMs: 50, maxRetries: 1 }).postJson('/x', {})).rejects.toThrow(
-      /did not answer POST \/x within 50 ms \(after 2 attempts\)/,
+    // Long enough for each request to reach the server on a loaded machine (50 ms could expire before it was read).
+    await expect(client(server.url, clock.sleep, { timeoutMs: 500, maxRetries: 1 }).postJson('/x', {})).rejects.toThrow(
+      /did not answer POST \/x within 500 ms \(after 2 attempts\)/,
     );
     expect(server.requests).toHaveLength(2);
   });
