@@ -41,7 +41,9 @@ const whereOf = (table: TableSpec) => (table.rows ? ` WHERE ${table.rows}` : '')
 
 /** The tables in an order that respects their references. Leases are not copied: they belong to running processes. */
 const tables: readonly TableSpec[] = [
-  { name: 'users', columns: ['id', 'display_name', 'created_at', 'updated_at'] },
+  // With the keys its name and id read as (ADR 40): a user without them is no namesake of anyone, so a copy that left
+  // them out let every display name pass for any other user's unlabelled (attack29c).
+  { name: 'users', columns: ['id', 'display_name', 'name_key', 'id_key', 'created_at', 'updated_at'] },
   { name: 'projects', columns: ['id', 'name', 'managed', 'created_at'], booleans: ['managed'] },
   { name: 'topics', columns: ['id', 'project_id', 'title', 'created_at'] },
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },

@@ -31,11 +31,18 @@ export function accessLogLine(started: number, method: string, path: string, sta
 
 /**
  * The path of a request target as sent (`/a%0Ab?key=x` -> `/a%0Ab`), percent-encoded as `URL` writes it, or `-` when
- * it is none: for a request the server answers before the app parses it.
+ * it is none (`*`, `host:443`, or nothing: a request the server answers before the app parses it). A path is read as the
+ * adapter reads it, after the host (`//evil.example/x` stays that path, not `/x` of another host), and a backslash is
+ * kept as `%5C` (`URL` reads it as a slash and resolves the `..` around it: `/api\..\health` was logged `/health`).
  */
 export function targetPath(target: string | undefined): string {
+  if (target === undefined) return '-';
   try {
-    return new URL(target ?? '', 'http://refused.invalid').pathname;
+    if (/^https?:\/\//i.test(target)) return new URL(target).pathname;
+    if (!target.startsWith('/')) return '-';
+    const query = target.search(/[?#]/);
+    const path = query === -1 ? target : target.slice(0, query);
+    return new URL(`http://refused.invalid${path.replaceAll('\\', '%5C')}`).pathname;
   } catch {
     return '-';
   }

@@ -1,6 +1,6 @@
-import { createServer, type RequestListener, type ServerOptions } from 'node:http';
+import { createServer, type IncomingMessage, type ServerOptions } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener, type HttpBindings, RequestError, serve } from '@hono/node-server';
 import { ErrorCode, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import { accessLogLine, targetPath } from './http-access-log.js';
@@ -85,7 +85,7 @@ export async function refuseOpenNetwork(host: string, mneme: Pick<Mneme, 'apiKey
  * the server refuses before `fetch` sees it (as the app's access log writes its own).
  */
 export async function listenHttp(
-  fetch: (request: Request) => Response | Promise<Response>,
+  fetch: (request: Request, env: HttpBindings) => Response | Promise<Response>,
   host: string,
   port: number,
   connectionsPerAddress = MAX_CONNECTIONS_PER_ADDRESS,
@@ -101,9 +101,21 @@ export async function listenHttp(
       `connections per address must be a whole number from 1, not ${String(connectionsPerAddress)}`,
     );
   }
+  // The requests that reached `fetch` (the app, which logs its own line); the others were refused on the way.
+  const reached = new WeakSet<IncomingMessage>();
+  const app = (request: Request, env: Parameters<Parameters<typeof getRequestListener>[0]>[1]) => {
+    reached.add((env as HttpBindings).incoming);
+    return fetch(request, env as HttpBindings);
+  };
+  const listener = getRequestListener(app, { hostname: host, errorHandler: unreadableRequest });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve(
-      { fetch, hostname: host, port, createServer: guardedServer(connectionsPerAddress, headersTimeoutMs, accessLog) },
+      {
+        fetch: app,
+        hostname: host,
+        port,
+        createServer: guardedServer(connectionsPerAddress, headersTimeoutMs, listener, reached, accessLog),
+      },
       () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) =>
@@ -165,9 +177,12 @@ export const MAX_PIPELINED_REQUESTS = 16;
 function guardedServer(
   perAddress: number,
   headersTimeoutMs: number,
+  listener: ReturnType<typeof getRequestListener>,
+  reached: WeakSet<IncomingMessage>,
   accessLog?: (line: string) => void,
 ): typeof createServer {
-  return ((options: ServerOptions, listener: RequestListener) => {
+  // `serve`'s own listener is not used: `listener` is the same, with the answer to a request it cannot read.
+  return ((options: ServerOptions) => {
     const refused = new WeakSet<Socket>();
     const open = new Map<string, number>();
     let total = 0;
@@ -225,7 +240,15 @@ function guardedServer(
         }
         waiting.set(socket, count + 1);
         response.once('close', () => waiting.set(socket, (waiting.get(socket) ?? 1) - 1));
-        listener(request, response);
+        // A request the app never saw (`unreadableRequest`: a Host header or target that makes no URL) is logged here.
+        const started = Date.now();
+        response.once('finish', () => {
+          if (reached.has(request)) return;
+          accessLog?.(
+            accessLogLine(started, request.method ?? '-', targetPath(request.url), response.statusCode, Date.now()),
+          );
+        });
+        void listener(request, response);
       },
     );
     server.on('connection', (socket: Socket) => {
@@ -257,6 +280,17 @@ function guardedServer(
         else open.delete(address);
       });
     });
+    // Node closed a CONNECT request's connection without a word (no answer, no line) unless the server listens for it.
+    server.on('connect', (request: IncomingMessage, socket: Socket) => {
+      if (refused.has(socket)) return void socket.destroy(); // answered 503 when it connected
+      const started = Date.now();
+      const body = JSON.stringify(problem(404, 'NOT_FOUND', 'no route for CONNECT: the service tunnels nothing'));
+      socket.end(
+        `HTTP/1.1 404 ${titleOf(404)}\r\nContent-Type: application/problem+json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      accessLog?.(accessLogLine(started, request.method ?? '-', '-', 404, Date.now()));
+    });
     server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
       const status = answerClientError(error, socket);
       // Refused before its request line was read whole: its method and path are `-`, as for a connection refused 503.
@@ -264,6 +298,23 @@ function guardedServer(
     });
     return server;
   }) as typeof createServer;
+}
+
+/**
+ * The answer to a request Node parsed but the adapter could not make a URL of, before the app sees it: a Host header
+ * that names no host (`Host: a b`, `Host: user@x`), a path with a backslash, a target that is neither a path nor a URL
+ * (`OPTIONS *`). `@hono/node-server` answered these itself, a bare 400 without a body, and the access log had no line
+ * for them (attack29c).
+ */
+function unreadableRequest(error: unknown): Response {
+  const [status, code, detail] =
+    error instanceof RequestError
+      ? [400, 'MALFORMED_REQUEST', `the request's target and Host header make no URL (${error.message})`]
+      : [500, 'INTERNAL', 'the request failed before it reached the service'];
+  return new Response(JSON.stringify(problem(status, code, detail)), {
+    status,
+    headers: { 'Content-Type': 'application/problem+json', Connection: 'close' },
+  });
 }
 
 /**

@@ -20,7 +20,7 @@ export function createPostgresExtractionStore(
   vectors: PostgresVectorIndex,
   holds: PostgresWriteHolds,
 ): ExtractionStore {
-  const writes = createPostgresMemoryWrites(vectors);
+  const writes = createPostgresMemoryWrites(vectors, database);
   // A maintenance task's lease has no channel (`channelId` '').
   const leaseOf = (lease: ExtractionLease) =>
     lease.channelId === '' ? `the ${lease.task} task's lease` : `the ${lease.task} lease of ${lease.channelId}`;

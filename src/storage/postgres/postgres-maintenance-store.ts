@@ -10,7 +10,7 @@ export function createPostgresMaintenanceStore(
   database: PostgresDatabase,
   vectors: PostgresVectorIndex,
 ): MaintenanceStore {
-  const writes = createPostgresMemoryWrites(vectors);
+  const writes = createPostgresMemoryWrites(vectors, database);
   const link = (type: 'consolidated' | 'supersedes') =>
     `INSERT INTO memory_links (source_id, target_id, type, strength, created_at) VALUES ($1, $2, '${type}', 1, $3)
      ON CONFLICT (source_id, target_id, type) DO NOTHING`;

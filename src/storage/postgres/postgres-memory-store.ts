@@ -17,7 +17,7 @@ import type { PostgresVectorIndex } from './postgres-vector-index.js';
  * length normalisation (`ts_rank` alone does not weigh a word by its rarity across memories).
  */
 export function createPostgresMemoryStore(database: PostgresDatabase, vectors: PostgresVectorIndex): MemoryStore {
-  const writes = createPostgresMemoryWrites(vectors);
+  const writes = createPostgresMemoryWrites(vectors, database);
   const frequencies = createPostgresTermFrequencies();
 
   return {

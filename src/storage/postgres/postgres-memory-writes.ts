@@ -10,6 +10,7 @@ import {
 } from '../memory-store.js';
 import { firstRow, type PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
+import { knowPostgresUsers } from './postgres-user-names.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 /**
@@ -53,7 +54,11 @@ export interface PostgresMemoryWrites {
 
 const returning = `RETURNING ${memoryColumns}`;
 
-export function createPostgresMemoryWrites(vectors: PostgresVectorIndex): PostgresMemoryWrites {
+/**
+ * `database` is the database the writes run on (its transactions are given to each call): the key `knowPostgresUsers`
+ * remembers its schema by.
+ */
+export function createPostgresMemoryWrites(vectors: PostgresVectorIndex, database: object): PostgresMemoryWrites {
   const writes: PostgresMemoryWrites = {
     async read(q, id) {
       const { rows } = await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [
@@ -65,12 +70,13 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex): Postgr
     },
 
     async insert(q, memory, context, action = 'create') {
-      const row = await insertRow(q, memory, context, action, null, vectors, writes);
+      const row = await insertRow(q, memory, context, action, null, vectors, writes, database);
       if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'no row came back from the insert of a memory');
       return row;
     },
 
-    insertChunk: (q, memory, context, chunk) => insertRow(q, memory, context, 'create', chunk, vectors, writes),
+    insertChunk: (q, memory, context, chunk) =>
+      insertRow(q, memory, context, 'create', chunk, vectors, writes, database),
 
     async update(q, id, changes, context) {
       const before = await writes.read(q, id);
@@ -221,6 +227,7 @@ async function insertRow(
   chunk: { messageId: number; index: number } | null,
   vectors: PostgresVectorIndex,
   writes: PostgresMemoryWrites,
+  database: object,
 ): Promise<PgMemoryRow | null> {
   if (memory.scope === 'session') {
     const topic = await q.query('SELECT 1 FROM topics WHERE id = $1', [memory.topicId]);
@@ -264,6 +271,8 @@ async function insertRow(
   const row = rows[0];
   if (!row) return null;
   if (memory.embedding) await vectors.put(q, row.id, row.owner, memory.embedding);
+  // The user of a memory (a personal memory's, a fact's speaker) is a known user (ADR 40, attack29c).
+  if (row.user_id !== null) await knowPostgresUsers(database, q, [row.user_id], context.at);
   await writes.recordVersion(q, row, action, {}, context);
   return row;
 }

@@ -38,7 +38,7 @@ export const messageSearchSql = `SELECT ${columns} FROM messages m
  * a sender already has in a channel (the unique index of steps 2 and 5) is answered with the stored message.
  */
 export function createPostgresMessageStore(database: PostgresDatabase, vectors: PostgresVectorIndex): MessageStore {
-  const writes = createPostgresMemoryWrites(vectors);
+  const writes = createPostgresMemoryWrites(vectors, database);
   const list = async (doing: string, sql: string, parameters: unknown[]) =>
     withPgErrors(doing, async () => (await database.query<MessageRow>(sql, parameters)).rows.map(toMessage));
   const count = async (

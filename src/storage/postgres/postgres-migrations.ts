@@ -406,6 +406,36 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       await transaction.query('CREATE INDEX users_by_id_key ON users(id_key)');
     },
   },
+  {
+    version: 11,
+    name: 'a row for the user of every memory, and the keys a copy left out',
+    sql: '',
+    // SQLite's migration 31 (ADR 40, 2026-12-05, attack 29c): a row for every user of a memory without one, and the
+    // keys `mneme copy` left null computed.
+    after: async (transaction) => {
+      const { rows: known } = await transaction.query<{ id: string }>(
+        'SELECT DISTINCT user_id AS id FROM memories WHERE user_id IS NOT NULL',
+      );
+      const at = Date.now();
+      await transaction.query(
+        `INSERT INTO users (id, display_name, created_at, updated_at) SELECT id, NULL, $2, $2 FROM unnest($1::text[]) AS id
+          ON CONFLICT (id) DO NOTHING`,
+        [known.map((row) => row.id).filter((id) => !isReservedId(id)), at],
+      );
+      const { rows } = await transaction.query<{ id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users WHERE name_key IS NULL OR id_key IS NULL',
+      );
+      await transaction.query(
+        `UPDATE users SET name_key = keyed.name_key, id_key = keyed.id_key
+          FROM unnest($1::text[], $2::text[], $3::text[]) AS keyed (id, name_key, id_key) WHERE users.id = keyed.id`,
+        [
+          rows.map((row) => row.id),
+          rows.map((row) => nameKey(row.display_name ?? row.id)),
+          rows.map((row) => nameKey(row.id)),
+        ],
+      );
+    },
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -152,6 +152,31 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
+  it('gives the user of a memory of a schema 10 database a row, and computes the keys a copy left out (step 11)', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 10)).toBe(10);
+    await database.query(
+      `INSERT INTO memories (content, category, sector, scope, owner, user_id, source, importance, created_at,
+        updated_at, valid_from) VALUES ('Bob.Smith is allergic to peanuts', 'general', 'semantic', 'personal',
+        'user:Bob.Smith', 'Bob.Smith', 'manual', 0.5, $1, $1, $1)`,
+      [at],
+    );
+    // What a mneme copy of steps 9 and 10 wrote: a user without either key (attack29c).
+    await database.query(
+      `INSERT INTO users (id, display_name, created_at, updated_at) VALUES ('robert', 'Rob', $1, $1)`,
+      [at],
+    );
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      expect(await storage.directory.hasNamesake('eve', nameKey('bobsmith'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('R0B'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Robert'))).toBe(true);
+      expect(await storage.directory.hasNamesake('eve', nameKey('Ann'))).toBe(false);
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('counts per owner the words of the memories a schema 3 database held, as its index stems them (step 4)', async () => {
     await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
     expect(await migratePostgres(database, 3)).toBe(3);

@@ -579,6 +579,12 @@ function createImportSession(
           );
           stored.push(...ids(rows));
         }
+        // The users of memories without a row in the file are known users too (ADR 40, attack29c).
+        await knowPostgresUsers(
+          q,
+          q,
+          memories.flatMap((memory) => (memory.userId === null ? [] : [[memory.userId, memory.createdAt] as const])),
+        );
         return stored;
       }),
     setSupersededBy: (pairs) =>

@@ -13,6 +13,7 @@ import { getRow, preparedOnUse } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 import { createSqliteMemoryWordCounts } from './sqlite-memory-word-counts.js';
+import { createSqliteUserNames } from './sqlite-user-names.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 /**
@@ -73,6 +74,8 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
   // 8); a file opened at an older schema (migration tests) leaves them to the trigger.
   const wordCounts = schemaVersion(database) >= WORDS_COUNTED_BY_INSERT ? createSqliteMemoryWordCounts(database) : null;
   const chunkColumns = ['chunk_message_id', 'chunk_index'];
+  // The user of a memory (a personal memory's, a fact's speaker) is a known user (ADR 40, attack29c).
+  const userNames = createSqliteUserNames(database);
   const statements = {
     insert: database.prepare<InsertParameters, MemoryRow>(insertSql([])),
     // Prepared on first use: a file opened at a schema before migration 9 (migration tests) has no chunk columns.
@@ -151,6 +154,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
           : getRow(statements.insert, parameters);
       }
       if (embedding) vectors.put(row.id, row.owner, embedding);
+      if (row.user_id !== null) userNames.know([row.user_id], context.at);
       writes.recordVersion(row, action, {}, context);
       return row;
     },

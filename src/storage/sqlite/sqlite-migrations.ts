@@ -923,6 +923,32 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       database.exec('CREATE INDEX users_by_id_key ON users(id_key)');
     },
   },
+  {
+    version: 31,
+    name: 'a row for the user of every memory, and the keys a copy left out',
+    sql: '',
+    // ADR 40, 2026-12-05 (attack 29c). A user known only by their memories (personal memories remembered for them, a
+    // mem0 file's) had no row, so no key to be found by; such a user gets a row (without a name), written from now on
+    // with the memory. And `mneme copy` moved users without name_key and id_key, so in a copy made by a build of
+    // migrations 29 and 30 no user was anyone's namesake: the keys left null are computed.
+    after: (database) => {
+      const at = Date.now();
+      const known = database
+        .prepare<[], string>('SELECT DISTINCT user_id FROM memories WHERE user_id IS NOT NULL')
+        .pluck();
+      const addUser = database.prepare<[string, number, number]>(
+        'INSERT OR IGNORE INTO users (id, display_name, created_at, updated_at) VALUES (?, NULL, ?, ?)',
+      );
+      for (const id of known.all()) if (!isReservedId(id)) addUser.run(id, at, at);
+      const unkeyed = database.prepare<[], { id: string; display_name: string | null }>(
+        'SELECT id, display_name FROM users WHERE name_key IS NULL OR id_key IS NULL',
+      );
+      const setKeys = database.prepare<[string, string, string]>(
+        'UPDATE users SET name_key = ?, id_key = ? WHERE id = ?',
+      );
+      for (const user of unkeyed.all()) setKeys.run(nameKey(user.display_name ?? user.id), nameKey(user.id), user.id);
+    },
+  },
 ];
 
 /** Migration 27's trigger statement: a row of `memory_source_messages` per message memory `row` cites, with its channel. */

@@ -430,7 +430,7 @@ function toTransferMemory(row: MemoryRow & ChunkColumns): TransferMemory {
 /** The import's statements, all run inside the one transaction `beginImport` opened. */
 function createImportSession(database: Database.Database, cacheSize: number): ImportSession {
   let open = true;
-  // Senders and members without a row in the file are known users all the same (ADR 40).
+  // Senders, members and the users of memories without a row in the file are known users all the same (ADR 40).
   const userNames = createSqliteUserNames(database);
   const statements = {
     user: database.prepare(
@@ -562,6 +562,7 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
             sourceIds: JSON.stringify(memory.sourceIds),
           });
           if (!row) throw new MnemeError(ErrorCode.StoreFailed, 'a memory insert returned no id');
+          if (memory.userId !== null) userNames.know([memory.userId], memory.createdAt);
           return row.id;
         }),
       ),
