@@ -96,6 +96,13 @@ describe('a latest user message holding a lone surrogate', () => {
   });
 });
 
+describe('a latest user message holding the NUL character', () => {
+  it('is refused with 400 naming it, and nothing is forwarded or recorded, as no store takes it (ADR 43)', async () => {
+    const body = { model: 'fake-model', messages: [{ role: 'user', content: 'I prefer \u0000 oolong tea' }] };
+    await expectRefused(await post(keys.ann, JSON.stringify(body)), /latest user message.*NUL/);
+  });
+});
+
 describe('a user whose id is too long for a default channel', () => {
   it('is told to name a channel rather than that a channel it never named is too long, and may name one', async () => {
     const user = `u${'x'.repeat(197)}`;

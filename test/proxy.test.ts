@@ -168,21 +168,6 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(world.log.join('\n')).not.toMatch(/failed/);
   });
 
-  it('relays a chat whose turn holds a NUL character unchanged, and logs that it was neither recalled for nor recorded', async () => {
-    // No store takes the NUL character (ADR 43), and the proxy does not take it out of what the user said.
-    const completion = await world.client(world.keys.ann).chat.completions.create({
-      model: 'fake-model',
-      messages: [{ role: 'user', content: 'I prefer \u0000 oolong tea' }],
-    });
-    expect(completion.choices[0]?.message.content).toBe('Green tea suits your mornings.');
-    expect(sentMessages(0)).toEqual([{ role: 'user', content: 'I prefer \u0000 oolong tea' }]);
-    expect(await world.settled('proxy:ann')).toEqual([]);
-    expect(world.log).toEqual([
-      expect.stringMatching(/^forwarding without context for user ann: recall failed: .*NUL character/),
-      expect.stringMatching(/^ingesting the exchange of user ann in channel proxy:ann failed: .*NUL character/),
-    ]);
-  });
-
   it('records a retried completion once when it carries the same Idempotency-Key, and a key reused for another message records that one', async () => {
     const ann = world.client(world.keys.ann);
     const ask = (text: string, key?: string) =>

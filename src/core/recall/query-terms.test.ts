@@ -182,8 +182,9 @@ describe('full-text search with hostile input', () => {
 
   it('answers a whole recall for every hostile query without raising', async () => {
     for (const query of hostileQueries) {
-      // Blank text and lone surrogates (text that would be stored or matched altered) are refused.
-      const accepted = query.trim().length > 0 && !/\p{Cs}/u.test(query);
+      // Blank text, lone surrogates (text that would be stored or matched altered) and the NUL character (no store
+      // takes it, ADR 43) are refused.
+      const accepted = query.trim().length > 0 && !/\p{Cs}/u.test(query) && !query.includes('\u0000');
       const recall = mneme.recall({ query, topK: 3 });
       if (accepted) await expect(recall, JSON.stringify(query.slice(0, 40))).resolves.toHaveProperty('hits');
       else await expect(recall).rejects.toMatchObject({ code: 'INVALID_INPUT' });
