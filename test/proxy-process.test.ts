@@ -30,12 +30,13 @@ async function mneme(database: string, ...argv: string[]): Promise<string> {
 function startProxy(
   database: string,
   upstream: string,
+  environment: Record<string, string> = {},
 ): Promise<{ url: string; child: ChildProcess; stderr(): string }> {
   const child = spawn(
     process.execPath,
     [mnemeBinary, '--db', database, 'proxy', '--upstream', upstream, '--port', '0'],
     {
-      env: { ...offline, MNEME_UPSTREAM_API_KEY: UPSTREAM_KEY },
+      env: { ...offline, MNEME_UPSTREAM_API_KEY: UPSTREAM_KEY, ...environment },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -115,6 +116,43 @@ describe('mneme proxy (the built CLI in a child process)', () => {
     const turns = await mneme(database, 'turns', '--channel', 'proxy:ann');
     expect(turns).toContain('What should I drink in the morning? I live in Lisbon.');
     expect(turns).toContain('Green tea suits your mornings.');
+  });
+
+  it('sends the organization and project of the environment upstream in place of those the client names', async () => {
+    const database = join(folder, 'billing.db');
+    const key = (await mneme(database, '--create', 'keys', 'create', '--label', 'ann', '--user', 'ann')).split('\n')[0];
+    const upstream = await startFakeUpstream();
+    upstreams.push(upstream);
+    const proxy = await startProxy(database, upstream.url, {
+      MNEME_UPSTREAM_ORGANIZATION: 'org-operator',
+      MNEME_UPSTREAM_PROJECT: ' proj_operator ',
+    });
+    const client = new OpenAI({
+      baseURL: `${proxy.url}/v1`,
+      apiKey: key ?? '',
+      maxRetries: 0,
+      organization: 'org-someone-else',
+      project: 'proj_someone_else',
+    });
+    await client.models.list();
+
+    expect(upstream.requests).toHaveLength(1);
+    expect(upstream.requests[0]?.headers['openai-organization']).toBe('org-operator');
+    expect(upstream.requests[0]?.headers['openai-project']).toBe('proj_operator');
+  });
+
+  it('refuses an upstream key that cannot travel in a header with one clear line that does not repeat it', async () => {
+    const database = join(folder, 'bad-key.db');
+    const failed = await run(
+      process.execPath,
+      [mnemeBinary, '--db', database, '--create', 'proxy', '--upstream', 'http://127.0.0.1:9/v1', '--port', '0'],
+      { env: { ...offline, MNEME_UPSTREAM_API_KEY: 'sk-one two' }, timeout: 20_000 },
+    ).catch((error: { code: number; stderr: string }) => error);
+    expect(failed).toMatchObject({
+      code: 9,
+      stderr:
+        'mneme: MNEME_UPSTREAM_API_KEY must be printable ASCII without spaces (it is sent in a header); check its value\n',
+    });
   });
 
   it('refuses an upstream URL carrying credentials with one clear line that does not repeat them', async () => {

@@ -135,6 +135,22 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     }
   });
 
+  it('never forwards the headers a client sends to pick the organization or project the upstream key bills', async () => {
+    const billing = { 'OpenAI-Organization': 'org-someone-else', 'OpenAI-Project': 'proj_someone_else' };
+    await world.client(world.keys.ann, billing).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'Hello there, how are you today?' }],
+    });
+    await world.client(world.keys.ann, billing).models.list();
+
+    expect(world.upstream.requests).toHaveLength(2);
+    for (const request of world.upstream.requests) {
+      expect(request.headers['openai-organization']).toBeUndefined();
+      expect(request.headers['openai-project']).toBeUndefined();
+      expect(request.headers['user-agent']).toBeDefined();
+    }
+  });
+
   it('ingests a plain exchange once, in the user channel, and recalls it in the next request', async () => {
     const ann = world.client(world.keys.ann);
     await ann.chat.completions.create({

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { EnvironmentConfig } from '../config/load-config.js';
-import { PROXY_PORT, startProxyServer, upstreamUrl } from '../proxy/proxy-server.js';
+import { checkUpstreamHeaders, PROXY_PORT, startProxyServer, upstreamUrl } from '../proxy/proxy-server.js';
 import { wholeNumberOption } from './cli-arguments.js';
 import type { CliIo } from './cli-io.js';
 import { connectionsPerAddressOption } from './serve-commands.js';
@@ -39,6 +39,7 @@ or proxy:<user id>. The client's key is never sent upstream; MNEME_UPSTREAM_API_
       }) => {
         const globals = program.opts<{ db?: string }>();
         const upstream = upstreamUrl(options.upstream);
+        checkUpstreamHeaders(config);
         const { port } = options;
         await runService(io, config, globals.db ?? config.databasePath, {
           listen: (mneme) =>
@@ -46,6 +47,8 @@ or proxy:<user id>. The client's key is never sent upstream; MNEME_UPSTREAM_API_
               mneme,
               upstream,
               ...(config.upstreamApiKey ? { upstreamApiKey: config.upstreamApiKey } : {}),
+              ...(config.upstreamOrganization ? { upstreamOrganization: config.upstreamOrganization } : {}),
+              ...(config.upstreamProject ? { upstreamProject: config.upstreamProject } : {}),
               ...(options.host ? { host: options.host } : {}),
               ...(port === undefined ? {} : { port }),
               ...(options.connectionsPerAddress === undefined

@@ -17,11 +17,19 @@ export interface EnvironmentConfig {
    * blank: none (Ollama, a local server). An environment variable, so it never shows in `ps`.
    */
   upstreamApiKey?: string;
+  /**
+   * `MNEME_UPSTREAM_ORGANIZATION`, `MNEME_UPSTREAM_PROJECT`: sent by `mneme proxy` as `OpenAI-Organization` and
+   * `OpenAI-Project`, which pick the account of the upstream key that pays; unset or blank: none (the key's default).
+   */
+  upstreamOrganization?: string;
+  upstreamProject?: string;
 }
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): EnvironmentConfig {
   const databasePath = environment.MNEME_DB?.trim();
   const upstreamApiKey = environment.MNEME_UPSTREAM_API_KEY?.trim();
+  const upstreamOrganization = environment.MNEME_UPSTREAM_ORGANIZATION?.trim();
+  const upstreamProject = environment.MNEME_UPSTREAM_PROJECT?.trim();
   return {
     databasePath: databasePath ? databasePath : './data/mneme.db',
     providers: readProviderSettings(environment),
@@ -34,6 +42,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Enviro
       }),
     },
     ...(upstreamApiKey ? { upstreamApiKey } : {}),
+    ...(upstreamOrganization ? { upstreamOrganization } : {}),
+    ...(upstreamProject ? { upstreamProject } : {}),
   };
 }
 

@@ -36,6 +36,12 @@ export interface ProxyAppOptions {
   upstream: string;
   /** Sent upstream as `Authorization: Bearer <key>` (`MNEME_UPSTREAM_API_KEY`); no Authorization when left out. */
   upstreamApiKey?: string;
+  /**
+   * Sent upstream as `OpenAI-Organization` and `OpenAI-Project` (`MNEME_UPSTREAM_ORGANIZATION`,
+   * `MNEME_UPSTREAM_PROJECT`): the account of the upstream key that pays. A client's own are never forwarded.
+   */
+  upstreamOrganization?: string;
+  upstreamProject?: string;
   /** Largest accepted request body in bytes (default 16 MiB: chat requests carry whole conversations and images). */
   maxBodyBytes?: number;
   /** One line for each thing mneme could not do (recall, ingest) while the chat went on. */
@@ -53,9 +59,12 @@ export interface ProxyApp {
 /** The header naming the channel a request's exchange belongs to; `proxy:<userId>` without it. */
 export const CHANNEL_HEADER = 'x-mneme-channel';
 
-/** Request headers never sent upstream: the client's credentials, hop-by-hop headers, what fetch sets itself. */
+/**
+ * Request headers never sent upstream: the client's credentials, hop-by-hop headers, what fetch sets itself, and
+ * those that pick which of the upstream key's organizations and projects pays (the operator's to choose, ADR 18).
+ */
 const requestHeadersKept = (name: string) =>
-  !/^(authorization|proxy-authorization|cookie|host|content-length|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|accept-encoding|x-mneme-.*|mneme-.*)$/i.test(
+  !/^(authorization|proxy-authorization|cookie|host|content-length|connection|keep-alive|transfer-encoding|te|trailer|upgrade|expect|accept-encoding|openai-organization|openai-project|x-mneme-.*|mneme-.*)$/i.test(
     name,
   );
 
@@ -112,6 +121,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     });
     if (init.body !== undefined) headers.set('content-type', 'application/json');
     if (options.upstreamApiKey) headers.set('authorization', `Bearer ${options.upstreamApiKey}`);
+    if (options.upstreamOrganization) headers.set('openai-organization', options.upstreamOrganization);
+    if (options.upstreamProject) headers.set('openai-project', options.upstreamProject);
     let answer: Response;
     try {
       answer = await fetch(`${upstream}${path}`, {

@@ -29,6 +29,7 @@ export const PROXY_PORT = 7371;
 export async function startProxyServer(options: ProxyServerOptions): Promise<RunningProxyServer> {
   const host = options.host ?? '127.0.0.1';
   const upstream = upstreamUrl(options.upstream);
+  checkUpstreamHeaders(options);
   await refuseOpenNetwork(host, options.mneme);
   const proxy = createProxyApp({ ...options, upstream });
   const server = await listenHttp(
@@ -46,6 +47,28 @@ export async function startProxyServer(options: ProxyServerOptions): Promise<Run
     },
     whenIdle: () => proxy.whenIdle(),
   };
+}
+
+/**
+ * CONFIG_INVALID for a value of `MNEME_UPSTREAM_*` that cannot travel in a header (a space, a line break, a letter
+ * outside ASCII), where every request would fail upstream; the message names the variable, never the value.
+ */
+export function checkUpstreamHeaders(
+  options: Pick<ProxyAppOptions, 'upstreamApiKey' | 'upstreamOrganization' | 'upstreamProject'>,
+): void {
+  const values = {
+    MNEME_UPSTREAM_API_KEY: options.upstreamApiKey,
+    MNEME_UPSTREAM_ORGANIZATION: options.upstreamOrganization,
+    MNEME_UPSTREAM_PROJECT: options.upstreamProject,
+  };
+  for (const [variable, value] of Object.entries(values)) {
+    if (value && !/^[\x21-\x7e]+$/.test(value)) {
+      throw new MnemeError(
+        ErrorCode.ConfigInvalid,
+        `${variable} must be printable ASCII without spaces (it is sent in a header); check its value`,
+      );
+    }
+  }
 }
 
 /** The upstream's base URL without a trailing slash; CONFIG_INVALID unless it is http(s). */
