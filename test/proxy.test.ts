@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -700,4 +701,41 @@ describe('mneme proxy on a database without keys', () => {
       await mneme.close();
     }
   });
+
+  it('answers 508 problem+json, forwarding once and recording nothing, when the upstream is the proxy itself', async () => {
+    const mneme = await createMneme({ path: ':memory:' });
+    const port = await freePort();
+    const log: string[] = [];
+    const proxy = await startProxyServer({
+      mneme,
+      upstream: `http://127.0.0.1:${port}/v1`,
+      port,
+      log: (line) => log.push(line),
+    });
+    try {
+      const answer = await fetch(`${proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'fake-model', user: 'oz', messages: [{ role: 'user', content: 'Hello there' }] }),
+      });
+      expect(answer.status).toBe(508);
+      expect(await answer.json()).toMatchObject({ code: 'UPSTREAM_LOOP', status: 508 });
+      expect(log).toEqual([expect.stringMatching(/leads back to this mneme proxy/)]);
+      await proxy.whenIdle();
+      await mneme.whenIdle();
+      expect((await mneme.messages({ channelId: 'proxy:oz' })).messages).toEqual([]);
+    } finally {
+      await proxy.close();
+      await mneme.close();
+    }
+  });
 });
+
+/** A port nothing listens on now, for a server that must know its own address before it starts. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

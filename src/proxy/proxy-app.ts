@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { z } from 'zod';
@@ -99,6 +99,18 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const secret = options.upstreamApiKey ?? '';
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
+  /** This proxy's mark in the `Via` of what it forwards: a request that comes back carrying it went round a loop. */
+  const via = `1.1 mneme-proxy-${randomUUID()}`;
+  app.use(async (context, next) => {
+    if (context.req.header('via')?.includes(via)) {
+      throw new HttpProblem(
+        508,
+        'UPSTREAM_LOOP',
+        `the upstream ${upstream} leads back to this mneme proxy, which would forward each request to itself; set --upstream to the model server`,
+      );
+    }
+    await next();
+  });
 
   app.onError((error, context) => {
     const { body, headers } = problemOf(error);
@@ -106,7 +118,11 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     if (body.status >= 500 && body.code !== 'STORE_BUSY' && body.code !== 'UPSTREAM_REDIRECTED' && !clientLeft)
       // An unreachable upstream is an outage to report as such; anything else here was not expected (a redirect
       // was logged with its location where it was met).
-      log(body.code === 'UPSTREAM_UNREACHABLE' ? errorMessage(error) : `unexpected error: ${errorMessage(error)}`);
+      log(
+        body.code === 'UPSTREAM_UNREACHABLE' || body.code === 'UPSTREAM_LOOP'
+          ? errorMessage(error)
+          : `unexpected error: ${errorMessage(error)}`,
+      );
     return sendProblem(body.status, body, headers);
   });
   app.notFound((context) =>
@@ -120,6 +136,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       if (requestHeadersKept(name)) headers.set(name, value);
     });
     if (init.body !== undefined) headers.set('content-type', 'application/json');
+    headers.set('via', headers.has('via') ? `${headers.get('via')}, ${via}` : via);
     if (options.upstreamApiKey) headers.set('authorization', `Bearer ${options.upstreamApiKey}`);
     if (options.upstreamOrganization) headers.set('openai-organization', options.upstreamOrganization);
     if (options.upstreamProject) headers.set('openai-project', options.upstreamProject);
