@@ -108,4 +108,22 @@ describe('the access log of mneme serve', () => {
     expect(answer).toContain('an HTTP/1.1 request must have a Host header');
     await expect.poll(() => lines).toEqual([expect.stringMatching(/Z GET \/api\/memories 400 \d+ms$/)]);
   });
+
+  it('answers a request with two Host headers 400 problem+json, whatever its version, and logs it', async () => {
+    const { lines, send } = await serve();
+    for (const version of ['1.1', '1.0']) {
+      const answer = await send(
+        `GET /api/health HTTP/${version}\r\nHost: 127.0.0.1\r\nhost: elsewhere.example\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/i);
+      expect(answer).toContain('a request must have one Host header, not several');
+    }
+    await expect
+      .poll(() => lines)
+      .toEqual([
+        expect.stringMatching(/Z GET \/api\/health 400 \d+ms$/),
+        expect.stringMatching(/Z GET \/api\/health 400 \d+ms$/),
+      ]);
+  });
 });

@@ -205,10 +205,15 @@ function guardedServer(
         const { socket } = request;
         response.once('finish', () => since.set(socket, Date.now()));
         if (refused.has(socket)) return; // answered 503 when it connected; destroyed once that is written
-        if (request.httpVersion === '1.1' && request.headers.host === undefined) {
-          // RFC 9112: a server answers 400 to an HTTP/1.1 request that names no Host.
+        const hosts = hostLines(request.rawHeaders);
+        if ((request.httpVersion === '1.1' && hosts === 0) || hosts > 1) {
+          // RFC 9112: a server answers 400 to an HTTP/1.1 request that names no Host, and to any with two Host lines
+          // (Node keeps the first; a proxy in front may have read the other).
           const started = Date.now();
-          const detail = 'an HTTP/1.1 request must have a Host header';
+          const detail =
+            hosts > 1
+              ? 'a request must have one Host header, not several'
+              : 'an HTTP/1.1 request must have a Host header';
           const body = JSON.stringify(problem(400, 'MALFORMED_REQUEST', detail));
           response.writeHead(400, {
             'Content-Type': 'application/problem+json',
@@ -298,6 +303,14 @@ function guardedServer(
     });
     return server;
   }) as typeof createServer;
+}
+
+/** How many Host lines a request's headers hold (`rawHeaders` alternates names and values). */
+function hostLines(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let index = 0; index < rawHeaders.length; index += 2)
+    if (rawHeaders[index]?.toLowerCase() === 'host') count += 1;
+  return count;
 }
 
 /**
