@@ -129,18 +129,28 @@ export async function extractFacts(
       unrelated !== null && extractor.inProcess === true && !sameMemories(related, currentRelated)
         ? await proposedFacts(context, extractor, { message, reply, speaker, related: currentRelated }, unrelated)
         : asked;
-    return reconciledFacts(
-      context,
-      extractor,
-      { message, target, speaker, candidates, embedded },
-      retold,
+    const toldFrom = retold === asked ? related : currentRelated;
+    return reconciledFacts(context, extractor, { message, target, speaker, candidates, embedded }, retold, {
       channelIsPublic,
-    );
+      shownPersonal: showsPersonal(extractor, toldFrom),
+    });
   }
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
-  return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, channelIsPublic);
+  return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, {
+    channelIsPublic,
+    shownPersonal: showsPersonal(extractor, related),
+  });
+}
+
+/**
+ * Whether the extractor was shown a personal memory of the speaker that it may write into the message's facts (a chat
+ * model; one whose related memories only remove facts writes nothing of theirs): its facts are then the speaker's own
+ * (`scopeWithinAudience`), not the room's, whose readers may change (ADR 46).
+ */
+function showsPersonal(extractor: FactExtractor, related: readonly Memory[]): boolean {
+  return extractor.relatedOnlyRemoves !== true && related.some((memory) => memory.scope === 'personal');
 }
 
 /**
@@ -197,10 +207,13 @@ async function reconciledFacts(
   extractor: FactExtractor,
   start: Pick<MessageRun, 'message' | 'target' | 'speaker' | 'candidates' | 'embedded'>,
   proposed: readonly ExtractedFact[],
-  channelIsPublic: boolean,
+  audience: { channelIsPublic: boolean; shownPersonal: boolean },
 ): Promise<ExtractedFacts> {
   const { message } = start;
-  const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
+  const facts = proposed.map((fact) => ({
+    ...fact,
+    scope: scopeWithinAudience(fact.scope, audience.channelIsPublic, audience.shownPersonal),
+  }));
   const run: MessageRun = { ...start, pending: [], written: [], updates: [], supersedes: [] };
   const writeContext = factsContext(context, extractor, message);
   for (const fact of facts) await applyFact(context, run, fact);
