@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatFactExtractor } from '../src/models/chat/chat-fact-extractor.js';
 import { createOpenAiCompatibleChatModel } from '../src/models/openai-compatible/openai-compatible-chat-model.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-server.js';
+import { type LoopbackServer, startFactModel } from './loopback-server.js';
 import {
   closeEngineStores,
   type EngineStore,
@@ -23,25 +23,13 @@ let server: LoopbackServer;
 const prompts: string[] = [];
 beforeAll(async () => {
   for (const store of engineStores) await prepareEngineStore(store);
-  server = await startLoopbackServer((request) => {
-    const body = request.body as { messages: Array<{ role: string; content: string }> };
-    const text = body.messages.map((message) => message.content).join('\n');
+  server = await startFactModel((text) => {
     prompts.push(text);
     const scope = /^Channel: lobby$/m.test(text) ? 'global' : 'room';
     const remembered = text.includes('restate everything you remember')
       ? [...text.matchAll(/^- (.*)$/gm)].map((line) => line[1] ?? '').filter((line) => line.includes('salary'))
       : [];
-    const facts = remembered.map((line) => ({ content: `Reportedly, ${line}`, category: 'fact', scope }));
-    return {
-      json: {
-        id: 'chatcmpl-test',
-        object: 'chat.completion',
-        model: 'house-model',
-        choices: [
-          { index: 0, message: { role: 'assistant', content: JSON.stringify({ facts }) }, finish_reason: 'stop' },
-        ],
-      },
-    };
+    return remembered.map((line) => ({ content: `Reportedly, ${line}`, category: 'fact', scope }));
   });
 }, 120_000);
 afterAll(async () => {
