@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatFactExtractor } from '../src/models/chat/chat-fact-extractor.js';
 import { createOpenAiCompatibleChatModel } from '../src/models/openai-compatible/openai-compatible-chat-model.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-server.js';
+import { type LoopbackServer, startFactModel } from './loopback-server.js';
 import {
   closeEngineStores,
   type EngineStore,
@@ -23,25 +23,13 @@ let server: LoopbackServer;
 const prompts: string[] = [];
 beforeAll(async () => {
   for (const store of engineStores) await prepareEngineStore(store);
-  server = await startLoopbackServer((request) => {
-    const body = request.body as { messages: Array<{ role: string; content: string }> };
-    const text = body.messages.map((message) => message.content).join('\n');
+  server = await startFactModel((text) => {
     prompts.push(text);
     const scope = /^Channel: lobby$/m.test(text) ? 'global' : 'room';
     const remembered = text.includes('restate everything you remember')
       ? [...text.matchAll(/^- (.*)$/gm)].map((line) => line[1] ?? '').filter((line) => line.includes('salary'))
       : [];
-    const facts = remembered.map((line) => ({ content: `Reportedly, ${line}`, category: 'fact', scope }));
-    return {
-      json: {
-        id: 'chatcmpl-test',
-        object: 'chat.completion',
-        model: 'house-model',
-        choices: [
-          { index: 0, message: { role: 'assistant', content: JSON.stringify({ facts }) }, finish_reason: 'stop' },
-        ],
-      },
-    };
+    return remembered.map((line) => ({ content: `Reportedly, ${line}`, category: 'fact', scope }));
   });
 }, 120_000);
 afterAll(async () => {
@@ -60,6 +48,7 @@ async function openWorld(store: EngineStore) {
   await mneme.putChannel({ id: 'bob-dm', visibility: 'direct', members: ['bob'] });
   await mneme.putChannel({ id: 'lobby', visibility: 'public', members: ['bob', 'eve'] });
   await mneme.putChannel({ id: 'team', visibility: 'private', members: ['bob', 'eve'] });
+  await mneme.putChannel({ id: 'plans', visibility: 'private', members: ['bob'] });
   await mneme.setDisplayName({ userId: 'bob', displayName: 'Bob' });
   // Said only where Bob alone reads it.
   await mneme.remember({
@@ -106,6 +95,47 @@ describe.each(engineStores)('on %s', (store) => {
     });
     await mneme.whenIdle();
     expect(prompts.join('\n')).toContain("- Bob's salary is 91k a year");
+    await mneme.close();
+  });
+});
+
+/**
+ * Wt-c (attack 30), membership over time: the speaker alone in a channel is shown their personal memories (the third
+ * test above), and the model's facts may be room memories. Bob starts a private room, alone, and pastes the same
+ * request: his salary became a room memory of the new room, which Eve read once she joined it (an administrator adds
+ * her, or her first message there makes her a member), though no message of the room holds it (ADR 46).
+ */
+describe.each(engineStores)('on %s, a room its first member was alone in', (store) => {
+  async function alone() {
+    const world = await openWorld(store);
+    await world.bob.ingest({ channelId: 'plans', sender: 'bob', content: pasted });
+    await world.mneme.whenIdle();
+    expect(prompts.join('\n')).toContain("- Bob's salary is 91k a year");
+    return world;
+  }
+  const salaryIn = (contents: string[]) => contents.filter((content) => content.includes('91k'));
+
+  it('shows a member added to the room later no fact told from the personal memories of its first member', async () => {
+    const { mneme, bob, eve } = await alone();
+    await mneme.putChannel({ id: 'plans', members: ['bob', 'eve'] });
+    const { hits } = await eve.recall({ query: 'Bob salary', viewer: { channelId: 'plans' } });
+    expect(salaryIn(hits.map((hit) => hit.memory.content))).toEqual([]);
+    const listed = await eve.list({ viewer: { channelId: 'plans' } });
+    expect(salaryIn(listed.memories.map((memory) => memory.content))).toEqual([]);
+    // Bob keeps what the assistant told him, as his own.
+    const own = await bob.recall({ query: 'Bob salary', viewer: { channelId: 'plans' } });
+    expect(own.hits.filter((hit) => hit.memory.content.includes('91k')).map((hit) => hit.memory.scope)).toContain(
+      'personal',
+    );
+    await mneme.close();
+  });
+
+  it('shows a sender who joins the room by their first message no such fact either', async () => {
+    const { mneme, eve } = await alone();
+    await mneme.ingest({ channelId: 'plans', sender: 'eve', content: 'Hello all, glad to join the planning room.' });
+    await mneme.whenIdle();
+    const { hits } = await eve.recall({ query: 'Bob salary', viewer: { channelId: 'plans' } });
+    expect(salaryIn(hits.map((hit) => hit.memory.content))).toEqual([]);
     await mneme.close();
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp } from '../src/http/http-app.js';
 import { createChatFactExtractor } from '../src/models/chat/chat-fact-extractor.js';
 import { createOpenAiCompatibleChatModel } from '../src/models/openai-compatible/openai-compatible-chat-model.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-server.js';
+import { type LoopbackServer, startFactModel } from './loopback-server.js';
 import {
   closeEngineStores,
   type EngineStore,
@@ -29,24 +29,12 @@ let server: LoopbackServer;
 const prompts: Prompt[] = [];
 beforeAll(async () => {
   for (const store of engineStores) await prepareEngineStore(store);
-  server = await startLoopbackServer((request) => {
-    const body = request.body as { messages: Array<{ role: string; content: string }> };
-    const text = body.messages.map((message) => message.content).join('\n');
+  server = await startFactModel((text) => {
     const speaker = /^Speaker: (.*)$/m.exec(text)?.[1] ?? '';
     prompts.push({ speaker, text });
-    const facts = text.includes('bank account')
+    return text.includes('bank account')
       ? [{ content: `${speaker}'s bank account for refunds is DE00 6666`, category: 'fact', scope: 'personal' }]
       : [];
-    return {
-      json: {
-        id: 'chatcmpl-test',
-        object: 'chat.completion',
-        model: 'house-model',
-        choices: [
-          { index: 0, message: { role: 'assistant', content: JSON.stringify({ facts }) }, finish_reason: 'stop' },
-        ],
-      },
-    };
   });
 }, 120_000);
 afterAll(async () => {

@@ -87,3 +87,25 @@ export function recordingSleep() {
     },
   };
 }
+
+/**
+ * A chat model on loopback for the chat fact extractor (OpenAI's wire format): `facts` gets the prompt (every message
+ * of the request joined by newlines) and returns the facts the model answers.
+ */
+export function startFactModel(
+  facts: (prompt: string) => ReadonlyArray<{ content: string; category: string; scope: string }>,
+): Promise<LoopbackServer> {
+  return startLoopbackServer((request) => {
+    const body = request.body as { messages: Array<{ role: string; content: string }> };
+    const prompt = body.messages.map((message) => message.content).join('\n');
+    const content = JSON.stringify({ facts: facts(prompt) });
+    return {
+      json: {
+        id: 'chatcmpl-test',
+        object: 'chat.completion',
+        model: 'house-model',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      },
+    };
+  });
+}

@@ -16,4 +16,12 @@ describe('scopeWithinAudience', () => {
       expect(scopeWithinAudience('room', isPublic)).toBe('room');
     }
   });
+
+  it('makes every fact told from the speaker personal memories personal, a global one of a public channel too', () => {
+    for (const isPublic of [true, false]) {
+      for (const scope of ['personal', 'room', 'global'] as const) {
+        expect(scopeWithinAudience(scope, isPublic, true)).toBe('personal');
+      }
+    }
+  });
 });

@@ -101,7 +101,7 @@ export async function extractFacts(
   const owners = searchOwners(message, target);
   const found = await relatedMemories(context, message.content, owners, limit * 2);
   const shown = await shownToExtractor(context, extractor, message, target);
-  const related = found.filter(shown).slice(0, limit);
+  const related = (await shown(found)).slice(0, limit);
   if (hold) {
     const asked = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
     if (asked.length === 0) {
@@ -123,48 +123,82 @@ export async function extractFacts(
     const current = await relatedMemories(context, message.content, owners, limit * 2);
     const candidates = [...current, ...(await alreadyCiting(context, message.id, owners, current))];
     const channelIsPublic = await createMembership(context).isPublic(message.channelId);
-    // An extractor answering in the process tells its answer again when the related memories moved.
-    const currentRelated = current.filter(shown).slice(0, limit);
-    const retold =
-      unrelated !== null && extractor.inProcess === true && !sameMemories(related, currentRelated)
-        ? await proposedFacts(context, extractor, { message, reply, speaker, related: currentRelated }, unrelated)
-        : asked;
-    return reconciledFacts(
-      context,
-      extractor,
-      { message, target, speaker, candidates, embedded },
-      retold,
+    // An extractor answering in the process tells its answer again when the related memories moved (one whose related
+    // memories only remove facts: the others' are not read again inside the hold).
+    const currentRelated =
+      unrelated !== null && extractor.inProcess === true ? (await shown(current)).slice(0, limit) : related;
+    const retold = !sameMemories(related, currentRelated)
+      ? await proposedFacts(context, extractor, { message, reply, speaker, related: currentRelated }, unrelated)
+      : asked;
+    const toldFrom = retold === asked ? related : currentRelated;
+    return reconciledFacts(context, extractor, { message, target, speaker, candidates, embedded }, retold, {
       channelIsPublic,
-    );
+      shownPersonal: showsPersonal(extractor, toldFrom),
+    });
   }
   const candidates = [...found, ...(await alreadyCiting(context, message.id, owners, found))];
   const channelIsPublic = await createMembership(context).isPublic(message.channelId);
   const proposed = await proposedFacts(context, extractor, { message, reply, speaker, related }, unrelated);
-  return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, channelIsPublic);
+  return reconciledFacts(context, extractor, { message, target, speaker, candidates }, proposed, {
+    channelIsPublic,
+    shownPersonal: showsPersonal(extractor, related),
+  });
+}
+
+/**
+ * Whether the extractor was shown a personal memory of the speaker that it may write into the message's facts (a chat
+ * model; one whose related memories only remove facts writes nothing of theirs): its facts are then the speaker's own
+ * (`scopeWithinAudience`), not the room's, whose readers may change (ADR 46).
+ */
+function showsPersonal(extractor: FactExtractor, related: readonly Memory[]): boolean {
+  return extractor.relatedOnlyRemoves !== true && related.some((memory) => memory.scope === 'personal');
 }
 
 /**
  * Which related memories the extractor may be shown for a message: an extractor whose related memories only remove
  * facts (the offline one) writes nothing of theirs, and is shown them all; any other (a chat model) may write what it
- * is shown into the facts of the message, which a room or the world may read, so it is shown only memories everyone
- * who reads the message's channel may see: the speaker's personal memories only where the speaker alone reads it
- * (attack28b: a text pasted into the public lobby asked the model to restate what it remembered of the speaker, and
- * a personal memory said in a direct channel became a global one). Conversation and work extraction search only
- * their target's own memories, which its members all read.
+ * is shown into the facts of the message, which cite that message only, so it is shown only memories whose audience
+ * cannot come to differ from the message's own (ADR 46):
+ *
+ * - the speaker's personal memories only where the speaker alone reads the channel (attack28b: a text pasted into the
+ *   public lobby asked the model to restate what it remembered of the speaker, and a personal memory said in a direct
+ *   channel became a global one), and the facts told then are personal (`showsPersonal`);
+ * - other memories only when they cite messages of the message's own channel alone, or no message, and are built on
+ *   no memory: one that cites another channel (a topic's memory of another of its channels, a room's memory moved
+ *   there, a global fact of another public channel) follows that channel when its audience changes (ADR 5), and a fact
+ *   told from it would not (attack 30: a member who joined the topic later read, in such a fact, what was said in a
+ *   channel they cannot read).
+ *
+ * Fact reconciliation still compares the facts with every related memory.
  */
 async function shownToExtractor(
   context: EngineContext,
   extractor: FactExtractor,
   message: Message,
   target: ExtractionTarget,
-): Promise<(memory: Memory) => boolean> {
-  if (extractor.relatedOnlyRemoves === true || target.source !== 'extraction') return () => true;
-  const channel = await context.storage.memberships.getChannel(message.channelId);
-  const speakerAlone =
-    channel !== null &&
-    channel.visibility !== 'public' &&
-    channel.members.every((member) => member === message.senderId);
-  return (memory) => speakerAlone || memory.scope !== 'personal';
+): Promise<(memories: readonly Memory[]) => Promise<Memory[]>> {
+  if (extractor.relatedOnlyRemoves === true) return async (memories) => [...memories];
+  let speakerAlone = false;
+  if (target.source === 'extraction') {
+    const channel = await context.storage.memberships.getChannel(message.channelId);
+    speakerAlone =
+      channel !== null &&
+      channel.visibility !== 'public' &&
+      channel.members.every((member) => member === message.senderId);
+  }
+  return async (memories) => {
+    const cited = [...new Set(memories.flatMap((memory) => memory.sourceMessageIds))];
+    const ofChannel = new Set(
+      (await context.storage.messages.get(cited))
+        .filter((cite) => cite.channelId === message.channelId)
+        .map((cite) => cite.id),
+    );
+    return memories.filter((memory) =>
+      memory.scope === 'personal'
+        ? speakerAlone
+        : memory.sourceIds.length === 0 && memory.sourceMessageIds.every((id) => ofChannel.has(id)),
+    );
+  };
 }
 
 /**
@@ -197,10 +231,13 @@ async function reconciledFacts(
   extractor: FactExtractor,
   start: Pick<MessageRun, 'message' | 'target' | 'speaker' | 'candidates' | 'embedded'>,
   proposed: readonly ExtractedFact[],
-  channelIsPublic: boolean,
+  audience: { channelIsPublic: boolean; shownPersonal: boolean },
 ): Promise<ExtractedFacts> {
   const { message } = start;
-  const facts = proposed.map((fact) => ({ ...fact, scope: scopeWithinAudience(fact.scope, channelIsPublic) }));
+  const facts = proposed.map((fact) => ({
+    ...fact,
+    scope: scopeWithinAudience(fact.scope, audience.channelIsPublic, audience.shownPersonal),
+  }));
   const run: MessageRun = { ...start, pending: [], written: [], updates: [], supersedes: [] };
   const writeContext = factsContext(context, extractor, message);
   for (const fact of facts) await applyFact(context, run, fact);

@@ -50,14 +50,14 @@ describe('the dream task', () => {
     expect(await engine.storage.maintenanceState.get('', 'dream')).toBeNull();
   });
 
-  it('writes higher-level memories in the scope they came from, with the memories they rest on', async () => {
+  it('writes higher-level memories in the scope they came from, built on every memory the dreamer was shown', async () => {
     const dreamer = createPatternDreamer();
     const engine = await openMaintenanceEngine({ dreamer });
     engines.push(engine);
     const oz = { scope: 'personal', userId: 'oz' } as const;
     const tea = await engine.mneme.remember({ content: 'Oz ordered tea on Monday', ...oz });
     const again = await engine.mneme.remember({ content: 'Oz ordered tea on Wednesday', ...oz });
-    await engine.mneme.remember({ content: 'Oz ordered tea on Friday', ...oz, category: 'event' });
+    const friday = await engine.mneme.remember({ content: 'Oz ordered tea on Friday', ...oz, category: 'event' });
     await engine.mneme.remember({ content: 'Mia likes coffee', scope: 'personal', userId: 'mia' });
 
     expect(await dream(engine)).toEqual({ owners: 1, insights: 1, skipped: null });
@@ -75,7 +75,8 @@ describe('the dream task', () => {
       scope: 'personal',
       userId: 'oz',
       source: 'dream',
-      sourceIds: [tea.id, again.id],
+      // The dreamer named the first two as its evidence; it read the third too (ADR 46).
+      sourceIds: [tea.id, again.id, friday.id],
     });
     expect(await engine.mneme.list({ viewer: { userId: 'mia' }, category: 'pattern' })).toMatchObject({ total: 0 });
   });

@@ -35,7 +35,8 @@ export interface DreamReport extends TaskReport {
  * The reflective pass: for each owner (and user) with 3 or more memories newer than the
  * `last_dream` watermark (dream memories themselves excluded), asks the dreamer for a few
  * higher-level memories (patterns, recurring preferences) and writes them in that owner's scope,
- * with the memories they rest on as `source_ids`. Without a dreamer (no chat model) it is skipped
+ * with every memory the dreamer was shown as `source_ids` (it names its evidence among them; an insight naming none
+ * is dropped). Without a dreamer (no chat model) it is skipped
  * and the watermark stays. Each owner's insights are stored with a record that the owner is done
  * (`DREAM_OWNER_TASK`), in one transaction; the watermark moves after the last owner. A run that finds
  * records past the watermark (the process died partway) finishes that run: the same memories, up to its
@@ -94,12 +95,17 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       continue;
     }
     const known = new Set(memories.map((memory) => memory.id));
+    // Built on every memory the dreamer was shown, not only those it names as evidence: it may write what it read
+    // into an insight and name one or two, and what follows an insight by its sources (an audience change, a purge;
+    // ADR 5) would leave it where a memory it quotes no longer is (ADR 46).
+    const shown = [...known].sort((a, b) => a - b);
     const insights: NewMemory[] = [];
     for (const candidate of proposed) {
       const parsed = DreamInsightSchema.safeParse(candidate);
       if (!parsed.success) continue;
-      const sourceIds = [...new Set(parsed.data.sourceIds.filter((id) => known.has(id)))].sort((a, b) => a - b);
-      if (sourceIds.length === 0) continue;
+      // An insight naming none of them is refused, as before: the dreamer answered about something else.
+      if (!parsed.data.sourceIds.some((id) => known.has(id))) continue;
+      const sourceIds = shown;
       const [embedding = null] = await embedDocuments(context, [parsed.data.content]);
       insights.push({
         content: parsed.data.content,

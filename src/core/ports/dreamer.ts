@@ -26,7 +26,11 @@ export const DreamInsightSchema = z.object({
   content: ContentSchema,
   /** `pattern` unless the insight is a preference or a fact. */
   category: CategorySchema.default('pattern'),
-  /** Ids of the input memories the insight rests on; ids not in the input are dropped. */
+  /**
+   * Ids of the input memories the insight rests on (its evidence); ids not in the input are dropped, and an insight
+   * naming none of the input is dropped. The insight is stored built on every input memory (ADR 46): it may say what
+   * it read and name less.
+   */
   sourceIds: z.array(z.number().int().positive()).min(1, 'an insight needs at least one source memory'),
 });
 
