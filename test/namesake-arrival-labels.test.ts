@@ -2,10 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
+import { openStorage } from '../src/config/open-storage.js';
 import type { Mneme } from '../src/core/mneme.js';
+import { nameKey } from '../src/core/name-key.js';
 import { createHttpApp } from '../src/http/http-app.js';
+import { migrateSqlite } from '../src/storage/sqlite/sqlite-migrations.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
 
 /**
@@ -135,6 +139,36 @@ describe.each(STORES)('on %s', (path) => {
     }
   });
 
+  it('labels on import what a file holds unlabelled beside a user who can be taken for the name', {
+    timeout: 60_000,
+  }, async () => {
+    const source = await eveAsBob(':memory:');
+    const lines: string[] = [];
+    try {
+      for await (const line of source.exportData()) {
+        const record = JSON.parse(line) as { type: string; records?: number; createdAt?: string };
+        // A file written before ADR 44 could hold Eve's plain name beside a user named Bob.
+        if (record.type === 'user' && lines.every((held) => !held.includes('"robert"'))) {
+          const at = record.createdAt;
+          lines.push(JSON.stringify({ type: 'user', id: 'robert', displayName: 'Bob', createdAt: at, updatedAt: at }));
+        }
+        lines.push(record.type === 'end' ? JSON.stringify({ ...record, records: lines.length - 1 }) : line);
+      }
+    } finally {
+      await source.close();
+    }
+    expect(lines.some((line) => line.includes('Bob prefers budget invoices'))).toBe(true);
+    const mneme = await createMneme({ path, clock: createFixedClock('2026-03-02T10:00:00Z') });
+    try {
+      await mneme.importData(lines);
+      const contents = (await mneme.list({ limit: 100 })).memories.map((memory) => memory.content);
+      expect(contents).toContain('Bob (eve) prefers budget invoices as PDF attachments.');
+      for (const content of contents) expect(content).not.toMatch(PLAIN_BOB);
+    } finally {
+      await mneme.close();
+    }
+  });
+
   it('records the label as a version of the memory and queues the new text for a vector', {
     timeout: 60_000,
   }, async () => {
@@ -198,6 +232,40 @@ describe('a failure while the labels are written', () => {
       for (const content of labelled) expect(content).not.toMatch(PLAIN_BOB);
     } finally {
       await mneme.close();
+    }
+  });
+});
+
+describe('SQLite migration 32', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-namesake-migration-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('labels the memories stored before that call a user by a name another user came to share', async () => {
+    const path = join(folder, 'schema-31.db');
+    const old = new Database(path);
+    sqliteVec.load(old);
+    expect(migrateSqlite(old, 31)).toBe(31);
+    const at = Date.parse('2026-03-01T00:00:00Z');
+    const addUser = old.prepare(
+      'INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    addUser.run('eve', 'Bob', nameKey('Bob'), 'eve', at, at);
+    addUser.run('bob', null, 'bob', 'bob', at, at);
+    addUser.run('ann', 'Ann', 'ann', 'ann', at, at);
+    const addMemory = old.prepare(
+      `INSERT INTO memories (content, category, sector, scope, owner, user_id, source, importance, created_at,
+        updated_at, valid_from) VALUES (?, 'preference', 'semantic', 'personal', ?, ?, 'extraction', 0.5, ?, ?, ?)`,
+    );
+    addMemory.run('Bob prefers tea', 'user:eve', 'eve', at, at, at);
+    addMemory.run('Ann prefers coffee', 'user:ann', 'ann', at, at, at);
+    old.close();
+    const storage = await openStorage({ path });
+    try {
+      const memories = await storage.memories.get([1, 2]);
+      expect(memories.map((memory) => memory.content)).toEqual(['Bob (eve) prefers tea', 'Ann prefers coffee']);
+      expect((await storage.memories.history(1)).at(-1)).toMatchObject({ action: 'update', actor: 'maintenance' });
+    } finally {
+      await storage.close();
     }
   });
 });

@@ -1,7 +1,7 @@
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
 import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
 import type { PostgresQueryable } from './postgres-database.js';
-import { memoryColumns, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
+import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
 
 /**
  * Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named; ADR
@@ -41,7 +41,24 @@ export async function labelPostgresName(q: PostgresQueryable, userId: string, na
      ORDER BY id FOR UPDATE`,
     [userId],
   );
-  for (const row of rows) await relabel(q, row, [[userId, name]], at);
+  await relabel(q, rows, [[userId, name]], at);
+}
+
+/**
+ * Labels, through `q`, the memories of every named user another user can be taken for: those written before ADR 44
+ * (step 12) or imported from a file that held them unlabelled.
+ */
+export async function labelEveryPostgresNamesake(q: PostgresQueryable, at: number): Promise<void> {
+  const { rows } = await q.query<{ id: string; display_name: string }>(
+    `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
+       AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+         OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+     ORDER BY users.id`,
+  );
+  for (const user of rows) {
+    const name = plainName(user.display_name, user.id);
+    if (name !== null) await labelPostgresName(q, user.id, name, at);
+  }
 }
 
 /**
@@ -66,40 +83,59 @@ export async function labelPostgresWritten(q: PostgresQueryable, row: PgMemoryRo
     const name = plainName(user.display_name, user.id);
     return name === null ? [] : [[user.id, name]];
   });
-  return named.length === 0 ? row : relabel(q, row, named, at);
+  if (named.length === 0) return row;
+  const [after] = await relabel(q, [row], named, at);
+  return after ?? row;
 }
 
-/** Writes `row` with each of `named` (a user's id and the name to label) labelled, as a version; the row after. */
+/**
+ * Writes each of `rows` with each of `named` (a user's id and the name to label) labelled, as a version, in two
+ * statements whatever their number; the rows after, in the order given (unchanged ones as they were).
+ */
 async function relabel(
   q: PostgresQueryable,
-  row: PgMemoryRow,
+  rows: readonly PgMemoryRow[],
   named: readonly (readonly [string, string])[],
   at: number,
-): Promise<PgMemoryRow> {
-  const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
-  if (text === null) return row;
-  const { content, searchContext } = text;
-  const written = await q.query<PgMemoryRow>(
-    `UPDATE memories SET content = $1, search_context = $2, embedding_model = NULL, updated_at = $3 WHERE id = $4
-     RETURNING ${memoryColumns}`,
-    [content, searchContext, at, row.id],
-  );
-  const after = written.rows[0];
-  if (!after) return row;
-  const labelled = named.map(([userId, name]) => labelOf(name, userId)).join(', ');
-  const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
-  await q.query(
-    `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
-     VALUES ($1, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = $1), 'update', $2, $3,
-       $4, $5, $6)`,
+): Promise<PgMemoryRow[]> {
+  const changed = rows.flatMap((row) => {
+    const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+    return text === null ? [] : [{ row, ...text }];
+  });
+  if (changed.length === 0) return [...rows];
+  const { rows: written } = await q.query<PgMemoryRow>(
+    `UPDATE memories SET content = labelled.content, search_context = labelled.search_context, embedding_model = NULL,
+       updated_at = $4
+     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS labelled (id, content, search_context)
+     WHERE memories.id = labelled.id RETURNING ${memoryColumnsOf('memories')}`,
     [
-      row.id,
-      MAINTENANCE_ACTOR,
-      `another user can be taken for the name: labelled ${labelled} (ADR 44)`,
-      JSON.stringify(changes),
-      JSON.stringify(snapshotOf(after)),
+      changed.map(({ row }) => row.id),
+      changed.map(({ content }) => content),
+      changed.map(({ searchContext }) => searchContext),
       at,
     ],
   );
-  return after;
+  const after = new Map(written.map((row) => [Number(row.id), row]));
+  const versions = changed.flatMap(({ row, content }) => {
+    const now = after.get(Number(row.id));
+    if (!now) return [];
+    const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
+    return [{ id: row.id, changes: JSON.stringify(changes), snapshot: JSON.stringify(snapshotOf(now)) }];
+  });
+  const labelled = named.map(([userId, name]) => labelOf(name, userId)).join(', ');
+  await q.query(
+    `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+     SELECT labelled.id, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = labelled.id),
+       'update', $4, $5, labelled.changes, labelled.snapshot, $6
+     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS labelled (id, changes, snapshot)`,
+    [
+      versions.map((version) => version.id),
+      versions.map((version) => version.changes),
+      versions.map((version) => version.snapshot),
+      MAINTENANCE_ACTOR,
+      `another user can be taken for the name: labelled ${labelled} (ADR 44)`,
+      at,
+    ],
+  );
+  return rows.map((row) => after.get(Number(row.id)) ?? row);
 }

@@ -17,6 +17,11 @@ export interface SqliteSpeakerLabels {
    * text was made before its write's transaction, and a namesake who arrived in between found no memory to label.
    */
   labelWritten(row: MemoryRow, at: number): MemoryRow;
+  /**
+   * Labels the memories of every named user another user can be taken for: those written before ADR 44 (migration
+   * 32) or imported from a file that held them unlabelled.
+   */
+  labelEveryNamesake(at: number): void;
 }
 
 export function createSqliteSpeakerLabels(database: Database.Database): SqliteSpeakerLabels {
@@ -36,6 +41,13 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       )
       .pluck(),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    // The named users another user can be taken for (ADR 40's two lookups).
+    ambiguous: database.prepare<[], { id: string; display_name: string }>(
+      `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
+        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+      ORDER BY users.id`,
+    ),
     // The named users a memory names (as `naming` finds them) that another user can be taken for (ADR 40's lookups).
     speakers: database.prepare<
       { userId: string | null; sources: string; contextMessageId: number | null },
@@ -81,6 +93,12 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       for (const id of naming.all({ userId })) {
         const row = read.get(id);
         if (row) relabel(row, [[userId, name]], at);
+      }
+    },
+    labelEveryNamesake(at) {
+      for (const user of statements().ambiguous.all()) {
+        const name = plainName(user.display_name, user.id);
+        if (name !== null) labels.label(user.id, name, at);
       }
     },
     labelWritten(row, at) {
