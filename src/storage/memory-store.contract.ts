@@ -1387,6 +1387,71 @@ export function describeStorageContract(
       expect(await namesake('eve', 'Zed')).toBe(true);
     });
 
+    it('labels the memories that call a user by a name another user arrives to share, in the write that brings them', async () => {
+      const { directory, memories } = storage;
+      await directory.putUser({ id: 'eve', displayName: 'Bob' }, at);
+      const [message] = await storage.messages.append([said('eve', 'I approve the budget, Bob says')]);
+      const cited = [message?.id ?? 0];
+      const [chunk, fact, episode, reply] = await memories.insert(
+        [
+          await newMemory('Bob: I approve the budget, Bob says', {
+            scope: 'room',
+            channelId: 'c',
+            userId: 'eve',
+            source: 'exchange',
+            sourceMessageIds: cited,
+          }),
+          await newMemory('Bob prefers tea', { scope: 'personal', userId: 'eve', source: 'extraction' }),
+          await newMemory('Bob approved the budget; Ann agreed', {
+            scope: 'room',
+            channelId: 'c',
+            source: 'episode',
+            sourceMessageIds: cited,
+          }),
+          await newMemory('Ann: Fine by me', {
+            scope: 'room',
+            channelId: 'c',
+            userId: 'ann',
+            source: 'exchange',
+            searchContext: 'Bob: I approve the budget, Bob says',
+            searchContextMessageId: cited[0] ?? null,
+          }),
+        ],
+        context,
+      );
+      // Nobody else goes by Bob yet: the memories keep the plain name.
+      expect((await memories.get([chunk?.id ?? 0]))[0]?.content).toBe('Bob: I approve the budget, Bob says');
+      await storage.memberships.addMembers('channel', 'c', ['bob'], at + 1);
+      const after = await memories.get([chunk, fact, episode, reply].map((memory) => memory?.id ?? 0));
+      // An exchange is labelled where the name begins a line: what Eve said stays as she said it.
+      expect(after.map((memory) => memory.content)).toEqual([
+        'Bob (eve): I approve the budget, Bob says',
+        'Bob (eve) prefers tea',
+        'Bob (eve) approved the budget; Ann agreed',
+        'Ann: Fine by me',
+      ]);
+      const versions = await memories.history(fact?.id ?? 0);
+      expect(versions.at(-1)).toMatchObject({
+        action: 'update',
+        actor: 'maintenance',
+        changes: { content: { from: 'Bob prefers tea', to: 'Bob (eve) prefers tea' } },
+      });
+      // A memory written from a text made before the namesake arrived is labelled with its write.
+      const [late] = await memories.insert(
+        [await newMemory('Bob likes the budget', { scope: 'personal', userId: 'eve', source: 'extraction' })],
+        context,
+      );
+      expect(late?.content).toBe('Bob (eve) likes the budget');
+      // A name left is labelled where it stood: Carol, once Dana, can be taken for any Dana to come.
+      await directory.putUser({ id: 'carol', displayName: 'Dana' }, at);
+      const [carols] = await memories.insert(
+        [await newMemory('Dana prefers coffee', { scope: 'personal', userId: 'carol', source: 'extraction' })],
+        context,
+      );
+      await directory.putUser({ id: 'carol', displayName: 'Carol' }, at + 2);
+      expect((await memories.get([carols?.id ?? 0]))[0]?.content).toBe('Dana (carol) prefers coffee');
+    });
+
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
       const { memberships } = storage;
       expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({

@@ -1,6 +1,6 @@
 import type { EngineContext } from '../engine-context.js';
 import { nameKey, unfitName } from '../name-key.js';
-import { EXTRACTOR_ACTOR_PREFIX, RESERVED_IDS } from '../reserved-ids.js';
+import { hasBrackets, labelOf, readsLikeOwnActor } from '../speaker-label.js';
 
 /**
  * The name a user goes by in memories ("Oz: ...", "Oz prefers ..."; ADR 40): their display name, followed by their
@@ -9,29 +9,20 @@ import { EXTRACTOR_ACTOR_PREFIX, RESERVED_IDS } from '../reserved-ids.js';
  * of mneme's own actors, under which an assistant may reply) and always when it has
  * brackets (`Bob (bob)` would pass for a label); their id alone when they have no name or one that cannot stand
  * before a colon (stored before such names were refused). Ids are given by whoever runs mneme and are unique: they
- * are shown as they are.
+ * are shown as they are. A namesake who arrives after the memory is written gets it labelled then (ADR 44: the storage
+ * labels the memories that call a user by a name another user can now be taken for, with the write that makes them
+ * known or names them).
  */
 export async function displayName(context: EngineContext, userId: string): Promise<string> {
   const { directory } = context.storage;
   const name = (await directory.getUser(userId))?.displayName ?? null;
   if (name === null || unfitName(name) !== null) return userId;
   // A name with brackets ("Bob (bob)") could pass for a labelled one: it is always labelled.
-  if (BRACKETS.test(name.normalize('NFKC'))) return `${name} (${userId})`;
+  if (hasBrackets(name)) return labelOf(name, userId);
   const key = nameKey(name);
   // mneme's own actors have no row to find (ADR 38), and each may send assistant replies (`assistantId`, an ingest's
   // sender with the role `assistant`): the default assistant before it has replied anywhere, `maintenance` or
   // `extractor:gpt` once an administrator's bot replied under it, are always there to be taken for.
-  if (readsLikeOwnActor(key) && key !== nameKey(userId)) return `${name} (${userId})`;
-  return (await directory.hasNamesake(userId, key)) ? `${name} (${userId})` : name;
+  if (readsLikeOwnActor(key) && key !== nameKey(userId)) return labelOf(name, userId);
+  return (await directory.hasNamesake(userId, key)) ? labelOf(name, userId) : name;
 }
-
-/** The keys of mneme's own actors' ids (`assistant`, `maintenance`, ...): no users, so no rows to find (ADR 38). */
-const OWN_ACTOR_KEYS = new Set(RESERVED_IDS.map(nameKey));
-/** The key of the prefix of extraction's actors (`extractor:gpt` reads as `extractorgpt`). */
-const EXTRACTOR_KEY = nameKey(EXTRACTOR_ACTOR_PREFIX);
-
-/** Whether a name's key reads like the id of one of mneme's own actors. */
-function readsLikeOwnActor(key: string): boolean {
-  return OWN_ACTOR_KEYS.has(key) || key.startsWith(EXTRACTOR_KEY);
-}
-const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;

@@ -7,6 +7,7 @@ import {
   type ExtractionInput,
   type FactExtractor,
 } from '../../core/ports/fact-extractor.js';
+import { withLabel } from '../../core/speaker-label.js';
 import type { ChatMessage, ChatModel } from '../chat-model.js';
 import { askStructured, unusableReplyMessage } from './chat-structured-output.js';
 
@@ -131,13 +132,7 @@ function ordinal(count: number): string {
 function labelled(content: string, speaker: { userId: string; displayName: string }): string {
   const suffix = ` (${speaker.userId})`;
   if (!speaker.displayName.endsWith(suffix)) return content;
-  const name = speaker.displayName.slice(0, -suffix.length);
-  const plain = new RegExp(`(?<![\\p{L}\\p{N}])${escaped(name)}(?![\\p{L}\\p{N}])(?!${escaped(suffix)})`, 'giu');
-  return content.replace(plain, speaker.displayName);
-}
-
-function escaped(text: string): string {
-  return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+  return withLabel(content, speaker.displayName.slice(0, -suffix.length), speaker.userId);
 }
 
 /** Replaces "the user" (any case) with the speaker's name. */

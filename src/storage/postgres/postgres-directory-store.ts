@@ -21,8 +21,9 @@ interface TopicRow {
 export function createPostgresDirectoryStore(database: PostgresDatabase): DirectoryStore {
   return {
     async putUser(user, at) {
-      return withPgErrors(`saving user ${user.id}`, async () => {
-        await putPostgresUserName(database, database, user, at);
+      // One transaction: the name and the labels it makes due (ADR 44).
+      return writePg(database, `saving user ${user.id}`, async (q) => {
+        await putPostgresUserName(database, q, user, at);
         return { ...user };
       });
     },

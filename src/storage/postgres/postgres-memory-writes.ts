@@ -10,7 +10,7 @@ import {
 } from '../memory-store.js';
 import { firstRow, type PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
-import { knowPostgresUsers } from './postgres-user-names.js';
+import { knowPostgresUsers, labelWrittenPostgresMemory } from './postgres-user-names.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
 /**
@@ -274,5 +274,6 @@ async function insertRow(
   // The user of a memory (a personal memory's, a fact's speaker) is a known user (ADR 40, attack29c).
   if (row.user_id !== null) await knowPostgresUsers(database, q, [row.user_id], context.at);
   await writes.recordVersion(q, row, action, {}, context);
-  return row;
+  // Its text was made before this transaction: a namesake of a speaker may have arrived since (ADR 44).
+  return labelWrittenPostgresMemory(database, q, row, context.at);
 }

@@ -2,6 +2,7 @@ import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 import type { PostgresDatabase, PostgresQueryable } from './postgres-database.js';
+import { labelEveryPostgresNamesake } from './postgres-speaker-labels.js';
 
 /** One step of the PostgreSQL schema. Steps are append-only: a released step is never edited (its name neither: a database is checked against the names, ADR 34), a new one is added. */
 interface PostgresMigration {
@@ -435,6 +436,14 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         ],
       );
     },
+  },
+  {
+    version: 12,
+    name: 'the labels of speakers whose namesake arrived after their memories',
+    sql: '',
+    // SQLite's migration 32 (ADR 44, 2026-12-05, session 30): the memories that call a user by a name another user came
+    // to share after they were written are labelled, as a version of each by `maintenance`.
+    after: (transaction) => labelEveryPostgresNamesake(transaction, Date.now()),
   },
 ];
 

@@ -152,6 +152,31 @@ describe('PostgreSQL storage on PGlite', () => {
     }
   });
 
+  it('labels the memories of a schema 11 database that call a user by a name another user came to share (step 12)', async () => {
+    await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+    expect(await migratePostgres(database, 11)).toBe(11);
+    await database.query(
+      `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at)
+        VALUES ('eve', 'Bob', $2, 'eve', $1, $1), ('bob', NULL, 'bob', 'bob', $1, $1), ('ann', 'Ann', 'ann', 'ann', $1, $1)`,
+      [at, nameKey('Bob')],
+    );
+    await database.query(
+      `INSERT INTO memories (content, category, sector, scope, owner, user_id, source, importance, created_at,
+        updated_at, valid_from) VALUES ('Bob prefers tea', 'preference', 'semantic', 'personal', 'user:eve', 'eve',
+        'extraction', 0.5, $1, $1, $1), ('Ann prefers coffee', 'preference', 'semantic', 'personal', 'user:ann', 'ann',
+        'extraction', 0.5, $1, $1, $1)`,
+      [at],
+    );
+    const storage = await createPostgresStorage({ database, ownsDatabase: false });
+    try {
+      const memories = await storage.memories.get([1, 2]);
+      expect(memories.map((memory) => memory.content)).toEqual(['Bob (eve) prefers tea', 'Ann prefers coffee']);
+      expect((await storage.memories.history(1)).at(-1)).toMatchObject({ action: 'update', actor: 'maintenance' });
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('gives the user of a memory of a schema 10 database a row, and computes the keys a copy left out (step 11)', async () => {
     await database.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
     expect(await migratePostgres(database, 10)).toBe(10);

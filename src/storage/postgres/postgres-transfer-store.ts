@@ -20,6 +20,7 @@ import {
   withPgErrors,
 } from './postgres-database.js';
 import { memoryColumnsOf, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
+import { labelEveryPostgresNamesake } from './postgres-speaker-labels.js';
 import { knowPostgresUsers } from './postgres-user-names.js';
 
 const messageColumns = 'id, channel_id, sender_id, role, content, topic_id, reply_to, external_id, created_at';
@@ -348,7 +349,11 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         }
       });
       return createImportSession(held.transaction, {
-        commit: () => held.end(true),
+        // A file may hold a user's plain name beside a user another can take it for (ADR 44).
+        commit: async () => {
+          await labelEveryPostgresNamesake(held.transaction, Date.now());
+          await held.end(true);
+        },
         rollback: () => held.end(false),
       });
     },

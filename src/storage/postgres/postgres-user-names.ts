@@ -1,7 +1,10 @@
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
+import { plainName } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
+import type { PgMemoryRow } from './postgres-memory-rows.js';
+import { labelPostgresName, labelPostgresNamesakes, labelPostgresWritten } from './postgres-speaker-labels.js';
 
 /** Databases whose `users` table has `id_key` (step 10): once seen, it stays. */
 const keyedDatabases = new WeakSet<object>();
@@ -24,7 +27,8 @@ async function isKeyed(database: object, q: PostgresQueryable): Promise<boolean>
 
 /**
  * Creates a user or sets their display name, with the keys the name and the id read as (`users.name_key`,
- * `users.id_key`; ADR 40), through `q` (the database or one of its transactions).
+ * `users.id_key`; ADR 40), through `q`, a transaction: the memories of the users the name (or a new user's id) now
+ * reads like, and those that call the user by a name they left, are labelled in it (ADR 44).
  */
 export async function putPostgresUserName(
   database: object,
@@ -40,12 +44,26 @@ export async function putPostgresUserName(
     );
     return;
   }
+  const key = nameKey(user.displayName ?? user.id);
+  const idKey = nameKey(user.id);
+  const { rows } = await q.query<{ display_name: string | null; name_key: string | null }>(
+    'SELECT display_name, name_key FROM users WHERE id = $1 FOR UPDATE',
+    [user.id],
+  );
+  const before = rows[0];
   await q.query(
     `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
      ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, name_key = excluded.name_key,
        updated_at = excluded.updated_at`,
-    [user.id, user.displayName, nameKey(user.displayName ?? user.id), nameKey(user.id), at],
+    [user.id, user.displayName, key, idKey, at],
   );
+  // A new user reads as their name and their id; a renamed one as their new name.
+  if (before === undefined) await labelPostgresNamesakes(q, user.id, [key, idKey], at);
+  else if (before.name_key !== key) await labelPostgresNamesakes(q, user.id, [key], at);
+  // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now.
+  const left = before?.display_name ?? null;
+  const plain = left === user.displayName ? null : plainName(left, user.id);
+  if (plain !== null && nameKey(plain) !== idKey) await labelPostgresName(q, user.id, plain, at);
 }
 
 /**
@@ -53,7 +71,8 @@ export async function putPostgresUserName(
  * is known by has a row, so its key is there to be found; ADR 40), created at `at` (or, for an id given with its
  * own time, the earliest of them), through `q`, the transaction that writes what names the ids. mneme's own actors
  * (ADR 38) are no users and get none. In the order of the ids, so that two transactions knowing the same ids wait
- * for each other rather than deadlock.
+ * for each other rather than deadlock. A new id may read like another user's name: the memories that call that user
+ * by it are labelled in `q` (ADR 44).
  */
 export async function knowPostgresUsers(
   database: object,
@@ -78,13 +97,30 @@ export async function knowPostgresUsers(
     );
     return;
   }
-  await q.query(
+  const { rows } = await q.query<{ id: string; id_key: string }>(
     `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at)
      SELECT known.id, NULL, known.key, known.key, known.at, known.at
      FROM unnest($1::text[], $2::text[], $3::bigint[]) AS known (id, key, at)
-     ON CONFLICT (id) DO NOTHING`,
+     ON CONFLICT (id) DO NOTHING RETURNING id, id_key`,
     [known, known.map(nameKey), times],
   );
+  // A new id may read like another user's name: the memories that call them by it are labelled (ADR 44).
+  for (const row of rows.sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    await labelPostgresNamesakes(q, row.id, [row.id_key], at);
+  }
+}
+
+/**
+ * A memory just written through `q`, its write's transaction, with its speakers labelled where a namesake arrived
+ * since its text was made (ADR 44); as it is on a database of a schema before step 10.
+ */
+export async function labelWrittenPostgresMemory(
+  database: object,
+  q: PostgresQueryable,
+  row: PgMemoryRow,
+  at: number,
+): Promise<PgMemoryRow> {
+  return (await isKeyed(database, q)) ? labelPostgresWritten(q, row, at) : row;
 }
 
 /** `DirectoryStore.hasNamesake` on PostgreSQL: two indexed lookups, another user's name key or id key. */

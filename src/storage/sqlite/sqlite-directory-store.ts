@@ -54,9 +54,8 @@ export function createSqliteDirectoryStore(database: Database.Database): Directo
         userNames.put(user, at);
         return { ...user };
       };
-      return options.deferred === true
-        ? writeSqlite(database, `saving user ${user.id}`, save, { deferred: true })
-        : readSqlite(`saving user ${user.id}`, save);
+      // One transaction: the name and the labels it makes due (ADR 44).
+      return writeSqlite(database, `saving user ${user.id}`, save, { deferred: options.deferred === true });
     },
     async getUser(id) {
       return readSqlite(`reading user ${id}`, () => statements.getUser.get(id) ?? null);

@@ -156,7 +156,8 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       if (embedding) vectors.put(row.id, row.owner, embedding);
       if (row.user_id !== null) userNames.know([row.user_id], context.at);
       writes.recordVersion(row, action, {}, context);
-      return row;
+      // Its text was made before this transaction: a namesake of a speaker may have arrived since (ADR 44).
+      return userNames.labelWritten(row, context.at);
     },
 
     update(id, given, context) {

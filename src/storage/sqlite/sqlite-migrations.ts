@@ -3,6 +3,7 @@ import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
 import { checkRecordedSteps, type SchemaStep } from '../schema-steps.js';
 import { PROGRESS_WAIT_TIMEOUTS } from './sqlite-progress-wait.js';
+import { createSqliteSpeakerLabels } from './sqlite-speaker-labels.js';
 
 /** The `service_state` row migration 21's triggers move on whenever a word block's memories change. */
 export const WORD_BLOCKS_GENERATION = 'consolidation_word_blocks_generation';
@@ -948,6 +949,16 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
       for (const user of unkeyed.all()) setKeys.run(nameKey(user.display_name ?? user.id), nameKey(user.id), user.id);
     },
+  },
+  {
+    version: 32,
+    name: 'the labels of speakers whose namesake arrived after their memories',
+    sql: '',
+    // ADR 44, 2026-12-05 (session 30). A label was computed only when a memory was written: a user named like another
+    // who became known later kept their plain name in the memories written before ("Bob: I approve" of Eve's, once a
+    // Bob was known). From now on the write that brings the namesake labels them; the memories stored before are
+    // labelled here, as a version of each by `maintenance`, their vectors left to `mneme reembed`.
+    after: (database) => createSqliteSpeakerLabels(database).labelEveryNamesake(Date.now()),
   },
 ];
 

@@ -24,6 +24,7 @@ import {
 } from './sqlite-database.js';
 import { nextIdSql } from './sqlite-id-floors.js';
 import { type MemoryRow, toMemory, toVersion, type VersionRow } from './sqlite-memory-rows.js';
+import { createSqliteSpeakerLabels } from './sqlite-speaker-labels.js';
 import { createSqliteUserNames } from './sqlite-user-names.js';
 
 /** KiB of page cache while an import runs (better-sqlite3 builds SQLite with 16,000), then the connection's own again. */
@@ -655,6 +656,8 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       }),
     commit: () =>
       write('committing the import', () => {
+        // A file may hold a user's plain name beside a user another can take it for (ADR 44).
+        createSqliteSpeakerLabels(database).labelEveryNamesake(Date.now());
         checkFilesInPlace(database);
         database.exec('COMMIT');
         open = false;

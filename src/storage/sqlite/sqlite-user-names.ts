@@ -1,20 +1,33 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
+import { plainName } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
+import type { MemoryRow } from './sqlite-memory-rows.js';
+import { createSqliteSpeakerLabels } from './sqlite-speaker-labels.js';
 
 /**
  * A user's display name and id with the keys they read as (`users.name_key`, `users.id_key`; ADR 40), written and
  * looked up. Every id a user is known by (a sender, a member, the user of a key) has a `users` row, so its key is
- * there to be found: `know` writes it with the row that names the id.
+ * there to be found: `know` writes it with the row that names the id. A user made known or named this way may be
+ * another's namesake: the memories that call the other by the name they share are labelled in the same transaction
+ * (ADR 44), so both run inside the caller's transaction.
  */
 export interface SqliteUserNames {
-  /** Creates the user or sets their display name. */
+  /**
+   * Creates the user or sets their display name; labels the memories of the users the name (or a new user's id)
+   * now reads like, and those that call the user by a name they left (ADR 44).
+   */
   put(user: User, at: number): void;
-  /** Creates a row without a name for each id that has none; mneme's own actors (ADR 38) are no users and get none. */
+  /**
+   * Creates a row without a name for each id that has none, and labels the memories of the users whose name a new id
+   * reads like (ADR 44); mneme's own actors (ADR 38) are no users and get none.
+   */
   know(ids: Iterable<string>, at: number): void;
   /** `DirectoryStore.hasNamesake`. */
   hasNamesake(userId: string, key: string): boolean;
+  /** A memory just written, with its speakers labelled where a namesake arrived since its text was made (ADR 44). */
+  labelWritten(row: MemoryRow, at: number): MemoryRow;
 }
 
 /**
@@ -28,6 +41,7 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
         put: Database.Statement<[object]>;
         know: Database.Statement<[object]>;
         namesake: Database.Statement<[object], { found: 0 | 1 }> | null;
+        named: Database.Statement<[string], { display_name: string | null; name_key: string | null }> | null;
       }
     | undefined;
   const prepare = () => {
@@ -50,6 +64,7 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
             `SELECT EXISTS (SELECT 1 FROM users WHERE name_key = @key AND id <> @userId)
               OR EXISTS (SELECT 1 FROM users WHERE id_key = @key AND id <> @userId) AS found`,
           ),
+          named: database.prepare('SELECT display_name, name_key FROM users WHERE id = ?'),
         }
       : {
           put: database.prepare(
@@ -61,19 +76,37 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
             ON CONFLICT (id) DO NOTHING`,
           ),
           namesake: null,
+          named: null,
         };
     return statements;
   };
+  const labels = createSqliteSpeakerLabels(database);
   return {
     put(user, at) {
+      const { put, named } = statements ?? prepare();
       const key = nameKey(user.displayName ?? user.id);
-      (statements ?? prepare()).put.run({ id: user.id, name: user.displayName, key, idKey: nameKey(user.id), at });
+      const idKey = nameKey(user.id);
+      const before = named?.get(user.id);
+      put.run({ id: user.id, name: user.displayName, key, idKey, at });
+      if (named === null) return;
+      // A new user reads as their name and their id; a renamed one as their new name.
+      if (before === undefined) labels.labelNamesakes(user.id, [key, idKey], at);
+      else if (before.name_key !== key) labels.labelNamesakes(user.id, [key], at);
+      // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now.
+      const left = before?.display_name ?? null;
+      const plain = left === user.displayName ? null : plainName(left, user.id);
+      if (plain !== null && nameKey(plain) !== idKey) labels.label(user.id, plain, at);
     },
     know(ids, at) {
-      const { know } = statements ?? prepare();
+      const { know, named } = statements ?? prepare();
       for (const id of new Set(ids)) {
-        if (!isReservedId(id)) know.run({ id, idKey: nameKey(id), at });
+        if (isReservedId(id)) continue;
+        const idKey = nameKey(id);
+        if (know.run({ id, idKey, at }).changes > 0 && named !== null) labels.labelNamesakes(id, [idKey], at);
       }
+    },
+    labelWritten(row, at) {
+      return (statements ?? prepare()).named === null ? row : labels.labelWritten(row, at);
     },
     hasNamesake(userId, key) {
       return (statements ?? prepare()).namesake?.get({ key, userId })?.found === 1;

@@ -1,0 +1,141 @@
+import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
+import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import type { PostgresQueryable } from './postgres-database.js';
+import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
+
+/**
+ * Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named; ADR
+ * 44), through `q`, the transaction that makes the user known or names them.
+ */
+export async function labelPostgresNamesakes(
+  q: PostgresQueryable,
+  userId: string,
+  keys: Iterable<string>,
+  at: number,
+): Promise<void> {
+  const unique = [...new Set(keys)];
+  if (unique.length === 0) return;
+  const { rows } = await q.query<{ id: string; display_name: string }>(
+    `SELECT id, display_name FROM users
+     WHERE name_key = ANY($1::text[]) AND id <> $2 AND display_name IS NOT NULL ORDER BY id`,
+    [unique, userId],
+  );
+  for (const user of rows) {
+    const name = plainName(user.display_name, user.id);
+    if (name !== null) await labelPostgresName(q, user.id, name, at);
+  }
+}
+
+/**
+ * Labels the memories that call user `userId` by `name` (their name, or one they left; ADR 44): those of which they are
+ * the user (a fact's speaker, the sender of an exchange's message), that cite a message they sent (an exchange's reply,
+ * an episode's window) or whose search context is one. The text index follows the content (a generated column); the
+ * vector is kept until `reembed` gives the new text one.
+ */
+export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
+  const { rows } = await q.query<PgMemoryRow>(
+    `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1)
+     SELECT ${memoryColumns} FROM memories WHERE user_id = $1
+        OR source_message_ids && (SELECT ids FROM sent)
+        OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1)
+     ORDER BY id FOR UPDATE`,
+    [userId],
+  );
+  await relabel(q, rows, [[userId, name]], at);
+}
+
+/**
+ * Labels, through `q`, the memories of every named user another user can be taken for: those written before ADR 44
+ * (step 12) or imported from a file that held them unlabelled.
+ */
+export async function labelEveryPostgresNamesake(q: PostgresQueryable, at: number): Promise<void> {
+  const { rows } = await q.query<{ id: string; display_name: string }>(
+    `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
+       AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+         OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+     ORDER BY users.id`,
+  );
+  for (const user of rows) {
+    const name = plainName(user.display_name, user.id);
+    if (name !== null) await labelPostgresName(q, user.id, name, at);
+  }
+}
+
+/**
+ * Memory `row` just written, through `q`, its write's transaction, with its speakers labelled where another user can
+ * now be taken for their name: its text was made before the transaction, and a namesake who arrived in between found
+ * no memory to label (ADR 44).
+ */
+export async function labelPostgresWritten(q: PostgresQueryable, row: PgMemoryRow, at: number): Promise<PgMemoryRow> {
+  const { rows } = await q.query<{ id: string; display_name: string }>(
+    `WITH speakers (id) AS (
+       SELECT $1::text WHERE $1::text IS NOT NULL
+       UNION SELECT sender_id FROM messages WHERE id = ANY($2::bigint[])
+       UNION SELECT sender_id FROM messages WHERE id = $3::bigint)
+     SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
+     WHERE users.display_name IS NOT NULL
+       AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+         OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+     ORDER BY users.id`,
+    [row.user_id, row.source_message_ids, row.search_context_message_id],
+  );
+  const named = rows.flatMap((user): [string, string][] => {
+    const name = plainName(user.display_name, user.id);
+    return name === null ? [] : [[user.id, name]];
+  });
+  if (named.length === 0) return row;
+  const [after] = await relabel(q, [row], named, at);
+  return after ?? row;
+}
+
+/**
+ * Writes each of `rows` with each of `named` (a user's id and the name to label) labelled, as a version, in two
+ * statements whatever their number; the rows after, in the order given (unchanged ones as they were).
+ */
+async function relabel(
+  q: PostgresQueryable,
+  rows: readonly PgMemoryRow[],
+  named: readonly (readonly [string, string])[],
+  at: number,
+): Promise<PgMemoryRow[]> {
+  const changed = rows.flatMap((row) => {
+    const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+    return text === null ? [] : [{ row, ...text }];
+  });
+  if (changed.length === 0) return [...rows];
+  const { rows: written } = await q.query<PgMemoryRow>(
+    `UPDATE memories SET content = labelled.content, search_context = labelled.search_context, embedding_model = NULL,
+       updated_at = $4
+     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS labelled (id, content, search_context)
+     WHERE memories.id = labelled.id RETURNING ${memoryColumnsOf('memories')}`,
+    [
+      changed.map(({ row }) => row.id),
+      changed.map(({ content }) => content),
+      changed.map(({ searchContext }) => searchContext),
+      at,
+    ],
+  );
+  const after = new Map(written.map((row) => [Number(row.id), row]));
+  const versions = changed.flatMap(({ row, content }) => {
+    const now = after.get(Number(row.id));
+    if (!now) return [];
+    const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
+    return [{ id: row.id, changes: JSON.stringify(changes), snapshot: JSON.stringify(snapshotOf(now)) }];
+  });
+  const labelled = named.map(([userId, name]) => labelOf(name, userId)).join(', ');
+  await q.query(
+    `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+     SELECT labelled.id, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = labelled.id),
+       'update', $4, $5, labelled.changes, labelled.snapshot, $6
+     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS labelled (id, changes, snapshot)`,
+    [
+      versions.map((version) => version.id),
+      versions.map((version) => version.changes),
+      versions.map((version) => version.snapshot),
+      MAINTENANCE_ACTOR,
+      `another user can be taken for the name: labelled ${labelled} (ADR 44)`,
+      at,
+    ],
+  );
+  return rows.map((row) => after.get(Number(row.id)) ?? row);
+}

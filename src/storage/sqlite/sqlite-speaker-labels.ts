@@ -1,0 +1,134 @@
+import type Database from 'better-sqlite3';
+import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
+import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
+
+/**
+ * The labels of speakers whose name another user can now be taken for (ADR 44), written inside the caller's
+ * transaction: the one that makes a user known or names them.
+ */
+export interface SqliteSpeakerLabels {
+  /** Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named). */
+  labelNamesakes(userId: string, keys: Iterable<string>, at: number): void;
+  /** Labels the memories that call user `userId` by `name` (their name, or one they left). */
+  label(userId: string, name: string, at: number): void;
+  /**
+   * Memory `row` just written, with its speakers labelled where another user can now be taken for their name: its
+   * text was made before its write's transaction, and a namesake who arrived in between found no memory to label.
+   */
+  labelWritten(row: MemoryRow, at: number): MemoryRow;
+  /**
+   * Labels the memories of every named user another user can be taken for: those written before ADR 44 (migration
+   * 32) or imported from a file that held them unlabelled.
+   */
+  labelEveryNamesake(at: number): void;
+}
+
+export function createSqliteSpeakerLabels(database: Database.Database): SqliteSpeakerLabels {
+  const prepare = () => ({
+    namesakes: database.prepare<{ key: string; userId: string }, { id: string; display_name: string }>(
+      `SELECT id, display_name FROM users WHERE name_key = @key AND id <> @userId AND display_name IS NOT NULL`,
+    ),
+    // A memory names its user (a fact's speaker, the sender of an exchange's message), the senders of the messages it
+    // cites (an exchange's reply, an episode's window) and the sender of its search context's message.
+    naming: database
+      .prepare<{ userId: string }, number>(
+        `SELECT id FROM memories WHERE user_id = @userId
+        UNION SELECT cited.memory_id FROM messages JOIN memory_source_messages AS cited ON cited.message_id = messages.id
+          WHERE messages.sender_id = @userId
+        UNION SELECT memories.id FROM messages JOIN memories ON memories.search_context_message_id = messages.id
+          WHERE messages.sender_id = @userId`,
+      )
+      .pluck(),
+    read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    // The named users another user can be taken for (ADR 40's two lookups).
+    ambiguous: database.prepare<[], { id: string; display_name: string }>(
+      `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
+        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+      ORDER BY users.id`,
+    ),
+    // The named users a memory names (as `naming` finds them) that another user can be taken for (ADR 40's lookups).
+    speakers: database.prepare<
+      { userId: string | null; sources: string; contextMessageId: number | null },
+      { id: string; display_name: string }
+    >(
+      `WITH speakers (id) AS (
+        SELECT @userId WHERE @userId IS NOT NULL
+        UNION SELECT sender_id FROM messages WHERE id IN (SELECT value FROM json_each(@sources) WHERE type = 'integer')
+        UNION SELECT sender_id FROM messages WHERE id = @contextMessageId)
+      SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
+      WHERE users.display_name IS NOT NULL
+        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
+          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
+      ORDER BY users.id`,
+    ),
+    // The FTS row and the word counts follow by trigger; the vector is kept until `reembed` gives the new text one.
+    write: database.prepare<{ id: number; content: string; searchContext: string | null; at: number }, MemoryRow>(
+      `UPDATE memories SET content = @content, search_context = @searchContext, embedding_model = NULL,
+        updated_at = @at WHERE id = @id RETURNING *`,
+    ),
+    version: database.prepare<[number, number, string, string, string, string, number]>(
+      `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
+      VALUES (?, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = ?), 'update', ?, ?, ?, ?, ?)`,
+    ),
+  });
+  let prepared: ReturnType<typeof prepare> | undefined;
+  const statements = () => {
+    prepared ??= prepare();
+    return prepared;
+  };
+  const labels: SqliteSpeakerLabels = {
+    labelNamesakes(userId, keys, at) {
+      const { namesakes } = statements();
+      for (const key of new Set(keys)) {
+        for (const user of namesakes.all({ key, userId })) {
+          const name = plainName(user.display_name, user.id);
+          if (name !== null) labels.label(user.id, name, at);
+        }
+      }
+    },
+    label(userId, name, at) {
+      const { naming, read } = statements();
+      for (const id of naming.all({ userId })) {
+        const row = read.get(id);
+        if (row) relabel(row, [[userId, name]], at);
+      }
+    },
+    labelEveryNamesake(at) {
+      for (const user of statements().ambiguous.all()) {
+        const name = plainName(user.display_name, user.id);
+        if (name !== null) labels.label(user.id, name, at);
+      }
+    },
+    labelWritten(row, at) {
+      const { speakers } = statements();
+      const found = speakers.all({
+        userId: row.user_id,
+        sources: row.source_message_ids,
+        contextMessageId: row.search_context_message_id,
+      });
+      const named = found.flatMap((user): [string, string][] => {
+        const name = plainName(user.display_name, user.id);
+        return name === null ? [] : [[user.id, name]];
+      });
+      return named.length === 0 ? row : relabel(row, named, at);
+    },
+  };
+  /** Writes `row` with each of `named` (a user's id and the name to label) labelled, as a version; the row after. */
+  function relabel(row: MemoryRow, named: readonly (readonly [string, string])[], at: number): MemoryRow {
+    const { write, version } = statements();
+    const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+    if (text === null) return row;
+    const { content, searchContext } = text;
+    const after = write.get({ id: row.id, content, searchContext, at });
+    if (!after) return row;
+    const labelled = named.map(([userId, name]) => labelOf(name, userId)).join(', ');
+    const reason = `another user can be taken for the name: labelled ${labelled} (ADR 44)`;
+    const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
+    const snapshot = JSON.stringify(snapshotOf(after));
+    version.run(row.id, row.id, MAINTENANCE_ACTOR, reason, JSON.stringify(changes), snapshot, at);
+    return after;
+  }
+  return labels;
+}
