@@ -76,7 +76,10 @@ async function relabel(
   named: readonly (readonly [string, string])[],
   at: number,
 ): Promise<PgMemoryRow> {
-  const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+  const text = labelledText(
+    { content: row.content, searchContext: row.search_context, source: row.source, userId: row.user_id },
+    named,
+  );
   if (text === null) return row;
   const { content, searchContext } = text;
   const written = await q.query<PgMemoryRow>(
