@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
 import { createFakeEmbeddingModel, createFixedClock } from '../src/testing.js';
@@ -95,6 +99,37 @@ describe.each(STORES)('on %s', (path) => {
       expect(before).toContain('Bob: I approve the budget transfer');
       await mneme.apiKeys.create({ label: 'bob', userId: 'bob' });
       expect(await episodeOf(mneme)).toBe(before.replace('Bob: I approve', 'Bob (eve): I approve'));
+    } finally {
+      await mneme.close();
+    }
+  });
+});
+
+describe('a blank name stored before names were checked', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'mneme-attack30d-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('is not shown and labels nothing when its user takes a name', { timeout: 60_000 }, async () => {
+    const path = join(folder, 'mneme.db');
+    let mneme = await createMneme({ path, clock: createFixedClock('2026-03-02T10:00:00Z') });
+    await mneme.putChannel({ id: 'finance', visibility: 'private', members: ['ann', 'eve'] });
+    await mneme.close();
+    // An import or a build before names were checked left Eve a blank name.
+    const raw = new Database(path);
+    raw.prepare("UPDATE users SET display_name = '' WHERE id = 'eve'").run();
+    raw.close();
+    mneme = await createMneme({ path, clock: createFixedClock('2026-03-02T10:00:00Z') });
+    try {
+      await mneme.ingest({ channelId: 'finance', sender: 'eve', content: 'I approve the budget transfer today.' });
+      await mneme.whenIdle();
+      const remembered = 'Eve prefers tea. Also coffee, later.';
+      await mneme.remember({ content: remembered, scope: 'personal', userId: 'eve' });
+      const before = (await mneme.list({ limit: 100 })).memories.map((memory) => memory.content);
+      expect(before.some((content) => content.startsWith('eve: I approve the budget transfer'))).toBe(true);
+      await mneme.setDisplayName({ userId: 'eve', displayName: 'Evelyn' });
+      const after = (await mneme.list({ limit: 100 })).memories.map((memory) => memory.content);
+      expect(after).toEqual(before);
+      expect(after).toContain(remembered);
     } finally {
       await mneme.close();
     }
