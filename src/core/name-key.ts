@@ -28,9 +28,13 @@ export function nameKey(name: string): string {
 /**
  * Why `name` cannot stand before a colon in a memory's text (`Bob: ...`), or null when it can: a line break or
  * another control character would start a line of its own, an invisible (format) character hides what it holds,
- * and a colon makes the name read as a speaker and what they said ("Bob: I approve. Eve" before ": hello").
+ * and a colon makes the name read as a speaker and what they said ("Bob: I approve. Eve" before ": hello"); a blank
+ * name shows nobody.
  */
 export function unfitName(name: string): string | null {
+  // Blank (refused by the schemas; stored by an import or a build before): it would show a speaker as nobody, and
+  // label every gap between two signs of a text when left (attack 30d).
+  if (name.trim() === '') return 'must not be empty';
   if (CONTROL.test(name.replace(EMOJI_JOINER, ''))) return 'must not hold line breaks, control or invisible characters';
   if (COLON.test(name.normalize('NFKC')))
     return 'must not hold a colon (memories show a speaker as "name: what they said")';

@@ -9,7 +9,7 @@ describe('withLabel', () => {
   });
 
   it('labels only the name that begins a line of a transcript when asked for lines', () => {
-    expect(withLabel('Bob: I approve, says Bob\nAnn: ok\nBob: fine', 'Bob', 'eve', true)).toBe(
+    expect(withLabel('Bob: I approve, says Bob\nAnn: ok\nBob: fine', 'Bob', 'eve', 'lines')).toBe(
       'Bob (eve): I approve, says Bob\nAnn: ok\nBob (eve): fine',
     );
   });
@@ -30,16 +30,37 @@ describe('plainName', () => {
 });
 
 describe('labelledText', () => {
-  it('labels an exchange at its lines, another memory at every mention, and says when nothing changed', () => {
+  it('labels an exchange at its lines, a memory in prose at every mention, and says when nothing changed', () => {
     const named = [['eve', 'Bob']] as const;
-    expect(labelledText({ content: 'Bob: ask Bob', searchContext: 'Bob: hi', source: 'exchange' }, named)).toEqual({
+    expect(
+      labelledText({ content: 'Bob: ask Bob', searchContext: 'Bob: hi', source: 'exchange', userId: 'eve' }, named),
+    ).toEqual({
       content: 'Bob (eve): ask Bob',
       searchContext: 'Bob (eve): hi',
     });
-    expect(labelledText({ content: 'Ann thanked Bob', searchContext: null, source: 'episode' }, named)).toEqual({
+    expect(
+      labelledText({ content: 'Ann thanked Bob', searchContext: null, source: 'episode', userId: null }, named),
+    ).toEqual({
       content: 'Ann thanked Bob (eve)',
       searchContext: null,
     });
-    expect(labelledText({ content: 'Ann prefers tea', searchContext: null, source: 'extraction' }, named)).toBeNull();
+    expect(
+      labelledText({ content: 'Ann prefers tea', searchContext: null, source: 'extraction', userId: 'ann' }, named),
+    ).toBeNull();
+  });
+
+  it('labels a text that quotes speakers only where the name stands as a speaker, unless the memory is the named user own', () => {
+    const named = [['eve', 'I']] as const;
+    const episode = 'Ann: I approve the budget transfer. I: Noted.';
+    expect(labelledText({ content: episode, searchContext: null, source: 'episode', userId: null }, named)).toEqual({
+      content: 'Ann: I approve the budget transfer. I (eve): Noted.',
+      searchContext: null,
+    });
+    expect(
+      labelledText({ content: 'I prefer tea', searchContext: null, source: 'extraction', userId: 'eve' }, named),
+    ).toEqual({
+      content: 'I (eve) prefer tea',
+      searchContext: null,
+    });
   });
 });

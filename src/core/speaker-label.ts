@@ -36,37 +36,52 @@ export function plainName(name: string | null, userId: string): string | null {
 }
 
 /**
- * `text` with each mention of `name` that the label does not already follow followed by the id (`Bob` becomes
- * `Bob (eve)`): a speaker's name where a memory calls them by it ("Bob prefers ..."). Words the name is only part of
- * ("Bobby") are left alone, a mention already labelled is kept as it is, and one in another case is written as the
- * name. With `lines`, only the name that begins a line of a transcript ("Bob: I approve"; an exchange, a search
- * context): what a speaker said is left as they said it, as when the label is computed at the write.
+ * Where a name is a speaker's in a text: `mentions`, every mention as a whole word ("Bob prefers ...": a fact of the
+ * speaker's own); `lines`, where it begins a line of a transcript ("Bob: I approve": an exchange, a search context);
+ * `speakers`, where it stands before a colon at the start of a line or after a sentence's end (an episode's "Ann: I
+ * approve. Bob: Noted."): the rest of a text that quotes others is theirs, and a name that is also a word ("I", "The")
+ * is not the speaker there (attack 30d).
  */
-export function withLabel(text: string, name: string, userId: string, lines = false): string {
+export type LabelPlaces = 'mentions' | 'lines' | 'speakers';
+
+/**
+ * `text` with each mention of `name` in `places` that the label does not already follow followed by the id (`Bob`
+ * becomes `Bob (eve)`). Words the name is only part of ("Bobby") are left alone, a mention already labelled is kept as
+ * it is, and one in another case is written as the name. What stands in brackets without a space (the id of a label,
+ * `Bob (bob)`) is never labelled: "bob" there is another user's id, not Eve's name (attack 30d).
+ */
+export function withLabel(text: string, name: string, userId: string, places: LabelPlaces = 'mentions'): string {
   const label = labelOf(name, userId);
-  const plain = lines
-    ? new RegExp(`(?<=^|\\n)${escaped(name)}(?=: )`, 'giu')
-    : new RegExp(
-        `(?<![\\p{L}\\p{N}])${escaped(name)}(?![\\p{L}\\p{N}])(?!${escaped(label.slice(name.length))})`,
-        'giu',
-      );
-  return text.replace(plain, () => label);
+  const at = escaped(name);
+  const plain =
+    places === 'mentions'
+      ? `(?<![\\p{L}\\p{N}])${at}(?![\\p{L}\\p{N}])(?!${escaped(label.slice(name.length))})`
+      : places === 'lines'
+        ? `(?<=^|\\n)${at}(?=: )`
+        : `(?<=^|\\n|[.!?\u2026] )${at}(?=: )`;
+  const pattern = new RegExp(`(\\([^()\\s]+\\))|${plain}`, 'giu');
+  return text.replace(pattern, (found: string, id: string | undefined) => (id === undefined ? label : found));
 }
 
 /**
- * The text and search context of a memory (`source` its source) with each of `named` (a user's id and the name a
- * memory may call them by) labelled, or null when nothing changes. An exchange is a transcript (`name: what they
- * said`), as is a search context: labelled only where a name begins a line.
+ * The text and search context of a memory (`source` its source, `userId` its user) with each of `named` (a user's id
+ * and the name a memory may call them by) labelled, or null when nothing changes. An exchange is a transcript (`name:
+ * what they said`), as is a search context: labelled only where a name begins a line. A memory whose user is the one
+ * named (their fact) is labelled at every mention, and so is one in prose (a chat model's episode: "Bob approved the
+ * budget"). One that quotes speakers (an offline episode, "Ann: I approve. Bob: Noted.") quotes others too: it is
+ * labelled only where the name stands as a speaker's, and what Ann said stays as she said it (attack 30d).
  */
 export function labelledText(
-  memory: { content: string; searchContext: string | null; source: string },
+  memory: { content: string; searchContext: string | null; source: string; userId: string | null },
   named: readonly (readonly [userId: string, name: string])[],
 ): { content: string; searchContext: string | null } | null {
   let { content, searchContext } = memory;
   const transcript = memory.source === 'exchange';
+  const quotes = SPEAKER_MARK.test(content);
   for (const [userId, name] of named) {
-    content = withLabel(content, name, userId, transcript);
-    if (searchContext !== null) searchContext = withLabel(searchContext, name, userId, true);
+    const places = transcript ? 'lines' : memory.userId === userId || !quotes ? 'mentions' : 'speakers';
+    content = withLabel(content, name, userId, places);
+    if (searchContext !== null) searchContext = withLabel(searchContext, name, userId, 'lines');
   }
   return content === memory.content && searchContext === memory.searchContext ? null : { content, searchContext };
 }
@@ -79,4 +94,6 @@ function escaped(text: string): string {
 const OWN_ACTOR_KEYS = new Set(RESERVED_IDS.map(nameKey));
 /** The key of the prefix of extraction's actors (`extractor:gpt` reads as `extractorgpt`). */
 const EXTRACTOR_KEY = nameKey(EXTRACTOR_ACTOR_PREFIX);
+/** A speaker quoted (`Ann: ...`) at the start of a line or after a sentence's end. */
+const SPEAKER_MARK = /(?:^|\n|[.!?\u2026] )[^\n.!?\u2026:]+: /u;
 const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;

@@ -99,7 +99,10 @@ async function relabel(
   at: number,
 ): Promise<PgMemoryRow[]> {
   const changed = rows.flatMap((row) => {
-    const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+    const text = labelledText(
+      { content: row.content, searchContext: row.search_context, source: row.source, userId: row.user_id },
+      named,
+    );
     return text === null ? [] : [{ row, ...text }];
   });
   if (changed.length === 0) return [...rows];

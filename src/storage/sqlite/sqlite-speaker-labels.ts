@@ -118,7 +118,10 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   /** Writes `row` with each of `named` (a user's id and the name to label) labelled, as a version; the row after. */
   function relabel(row: MemoryRow, named: readonly (readonly [string, string])[], at: number): MemoryRow {
     const { write, version } = statements();
-    const text = labelledText({ content: row.content, searchContext: row.search_context, source: row.source }, named);
+    const text = labelledText(
+      { content: row.content, searchContext: row.search_context, source: row.source, userId: row.user_id },
+      named,
+    );
     if (text === null) return row;
     const { content, searchContext } = text;
     const after = write.get({ id: row.id, content, searchContext, at });
