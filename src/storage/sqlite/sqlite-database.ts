@@ -60,8 +60,7 @@ export interface OpenSqliteOptions {
 
 /**
  * Opens (creating when needed) a mneme SQLite database: sqlite-vec loaded, WAL (cut back to
- * `WAL_SIZE_LIMIT_BYTES` after a complete checkpoint), foreign keys on, synchronous FULL (an acknowledged write survives a power cut), schema migrated,
- * then temporary storage in memory (`temp_store = MEMORY`, ADR 45). The busy timeout
+ * `WAL_SIZE_LIMIT_BYTES` after a complete checkpoint), foreign keys on, synchronous FULL (an acknowledged write survives a power cut), schema migrated. The busy timeout
  * holds while opening only; the open connection fails at once with SQLITE_BUSY on a lock held
  * elsewhere, so that waiting for it never blocks the event loop (see `createSqliteScheduler`).
  */
@@ -100,10 +99,6 @@ export function openSqliteDatabase(options: OpenSqliteOptions): Database.Databas
     database.pragma('foreign_keys = ON');
     migrateSqlite(database, options.migrateTo);
     if (options.copying !== true && holdsCopyMark(database)) throw unfinishedCopy(options.path);
-    // Statement journals and temporary tables in memory (ADR 45): each memory insert of an extraction batch journals
-    // the pages its triggers touch, beyond 64 KiB into a temporary file a file system call a page. After the
-    // migrations, whose statements over whole tables keep their journals in files.
-    database.pragma('temp_store = MEMORY');
     database.pragma('busy_timeout = 0');
     if (!inMemory) recordOpenedFiles(database, resolve(options.path));
     return database;

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -212,37 +212,6 @@ describe('SQLite storage', () => {
     expect(database.pragma('busy_timeout', { simple: true })).toBe(0);
     database.close();
   });
-
-  // Linux only: the temporary files SQLite opens (and unlinks at once) are seen among the process's descriptors.
-  it.skipIf(!existsSync('/proc/self/fd'))(
-    'keeps the journal of a statement writing through a trigger in memory, where SQLite opened a temporary file for it',
-    () => {
-      const database = openSqliteDatabase({ path: newFile() });
-      const temporaryFiles = () =>
-        readdirSync('/proc/self/fd').filter((fd) => {
-          try {
-            return readlinkSync(`/proc/self/fd/${fd}`).includes('etilqs_');
-          } catch {
-            return false;
-          }
-        }).length;
-      database.exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
-        CREATE TABLE note_changes (text TEXT);
-        CREATE TRIGGER notes_changed AFTER UPDATE ON notes BEGIN INSERT INTO note_changes VALUES (new.text); END;
-        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
-        INSERT INTO notes (text) SELECT hex(randomblob(500)) FROM n;`);
-      const before = temporaryFiles();
-      // A statement that may fail midway and writes two tables is journaled, to undo it alone: about 50 pages here,
-      // more than the 64 KiB SQLite keeps in memory before it opens a file, unless temporary storage is memory.
-      database.exec('BEGIN');
-      database.exec("UPDATE notes SET text = text || 'x'");
-      const during = temporaryFiles();
-      database.exec('COMMIT');
-      expect(during).toBe(before);
-      expect(database.pragma('temp_store', { simple: true })).toBe(2);
-      database.close();
-    },
-  );
 
   it('fails a write at once with STORE_BUSY under busyTimeoutMs 0, and waits for the lock under a longer one', async () => {
     const path = newFile();

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { CHANNEL_TASKS, TOPIC_TASKS } from '../../core/ingest/extraction-task.js';
 import { isEngineActor } from '../../core/reserved-ids.js';
@@ -29,7 +29,7 @@ export function eraseSqliteUser(database: Database.Database, vectors: SqliteVect
     const unfinished = `user ${userId} was purged, but erasing the deleted bytes from the file did not finish`;
     let busy = 0;
     try {
-      vacuum(database);
+      database.exec('VACUUM');
       busy = (database.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy ?? 0;
     } catch (error) {
       throw toMnemeError(error, `${unfinished}; purge again to finish it`);
@@ -44,36 +44,6 @@ export function eraseSqliteUser(database: Database.Database, vectors: SqliteVect
   } finally {
     database.pragma(`secure_delete = ${previous}`);
   }
-}
-
-/**
- * Rebuilds the file (`VACUUM`) on a connection of its own, whose temporary storage is a file: VACUUM copies the
- * database into a temporary one, which the store's connection keeps in memory (`temp_store = MEMORY`, ADR 45), so
- * there it would hold as many bytes as the file. A database in memory is rebuilt in memory, as it is.
- */
-function vacuum(database: Database.Database): void {
-  if (database.memory) {
-    database.exec('VACUUM');
-    return;
-  }
-  const own = new Database(database.name, { fileMustExist: true });
-  try {
-    own.exec('VACUUM');
-  } finally {
-    own.close();
-  }
-}
-
-/** Ids a statement of the purge deletes or clears at most: its journal (in memory, ADR 45) holds what it rewrites. */
-const PURGE_PAGE = 1_000;
-
-/** Runs `statement` over the JSON of each page of `ids` in turn; the sum of what it returned. */
-function inPages(ids: readonly number[], statement: (page: string) => number): number {
-  let total = 0;
-  for (let start = 0; start < ids.length; start += PURGE_PAGE) {
-    total += statement(JSON.stringify(ids.slice(start, start + PURGE_PAGE)));
-  }
-  return total;
 }
 
 /**
@@ -99,12 +69,13 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     .get(userId) ?? { channels: '[]', topics: '[]' };
   // What the user said (any role but `assistant`) and the replies to it: an assistant reply is sent under an id
   // (`assistant` unless the caller names another) that a person may hold too, and is not theirs (attack27a).
-  const messageList = ids(
-    `SELECT id FROM messages WHERE (sender_id = @userId AND role <> 'assistant')
-      OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId AND role <> 'assistant')`,
-    { userId },
+  const messageIds = JSON.stringify(
+    ids(
+      `SELECT id FROM messages WHERE (sender_id = @userId AND role <> 'assistant')
+        OR reply_to IN (SELECT id FROM messages WHERE sender_id = @userId AND role <> 'assistant')`,
+      { userId },
+    ),
   );
-  const messageIds = JSON.stringify(messageList);
   const own = JSON.stringify(ids('SELECT id FROM memories WHERE user_id = ?', userId));
   // Memories built from what the user said or from their memories (episodes, merges, insights) go too, and those
   // built on any of them at any depth (an insight on a room's episodes, which are of no user; session 19): found among
@@ -147,15 +118,13 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     .pluck()
     .all(messageIds, doomed);
   vectors.remove(contextOnly);
-  const clearContext = database.prepare<[string]>(
-    `UPDATE memories SET search_context = NULL, search_context_message_id = NULL, embedding_model = NULL
-      WHERE search_context_message_id IN (SELECT value FROM json_each(?))`,
-  );
-  inPages(messageList, (page) => clearContext.run(page).changes);
-  const deleteMemories = database.prepare<[string]>(
-    'DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?))',
-  );
-  const memories = inPages(memoryIds, (page) => deleteMemories.run(page).changes);
+  database
+    .prepare(`UPDATE memories SET search_context = NULL, search_context_message_id = NULL, embedding_model = NULL
+      WHERE search_context_message_id IN (SELECT value FROM json_each(?))`)
+    .run(messageIds);
+  const memories = database
+    .prepare('DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?))')
+    .run(doomed).changes;
   // Consolidation's vocabulary may hold the user's words: it goes, with every word block its ids are in
   // (the next consolidation writes them again), and the generation moves on (ADR 19, session 7). Its ids
   // start again from 1 (so they do not grow by the vocabulary at every purge): a run that read ids before
@@ -164,10 +133,7 @@ export function purgeSqliteUser(database: Database.Database, vectors: SqliteVect
     DELETE FROM sqlite_sequence WHERE name = 'consolidation_words';
     UPDATE service_state SET value = value + 1 WHERE name = '${WORD_BLOCKS_GENERATION}';`);
   const messages = count('SELECT COUNT(*) AS count FROM json_each(?)', messageIds);
-  const deleteMessages = database.prepare<[string]>(
-    'DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))',
-  );
-  inPages(messageList, (page) => deleteMessages.run(page).changes);
+  database.prepare('DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))').run(messageIds);
   // A user under an id the engine writes its own version rows under (a database from before ADR 38) does not take
   // those rows' actor with them: they are the engine's, on every user's memories.
   if (!isEngineActor(userId)) database.prepare('UPDATE memory_versions SET actor = NULL WHERE actor = ?').run(userId);
