@@ -25,6 +25,7 @@ describe('an exchange the AI SDK middleware records while another process holds 
     const failures: unknown[] = [];
     // The engine as the middleware sees it, with each failed attempt to record noted.
     const watched: MiddlewareMneme = {
+      channel: (id) => engine.channel(id),
       context: (input) => engine.context(input),
       ingestExchange: (input, options) =>
         engine.ingestExchange(input, options).catch((error: unknown) => {

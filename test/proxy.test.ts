@@ -611,6 +611,94 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     ]);
   });
 
+  it('recalls only the channel and global memories in a channel another member reads, for a user key and an administrator key', async () => {
+    await world.mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann', 'bob'] });
+    await world.mneme.remember({
+      content: 'Ann keeps her bank PIN 4921 for the book fund',
+      scope: 'personal',
+      userId: 'ann',
+    });
+    await world.mneme.remember({
+      content: 'The book fund pays for the next novel',
+      scope: 'room',
+      channelId: 'book-club',
+    });
+    const question = {
+      model: 'fake-model',
+      messages: [{ role: 'user' as const, content: 'What about the book fund?' }],
+    };
+
+    await world.client(world.keys.ann).chat.completions.create(question);
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'book-club' }).chat.completions.create(question);
+    await world.client(world.keys.admin, { 'X-Mneme-Channel': 'book-club' }).chat.completions.create({
+      ...question,
+      user: 'ann',
+    });
+
+    // In her own channel the PIN is hers to be reminded of; in the club, Bob reads the reply recorded there.
+    expect(sentMessages(0)[0]?.content).toMatch(/4921/);
+    for (const index of [1, 2]) {
+      const block = sentMessages(index)[0]?.content;
+      expect(block).toMatch(/next novel/);
+      expect(block).not.toMatch(/4921/);
+    }
+    expect((await world.settled('book-club')).map((message) => message.senderId)).toEqual([
+      'ann',
+      'assistant',
+      'ann',
+      'assistant',
+    ]);
+  });
+
+  it('recalls no personal memory in a public channel, even one whose only member is the caller', async () => {
+    await world.mneme.putChannel({ id: 'ann-blog', visibility: 'public', members: ['ann'] });
+    await world.mneme.putChannel({ id: 'ann-notes', visibility: 'private', members: ['ann'] });
+    await world.mneme.remember({
+      content: 'Ann keeps her bank PIN 4921 for the book fund',
+      scope: 'personal',
+      userId: 'ann',
+    });
+    const question = {
+      model: 'fake-model',
+      messages: [{ role: 'user' as const, content: 'What about the book fund?' }],
+    };
+
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-notes' }).chat.completions.create(question);
+    await world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-blog' }).chat.completions.create(question);
+
+    expect(sentMessages(0)[0]?.content).toMatch(/4921/);
+    expect(
+      sentMessages(1)
+        .map((message) => message.content)
+        .join('\n'),
+    ).not.toMatch(/4921/);
+  });
+
+  it('records nothing built on personal memories in a channel that gained another member while the reply was streaming', async () => {
+    await world.mneme.putChannel({ id: 'ann-notes', visibility: 'private', members: ['ann'] });
+    await world.mneme.remember({
+      content: 'Ann keeps her bank PIN 4921 for the book fund',
+      scope: 'personal',
+      userId: 'ann',
+    });
+    const held = world.upstream.holdStreams();
+    const stream = await world.client(world.keys.ann, { 'X-Mneme-Channel': 'ann-notes' }).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'What about the book fund?' }],
+    });
+    const reading = readStream(stream);
+    await world.mneme.putChannel({ id: 'ann-notes', visibility: 'private', members: ['ann', 'bob'] });
+    held.release();
+
+    expect(await reading).toEqual({ text: 'Green tea suits your mornings.' });
+    expect(sentMessages(0)[0]?.content).toMatch(/4921/);
+    expect(await world.settled('ann-notes')).toEqual([]);
+    expect(world.log).toEqual([
+      expect.stringMatching(/^the exchange of user ann was not recorded: channel ann-notes gained another reader/),
+    ]);
+  });
+
   it('records nothing for a key revoked while its reply was streaming', async () => {
     const laptop = await world.mneme.apiKeys.create({ label: 'ann laptop', userId: 'ann' });
     const held = world.upstream.holdStreams();

@@ -228,6 +228,7 @@ describe('the AI SDK middleware', () => {
 
   it('goes on without memories and warns when the recall fails', async () => {
     const failing: MiddlewareMneme = {
+      channel: (id) => mneme.channel(id),
       context: async () => {
         throw new Error('database is locked');
       },
@@ -250,6 +251,7 @@ describe('the AI SDK middleware', () => {
   it('writes one warning line to the logger when no onError is given', async () => {
     const lines: string[] = [];
     const failing: MiddlewareMneme = {
+      channel: (id) => mneme.channel(id),
       context: async () => {
         throw new Error('database is locked');
       },
@@ -274,6 +276,7 @@ describe('the AI SDK middleware', () => {
 
   it('answers even when the exchange cannot be ingested, and warns', async () => {
     const refusing: MiddlewareMneme = {
+      channel: (id) => mneme.channel(id),
       context: (input) => mneme.context(input),
       ingestExchange: async () => {
         // Not STORE_BUSY, which is tried again first (test/attack29a-ai-sdk-busy-store.test.ts).
@@ -304,6 +307,56 @@ describe('the AI SDK middleware', () => {
     expect(forBob).toContain('double espresso');
     expect(forBob).not.toContain('oat milk');
     expect(await answer('cy')).toBe('');
+  });
+
+  it('recalls only the channel and global memories for an exchange recorded where another member reads, and personal ones without recording', async () => {
+    await mneme.putChannel({ id: 'cafe-team', visibility: 'private', members: ['ann', 'bob'] });
+    await mneme.remember({
+      content: 'The team coffee machine takes oat milk pods',
+      scope: 'room',
+      channelId: 'cafe-team',
+    });
+    const ask = async (options: Partial<MnemeMiddlewareOptions>) => {
+      const model = new MockLanguageModelV3({ doGenerate: reply('Oat milk it is.') });
+      const middleware = middlewareFor(options);
+      await generateText({ model: wrapLanguageModel({ model, middleware }), prompt: 'What about oat milk coffee?' });
+      await middleware.settled();
+      return systemTexts(model.doGenerateCalls[0]?.prompt ?? []).join('\n');
+    };
+
+    const recorded = await ask({ viewer: { userId: 'ann', channelId: 'cafe-team' } });
+    const notRecorded = await ask({ viewer: { userId: 'ann', channelId: 'cafe-team' }, ingest: false });
+
+    expect(recorded).toContain('oat milk pods');
+    expect(recorded).not.toContain('flat white');
+    expect(notRecorded).toContain('flat white');
+    expect((await mneme.turns({ channelId: 'cafe-team' })).map((turn) => turn.senderId)).toEqual(['ann', 'assistant']);
+    expect(warnings).toEqual([]);
+  });
+
+  it('records no reply built on personal memories in a channel that gained another member before the reply ended', async () => {
+    await mneme.putChannel({ id: 'ann-notes', visibility: 'private', members: ['ann'] });
+    const chunks = controlledStream();
+    const model = new MockLanguageModelV3({ doStream: async () => ({ stream: chunks.stream }) });
+    const middleware = middlewareFor({ viewer: { userId: 'ann', channelId: 'ann-notes' } });
+    const result = streamText({ model: wrapLanguageModel({ model, middleware }), prompt: 'How do I take my coffee?' });
+    const reader = result.textStream.getReader();
+    chunks.send(streamStart, { type: 'text-start', id: 't1' }, textDelta('An oat milk flat white.'));
+    expect(await reader.read()).toEqual({ done: false, value: 'An oat milk flat white.' });
+    await mneme.putChannel({ id: 'ann-notes', visibility: 'private', members: ['ann', 'bob'] });
+    chunks.send({ type: 'text-end', id: 't1' }, finish);
+    chunks.close();
+    while (!(await reader.read()).done) {}
+    await middleware.settled();
+
+    expect(systemTexts(model.doStreamCalls[0]?.prompt ?? []).join('\n')).toContain('flat white');
+    expect(await mneme.turns({ channelId: 'ann-notes' })).toEqual([]);
+    expect(warnings).toEqual([
+      {
+        phase: 'ingest',
+        error: expect.objectContaining({ code: 'FORBIDDEN', message: expect.stringMatching(/gained another reader/) }),
+      },
+    ]);
   });
 
   it('ingests nothing with ingest: false, and recalls without a channel', async () => {
@@ -388,6 +441,7 @@ describe('the AI SDK middleware', () => {
   it('recalls nothing and records nothing when the prompt has no user message', async () => {
     const queries: unknown[] = [];
     const watched: MiddlewareMneme = {
+      channel: (id) => mneme.channel(id),
       context: (input) => {
         queries.push(input);
         return mneme.context(input);
@@ -408,6 +462,7 @@ describe('the AI SDK middleware', () => {
   it('in a tool loop, recalls for every step and records the exchange once, with the final answer', async () => {
     const queries: unknown[] = [];
     const watched: MiddlewareMneme = {
+      channel: (id) => mneme.channel(id),
       context: (input) => {
         queries.push(input);
         return mneme.context(input);

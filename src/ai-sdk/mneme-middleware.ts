@@ -2,10 +2,11 @@ import type { LanguageModelMiddleware } from 'ai';
 import { z } from 'zod';
 import { retryWhileBusy } from '../core/busy-retry.js';
 import type { Logger } from '../core/engine-context.js';
-import { ErrorCode, errorMessage, MnemeError } from '../core/errors.js';
+import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/errors.js';
 import type { Mneme } from '../core/mneme.js';
 import { clipQuery, fitMessage, PersonIdSchema, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
+import { othersReadChannel } from '../core/visibility.js';
 import {
   asksForTool,
   type CallOptions,
@@ -18,10 +19,10 @@ import {
 } from './ai-sdk-prompt.js';
 
 /**
- * What the middleware asks of mneme: an engine from `createMneme`, or anything with the same two calls. A
+ * What the middleware asks of mneme: an engine from `createMneme`, or anything with the same three calls. A
  * user's view (`mneme.as(...)`) refuses `ingestExchange`: use it with `ingest: false`.
  */
-export type MiddlewareMneme = Pick<Mneme, 'context' | 'ingestExchange'>;
+export type MiddlewareMneme = Pick<Mneme, 'context' | 'ingestExchange' | 'channel'>;
 
 /** Which step failed: the recall before the call, or the ingest after it. */
 export type MiddlewarePhase = 'recall' | 'ingest';
@@ -31,7 +32,9 @@ export interface MnemeMiddlewareOptions {
   /**
    * On whose behalf memories are recalled, and where the exchange is recorded (`userId` and `channelId` are
    * needed to ingest). Each call may override it through `providerOptions: { mneme: { ... } }`; a call that
-   * names another `userId` than this viewer's keeps none of this viewer's channel, topic or project.
+   * names another `userId` than this viewer's keeps none of this viewer's channel, topic or project. When the
+   * exchange is recorded in a channel someone else reads (another member, or a public channel), the call recalls
+   * only what that channel's readers see: its memories and global ones (ADR 47).
    */
   viewer?: Viewer;
   /** Memories in the block; the database policy's `context.topK` when left out. */
@@ -58,8 +61,9 @@ const OptionsSchema = z.strictObject({
       typeof value === 'object' &&
       value !== null &&
       typeof (value as Partial<MiddlewareMneme>).context === 'function' &&
-      typeof (value as Partial<MiddlewareMneme>).ingestExchange === 'function',
-    'mneme must be an engine from createMneme (an object with context and ingestExchange)',
+      typeof (value as Partial<MiddlewareMneme>).ingestExchange === 'function' &&
+      typeof (value as Partial<MiddlewareMneme>).channel === 'function',
+    'mneme must be an engine from createMneme (an object with context, ingestExchange and channel)',
   ),
   viewer: ViewerSchema.optional(),
   topK: TopKSchema,
@@ -85,6 +89,8 @@ const CallSettingsSchema = ViewerSchema.extend({
 interface CallPlan {
   turn: UserTurn;
   ingest: { userId: string; channelId: string; topicId: string | undefined } | null;
+  /** Whether the block holds one of the user's personal memories. */
+  personal: boolean;
 }
 
 /**
@@ -135,6 +141,16 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
     return { viewer, ingest };
   };
 
+  /** The channel's visibility and members, or null while it does not exist (its first exchange creates it). */
+  const channelOf = async (channelId: string) => {
+    try {
+      return await mneme.channel(channelId);
+    } catch (error) {
+      if (isMnemeError(error) && error.code === ErrorCode.NotFound) return null;
+      throw error;
+    }
+  };
+
   const record = (plan: CallPlan, reply: string) => {
     if (plan.ingest === null || reply.trim() === '') return;
     const { userId, channelId, topicId } = plan.ingest;
@@ -146,8 +162,17 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       userMessage: fitMessage(plan.turn.text),
       assistantReply: fitMessage(reply),
     };
-    // The app has its reply and will not send the exchange again: a database another process holds is waited for.
-    const work = retryWhileBusy(() => mneme.ingestExchange(exchange)).then(
+    const work = (async () => {
+      // A reply built on the user's personal memories is not written where another reader came meanwhile (ADR 47).
+      if (plan.personal && othersReadChannel(await channelOf(channelId), userId)) {
+        throw new MnemeError(
+          ErrorCode.Forbidden,
+          `channel ${channelId} gained another reader while the reply, built on the personal memories of user ${userId}, came`,
+        );
+      }
+      // The app has its reply and will not send the exchange again: a database another process holds is waited for.
+      await retryWhileBusy(() => mneme.ingestExchange(exchange));
+    })().then(
       () => undefined,
       (error: unknown) => warn(error, 'ingest'),
     );
@@ -163,26 +188,28 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       const turn = latestUserTurn(params.prompt);
       if (turn === null) return params;
       let block = '';
+      let personal = false;
+      const { userId, channelId, topicId } = viewer;
+      const records = ingest && userId !== undefined && channelId !== undefined;
       try {
+        // Recorded where others read, the reply may hold only what they may see: the channel's memories (ADR 47).
+        const shared = records && othersReadChannel(await channelOf(channelId), userId);
         const context = await mneme.context({
           query: clipQuery(turn.text, 'end'),
-          viewer,
+          viewer: shared ? { channelId } : viewer,
           ...(settings.topK === undefined ? {} : { topK: settings.topK }),
           ...(settings.conversationAware === undefined ? {} : { conversationAware: settings.conversationAware }),
           // A later step of a tool loop recalls for the same message: it looks without reinforcing again.
           inspect: !turn.last,
         });
         block = context.text;
+        personal = context.hits.some(({ memory }) => memory.scope === 'personal');
       } catch (error) {
         warn(error, 'recall');
       }
       const transformed: CallOptions =
         block === '' ? { ...params } : { ...params, prompt: withContextBlock(params.prompt, block) };
-      const { userId, channelId, topicId } = viewer;
-      plans.set(transformed, {
-        turn,
-        ingest: ingest && userId !== undefined && channelId !== undefined ? { userId, channelId, topicId } : null,
-      });
+      plans.set(transformed, { turn, ingest: records ? { userId, channelId, topicId } : null, personal });
       return transformed;
     },
 

@@ -14,3 +14,14 @@ export async function requireVisible(context: EngineContext, id: number, viewer:
   }
   return memory;
 }
+
+/**
+ * Whether anyone but `userId` reads the channel (a public one, or one with another member): a reply recorded
+ * there is read by them, so a face that records one recalls only the channel's memories for it (ADR 47).
+ */
+export function othersReadChannel(
+  channel: { visibility: string; members: readonly string[] } | null,
+  userId: string,
+): boolean {
+  return channel !== null && (channel.visibility === 'public' || channel.members.some((member) => member !== userId));
+}

@@ -17,6 +17,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
+import { othersReadChannel } from '../core/visibility.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
 import { createBodyShares } from '../http/http-body-share.js';
@@ -232,6 +233,14 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // the write.
         await authenticate(context, mneme.apiKeys, false);
         const checked = await viewerOf(caller);
+        // A reply built on the caller's personal memories is written only where no one else reads: a channel that
+        // gained another reader while the reply came (a member added, made public) does not get it (ADR 47).
+        if (memory.personal && checked.userId === undefined) {
+          log(
+            `the exchange of user ${caller.userId} was not recorded: channel ${caller.channelId} gained another reader while the reply, built on the user's personal memories, came`,
+          );
+          return;
+        }
         // A user key that is a member writes no membership with it: a removal from now on stays. One that is not
         // starts its own default channel, which must still not exist when the exchange is appended (an
         // administrator who declared it meanwhile, without the user, is not overruled).
@@ -266,45 +275,55 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   });
 
   /**
-   * The context block for the caller (or '' when nothing is recalled), and the viewer its exchange is
-   * ingested for (null: it is not ingested, as when the request has no user text). A user key must be a
-   * member of the channel it names; its own `proxy:<userId>` channel it may start. Refusals are 403;
-   * any other failure of mneme is logged and the chat goes on without memory.
+   * The context block for the caller (or '' when nothing is recalled), the viewer its exchange is ingested
+   * for (null: it is not ingested, as when the request has no user text), and whether the block holds one
+   * of the caller's personal memories. A user key must be a member of the channel it names; its own
+   * `proxy:<userId>` channel it may start. Refusals are 403; any other failure of mneme is logged and the
+   * chat goes on without memory.
    */
   async function prepare(
     caller: Caller,
     query: string,
     inspect: boolean,
-  ): Promise<{ block: string; viewer: Viewer | null }> {
+  ): Promise<{ block: string; viewer: Viewer | null; personal: boolean }> {
     let viewer: Viewer;
     try {
       viewer = await viewerOf(caller);
     } catch (error) {
       if (error instanceof HttpProblem) throw error;
       log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
-      return { block: '', viewer: null };
+      return { block: '', viewer: null, personal: false };
     }
-    if (!query) return { block: '', viewer: null };
+    if (!query) return { block: '', viewer: null, personal: false };
     try {
-      const result = await mneme.as(caller.principal).context({ query: clipQuery(query), viewer, inspect });
-      return { block: result.text, viewer };
+      // A viewer without the user (a channel others read) is the channel's own: membership was checked above.
+      const reader = viewer.userId === undefined ? mneme : mneme.as(caller.principal);
+      const result = await reader.context({ query: clipQuery(query), viewer, inspect });
+      const personal = result.hits.some(({ memory }) => memory.scope === 'personal');
+      return { block: result.text, viewer, personal };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
-      return { block: '', viewer };
+      return { block: '', viewer, personal: false };
     }
   }
 
+  /**
+   * Whose memories the request may recall: the caller's own and the channel's where no one else reads the
+   * channel (the reply is recorded there, and every reader of it would read what the model was shown); only
+   * the channel's (and global ones) in a channel another member or everyone reads (ADR 47).
+   */
   async function viewerOf(caller: Caller): Promise<Viewer> {
     const { principal, userId, channelId } = caller;
-    if (principal.kind === 'admin') return { userId, channelId };
-    let members: readonly string[] | null = null;
+    let channel: { visibility: string; members: readonly string[] } | null = null;
     try {
-      members = (await mneme.channel(channelId)).members;
+      channel = await mneme.channel(channelId);
     } catch (error) {
       if (!(isMnemeError(error) && error.code === ErrorCode.NotFound)) throw error;
     }
-    if (members === null && channelId === defaultChannel(userId)) return { userId };
-    if (members?.includes(userId)) return { userId, channelId };
+    const othersRead = othersReadChannel(channel, userId);
+    if (principal.kind === 'admin') return othersRead ? { channelId } : { userId, channelId };
+    if (channel === null && channelId === defaultChannel(userId)) return { userId };
+    if (channel?.members.includes(userId)) return othersRead ? { channelId } : { userId, channelId };
     throw new HttpProblem(
       403,
       'FORBIDDEN',

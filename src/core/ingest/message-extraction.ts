@@ -13,6 +13,7 @@ import { queryTerms } from '../recall/query-terms.js';
 import { EXTRACTOR_ACTOR_PREFIX } from '../reserved-ids.js';
 import { ownerKey, sectorOf } from '../scope.js';
 import type { Memory } from '../types.js';
+import { othersReadChannel } from '../visibility.js';
 import { displayName } from './display-name.js';
 import { factChanges, reconcileFact, slotSearchTerms } from './fact-reconciliation.js';
 
@@ -181,10 +182,7 @@ async function shownToExtractor(
   let speakerAlone = false;
   if (target.source === 'extraction') {
     const channel = await context.storage.memberships.getChannel(message.channelId);
-    speakerAlone =
-      channel !== null &&
-      channel.visibility !== 'public' &&
-      channel.members.every((member) => member === message.senderId);
+    speakerAlone = channel !== null && !othersReadChannel(channel, message.senderId);
   }
   return async (memories) => {
     const cited = [...new Set(memories.flatMap((memory) => memory.sourceMessageIds))];
