@@ -459,6 +459,40 @@ describe('mneme proxy (in-process, the official openai client, a fake upstream o
     expect(await response.json()).toMatchObject({ code: 'UPSTREAM_UNREACHABLE' });
   });
 
+  it('answers 502 problem+json and records nothing when an answer that is not a stream passes the size it reads', async () => {
+    const small = await startProxyServer({
+      mneme: world.mneme,
+      upstream: world.upstream.url,
+      upstreamApiKey: UPSTREAM_KEY,
+      port: 0,
+      maxAnswerBytes: 64 * 1024,
+      log: (line) => world.log.push(line),
+    });
+    try {
+      const ask = (content: string) =>
+        fetch(`${small.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${world.keys.ann}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content }] }),
+        });
+      world.upstream.reply = ['A short answer.'];
+      expect((await ask('Say something short')).status).toBe(200);
+      world.upstream.reply = ['A long answer. '.repeat(10_000)];
+      const response = await ask('Say something long');
+      expect(response.status).toBe(502);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+      expect(await response.json()).toMatchObject({ code: 'UPSTREAM_ANSWER_TOO_LARGE' });
+      await small.whenIdle();
+      expect((await world.settled('proxy:ann')).map((message) => message.content)).toEqual([
+        'Say something short',
+        'A short answer.',
+      ]);
+      expect(world.log).toEqual([expect.stringMatching(/^the upstream's answer passed 65536 bytes/)]);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('forwards the chat without context and logs why when recall fails', async () => {
     await world.mneme.remember({ content: 'Ann is allergic to peanuts', scope: 'personal', userId: 'ann' });
     // Another connection damages the database under the proxy: the memories' full-text index is gone.

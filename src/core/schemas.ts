@@ -395,15 +395,16 @@ function unrecognisedKeysMessage(issue: z.core.$ZodIssue): string | undefined {
 export const MAX_MESSAGE_CHARS = 32_000;
 /**
  * `text` as one message can hold it: whole when it fits in `MAX_MESSAGE_CHARS`, else its start and its end (a long
- * paste's question is often at its end) with a line saying how many characters between them were left out. The faces
- * that record a chat they relay (the proxy, the AI SDK middleware) keep a long turn this way rather than lose it.
+ * paste's question is often at its end) with a line saying how many characters between them were left out (plus
+ * `leftOutBefore`, characters a reader already dropped from the middle of `text`). The faces that record a chat they
+ * relay (the proxy, the AI SDK middleware) keep a long turn this way rather than lose it.
  */
-export function fitMessage(text: string): string {
+export function fitMessage(text: string, leftOutBefore = 0): string {
   if (text.length <= MAX_MESSAGE_CHARS) return text;
   const end = clipChars(text, Math.floor(MAX_MESSAGE_CHARS / 4), 'end');
   // 80 characters are kept for the line in between, which is shorter.
   const start = clipChars(text, MAX_MESSAGE_CHARS - end.length - 80);
-  return `${start}\n[... ${text.length - start.length - end.length} characters left out ...]\n${end}`;
+  return `${start}\n[... ${leftOutBefore + text.length - start.length - end.length} characters left out ...]\n${end}`;
 }
 
 /** Longest display name, topic title or project name accepted, in characters. */

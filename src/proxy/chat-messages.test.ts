@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fitMessage, MAX_MESSAGE_CHARS } from '../core/schemas.js';
 import { completionText, createStreamCollector, latestUserText, withContextBlock } from './chat-messages.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -66,5 +67,31 @@ describe('chat messages', () => {
     expect(collector.text()).toBe('Grüß dich');
     expect(collector.done()).toBe(true);
     expect(collector.complete()).toBe(true);
+  });
+
+  it('keeps of a reply longer than a message what a message keeps, holding a bounded amount while it streams', () => {
+    const collector = createStreamCollector();
+    const pieces = Array.from({ length: 400 }, (_, index) => `piece ${index} ${'ë'.repeat(1000)} `);
+    for (const piece of pieces) {
+      collector.push(bytes(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece } }] })}\n\n`));
+    }
+    collector.push(bytes('data: [DONE]\n\n'));
+    const whole = pieces.join('');
+    expect(whole.length).toBeGreaterThan(10 * MAX_MESSAGE_CHARS);
+    expect(collector.text()).toBe(fitMessage(whole));
+    expect(collector.complete()).toBe(true);
+  });
+
+  it('takes a reply as incomplete when one line or event of its stream passes a mebibyte', () => {
+    const endless = createStreamCollector();
+    endless.push(bytes('data: {"choices":[{"index":0,"delta":{"content":"Hi'));
+    for (let at = 0; at < 300; at += 1) endless.push(bytes('x'.repeat(4096)));
+    endless.push(bytes('"}}]}\n\ndata: [DONE]\n\n'));
+    expect(endless.complete()).toBe(false);
+
+    const longEvent = createStreamCollector();
+    for (let at = 0; at < 300; at += 1) longEvent.push(bytes(`data: ${'y'.repeat(4096)}\n`));
+    longEvent.push(bytes('\ndata: [DONE]\n\n'));
+    expect(longEvent.complete()).toBe(false);
   });
 });

@@ -3,6 +3,8 @@
  * else in them passes through untouched.
  */
 
+import { clipChars, fitMessage, MAX_MESSAGE_CHARS } from '../core/schemas.js';
+
 /** One message of a chat completion request, as far as the proxy looks into it. */
 export interface ChatMessage {
   role?: unknown;
@@ -82,14 +84,19 @@ export function completionText(completion: unknown): string {
   return contentText((message as { content?: unknown }).content);
 }
 
+/** The longest line, or event, of a stream the collector reads; one longer leaves the reply unrecorded. */
+const MAX_EVENT_CHARS = 1024 * 1024;
+
 /**
  * Reads a chat completion stream's server-sent events as they pass (`push` each chunk of bytes), and
  * collects the first choice's `delta.content`. Events are split on blank lines; a `data:` line holding
- * `[DONE]` marks the end; lines that are not JSON are ignored.
+ * `[DONE]` marks the end; lines that are not JSON are ignored. It holds a bounded amount whatever the stream
+ * sends: the text's start and end as a message keeps them (`fitMessage`), and one line or event of at most
+ * `MAX_EVENT_CHARS` (a longer one makes the reply incomplete).
  */
 export interface StreamCollector {
   push(chunk: Uint8Array): void;
-  /** The text collected so far (call after the stream ended). */
+  /** The text collected so far as a message keeps it (`fitMessage`; call after the stream ended). */
   text(): string;
   /** Whether a `data: [DONE]` event came. */
   done(): boolean;
@@ -104,7 +111,10 @@ export function createStreamCollector(): StreamCollector {
   const decoder = new TextDecoder();
   let pending = '';
   let data: string[] = [];
+  let dataChars = 0;
   let text = '';
+  /** Characters dropped from the middle of `text` once it grew past what a message keeps of it. */
+  let leftOut = 0;
   let finished = false;
   let finishReason: string | null = null;
   let toolCalls = false;
@@ -114,6 +124,7 @@ export function createStreamCollector(): StreamCollector {
     if (data.length === 0) return;
     const payload = data.join('\n');
     data = [];
+    dataChars = 0;
     if (payload.trim() === '[DONE]') {
       finished = true;
       return;
@@ -133,15 +144,36 @@ export function createStreamCollector(): StreamCollector {
       const index = (choice as { index?: unknown })?.index;
       if (index !== 0 && index !== undefined) continue;
       const delta = (choice as { delta?: { content?: unknown } })?.delta;
-      if (typeof delta?.content === 'string') text += delta.content;
+      if (typeof delta?.content === 'string') append(delta.content);
       if (callsTools(delta)) toolCalls = true;
       const reason = (choice as { finish_reason?: unknown }).finish_reason;
       if (typeof reason === 'string') finishReason = reason;
     }
   };
 
+  /** Keeps of the text what `fitMessage` keeps, with room to spare: its start, and a tail trimmed now and then. */
+  const append = (delta: string) => {
+    text += delta;
+    if (text.length <= 4 * MAX_MESSAGE_CHARS) return;
+    const start = clipChars(text, MAX_MESSAGE_CHARS);
+    const end = clipChars(text, MAX_MESSAGE_CHARS, 'end');
+    leftOut += text.length - start.length - end.length;
+    text = start + end;
+  };
+
+  const addData = (line: string) => {
+    const value = line.slice(line.startsWith('data: ') ? 6 : 5);
+    dataChars += value.length;
+    if (dataChars > MAX_EVENT_CHARS) {
+      failed = true;
+      data = [];
+      return;
+    }
+    data.push(value);
+  };
+
   const flush = () => {
-    if (pending.startsWith('data:')) data.push(pending.slice(pending.startsWith('data: ') ? 6 : 5));
+    if (pending.startsWith('data:')) addData(pending);
     pending = '';
     dispatch();
   };
@@ -155,12 +187,16 @@ export function createStreamCollector(): StreamCollector {
         const line = pending.slice(0, end).replace(/\r$/, '');
         pending = pending.slice(end + 1);
         if (line === '') dispatch();
-        else if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+        else if (line.startsWith('data:')) addData(line);
+      }
+      if (pending.length > MAX_EVENT_CHARS) {
+        failed = true;
+        pending = '';
       }
     },
     text() {
       flush();
-      return text;
+      return fitMessage(text, leftOut);
     },
     done: () => finished,
     complete() {

@@ -45,6 +45,8 @@ export interface ProxyAppOptions {
   upstreamProject?: string;
   /** Largest accepted request body in bytes (default 16 MiB: chat requests carry whole conversations and images). */
   maxBodyBytes?: number;
+  /** Largest upstream answer that is not a stream, in bytes (default 64 MiB); a larger one is 502. */
+  maxAnswerBytes?: number;
   /** One line for each thing mneme could not do (recall, ingest) while the chat went on. */
   log?: (line: string) => void;
   /** Receives one access-log line per request (see `accessLog`); none when left out. */
@@ -56,6 +58,9 @@ export interface ProxyApp {
   /** Resolves once every exchange handed to ingest so far has been written (or has failed and been logged). */
   whenIdle(): Promise<void>;
 }
+
+/** Refusals logged where they were met (or, a busy store, not errors of the proxy): not logged again as unexpected. */
+const loggedWhereMet = new Set(['STORE_BUSY', 'UPSTREAM_REDIRECTED', 'UPSTREAM_ANSWER_TOO_LARGE']);
 
 /** The header naming the channel a request's exchange belongs to; `proxy:<userId>` without it. */
 export const CHANNEL_HEADER = 'x-mneme-channel';
@@ -93,6 +98,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const { mneme } = options;
   const upstream = options.upstream.replace(/\/+$/, '');
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  const maxAnswerBytes = options.maxAnswerBytes ?? 64 * 1024 * 1024;
   const shares = createBodyShares(maxBodyBytes);
   const log = options.log ?? ((line: string) => console.error(`mneme: ${line}`));
   const pending = new Set<Promise<void>>();
@@ -116,9 +122,9 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.onError((error, context) => {
     const { body, headers } = problemOf(error);
     const clientLeft = context.req.raw.signal.aborted;
-    if (body.status >= 500 && body.code !== 'STORE_BUSY' && body.code !== 'UPSTREAM_REDIRECTED' && !clientLeft)
+    if (body.status >= 500 && !loggedWhereMet.has(body.code) && !clientLeft)
       // An unreachable upstream is an outage to report as such; anything else here was not expected (a redirect
-      // was logged with its location where it was met).
+      // and an answer too large were logged where they were met).
       log(
         body.code === 'UPSTREAM_UNREACHABLE' || body.code === 'UPSTREAM_LOOP'
           ? errorMessage(error)
@@ -191,7 +197,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    const bytes = new Uint8Array(await answer.arrayBuffer());
+    const bytes = await wholeAnswer(answer);
     return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
 
@@ -269,7 +275,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
       return relayStream(context, answer, answer.body, caller, ingest);
     }
-    const bytes = new Uint8Array(await answer.arrayBuffer());
+    const bytes = await wholeAnswer(answer);
     if (answer.ok) ingest(completionText(parseJson(bytes)));
     return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
   });
@@ -378,6 +384,33 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       },
     });
     return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers, secret) });
+  }
+
+  /**
+   * An answer that is not a stream, read whole to relay it (and read its reply) up to `maxAnswerBytes`: past
+   * that the upstream is cancelled and the client gets 502 problem+json, nothing recorded.
+   */
+  async function wholeAnswer(answer: Response): Promise<Uint8Array> {
+    if (!answer.body) return new Uint8Array();
+    const reader = answer.body.getReader();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      size += next.value.byteLength;
+      if (size > maxAnswerBytes) {
+        await reader.cancel().catch(() => {});
+        log(`the upstream's answer passed ${maxAnswerBytes} bytes; it was not relayed`);
+        throw new HttpProblem(
+          502,
+          'UPSTREAM_ANSWER_TOO_LARGE',
+          `the upstream's answer is larger than the ${maxAnswerBytes} bytes mneme proxy reads of one answer that is not a stream; nothing was recorded`,
+        );
+      }
+      parts.push(next.value);
+    }
+    return Buffer.concat(parts);
   }
 
   return {
