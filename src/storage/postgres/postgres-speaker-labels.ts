@@ -29,17 +29,22 @@ export async function labelPostgresNamesakes(
 /**
  * Labels the memories that call user `userId` by `name` (their name, or one they left; ADR 44): those of which they are
  * the user (a fact's speaker, the sender of an exchange's message), that cite a message they sent (an exchange's reply,
- * an episode's window) or whose search context is one. The text index follows the content (a generated column); the
- * vector is kept until `reembed` gives the new text one.
+ * an episode's window) or whose search context is one. Only those whose text can hold the name are read and locked:
+ * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded; a name of stop words
+ * alone, "Will", or a mention the parser reads as part of an address, "bob@example.com"). The text index follows the
+ * content (a generated column); the vector is kept until `reembed` (or `serve`'s maintenance) gives the new text one.
  */
 export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
   const { rows } = await q.query<PgMemoryRow>(
-    `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1)
-     SELECT ${memoryColumns} FROM memories WHERE user_id = $1
+    `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1),
+       words AS (SELECT plainto_tsquery('english', $2) AS query)
+     SELECT ${memoryColumns} FROM memories, words WHERE (user_id = $1
         OR source_message_ids && (SELECT ids FROM sent)
-        OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1)
-     ORDER BY id FOR UPDATE`,
-    [userId],
+        OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1))
+       AND (CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
+        OR strpos(lower(content), lower($2)) > 0 OR strpos(lower(coalesce(search_context, '')), lower($2)) > 0)
+     ORDER BY id FOR UPDATE OF memories`,
+    [userId, name],
   );
   await relabel(q, rows, [[userId, name]], at);
 }

@@ -10,7 +10,10 @@ import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 export interface SqliteSpeakerLabels {
   /** Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named). */
   labelNamesakes(userId: string, keys: Iterable<string>, at: number): void;
-  /** Labels the memories that call user `userId` by `name` (their name, or one they left). */
+  /**
+   * Labels the memories that call user `userId` by `name` (their name, or one they left): only those whose text can
+   * hold the name are read (the text index finds its words, or the text holds it as spelled).
+   */
   label(userId: string, name: string, at: number): void;
   /**
    * Memory `row` just written, with its speakers labelled where another user can now be taken for their name: its
@@ -40,6 +43,28 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
           WHERE messages.sender_id = @userId`,
       )
       .pluck(),
+    // The memories `naming` finds whose text can hold `name`: the text index finds its words (any case, accents
+    // folded), or the text holds it as spelled (ASCII case folded; a sign the index takes for part of a word, "🙂Bob").
+    holding: database
+      .prepare<{ userId: string; words: string; name: string }, number>(
+        `WITH named (id) AS (
+          SELECT id FROM memories WHERE user_id = @userId
+          UNION SELECT cited.memory_id FROM messages
+            JOIN memory_source_messages AS cited ON cited.message_id = messages.id WHERE messages.sender_id = @userId
+          UNION SELECT memories.id FROM messages JOIN memories ON memories.search_context_message_id = messages.id
+            WHERE messages.sender_id = @userId)
+        SELECT id FROM named WHERE id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH @words)
+        UNION SELECT memories.id FROM named JOIN memories ON memories.id = named.id
+          WHERE instr(lower(memories.content), lower(@name)) > 0
+            OR instr(lower(memories.search_context), lower(@name)) > 0`,
+      )
+      .pluck(),
+    // The words of a name as the text index reads them (its own tokenizer, in the scratch table the word counts use).
+    tokenize: database.prepare<[string]>(
+      'INSERT INTO memory_words_scratch (rowid, content, search_context) VALUES (0, ?, NULL)',
+    ),
+    words: database.prepare<[], number>('SELECT count(*) FROM memory_words_scratch_terms').pluck(),
+    clear: database.prepare("INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all')"),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     // The named users another user can be taken for (ADR 40's two lookups).
     ambiguous: database.prepare<[], { id: string; display_name: string }>(
@@ -89,8 +114,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       }
     },
     label(userId, name, at) {
-      const { naming, read } = statements();
-      for (const id of naming.all({ userId })) {
+      const { naming, holding, tokenize, words, clear, read } = statements();
+      tokenize.run(name);
+      const indexed = words.get() ?? 0;
+      clear.run();
+      // A name the index holds no word of (signs alone, "!!!") is looked for in every memory that names the user.
+      const ids =
+        indexed > 0 ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name }) : naming.all({ userId });
+      for (const id of ids) {
         const row = read.get(id);
         if (row) relabel(row, [[userId, name]], at);
       }
