@@ -1452,6 +1452,24 @@ export function describeStorageContract(
       expect((await memories.get([carols?.id ?? 0]))[0]?.content).toBe('Dana (carol) prefers coffee');
     });
 
+    it('labels nothing when a user renames themselves to the same name in another case, until a namesake arrives', async () => {
+      const { directory, memories } = storage;
+      await directory.putUser({ id: 'carol', displayName: 'Dana' }, at);
+      const [fact] = await memories.insert(
+        [await newMemory('Dana prefers coffee', { scope: 'personal', userId: 'carol', source: 'extraction' })],
+        context,
+      );
+      const id = fact?.id ?? 0;
+      const versions = (await memories.history(id)).length;
+      // Nobody can take "Dana" without reading as "DANA": nothing is left, nothing is labelled or versioned.
+      await directory.putUser({ id: 'carol', displayName: 'DANA' }, at + 1);
+      expect((await memories.get([id]))[0]?.content).toBe('Dana prefers coffee');
+      expect(await memories.history(id)).toHaveLength(versions);
+      // The mention in the old case is found when a namesake arrives.
+      await storage.memberships.addMembers('channel', 'c', ['dana'], at + 2);
+      expect((await memories.get([id]))[0]?.content).toBe('DANA (carol) prefers coffee');
+    });
+
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
       const { memberships } = storage;
       expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({

@@ -1,6 +1,6 @@
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
-import { plainName } from '../../core/speaker-label.js';
+import { plainName, sameNameInAnotherCase } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import type { PgMemoryRow } from './postgres-memory-rows.js';
@@ -60,9 +60,11 @@ export async function putPostgresUserName(
   // A new user reads as their name and their id; a renamed one as their new name.
   if (before === undefined) await labelPostgresNamesakes(q, user.id, [key, idKey], at);
   else if (before.name_key !== key) await labelPostgresNamesakes(q, user.id, [key], at);
-  // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now.
+  // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now. The
+  // same name in another case is not left (ADR 44, session 31).
   const left = before?.display_name ?? null;
-  const plain = left === user.displayName ? null : plainName(left, user.id);
+  const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
+  const plain = kept ? null : plainName(left, user.id);
   if (plain !== null && nameKey(plain) !== idKey) await labelPostgresName(q, user.id, plain, at);
 }
 
