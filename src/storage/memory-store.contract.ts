@@ -1461,13 +1461,19 @@ export function describeStorageContract(
       );
       const id = fact?.id ?? 0;
       const versions = (await memories.history(id)).length;
+      const stale = await storage.vectorBackfill.clearedVectors();
       // Nobody can take "Dana" without reading as "DANA": nothing is left, nothing is labelled or versioned.
       await directory.putUser({ id: 'carol', displayName: 'DANA' }, at + 1);
       expect((await memories.get([id]))[0]?.content).toBe('Dana prefers coffee');
       expect(await memories.history(id)).toHaveLength(versions);
-      // The mention in the old case is found when a namesake arrives.
+      expect(await storage.vectorBackfill.clearedVectors()).toBe(stale);
+      // The mention in the old case is found when a namesake arrives; the label makes its vector stale, and says so.
       await storage.memberships.addMembers('channel', 'c', ['dana'], at + 2);
-      expect((await memories.get([id]))[0]?.content).toBe('DANA (carol) prefers coffee');
+      expect((await memories.get([id]))[0]).toMatchObject({
+        content: 'DANA (carol) prefers coffee',
+        embeddingModel: null,
+      });
+      expect(await storage.vectorBackfill.clearedVectors()).toBe(stale + 1);
     });
 
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {

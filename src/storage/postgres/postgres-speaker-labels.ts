@@ -1,5 +1,6 @@
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
 import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
 
@@ -145,5 +146,13 @@ async function relabel(
       at,
     ],
   );
+  // The vectors are the old texts': a background re-embedding that sees the count move gives the new texts theirs.
+  if (written.length > 0) {
+    await q.query(
+      `INSERT INTO service_state (name, value) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET value = service_state.value + $2`,
+      [VECTORS_CLEARED, written.length],
+    );
+  }
   return rows.map((row) => after.get(Number(row.id)) ?? row);
 }

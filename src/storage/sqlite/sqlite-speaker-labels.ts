@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
 import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
 /**
@@ -93,6 +94,10 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       `UPDATE memories SET content = @content, search_context = @searchContext, embedding_model = NULL,
         updated_at = @at WHERE id = @id RETURNING *`,
     ),
+    // The vector is the old text's: a background re-embedding that sees the count move gives the new text one.
+    cleared: database.prepare<[string]>(
+      `INSERT INTO service_state (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1`,
+    ),
     version: database.prepare<[number, number, string, string, string, string, number]>(
       `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
       VALUES (?, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = ?), 'update', ?, ?, ?, ?, ?)`,
@@ -148,7 +153,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   };
   /** Writes `row` with each of `named` (a user's id and the name to label) labelled, as a version; the row after. */
   function relabel(row: MemoryRow, named: readonly (readonly [string, string])[], at: number): MemoryRow {
-    const { write, version } = statements();
+    const { write, version, cleared } = statements();
     const text = labelledText(
       { content: row.content, searchContext: row.search_context, source: row.source, userId: row.user_id },
       named,
@@ -162,6 +167,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
     const snapshot = JSON.stringify(snapshotOf(after));
     version.run(row.id, row.id, MAINTENANCE_ACTOR, reason, JSON.stringify(changes), snapshot, at);
+    cleared.run(VECTORS_CLEARED);
     return after;
   }
   return labels;
