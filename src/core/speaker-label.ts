@@ -46,6 +46,17 @@ export function sameNameInAnotherCase(left: string, name: string): boolean {
 }
 
 /**
+ * The name user `userId` left (`left`, now called `name`) to label in a memory whose text may have been made before they
+ * left it, as `[userId, left]`; none when it never stood unlabelled, reads as their id (nobody can take it without
+ * being labelled themselves) or is their name in another case (it is not left).
+ */
+export function leftName(userId: string, left: string, name: string | null): [string, string][] {
+  const plain = plainName(left, userId);
+  if (plain === null || nameKey(plain) === nameKey(userId)) return [];
+  return name !== null && sameNameInAnotherCase(plain, name) ? [] : [[userId, plain]];
+}
+
+/**
  * Where a name is a speaker's in a text: `mentions`, every mention as a whole word ("Bob prefers ...": a fact of the
  * speaker's own); `lines`, where it begins a line of a transcript ("Bob: I approve": an exchange, a search context);
  * `speakers`, where it stands before a colon at the start of a line or after a sentence's end (an episode's "Ann: I

@@ -1,5 +1,5 @@
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
@@ -72,23 +72,36 @@ export async function labelEveryPostgresNamesake(q: PostgresQueryable, at: numbe
  * now be taken for their name: its text was made before the transaction, and a namesake who arrived in between found
  * no memory to label (ADR 44).
  */
-export async function labelPostgresWritten(q: PostgresQueryable, row: PgMemoryRow, at: number): Promise<PgMemoryRow> {
+export async function labelPostgresWritten(
+  q: PostgresQueryable,
+  row: PgMemoryRow,
+  at: number,
+  leftNames: boolean,
+): Promise<PgMemoryRow> {
+  const of = [row.user_id, row.source_message_ids, row.search_context_message_id];
   const { rows } = await q.query<{ id: string; display_name: string }>(
-    `WITH speakers (id) AS (
-       SELECT $1::text WHERE $1::text IS NOT NULL
-       UNION SELECT sender_id FROM messages WHERE id = ANY($2::bigint[])
-       UNION SELECT sender_id FROM messages WHERE id = $3::bigint)
+    `${SPEAKERS}
      SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
      WHERE users.display_name IS NOT NULL
        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
      ORDER BY users.id`,
-    [row.user_id, row.source_message_ids, row.search_context_message_id],
+    of,
   );
   const named = rows.flatMap((user): [string, string][] => {
     const name = plainName(user.display_name, user.id);
     return name === null ? [] : [[user.id, name]];
   });
+  // A name a speaker left after the memory's messages were sent (step 13): its text may have been made before.
+  if (leftNames) {
+    const { rows: leaving } = await q.query<{ id: string; display_name: string | null; left_name: string }>(
+      `${SPEAKERS}
+       SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+       WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
+      [...of, row.valid_from],
+    );
+    named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+  }
   if (named.length === 0) return row;
   const [after] = await relabel(q, [row], named, at);
   return after ?? row;
@@ -156,3 +169,9 @@ async function relabel(
   }
   return rows.map((row) => after.get(Number(row.id)) ?? row);
 }
+
+/** The speakers of a memory (`$1` its user, `$2` the messages it cites, `$3` its search context's message). */
+const SPEAKERS = `WITH speakers (id) AS (
+  SELECT $1::text WHERE $1::text IS NOT NULL
+  UNION SELECT sender_id FROM messages WHERE id = ANY($2::bigint[])
+  UNION SELECT sender_id FROM messages WHERE id = $3::bigint)`;

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
@@ -79,10 +79,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       { userId: string | null; sources: string; contextMessageId: number | null },
       { id: string; display_name: string }
     >(
-      `WITH speakers (id) AS (
-        SELECT @userId WHERE @userId IS NOT NULL
-        UNION SELECT sender_id FROM messages WHERE id IN (SELECT value FROM json_each(@sources) WHERE type = 'integer')
-        UNION SELECT sender_id FROM messages WHERE id = @contextMessageId)
+      `${SPEAKERS}
       SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
       WHERE users.display_name IS NOT NULL
         AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
@@ -104,6 +101,25 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     ),
   });
   let prepared: ReturnType<typeof prepare> | undefined;
+  // The speakers of a memory who left a name at or after a time (migration 33; null on a schema before it).
+  let left:
+    | Database.Statement<
+        { userId: string | null; sources: string; contextMessageId: number | null; since: number },
+        { id: string; display_name: string | null; left_name: string }
+      >
+    | null
+    | undefined;
+  const leftNames = () => {
+    left ??=
+      database.prepare("SELECT 1 FROM pragma_table_info('users') WHERE name = 'left_name'").get() === undefined
+        ? null
+        : database.prepare(
+            `${SPEAKERS}
+            SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+            WHERE users.left_name IS NOT NULL AND users.left_at >= @since ORDER BY users.id`,
+          );
+    return left;
+  };
   const statements = () => {
     prepared ??= prepare();
     return prepared;
@@ -139,15 +155,18 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     },
     labelWritten(row, at) {
       const { speakers } = statements();
-      const found = speakers.all({
+      const of = {
         userId: row.user_id,
         sources: row.source_message_ids,
         contextMessageId: row.search_context_message_id,
-      });
-      const named = found.flatMap((user): [string, string][] => {
+      };
+      const named = speakers.all(of).flatMap((user): [string, string][] => {
         const name = plainName(user.display_name, user.id);
         return name === null ? [] : [[user.id, name]];
       });
+      // A name a speaker left after the memory's messages were sent: its text may have been made before (ADR 44).
+      const leaving = leftNames()?.all({ ...of, since: row.valid_from }) ?? [];
+      named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
       return named.length === 0 ? row : relabel(row, named, at);
     },
   };
@@ -172,3 +191,9 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   }
   return labels;
 }
+
+/** The speakers of a memory (its user, the senders of the messages it cites and of its search context's). */
+const SPEAKERS = `WITH speakers (id) AS (
+  SELECT @userId WHERE @userId IS NOT NULL
+  UNION SELECT sender_id FROM messages WHERE id IN (SELECT value FROM json_each(@sources) WHERE type = 'integer')
+  UNION SELECT sender_id FROM messages WHERE id = @contextMessageId)`;
