@@ -22,6 +22,7 @@ import { createOfflineExtractor } from '../models/offline/offline-extractor.js';
 import { createOfflineMemoryMerger } from '../models/offline/offline-memory-merger.js';
 import { accessByOthers } from '../storage/make-folders.js';
 import type { Storage } from '../storage/storage.js';
+import type { VectorBackfillStore } from '../storage/vector-backfill-store.js';
 import { createExtractionQueue } from '../workers/extraction-queue.js';
 import { localDatabasePath, openStorage } from './open-storage.js';
 import { packageVersion } from './package-version.js';
@@ -69,8 +70,8 @@ export interface MnemeOptions {
   backfill?: boolean;
   /**
    * How often the background re-embedding looks again for memories without a vector in the hour after the embedding
-   * model failed (they were stored while it was down), in milliseconds: 600,000 (10 minutes) by default; 0 looks only
-   * at open.
+   * model failed (they were stored while it was down), and whether a speaker's label made vectors stale since its last
+   * pass (ADR 44), in milliseconds: 600,000 (10 minutes) by default; 0 looks only at open.
    */
   backfillEveryMs?: number;
   /**
@@ -217,7 +218,9 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
       `the audience checks left by an upgrade or a stopped process wait for the next maintain: ${errorMessage(error)}`,
     );
   }
-  return backfill ? withBackfill(engine, logger, backfillEveryMs ?? DEFAULT_BACKFILL_EVERY_MS, modelFailures) : engine;
+  return backfill
+    ? withBackfill(engine, storage.vectorBackfill, logger, backfillEveryMs ?? DEFAULT_BACKFILL_EVERY_MS, modelFailures)
+    : engine;
 }
 
 /**
@@ -292,12 +295,22 @@ function noteFailures(model: EmbeddingModel, failures: ModelFailures): Embedding
 /**
  * Re-embeds memories that lack a vector of the current model, in the background: at once, then every `everyMs` for as
  * long as the model failed within `BACKFILL_WATCH_MS` (0: only at once), so that what was stored while the model was
- * down gets its vector without a restart, and a store whose model never fails is not counted again. `close` stops it
- * first. A failure is logged; the next pass (or `mneme reembed`) resumes.
+ * down gets its vector without a restart, and a store whose model never fails is not counted again. Every `everyMs` it
+ * also reads how many vectors labels made stale (`clearedVectors`, one row, any process's labels: ADR 44): when that
+ * moved, the labelled memories get their new text's vector without a restart either. `close` stops it first. A
+ * failure is logged; the next pass (or `mneme reembed`) resumes.
  */
-function withBackfill(engine: Mneme, logger: Logger, everyMs: number, failures: ModelFailures): Mneme {
+function withBackfill(
+  engine: Mneme,
+  backfill: VectorBackfillStore,
+  logger: Logger,
+  everyMs: number,
+  failures: ModelFailures,
+): Mneme {
   const controller = new AbortController();
   let running: Promise<void> | null = null;
+  // The stale vectors counted before the last pass started: a label written after it is seen by the next look.
+  let cleared: Promise<number | null> = backfill.clearedVectors().catch(() => null);
   const pass = () => {
     running ??= engine
       .reembed({
@@ -326,10 +339,22 @@ function withBackfill(engine: Mneme, logger: Logger, everyMs: number, failures: 
       });
   };
   pass();
-  const watch = () => {
-    if (failures.last !== null && performance.now() - failures.last < BACKFILL_WATCH_MS) pass();
+  let looking = false;
+  const watch = async () => {
+    if (looking || running !== null) return;
+    looking = true;
+    try {
+      const seen = await cleared;
+      const now = await backfill.clearedVectors().catch(() => seen);
+      const failed = failures.last !== null && performance.now() - failures.last < BACKFILL_WATCH_MS;
+      if (controller.signal.aborted || !(failed || (now !== null && now !== seen))) return;
+      cleared = Promise.resolve(now);
+      pass();
+    } finally {
+      looking = false;
+    }
   };
-  const timer = everyMs > 0 ? setInterval(watch, everyMs).unref() : undefined;
+  const timer = everyMs > 0 ? setInterval(() => void watch(), everyMs).unref() : undefined;
   return {
     ...engine,
     async close() {

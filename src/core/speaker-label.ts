@@ -36,6 +36,27 @@ export function plainName(name: string | null, userId: string): string | null {
 }
 
 /**
+ * Whether a user who renames themselves from `left` to `name` leaves no name: the new one is the old one in another
+ * case, so every mention of the old one is found as a mention of the new one when a namesake arrives (`withLabel` reads
+ * any case), and nobody can take the old one without being a namesake of the new one. A name that only reads alike
+ * (same key, another spelling: "Bob" and "Bób") is left: a namesake's arrival looks for the new spelling only.
+ */
+export function sameNameInAnotherCase(left: string, name: string): boolean {
+  return new RegExp(`^${escaped(name)}$`, 'iu').test(left);
+}
+
+/**
+ * The name user `userId` left (`left`, now called `name`) to label in a memory whose text may have been made before they
+ * left it, as `[userId, left]`; none when it never stood unlabelled, reads as their id (nobody can take it without
+ * being labelled themselves) or is their name in another case (it is not left).
+ */
+export function leftName(userId: string, left: string, name: string | null): [string, string][] {
+  const plain = plainName(left, userId);
+  if (plain === null || nameKey(plain) === nameKey(userId)) return [];
+  return name !== null && sameNameInAnotherCase(plain, name) ? [] : [[userId, plain]];
+}
+
+/**
  * Where a name is a speaker's in a text: `mentions`, every mention as a whole word ("Bob prefers ...": a fact of the
  * speaker's own); `lines`, where it begins a line of a transcript ("Bob: I approve": an exchange, a search context);
  * `speakers`, where it stands before a colon at the start of a line or after a sentence's end (an episode's "Ann: I

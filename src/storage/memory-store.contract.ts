@@ -1452,6 +1452,45 @@ export function describeStorageContract(
       expect((await memories.get([carols?.id ?? 0]))[0]?.content).toBe('Dana (carol) prefers coffee');
     });
 
+    it('labels the name a user left in a memory whose text was made before they left it', async () => {
+      const { directory, memories } = storage;
+      await directory.putUser({ id: 'eve', displayName: 'Dana' }, at);
+      const fact = (content: string, validFrom: number) =>
+        newMemory(content, { scope: 'personal', userId: 'eve', source: 'extraction', validFrom });
+      // Extraction made the text while Eve was Dana; she renamed herself before it was written.
+      const made = await fact('Dana prefers green tea', at);
+      await directory.putUser({ id: 'eve', displayName: 'Dora' }, at + 1);
+      const [late] = await memories.insert([made], context);
+      expect(late?.content).toBe('Dana (eve) prefers green tea');
+      // What she says after the rename is made with her new name: another Dana she speaks of is left alone.
+      const [after] = await memories.insert([await fact('Dora met Dana at the market', at + 2)], context);
+      expect(after?.content).toBe('Dora met Dana at the market');
+    });
+
+    it('labels nothing when a user renames themselves to the same name in another case, until a namesake arrives', async () => {
+      const { directory, memories } = storage;
+      await directory.putUser({ id: 'carol', displayName: 'Dana' }, at);
+      const [fact] = await memories.insert(
+        [await newMemory('Dana prefers coffee', { scope: 'personal', userId: 'carol', source: 'extraction' })],
+        context,
+      );
+      const id = fact?.id ?? 0;
+      const versions = (await memories.history(id)).length;
+      const stale = await storage.vectorBackfill.clearedVectors();
+      // Nobody can take "Dana" without reading as "DANA": nothing is left, nothing is labelled or versioned.
+      await directory.putUser({ id: 'carol', displayName: 'DANA' }, at + 1);
+      expect((await memories.get([id]))[0]?.content).toBe('Dana prefers coffee');
+      expect(await memories.history(id)).toHaveLength(versions);
+      expect(await storage.vectorBackfill.clearedVectors()).toBe(stale);
+      // The mention in the old case is found when a namesake arrives; the label makes its vector stale, and says so.
+      await storage.memberships.addMembers('channel', 'c', ['dana'], at + 2);
+      expect((await memories.get([id]))[0]).toMatchObject({
+        content: 'DANA (carol) prefers coffee',
+        embeddingModel: null,
+      });
+      expect(await storage.vectorBackfill.clearedVectors()).toBe(stale + 1);
+    });
+
     it("keeps a declared channel's visibility when a declaration leaves it out, and makes a new channel private", async () => {
       const { memberships } = storage;
       expect(await memberships.putChannel({ id: 'town', visibility: 'public', members: ['ann'] }, at)).toEqual({

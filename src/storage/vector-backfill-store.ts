@@ -1,5 +1,11 @@
 import type { StoredEmbedding } from './memory-store.js';
 
+/**
+ * The `service_state` row counting the memories whose vector a write made stale while keeping the memory: a label of
+ * ADR 44 changes the text (`Bob` becomes `Bob (eve)`) and clears `embedding_model`.
+ */
+export const VECTORS_CLEARED = 'vectors_cleared';
+
 /** An active memory that has no vector of the current model yet. */
 export interface MemoryWithoutVector {
   id: number;
@@ -29,4 +35,9 @@ export interface VectorBackfillStore {
    * No version row: the memory itself did not change.
    */
   putVectors(vectors: readonly BackfilledVector[]): Promise<number[]>;
+  /**
+   * How many times a write has made a memory's vector stale while keeping the memory (`VECTORS_CLEARED`: the labels of
+   * ADR 44), since the database was made: a background re-embedding that sees it move looks again. One row read.
+   */
+  clearedVectors(): Promise<number>;
 }

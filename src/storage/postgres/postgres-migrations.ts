@@ -445,6 +445,16 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     // to share after they were written are labelled, as a version of each by `maintenance`.
     after: (transaction) => labelEveryPostgresNamesake(transaction, Date.now()),
   },
+  {
+    version: 13,
+    name: 'the last name a user left, and when',
+    // SQLite's migration 33 (ADR 44, 2026-12-05, session 31): the insert of a memory whose text was made before its
+    // speaker left the name it calls them by labels that name.
+    sql: `
+      ALTER TABLE users ADD COLUMN left_name text;
+      ALTER TABLE users ADD COLUMN left_at bigint;
+    `,
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -1,5 +1,6 @@
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
 
@@ -29,17 +30,22 @@ export async function labelPostgresNamesakes(
 /**
  * Labels the memories that call user `userId` by `name` (their name, or one they left; ADR 44): those of which they are
  * the user (a fact's speaker, the sender of an exchange's message), that cite a message they sent (an exchange's reply,
- * an episode's window) or whose search context is one. The text index follows the content (a generated column); the
- * vector is kept until `reembed` gives the new text one.
+ * an episode's window) or whose search context is one. Only those whose text can hold the name are read and locked:
+ * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded; a name of stop words
+ * alone, "Will", or a mention the parser reads as part of an address, "bob@example.com"). The text index follows the
+ * content (a generated column); the vector is kept until `reembed` (or `serve`'s maintenance) gives the new text one.
  */
 export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
   const { rows } = await q.query<PgMemoryRow>(
-    `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1)
-     SELECT ${memoryColumns} FROM memories WHERE user_id = $1
+    `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1),
+       words AS (SELECT plainto_tsquery('english', $2) AS query)
+     SELECT ${memoryColumns} FROM memories, words WHERE (user_id = $1
         OR source_message_ids && (SELECT ids FROM sent)
-        OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1)
-     ORDER BY id FOR UPDATE`,
-    [userId],
+        OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1))
+       AND (CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
+        OR strpos(lower(content), lower($2)) > 0 OR strpos(lower(coalesce(search_context, '')), lower($2)) > 0)
+     ORDER BY id FOR UPDATE OF memories`,
+    [userId, name],
   );
   await relabel(q, rows, [[userId, name]], at);
 }
@@ -66,23 +72,36 @@ export async function labelEveryPostgresNamesake(q: PostgresQueryable, at: numbe
  * now be taken for their name: its text was made before the transaction, and a namesake who arrived in between found
  * no memory to label (ADR 44).
  */
-export async function labelPostgresWritten(q: PostgresQueryable, row: PgMemoryRow, at: number): Promise<PgMemoryRow> {
+export async function labelPostgresWritten(
+  q: PostgresQueryable,
+  row: PgMemoryRow,
+  at: number,
+  leftNames: boolean,
+): Promise<PgMemoryRow> {
+  const of = [row.user_id, row.source_message_ids, row.search_context_message_id];
   const { rows } = await q.query<{ id: string; display_name: string }>(
-    `WITH speakers (id) AS (
-       SELECT $1::text WHERE $1::text IS NOT NULL
-       UNION SELECT sender_id FROM messages WHERE id = ANY($2::bigint[])
-       UNION SELECT sender_id FROM messages WHERE id = $3::bigint)
+    `${SPEAKERS}
      SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
      WHERE users.display_name IS NOT NULL
        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
      ORDER BY users.id`,
-    [row.user_id, row.source_message_ids, row.search_context_message_id],
+    of,
   );
   const named = rows.flatMap((user): [string, string][] => {
     const name = plainName(user.display_name, user.id);
     return name === null ? [] : [[user.id, name]];
   });
+  // A name a speaker left after the memory's messages were sent (step 13): its text may have been made before.
+  if (leftNames) {
+    const { rows: leaving } = await q.query<{ id: string; display_name: string | null; left_name: string }>(
+      `${SPEAKERS}
+       SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+       WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
+      [...of, row.valid_from],
+    );
+    named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+  }
   if (named.length === 0) return row;
   const [after] = await relabel(q, [row], named, at);
   return after ?? row;
@@ -140,5 +159,19 @@ async function relabel(
       at,
     ],
   );
+  // The vectors are the old texts': a background re-embedding that sees the count move gives the new texts theirs.
+  if (written.length > 0) {
+    await q.query(
+      `INSERT INTO service_state (name, value) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET value = service_state.value + $2`,
+      [VECTORS_CLEARED, written.length],
+    );
+  }
   return rows.map((row) => after.get(Number(row.id)) ?? row);
 }
+
+/** The speakers of a memory (`$1` its user, `$2` the messages it cites, `$3` its search context's message). */
+const SPEAKERS = `WITH speakers (id) AS (
+  SELECT $1::text WHERE $1::text IS NOT NULL
+  UNION SELECT sender_id FROM messages WHERE id = ANY($2::bigint[])
+  UNION SELECT sender_id FROM messages WHERE id = $3::bigint)`;

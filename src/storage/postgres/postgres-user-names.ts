@@ -1,28 +1,38 @@
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
-import { plainName } from '../../core/speaker-label.js';
+import { plainName, sameNameInAnotherCase } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import type { PgMemoryRow } from './postgres-memory-rows.js';
 import { labelPostgresName, labelPostgresNamesakes, labelPostgresWritten } from './postgres-speaker-labels.js';
 
-/** Databases whose `users` table has `id_key` (step 10): once seen, it stays. */
-const keyedDatabases = new WeakSet<object>();
+/** The columns of `users` seen on each database: once seen, a column stays. */
+const seenColumns = new WeakMap<object, Set<string>>();
+
+/** Whether `users` has `column`: false only on a database of a schema before the step that made it (tests of migrations). */
+async function hasUsersColumn(database: object, q: PostgresQueryable, column: string): Promise<boolean> {
+  if (seenColumns.get(database)?.has(column)) return true;
+  const { rows } = await q.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'users' AND column_name = $1) AS found`,
+    [column],
+  );
+  if (rows[0]?.found !== true) return false;
+  seenColumns.set(database, (seenColumns.get(database) ?? new Set()).add(column));
+  return true;
+}
 
 /**
- * Whether `users.id_key` exists. False only on a database of a schema before step 10 (opened with `migrateTo`, in
- * tests of migrations): rows are then written without keys, which step 10 computes when the database is opened
- * again, and no namesake is found.
+ * Whether `users.id_key` exists (step 10): rows are written without keys on a schema before it, which step 10
+ * computes when the database is opened again, and no namesake is found.
  */
-async function isKeyed(database: object, q: PostgresQueryable): Promise<boolean> {
-  if (keyedDatabases.has(database)) return true;
-  const { rows } = await q.query<{ keyed: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = 'users' AND column_name = 'id_key') AS keyed`,
-  );
-  if (rows[0]?.keyed !== true) return false;
-  keyedDatabases.add(database);
-  return true;
+function isKeyed(database: object, q: PostgresQueryable): Promise<boolean> {
+  return hasUsersColumn(database, q, 'id_key');
+}
+
+/** Whether `users.left_name` exists (step 13): the last name a user left, for the insert of a memory made before. */
+function hasLeftNames(database: object, q: PostgresQueryable): Promise<boolean> {
+  return hasUsersColumn(database, q, 'left_name');
 }
 
 /**
@@ -60,10 +70,18 @@ export async function putPostgresUserName(
   // A new user reads as their name and their id; a renamed one as their new name.
   if (before === undefined) await labelPostgresNamesakes(q, user.id, [key, idKey], at);
   else if (before.name_key !== key) await labelPostgresNamesakes(q, user.id, [key], at);
-  // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now.
+  // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now. The
+  // same name in another case is not left (ADR 44, session 31).
   const left = before?.display_name ?? null;
-  const plain = left === user.displayName ? null : plainName(left, user.id);
-  if (plain !== null && nameKey(plain) !== idKey) await labelPostgresName(q, user.id, plain, at);
+  const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
+  const plain = kept ? null : plainName(left, user.id);
+  if (plain !== null && nameKey(plain) !== idKey) {
+    await labelPostgresName(q, user.id, plain, at);
+    // The last name a user left (step 13): the insert of a memory made before labels it (ADR 44, session 31).
+    if (await hasLeftNames(database, q)) {
+      await q.query('UPDATE users SET left_name = $1, left_at = $2 WHERE id = $3', [plain, at, user.id]);
+    }
+  }
 }
 
 /**
@@ -120,7 +138,7 @@ export async function labelWrittenPostgresMemory(
   row: PgMemoryRow,
   at: number,
 ): Promise<PgMemoryRow> {
-  return (await isKeyed(database, q)) ? labelPostgresWritten(q, row, at) : row;
+  return (await isKeyed(database, q)) ? labelPostgresWritten(q, row, at, await hasLeftNames(database, q)) : row;
 }
 
 /** `DirectoryStore.hasNamesake` on PostgreSQL: two indexed lookups, another user's name key or id key. */

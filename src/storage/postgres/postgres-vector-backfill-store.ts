@@ -1,4 +1,4 @@
-import type { VectorBackfillStore } from '../vector-backfill-store.js';
+import { VECTORS_CLEARED, type VectorBackfillStore } from '../vector-backfill-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import type { PostgresVectorIndex } from './postgres-vector-index.js';
 
@@ -46,6 +46,15 @@ export function createPostgresVectorBackfillStore(
           written.push(entry.id);
         }
         return written;
+      });
+    },
+    async clearedVectors() {
+      return withPgErrors('reading how many vectors labels made stale', async () => {
+        const { rows } = await database.query<{ value: string | number }>(
+          'SELECT value FROM service_state WHERE name = $1',
+          [VECTORS_CLEARED],
+        );
+        return Number(rows[0]?.value ?? 0);
       });
     },
   };

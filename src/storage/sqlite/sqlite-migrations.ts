@@ -960,6 +960,17 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     // labelled here, as a version of each by `maintenance`, their vectors left to `mneme reembed`.
     after: (database) => createSqliteSpeakerLabels(database).labelEveryNamesake(Date.now()),
   },
+  {
+    version: 33,
+    name: 'the last name a user left, and when',
+    // ADR 44, 2026-12-05 (session 31). A memory's text is made before its write (extraction may wait seconds for a
+    // chat model); a user who renamed themselves meanwhile left the name the text calls them by, and the rename's
+    // labels had no memory to find. The insert labels that name in a memory of messages sent before it was left.
+    sql: `
+      ALTER TABLE users ADD COLUMN left_name TEXT;
+      ALTER TABLE users ADD COLUMN left_at INTEGER;
+    `,
+  },
 ];
 
 /** Migration 27's trigger statement: a row of `memory_source_messages` per message memory `row` cites, with its channel. */

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, plainName } from '../../core/speaker-label.js';
+import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
 /**
@@ -10,7 +11,10 @@ import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 export interface SqliteSpeakerLabels {
   /** Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named). */
   labelNamesakes(userId: string, keys: Iterable<string>, at: number): void;
-  /** Labels the memories that call user `userId` by `name` (their name, or one they left). */
+  /**
+   * Labels the memories that call user `userId` by `name` (their name, or one they left): only those whose text can
+   * hold the name are read (the text index finds its words, or the text holds it as spelled).
+   */
   label(userId: string, name: string, at: number): void;
   /**
    * Memory `row` just written, with its speakers labelled where another user can now be taken for their name: its
@@ -40,6 +44,28 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
           WHERE messages.sender_id = @userId`,
       )
       .pluck(),
+    // The memories `naming` finds whose text can hold `name`: the text index finds its words (any case, accents
+    // folded), or the text holds it as spelled (ASCII case folded; a sign the index takes for part of a word, "🙂Bob").
+    holding: database
+      .prepare<{ userId: string; words: string; name: string }, number>(
+        `WITH named (id) AS (
+          SELECT id FROM memories WHERE user_id = @userId
+          UNION SELECT cited.memory_id FROM messages
+            JOIN memory_source_messages AS cited ON cited.message_id = messages.id WHERE messages.sender_id = @userId
+          UNION SELECT memories.id FROM messages JOIN memories ON memories.search_context_message_id = messages.id
+            WHERE messages.sender_id = @userId)
+        SELECT id FROM named WHERE id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH @words)
+        UNION SELECT memories.id FROM named JOIN memories ON memories.id = named.id
+          WHERE instr(lower(memories.content), lower(@name)) > 0
+            OR instr(lower(memories.search_context), lower(@name)) > 0`,
+      )
+      .pluck(),
+    // The words of a name as the text index reads them (its own tokenizer, in the scratch table the word counts use).
+    tokenize: database.prepare<[string]>(
+      'INSERT INTO memory_words_scratch (rowid, content, search_context) VALUES (0, ?, NULL)',
+    ),
+    words: database.prepare<[], number>('SELECT count(*) FROM memory_words_scratch_terms').pluck(),
+    clear: database.prepare("INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all')"),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
     // The named users another user can be taken for (ADR 40's two lookups).
     ambiguous: database.prepare<[], { id: string; display_name: string }>(
@@ -53,10 +79,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       { userId: string | null; sources: string; contextMessageId: number | null },
       { id: string; display_name: string }
     >(
-      `WITH speakers (id) AS (
-        SELECT @userId WHERE @userId IS NOT NULL
-        UNION SELECT sender_id FROM messages WHERE id IN (SELECT value FROM json_each(@sources) WHERE type = 'integer')
-        UNION SELECT sender_id FROM messages WHERE id = @contextMessageId)
+      `${SPEAKERS}
       SELECT users.id, users.display_name FROM speakers JOIN users ON users.id = speakers.id
       WHERE users.display_name IS NOT NULL
         AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
@@ -68,12 +91,35 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       `UPDATE memories SET content = @content, search_context = @searchContext, embedding_model = NULL,
         updated_at = @at WHERE id = @id RETURNING *`,
     ),
+    // The vector is the old text's: a background re-embedding that sees the count move gives the new text one.
+    cleared: database.prepare<[string]>(
+      `INSERT INTO service_state (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1`,
+    ),
     version: database.prepare<[number, number, string, string, string, string, number]>(
       `INSERT INTO memory_versions (memory_id, version, action, actor, reason, changes, snapshot, created_at)
       VALUES (?, (SELECT COALESCE(MAX(version), 0) + 1 FROM memory_versions WHERE memory_id = ?), 'update', ?, ?, ?, ?, ?)`,
     ),
   });
   let prepared: ReturnType<typeof prepare> | undefined;
+  // The speakers of a memory who left a name at or after a time (migration 33; null on a schema before it).
+  let left:
+    | Database.Statement<
+        { userId: string | null; sources: string; contextMessageId: number | null; since: number },
+        { id: string; display_name: string | null; left_name: string }
+      >
+    | null
+    | undefined;
+  const leftNames = () => {
+    left ??=
+      database.prepare("SELECT 1 FROM pragma_table_info('users') WHERE name = 'left_name'").get() === undefined
+        ? null
+        : database.prepare(
+            `${SPEAKERS}
+            SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+            WHERE users.left_name IS NOT NULL AND users.left_at >= @since ORDER BY users.id`,
+          );
+    return left;
+  };
   const statements = () => {
     prepared ??= prepare();
     return prepared;
@@ -89,8 +135,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       }
     },
     label(userId, name, at) {
-      const { naming, read } = statements();
-      for (const id of naming.all({ userId })) {
+      const { naming, holding, tokenize, words, clear, read } = statements();
+      tokenize.run(name);
+      const indexed = words.get() ?? 0;
+      clear.run();
+      // A name the index holds no word of (signs alone, "!!!") is looked for in every memory that names the user.
+      const ids =
+        indexed > 0 ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name }) : naming.all({ userId });
+      for (const id of ids) {
         const row = read.get(id);
         if (row) relabel(row, [[userId, name]], at);
       }
@@ -103,21 +155,24 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     },
     labelWritten(row, at) {
       const { speakers } = statements();
-      const found = speakers.all({
+      const of = {
         userId: row.user_id,
         sources: row.source_message_ids,
         contextMessageId: row.search_context_message_id,
-      });
-      const named = found.flatMap((user): [string, string][] => {
+      };
+      const named = speakers.all(of).flatMap((user): [string, string][] => {
         const name = plainName(user.display_name, user.id);
         return name === null ? [] : [[user.id, name]];
       });
+      // A name a speaker left after the memory's messages were sent: its text may have been made before (ADR 44).
+      const leaving = leftNames()?.all({ ...of, since: row.valid_from }) ?? [];
+      named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
       return named.length === 0 ? row : relabel(row, named, at);
     },
   };
   /** Writes `row` with each of `named` (a user's id and the name to label) labelled, as a version; the row after. */
   function relabel(row: MemoryRow, named: readonly (readonly [string, string])[], at: number): MemoryRow {
-    const { write, version } = statements();
+    const { write, version, cleared } = statements();
     const text = labelledText(
       { content: row.content, searchContext: row.search_context, source: row.source, userId: row.user_id },
       named,
@@ -131,7 +186,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     const changes = content === row.content ? {} : { content: { from: row.content, to: content } };
     const snapshot = JSON.stringify(snapshotOf(after));
     version.run(row.id, row.id, MAINTENANCE_ACTOR, reason, JSON.stringify(changes), snapshot, at);
+    cleared.run(VECTORS_CLEARED);
     return after;
   }
   return labels;
 }
+
+/** The speakers of a memory (its user, the senders of the messages it cites and of its search context's). */
+const SPEAKERS = `WITH speakers (id) AS (
+  SELECT @userId WHERE @userId IS NOT NULL
+  UNION SELECT sender_id FROM messages WHERE id IN (SELECT value FROM json_each(@sources) WHERE type = 'integer')
+  UNION SELECT sender_id FROM messages WHERE id = @contextMessageId)`;

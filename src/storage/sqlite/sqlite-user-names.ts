@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
-import { plainName } from '../../core/speaker-label.js';
+import { plainName, sameNameInAnotherCase } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { MemoryRow } from './sqlite-memory-rows.js';
 import { createSqliteSpeakerLabels } from './sqlite-speaker-labels.js';
@@ -42,11 +42,17 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
         know: Database.Statement<[object]>;
         namesake: Database.Statement<[object], { found: 0 | 1 }> | null;
         named: Database.Statement<[string], { display_name: string | null; name_key: string | null }> | null;
+        leave: Database.Statement<[string, number, string]> | null;
       }
     | undefined;
   const prepare = () => {
-    const keyed =
-      database.prepare("SELECT 1 FROM pragma_table_info('users') WHERE name = 'id_key'").get() !== undefined;
+    const has = (column: string) =>
+      database.prepare("SELECT 1 FROM pragma_table_info('users') WHERE name = ?").get(column) !== undefined;
+    const keyed = has('id_key');
+    // The last name a user left (migration 33): the insert of a memory made before labels it (ADR 44, session 31).
+    const leave = has('left_name')
+      ? database.prepare<[string, number, string]>('UPDATE users SET left_name = ?, left_at = ? WHERE id = ?')
+      : null;
     statements = keyed
       ? {
           put: database.prepare(
@@ -65,6 +71,7 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
               OR EXISTS (SELECT 1 FROM users WHERE id_key = @key AND id <> @userId) AS found`,
           ),
           named: database.prepare('SELECT display_name, name_key FROM users WHERE id = ?'),
+          leave,
         }
       : {
           put: database.prepare(
@@ -77,13 +84,14 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
           ),
           namesake: null,
           named: null,
+          leave: null,
         };
     return statements;
   };
   const labels = createSqliteSpeakerLabels(database);
   return {
     put(user, at) {
-      const { put, named } = statements ?? prepare();
+      const { put, named, leave } = statements ?? prepare();
       const key = nameKey(user.displayName ?? user.id);
       const idKey = nameKey(user.id);
       const before = named?.get(user.id);
@@ -92,10 +100,15 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
       // A new user reads as their name and their id; a renamed one as their new name.
       if (before === undefined) labels.labelNamesakes(user.id, [key, idKey], at);
       else if (before.name_key !== key) labels.labelNamesakes(user.id, [key], at);
-      // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now.
+      // A name the user leaves is free for anyone to take: the memories that call them by it are labelled now. The
+      // same name in another case is not left (ADR 44, session 31).
       const left = before?.display_name ?? null;
-      const plain = left === user.displayName ? null : plainName(left, user.id);
-      if (plain !== null && nameKey(plain) !== idKey) labels.label(user.id, plain, at);
+      const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
+      const plain = kept ? null : plainName(left, user.id);
+      if (plain !== null && nameKey(plain) !== idKey) {
+        labels.label(user.id, plain, at);
+        leave?.run(plain, at, user.id);
+      }
     },
     know(ids, at) {
       const { know, named } = statements ?? prepare();

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { VectorBackfillStore } from '../vector-backfill-store.js';
+import { VECTORS_CLEARED, type VectorBackfillStore } from '../vector-backfill-store.js';
 import { checkFilesInPlace, getRow, preparedOnUse, toMnemeError } from './sqlite-database.js';
 import type { SqliteVectorIndex } from './sqlite-vector-index.js';
 
@@ -25,6 +25,7 @@ export function createSqliteVectorBackfillStore(
       { owner: string; content: string; archived_at: number | null; faded_at: number | null }
     >(database, 'SELECT owner, content, archived_at, faded_at FROM memories WHERE id = ?'),
     mark: database.prepare<[string, number]>('UPDATE memories SET embedding_model = ? WHERE id = ?'),
+    cleared: preparedOnUse<[string], { value: number }>(database, 'SELECT value FROM service_state WHERE name = ?'),
   };
 
   return {
@@ -62,6 +63,14 @@ export function createSqliteVectorBackfillStore(
           .immediate();
       } catch (error) {
         throw toMnemeError(error, 'storing re-embedded vectors');
+      }
+    },
+
+    async clearedVectors() {
+      try {
+        return statements.cleared().get(VECTORS_CLEARED)?.value ?? 0;
+      } catch (error) {
+        throw toMnemeError(error, 'reading how many vectors labels made stale');
       }
     },
   };
