@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import type { Mneme } from '../src/core/mneme.js';
@@ -33,18 +32,8 @@ let databases = 0;
 /** A new database of the test server whose default collation is ICU's `en-US`, as a `postgres://` address. */
 async function languageCollatedDatabase(): Promise<string> {
   server ??= startTestPostgresServer();
-  const started = await server;
-  const name = `attack31b_icu_${++databases}`;
-  const client = new pg.Client({ connectionString: started.url });
-  await client.connect();
-  try {
-    await client.query(
-      `CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'`,
-    );
-  } finally {
-    await client.end();
-  }
-  return started.url.replace(/\/postgres$/, `/${name}`);
+  const options = ['--template=template0', '--locale=C', '--locale-provider=icu', '--icu-locale=en-US'];
+  return (await server).database(`attack31b_icu_${++databases}`, options);
 }
 
 afterAll(async () => {
