@@ -168,6 +168,7 @@ export async function createMneme(options: MnemeOptions): Promise<Mneme> {
   const local = options.writable === true ? localDatabasePath(options.path) : null;
   const exposed = local && accessByOthers(local.path, local.kind);
   if (exposed) logger.warn(exposed);
+  if (storage.textSearchLimit) logger.warn(storage.textSearchLimit);
   const clock = options.clock ?? systemClock;
   let policy: Awaited<ReturnType<typeof openPolicy>>['policy'];
   try {

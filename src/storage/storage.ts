@@ -65,6 +65,12 @@ export interface Storage {
    * PostgreSQL only when the server has pgvector (vectors are stored either way).
    */
   readonly vectorSearch: VectorSearchSupport;
+  /**
+   * Whether full-text search reads words as SQLite's does: null when it does; else a sentence saying which words it
+   * cannot find and how to make it find them (a PostgreSQL database whose character classification, `LC_CTYPE`, is
+   * `C` folds no letter outside ASCII to lower case: ADR 49).
+   */
+  readonly textSearchLimit: string | null;
   /** The model whose vectors the index holds, or null before any model was configured. */
   vectorIndex(): Promise<VectorIndexInfo | null>;
   /**

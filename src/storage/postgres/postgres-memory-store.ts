@@ -272,8 +272,9 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
           Object.fromEntries(
             (
               await database.query<{ key: string; count: number }>(
+                // Byte order, as SQLite sorts (a group a key: nothing for an index to keep).
                 `SELECT ${column} AS key, count(*) AS count FROM memories WHERE archived_at IS NULL
-                 GROUP BY ${column} ORDER BY ${column}`,
+                 GROUP BY ${column} ORDER BY ${column} COLLATE "C"`,
               )
             ).rows.map((row) => [row.key, row.count]),
           );

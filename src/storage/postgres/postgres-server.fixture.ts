@@ -18,8 +18,11 @@ export const hasPostgresBinaries =
 export interface TestPostgresServer {
   /** `postgres://mneme@127.0.0.1:<port>/postgres` (trust authentication on loopback). */
   url: string;
-  /** A URL of another database of the server, created on first ask. */
-  database(name: string): Promise<string>;
+  /**
+   * A URL of another database of the server, created on first ask, with `createdb`'s `options` when given (a locale of
+   * its own: `['--template=template0', '--lc-ctype=C']`).
+   */
+  database(name: string, options?: readonly string[]): Promise<string>;
   /** Stops the server (fast shutdown: sessions end) and keeps its data; `start` brings it back on the same port. */
   halt(): Promise<void>;
   start(): Promise<void>;
@@ -57,7 +60,21 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
     asRoot
       ? run('runuser', ['-u', 'postgres', '--', join(postgresBinaries, program), ...args])
       : run(join(postgresBinaries, program), args);
-  await pg('initdb', ['-D', data, '-U', 'mneme', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
+  // Text sorted by its bytes (`C`, as SQLite sorts), letters classified as UTF-8 (`C.UTF-8`, so full text lowers É or Σ
+  // as a database made on most machines does; ADR 49).
+  await pg('initdb', [
+    '-D',
+    data,
+    '-U',
+    'mneme',
+    '-A',
+    'trust',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--lc-ctype=C.UTF-8',
+    '--no-sync',
+  ]);
   const port = await freePort();
   const start = () =>
     pg('pg_ctl', [
@@ -75,9 +92,9 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
   const created = new Set<string>(['postgres']);
   return {
     url: url('postgres'),
-    async database(name) {
+    async database(name, options = []) {
       if (!created.has(name)) {
-        await pg('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'mneme', name]);
+        await pg('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'mneme', ...options, name]);
         created.add(name);
       }
       return url(name);

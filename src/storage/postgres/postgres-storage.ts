@@ -68,9 +68,13 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
         ...(options.exactScanLimit === undefined ? {} : { exactScanLimit: options.exactScanLimit }),
       }),
     );
+    const textSearchLimit = await withPgErrors(`opening the database at ${database.description}`, () =>
+      textSearchLimitOf(database),
+    );
     let isOpen = true;
     return {
       vectorSearch: vectors.support,
+      textSearchLimit,
       transfer: createPostgresTransferStore(database),
       memories: createPostgresMemoryStore(database, vectors),
       links: createPostgresLinkStore(database),
@@ -108,4 +112,20 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     if (options.ownsDatabase !== false) await database.close().catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Null when the database's full text folds letters outside ASCII to lower case, as SQLite's does; else why not and
+ * what to do (ADR 49). PostgreSQL's word parser lowers letters by the database's `LC_CTYPE`: under `C` (or `POSIX`),
+ * `Ελένη`, `Иван` or `École` stay capitalised in the index, and a search (whose words are lowered) never finds them.
+ * The index is a generated column over that parser, so nothing but the database's `LC_CTYPE` changes it.
+ */
+async function textSearchLimitOf(database: PostgresDatabase): Promise<string | null> {
+  const { rows } = await database.query<{ folds: boolean; ctype: string }>(
+    `SELECT to_tsvector('simple', 'ÉΣЖ') = to_tsvector('simple', 'éσж') AS folds,
+       (SELECT datctype FROM pg_database WHERE datname = current_database()) AS ctype`,
+  );
+  const { folds = true, ctype = 'unknown' } = rows[0] ?? {};
+  if (folds) return null;
+  return `the database's character classification (LC_CTYPE ${ctype}) lowers no letter outside ASCII, so full-text search finds no word written with a capital one (Ελένη, Иван, École, Über): recall finds those memories by their vectors alone, where the server has pgvector. Create a database with a UTF-8 LC_CTYPE (CREATE DATABASE ... TEMPLATE template0 LC_CTYPE 'C.UTF-8', or en_US.UTF-8) and copy this one into it (mneme copy)`;
 }

@@ -61,15 +61,18 @@ class RolledBack extends Error {}
 export function createPostgresTransferStore(database: PostgresDatabase): TransferStore {
   const read = <Row>(doing: string, sql: string, values: readonly unknown[]) =>
     withPgErrors(doing, async () => (await database.query<Row>(sql, values)).rows);
+  const bytes = byteOrder(database);
   const pageById =
     <Row>(table: string, columns: string) =>
-    (after: string | null, limit: number, ids?: readonly string[]) =>
-      read<Row>(
+    async (after: string | null, limit: number, ids?: readonly string[]) => {
+      const c = await bytes();
+      return read<Row>(
         `reading ${table}`,
-        `SELECT ${columns} FROM ${table} WHERE ($1::text IS NULL OR id > $1::text)
-        AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id LIMIT $3`,
+        `SELECT ${columns} FROM ${table} WHERE ($1::text IS NULL OR id${c} > $1::text)
+        AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id${c} LIMIT $3`,
         [after, ids ? [...ids] : null, limit],
       );
+    };
   const users = pageById<{ id: string; display_name: string | null; created_at: number; updated_at: number }>(
     'users',
     'id, display_name, created_at, updated_at',
@@ -139,11 +142,12 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
       }));
     },
     async memberships(after, limit, userId) {
+      const c = await bytes();
       const rows = await read<{ kind: SpaceKind; space_id: string; user_id: string; added_at: number }>(
         'reading memberships',
         `SELECT kind, space_id, user_id, added_at FROM members
-          WHERE ($1::text IS NULL OR (kind, space_id, user_id) > ($1::text, $2::text, $3::text))
-          AND ($4::text IS NULL OR user_id = $4::text) ORDER BY kind, space_id, user_id LIMIT $5`,
+          WHERE ($1::text IS NULL OR (kind${c}, space_id${c}, user_id${c}) > ($1::text, $2::text, $3::text))
+          AND ($4::text IS NULL OR user_id = $4::text) ORDER BY kind${c}, space_id${c}, user_id${c} LIMIT $5`,
         [after?.kind ?? null, after?.spaceId ?? '', after?.userId ?? '', userId ?? null, limit],
       );
       return rows.map((row) => ({ kind: row.kind, spaceId: row.space_id, userId: row.user_id, addedAt: row.added_at }));
@@ -210,7 +214,9 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         details: string | null;
       }>(
         'reading watermarks',
-        'SELECT channel_id, task, watermark, last_run_at, details FROM maintenance_state ORDER BY channel_id, task',
+        // Byte order, as SQLite sorts (every row is read: no index to keep).
+        `SELECT channel_id, task, watermark, last_run_at, details FROM maintenance_state
+          ORDER BY channel_id COLLATE "C", task COLLATE "C"`,
         [],
       );
       return rows.map(
@@ -264,7 +270,7 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
     async spacesOf(userId) {
       return read<{ kind: SpaceKind; id: string }>(
         `reading the spaces of ${userId}`,
-        'SELECT kind, space_id AS id FROM members WHERE user_id = $1 ORDER BY kind, space_id',
+        'SELECT kind, space_id AS id FROM members WHERE user_id = $1 ORDER BY kind COLLATE "C", space_id COLLATE "C"',
         [userId],
       );
     },
@@ -715,5 +721,30 @@ function createImportSession(
         await end.commit();
       }),
     rollback,
+  };
+}
+
+/**
+ * What makes a text column sort by its bytes, as SQLite sorts text: nothing on a database whose collation is already
+ * `C` (or `POSIX`) of the C library, so that a page read in key order walks the primary key's index; ` COLLATE "C"`
+ * on any other (`en_US.UTF-8`, an ICU locale), where a page is then sorted from the whole table (ADR 49). Read once,
+ * again after a failed read.
+ */
+function byteOrder(database: PostgresDatabase): () => Promise<'' | ' COLLATE "C"'> {
+  let known: Promise<'' | ' COLLATE "C"'> | undefined;
+  return () => {
+    known ??= withPgErrors('reading the collation of the database', async () => {
+      // `datlocprovider` (PostgreSQL 15) is `i` for ICU, whose `datcollate` may still say C: read through `to_jsonb`,
+      // which gives null for a column an older server does not have.
+      const { rows } = await database.query<{ bytewise: boolean }>(
+        `SELECT d.datcollate IN ('C', 'POSIX') AND (to_jsonb(d) ->> 'datlocprovider') IS DISTINCT FROM 'i' AS bytewise
+          FROM pg_database d WHERE d.datname = current_database()`,
+      );
+      return rows[0]?.bytewise === true ? '' : ' COLLATE "C"';
+    }).catch((error: unknown) => {
+      known = undefined;
+      throw error;
+    });
+    return known;
   };
 }

@@ -59,6 +59,7 @@ export function createSqliteStorage(options: OpenSqliteOptions): Storage {
     policy: createSqlitePolicyStore(database),
     transfer: createSqliteTransferStore(database),
     vectorSearch: { available: true, reason: null },
+    textSearchLimit: null,
     tryLock: locks.take,
     health() {
       const reason = filesOutOfPlace(database);
