@@ -38,6 +38,12 @@ export interface ImportanceChange {
   id: number;
   importance: number;
   decayedAt: number;
+  /**
+   * The memory as decay read it, whose step this change is: the change is stored only while the memory is still
+   * so (active, unpinned, the same signals, last retrieval and `decayedAt`), never over a write that landed after the
+   * read (a retrieval, an edit, a pin; attack 31c).
+   */
+  read: DecayCandidate;
 }
 
 /** What one merge wrote. */
@@ -75,6 +81,13 @@ export interface MaintenanceStore {
    * applied up to, and an `update` version (with `context.reason`) for each memory whose importance changed.
    */
   applyImportanceChanges(changes: readonly ImportanceChange[], context: WriteContext): Promise<number>;
+  /**
+   * Puts to rest (archives and fades, as `MemoryStore.archive` with `fade`) the memories decay read as below its line,
+   * in one transaction, each only while it is still as read (active, unpinned, the same signals, last retrieval and
+   * `decayedAt`): one retrieved, edited, pinned or archived since is left as it is, for the next run to judge
+   * (attack 31c). Returns how many it put to rest.
+   */
+  putToRest(read: readonly DecayCandidate[], context: WriteContext): Promise<number>;
   /** Active memories with an id greater than `afterId`, oldest first, at most `limit`. */
   listAfter(afterId: number, limit: number): Promise<Memory[]>;
   /** The same memories as `listAfter`, their id, owner key and text only (consolidation's read of every memory's words). */

@@ -581,8 +581,10 @@ export function describeStorageContract(
       const same = await storage.memories.update(id(edited), { importance: 0.5, decayedAt: at + 1000 }, context);
       expect(same).toMatchObject({ importance: 0.5 });
       expect(await storage.memories.history(id(edited))).toEqual(before);
+      const read = (await storage.maintenance.decayCandidates(0, 100)).find((memory) => memory.id === id(downgraded));
+      if (!read) throw new Error('the downgraded memory is not a decay candidate');
       await storage.maintenance.applyImportanceChanges(
-        [{ id: id(downgraded), importance: 0.4, decayedAt: at + 2000 }],
+        [{ id: id(downgraded), importance: 0.4, decayedAt: at + 2000, read }],
         {
           ...context,
           reason: 'decay',

@@ -1,4 +1,4 @@
-import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
+import { DUE_MARGIN_MS, decayDueExpression, stillAsRead, toDecayCandidate } from '../decay-due-sql.js';
 import { assertOfOwner, type DueDecayCandidate, type MaintenanceStore, type MemoryText } from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
@@ -60,7 +60,8 @@ export function createPostgresMaintenanceStore(
           const before = (
             await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [change.id])
           ).rows[0];
-          if (!before || before.archived_at !== null) continue;
+          // Not over a retrieval, an edit or a pin that landed after decay read the memory (attack 31c).
+          if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             await q.query('UPDATE memories SET decayed_at = $1 WHERE id = $2', [change.decayedAt, change.id]);
             continue;
@@ -83,6 +84,22 @@ export function createPostgresMaintenanceStore(
           changed++;
         }
         return changed;
+      });
+    },
+
+    async putToRest(read, context) {
+      if (read.length === 0) return 0;
+      return writePg(database, 'putting memories to rest', async (q) => {
+        let archived = 0;
+        for (const memory of read) {
+          const before = (
+            await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [memory.id])
+          ).rows[0];
+          if (!before || !stillAsRead(before, memory)) continue;
+          await writes.archive(q, memory.id, context, true);
+          archived++;
+        }
+        return archived;
       });
     },
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
+import { DUE_MARGIN_MS, decayDueExpression, stillAsRead, toDecayCandidate } from '../decay-due-sql.js';
 import {
   assertOfOwner,
   type DecayCursor,
@@ -173,7 +173,8 @@ export function createSqliteMaintenanceStore(
         let changed = 0;
         for (const change of changes) {
           const before = statements.byId.get(change.id);
-          if (!before || before.archived_at !== null) continue;
+          // Not over a retrieval, an edit or a pin that landed after decay read the memory (attack 31c).
+          if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             statements.decayedAt.run({ id: change.id, decayedAt: change.decayedAt });
             continue;
@@ -188,6 +189,20 @@ export function createSqliteMaintenanceStore(
           changed++;
         }
         return changed;
+      });
+    },
+
+    async putToRest(read, context) {
+      if (read.length === 0) return 0;
+      return writeSqlite(database, 'putting memories to rest', () => {
+        let archived = 0;
+        for (const memory of read) {
+          const before = statements.byId.get(memory.id);
+          if (!before || !stillAsRead(before, memory)) continue;
+          writes.archive(memory.id, context, true);
+          archived++;
+        }
+        return archived;
       });
     },
 
