@@ -160,6 +160,13 @@ export interface MemoryTouch {
   strength?: number;
   salience?: number;
   importance?: number;
+  /**
+   * The memory's stored signals the reinforcement was computed from (as the recall read them): each reinforced
+   * signal is written only while the memory still holds the value it was computed from, so an edit (an importance
+   * Bob set), a decay step or another retrieval written since is not replaced by a value computed before it; the
+   * retrieval is counted all the same (attack 31c). Left out: written as given.
+   */
+  read?: { strength: number; salience: number; importance: number };
 }
 
 /** What `MemoryStore.stats` counts; how many memories are expiring is the decay policy's, computed in core. */
@@ -280,7 +287,7 @@ export interface MemoryStore {
   searchOlderNeighbours?(searches: readonly OlderNeighbourSearch[]): Promise<SearchHit[][]>;
   /**
    * Records one retrieval of each memory in a single write: `access_count + 1`, `last_accessed = at`
-   * and the given reinforcement fields. A faded memory is brought back first (archive cleared, a
+   * and the given reinforcement fields (each while the memory still holds its `read` value). A faded memory is brought back first (archive cleared, a
    * `restore` version with the reason `recalled after it faded`); other archived and unknown ids are
    * skipped. No version row for the retrieval itself: a retrieval is not an edit.
    */

@@ -377,7 +377,14 @@ export async function touchHits(
   const now = context.clock.now();
   const touched = hits.map((hit) => ({ hit, reinforced: reinforcement(hit.memory, context.policy, now) }));
   await touches.record(
-    touched.map(({ hit, reinforced }): MemoryTouch => ({ id: hit.memory.id, ...reinforced })),
+    touched.map(
+      ({ hit, reinforced }): MemoryTouch => ({
+        id: hit.memory.id,
+        ...reinforced,
+        // Computed from these: not written over an edit, a decay step or a retrieval that lands first (attack 31c).
+        read: { strength: hit.memory.strength, salience: hit.memory.salience, importance: hit.memory.importance },
+      }),
+    ),
     now,
   );
   return touched.map(({ hit, reinforced }) => ({

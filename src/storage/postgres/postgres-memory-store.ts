@@ -2,6 +2,7 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
+import { reinforced } from '../touch-sql.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { writePgState } from './postgres-maintenance-state-store.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
@@ -224,13 +225,26 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
           `UPDATE memories SET
              access_count = access_count + 1,
              last_accessed = $1,
-             strength = COALESCE(touched.strength, memories.strength),
-             salience = COALESCE(touched.salience, memories.salience),
-             importance = COALESCE(touched.importance, memories.importance)
+             ${reinforced('strength')}, ${reinforced('salience')}, ${reinforced('importance')}
            FROM jsonb_to_recordset($2::jsonb) AS touched(id bigint, strength double precision,
-             salience double precision, importance double precision)
+             salience double precision, importance double precision, read_strength double precision,
+             read_salience double precision, read_importance double precision)
            WHERE memories.id = touched.id AND memories.archived_at IS NULL`,
-          [at, JSON.stringify(touches)],
+          [
+            at,
+            JSON.stringify(
+              touches.map(({ read, ...touch }) =>
+                read === undefined
+                  ? touch
+                  : {
+                      ...touch,
+                      read_strength: read.strength,
+                      read_salience: read.salience,
+                      read_importance: read.importance,
+                    },
+              ),
+            ),
+          ],
         );
       });
     },

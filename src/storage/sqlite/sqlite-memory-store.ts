@@ -5,6 +5,7 @@ import { ownerPrefix } from '../../core/scope.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
 import { sourcesGone, sourcesMoved } from '../memory-store.js';
+import { reinforced } from '../touch-sql.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { createSqliteStateWriter } from './sqlite-maintenance-state-store.js';
@@ -117,11 +118,12 @@ export function createSqliteMemoryStore(
     touch: database.prepare<{ at: number; touches: string }>(`UPDATE memories SET
         access_count = access_count + 1,
         last_accessed = @at,
-        strength = COALESCE(touched.strength, memories.strength),
-        salience = COALESCE(touched.salience, memories.salience),
-        importance = COALESCE(touched.importance, memories.importance)
+        ${reinforced('strength')}, ${reinforced('salience')}, ${reinforced('importance')}
       FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.strength') AS strength,
-          json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance
+          json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance,
+          json_extract(value, '$.read.strength') AS read_strength,
+          json_extract(value, '$.read.salience') AS read_salience,
+          json_extract(value, '$.read.importance') AS read_importance
         FROM json_each(@touches)) AS touched
       WHERE memories.id = touched.id AND memories.archived_at IS NULL`),
     recentlyAccessed: database.prepare<{ owners: string | null; limit: number }, MemoryRow>(`SELECT * FROM memories
