@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { DUE_MARGIN_MS, decayDueExpression, stillAsRead, toDecayCandidate } from '../decay-due-sql.js';
 import {
+  assertAsRead,
   assertOfOwner,
   type DecayCursor,
   type DecayDueRule,
@@ -257,12 +258,17 @@ export function createSqliteMaintenanceStore(
       return readSqlite('reading the latest memory id', () => getRow(statements.latestMemoryId).id);
     },
 
-    async merge(merged, originalIds, context) {
+    async merge(merged, originalIds, context, read = []) {
       return writeSqlite(database, 'merging memories', () => {
         const sources = originalIds.map((id) => `#${id}`).join(', ');
         const row = writes.insert(merged, { ...context, reason: context.reason ?? `merged from ${sources}` }, 'merge');
-        // Of its owner still (an audience change moves memories out of their owner, ADR 5): refused, all rolled back.
-        for (const id of originalIds) assertOfOwner(writes.read(id).owner, id, merged.owner);
+        // Of its owner still (an audience change moves memories out of their owner, ADR 5), and as the caller read
+        // it (attack 31c): refused, all rolled back.
+        for (const id of originalIds) {
+          const original = writes.read(id);
+          assertOfOwner(original.owner, id, merged.owner);
+          assertAsRead(original, read);
+        }
         for (const id of writes.transferSupersession(originalIds, row.id)) {
           statements.supersedesLink.run(row.id, id, context.at);
         }
