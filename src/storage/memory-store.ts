@@ -181,7 +181,8 @@ export interface InsertOptions {
    * so a purge committed before it is always seen (messages and memories are deleted by purges only).
    * A memory of its `sourceIds` that is no longer in its owner (moved by an audience change, ADR 5,
    * 2026-12-03, while it was being built) refuses it too (CONFLICT): it would quote that memory to the
-   * audience the memory left.
+   * audience the memory left. So does one forgotten (or merged away) since (CONFLICT, attack 31c): it would bring back
+   * what was forgotten; one put to rest by decay stays recallable and does not.
    */
   sourcesMustExist?: boolean;
   /**
@@ -206,6 +207,18 @@ export function sourcesMoved(memory: NewMemory, memoryIds: readonly number[]): M
     ErrorCode.Conflict,
     `the ${memory.source} memory was built from memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}, which ` +
       `left ${memory.owner} meanwhile (an audience narrowed); nothing was stored`,
+  );
+}
+
+/**
+ * The refusal of an insert whose memory was built from memories forgotten (or merged away) meanwhile: it would bring
+ * back into recall what was forgotten (attack 31c, a dream insight on a memory forgotten while the dreamer reflected).
+ */
+export function sourcesForgotten(memory: NewMemory, memoryIds: readonly number[]): MnemeError {
+  return new MnemeError(
+    ErrorCode.Conflict,
+    `the ${memory.source} memory was built from memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}, which ` +
+      `${memoryIds.length > 1 ? 'were' : 'was'} forgotten meanwhile; nothing was stored`,
   );
 }
 

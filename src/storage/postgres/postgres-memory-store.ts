@@ -1,7 +1,13 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
-import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
+import {
+  type MemoryListQuery,
+  type MemoryStore,
+  sourcesForgotten,
+  sourcesGone,
+  sourcesMoved,
+} from '../memory-store.js';
 import { reinforced } from '../touch-sql.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { writePgState } from './postgres-maintenance-state-store.js';
@@ -46,6 +52,16 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
                 throw sourcesMoved(
                   memory,
                   rows.map((row) => Number(row.id)),
+                );
+              const forgotten = await q.query<{ id: number }>(
+                `SELECT id FROM memories WHERE id = ANY($1::bigint[]) AND archived_at IS NOT NULL AND faded_at IS NULL
+                 ORDER BY id`,
+                [[...memory.sourceIds]],
+              );
+              if (forgotten.rows.length > 0)
+                throw sourcesForgotten(
+                  memory,
+                  forgotten.rows.map((row) => Number(row.id)),
                 );
             }
           }

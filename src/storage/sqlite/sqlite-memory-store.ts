@@ -4,7 +4,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
-import { sourcesGone, sourcesMoved } from '../memory-store.js';
+import { sourcesForgotten, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { reinforced } from '../touch-sql.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
@@ -38,9 +38,10 @@ export function createSqliteMemoryStore(
       database,
       'SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))',
     ),
-    memoriesAmong: preparedOnUse<[string], { id: number; owner: string }>(
+    memoriesAmong: preparedOnUse<[string], { id: number; owner: string; forgotten: number }>(
       database,
-      'SELECT id, owner FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+      `SELECT id, owner, archived_at IS NOT NULL AND faded_at IS NULL AS forgotten
+        FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
     ),
     byIds: preparedOnUse<[string], unknown[]>(
       database,
@@ -203,6 +204,13 @@ export function createSqliteMemoryStore(
               if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
               const moved = elsewhere(statements.memoriesAmong, memory.sourceIds, memory.owner);
               if (moved.length > 0) throw sourcesMoved(memory, moved);
+              const forgotten = statements
+                .memoriesAmong()
+                .all(JSON.stringify(memory.sourceIds))
+                .filter((row) => row.forgotten === 1)
+                .map((row) => row.id)
+                .sort((a, b) => a - b);
+              if (forgotten.length > 0) throw sourcesForgotten(memory, forgotten);
             }
           }
           const stored = memories.map((memory) => toMemory(writes.insert(memory, context)));
