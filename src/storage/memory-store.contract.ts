@@ -673,6 +673,26 @@ export function describeStorageContract(
       ).rejects.toMatchObject({ code: 'CONFLICT' });
     });
 
+    it('refuses an edit, a forget or a restore made for a viewer whose owner keys the memory left (attack 31c)', async () => {
+      const [active, archived] = await storage.memories.insert(
+        [await newMemory('Oz likes tea', {}, false), await newMemory('Mia uses vim', {}, false)],
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      await storage.memories.archive([id(archived)], context);
+      const elsewhere = { ...context, visibleTo: ['room:team'] };
+      await expect(storage.memories.update(id(active), { importance: 0.9 }, elsewhere)).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await expect(storage.memories.archive([id(active)], elsewhere)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(storage.memories.restore(id(archived), null, elsewhere)).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      const seen = { ...context, visibleTo: ['global', 'room:team'] };
+      expect(await storage.memories.update(id(active), { importance: 0.9 }, seen)).toMatchObject({ importance: 0.9 });
+      expect(await storage.memories.restore(id(archived), null, seen)).toMatchObject({ archivedAt: null });
+    });
+
     it('refuses to edit an archived memory and an unknown one', async () => {
       const [stored] = await storage.memories.insert([await newMemory('temporary')], context);
       const id = stored?.id ?? 0;

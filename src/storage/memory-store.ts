@@ -81,6 +81,19 @@ export interface WriteContext {
    * durable write. A power cut may undo it, never a process crash; nothing acknowledged depends on it.
    */
   deferred?: boolean;
+  /**
+   * The owner keys of the viewer the caller checked the memory against (an edit, forget or restore on behalf of a
+   * viewer): the write is refused, NOT_FOUND as for a memory the viewer may not see, when the memory is no longer of
+   * one of them (an audience change moved it after the check; attack 31c). Left out: not checked.
+   */
+  visibleTo?: readonly string[];
+}
+
+/** NOT_FOUND when a write made on behalf of a viewer (`WriteContext.visibleTo`) finds the memory out of its owner keys. */
+export function assertStillVisible(owner: string, id: number, context: WriteContext): void {
+  if (context.visibleTo !== undefined && !context.visibleTo.includes(owner)) {
+    throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
+  }
 }
 
 /** A search restricted to memories whose owner key is in `owners` (`null`: every owner, for admin tools). */

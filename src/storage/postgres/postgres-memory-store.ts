@@ -2,6 +2,7 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import {
+  assertStillVisible,
   type MemoryListQuery,
   type MemoryStore,
   sourcesForgotten,
@@ -90,6 +91,7 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
     async restore(id, embedding, context) {
       return writePg(database, `restoring memory ${id}`, async (q) => {
         const before = await writes.read(q, id);
+        assertStillVisible(before.owner, id, context);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         // A faded memory kept its vector: it stays unless a new one is given.
         const kept = before.faded_at === null ? null : before.embedding_model;

@@ -4,7 +4,7 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
-import { sourcesForgotten, sourcesGone, sourcesMoved } from '../memory-store.js';
+import { assertStillVisible, sourcesForgotten, sourcesGone, sourcesMoved } from '../memory-store.js';
 import { reinforced } from '../touch-sql.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
@@ -283,6 +283,7 @@ export function createSqliteMemoryStore(
     async restore(id, embedding, context) {
       return writeSqlite(database, `restoring memory ${id}`, () => {
         const before = writes.read(id);
+        assertStillVisible(before.owner, id, context);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         // A faded memory kept its vector: it stays unless a new one is given.
         const kept = before.faded_at === null ? null : before.embedding_model;

@@ -6,6 +6,7 @@ import {
   type MemoryChanges,
   type MoveTarget,
   type NewMemory,
+  assertStillVisible,
   targetOwner,
   type WriteContext,
 } from '../memory-store.js';
@@ -164,6 +165,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       // A vector of a model the index no longer holds is not kept (nor its model named on the row).
       const changes = given.embedding ? { ...given, embedding: vectors.held(given.embedding) } : given;
       const before = writes.read(id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
       }
@@ -244,6 +246,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
 
     archive(id, context, fade = false) {
       const before = writes.read(id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null && (fade || before.faded_at === null)) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
       }
