@@ -3,10 +3,10 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import {
+  assertStillVisible,
   type MemoryChanges,
   type MoveTarget,
   type NewMemory,
-  assertStillVisible,
   targetOwner,
   type WriteContext,
 } from '../memory-store.js';
