@@ -62,7 +62,10 @@ export function registerPolicyCommands(program: Command, withEngine: WithEngine)
     .action(withEngine((mneme) => mneme.policyHistory(), formatHistory));
 }
 
-/** `key=value` pairs as settings: the value is JSON when it parses as JSON, else the text itself. */
+/**
+ * `key=value` pairs as settings: the value is JSON when it parses as JSON, else the text itself. A key given twice with
+ * two values is INVALID_INPUT.
+ */
 export function parseSettings(pairs: readonly string[]): Record<string, unknown> {
   const settings: Record<string, unknown> = {};
   for (const pair of pairs) {
@@ -71,9 +74,22 @@ export function parseSettings(pairs: readonly string[]): Record<string, unknown>
       throw new MnemeError(ErrorCode.InvalidInput, `a setting is key=value (e.g. recall.topK=8), not "${pair}"`);
     }
     const text = pair.slice(equals + 1);
-    settings[pair.slice(0, equals).trim()] = parseValue(text);
+    const key = pair.slice(0, equals).trim();
+    const value = parseValue(text);
+    // Given twice with two values, one of them is a mistake: neither is taken (attack 31c).
+    if (Object.hasOwn(settings, key) && JSON.stringify(settings[key]) !== JSON.stringify(value)) {
+      throw new MnemeError(
+        ErrorCode.InvalidInput,
+        `the setting ${key} is given twice (${formatValue(settings[key])}, then ${formatValue(value)}): give it once`,
+      );
+    }
+    settings[key] = value;
   }
   return settings;
+}
+
+function formatValue(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 function parseValue(text: string): unknown {

@@ -70,12 +70,17 @@ export function guardMneme(
   }
 
   /** The memory, if the user may see it through `viewer` and authored it (personal memories included). */
+  /**
+   * The user's own memory, seen by the viewer it names, and that viewer: the engine's write is made for it too, so a
+   * memory an audience change moves out of it after this check is refused in the write's transaction (attack 31c).
+   */
   async function ownMemory(id: number, requested: Viewer | undefined, what: string) {
-    const memory = await requireVisible(context, id, await viewerOf(requested));
+    const viewer = await viewerOf(requested);
+    const memory = await requireVisible(context, id, viewer);
     if (memory.userId !== userId) {
       throw new MnemeError(ErrorCode.Forbidden, `${what}: memory ${id} was not written by user ${userId}`);
     }
-    return memory;
+    return { memory, viewer };
   }
 
   /**
@@ -172,24 +177,24 @@ export function guardMneme(
     async update(input) {
       const parsed = parseInput(UpdateInputSchema, input, 'update');
       const { viewer, ...edit } = parsed;
-      const memory = await ownMemory(edit.id, viewer, 'editing');
+      const { memory, viewer: seen } = await ownMemory(edit.id, viewer, 'editing');
       if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
       if (edit.content !== undefined) await assertQuotesNoOther(memory.id, memory.sourceMessageIds);
-      return engine.update({ ...edit, actor: principal.label });
+      return engine.update({ ...edit, viewer: seen, actor: principal.label });
     },
 
     async forget(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'forget');
       const { viewer, ...action } = parsed;
-      await ownMemory(action.id, viewer, 'forgetting');
-      return engine.forget({ ...action, actor: principal.label });
+      const { viewer: seen } = await ownMemory(action.id, viewer, 'forgetting');
+      return engine.forget({ ...action, viewer: seen, actor: principal.label });
     },
 
     async restore(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'restore');
       const { viewer, ...action } = parsed;
-      await ownMemory(action.id, viewer, 'restoring');
-      return engine.restore({ ...action, actor: principal.label });
+      const { viewer: seen } = await ownMemory(action.id, viewer, 'restoring');
+      return engine.restore({ ...action, viewer: seen, actor: principal.label });
     },
 
     async purgeUser(id) {

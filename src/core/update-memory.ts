@@ -3,8 +3,8 @@ import { embedDocuments } from './embed-documents.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import { MemoryActionInputSchema, parseInput, UpdateInputSchema } from './schemas.js';
-import { sectorOf } from './scope.js';
-import type { Memory } from './types.js';
+import { sectorOf, visibleOwners } from './scope.js';
+import type { Memory, Viewer } from './types.js';
 import { requireVisible } from './visibility.js';
 
 /**
@@ -34,6 +34,7 @@ export async function updateMemory(context: EngineContext, input: unknown): Prom
     at: now,
     actor: parsed.actor ?? null,
     reason: parsed.reason ?? null,
+    ...seenBy(parsed.viewer),
   });
 }
 
@@ -45,6 +46,7 @@ export async function forgetMemory(context: EngineContext, input: unknown): Prom
     at: context.clock.now(),
     actor: parsed.actor ?? null,
     reason: parsed.reason ?? null,
+    ...seenBy(parsed.viewer),
   });
   if (!memory) throw new MnemeError(ErrorCode.NotFound, `memory ${parsed.id} does not exist`);
   return memory;
@@ -61,5 +63,14 @@ export async function restoreMemory(context: EngineContext, input: unknown): Pro
     at: context.clock.now(),
     actor: parsed.actor ?? null,
     reason: parsed.reason ?? null,
+    ...seenBy(parsed.viewer),
   });
+}
+
+/**
+ * A write made for a viewer is checked against its owner keys again in the write's transaction: a memory an audience
+ * change moved out of them since `requireVisible` is refused as one the viewer may not see (attack 31c).
+ */
+function seenBy(viewer: Viewer | undefined): { visibleTo?: readonly string[] } {
+  return viewer === undefined ? {} : { visibleTo: visibleOwners(viewer) };
 }

@@ -64,3 +64,24 @@ export function toDecayCandidate(row: DecayCandidateRow): DecayCandidate {
     decayedAt: row.decayed_at,
   };
 }
+
+/**
+ * Whether a memory row, read again in decay's write transaction, is still what decay read of it (`read`): active,
+ * unpinned, with the same signals, last retrieval and time its steps are applied up to. A write of decay applies
+ * only then: a retrieval, an edit or a pin that landed after the read is not overruled (attack 31c).
+ */
+export function stillAsRead(
+  row: DecayCandidateRow & { archived_at: number | null; pinned: number | boolean },
+  read: DecayCandidate,
+): boolean {
+  if (row.archived_at !== null || row.pinned) return false;
+  const now = toDecayCandidate(row);
+  return (
+    now.strength === read.strength &&
+    now.salience === read.salience &&
+    now.importance === read.importance &&
+    now.lastAccessedAt === read.lastAccessedAt &&
+    now.createdAt === read.createdAt &&
+    now.decayedAt === read.decayedAt
+  );
+}

@@ -38,6 +38,12 @@ export interface ImportanceChange {
   id: number;
   importance: number;
   decayedAt: number;
+  /**
+   * The memory as decay read it, whose step this change is: the change is stored only while the memory is still
+   * so (active, unpinned, the same signals, last retrieval and `decayedAt`), never over a write that landed after the
+   * read (a retrieval, an edit, a pin; attack 31c).
+   */
+  read: DecayCandidate;
 }
 
 /** What one merge wrote. */
@@ -75,6 +81,13 @@ export interface MaintenanceStore {
    * applied up to, and an `update` version (with `context.reason`) for each memory whose importance changed.
    */
   applyImportanceChanges(changes: readonly ImportanceChange[], context: WriteContext): Promise<number>;
+  /**
+   * Puts to rest (archives and fades, as `MemoryStore.archive` with `fade`) the memories decay read as below its line,
+   * in one transaction, each only while it is still as read (active, unpinned, the same signals, last retrieval and
+   * `decayedAt`): one retrieved, edited, pinned or archived since is left as it is, for the next run to judge
+   * (attack 31c). Returns how many it put to rest.
+   */
+  putToRest(read: readonly DecayCandidate[], context: WriteContext): Promise<number>;
   /** Active memories with an id greater than `afterId`, oldest first, at most `limit`. */
   listAfter(afterId: number, limit: number): Promise<Memory[]>;
   /** The same memories as `listAfter`, their id, owner key and text only (consolidation's read of every memory's words). */
@@ -114,9 +127,16 @@ export interface MaintenanceStore {
    * links the merged memory to each original (`consolidated`). Memories an original superseded are
    * superseded by the merged memory instead (with a `supersedes` link from it). If any step fails,
    * nothing is written: the originals stay visible. CONFLICT when an original is already archived, or is
-   * no longer of `merged`'s owner (an audience change moved it while its merge was written, ADR 5).
+   * no longer of `merged`'s owner (an audience change moved it while its merge was written, ADR 5), or, with `read`
+   * (the originals as the caller read them), when one's text, category or importance changed since (an edit landed
+   * while the merged text was written: attack 31c).
    */
-  merge(merged: NewMemory, originalIds: readonly number[], context: WriteContext): Promise<MergeResult>;
+  merge(
+    merged: NewMemory,
+    originalIds: readonly number[],
+    context: WriteContext,
+    read?: readonly MergeOriginal[],
+  ): Promise<MergeResult>;
   /**
    * Consolidation's stored word ids, when the store keeps them (SQLite): its near-duplicate index then
    * reads them instead of every memory's text. Absent (PostgreSQL): it reads every text.
@@ -176,6 +196,29 @@ export interface MemoryText {
   id: number;
   owner: string;
   content: string;
+}
+
+/** An original of a merge as its caller read it: what the merged memory was made from. */
+export type MergeOriginal = Pick<Memory, 'id' | 'content' | 'category' | 'importance'>;
+
+/**
+ * CONFLICT unless an original of a merge still holds what its caller read (`MaintenanceStore.merge` with `read`):
+ * a merged memory made from the text before an edit would archive the edit (attack 31c).
+ */
+export function assertAsRead(
+  row: { id: number; content: string; category: string; importance: number },
+  read: readonly MergeOriginal[],
+): void {
+  const before = read.find((original) => original.id === row.id);
+  if (
+    before &&
+    (before.content !== row.content || before.category !== row.category || before.importance !== row.importance)
+  ) {
+    throw new MnemeError(
+      ErrorCode.Conflict,
+      `memory ${row.id} was edited while its merge was written; nothing was merged`,
+    );
+  }
 }
 
 /** CONFLICT unless an original of a merge is still of the merged memory's owner (`MaintenanceStore.merge`). */

@@ -581,8 +581,10 @@ export function describeStorageContract(
       const same = await storage.memories.update(id(edited), { importance: 0.5, decayedAt: at + 1000 }, context);
       expect(same).toMatchObject({ importance: 0.5 });
       expect(await storage.memories.history(id(edited))).toEqual(before);
+      const read = (await storage.maintenance.decayCandidates(0, 100)).find((memory) => memory.id === id(downgraded));
+      if (!read) throw new Error('the downgraded memory is not a decay candidate');
       await storage.maintenance.applyImportanceChanges(
-        [{ id: id(downgraded), importance: 0.4, decayedAt: at + 2000 }],
+        [{ id: id(downgraded), importance: 0.4, decayedAt: at + 2000, read }],
         {
           ...context,
           reason: 'decay',
@@ -595,6 +597,100 @@ export function describeStorageContract(
         ]),
       );
       expect(await storage.memories.decayedAt([])).toEqual(new Map());
+    });
+
+    it('writes what decay, a retrieval or a merge computed only over the memory as it was read (attack 31c)', async () => {
+      const [kept, pinned, retrieved, edited, gone, source] = await storage.memories.insert(
+        await Promise.all(
+          ['Oz likes tea', 'Mia uses vim', 'the printer is broken', 'Ann walks to work', 'Lee owns a boat', 'Kim'].map(
+            (content) => newMemory(content, {}, false),
+          ),
+        ),
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      const read = new Map((await storage.maintenance.decayCandidates(0, 100)).map((memory) => [memory.id, memory]));
+      const asRead = (memory: { id: number } | undefined) => {
+        const candidate = read.get(id(memory));
+        if (!candidate) throw new Error(`memory ${id(memory)} is not a decay candidate`);
+        return candidate;
+      };
+      // Written since the read: a pin, a retrieval, an edit of the importance, a purge's delete (a forget here).
+      await storage.memories.update(id(pinned), { pinned: true }, context);
+      await storage.memories.touch([{ id: id(retrieved) }], at + 1000);
+      await storage.memories.update(id(edited), { importance: 0.9, decayedAt: at + 1000 }, context);
+      await storage.memories.archive([id(gone)], context);
+
+      const changes = [kept, edited].map((memory) => ({
+        id: id(memory),
+        importance: 0.3,
+        decayedAt: at + 2000,
+        read: asRead(memory),
+      }));
+      expect(await storage.maintenance.applyImportanceChanges(changes, { ...context, reason: 'decay' })).toBe(1);
+      const rested = await storage.maintenance.putToRest(
+        [{ ...asRead(kept), importance: 0.3, decayedAt: at + 2000 }, ...[pinned, retrieved, edited, gone].map(asRead)],
+        { ...context, reason: 'decay' },
+      );
+      expect(rested).toBe(1);
+      const after = await storage.memories.get([kept, pinned, retrieved, edited, gone].map(id));
+      expect(after.map((memory) => [memory.importance, memory.fadedAt !== null, memory.archivedAt !== null])).toEqual([
+        [0.3, true, true],
+        [0.5, false, false],
+        [0.5, false, false],
+        [0.9, false, false],
+        [0.5, false, true],
+      ]);
+
+      // A retrieval's reinforcement over a memory whose importance changed since the recall read it: counted, not written.
+      await storage.memories.touch(
+        [{ id: id(edited), importance: 0.7, read: { strength: 1, salience: 0, importance: 0.5 } }],
+        at + 3000,
+      );
+      const [touched] = await storage.memories.get([id(edited)]);
+      expect([touched?.importance, touched?.accessCount]).toEqual([0.9, 1]);
+
+      // A merge of originals one of which was edited since read; an insert built on a forgotten memory.
+      const mergedRead = [retrieved, edited].map((memory) => ({
+        id: id(memory),
+        content: memory?.content ?? '',
+        category: memory?.category ?? 'fact',
+        importance: 0.5,
+      }));
+      await expect(
+        storage.maintenance.merge(
+          await newMemory('merged', {}, false),
+          mergedRead.map((memory) => memory.id),
+          context,
+          mergedRead,
+        ),
+      ).rejects.toMatchObject({ code: 'CONFLICT' });
+      await storage.memories.archive([id(source)], context);
+      await expect(
+        storage.memories.insert([await newMemory('insight', { sourceIds: [id(source)] }, false)], context, {
+          sourcesMustExist: true,
+        }),
+      ).rejects.toMatchObject({ code: 'CONFLICT' });
+    });
+
+    it('refuses an edit, a forget or a restore made for a viewer whose owner keys the memory left (attack 31c)', async () => {
+      const [active, archived] = await storage.memories.insert(
+        [await newMemory('Oz likes tea', {}, false), await newMemory('Mia uses vim', {}, false)],
+        context,
+      );
+      const id = (memory: { id: number } | undefined) => memory?.id ?? 0;
+      await storage.memories.archive([id(archived)], context);
+      const elsewhere = { ...context, visibleTo: ['room:team'] };
+      await expect(storage.memories.update(id(active), { importance: 0.9 }, elsewhere)).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await expect(storage.memories.archive([id(active)], elsewhere)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(storage.memories.restore(id(archived), null, elsewhere)).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      const seen = { ...context, visibleTo: ['global', 'room:team'] };
+      expect(await storage.memories.update(id(active), { importance: 0.9 }, seen)).toMatchObject({ importance: 0.9 });
+      expect(await storage.memories.restore(id(archived), null, seen)).toMatchObject({ archivedAt: null });
     });
 
     it('refuses to edit an archived memory and an unknown one', async () => {

@@ -81,6 +81,19 @@ export interface WriteContext {
    * durable write. A power cut may undo it, never a process crash; nothing acknowledged depends on it.
    */
   deferred?: boolean;
+  /**
+   * The owner keys of the viewer the caller checked the memory against (an edit, forget or restore on behalf of a
+   * viewer): the write is refused, NOT_FOUND as for a memory the viewer may not see, when the memory is no longer of
+   * one of them (an audience change moved it after the check; attack 31c). Left out: not checked.
+   */
+  visibleTo?: readonly string[];
+}
+
+/** NOT_FOUND when a write made on behalf of a viewer (`WriteContext.visibleTo`) finds the memory out of its owner keys. */
+export function assertStillVisible(owner: string, id: number, context: WriteContext): void {
+  if (context.visibleTo !== undefined && !context.visibleTo.includes(owner)) {
+    throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
+  }
 }
 
 /** A search restricted to memories whose owner key is in `owners` (`null`: every owner, for admin tools). */
@@ -160,6 +173,13 @@ export interface MemoryTouch {
   strength?: number;
   salience?: number;
   importance?: number;
+  /**
+   * The memory's stored signals the reinforcement was computed from (as the recall read them): each reinforced
+   * signal is written only while the memory still holds the value it was computed from, so an edit (an importance
+   * Bob set), a decay step or another retrieval written since is not replaced by a value computed before it; the
+   * retrieval is counted all the same (attack 31c). Left out: written as given.
+   */
+  read?: { strength: number; salience: number; importance: number };
 }
 
 /** What `MemoryStore.stats` counts; how many memories are expiring is the decay policy's, computed in core. */
@@ -174,7 +194,8 @@ export interface InsertOptions {
    * so a purge committed before it is always seen (messages and memories are deleted by purges only).
    * A memory of its `sourceIds` that is no longer in its owner (moved by an audience change, ADR 5,
    * 2026-12-03, while it was being built) refuses it too (CONFLICT): it would quote that memory to the
-   * audience the memory left.
+   * audience the memory left. So does one forgotten (or merged away) since (CONFLICT, attack 31c): it would bring back
+   * what was forgotten; one put to rest by decay stays recallable and does not.
    */
   sourcesMustExist?: boolean;
   /**
@@ -199,6 +220,18 @@ export function sourcesMoved(memory: NewMemory, memoryIds: readonly number[]): M
     ErrorCode.Conflict,
     `the ${memory.source} memory was built from memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}, which ` +
       `left ${memory.owner} meanwhile (an audience narrowed); nothing was stored`,
+  );
+}
+
+/**
+ * The refusal of an insert whose memory was built from memories forgotten (or merged away) meanwhile: it would bring
+ * back into recall what was forgotten (attack 31c, a dream insight on a memory forgotten while the dreamer reflected).
+ */
+export function sourcesForgotten(memory: NewMemory, memoryIds: readonly number[]): MnemeError {
+  return new MnemeError(
+    ErrorCode.Conflict,
+    `the ${memory.source} memory was built from memor${memoryIds.length > 1 ? 'ies' : 'y'} ${memoryIds.join(', ')}, which ` +
+      `${memoryIds.length > 1 ? 'were' : 'was'} forgotten meanwhile; nothing was stored`,
   );
 }
 
@@ -280,7 +313,7 @@ export interface MemoryStore {
   searchOlderNeighbours?(searches: readonly OlderNeighbourSearch[]): Promise<SearchHit[][]>;
   /**
    * Records one retrieval of each memory in a single write: `access_count + 1`, `last_accessed = at`
-   * and the given reinforcement fields. A faded memory is brought back first (archive cleared, a
+   * and the given reinforcement fields (each while the memory still holds its `read` value). A faded memory is brought back first (archive cleared, a
    * `restore` version with the reason `recalled after it faded`); other archived and unknown ids are
    * skipped. No version row for the retrieval itself: a retrieval is not an edit.
    */

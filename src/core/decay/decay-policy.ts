@@ -27,7 +27,7 @@ export interface DecayStep {
   /** The memory fell below the line: archive it with the policy's `archiveReason`. */
   isExpired: boolean;
   /** What to store (the new importance and the time decay is applied up to), or null to store nothing. */
-  change: Omit<ImportanceChange, 'id'> | null;
+  change: Omit<ImportanceChange, 'id' | 'read'> | null;
 }
 
 /**

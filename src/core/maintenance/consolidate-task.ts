@@ -354,16 +354,22 @@ async function mergeCluster(
   const merged = await mergedMemory(context, originals, content);
   const ids = originals.map((memory) => memory.id);
   try {
-    const result = await context.storage.maintenance.merge(merged, ids, {
-      at: now,
-      actor: MAINTENANCE_ACTOR,
-      reason: `merged from ${ids.map((id) => `#${id}`).join(', ')} (${measure})`,
-    });
+    // Made from the originals as read: one edited while the merger wrote is refused (attack 31c).
+    const result = await context.storage.maintenance.merge(
+      merged,
+      ids,
+      {
+        at: now,
+        actor: MAINTENANCE_ACTOR,
+        reason: `merged from ${ids.map((id) => `#${id}`).join(', ')} (${measure})`,
+      },
+      originals,
+    );
     done.add(result.merged.id);
     report.clusters++;
     report.merged += result.archived.length;
   } catch (error) {
-    // An original was forgotten or merged meanwhile: nothing was written; the rest are tried next run.
+    // An original was forgotten, merged or edited meanwhile: nothing was written; the rest are tried next run.
     if (!isMnemeError(error, ErrorCode.Conflict) && !isMnemeError(error, ErrorCode.NotFound)) throw error;
   }
 }

@@ -4,7 +4,6 @@ import { decayPolicies } from '../decay/decay.js';
 import type { DecayPolicy } from '../decay/decay-policy.js';
 import type { EngineContext } from '../engine-context.js';
 import type { MnemePolicy } from '../policy.js';
-import { archiveEach } from './archive-each.js';
 import { ALL_CHANNELS, MAINTENANCE_ACTOR, type TaskReport } from './maintenance-task.js';
 
 /** Memories decay reads per page. */
@@ -51,20 +50,22 @@ export async function runDecay(
   const pages = options.everyMemory ? decayCandidatePages(storage) : duePages(storage, decay, now);
   for await (const page of pages) {
     report.checked += page.length;
-    const expired: number[] = [];
+    const expired: DecayCandidate[] = [];
     const changes: ImportanceChange[] = [];
     for (const memory of page) {
       const step = decay.step(memory, memory.decayedAt, now);
       if (step.isDecayed) report.decayed++;
-      if (step.isExpired) expired.push(memory.id);
-      if (step.change) changes.push({ id: memory.id, ...step.change });
+      // Each write applies only to a memory still as read here (attack 31c): a retrieval, an edit or a pin of
+      // another request or process since is not overruled; a memory both stepped and expired is as its change left it.
+      if (step.change) changes.push({ id: memory.id, ...step.change, read: memory });
+      if (step.isExpired) expired.push(step.change && decay.changeReason ? { ...memory, ...step.change } : memory);
     }
     if (decay.changeReason) {
       await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason });
     }
     const archiveReason = decay.archiveReason ?? `decay: ${policy.decay}`;
     // Decay puts memories to rest, it does not lose them: they stay findable (ADR 9).
-    report.archived += await archiveEach(context, expired, { ...writeContext, reason: archiveReason }, { fade: true });
+    report.archived += await storage.maintenance.putToRest(expired, { ...writeContext, reason: archiveReason });
   }
   await storage.maintenanceState.set(ALL_CHANNELS, 'decay', { lastRunAt: now });
   return report;

@@ -377,7 +377,14 @@ export async function touchHits(
   const now = context.clock.now();
   const touched = hits.map((hit) => ({ hit, reinforced: reinforcement(hit.memory, context.policy, now) }));
   await touches.record(
-    touched.map(({ hit, reinforced }): MemoryTouch => ({ id: hit.memory.id, ...reinforced })),
+    touched.map(
+      ({ hit, reinforced }): MemoryTouch => ({
+        id: hit.memory.id,
+        ...reinforced,
+        // Computed from these: not written over an edit, a decay step or a retrieval that lands first (attack 31c).
+        read: { strength: hit.memory.strength, salience: hit.memory.salience, importance: hit.memory.importance },
+      }),
+    ),
     now,
   );
   return touched.map(({ hit, reinforced }) => ({
@@ -534,7 +541,9 @@ function directHit(
 /**
  * Up to `graphNeighbours` active memories linked one hop (either direction) to the direct hits and
  * visible to the viewer, as `graph` matches after every direct hit. Their relevance is the link's
- * strength times the relevance of the hit they are linked to.
+ * strength times the relevance of the hit they are linked to. The links and the rows are read by separate
+ * statements: a row archived (a forget, a merge, decay) or moved out of the viewer's owner keys (an audience change)
+ * by a write that lands between them is left out, as the direct hits' are (attack 31c).
  */
 async function graphHits(
   context: EngineContext,
@@ -548,7 +557,12 @@ async function graphHits(
   const neighbours = await context.storage.links.neighbours([...seeds.keys()], owners, limit);
   if (neighbours.length === 0) return [];
   const memories = await context.storage.memories.get(neighbours.map((neighbour) => neighbour.id));
-  const byId = new Map(memories.map((memory) => [memory.id, memory]));
+  const visible = new Set(owners);
+  const byId = new Map(
+    memories
+      .filter((memory) => memory.archivedAt === null && visible.has(ownerKey(memory.scope, memory)))
+      .map((memory) => [memory.id, memory]),
+  );
   return neighbours
     .flatMap((neighbour): RecallHit[] => {
       const memory = byId.get(neighbour.id);

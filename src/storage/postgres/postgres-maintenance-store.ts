@@ -1,5 +1,11 @@
-import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
-import { assertOfOwner, type DueDecayCandidate, type MaintenanceStore, type MemoryText } from '../maintenance-store.js';
+import { DUE_MARGIN_MS, decayDueExpression, stillAsRead, toDecayCandidate } from '../decay-due-sql.js';
+import {
+  assertAsRead,
+  assertOfOwner,
+  type DueDecayCandidate,
+  type MaintenanceStore,
+  type MemoryText,
+} from '../maintenance-store.js';
 import { type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { memoryColumns, type PgMemoryRow, toMemory } from './postgres-memory-rows.js';
 import { createPostgresMemoryWrites } from './postgres-memory-writes.js';
@@ -60,7 +66,8 @@ export function createPostgresMaintenanceStore(
           const before = (
             await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [change.id])
           ).rows[0];
-          if (!before || before.archived_at !== null) continue;
+          // Not over a retrieval, an edit or a pin that landed after decay read the memory (attack 31c).
+          if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             await q.query('UPDATE memories SET decayed_at = $1 WHERE id = $2', [change.decayedAt, change.id]);
             continue;
@@ -83,6 +90,22 @@ export function createPostgresMaintenanceStore(
           changed++;
         }
         return changed;
+      });
+    },
+
+    async putToRest(read, context) {
+      if (read.length === 0) return 0;
+      return writePg(database, 'putting memories to rest', async (q) => {
+        let archived = 0;
+        for (const memory of read) {
+          const before = (
+            await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [memory.id])
+          ).rows[0];
+          if (!before || !stillAsRead(before, memory)) continue;
+          await writes.archive(q, memory.id, context, true);
+          archived++;
+        }
+        return archived;
       });
     },
 
@@ -141,7 +164,7 @@ export function createPostgresMaintenanceStore(
       });
     },
 
-    async merge(merged, originalIds, context) {
+    async merge(merged, originalIds, context, read = []) {
       return writePg(database, 'merging memories', async (q) => {
         const sources = originalIds.map((id) => `#${id}`).join(', ');
         const row = await writes.insert(
@@ -150,8 +173,13 @@ export function createPostgresMaintenanceStore(
           { ...context, reason: context.reason ?? `merged from ${sources}` },
           'merge',
         );
-        // Of its owner still (an audience change moves memories out of their owner, ADR 5): refused, all rolled back.
-        for (const id of originalIds) assertOfOwner((await writes.read(q, id)).owner, id, merged.owner);
+        // Of its owner still (an audience change moves memories out of their owner, ADR 5), and as the caller read
+        // it (attack 31c): refused, all rolled back.
+        for (const id of originalIds) {
+          const original = await writes.read(q, id);
+          assertOfOwner(original.owner, id, merged.owner);
+          assertAsRead({ ...original, id: Number(original.id) }, read);
+        }
         for (const id of await writes.transferSupersession(q, originalIds, row.id)) {
           await q.query(link('supersedes'), [row.id, id, context.at]);
         }

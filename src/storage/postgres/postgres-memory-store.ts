@@ -1,7 +1,15 @@
 import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
-import { type MemoryListQuery, type MemoryStore, sourcesGone, sourcesMoved } from '../memory-store.js';
+import {
+  assertStillVisible,
+  type MemoryListQuery,
+  type MemoryStore,
+  sourcesForgotten,
+  sourcesGone,
+  sourcesMoved,
+} from '../memory-store.js';
+import { reinforced } from '../touch-sql.js';
 import { firstRow, type PostgresDatabase, withPgErrors, writePg } from './postgres-database.js';
 import { writePgState } from './postgres-maintenance-state-store.js';
 import { memoryColumns, type PgMemoryRow, type PgVersionRow, toMemory, toVersion } from './postgres-memory-rows.js';
@@ -46,6 +54,16 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
                   memory,
                   rows.map((row) => Number(row.id)),
                 );
+              const forgotten = await q.query<{ id: number }>(
+                `SELECT id FROM memories WHERE id = ANY($1::bigint[]) AND archived_at IS NOT NULL AND faded_at IS NULL
+                 ORDER BY id`,
+                [[...memory.sourceIds]],
+              );
+              if (forgotten.rows.length > 0)
+                throw sourcesForgotten(
+                  memory,
+                  forgotten.rows.map((row) => Number(row.id)),
+                );
             }
           }
         }
@@ -73,6 +91,7 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
     async restore(id, embedding, context) {
       return writePg(database, `restoring memory ${id}`, async (q) => {
         const before = await writes.read(q, id);
+        assertStillVisible(before.owner, id, context);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         // A faded memory kept its vector: it stays unless a new one is given.
         const kept = before.faded_at === null ? null : before.embedding_model;
@@ -224,13 +243,26 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
           `UPDATE memories SET
              access_count = access_count + 1,
              last_accessed = $1,
-             strength = COALESCE(touched.strength, memories.strength),
-             salience = COALESCE(touched.salience, memories.salience),
-             importance = COALESCE(touched.importance, memories.importance)
+             ${reinforced('strength')}, ${reinforced('salience')}, ${reinforced('importance')}
            FROM jsonb_to_recordset($2::jsonb) AS touched(id bigint, strength double precision,
-             salience double precision, importance double precision)
+             salience double precision, importance double precision, read_strength double precision,
+             read_salience double precision, read_importance double precision)
            WHERE memories.id = touched.id AND memories.archived_at IS NULL`,
-          [at, JSON.stringify(touches)],
+          [
+            at,
+            JSON.stringify(
+              touches.map(({ read, ...touch }) =>
+                read === undefined
+                  ? touch
+                  : {
+                      ...touch,
+                      read_strength: read.strength,
+                      read_salience: read.salience,
+                      read_importance: read.importance,
+                    },
+              ),
+            ),
+          ],
         );
       });
     },

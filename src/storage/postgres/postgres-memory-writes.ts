@@ -2,6 +2,7 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import {
+  assertStillVisible,
   type MemoryChanges,
   type MoveTarget,
   type NewMemory,
@@ -80,6 +81,7 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex, databas
 
     async update(q, id, changes, context) {
       const before = await writes.read(q, id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
       }
@@ -140,6 +142,7 @@ export function createPostgresMemoryWrites(vectors: PostgresVectorIndex, databas
 
     async archive(q, id, context, fade = false) {
       const before = await writes.read(q, id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null && (fade || before.faded_at === null)) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
       }

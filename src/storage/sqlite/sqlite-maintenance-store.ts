@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { DUE_MARGIN_MS, decayDueExpression, toDecayCandidate } from '../decay-due-sql.js';
+import { DUE_MARGIN_MS, decayDueExpression, stillAsRead, toDecayCandidate } from '../decay-due-sql.js';
 import {
+  assertAsRead,
   assertOfOwner,
   type DecayCursor,
   type DecayDueRule,
@@ -173,7 +174,8 @@ export function createSqliteMaintenanceStore(
         let changed = 0;
         for (const change of changes) {
           const before = statements.byId.get(change.id);
-          if (!before || before.archived_at !== null) continue;
+          // Not over a retrieval, an edit or a pin that landed after decay read the memory (attack 31c).
+          if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             statements.decayedAt.run({ id: change.id, decayedAt: change.decayedAt });
             continue;
@@ -188,6 +190,20 @@ export function createSqliteMaintenanceStore(
           changed++;
         }
         return changed;
+      });
+    },
+
+    async putToRest(read, context) {
+      if (read.length === 0) return 0;
+      return writeSqlite(database, 'putting memories to rest', () => {
+        let archived = 0;
+        for (const memory of read) {
+          const before = statements.byId.get(memory.id);
+          if (!before || !stillAsRead(before, memory)) continue;
+          writes.archive(memory.id, context, true);
+          archived++;
+        }
+        return archived;
       });
     },
 
@@ -242,12 +258,17 @@ export function createSqliteMaintenanceStore(
       return readSqlite('reading the latest memory id', () => getRow(statements.latestMemoryId).id);
     },
 
-    async merge(merged, originalIds, context) {
+    async merge(merged, originalIds, context, read = []) {
       return writeSqlite(database, 'merging memories', () => {
         const sources = originalIds.map((id) => `#${id}`).join(', ');
         const row = writes.insert(merged, { ...context, reason: context.reason ?? `merged from ${sources}` }, 'merge');
-        // Of its owner still (an audience change moves memories out of their owner, ADR 5): refused, all rolled back.
-        for (const id of originalIds) assertOfOwner(writes.read(id).owner, id, merged.owner);
+        // Of its owner still (an audience change moves memories out of their owner, ADR 5), and as the caller read
+        // it (attack 31c): refused, all rolled back.
+        for (const id of originalIds) {
+          const original = writes.read(id);
+          assertOfOwner(original.owner, id, merged.owner);
+          assertAsRead(original, read);
+        }
         for (const id of writes.transferSupersession(originalIds, row.id)) {
           statements.supersedesLink.run(row.id, id, context.at);
         }

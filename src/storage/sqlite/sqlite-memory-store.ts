@@ -4,7 +4,8 @@ import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { ownerPrefix } from '../../core/scope.js';
 import { channelsByMemory, roomChannel, withBuiltOnThem } from '../cited-channels.js';
 import type { MemoryListQuery, MemoryStore, SearchHit } from '../memory-store.js';
-import { sourcesGone, sourcesMoved } from '../memory-store.js';
+import { assertStillVisible, sourcesForgotten, sourcesGone, sourcesMoved } from '../memory-store.js';
+import { reinforced } from '../touch-sql.js';
 import { getRow, preparedOnUse, readInTransaction, readSqlite, writeSqlite } from './sqlite-database.js';
 import { ftsQuery } from './sqlite-fts-query.js';
 import { createSqliteStateWriter } from './sqlite-maintenance-state-store.js';
@@ -37,9 +38,10 @@ export function createSqliteMemoryStore(
       database,
       'SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))',
     ),
-    memoriesAmong: preparedOnUse<[string], { id: number; owner: string }>(
+    memoriesAmong: preparedOnUse<[string], { id: number; owner: string; forgotten: number }>(
       database,
-      'SELECT id, owner FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+      `SELECT id, owner, archived_at IS NOT NULL AND faded_at IS NULL AS forgotten
+        FROM memories WHERE id IN (SELECT value FROM json_each(?))`,
     ),
     byIds: preparedOnUse<[string], unknown[]>(
       database,
@@ -117,11 +119,12 @@ export function createSqliteMemoryStore(
     touch: database.prepare<{ at: number; touches: string }>(`UPDATE memories SET
         access_count = access_count + 1,
         last_accessed = @at,
-        strength = COALESCE(touched.strength, memories.strength),
-        salience = COALESCE(touched.salience, memories.salience),
-        importance = COALESCE(touched.importance, memories.importance)
+        ${reinforced('strength')}, ${reinforced('salience')}, ${reinforced('importance')}
       FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.strength') AS strength,
-          json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance
+          json_extract(value, '$.salience') AS salience, json_extract(value, '$.importance') AS importance,
+          json_extract(value, '$.read.strength') AS read_strength,
+          json_extract(value, '$.read.salience') AS read_salience,
+          json_extract(value, '$.read.importance') AS read_importance
         FROM json_each(@touches)) AS touched
       WHERE memories.id = touched.id AND memories.archived_at IS NULL`),
     recentlyAccessed: database.prepare<{ owners: string | null; limit: number }, MemoryRow>(`SELECT * FROM memories
@@ -201,6 +204,13 @@ export function createSqliteMemoryStore(
               if (messages.length + sources.length > 0) throw sourcesGone(memory, messages, sources);
               const moved = elsewhere(statements.memoriesAmong, memory.sourceIds, memory.owner);
               if (moved.length > 0) throw sourcesMoved(memory, moved);
+              const forgotten = statements
+                .memoriesAmong()
+                .all(JSON.stringify(memory.sourceIds))
+                .filter((row) => row.forgotten === 1)
+                .map((row) => row.id)
+                .sort((a, b) => a - b);
+              if (forgotten.length > 0) throw sourcesForgotten(memory, forgotten);
             }
           }
           const stored = memories.map((memory) => toMemory(writes.insert(memory, context)));
@@ -273,6 +283,7 @@ export function createSqliteMemoryStore(
     async restore(id, embedding, context) {
       return writeSqlite(database, `restoring memory ${id}`, () => {
         const before = writes.read(id);
+        assertStillVisible(before.owner, id, context);
         if (before.archived_at === null) throw new MnemeError(ErrorCode.Conflict, `memory ${id} is not archived`);
         // A faded memory kept its vector: it stays unless a new one is given.
         const kept = before.faded_at === null ? null : before.embedding_model;

@@ -3,6 +3,7 @@ import { toIso } from '../../core/clock.js';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import type { MemorySnapshot, MemoryVersion, VersionAction } from '../../core/types.js';
 import {
+  assertStillVisible,
   type MemoryChanges,
   type MoveTarget,
   type NewMemory,
@@ -164,6 +165,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
       // A vector of a model the index no longer holds is not kept (nor its model named on the row).
       const changes = given.embedding ? { ...given, embedding: vectors.held(given.embedding) } : given;
       const before = writes.read(id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is archived; restore it before editing`);
       }
@@ -244,6 +246,7 @@ export function createSqliteMemoryWrites(database: Database.Database, vectors: S
 
     archive(id, context, fade = false) {
       const before = writes.read(id);
+      assertStillVisible(before.owner, id, context);
       if (before.archived_at !== null && (fade || before.faded_at === null)) {
         throw new MnemeError(ErrorCode.Conflict, `memory ${id} is already archived`);
       }
