@@ -145,7 +145,9 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       if (!isMnemeError(error, 'NOT_FOUND') && !isMnemeError(error, 'CONFLICT')) throw error;
       // Refused over a memory purged, moved or forgotten meanwhile: the watermark stays before this owner's memories,
       // so the next run (as an interrupted one: the owners stored here are not dreamed again) dreams what is left.
-      retryAfter = Math.min(retryAfter, first.id - 1);
+      // Not when this run finishes an earlier one: its last memory id is fixed, and a refusal every time would hold
+      // every later memory out of dreams.
+      if (interrupted.length === 0) retryAfter = Math.min(retryAfter, first.id - 1);
       continue;
     }
     report.insights += insights.length;
