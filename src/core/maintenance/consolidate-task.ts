@@ -97,6 +97,8 @@ export async function runConsolidate(
   const speakers = new Map<string, string>();
 
   let afterId = state?.watermark ?? 0;
+  /** The watermark a refused merge holds the run's to: its seed is read again by the next run (attack 31e). */
+  let retryAfter = Number.POSITIVE_INFINITY;
   // One full-text search per new memory follows: first the index in one part (each term looked up
   // once), a bounded step at a time.
   if (afterId < latest) while (await storage.maintenance.compactTextIndex());
@@ -142,7 +144,9 @@ export async function runConsolidate(
           continue;
         if (jaccard(words, wordSet(candidate.content)) >= CONSOLIDATION_JACCARD) cluster.push(candidate);
       }
-      if (cluster.length >= 2) await mergeCluster(context, merger, cluster, 'jaccard', now, done, report);
+      if (cluster.length >= 2 && !(await mergeCluster(context, merger, cluster, 'jaccard', now, done, report))) {
+        retryAfter = Math.min(retryAfter, text.id - 1);
+      }
     }
   }
 
@@ -172,7 +176,7 @@ export async function runConsolidate(
   }
 
   await storage.maintenanceState.set(ALL_CHANNELS, 'consolidate', {
-    watermark: Math.max(latest, state?.watermark ?? 0),
+    watermark: Math.max(Math.min(latest, retryAfter), state?.watermark ?? 0),
     lastRunAt: now,
   });
   return report;
@@ -318,6 +322,11 @@ function ownerOf(memory: Memory): string {
   return ownerKey(memory.scope, memory);
 }
 
+/**
+ * Merges one cluster; false when the store refused the merge because an original changed since it was read
+ * (forgotten, merged, edited, moved or purged), so that the caller has it read again (a merger's failure is not
+ * retried: true).
+ */
 async function mergeCluster(
   context: EngineContext,
   merger: MemoryMerger,
@@ -326,7 +335,7 @@ async function mergeCluster(
   now: number,
   done: Set<number>,
   report: ConsolidateReport,
-): Promise<void> {
+): Promise<boolean> {
   const originals = [...cluster].sort((left, right) => left.id - right.id);
   for (const memory of originals) done.add(memory.id);
   let content: string;
@@ -344,12 +353,12 @@ async function mergeCluster(
     );
     if (!result.success) {
       context.logger.warn(`the ${merger.id} merger returned no usable memory for #${originals[0]?.id}; skipped`);
-      return;
+      return true;
     }
     content = result.data.content;
   } catch (error) {
     context.logger.warn(`the ${merger.id} merger failed, skipped: ${errorMessage(error)}`);
-    return;
+    return true;
   }
   const merged = await mergedMemory(context, originals, content);
   const ids = originals.map((memory) => memory.id);
@@ -368,9 +377,12 @@ async function mergeCluster(
     done.add(result.merged.id);
     report.clusters++;
     report.merged += result.archived.length;
+    return true;
   } catch (error) {
-    // An original was forgotten, merged or edited meanwhile: nothing was written; the rest are tried next run.
+    // An original was forgotten, merged or edited meanwhile: nothing was written; the cluster is read again, as it
+    // then is, by the next run (the caller holds the watermark before its seed: attack 31e).
     if (!isMnemeError(error, ErrorCode.Conflict) && !isMnemeError(error, ErrorCode.NotFound)) throw error;
+    return false;
   }
 }
 

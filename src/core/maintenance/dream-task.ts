@@ -39,8 +39,9 @@ export interface DreamReport extends TaskReport {
  * is dropped). Without a dreamer (no chat model) it is skipped
  * and the watermark stays. Each owner's insights are stored with a record that the owner is done
  * (`DREAM_OWNER_TASK`), in one transaction; the watermark moves after the last owner. A run that finds
- * records past the watermark (the process died partway) finishes that run: the same memories, up to its
- * last memory id, and only the owners it had not done.
+ * records past the watermark (the process died partway, or an owner's insights were refused: the watermark stopped
+ * before its memories) finishes that run: the same memories, up to its last memory id, and only the owners it had
+ * not done.
  */
 export async function runDream(context: EngineContext, dreamer: Dreamer | null, now: number): Promise<DreamReport> {
   const report: DreamReport = { owners: 0, insights: 0, skipped: null };
@@ -58,6 +59,8 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       ? Math.max(...interrupted.map((record) => record.watermark ?? 0))
       : await storage.maintenance.latestMemoryId();
   const byOwner = new Map<string, Memory[]>();
+  /** Where the watermark stops when an owner's insights were refused: the next run dreams that owner again (attack 31e). */
+  let retryAfter = Number.POSITIVE_INFINITY;
   let afterId = watermark;
   while (afterId < latest) {
     const page = await storage.maintenance.listAfter(afterId, PAGE_SIZE);
@@ -140,12 +143,17 @@ export async function runDream(context: EngineContext, dreamer: Dreamer | null, 
       );
     } catch (error) {
       if (!isMnemeError(error, 'NOT_FOUND') && !isMnemeError(error, 'CONFLICT')) throw error;
+      // Refused over a memory purged, moved or forgotten meanwhile: the watermark stays before this owner's memories,
+      // so the next run (as an interrupted one: the owners stored here are not dreamed again) dreams what is left.
+      // Not when this run finishes an earlier one: its last memory id is fixed, and a refusal every time would hold
+      // every later memory out of dreams.
+      if (interrupted.length === 0) retryAfter = Math.min(retryAfter, first.id - 1);
       continue;
     }
     report.insights += insights.length;
   }
 
-  const moved = Math.max(latest, watermark);
+  const moved = Math.max(Math.min(latest, retryAfter), watermark);
   await storage.maintenanceState.set(ALL_CHANNELS, 'dream', { watermark: moved, lastRunAt: now });
   // The run's records, and any an earlier run left (killed after its watermark moved): the watermark covers them.
   for (const record of await storage.maintenanceState.list(DREAM_OWNER_TASK)) {
