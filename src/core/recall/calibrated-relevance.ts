@@ -35,13 +35,25 @@ let stemmedBefore = new Map<string, string>();
 /** A word of ASCII letters and digits: decomposing it and removing its marks changes nothing. */
 const asciiWord = /^[a-z0-9]*$/i;
 
-/** Lower case, diacritics removed, Porter-stemmed: how the full-text index (`porter unicode61 remove_diacritics 2`) sees a word. */
+/**
+ * The letters whose marks the full-text index's `unicode61 remove_diacritics 2` removes: Latin ones ("é", "ñ", "ệ",
+ * "Å"), but not "ǡ", "ǣ", "ǯ", "ǽ", "ǿ" nor any Greek, Cyrillic or other letter ("έ", "й" stay as they are),
+ * measured against SQLite's tokenizer (`src/storage/sqlite/sqlite-porter-stem.test.ts`).
+ */
+const foldedByIndex = /[\u00c0-\u01df\u01e4-\u01ed\u01f0-\u01fb\u0200-\u024f\u1e00-\u1e9a\u1e9c-\u1ef9\u212b]/gu;
+
+/** Lower case, diacritics removed as the index removes them, Porter-stemmed: how the full-text index (`porter unicode61 remove_diacritics 2`) sees a word. */
 export function indexStem(word: string): string {
   let stem = stemmed.get(word);
   if (stem === undefined) {
+    // A mark typed apart from its letter (NFD input) the index drops whatever the letter.
     stem =
       stemmedBefore.get(word) ??
-      porterStem(asciiWord.test(word) ? word : word.normalize('NFD').replace(/\p{M}+/gu, ''));
+      porterStem(
+        asciiWord.test(word)
+          ? word
+          : word.replace(foldedByIndex, (letter) => letter.normalize('NFD')).replace(/\p{M}+/gu, ''),
+      );
     if (stemmed.size >= REMEMBERED_STEMS) {
       stemmedBefore = stemmed;
       stemmed = new Map();
