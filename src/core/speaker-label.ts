@@ -57,6 +57,20 @@ export function leftName(userId: string, left: string, name: string | null): [st
 }
 
 /**
+ * Whether a name has a character outside ASCII. The label reads a name in any case as Unicode folds it ("ΝΊΚΟΣ" is
+ * "Νίκος", "🙂CHLOË" holds "Chloë"), which neither a text index (PostgreSQL's lowers only ASCII in the C locale; SQLite's
+ * reads "🙂chloe" as one word) nor an ASCII case fold of the text can be trusted to find: a rename or a namesake's arrival
+ * reads every memory that names a user with such a name (attack 31d). An ASCII name is found by the ASCII fold once
+ * the only two other letters Unicode folds to ASCII ones (`ASCII_FOLDED`: long s, Kelvin sign) are written as them.
+ */
+export function beyondAscii(name: string): boolean {
+  return NON_ASCII.test(name);
+}
+
+/** The letters outside ASCII that Unicode's case folding makes ASCII ones, and those ones: "ſ" is "s", "\u212a" "k". */
+export const ASCII_FOLDED = { from: '\u017f\u212a', to: 'sk' } as const;
+
+/**
  * Where a name is a speaker's in a text: `mentions`, every mention as a whole word ("Bob prefers ...": a fact of the
  * speaker's own); `lines`, where it begins a line of a transcript ("Bob: I approve": an exchange, a search context);
  * `speakers`, where it stands before a colon at the start of a line or after a sentence's end (an episode's "Ann: I
@@ -117,4 +131,5 @@ const OWN_ACTOR_KEYS = new Set(RESERVED_IDS.map(nameKey));
 const EXTRACTOR_KEY = nameKey(EXTRACTOR_ACTOR_PREFIX);
 /** A speaker quoted (`Ann: ...`) at the start of a line or after a sentence's end. */
 const SPEAKER_MARK = /(?:^|\n|[.!?\u2026] )[^\n.!?\u2026:]+: /u;
+const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;

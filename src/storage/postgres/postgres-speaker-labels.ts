@@ -1,5 +1,5 @@
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
@@ -31,8 +31,10 @@ export async function labelPostgresNamesakes(
  * Labels the memories that call user `userId` by `name` (their name, or one they left; ADR 44): those of which they are
  * the user (a fact's speaker, the sender of an exchange's message), that cite a message they sent (an exchange's reply,
  * an episode's window) or whose search context is one. Only those whose text can hold the name are read and locked:
- * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded; a name of stop words
- * alone, "Will", or a mention the parser reads as part of an address, "bob@example.com"). The text index follows the
+ * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded, long s and Kelvin sign
+ * as "s" and "k"; a name of stop words alone, "Will", or a mention the parser reads as part of an address,
+ * "bob@example.com"). A name with a letter outside ASCII is looked for in every memory that names the user: the label
+ * reads it in any case as Unicode folds it ("ΝΊΚΟΣ" for "Νίκος"), the text index and `lower` of the C locale do not. The text index follows the
  * content (a generated column); the vector is kept until `reembed` (or `serve`'s maintenance) gives the new text one.
  */
 export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
@@ -42,10 +44,11 @@ export async function labelPostgresName(q: PostgresQueryable, userId: string, na
      SELECT ${memoryColumns} FROM memories, words WHERE (user_id = $1
         OR source_message_ids && (SELECT ids FROM sent)
         OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1))
-       AND (CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
-        OR strpos(lower(content), lower($2)) > 0 OR strpos(lower(coalesce(search_context, '')), lower($2)) > 0)
+       AND ($3::boolean OR CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
+        OR strpos(lower(translate(content, $4, $5)), lower($2)) > 0
+        OR strpos(lower(translate(coalesce(search_context, ''), $4, $5)), lower($2)) > 0)
      ORDER BY id FOR UPDATE OF memories`,
-    [userId, name],
+    [userId, name, beyondAscii(name), ASCII_FOLDED.from, ASCII_FOLDED.to],
   );
   await relabel(q, rows, [[userId, name]], at);
 }

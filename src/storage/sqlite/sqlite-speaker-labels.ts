@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
@@ -44,10 +44,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
           WHERE messages.sender_id = @userId`,
       )
       .pluck(),
-    // The memories `naming` finds whose text can hold `name`: the text index finds its words (any case, accents
-    // folded), or the text holds it as spelled (ASCII case folded; a sign the index takes for part of a word, "🙂Bob").
+    // The memories `naming` finds whose text can hold `name`, an ASCII one: the text index finds its words (any case,
+    // accents folded), or the text holds it as spelled (ASCII case folded, long s and Kelvin sign as "s" and "k"; a
+    // sign the index takes for part of a word, "🙂Bob").
     holding: database
-      .prepare<{ userId: string; words: string; name: string }, number>(
+      .prepare<
+        { userId: string; words: string; name: string; long: string; s: string; kelvin: string; k: string },
+        number
+      >(
         `WITH named (id) AS (
           SELECT id FROM memories WHERE user_id = @userId
           UNION SELECT cited.memory_id FROM messages
@@ -56,8 +60,8 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
             WHERE messages.sender_id = @userId)
         SELECT id FROM named WHERE id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH @words)
         UNION SELECT memories.id FROM named JOIN memories ON memories.id = named.id
-          WHERE instr(lower(memories.content), lower(@name)) > 0
-            OR instr(lower(memories.search_context), lower(@name)) > 0`,
+          WHERE instr(lower(replace(replace(memories.content, @long, @s), @kelvin, @k)), lower(@name)) > 0
+            OR instr(lower(replace(replace(memories.search_context, @long, @s), @kelvin, @k)), lower(@name)) > 0`,
       )
       .pluck(),
     // The words of a name as the text index reads them (its own tokenizer, in the scratch table the word counts use).
@@ -139,9 +143,13 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       tokenize.run(name);
       const indexed = words.get() ?? 0;
       clear.run();
-      // A name the index holds no word of (signs alone, "!!!") is looked for in every memory that names the user.
+      // A name the index holds no word of (signs alone, "!!!") or with a letter outside ASCII (which the label reads
+      // in any case as Unicode folds it, "🙂CHLOË" for "Chloë") is looked for in every memory that names the user.
+      const [long = '', kelvin = ''] = ASCII_FOLDED.from;
       const ids =
-        indexed > 0 ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name }) : naming.all({ userId });
+        indexed > 0 && !beyondAscii(name)
+          ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name, long, s: 's', kelvin, k: 'k' })
+          : naming.all({ userId });
       for (const id of ids) {
         const row = read.get(id);
         if (row) relabel(row, [[userId, name]], at);
