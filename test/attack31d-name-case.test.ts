@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ownerKey } from '../src/core/scope.js';
 import { globalMemory } from '../src/storage/global-memory.fixture.js';
-import { createPgPoolDatabase, type PostgresDatabase } from '../src/storage/postgres/postgres-database.js';
-import { createPgliteDatabase } from '../src/storage/postgres/postgres-pglite-database.js';
-import {
-  hasPostgresBinaries,
-  startTestPostgresServer,
-  type TestPostgresServer,
-} from '../src/storage/postgres/postgres-server.fixture.js';
-import { freshPostgresStorage } from '../src/storage/postgres/postgres-test-database.fixture.js';
-import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/storage.js';
+import { onEachStore } from './attack31d-stores.fixture.js';
 
 /**
  * Attack 31d: a namesake's arrival (and a rename) reads only the memories whose text can hold the name (ADR 44, session
@@ -49,40 +41,13 @@ async function attack(storage: Storage): Promise<string[]> {
   return contents;
 }
 
-function describeStore(store: string, open: () => Promise<Storage>, close = true) {
-  describe(store, () => {
-    it('labels a mention of a name in another case when a namesake arrives', async () => {
-      const storage = await open();
-      try {
-        expect(await attack(storage)).toEqual(cases.map((each) => each.labelled));
-      } finally {
-        if (close) await storage.close();
-      }
-    }, 60_000);
-  });
-}
-
-describeStore('SQLite', async () => createSqliteStorage({ path: ':memory:' }));
-
-let pglite: PostgresDatabase;
-beforeAll(async () => {
-  pglite = await createPgliteDatabase('pglite:memory:');
-});
-afterAll(async () => {
-  await pglite?.close();
-});
-describeStore('PGlite', () => freshPostgresStorage(() => pglite)());
-
-if (hasPostgresBinaries) {
-  let server: TestPostgresServer;
-  let pool: PostgresDatabase;
-  beforeAll(async () => {
-    server = await startTestPostgresServer();
-    pool = createPgPoolDatabase(server.url);
+onEachStore((open) => {
+  it('labels a mention of a name in another case when a namesake arrives', async () => {
+    const storage = await open();
+    try {
+      expect(await attack(storage)).toEqual(cases.map((each) => each.labelled));
+    } finally {
+      await storage.close();
+    }
   }, 60_000);
-  afterAll(async () => {
-    await pool?.close();
-    await server?.stop();
-  });
-  describeStore('PostgreSQL 15 server', () => freshPostgresStorage(() => pool)());
-}
+});

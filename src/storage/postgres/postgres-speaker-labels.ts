@@ -1,3 +1,4 @@
+import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
 import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
@@ -34,10 +35,18 @@ export async function labelPostgresNamesakes(
  * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded, long s and Kelvin sign
  * as "s" and "k"; a name of stop words alone, "Will", or a mention the parser reads as part of an address,
  * "bob@example.com"). A name with a letter outside ASCII is looked for in every memory that names the user: the label
- * reads it in any case as Unicode folds it ("ΝΊΚΟΣ" for "Νίκος"), the text index and `lower` of the C locale do not. The text index follows the
+ * reads it in any case as Unicode folds it ("ΝΊΚΟΣ" for "Νίκος"), the text index and `lower` of the C locale do not.
+ * A name `left` is not labelled in a memory another of whose speakers goes by it now: the mention is theirs (attack
+ * 31d). The text index follows the
  * content (a generated column); the vector is kept until `reembed` (or `serve`'s maintenance) gives the new text one.
  */
-export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
+export async function labelPostgresName(
+  q: PostgresQueryable,
+  userId: string,
+  name: string,
+  at: number,
+  left = false,
+): Promise<void> {
   const { rows } = await q.query<PgMemoryRow>(
     `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1),
        words AS (SELECT plainto_tsquery('english', $2) AS query)
@@ -47,8 +56,13 @@ export async function labelPostgresName(q: PostgresQueryable, userId: string, na
        AND ($3::boolean OR CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
         OR strpos(lower(translate(content, $4, $5)), lower($2)) > 0
         OR strpos(lower(translate(coalesce(search_context, ''), $4, $5)), lower($2)) > 0)
+       AND NOT ($6::boolean AND EXISTS (SELECT 1 FROM users WHERE users.id <> $1
+         AND (users.name_key = $7 OR users.id_key = $7)
+         AND (users.id = memories.user_id
+           OR users.id IN (SELECT sender_id FROM messages WHERE id = ANY(memories.source_message_ids))
+           OR users.id = (SELECT sender_id FROM messages WHERE id = memories.search_context_message_id))))
      ORDER BY id FOR UPDATE OF memories`,
-    [userId, name, beyondAscii(name), ASCII_FOLDED.from, ASCII_FOLDED.to],
+    [userId, name, beyondAscii(name), ASCII_FOLDED.from, ASCII_FOLDED.to, left, nameKey(name)],
   );
   await relabel(q, rows, [[userId, name]], at);
 }

@@ -76,7 +76,7 @@ export async function putPostgresUserName(
   const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
   const plain = kept ? null : plainName(left, user.id);
   if (plain !== null && nameKey(plain) !== idKey) {
-    await labelPostgresName(q, user.id, plain, at);
+    await labelPostgresName(q, user.id, plain, at, true);
     // The last name a user left (step 13): the insert of a memory made before labels it (ADR 44, session 31).
     if (await hasLeftNames(database, q)) {
       await q.query('UPDATE users SET left_name = $1, left_at = $2 WHERE id = $3', [plain, at, user.id]);

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
 import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
@@ -13,9 +14,10 @@ export interface SqliteSpeakerLabels {
   labelNamesakes(userId: string, keys: Iterable<string>, at: number): void;
   /**
    * Labels the memories that call user `userId` by `name` (their name, or one they left): only those whose text can
-   * hold the name are read (the text index finds its words, or the text holds it as spelled).
+   * hold the name are read (the text index finds its words, or the text holds it as spelled). A name `left` is not
+   * labelled in a memory another of whose speakers goes by it now: the mention is theirs (attack 31d).
    */
-  label(userId: string, name: string, at: number): void;
+  label(userId: string, name: string, at: number, left?: boolean): void;
   /**
    * Memory `row` just written, with its speakers labelled where another user can now be taken for their name: its
    * text was made before its write's transaction, and a namesake who arrived in between found no memory to label.
@@ -71,6 +73,18 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     words: database.prepare<[], number>('SELECT count(*) FROM memory_words_scratch_terms').pluck(),
     clear: database.prepare("INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all')"),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    // Whether another speaker of a memory (as `speakers` finds them) reads as a name now.
+    heldBy: database.prepare<{
+      userId: string | null;
+      sources: string;
+      contextMessageId: number | null;
+      self: string;
+      key: string;
+    }>(
+      `${SPEAKERS}
+      SELECT 1 FROM speakers JOIN users ON users.id = speakers.id
+      WHERE users.id <> @self AND (users.name_key = @key OR users.id_key = @key) LIMIT 1`,
+    ),
     // The named users another user can be taken for (ADR 40's two lookups).
     ambiguous: database.prepare<[], { id: string; display_name: string }>(
       `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
@@ -138,8 +152,9 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
         }
       }
     },
-    label(userId, name, at) {
-      const { naming, holding, tokenize, words, clear, read } = statements();
+    label(userId, name, at, left = false) {
+      const { naming, holding, tokenize, words, clear, read, heldBy } = statements();
+      const key = nameKey(name);
       tokenize.run(name);
       const indexed = words.get() ?? 0;
       clear.run();
@@ -152,7 +167,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
           : naming.all({ userId });
       for (const id of ids) {
         const row = read.get(id);
-        if (row) relabel(row, [[userId, name]], at);
+        if (!row) continue;
+        const speakers = {
+          userId: row.user_id,
+          sources: row.source_message_ids,
+          contextMessageId: row.search_context_message_id,
+        };
+        if (left && heldBy.get({ ...speakers, self: userId, key }) !== undefined) continue;
+        relabel(row, [[userId, name]], at);
       }
     },
     labelEveryNamesake(at) {

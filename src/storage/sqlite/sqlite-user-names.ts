@@ -106,7 +106,7 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
       const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
       const plain = kept ? null : plainName(left, user.id);
       if (plain !== null && nameKey(plain) !== idKey) {
-        labels.label(user.id, plain, at);
+        labels.label(user.id, plain, at, true);
         leave?.run(plain, at, user.id);
       }
     },
