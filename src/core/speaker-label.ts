@@ -57,6 +57,23 @@ export function leftName(userId: string, left: string, name: string | null): [st
 }
 
 /**
+ * The names the speakers of a memory left (`leaving`) to label in it (`leftName` of each), but a name another of its
+ * `speakers` reads as now (its name or id key): the mention is theirs, labelled or not ("Bob (robert)" written while
+ * Eve was called Bob too stays Bob's; attack 31d).
+ */
+export function leftNamesIn(
+  leaving: readonly { id: string; display_name: string | null; left_name: string }[],
+  speakers: readonly { id: string; name_key: string; id_key: string }[],
+): [string, string][] {
+  return leaving.flatMap((user) =>
+    leftName(user.id, user.left_name, user.display_name).filter(([, left]) => {
+      const key = nameKey(left);
+      return !speakers.some((other) => other.id !== user.id && (other.name_key === key || other.id_key === key));
+    }),
+  );
+}
+
+/**
  * Whether a name has a character outside ASCII. The label reads a name in any case as Unicode folds it ("ΝΊΚΟΣ" is
  * "Νίκος", "🙂CHLOË" holds "Chloë"), which neither a text index (PostgreSQL's lowers only ASCII in the C locale; SQLite's
  * reads "🙂chloe" as one word) nor an ASCII case fold of the text can be trusted to find: a rename or a namesake's arrival

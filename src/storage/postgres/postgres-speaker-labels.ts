@@ -1,6 +1,6 @@
 import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftNamesIn, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
@@ -117,7 +117,14 @@ export async function labelPostgresWritten(
        WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
       [...of, row.valid_from],
     );
-    named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+    if (leaving.length > 0) {
+      const { rows: speakers } = await q.query<{ id: string; name_key: string; id_key: string }>(
+        `${SPEAKERS}
+         SELECT users.id, users.name_key, users.id_key FROM speakers JOIN users ON users.id = speakers.id`,
+        of,
+      );
+      named.push(...leftNamesIn(leaving, speakers));
+    }
   }
   if (named.length === 0) return row;
   const [after] = await relabel(q, [row], named, at);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftNamesIn, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
@@ -73,6 +73,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     words: database.prepare<[], number>('SELECT count(*) FROM memory_words_scratch_terms').pluck(),
     clear: database.prepare("INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all')"),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    // The keys each speaker of a memory reads as.
+    speakerKeys: database.prepare<
+      { userId: string | null; sources: string; contextMessageId: number | null },
+      { id: string; name_key: string; id_key: string }
+    >(
+      `${SPEAKERS}
+      SELECT users.id, users.name_key, users.id_key FROM speakers JOIN users ON users.id = speakers.id`,
+    ),
     // Whether another speaker of a memory (as `speakers` finds them) reads as a name now.
     heldBy: database.prepare<{
       userId: string | null;
@@ -196,7 +204,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       });
       // A name a speaker left after the memory's messages were sent: its text may have been made before (ADR 44).
       const leaving = leftNames()?.all({ ...of, since: row.valid_from }) ?? [];
-      named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+      if (leaving.length > 0) named.push(...leftNamesIn(leaving, statements().speakerKeys.all(of)));
       return named.length === 0 ? row : relabel(row, named, at);
     },
   };
