@@ -111,9 +111,15 @@ export async function labelPostgresWritten(
   });
   // A name a speaker left after the memory's messages were sent (step 13): its text may have been made before.
   if (leftNames) {
-    const { rows: leaving } = await q.query<{ id: string; display_name: string | null; left_name: string }>(
+    const { rows: leaving } = await q.query<{
+      id: string;
+      display_name: string | null;
+      left_name: string;
+      left_at: string;
+    }>(
       `${SPEAKERS}
-       SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+       SELECT users.id, users.display_name, users.left_name, users.left_at
+       FROM speakers JOIN users ON users.id = speakers.id
        WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
       [...of, row.valid_from],
     );
@@ -123,7 +129,7 @@ export async function labelPostgresWritten(
          SELECT users.id, users.name_key, users.id_key FROM speakers JOIN users ON users.id = speakers.id`,
         of,
       );
-      named.push(...leftNamesIn(leaving, speakers));
+      named.push(...leftNamesIn(leaving, Number(row.valid_from), speakers));
     }
   }
   if (named.length === 0) return row;

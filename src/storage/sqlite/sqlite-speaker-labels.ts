@@ -131,7 +131,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   let left:
     | Database.Statement<
         { userId: string | null; sources: string; contextMessageId: number | null; since: number },
-        { id: string; display_name: string | null; left_name: string }
+        { id: string; display_name: string | null; left_name: string; left_at: number }
       >
     | null
     | undefined;
@@ -141,7 +141,8 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
         ? null
         : database.prepare(
             `${SPEAKERS}
-            SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+            SELECT users.id, users.display_name, users.left_name, users.left_at
+            FROM speakers JOIN users ON users.id = speakers.id
             WHERE users.left_name IS NOT NULL AND users.left_at >= @since ORDER BY users.id`,
           );
     return left;
@@ -204,7 +205,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       });
       // A name a speaker left after the memory's messages were sent: its text may have been made before (ADR 44).
       const leaving = leftNames()?.all({ ...of, since: row.valid_from }) ?? [];
-      if (leaving.length > 0) named.push(...leftNamesIn(leaving, statements().speakerKeys.all(of)));
+      if (leaving.length > 0) named.push(...leftNamesIn(leaving, row.valid_from, statements().speakerKeys.all(of)));
       return named.length === 0 ? row : relabel(row, named, at);
     },
   };
