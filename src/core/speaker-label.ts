@@ -56,6 +56,79 @@ export function leftName(userId: string, left: string, name: string | null): [st
   return name !== null && sameNameInAnotherCase(plain, name) ? [] : [[userId, plain]];
 }
 
+/** A name a user left (`users.left_name`), and when (`at`, ms). */
+export interface LeftName {
+  name: string;
+  at: number;
+}
+
+/**
+ * The names `users.left_name` holds, oldest first (`leftAt`, `users.left_at`, the time of the last): a JSON list of
+ * `[name, at]` since attack 31d, or the one name session 31 wrote. A name held plain never starts with "[" (a name with
+ * brackets is always labelled, never left), and code that reads the column as one name finds brackets in a list.
+ */
+export function storedLeftNames(stored: string | null, leftAt: number | null): LeftName[] {
+  if (stored === null) return [];
+  if (!stored.startsWith('[')) return leftAt === null ? [] : [{ name: stored, at: leftAt }];
+  try {
+    const list: unknown = JSON.parse(stored);
+    if (!Array.isArray(list)) return [];
+    return list.flatMap((entry: unknown) =>
+      Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number'
+        ? [{ name: entry[0], at: entry[1] }]
+        : [],
+    );
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * `users.left_name` once the user leaves `name` at `at`: the names left before are kept (the last `KEPT_LEFT_NAMES`),
+ * so a user who renames themselves twice while a text is being made leaves both names to label in it (attack 31d).
+ */
+export function withLeftName(stored: string | null, leftAt: number | null, name: string, at: number): string {
+  const kept = storedLeftNames(stored, leftAt)
+    .filter((left) => left.name !== name)
+    .slice(-(KEPT_LEFT_NAMES - 1));
+  return JSON.stringify([...kept, { name, at }].map((left) => [left.name, left.at]));
+}
+
+/**
+ * The names the speakers of a memory left (`leaving`) at or after `since` (the time of the messages its text was made
+ * from) to label in it (`leftName` of each), but a name another of its `speakers` reads as now (its name or id key):
+ * the mention is theirs, labelled or not ("Bob (robert)" written while Eve was called Bob too stays Bob's; attack 31d).
+ */
+export function leftNamesIn(
+  leaving: readonly { id: string; display_name: string | null; left_name: string; left_at: number | string }[],
+  since: number,
+  speakers: readonly { id: string; name_key: string; id_key: string }[],
+): [string, string][] {
+  return leaving.flatMap((user) =>
+    storedLeftNames(user.left_name, Number(user.left_at))
+      .filter((left) => left.at >= since)
+      .flatMap((left) => leftName(user.id, left.name, user.display_name))
+      .filter(([, left]) => {
+        const key = nameKey(left);
+        return !speakers.some((other) => other.id !== user.id && (other.name_key === key || other.id_key === key));
+      }),
+  );
+}
+
+/**
+ * Whether a name has a character outside ASCII. The label reads a name in any case as Unicode folds it ("ΝΊΚΟΣ" is
+ * "Νίκος", "🙂CHLOË" holds "Chloë"), which neither a text index (PostgreSQL's lowers only ASCII in the C locale; SQLite's
+ * reads "🙂chloe" as one word) nor an ASCII case fold of the text can be trusted to find: a rename or a namesake's arrival
+ * reads every memory that names a user with such a name (attack 31d). An ASCII name is found by the ASCII fold once
+ * the only two other letters Unicode folds to ASCII ones (`ASCII_FOLDED`: long s, Kelvin sign) are written as them.
+ */
+export function beyondAscii(name: string): boolean {
+  return NON_ASCII.test(name);
+}
+
+/** The letters outside ASCII that Unicode's case folding makes ASCII ones, and those ones: "ſ" is "s", "\u212a" "k". */
+export const ASCII_FOLDED = { from: '\u017f\u212a', to: 'sk' } as const;
+
 /**
  * Where a name is a speaker's in a text: `mentions`, every mention as a whole word ("Bob prefers ...": a fact of the
  * speaker's own); `lines`, where it begins a line of a transcript ("Bob: I approve": an exchange, a search context);
@@ -117,4 +190,7 @@ const OWN_ACTOR_KEYS = new Set(RESERVED_IDS.map(nameKey));
 const EXTRACTOR_KEY = nameKey(EXTRACTOR_ACTOR_PREFIX);
 /** A speaker quoted (`Ann: ...`) at the start of a line or after a sentence's end. */
 const SPEAKER_MARK = /(?:^|\n|[.!?\u2026] )[^\n.!?\u2026:]+: /u;
+/** How many names a user left `users.left_name` keeps. */
+const KEPT_LEFT_NAMES = 8;
+const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;

@@ -1,5 +1,6 @@
+import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftNamesIn, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './postgres-memory-rows.js';
@@ -31,21 +32,37 @@ export async function labelPostgresNamesakes(
  * Labels the memories that call user `userId` by `name` (their name, or one they left; ADR 44): those of which they are
  * the user (a fact's speaker, the sender of an exchange's message), that cite a message they sent (an exchange's reply,
  * an episode's window) or whose search context is one. Only those whose text can hold the name are read and locked:
- * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded; a name of stop words
- * alone, "Will", or a mention the parser reads as part of an address, "bob@example.com"). The text index follows the
+ * the text index finds its words (any case), or the text holds it as spelled (ASCII case folded, long s and Kelvin sign
+ * as "s" and "k"; a name of stop words alone, "Will", or a mention the parser reads as part of an address,
+ * "bob@example.com"). A name with a letter outside ASCII is looked for in every memory that names the user: the label
+ * reads it in any case as Unicode folds it ("ΝΊΚΟΣ" for "Νίκος"), the text index and `lower` of the C locale do not.
+ * A name `left` is not labelled in a memory another of whose speakers goes by it now: the mention is theirs (attack
+ * 31d). The text index follows the
  * content (a generated column); the vector is kept until `reembed` (or `serve`'s maintenance) gives the new text one.
  */
-export async function labelPostgresName(q: PostgresQueryable, userId: string, name: string, at: number): Promise<void> {
+export async function labelPostgresName(
+  q: PostgresQueryable,
+  userId: string,
+  name: string,
+  at: number,
+  left = false,
+): Promise<void> {
   const { rows } = await q.query<PgMemoryRow>(
     `WITH sent AS (SELECT coalesce(array_agg(id), '{}') AS ids FROM messages WHERE sender_id = $1),
        words AS (SELECT plainto_tsquery('english', $2) AS query)
      SELECT ${memoryColumns} FROM memories, words WHERE (user_id = $1
         OR source_message_ids && (SELECT ids FROM sent)
         OR search_context_message_id IN (SELECT id FROM messages WHERE sender_id = $1))
-       AND (CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
-        OR strpos(lower(content), lower($2)) > 0 OR strpos(lower(coalesce(search_context, '')), lower($2)) > 0)
+       AND ($3::boolean OR CASE WHEN numnode(words.query) > 0 THEN fts @@ words.query ELSE false END
+        OR strpos(lower(translate(content, $4, $5)), lower($2)) > 0
+        OR strpos(lower(translate(coalesce(search_context, ''), $4, $5)), lower($2)) > 0)
+       AND NOT ($6::boolean AND EXISTS (SELECT 1 FROM users WHERE users.id <> $1
+         AND (users.name_key = $7 OR users.id_key = $7)
+         AND (users.id = memories.user_id
+           OR users.id IN (SELECT sender_id FROM messages WHERE id = ANY(memories.source_message_ids))
+           OR users.id = (SELECT sender_id FROM messages WHERE id = memories.search_context_message_id))))
      ORDER BY id FOR UPDATE OF memories`,
-    [userId, name],
+    [userId, name, beyondAscii(name), ASCII_FOLDED.from, ASCII_FOLDED.to, left, nameKey(name)],
   );
   await relabel(q, rows, [[userId, name]], at);
 }
@@ -94,13 +111,26 @@ export async function labelPostgresWritten(
   });
   // A name a speaker left after the memory's messages were sent (step 13): its text may have been made before.
   if (leftNames) {
-    const { rows: leaving } = await q.query<{ id: string; display_name: string | null; left_name: string }>(
+    const { rows: leaving } = await q.query<{
+      id: string;
+      display_name: string | null;
+      left_name: string;
+      left_at: string;
+    }>(
       `${SPEAKERS}
-       SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+       SELECT users.id, users.display_name, users.left_name, users.left_at
+       FROM speakers JOIN users ON users.id = speakers.id
        WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
       [...of, row.valid_from],
     );
-    named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+    if (leaving.length > 0) {
+      const { rows: speakers } = await q.query<{ id: string; name_key: string; id_key: string }>(
+        `${SPEAKERS}
+         SELECT users.id, users.name_key, users.id_key FROM speakers JOIN users ON users.id = speakers.id`,
+        of,
+      );
+      named.push(...leftNamesIn(leaving, Number(row.valid_from), speakers));
+    }
   }
   if (named.length === 0) return row;
   const [after] = await relabel(q, [row], named, at);

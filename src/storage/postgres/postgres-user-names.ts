@@ -1,6 +1,6 @@
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
-import { plainName, sameNameInAnotherCase } from '../../core/speaker-label.js';
+import { plainName, sameNameInAnotherCase, withLeftName } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { PostgresQueryable } from './postgres-database.js';
 import type { PgMemoryRow } from './postgres-memory-rows.js';
@@ -30,7 +30,7 @@ function isKeyed(database: object, q: PostgresQueryable): Promise<boolean> {
   return hasUsersColumn(database, q, 'id_key');
 }
 
-/** Whether `users.left_name` exists (step 13): the last name a user left, for the insert of a memory made before. */
+/** Whether `users.left_name` exists (step 13): the names a user left, for the insert of a memory made before. */
 function hasLeftNames(database: object, q: PostgresQueryable): Promise<boolean> {
   return hasUsersColumn(database, q, 'left_name');
 }
@@ -76,10 +76,18 @@ export async function putPostgresUserName(
   const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
   const plain = kept ? null : plainName(left, user.id);
   if (plain !== null && nameKey(plain) !== idKey) {
-    await labelPostgresName(q, user.id, plain, at);
-    // The last name a user left (step 13): the insert of a memory made before labels it (ADR 44, session 31).
+    await labelPostgresName(q, user.id, plain, at, true);
+    // The names a user left, with when (step 13; the last 8 since attack 31d): the insert of a memory made before
+    // labels them (ADR 44, session 31).
     if (await hasLeftNames(database, q)) {
-      await q.query('UPDATE users SET left_name = $1, left_at = $2 WHERE id = $3', [plain, at, user.id]);
+      const { rows: left } = await q.query<{ left_name: string | null; left_at: string | null }>(
+        'SELECT left_name, left_at FROM users WHERE id = $1',
+        [user.id],
+      );
+      const stored = left[0]?.left_name ?? null;
+      const leftAt = left[0]?.left_at ?? null;
+      const names = withLeftName(stored, leftAt === null ? null : Number(leftAt), plain, at);
+      await q.query('UPDATE users SET left_name = $1, left_at = $2 WHERE id = $3', [names, at, user.id]);
     }
   }
 }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
+import { nameKey } from '../../core/name-key.js';
 import { MAINTENANCE_ACTOR } from '../../core/reserved-ids.js';
-import { labelledText, labelOf, leftName, plainName } from '../../core/speaker-label.js';
+import { ASCII_FOLDED, beyondAscii, labelledText, labelOf, leftNamesIn, plainName } from '../../core/speaker-label.js';
 import { VECTORS_CLEARED } from '../vector-backfill-store.js';
 import { type MemoryRow, snapshotOf } from './sqlite-memory-rows.js';
 
@@ -13,9 +14,10 @@ export interface SqliteSpeakerLabels {
   labelNamesakes(userId: string, keys: Iterable<string>, at: number): void;
   /**
    * Labels the memories that call user `userId` by `name` (their name, or one they left): only those whose text can
-   * hold the name are read (the text index finds its words, or the text holds it as spelled).
+   * hold the name are read (the text index finds its words, or the text holds it as spelled). A name `left` is not
+   * labelled in a memory another of whose speakers goes by it now: the mention is theirs (attack 31d).
    */
-  label(userId: string, name: string, at: number): void;
+  label(userId: string, name: string, at: number, left?: boolean): void;
   /**
    * Memory `row` just written, with its speakers labelled where another user can now be taken for their name: its
    * text was made before its write's transaction, and a namesake who arrived in between found no memory to label.
@@ -44,10 +46,14 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
           WHERE messages.sender_id = @userId`,
       )
       .pluck(),
-    // The memories `naming` finds whose text can hold `name`: the text index finds its words (any case, accents
-    // folded), or the text holds it as spelled (ASCII case folded; a sign the index takes for part of a word, "🙂Bob").
+    // The memories `naming` finds whose text can hold `name`, an ASCII one: the text index finds its words (any case,
+    // accents folded), or the text holds it as spelled (ASCII case folded, long s and Kelvin sign as "s" and "k"; a
+    // sign the index takes for part of a word, "🙂Bob").
     holding: database
-      .prepare<{ userId: string; words: string; name: string }, number>(
+      .prepare<
+        { userId: string; words: string; name: string; long: string; s: string; kelvin: string; k: string },
+        number
+      >(
         `WITH named (id) AS (
           SELECT id FROM memories WHERE user_id = @userId
           UNION SELECT cited.memory_id FROM messages
@@ -56,8 +62,8 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
             WHERE messages.sender_id = @userId)
         SELECT id FROM named WHERE id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH @words)
         UNION SELECT memories.id FROM named JOIN memories ON memories.id = named.id
-          WHERE instr(lower(memories.content), lower(@name)) > 0
-            OR instr(lower(memories.search_context), lower(@name)) > 0`,
+          WHERE instr(lower(replace(replace(memories.content, @long, @s), @kelvin, @k)), lower(@name)) > 0
+            OR instr(lower(replace(replace(memories.search_context, @long, @s), @kelvin, @k)), lower(@name)) > 0`,
       )
       .pluck(),
     // The words of a name as the text index reads them (its own tokenizer, in the scratch table the word counts use).
@@ -67,6 +73,26 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
     words: database.prepare<[], number>('SELECT count(*) FROM memory_words_scratch_terms').pluck(),
     clear: database.prepare("INSERT INTO memory_words_scratch (memory_words_scratch) VALUES ('delete-all')"),
     read: database.prepare<[number], MemoryRow>('SELECT * FROM memories WHERE id = ?'),
+    // The keys each speaker of a memory reads as.
+    speakerKeys: database.prepare<
+      { userId: string | null; sources: string; contextMessageId: number | null },
+      { id: string; name_key: string; id_key: string }
+    >(
+      `${SPEAKERS}
+      SELECT users.id, users.name_key, users.id_key FROM speakers JOIN users ON users.id = speakers.id`,
+    ),
+    // Whether another speaker of a memory (as `speakers` finds them) reads as a name now.
+    heldBy: database.prepare<{
+      userId: string | null;
+      sources: string;
+      contextMessageId: number | null;
+      self: string;
+      key: string;
+    }>(
+      `${SPEAKERS}
+      SELECT 1 FROM speakers JOIN users ON users.id = speakers.id
+      WHERE users.id <> @self AND (users.name_key = @key OR users.id_key = @key) LIMIT 1`,
+    ),
     // The named users another user can be taken for (ADR 40's two lookups).
     ambiguous: database.prepare<[], { id: string; display_name: string }>(
       `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
@@ -105,7 +131,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   let left:
     | Database.Statement<
         { userId: string | null; sources: string; contextMessageId: number | null; since: number },
-        { id: string; display_name: string | null; left_name: string }
+        { id: string; display_name: string | null; left_name: string; left_at: number }
       >
     | null
     | undefined;
@@ -115,7 +141,8 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
         ? null
         : database.prepare(
             `${SPEAKERS}
-            SELECT users.id, users.display_name, users.left_name FROM speakers JOIN users ON users.id = speakers.id
+            SELECT users.id, users.display_name, users.left_name, users.left_at
+            FROM speakers JOIN users ON users.id = speakers.id
             WHERE users.left_name IS NOT NULL AND users.left_at >= @since ORDER BY users.id`,
           );
     return left;
@@ -134,17 +161,29 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
         }
       }
     },
-    label(userId, name, at) {
-      const { naming, holding, tokenize, words, clear, read } = statements();
+    label(userId, name, at, left = false) {
+      const { naming, holding, tokenize, words, clear, read, heldBy } = statements();
+      const key = nameKey(name);
       tokenize.run(name);
       const indexed = words.get() ?? 0;
       clear.run();
-      // A name the index holds no word of (signs alone, "!!!") is looked for in every memory that names the user.
+      // A name the index holds no word of (signs alone, "!!!") or with a letter outside ASCII (which the label reads
+      // in any case as Unicode folds it, "🙂CHLOË" for "Chloë") is looked for in every memory that names the user.
+      const [long = '', kelvin = ''] = ASCII_FOLDED.from;
       const ids =
-        indexed > 0 ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name }) : naming.all({ userId });
+        indexed > 0 && !beyondAscii(name)
+          ? holding.all({ userId, words: `"${name.replaceAll('"', '""')}"`, name, long, s: 's', kelvin, k: 'k' })
+          : naming.all({ userId });
       for (const id of ids) {
         const row = read.get(id);
-        if (row) relabel(row, [[userId, name]], at);
+        if (!row) continue;
+        const speakers = {
+          userId: row.user_id,
+          sources: row.source_message_ids,
+          contextMessageId: row.search_context_message_id,
+        };
+        if (left && heldBy.get({ ...speakers, self: userId, key }) !== undefined) continue;
+        relabel(row, [[userId, name]], at);
       }
     },
     labelEveryNamesake(at) {
@@ -166,7 +205,7 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
       });
       // A name a speaker left after the memory's messages were sent: its text may have been made before (ADR 44).
       const leaving = leftNames()?.all({ ...of, since: row.valid_from }) ?? [];
-      named.push(...leaving.flatMap((user) => leftName(user.id, user.left_name, user.display_name)));
+      if (leaving.length > 0) named.push(...leftNamesIn(leaving, row.valid_from, statements().speakerKeys.all(of)));
       return named.length === 0 ? row : relabel(row, named, at);
     },
   };

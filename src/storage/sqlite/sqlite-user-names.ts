@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { nameKey } from '../../core/name-key.js';
 import { isReservedId } from '../../core/reserved-ids.js';
-import { plainName, sameNameInAnotherCase } from '../../core/speaker-label.js';
+import { plainName, sameNameInAnotherCase, withLeftName } from '../../core/speaker-label.js';
 import type { User } from '../directory-store.js';
 import type { MemoryRow } from './sqlite-memory-rows.js';
 import { createSqliteSpeakerLabels } from './sqlite-speaker-labels.js';
@@ -43,15 +43,23 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
         namesake: Database.Statement<[object], { found: 0 | 1 }> | null;
         named: Database.Statement<[string], { display_name: string | null; name_key: string | null }> | null;
         leave: Database.Statement<[string, number, string]> | null;
+        leftBefore: Database.Statement<[string], { left_name: string | null; left_at: number | null }> | null;
       }
     | undefined;
   const prepare = () => {
     const has = (column: string) =>
       database.prepare("SELECT 1 FROM pragma_table_info('users') WHERE name = ?").get(column) !== undefined;
     const keyed = has('id_key');
-    // The last name a user left (migration 33): the insert of a memory made before labels it (ADR 44, session 31).
-    const leave = has('left_name')
+    // The names a user left, with when (migration 33; the last 8 since attack 31d): the insert of a memory made
+    // before labels them (ADR 44, session 31).
+    const leaving = has('left_name');
+    const leave = leaving
       ? database.prepare<[string, number, string]>('UPDATE users SET left_name = ?, left_at = ? WHERE id = ?')
+      : null;
+    const leftBefore = leaving
+      ? database.prepare<[string], { left_name: string | null; left_at: number | null }>(
+          'SELECT left_name, left_at FROM users WHERE id = ?',
+        )
       : null;
     statements = keyed
       ? {
@@ -72,6 +80,7 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
           ),
           named: database.prepare('SELECT display_name, name_key FROM users WHERE id = ?'),
           leave,
+          leftBefore,
         }
       : {
           put: database.prepare(
@@ -85,13 +94,14 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
           namesake: null,
           named: null,
           leave: null,
+          leftBefore: null,
         };
     return statements;
   };
   const labels = createSqliteSpeakerLabels(database);
   return {
     put(user, at) {
-      const { put, named, leave } = statements ?? prepare();
+      const { put, named, leave, leftBefore } = statements ?? prepare();
       const key = nameKey(user.displayName ?? user.id);
       const idKey = nameKey(user.id);
       const before = named?.get(user.id);
@@ -106,8 +116,9 @@ export function createSqliteUserNames(database: Database.Database): SqliteUserNa
       const kept = left !== null && user.displayName !== null && sameNameInAnotherCase(left, user.displayName);
       const plain = kept ? null : plainName(left, user.id);
       if (plain !== null && nameKey(plain) !== idKey) {
-        labels.label(user.id, plain, at);
-        leave?.run(plain, at, user.id);
+        labels.label(user.id, plain, at, true);
+        const before = leftBefore?.get(user.id);
+        leave?.run(withLeftName(before?.left_name ?? null, before?.left_at ?? null, plain, at), at, user.id);
       }
     },
     know(ids, at) {
