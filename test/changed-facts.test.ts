@@ -164,6 +164,51 @@ describe('a fact that changes', () => {
   });
 });
 
+describe('a value that changes in other words', () => {
+  const changes: ReadonlyArray<[older: string, newer: string, question: string]> = [
+    ['My favorite color is blue', 'Actually my favorite color is green now', 'what is the favorite color of Oz'],
+    ['My manager is Dana', 'My new manager is Lee', 'who is the manager of Oz'],
+    ['I work at Acme as a designer', 'I just started a new job at Globex', 'where does Oz work'],
+    ['I drive a Honda Civic', 'I sold my Honda and bought a Tesla', 'what car does Oz drive'],
+    ['I am learning Spanish', 'I gave up Spanish and started learning Japanese', 'what language is Oz learning'],
+    ['My phone is a Pixel 6', 'I upgraded my phone to an iPhone 15', 'what phone does Oz have'],
+    ['I go running every morning', 'I stopped running because of my knee, I swim now', 'what exercise does Oz do'],
+    ['My sister Mia lives in Oslo', 'Mia moved from Oslo to Rome', 'where does Mia live'],
+  ];
+  for (const [older, newer, question] of changes) {
+    it(`reads "${newer}" as a change of "${older}": the newer first, the older kept and marked`, async () => {
+      const mneme = await open();
+      await ozSays(mneme, 'dm-oz', older, newer);
+      const [before, after, ...others] = await facts(mneme);
+      expect(others).toEqual([]);
+      expect(after?.supersededBy).toBeNull();
+      expect(before?.supersededBy).toBe(after?.id);
+      const { hits } = await mneme.recall({ query: question, viewer: { userId: 'oz', channelId: 'dm-oz' } });
+      expect(hits.map((hit) => hit.memory.id).filter((id) => id === before?.id || id === after?.id)).toEqual([
+        after?.id,
+        before?.id,
+      ]);
+    });
+  }
+
+  const noChanges: ReadonlyArray<[first: string, second: string]> = [
+    ['My kids are great with animals', 'My kids are at school until three'],
+    ['My favorite band is Muse', 'My favorite band is also Radiohead'],
+    ['I love Spanish food', 'I stopped by the bakery on the way home'],
+    ['I am reading a book about cats', 'I bought a new book about birds'],
+    ['I work at Acme on the data team', 'I worked at Google before joining Acme'],
+  ];
+  for (const [first, second] of noChanges) {
+    it(`keeps "${first}" current beside "${second}"`, async () => {
+      const mneme = await open();
+      await ozSays(mneme, 'dm-oz', first, second);
+      const memories = await facts(mneme);
+      expect(memories.length).toBeGreaterThanOrEqual(2);
+      expect(memories.map((memory) => memory.supersededBy)).toEqual(memories.map(() => null));
+    });
+  }
+});
+
 describe('consolidation of a fact that changed', () => {
   it('never merges the superseded memory, and hands it to the merge of the newer one', async () => {
     const mneme = await open();

@@ -76,11 +76,14 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
 ): FactReconciliation<Candidate> {
   const ignore = [...wordSet(options.speaker, { keepStopWords: true }), 'others'];
   const words = wordSet(fact.content, { ignore });
-  const subject = factSubject(fact.content, options.speaker);
+  const subject = subjectOf(fact.content, options.speaker);
   const shared = sharedSubject(subject, fact.owner, options.speaker);
   const isAboutSubject = (content: string) => {
-    const other = factSubject(content, options.speaker);
-    return subject === null || other === null || other === subject || (shared !== null && ownedPart(other) === shared);
+    const other = subjectOf(content, options.speaker);
+    return (
+      sameThing(subject, other, fact.content, content, options.speaker) ||
+      (shared !== null && other !== null && ownedPart(other) === shared)
+    );
   };
   const isRepeated = options.pending.some(
     (pending) =>
@@ -98,18 +101,59 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
     const score = jaccard(words, wordSet(memory.content, { ignore }));
     if (!closest || score > closest.score) closest = { memory, score };
     if (cites || (changed && changed.score >= score)) continue;
-    const about = subject ?? factSubject(memory.content, options.speaker);
+    const about = subject ?? subjectOf(memory.content, options.speaker);
     const relation = statementRelation(fact, memory, { threshold: options.threshold, ignore, subject: about });
     if (relation === 'change') changed = { memory, score };
   }
   if (closest && closest.score >= options.threshold) {
     if (closest.memory.sourceMessageIds.includes(fact.messageId)) return { action: 'done', memory: closest.memory };
-    const about = subject ?? factSubject(closest.memory.content, options.speaker);
+    const about = subject ?? subjectOf(closest.memory.content, options.speaker);
     const relation = statementRelation(fact, closest.memory, { threshold: options.threshold, ignore, subject: about });
     if (relation === 'restatement') return { action: 'update', memory: closest.memory };
   }
   if (changed) return { action: 'supersede', memory: changed.memory };
   return { action: 'insert' };
+}
+
+/**
+ * The subject of a fact as reconciliation compares it (`factSubject`): what the speaker passes on is about its own
+ * subject ("Oz says Mia moved to Rome" is about Mia), and the speaker's "new" or "current" thing is that thing ("Oz's
+ * new manager is Lee" is about Oz's manager).
+ */
+function subjectOf(text: string, speaker: string): string | null {
+  const told = text.trim().replace(new RegExp(`^${escapeRegExp(speaker.trim())}\\s+says\\s+(?:that\\s+)?`, 'iu'), '');
+  const bare = told.replace(/(['’]s)\s+(?:new|current|present|latest)\s+/giu, '$1 ');
+  return factSubject(bare, speaker);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Whether two subjects (`subjectOf`) name the same thing: equal, or one not told; the speaker's own thing and the same
+ * thing named bare ("oz's standup" and "standup"); a relative and their name ("oz's sister mia" and "mia"); or a
+ * person and their thing where the person's fact names it ("oz" of "Oz upgraded Oz's phone" and "oz's phone").
+ */
+function sameThing(
+  left: string | null,
+  right: string | null,
+  leftText: string,
+  rightText: string,
+  speaker: string,
+): boolean {
+  if (left === null || right === null || left === right) return true;
+  const own = `${speaker.trim().toLowerCase()}'s `;
+  const bare = (subject: string) => (subject.startsWith(own) ? subject.slice(own.length) : subject);
+  if (bare(left) === bare(right)) return true;
+  const named = (subject: string) => {
+    const owned = ownedPart(subject)?.split(' ') ?? [];
+    return owned.length === 2 ? owned[1] : null;
+  };
+  if (named(left) === right || named(right) === left) return true;
+  const mentions = (text: string, subject: string) =>
+    subject.includes("'s ") && text.toLowerCase().replaceAll('’', "'").includes(subject);
+  return (!left.includes("'s ") && mentions(leftText, right)) || (!right.includes("'s ") && mentions(rightText, left));
 }
 
 /**
@@ -138,7 +182,7 @@ const factSlots: ReadonlyArray<{ slot: string; pattern: RegExp; words: readonly 
   {
     slot: 'slot:home',
     pattern:
-      /\b(?:live[sd]?|living|based|resides?|residing|settled)\s+(?:in|at|near)\b|\b(?:moved|moving|relocated|relocating)\s+(?:back\s+)?to\s+\p{Lu}|\bhome(?:town)?\s+is\s+(?:in\s+)?\p{Lu}/u,
+      /\b(?:live[sd]?|living|based|resides?|residing|settled)\s+(?:in|at|near)\b|\b(?:moved|moving|relocated|relocating)\s+(?:back\s+)?(?:from\s+\p{Lu}\p{L}*(?:\s+\p{Lu}\p{L}*)*\s+)?to\s+\p{Lu}|\bhome(?:town)?\s+is\s+(?:in\s+)?\p{Lu}/u,
     words: ['live', 'based', 'resides', 'settled', 'moved', 'relocated', 'home'],
   },
   {
@@ -158,12 +202,19 @@ export function slotSearchTerms(text: string): string[] {
   return factSlots.flatMap(({ pattern, words }) => (pattern.test(text) ? words : []));
 }
 
-/** Words that say a fact changed, whatever else the sentence says (see `saysChange`). */
-const changeWords = /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays)\b/i;
-/** "stopped" or "quit", not negated. */
-const endingVerbs = /\b(?:stopped|quit)\b/i;
+/**
+ * Words that say a fact changed, whatever else the sentence says (see `saysChange`): also a thing called the speaker's
+ * new one ("Oz's new manager"), and a sale with a purchase ("sold Oz's Honda and bought a Tesla").
+ */
+const changeWords =
+  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|these days|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b/i;
+/** "stopped", "quit" or "gave up", not negated. */
+const endingVerbs = /\b(?:stopped|quit|gave up)\b/i;
 const negatedEnding =
-  /\b(?:not|never|won't|wouldn't|don't|doesn't|didn't|can't|cannot|couldn't|will not|would not)\s+(?:\w+\s+)?(?:stopped|quit)\b/i;
+  /\b(?:not|never|won't|wouldn't|don't|doesn't|didn't|can't|cannot|couldn't|will not|would not)\s+(?:\w+\s+)?(?:stopped|quit|gave up)\b/i;
+/** What an ending is of: "running" of "stopped running", "Spanish" of "gave up Spanish". */
+const endedThing =
+  /\b(?:stopped|quit|gave up|no longer)\s+(?:(?:really|even|ever|completely|totally|going|doing)\s+)?([\p{L}\p{N}]+)/giu;
 /** Change words that end what was true without naming a new value: "Oz no longer eats meat". */
 const endingWords = /\b(?:no longer|anymore)\b/i;
 /** "now" after an auxiliary: "Oz is now a nurse", "the standup's now on Wednesday". */
@@ -185,7 +236,13 @@ const changeVocabulary = [
   'replaced',
   'stopped',
   'quit',
+  'gave',
   'nowadays',
+  'upgraded',
+  'migrated',
+  'swapped',
+  'ditched',
+  'sold',
 ];
 
 const monthNames = 'January|February|March|April|May|June|July|August|September|October|November|December';
@@ -250,7 +307,8 @@ export function statementRelation(
   older: Pick<Memory, 'content' | 'category'>,
   options: { threshold: number; ignore: readonly string[]; subject: string | null },
 ): StatementRelation {
-  const ignore = [...options.ignore, ...wordSet(ownerOfSubject(options.subject), { keepStopWords: true })];
+  // "Oz says" opens what the speaker passes on: it says nothing of the fact.
+  const ignore = [...options.ignore, 'says', ...wordSet(ownerOfSubject(options.subject), { keepStopWords: true })];
   const newerWords = comparedWords(newer.content, ignore);
   const olderWords = comparedWords(older.content, ignore);
   const added = new Set([...newerWords].filter((word) => !olderWords.has(word)));
@@ -263,18 +321,111 @@ export function statementRelation(
     const stillTrue = older.category === 'event' && !saysChange(older.content);
     if ((added.size > 0 || ends) && !stillTrue) return 'change';
   }
+  if (!recorded && !(older.category === 'event' && !saysChange(older.content))) {
+    if (endsWhatWasSaid(newer.content, olderWords)) return 'change';
+    if (newValueOfSlot(newer.content, older.content, added, dropped)) return 'change';
+    if (newValueOfAttribute(newer.content, older.content, ignore)) return 'change';
+  }
   const similar =
     jaccard(wordSet(newer.content, { ignore: options.ignore }), wordSet(older.content, { ignore: options.ignore })) >=
     options.threshold;
   if (!similar) return 'unrelated';
-  const replaced =
-    ([...valueWords(newer.content)].some((word) => added.has(word)) &&
-      [...valueWords(older.content)].some((word) => dropped.has(word))) ||
-    reordered(newer.content, older.content, ignore) ||
-    isOpposite(newer.content, older.content);
-  if (!replaced) return 'restatement';
+  const valueReplaced =
+    [...valueWords(newer.content)].some((word) => added.has(word)) &&
+    [...valueWords(older.content)].some((word) => dropped.has(word));
+  const reorderedOrOpposite =
+    reordered(newer.content, older.content, ignore) || isOpposite(newer.content, older.content);
+  // "Oz's favorite band is also Radiohead" after "... is Muse": one value more, neither the same nor a change.
+  if (valueReplaced && !reorderedOrOpposite && addsOne(newer.content)) return 'unrelated';
+  if (!valueReplaced && !reorderedOrOpposite) return 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
+}
+
+/** Whether a statement gives one value more ("also", "too", "as well"), not another one. */
+function addsOne(text: string): boolean {
+  return /\b(?:also|too|as well)\b/i.test(withoutDates(text));
+}
+
+/** Whether `newer` ends something the older statement said it does ("stopped running" of "goes running"). */
+function endsWhatWasSaid(newer: string, olderWords: ReadonlySet<string>): boolean {
+  const said = newer.replaceAll('’', "'");
+  if (negatedEnding.test(said)) return false;
+  return [...said.matchAll(endedThing)].some((match) => olderWords.has((match[1] ?? '').toLowerCase()));
+}
+
+/**
+ * Whether `newer` gives a slot of `older` (`factSlots`: where someone lives or works) another value: both state the
+ * slot, the newer names a value the older does not and drops one it named ("works at Acme" -> "a new job at
+ * Globex"). `added` and `dropped` are the compared words only one of the two has.
+ */
+function newValueOfSlot(
+  newer: string,
+  older: string,
+  added: ReadonlySet<string>,
+  dropped: ReadonlySet<string>,
+): boolean {
+  return (
+    factSlots.some(({ pattern }) => pattern.test(newer) && pattern.test(older)) &&
+    [...valueWords(newer)].some((word) => added.has(word)) &&
+    [...valueWords(older)].some((word) => dropped.has(word))
+  );
+}
+
+/** Words of an attribute that say which one, not what it is: "Actually Oz's new manager" is Oz's manager. */
+const attributeNoise = ['actually', 'says', 'new', 'current', 'present', 'latest', 'really'];
+/** Attributes that hold one value at a time by their name: a favourite, a usual, a preferred one. */
+const singleValued = /\b(?:favou?rite|usual|preferred|main|go-to)\b/i;
+/** "now", "from now on", "these days" closing a statement: the value is a new one. */
+const closingNow = /\s+(?:now|from now on|these days|nowadays)$/i;
+
+/**
+ * Whether `newer` gives an attribute another value, said as "<attribute> is <value>" by both ("Oz's favorite color
+ * is blue" -> "Actually Oz's favorite color is green now", "Oz's manager is Dana" -> "Oz's new manager is Lee",
+ * "Oz's standup is at 9am" -> "Oz says standup is at 10am from now on"): the same attribute (its words, the
+ * speaker's name and `attributeNoise` aside), values of at most five words sharing none, and either value naming
+ * something (a capitalised word or a number), the attribute holding one value (`singleValued`), or the newer saying
+ * so ("now", "new", "actually"). "Oz's kids are great" and "Oz's kids are at school" are two things said, not a change,
+ * and a value said "also" or "too" is one more.
+ */
+function newValueOfAttribute(newer: string, older: string, ignore: readonly string[]): boolean {
+  const newerParts = attributeAndValue(newer, ignore);
+  const olderParts = attributeAndValue(older, ignore);
+  if (!newerParts || !olderParts) return false;
+  const sameAttribute =
+    newerParts.attribute.size > 0 &&
+    newerParts.attribute.size === olderParts.attribute.size &&
+    [...newerParts.attribute].every((word) => olderParts.attribute.has(word));
+  if (!sameAttribute || [...newerParts.value].some((word) => olderParts.value.has(word))) return false;
+  if (addsOne(newerParts.valueText)) return false;
+  const names = valueWords(newerParts.valueText).size > 0 || valueWords(olderParts.valueText).size > 0;
+  return names || singleValued.test(older) || newerParts.marked;
+}
+
+function attributeAndValue(
+  text: string,
+  ignore: readonly string[],
+): { attribute: Set<string>; value: Set<string>; valueText: string; marked: boolean } | null {
+  const sentence = withoutDates(text)
+    .trim()
+    .replace(/[.!]+$/u, '');
+  const copula = /\s(?:is|are)\s+(?:now\s+)?/iu.exec(sentence);
+  if (!copula || /[.;!?]/u.test(sentence)) return null;
+  const attributeText = sentence.slice(0, copula.index);
+  const valueText = sentence.slice(copula.index + copula[0].length).replace(closingNow, '');
+  const value = wordSet(valueText, { ignore });
+  if (value.size === 0 || value.size > 5) return null;
+  const marked =
+    /\bnow\b/i.test(copula[0]) ||
+    closingNow.test(sentence) ||
+    /^(?:actually|now)\b/i.test(sentence) ||
+    /\bnew\b/i.test(attributeText);
+  return {
+    attribute: wordSet(attributeText, { ignore: [...ignore, ...attributeNoise] }),
+    value,
+    valueText: ` ${valueText}`,
+    marked,
+  };
 }
 
 /**

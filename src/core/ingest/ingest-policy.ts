@@ -14,7 +14,8 @@ export const MAX_TURNS = 50;
 /**
  * A message of this many characters or fewer, leading and trailing spaces aside ("Thanks!", "ok see you
  * soon"), carries no durable fact: the offline extractor finds none in it, unless it says who the
- * speaker is ("I live in Oslo", "I work at Acme") or names what they like or use ("I use Vim"), and, with no reply, it is not stored as a turn of its own.
+ * speaker is ("I live in Oslo", "I work at Acme"), names what they like or use ("I use Vim") or states a value
+ * they have ("My manager is Dana"), and, with no reply, it is not stored as a turn of its own.
  */
 export const MAX_SHORT_MESSAGE_CHARS = 20;
 

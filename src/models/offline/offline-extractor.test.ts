@@ -59,6 +59,22 @@ describe('the offline extractor', () => {
     expect(facts('That sounds amazing, tell me more about it')).toEqual([]);
   });
 
+  it('keeps a short message that states a value the speaker has, not a short reply', () => {
+    expect(contents('My manager is Dana')).toEqual(["Oz's manager is Dana."]);
+    expect(contents('I have two cats')).toEqual(['Oz has two cats.']);
+    expect(contents('My cat is Luna')).toEqual(["Oz's cat is Luna."]);
+    for (const reply of [
+      'My bad',
+      'My answer is yes',
+      'My turn',
+      'Our plan is good',
+      'My guess is no',
+      'My day is fine',
+    ]) {
+      expect(contents(reply), reply).toEqual([]);
+    }
+  });
+
   it('keeps a short message that says what the speaker likes or uses and names it, not a short reply', () => {
     expect(contents('I prefer dark mode')).toEqual(['Oz prefers dark mode.']);
     expect(contents('I hate cilantro')).toEqual(['Oz hates cilantro.']);

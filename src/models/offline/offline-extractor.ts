@@ -114,6 +114,14 @@ const signals = {
 const shortPreference =
   /^i\s+(?:(?:really|totally|just|absolutely|mostly|only|never|always|usually|often|rarely|don't|do not|no longer)\s+)?(?:prefer|like|love|enjoy|hate|dislike|adore|use|drink|eat|play|speak|drive|own)\s+(?!(?:it|that|this|those|these|them|'?em|you|your|yours|u|ya|ur|him|her|so|too|one|to|what|when|how|more|less|a lot|lots|later|now|soon|today|tomorrow|there|here|again|well|much|better|(?:both|either|neither|all|any)(?:\s+of\b|\s*[.!?]*$)|anything|everything|everyone|everybody|something|someone|mine|the\s+(?:first|second|third|fourth|last|other|others|same|former|latter|next|previous|rest|one|ones|idea|plan|option|choice))\b)['\p{L}\p{N}]/iu;
 
+/**
+ * A short message that states a value the speaker has: "My manager is Dana", "Our standup is at 9am", "I have two
+ * cats". Not a reply ("My bad", "My turn", "My answer is yes", "Our plan is good"): a first noun that makes a move in
+ * the conversation, or an object that judges, points or is a pronoun, is not a fact.
+ */
+const shortStatement =
+  /^(?:(?:my|our)\s+(?!(?:bad|pleasure|turn|treat|fault|mistake|god|gosh|goodness|apologies|thoughts|condolences|answer|guess|point|question|plan|idea|vote|choice|offer)\b)\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+(?:now\s+)?(?!(?:it|that|this|so|too|here|there|fine|ok|okay|good|great|bad|done|gone|back|yes|no|up|down|over|out|on|off|coming|ready|same)\b)['\p{L}\p{N}]|(?:i|we)\s+(?:have|own)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\p{L})/iu;
+
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
   /^(?:let's|lets|let us|let me know|please|check|look|see|take|try|keep|go|come|stay|imagine|guess|don't|do not|make sure|tell|show|send|give|call|ask|remind)\b|^(?:i\s+(?:think|hope|bet|know|believe|guess|wish|feel like)|i'm sure|i am sure|i'm glad|i am glad)\b.*\byou/i;
@@ -732,7 +740,13 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
   // A short message is small talk ("ok see you soon") unless it says who the speaker is ("I live in Oslo") or what
   // they like or use, naming it ("I prefer dark mode", "I use Vim"; not "I love it").
   const saysWhoIAm = signals.firstSingular.test(message) && signals.identity.test(message);
-  if (message.length <= MAX_SHORT_MESSAGE_CHARS && !saysWhoIAm && !shortPreference.test(message)) return [];
+  if (
+    message.length <= MAX_SHORT_MESSAGE_CHARS &&
+    !saysWhoIAm &&
+    !shortPreference.test(message) &&
+    !shortStatement.test(message)
+  )
+    return [];
   const name = input.speaker.displayName.trim() || input.speaker.userId;
   const sentAt = input.createdAt ? Date.parse(input.createdAt) : Number.NaN;
   const known = new Set(input.related.map((memory) => memory.content.toLowerCase()));
