@@ -207,7 +207,7 @@ export function slotSearchTerms(text: string): string[] {
  * new one ("Oz's new manager"), and a sale with a purchase ("sold Oz's Honda and bought a Tesla").
  */
 const changeWords =
-  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|these days|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b/i;
+  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b/i;
 /** "stopped", "quit" or "gave up", not negated. */
 const endingVerbs = /\b(?:stopped|quit|gave up)\b/i;
 const negatedEnding =
