@@ -174,6 +174,13 @@ describe('a value that changes in other words', () => {
     ['My phone is a Pixel 6', 'I upgraded my phone to an iPhone 15', 'what phone does Oz have'],
     ['I go running every morning', 'I stopped running because of my knee, I swim now', 'what exercise does Oz do'],
     ['My sister Mia lives in Oslo', 'Mia moved from Oslo to Rome', 'where does Mia live'],
+    ['I live with my parents', 'I moved into my own apartment', 'where does Oz live'],
+    ['I weigh 80 kilos', "I'm down to 75 kilos", 'how much does Oz weigh'],
+    ['My password manager is LastPass', 'I moved from LastPass to Bitwarden', 'which password manager does Oz use'],
+    ['My daughter is 5 years old', 'My daughter just turned 6', 'how old is the daughter of Oz'],
+    ["I'm training for a 10k race", "I'm training for a marathon now", 'what is Oz training for'],
+    ['I play guitar in a band called Echo', 'I left Echo and joined a band called Drift', 'which band does Oz play in'],
+    ['My favourite food is sushi', 'These days my favourite food is ramen', 'what is the favourite food of Oz'],
   ];
   for (const [older, newer, question] of changes) {
     it(`reads "${newer}" as a change of "${older}": the newer first, the older kept and marked`, async () => {
@@ -197,6 +204,11 @@ describe('a value that changes in other words', () => {
     ['I love Spanish food', 'I stopped by the bakery on the way home'],
     ['I am reading a book about cats', 'I bought a new book about birds'],
     ['I work at Acme on the data team', 'I worked at Google before joining Acme'],
+    ['My sister Mia lives in Oslo', 'I moved from Oslo to Rome'],
+    [
+      'On another note, my little dudes got a new tank',
+      'On another note, I just upgraded some of my equipment at home',
+    ],
   ];
   for (const [first, second] of noChanges) {
     it(`keeps "${first}" current beside "${second}"`, async () => {

@@ -133,7 +133,8 @@ function escapeRegExp(text: string): string {
 /**
  * Whether two subjects (`subjectOf`) name the same thing: equal, or one not told; the speaker's own thing and the same
  * thing named bare ("oz's standup" and "standup"); a relative and their name ("oz's sister mia" and "mia"); or a
- * person and their thing where the person's fact names it ("oz" of "Oz upgraded Oz's phone" and "oz's phone").
+ * person and a thing of theirs that is no person (`thingOf`) when one says it went from a value the other names to
+ * another ("Oz moved from LastPass to Bitwarden" and "Oz's password manager is LastPass").
  */
 function sameThing(
   left: string | null,
@@ -153,7 +154,45 @@ function sameThing(
   if (named(left) === right || named(right) === left) return true;
   const mentions = (text: string, subject: string) =>
     subject.includes("'s ") && text.toLowerCase().replaceAll('’', "'").includes(subject);
-  return (!left.includes("'s ") && mentions(leftText, right)) || (!right.includes("'s ") && mentions(rightText, left));
+  if ((!left.includes("'s ") && mentions(leftText, right)) || (!right.includes("'s ") && mentions(rightText, left))) {
+    return true;
+  }
+  // "Oz moved from LastPass to Bitwarden" of "Oz's password manager is LastPass".
+  const thing = (subject: string, text: string, person: string, personText: string) =>
+    thingOf(subject) === person && replacesNamedValue(personText, text);
+  return thing(left, leftText, right, rightText) || thing(right, rightText, left, leftText);
+}
+
+/** Words for people: a subject that owns one of them ("oz's sister", "oz's boss") is another person. */
+const people = new Set(
+  (
+    'sister sisters brother brothers mom mum mother dad father parents parent wife husband partner spouse son sons ' +
+    'daughter daughters kid kids child children baby family friend friends boyfriend girlfriend fiance fiancee boss ' +
+    'manager lead colleague colleagues coworker coworkers team teammate teammates neighbor neighbour neighbors ' +
+    'neighbours cousin cousins aunt uncle niece nephew grandma grandpa grandmother grandfather grandparents roommate ' +
+    'doctor therapist teacher coach client clients students student mentor'
+  ).split(' '),
+);
+
+/**
+ * The person whose thing a subject is, when the thing is no person: "oz" of "oz's password" (Oz's password manager);
+ * null for "oz's sister" (another person) or a subject that owns nothing.
+ */
+function thingOf(subject: string): string | null {
+  const [possessor, ...owned] = subject.split("'s ");
+  const thing = owned.join("'s ").split(' ')[0] ?? '';
+  return owned.length > 0 && !people.has(thing) ? (possessor ?? null) : null;
+}
+
+/**
+ * Whether `newer` says something went from a value `older` names to another: "from LastPass to Bitwarden" of "...
+ * is LastPass".
+ */
+function replacesNamedValue(newer: string, older: string): boolean {
+  const from = /\bfrom\s+(\p{Lu}[\p{L}\p{N}]*(?:\s+\p{Lu}[\p{L}\p{N}]*)*)\s+to\s+\p{Lu}/u.exec(newer);
+  if (!from) return false;
+  const named = valueWords(older);
+  return [...wordSet(from[1] ?? '')].every((word) => named.has(word));
 }
 
 /**
@@ -182,7 +221,7 @@ const factSlots: ReadonlyArray<{ slot: string; pattern: RegExp; words: readonly 
   {
     slot: 'slot:home',
     pattern:
-      /\b(?:live[sd]?|living|based|resides?|residing|settled)\s+(?:in|at|near)\b|\b(?:moved|moving|relocated|relocating)\s+(?:back\s+)?(?:from\s+\p{Lu}\p{L}*(?:\s+\p{Lu}\p{L}*)*\s+)?to\s+\p{Lu}|\bhome(?:town)?\s+is\s+(?:in\s+)?\p{Lu}/u,
+      /\b(?:live[sd]?|living|based|resides?|residing|settled)\s+(?:in|at|near)\b|\b(?:moved|moving|relocated|relocating)\s+(?:back\s+)?(?:from\s+\p{Lu}\p{L}*(?:\s+\p{Lu}\p{L}*)*\s+)?to\s+\p{Lu}|\b(?:moved|moving)\s+(?:in\s+with|into|out\s+of)\b|\blive[sd]?\s+with\b|\bhome(?:town)?\s+is\s+(?:in\s+)?\p{Lu}/u,
     words: ['live', 'based', 'resides', 'settled', 'moved', 'relocated', 'home'],
   },
   {
@@ -207,7 +246,7 @@ export function slotSearchTerms(text: string): string[] {
  * new one ("Oz's new manager"), and a sale with a purchase ("sold Oz's Honda and bought a Tesla").
  */
 const changeWords =
-  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b/i;
+  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b|\bleft\b[^.;!?]*\b(?:joined|started)\b|(?:\b(?:is|am|are|went|got)|'s|'m|'re)\s+(?:down|up)\s+to\b|\bturned\s+\d/i;
 /** "stopped", "quit" or "gave up", not negated. */
 const endingVerbs = /\b(?:stopped|quit|gave up)\b/i;
 const negatedEnding =
@@ -243,6 +282,8 @@ const changeVocabulary = [
   'swapped',
   'ditched',
   'sold',
+  'turned',
+  'just',
 ];
 
 const monthNames = 'January|February|March|April|May|June|July|August|September|October|November|December';
@@ -373,31 +414,45 @@ function newValueOfSlot(
 }
 
 /** Words of an attribute that say which one, not what it is: "Actually Oz's new manager" is Oz's manager. */
-const attributeNoise = ['actually', 'says', 'new', 'current', 'present', 'latest', 'really'];
+const attributeNoise = [
+  'actually',
+  'says',
+  'new',
+  'current',
+  'present',
+  'latest',
+  'really',
+  'days',
+  'nowadays',
+  'lately',
+  'currently',
+];
 /** Attributes that hold one value at a time by their name: a favourite, a usual, a preferred one. */
 const singleValued = /\b(?:favou?rite|usual|preferred|main|go-to)\b/i;
 /** "now", "from now on", "these days" closing a statement: the value is a new one. */
 const closingNow = /\s+(?:now|from now on|these days|nowadays)$/i;
 
 /**
- * Whether `newer` gives an attribute another value, said as "<attribute> is <value>" by both ("Oz's favorite color
- * is blue" -> "Actually Oz's favorite color is green now", "Oz's manager is Dana" -> "Oz's new manager is Lee",
- * "Oz's standup is at 9am" -> "Oz says standup is at 10am from now on"): the same attribute (its words, the
- * speaker's name and `attributeNoise` aside), values of at most five words sharing none, and either value naming
- * something (a capitalised word or a number), the attribute holding one value (`singleValued`), or the newer saying
- * so ("now", "new", "actually"). "Oz's kids are great" and "Oz's kids are at school" are two things said, not a change,
- * and a value said "also" or "too" is one more.
+ * Whether `newer` gives an attribute another value, said as "<attribute> is <value>" by both: "Oz's favorite color is
+ * blue" -> "Actually Oz's favorite color is green now", "Oz's manager is Dana" -> "Oz's new manager is Lee", "Oz is
+ * training for a 10k race" -> "... for a marathon now" (a verb in "-ing" opening the value belongs to the attribute).
+ * The same attribute (its words, the speaker's name and `attributeNoise` aside), values of at most five words sharing
+ * none, and either value naming something (a capitalised word or a number), the attribute holding one value
+ * (`singleValued`), or the newer saying so ("now", "new", "actually"); what the subject itself is ("Oz is a nurse" ->
+ * "Oz is a doctor now") only when the newer says so. "Oz's kids are great" and "Oz's kids are at school" are two
+ * things said, not a change, and a value said "also" or "too" is one more.
  */
 function newValueOfAttribute(newer: string, older: string, ignore: readonly string[]): boolean {
   const newerParts = attributeAndValue(newer, ignore);
   const olderParts = attributeAndValue(older, ignore);
   if (!newerParts || !olderParts) return false;
   const sameAttribute =
-    newerParts.attribute.size > 0 &&
     newerParts.attribute.size === olderParts.attribute.size &&
     [...newerParts.attribute].every((word) => olderParts.attribute.has(word));
   if (!sameAttribute || [...newerParts.value].some((word) => olderParts.value.has(word))) return false;
   if (addsOne(newerParts.valueText)) return false;
+  // "Oz is a nurse" -> "Oz is a doctor now": what the subject itself is changes only when the newer says so.
+  if (newerParts.attribute.size === 0) return newerParts.marked;
   const names = valueWords(newerParts.valueText).size > 0 || valueWords(olderParts.valueText).size > 0;
   return names || singleValued.test(older) || newerParts.marked;
 }
@@ -411,8 +466,11 @@ function attributeAndValue(
     .replace(/[.!]+$/u, '');
   const copula = /\s(?:is|are)\s+(?:now\s+)?/iu.exec(sentence);
   if (!copula || /[.;!?]/u.test(sentence)) return null;
-  const attributeText = sentence.slice(0, copula.index);
-  const valueText = sentence.slice(copula.index + copula[0].length).replace(closingNow, '');
+  // "Oz is training for a marathon": what Oz is doing is the attribute, "a marathon" its value.
+  const said = sentence.slice(copula.index + copula[0].length).replace(closingNow, '');
+  const doing = /^\p{L}+ing(?:\s+(?:for|to|in|on|at|with|as|about))?\s+/iu.exec(said)?.[0] ?? '';
+  const attributeText = `${sentence.slice(0, copula.index)} ${doing}`;
+  const valueText = said.slice(doing.length);
   const value = wordSet(valueText, { ignore });
   if (value.size === 0 || value.size > 5) return null;
   const marked =

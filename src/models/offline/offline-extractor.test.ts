@@ -63,6 +63,7 @@ describe('the offline extractor', () => {
     expect(contents('My manager is Dana')).toEqual(["Oz's manager is Dana."]);
     expect(contents('I have two cats')).toEqual(['Oz has two cats.']);
     expect(contents('My cat is Luna')).toEqual(["Oz's cat is Luna."]);
+    expect(contents('I weigh 80 kilos')).toEqual(['Oz weighs 80 kilos.']);
     for (const reply of [
       'My bad',
       'My answer is yes',

@@ -116,11 +116,11 @@ const shortPreference =
 
 /**
  * A short message that states a value the speaker has: "My manager is Dana", "Our standup is at 9am", "I have two
- * cats". Not a reply ("My bad", "My turn", "My answer is yes", "Our plan is good"): a first noun that makes a move in
+ * cats", "I weigh 80 kilos", "I'm 34". Not a reply ("My bad", "My turn", "My answer is yes", "Our plan is good"): a first noun that makes a move in
  * the conversation, or an object that judges, points or is a pronoun, is not a fact.
  */
 const shortStatement =
-  /^(?:(?:my|our)\s+(?!(?:bad|pleasure|turn|treat|fault|mistake|god|gosh|goodness|apologies|thoughts|condolences|answer|guess|point|question|plan|idea|vote|choice|offer)\b)\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+(?:now\s+)?(?!(?:it|that|this|so|too|here|there|fine|ok|okay|good|great|bad|done|gone|back|yes|no|up|down|over|out|on|off|coming|ready|same)\b)['\p{L}\p{N}]|(?:i|we)\s+(?:have|own)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\p{L})/iu;
+  /^(?:(?:my|our)\s+(?!(?:bad|pleasure|turn|treat|fault|mistake|god|gosh|goodness|apologies|thoughts|condolences|answer|guess|point|question|plan|idea|vote|choice|offer)\b)\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+(?:now\s+)?(?!(?:it|that|this|so|too|here|there|fine|ok|okay|good|great|bad|done|gone|back|yes|no|up|down|over|out|on|off|coming|ready|same)\b)['\p{L}\p{N}]|(?:i|we)\s+(?:have|own)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\p{L}|(?:i|i'm|im|i am)\s+(?:weigh\s+|(?:down|up)\s+to\s+)?\d+(?:[.,]\d+)?\s*(?:kg|kilos?|lbs?|pounds|years?(?:\s+old)?)?[.!]*$)/iu;
 
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
