@@ -25,3 +25,12 @@ export function othersReadChannel(
 ): boolean {
   return channel !== null && (channel.visibility === 'public' || channel.members.some((member) => member !== userId));
 }
+
+/**
+ * Whether every reader of the channel may see the memory: a global one, or one of that channel's. A user's personal
+ * memory, a project's or a topic's is not theirs: a reply built on one is not recorded where another reader came
+ * while it was made (ADR 47).
+ */
+export function channelReadersSee(memory: Pick<Memory, 'scope' | 'channelId'>, channelId: string): boolean {
+  return memory.scope === 'global' || (memory.scope === 'room' && memory.channelId === channelId);
+}

@@ -17,7 +17,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
-import { othersReadChannel } from '../core/visibility.js';
+import { channelReadersSee, othersReadChannel } from '../core/visibility.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
 import { createBodyShares } from '../http/http-body-share.js';
@@ -239,9 +239,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // the write.
         await authenticate(context, mneme.apiKeys, false);
         const checked = await viewerOf(caller);
-        // A reply built on the caller's personal memories is written only where no one else reads: a channel that
-        // gained another reader while the reply came (a member added, made public) does not get it (ADR 47).
-        if (memory.personal && checked.userId === undefined) {
+        // A reply built on what the channel's readers may not see (the caller's personal memories) is written only
+        // where no one else reads: a channel that gained another reader while the reply came (a member added, made
+        // public) does not get it (ADR 47).
+        if (memory.beyondChannel && checked.userId === undefined) {
           log(
             `the exchange of user ${caller.userId} was not recorded: channel ${caller.channelId} gained another reader while the reply, built on the user's personal memories, came`,
           );
@@ -282,8 +283,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
 
   /**
    * The context block for the caller (or '' when nothing is recalled), the viewer its exchange is ingested
-   * for (null: it is not ingested, as when the request has no user text), and whether the block holds one
-   * of the caller's personal memories. A user key must be a member of the channel it names; its own
+   * for (null: it is not ingested, as when the request has no user text), and whether the block holds a
+   * memory the channel's other readers may not see (one of the caller's personal memories). A user key must be a member of the channel it names; its own
    * `proxy:<userId>` channel it may start. Refusals are 403; any other failure of mneme is logged and the
    * chat goes on without memory.
    */
@@ -291,25 +292,25 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     caller: Caller,
     query: string,
     inspect: boolean,
-  ): Promise<{ block: string; viewer: Viewer | null; personal: boolean }> {
+  ): Promise<{ block: string; viewer: Viewer | null; beyondChannel: boolean }> {
     let viewer: Viewer;
     try {
       viewer = await viewerOf(caller);
     } catch (error) {
       if (error instanceof HttpProblem) throw error;
       log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
-      return { block: '', viewer: null, personal: false };
+      return { block: '', viewer: null, beyondChannel: false };
     }
-    if (!query) return { block: '', viewer: null, personal: false };
+    if (!query) return { block: '', viewer: null, beyondChannel: false };
     try {
       // A viewer without the user (a channel others read) is the channel's own: membership was checked above.
       const reader = viewer.userId === undefined ? mneme : mneme.as(caller.principal);
       const result = await reader.context({ query: clipQuery(query), viewer, inspect });
-      const personal = result.hits.some(({ memory }) => memory.scope === 'personal');
-      return { block: result.text, viewer, personal };
+      const beyondChannel = result.hits.some(({ memory }) => !channelReadersSee(memory, caller.channelId));
+      return { block: result.text, viewer, beyondChannel };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
-      return { block: '', viewer, personal: false };
+      return { block: '', viewer, beyondChannel: false };
     }
   }
 
