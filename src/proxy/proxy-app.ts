@@ -30,6 +30,7 @@ import {
   latestUserText,
   withContextBlock,
 } from './chat-messages.js';
+import { createSecretRedactor, REDACTED, redacted } from './secret-redactor.js';
 
 export interface ProxyAppOptions {
   mneme: Mneme;
@@ -197,8 +198,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    const bytes = await wholeAnswer(answer);
-    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
+    const bytes = redacted(await wholeAnswer(answer), secret);
+    return relayWhole(answer, bytes, secret);
   });
 
   app.post('/v1/chat/completions', async (context) => {
@@ -276,9 +277,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
       return relayStream(context, answer, answer.body, caller, ingest);
     }
-    const bytes = await wholeAnswer(answer);
+    // The upstream's key is neither relayed nor recorded, in a 2xx answer too (a gateway's debugging echo).
+    const bytes = redacted(await wholeAnswer(answer), secret);
     if (answer.ok) ingest(completionText(parseJson(bytes)));
-    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
+    return relayWhole(answer, bytes, secret);
   });
 
   /**
@@ -350,40 +352,54 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     ingest: (reply: string) => void,
   ) {
     const collector = createStreamCollector();
+    // A stream's `error` event (OpenAI's report of a failure once the headers are sent) is an error body too: the
+    // upstream's key is redacted in it, as in every event, before the client and the collector read them.
+    const redactor = createSecretRedactor(secret);
     const reader = source.getReader();
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        let next: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          next = await reader.read();
-        } catch (error) {
-          if (context.req.raw.signal.aborted) {
-            controller.error(error);
-            return;
-          }
-          // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
-          const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
-          log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
-          controller.enqueue(
-            new TextEncoder().encode(
-              `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
-            ),
-          );
-          controller.close();
-          return;
+        // A chunk held back whole (it may end with the start of the key) is followed by the next before pull returns.
+        for (;;) {
+          if (await relayNext(controller)) return;
         }
-        if (next.done) {
-          controller.close();
-          if (collector.complete()) ingest(collector.text());
-          return;
-        }
-        collector.push(next.value);
-        controller.enqueue(next.value);
       },
       async cancel(reason) {
         await reader.cancel(reason).catch(() => {});
       },
     });
+    /** Relays the upstream's next chunk; false when all of it was held back. */
+    async function relayNext(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+      let next: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        if (context.req.raw.signal.aborted) {
+          controller.error(error);
+          return true;
+        }
+        // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
+        const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
+        log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
+        controller.enqueue(
+          new TextEncoder().encode(
+            `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
+          ),
+        );
+        controller.close();
+        return true;
+      }
+      const bytes = next.done ? redactor.end() : redactor.push(next.value);
+      if (bytes.byteLength > 0) {
+        collector.push(bytes);
+        controller.enqueue(bytes);
+      }
+      if (next.done) {
+        controller.close();
+        if (collector.complete()) ingest(collector.text());
+        return true;
+      }
+      return bytes.byteLength > 0;
+    }
     return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers, secret) });
   }
 
@@ -501,25 +517,6 @@ function relayedHeaders(headers: Headers, secret: string): Headers {
     if (responseHeadersKept(name)) kept.append(name, secret ? value.replaceAll(secret, REDACTED) : value);
   });
   return kept;
-}
-
-/** What stands for the upstream's key where an upstream echoed it. */
-const REDACTED = '[redacted]';
-
-/** The body with every occurrence of the secret replaced by `[redacted]` (the bytes themselves when there is none). */
-function redacted(bytes: Uint8Array, secret: string): Uint8Array {
-  if (!secret) return bytes;
-  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const needle = Buffer.from(secret);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
-    parts.push(body.subarray(from, at), Buffer.from(REDACTED));
-    from = at + needle.length;
-  }
-  if (parts.length === 0) return bytes;
-  parts.push(body.subarray(from));
-  return new Uint8Array(Buffer.concat(parts));
 }
 
 function parseJson(bytes: Uint8Array): unknown {

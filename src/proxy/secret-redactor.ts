@@ -1,0 +1,48 @@
+/** What stands for the upstream's key where an upstream echoed it. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Replaces a secret with `[redacted]` in a body that passes in chunks (ADR 18): `push` returns what may be relayed of
+ * the bytes so far, holding back only a tail that could be the start of the secret split across two chunks (a
+ * stream's events end with a line break, which no secret holds, so no event waits for the next); `end` returns that
+ * tail once the body is over. Without a secret the chunks pass as they are.
+ */
+export interface SecretRedactor {
+  push(chunk: Uint8Array): Uint8Array;
+  end(): Uint8Array;
+}
+
+export function createSecretRedactor(secret: string): SecretRedactor {
+  const needle = Buffer.from(secret);
+  const replacement = Buffer.from(REDACTED);
+  let carry = Buffer.alloc(0);
+  return {
+    push(chunk) {
+      if (needle.length === 0) return chunk;
+      const body = Buffer.concat([carry, chunk]);
+      const parts: Buffer[] = [];
+      let from = 0;
+      for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
+        parts.push(body.subarray(from, at), replacement);
+        from = at + needle.length;
+      }
+      let kept = Math.min(needle.length - 1, body.length - from);
+      while (kept > 0 && !body.subarray(body.length - kept).equals(needle.subarray(0, kept))) kept -= 1;
+      parts.push(body.subarray(from, body.length - kept));
+      carry = Buffer.from(body.subarray(body.length - kept));
+      return new Uint8Array(Buffer.concat(parts));
+    },
+    end() {
+      const rest = carry;
+      carry = Buffer.alloc(0);
+      return new Uint8Array(rest);
+    },
+  };
+}
+
+/** The body with every occurrence of the secret replaced by `[redacted]`. */
+export function redacted(bytes: Uint8Array, secret: string): Uint8Array {
+  if (!secret) return bytes;
+  const redactor = createSecretRedactor(secret);
+  return new Uint8Array(Buffer.concat([redactor.push(bytes), redactor.end()]));
+}
