@@ -26,10 +26,14 @@ export function createSecretRedactor(secret: string): SecretRedactor {
         parts.push(body.subarray(from, at), replacement);
         from = at + needle.length;
       }
-      let kept = Math.min(needle.length - 1, body.length - from);
-      while (kept > 0 && !body.subarray(body.length - kept).equals(needle.subarray(0, kept))) kept -= 1;
-      parts.push(body.subarray(from, body.length - kept));
-      carry = Buffer.from(body.subarray(body.length - kept));
+      // The longest tail that is the start of the secret: looked for only where the secret's first byte is.
+      let tail = body.indexOf(needle[0] as number, Math.max(from, body.length - needle.length + 1));
+      while (tail >= 0 && !body.subarray(tail).equals(needle.subarray(0, body.length - tail))) {
+        tail = body.indexOf(needle[0] as number, tail + 1);
+      }
+      const kept = tail < 0 ? body.length : tail;
+      parts.push(body.subarray(from, kept));
+      carry = Buffer.from(body.subarray(kept));
       return new Uint8Array(Buffer.concat(parts));
     },
     end() {
