@@ -19,7 +19,10 @@ export function createSecretRedactor(secret: string): SecretRedactor {
   return {
     push(chunk) {
       if (needle.length === 0) return chunk;
-      const body = Buffer.concat([carry, chunk]);
+      const body =
+        carry.length > 0
+          ? Buffer.concat([carry, chunk])
+          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       const parts: Buffer[] = [];
       let from = 0;
       for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
@@ -32,21 +35,25 @@ export function createSecretRedactor(secret: string): SecretRedactor {
         tail = body.indexOf(needle[0] as number, tail + 1);
       }
       const kept = tail < 0 ? body.length : tail;
-      parts.push(body.subarray(from, kept));
       carry = Buffer.from(body.subarray(kept));
-      return new Uint8Array(Buffer.concat(parts));
+      // Nothing replaced: the bytes themselves, without a copy (the usual case).
+      if (parts.length === 0) return body.subarray(0, kept);
+      parts.push(body.subarray(from, kept));
+      return Buffer.concat(parts);
     },
     end() {
       const rest = carry;
       carry = Buffer.alloc(0);
-      return new Uint8Array(rest);
+      return rest;
     },
   };
 }
 
-/** The body with every occurrence of the secret replaced by `[redacted]`. */
+/** The body with every occurrence of the secret replaced by `[redacted]` (the bytes themselves when there is none). */
 export function redacted(bytes: Uint8Array, secret: string): Uint8Array {
   if (!secret) return bytes;
   const redactor = createSecretRedactor(secret);
-  return new Uint8Array(Buffer.concat([redactor.push(bytes), redactor.end()]));
+  const head = redactor.push(bytes);
+  const rest = redactor.end();
+  return rest.length === 0 ? head : Buffer.concat([head, rest]);
 }
