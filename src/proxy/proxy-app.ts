@@ -82,6 +82,9 @@ const requestHeadersKept = (name: string) =>
 const responseHeadersKept = (name: string) =>
   !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade|set-cookie)$/i.test(name);
 
+/** Where the user stands in the channel: one of its members, not one, or it does not exist (yet). */
+type Standing = 'member' | 'outsider' | 'absent';
+
 /** Who a chat request is for and where its exchange goes. */
 interface Caller {
   principal: Principal;
@@ -239,7 +242,18 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // from the channel may not post there, so the key and the membership are read again before
         // the write.
         await authenticate(context, mneme.apiKeys, false);
-        const checked = await viewerOf(caller);
+        const { viewer: checked, standing } = await viewerOf(caller);
+        // An administrator key may make the user a member of a channel they are not in, but not again of one they were
+        // removed from while the reply came, nor of one declared meanwhile without them: as for a user key, the change
+        // made while the reply came stays (ADR 18, attack 32d).
+        if (standing === 'outsider' && memory.standing !== 'outsider') {
+          log(
+            memory.standing === 'member'
+              ? `the exchange of user ${caller.userId} was not recorded: ${caller.userId} is no longer a member of channel ${caller.channelId}, removed while the reply came`
+              : `the exchange of user ${caller.userId} was not recorded: channel ${caller.channelId} was declared without ${caller.userId} while the reply came`,
+          );
+          return;
+        }
         // A reply built on what the channel's readers may not see (the caller's personal memories) is written only
         // where no one else reads: a channel that gained another reader while the reply came (a member added, made
         // public) does not get it (ADR 47).
@@ -249,11 +263,12 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
           );
           return;
         }
-        // A user key that is a member writes no membership with it: a removal from now on stays. One that is not
-        // starts its own default channel, which must still not exist when the exchange is appended (an
-        // administrator who declared it meanwhile, without the user, is not overruled).
-        const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
-        const starts = caller.principal.kind === 'user' && checked.channelId === undefined;
+        // A user who is a member writes no membership with it: a removal from now on stays. One whose channel does not
+        // exist (a user key's own default channel, or any an administrator key names) starts it, and it must still not
+        // exist when the exchange is appended (an administrator who declared it meanwhile, without the user, is not
+        // overruled). Only an administrator key makes a user a member of a channel they are not in.
+        const member = standing === 'member';
+        const starts = standing === 'absent';
         // The key is checked once more in the append's transaction, as for POST /api/exchanges: a key revoked (or its
         // user purged) between the check above and the append writes nothing.
         const { keyId } = caller.principal;
@@ -294,34 +309,36 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     caller: Caller,
     query: string,
     inspect: boolean,
-  ): Promise<{ block: string; viewer: Viewer | null; beyondChannel: boolean }> {
+  ): Promise<{ block: string; viewer: Viewer | null; standing: Standing; beyondChannel: boolean }> {
     let viewer: Viewer;
+    let standing: Standing;
     try {
-      viewer = await viewerOf(caller);
+      ({ viewer, standing } = await viewerOf(caller));
     } catch (error) {
       if (error instanceof HttpProblem) throw error;
       log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
-      return { block: '', viewer: null, beyondChannel: false };
+      return { block: '', viewer: null, standing: 'absent', beyondChannel: false };
     }
-    if (!query) return { block: '', viewer: null, beyondChannel: false };
+    if (!query) return { block: '', viewer: null, standing, beyondChannel: false };
     try {
       // A viewer without the user (a channel others read) is the channel's own: membership was checked above.
       const reader = viewer.userId === undefined ? mneme : mneme.as(caller.principal);
       const result = await reader.context({ query: clipQuery(query), viewer, inspect });
       const beyondChannel = result.hits.some(({ memory }) => !channelReadersSee(memory, caller.channelId));
-      return { block: result.text, viewer, beyondChannel };
+      return { block: result.text, viewer, standing, beyondChannel };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
-      return { block: '', viewer, beyondChannel: false };
+      return { block: '', viewer, standing, beyondChannel: false };
     }
   }
 
   /**
    * Whose memories the request may recall: the caller's own and the channel's where no one else reads the
    * channel (the reply is recorded there, and every reader of it would read what the model was shown); only
-   * the channel's (and global ones) in a channel another member or everyone reads (ADR 47).
+   * the channel's (and global ones) in a channel another member or everyone reads (ADR 47). With it, where the user
+   * stands in the channel, which the write compares with where they stood when the request came.
    */
-  async function viewerOf(caller: Caller): Promise<Viewer> {
+  async function viewerOf(caller: Caller): Promise<{ viewer: Viewer; standing: Standing }> {
     const { principal, userId, channelId } = caller;
     let channel: { visibility: string; members: readonly string[] } | null = null;
     try {
@@ -330,9 +347,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       if (!(isMnemeError(error) && error.code === ErrorCode.NotFound)) throw error;
     }
     const othersRead = othersReadChannel(channel, userId);
-    if (principal.kind === 'admin') return othersRead ? { channelId } : { userId, channelId };
-    if (channel === null && channelId === defaultChannel(userId)) return { userId };
-    if (channel?.members.includes(userId)) return othersRead ? { channelId } : { userId, channelId };
+    const standing: Standing = channel === null ? 'absent' : channel.members.includes(userId) ? 'member' : 'outsider';
+    if (principal.kind === 'admin') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
+    if (channel === null && channelId === defaultChannel(userId)) return { viewer: { userId }, standing };
+    if (standing === 'member') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
     throw new HttpProblem(
       403,
       'FORBIDDEN',
