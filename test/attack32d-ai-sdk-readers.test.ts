@@ -16,6 +16,7 @@ import { holdWriteLock } from './write-lock.js';
  *   one: the check looked only for personal memories, and the reply went into the channel after Bob joined it;
  * - the check was made once, before the wait for a database another process held (up to a minute): a member added
  *   during that wait was not seen, and the reply was written after it.
+ * And a user removed from the channel while the reply came was made its member again by the reply's write.
  */
 
 const folder = mkdtempSync(join(tmpdir(), 'mneme-attack32d-ai-'));
@@ -151,4 +152,37 @@ describe('the AI SDK middleware recording where a reader came while the reply wa
       await engine.close();
     }
   }, 30_000);
+
+  it('records nothing, and makes no member again, for a user removed from the channel while the reply came', async () => {
+    const mneme = await createMneme({ path: ':memory:' });
+    try {
+      await mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann', 'bob'] });
+      const warnings: unknown[] = [];
+      const middleware = mnemeMiddleware({
+        mneme,
+        viewer: { userId: 'bob', channelId: 'book-club' },
+        onError: (error) => warnings.push(error),
+      });
+      const chunks = controlledStream();
+      const model = new MockLanguageModelV3({ doStream: async () => ({ stream: chunks.stream }) });
+      const result = streamText({ model: wrapLanguageModel({ model, middleware }), prompt: 'Next month we read Dune' });
+      const reading = result.consumeStream();
+      const [start, textStart, delta, ...rest] = parts('Dune it is.');
+      chunks.send(start as StreamPart, textStart as StreamPart, delta as StreamPart);
+      while (model.doStreamCalls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await mneme.putChannel({ id: 'book-club', visibility: 'private', members: ['ann'] });
+      chunks.send(...rest);
+      chunks.close();
+      await reading;
+      await middleware.settled();
+
+      expect((await mneme.channel('book-club')).members).toEqual(['ann']);
+      expect(await mneme.turns({ channelId: 'book-club' })).toEqual([]);
+      expect(warnings).toEqual([
+        expect.objectContaining({ code: 'FORBIDDEN', message: expect.stringMatching(/bob is no longer a member/) }),
+      ]);
+    } finally {
+      await mneme.close();
+    }
+  });
 });

@@ -34,3 +34,16 @@ export function othersReadChannel(
 export function channelReadersSee(memory: Pick<Memory, 'scope' | 'channelId'>, channelId: string): boolean {
   return memory.scope === 'global' || (memory.scope === 'room' && memory.channelId === channelId);
 }
+
+/** Where a user stands in a channel: one of its members, not one, or it does not exist (yet). */
+export type Standing = 'member' | 'outsider' | 'absent';
+
+/**
+ * Where the user stands in the channel. A face that records a reply compares it with where they stood when the request
+ * came: a user removed meanwhile, or whose channel was declared meanwhile without them, is not made a member again by
+ * the reply's write (ADR 18, attack 32d).
+ */
+export function standingIn(channel: { members: readonly string[] } | null, userId: string): Standing {
+  if (channel === null) return 'absent';
+  return channel.members.includes(userId) ? 'member' : 'outsider';
+}

@@ -17,7 +17,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
-import { channelReadersSee, othersReadChannel } from '../core/visibility.js';
+import { channelReadersSee, othersReadChannel, type Standing, standingIn } from '../core/visibility.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
 import { createBodyShares } from '../http/http-body-share.js';
@@ -81,9 +81,6 @@ const requestHeadersKept = (name: string) =>
  */
 const responseHeadersKept = (name: string) =>
   !/^(connection|keep-alive|transfer-encoding|content-encoding|content-length|trailer|upgrade|set-cookie)$/i.test(name);
-
-/** Where the user stands in the channel: one of its members, not one, or it does not exist (yet). */
-type Standing = 'member' | 'outsider' | 'absent';
 
 /** Who a chat request is for and where its exchange goes. */
 interface Caller {
@@ -347,7 +344,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       if (!(isMnemeError(error) && error.code === ErrorCode.NotFound)) throw error;
     }
     const othersRead = othersReadChannel(channel, userId);
-    const standing: Standing = channel === null ? 'absent' : channel.members.includes(userId) ? 'member' : 'outsider';
+    const standing = standingIn(channel, userId);
     if (principal.kind === 'admin') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
     if (channel === null && channelId === defaultChannel(userId)) return { viewer: { userId }, standing };
     if (standing === 'member') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
