@@ -94,5 +94,25 @@ describe('the upstream key in a 2xx answer (attack 32d)', () => {
     expect(body).toContain('debug: forwarded with Bearer [redacted]');
     expect(body).not.toContain(UPSTREAM_KEY);
     expect(await recorded()).toEqual(['I like green tea', 'debug: forwarded with Bearer [redacted]']);
+
+    // A placeholder key of a local server is no secret: an answer that says it reaches the client as it was said.
+    const local = await startProxyServer({
+      mneme,
+      upstream: upstream.url,
+      upstreamApiKey: 'ollama',
+      port: 0,
+      log: () => {},
+    });
+    try {
+      upstream.reply = ['Run ollama pull llama3 first.'];
+      const answer = await fetch(`${local.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'How do I start?' }] }),
+      });
+      expect(await answer.text()).toContain('Run ollama pull llama3 first.');
+    } finally {
+      await local.close();
+    }
   });
 });

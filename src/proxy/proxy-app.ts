@@ -105,6 +105,13 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const pending = new Set<Promise<void>>();
   /** The upstream's key, never relayed to a client: an upstream that echoes it in an error gets it redacted. */
   const secret = options.upstreamApiKey ?? '';
+  /**
+   * The key as looked for in a 2xx body, where a model's answer is: none when it is a word of letters and hyphens,
+   * the placeholder local servers take (`ollama`, `EMPTY`, `lm-studio`, `sk-no-key-required`), which is no secret and
+   * may be a word of the answer ("run ollama pull" reaches the client and the memory as it was said). A provider's key
+   * is random, with digits.
+   */
+  const secretInAnswers = /^[A-Za-z-]*$/.test(secret) ? '' : secret;
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
   /** This proxy's mark in the `Via` of what it forwards: a request that comes back carrying it went round a loop. */
@@ -198,7 +205,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    const bytes = redacted(await wholeAnswer(answer), secret);
+    const bytes = redacted(await wholeAnswer(answer), answer.ok ? secretInAnswers : secret);
     return relayWhole(answer, bytes, secret);
   });
 
@@ -290,7 +297,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       return relayStream(context, answer, answer.body, caller, ingest);
     }
     // The upstream's key is neither relayed nor recorded, in a 2xx answer too (a gateway's debugging echo).
-    const bytes = redacted(await wholeAnswer(answer), secret);
+    const bytes = redacted(await wholeAnswer(answer), answer.ok ? secretInAnswers : secret);
     if (answer.ok) ingest(completionText(parseJson(bytes)));
     return relayWhole(answer, bytes, secret);
   });
@@ -369,7 +376,7 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     const collector = createStreamCollector();
     // A stream's `error` event (OpenAI's report of a failure once the headers are sent) is an error body too: the
     // upstream's key is redacted in it, as in every event, before the client and the collector read them.
-    const redactor = createSecretRedactor(secret);
+    const redactor = createSecretRedactor(secretInAnswers);
     const reader = source.getReader();
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
