@@ -6,7 +6,7 @@ import { ErrorCode, errorMessage, isMnemeError, MnemeError } from '../core/error
 import type { Mneme } from '../core/mneme.js';
 import { clipQuery, fitMessage, PersonIdSchema, parseInput, TopKSchema, ViewerSchema } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
-import { othersReadChannel } from '../core/visibility.js';
+import { channelReadersSee, othersReadChannel, type Standing, standingIn } from '../core/visibility.js';
 import {
   asksForTool,
   type CallOptions,
@@ -89,8 +89,13 @@ const CallSettingsSchema = ViewerSchema.extend({
 interface CallPlan {
   turn: UserTurn;
   ingest: { userId: string; channelId: string; topicId: string | undefined } | null;
-  /** Whether the block holds one of the user's personal memories. */
-  personal: boolean;
+  /**
+   * Whether the block holds a memory the channel's other readers may not see (the user's personal one, a project's
+   * or a topic's): the reply is not recorded if the channel gained one while it was made.
+   */
+  beyondChannel: boolean;
+  /** Where the user stood in the channel when the call came (null when it could not be read). */
+  standing: Standing | null;
 }
 
 /**
@@ -162,17 +167,30 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       userMessage: fitMessage(plan.turn.text),
       assistantReply: fitMessage(reply),
     };
-    const work = (async () => {
-      // A reply built on the user's personal memories is not written where another reader came meanwhile (ADR 47).
-      if (plan.personal && othersReadChannel(await channelOf(channelId), userId)) {
+    // The app has its reply and will not send the exchange again: a database another process holds is waited for,
+    // and the channel looked at again after each wait.
+    const work = retryWhileBusy(async () => {
+      const channel = await channelOf(channelId);
+      // The write makes the user a member: not again of a channel they were removed from while the reply came, nor of
+      // one declared meanwhile without them (ADR 17, attack 32d).
+      if (plan.standing !== null && plan.standing !== 'outsider' && standingIn(channel, userId) === 'outsider') {
         throw new MnemeError(
           ErrorCode.Forbidden,
-          `channel ${channelId} gained another reader while the reply, built on the personal memories of user ${userId}, came`,
+          plan.standing === 'member'
+            ? `user ${userId} is no longer a member of channel ${channelId}: removed while the reply came, the exchange is not recorded`
+            : `channel ${channelId} was declared without user ${userId} while the reply came: the exchange is not recorded`,
         );
       }
-      // The app has its reply and will not send the exchange again: a database another process holds is waited for.
-      await retryWhileBusy(() => mneme.ingestExchange(exchange));
-    })().then(
+      // A reply built on what the channel's readers may not see is not written where another reader came meanwhile
+      // (ADR 47).
+      if (plan.beyondChannel && othersReadChannel(channel, userId)) {
+        throw new MnemeError(
+          ErrorCode.Forbidden,
+          `channel ${channelId} gained another reader while the reply came, built on memories its readers may not see (personal ones of user ${userId}, a project's or a topic's)`,
+        );
+      }
+      return mneme.ingestExchange(exchange);
+    }).then(
       () => undefined,
       (error: unknown) => warn(error, 'ingest'),
     );
@@ -188,12 +206,15 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
       const turn = latestUserTurn(params.prompt);
       if (turn === null) return params;
       let block = '';
-      let personal = false;
+      let beyondChannel = false;
+      let standing: Standing | null = null;
       const { userId, channelId, topicId } = viewer;
       const records = ingest && userId !== undefined && channelId !== undefined;
       try {
         // Recorded where others read, the reply may hold only what they may see: the channel's memories (ADR 47).
-        const shared = records && othersReadChannel(await channelOf(channelId), userId);
+        const channel = records ? await channelOf(channelId) : null;
+        if (records) standing = standingIn(channel, userId);
+        const shared = records && othersReadChannel(channel, userId);
         const context = await mneme.context({
           query: clipQuery(turn.text, 'end'),
           viewer: shared ? { channelId } : viewer,
@@ -203,13 +224,20 @@ export function mnemeMiddleware(options: MnemeMiddlewareOptions): MnemeMiddlewar
           inspect: !turn.last,
         });
         block = context.text;
-        personal = context.hits.some(({ memory }) => memory.scope === 'personal');
+        beyondChannel = context.hits.some(
+          ({ memory }) => channelId === undefined || !channelReadersSee(memory, channelId),
+        );
       } catch (error) {
         warn(error, 'recall');
       }
       const transformed: CallOptions =
         block === '' ? { ...params } : { ...params, prompt: withContextBlock(params.prompt, block) };
-      plans.set(transformed, { turn, ingest: records ? { userId, channelId, topicId } : null, personal });
+      plans.set(transformed, {
+        turn,
+        ingest: records ? { userId, channelId, topicId } : null,
+        beyondChannel,
+        standing,
+      });
       return transformed;
     },
 

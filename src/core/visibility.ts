@@ -25,3 +25,25 @@ export function othersReadChannel(
 ): boolean {
   return channel !== null && (channel.visibility === 'public' || channel.members.some((member) => member !== userId));
 }
+
+/**
+ * Whether every reader of the channel may see the memory: a global one, or one of that channel's. A user's personal
+ * memory, a project's or a topic's is not theirs: a reply built on one is not recorded where another reader came
+ * while it was made (ADR 47).
+ */
+export function channelReadersSee(memory: Pick<Memory, 'scope' | 'channelId'>, channelId: string): boolean {
+  return memory.scope === 'global' || (memory.scope === 'room' && memory.channelId === channelId);
+}
+
+/** Where a user stands in a channel: one of its members, not one, or it does not exist (yet). */
+export type Standing = 'member' | 'outsider' | 'absent';
+
+/**
+ * Where the user stands in the channel. A face that records a reply compares it with where they stood when the request
+ * came: a user removed meanwhile, or whose channel was declared meanwhile without them, is not made a member again by
+ * the reply's write (ADR 18, attack 32d).
+ */
+export function standingIn(channel: { members: readonly string[] } | null, userId: string): Standing {
+  if (channel === null) return 'absent';
+  return channel.members.includes(userId) ? 'member' : 'outsider';
+}

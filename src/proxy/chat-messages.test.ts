@@ -94,4 +94,42 @@ describe('chat messages', () => {
     longEvent.push(bytes('\ndata: [DONE]\n\n'));
     expect(longEvent.complete()).toBe(false);
   });
+
+  it('takes a stream the same way however its bytes are split, with LF, CRLF or CR line ends and a line of a mebibyte', () => {
+    const MiB = 1024 * 1024;
+    const event = (content: string, end: string, finish: string | null = null) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}${end}${end}`;
+    /** A data line of `chars` characters, its line end aside, holding one delta of x's. */
+    const lineOf = (chars: number) => event('x'.repeat(chars - event('', '').length), '\r\n');
+    const streams = [
+      {
+        name: 'CR line ends',
+        stream: `${event('Hi', '\r')}${event(' there', '\r', 'stop')}data: [DONE]\r\r`,
+        reply: 'Hi there',
+      },
+      { name: 'a line of exactly a mebibyte', stream: `${lineOf(MiB)}${event('', '\n', 'stop')}`, reply: 'xxxxxxxx' },
+      { name: 'a data line a little longer', stream: `${lineOf(MiB + 3)}${event('', '\n', 'stop')}`, reply: null },
+      { name: 'a comment longer', stream: `: ${'z'.repeat(MiB)}\n\n${event('Hi', '\n', 'stop')}`, reply: null },
+    ];
+    for (const { name, stream, reply } of streams) {
+      const encoded = bytes(stream);
+      // Whole; in pieces of 1000 and of 65536 bytes; and cut right after each CR.
+      const cuts = [
+        [encoded.length],
+        Array.from({ length: Math.ceil(encoded.length / 1000) }, (_, index) => (index + 1) * 1000),
+        Array.from({ length: Math.ceil(encoded.length / 65536) }, (_, index) => (index + 1) * 65536),
+        [...encoded.keys()].filter((at) => encoded[at] === 0x0d).map((at) => at + 1),
+      ];
+      for (const ends of cuts) {
+        const collector = createStreamCollector();
+        let from = 0;
+        for (const end of [...ends, encoded.length]) {
+          if (end > from) collector.push(encoded.slice(from, end));
+          from = Math.max(from, end);
+        }
+        const outcome = collector.complete() ? collector.text().slice(0, 8) : null;
+        expect({ name, pieces: ends.length, outcome }).toEqual({ name, pieces: ends.length, outcome: reply });
+      }
+    }
+  });
 });

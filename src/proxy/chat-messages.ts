@@ -89,10 +89,12 @@ const MAX_EVENT_CHARS = 1024 * 1024;
 
 /**
  * Reads a chat completion stream's server-sent events as they pass (`push` each chunk of bytes), and
- * collects the first choice's `delta.content`. Events are split on blank lines; a `data:` line holding
- * `[DONE]` marks the end; lines that are not JSON are ignored. It holds a bounded amount whatever the stream
- * sends: the text's start and end as a message keeps them (`fitMessage`), and one line or event of at most
- * `MAX_EVENT_CHARS` (a longer one makes the reply incomplete).
+ * collects the first choice's `delta.content`. Lines end with LF, CRLF or CR (as the event-stream format has
+ * them); events are split on blank lines; a `data:` line holding `[DONE]` marks the end; lines that are not JSON
+ * are ignored. It holds a bounded amount whatever the stream sends: the text's start and end as a message keeps them
+ * (`fitMessage`), and one line (its line end aside) and one event's data of at most `MAX_EVENT_CHARS` each (a longer
+ * one makes the reply incomplete). How the bytes are split into chunks changes none of this, and each character is
+ * looked at a bounded number of times however small the chunks.
  */
 export interface StreamCollector {
   push(chunk: Uint8Array): void;
@@ -109,7 +111,11 @@ export interface StreamCollector {
 
 export function createStreamCollector(): StreamCollector {
   const decoder = new TextDecoder();
-  let pending = '';
+  /** The pieces of the line not ended yet, and how long it is so far. */
+  let open: string[] = [];
+  let openChars = 0;
+  /** The last chunk ended with CR: an LF that starts the next one ends the same line. */
+  let afterCR = false;
   let data: string[] = [];
   let dataChars = 0;
   let text = '';
@@ -172,27 +178,48 @@ export function createStreamCollector(): StreamCollector {
     data.push(value);
   };
 
+  /** One line of the stream, its line end left out. */
+  const line = (value: string) => {
+    if (value.length > MAX_EVENT_CHARS) failed = true;
+    else if (value === '') dispatch();
+    else if (value.startsWith('data:')) addData(value);
+  };
+
+  /** Reads the lines a decoded chunk ends, keeping the start of the one it leaves open. */
+  const read = (chunk: string) => {
+    let from = afterCR && chunk.startsWith('\n') ? 1 : 0;
+    afterCR = false;
+    const ends = /\r\n?|\n/g;
+    ends.lastIndex = from;
+    for (let end = ends.exec(chunk); end !== null; end = ends.exec(chunk)) {
+      if (failed) return;
+      line(open.join('') + chunk.slice(from, end.index));
+      open = [];
+      openChars = 0;
+      from = ends.lastIndex;
+      afterCR = end[0] === '\r' && from === chunk.length;
+    }
+    if (from === chunk.length) return;
+    open.push(chunk.slice(from));
+    openChars += chunk.length - from;
+    // The line is longer than any kept before it ends: the reply is incomplete whatever follows.
+    if (openChars > MAX_EVENT_CHARS) failed = true;
+  };
+
   const flush = () => {
-    if (pending.startsWith('data:')) addData(pending);
-    pending = '';
-    dispatch();
+    if (!failed) read(decoder.decode());
+    if (!failed && openChars > 0) line(open.join(''));
+    open = [];
+    openChars = 0;
+    if (!failed) dispatch();
   };
 
   return {
     push(chunk) {
-      pending += decoder.decode(chunk, { stream: true });
-      for (;;) {
-        const end = pending.indexOf('\n');
-        if (end < 0) break;
-        const line = pending.slice(0, end).replace(/\r$/, '');
-        pending = pending.slice(end + 1);
-        if (line === '') dispatch();
-        else if (line.startsWith('data:')) addData(line);
-      }
-      if (pending.length > MAX_EVENT_CHARS) {
-        failed = true;
-        pending = '';
-      }
+      // A reply already incomplete is never recorded: the rest of the stream is relayed but not read.
+      if (failed) return;
+      const decoded = decoder.decode(chunk, { stream: true });
+      if (decoded !== '') read(decoded);
     },
     text() {
       flush();

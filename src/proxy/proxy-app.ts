@@ -17,7 +17,7 @@ import {
   parseInput,
 } from '../core/schemas.js';
 import type { Viewer } from '../core/types.js';
-import { othersReadChannel } from '../core/visibility.js';
+import { channelReadersSee, othersReadChannel, type Standing, standingIn } from '../core/visibility.js';
 import { accessLog } from '../http/http-access-log.js';
 import { authenticate, readJsonBody, sendProblem } from '../http/http-app.js';
 import { createBodyShares } from '../http/http-body-share.js';
@@ -30,6 +30,7 @@ import {
   latestUserText,
   withContextBlock,
 } from './chat-messages.js';
+import { createSecretRedactor, REDACTED, redacted } from './secret-redactor.js';
 
 export interface ProxyAppOptions {
   mneme: Mneme;
@@ -104,6 +105,13 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   const pending = new Set<Promise<void>>();
   /** The upstream's key, never relayed to a client: an upstream that echoes it in an error gets it redacted. */
   const secret = options.upstreamApiKey ?? '';
+  /**
+   * The key as looked for in a 2xx body, where a model's answer is: none when it is a word of letters and hyphens,
+   * the placeholder local servers take (`ollama`, `EMPTY`, `lm-studio`, `sk-no-key-required`), which is no secret and
+   * may be a word of the answer ("run ollama pull" reaches the client and the memory as it was said). A provider's key
+   * is random, with digits.
+   */
+  const secretInAnswers = /^[A-Za-z-]*$/.test(secret) ? '' : secret;
   const app = new Hono();
   if (options.accessLog) app.use(accessLog(options.accessLog));
   /** This proxy's mark in the `Via` of what it forwards: a request that comes back carrying it went round a loop. */
@@ -197,8 +205,8 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
   app.get('/v1/models', async (context) => {
     await authenticate(context, mneme.apiKeys, false);
     const answer = await forward(context, '/models', { method: 'GET' });
-    const bytes = await wholeAnswer(answer);
-    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
+    const bytes = redacted(await wholeAnswer(answer), answer.ok ? secretInAnswers : secret);
+    return relayWhole(answer, bytes, secret);
   });
 
   app.post('/v1/chat/completions', async (context) => {
@@ -238,20 +246,33 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
         // from the channel may not post there, so the key and the membership are read again before
         // the write.
         await authenticate(context, mneme.apiKeys, false);
-        const checked = await viewerOf(caller);
-        // A reply built on the caller's personal memories is written only where no one else reads: a channel that
-        // gained another reader while the reply came (a member added, made public) does not get it (ADR 47).
-        if (memory.personal && checked.userId === undefined) {
+        const { viewer: checked, standing } = await viewerOf(caller);
+        // An administrator key may make the user a member of a channel they are not in, but not again of one they were
+        // removed from while the reply came, nor of one declared meanwhile without them: as for a user key, the change
+        // made while the reply came stays (ADR 18, attack 32d).
+        if (standing === 'outsider' && memory.standing !== 'outsider') {
+          log(
+            memory.standing === 'member'
+              ? `the exchange of user ${caller.userId} was not recorded: ${caller.userId} is no longer a member of channel ${caller.channelId}, removed while the reply came`
+              : `the exchange of user ${caller.userId} was not recorded: channel ${caller.channelId} was declared without ${caller.userId} while the reply came`,
+          );
+          return;
+        }
+        // A reply built on what the channel's readers may not see (the caller's personal memories) is written only
+        // where no one else reads: a channel that gained another reader while the reply came (a member added, made
+        // public) does not get it (ADR 47).
+        if (memory.beyondChannel && checked.userId === undefined) {
           log(
             `the exchange of user ${caller.userId} was not recorded: channel ${caller.channelId} gained another reader while the reply, built on the user's personal memories, came`,
           );
           return;
         }
-        // A user key that is a member writes no membership with it: a removal from now on stays. One that is not
-        // starts its own default channel, which must still not exist when the exchange is appended (an
-        // administrator who declared it meanwhile, without the user, is not overruled).
-        const member = caller.principal.kind === 'user' && checked.channelId !== undefined;
-        const starts = caller.principal.kind === 'user' && checked.channelId === undefined;
+        // A user who is a member writes no membership with it: a removal from now on stays. One whose channel does not
+        // exist (a user key's own default channel, or any an administrator key names) starts it, and it must still not
+        // exist when the exchange is appended (an administrator who declared it meanwhile, without the user, is not
+        // overruled). Only an administrator key makes a user a member of a channel they are not in.
+        const member = standing === 'member';
+        const starts = standing === 'absent';
         // The key is checked once more in the append's transaction, as for POST /api/exchanges: a key revoked (or its
         // user purged) between the check above and the append writes nothing.
         const { keyId } = caller.principal;
@@ -275,15 +296,16 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     if (answer.ok && answer.body && /^text\/event-stream\b/i.test(answer.headers.get('content-type') ?? '')) {
       return relayStream(context, answer, answer.body, caller, ingest);
     }
-    const bytes = await wholeAnswer(answer);
+    // The upstream's key is neither relayed nor recorded, in a 2xx answer too (a gateway's debugging echo).
+    const bytes = redacted(await wholeAnswer(answer), answer.ok ? secretInAnswers : secret);
     if (answer.ok) ingest(completionText(parseJson(bytes)));
-    return relayWhole(answer, answer.ok ? bytes : redacted(bytes, secret), secret);
+    return relayWhole(answer, bytes, secret);
   });
 
   /**
    * The context block for the caller (or '' when nothing is recalled), the viewer its exchange is ingested
-   * for (null: it is not ingested, as when the request has no user text), and whether the block holds one
-   * of the caller's personal memories. A user key must be a member of the channel it names; its own
+   * for (null: it is not ingested, as when the request has no user text), and whether the block holds a
+   * memory the channel's other readers may not see (one of the caller's personal memories). A user key must be a member of the channel it names; its own
    * `proxy:<userId>` channel it may start. Refusals are 403; any other failure of mneme is logged and the
    * chat goes on without memory.
    */
@@ -291,34 +313,36 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     caller: Caller,
     query: string,
     inspect: boolean,
-  ): Promise<{ block: string; viewer: Viewer | null; personal: boolean }> {
+  ): Promise<{ block: string; viewer: Viewer | null; standing: Standing; beyondChannel: boolean }> {
     let viewer: Viewer;
+    let standing: Standing;
     try {
-      viewer = await viewerOf(caller);
+      ({ viewer, standing } = await viewerOf(caller));
     } catch (error) {
       if (error instanceof HttpProblem) throw error;
       log(`forwarding without memory for user ${caller.userId}: checking the channel failed: ${errorMessage(error)}`);
-      return { block: '', viewer: null, personal: false };
+      return { block: '', viewer: null, standing: 'absent', beyondChannel: false };
     }
-    if (!query) return { block: '', viewer: null, personal: false };
+    if (!query) return { block: '', viewer: null, standing, beyondChannel: false };
     try {
       // A viewer without the user (a channel others read) is the channel's own: membership was checked above.
       const reader = viewer.userId === undefined ? mneme : mneme.as(caller.principal);
       const result = await reader.context({ query: clipQuery(query), viewer, inspect });
-      const personal = result.hits.some(({ memory }) => memory.scope === 'personal');
-      return { block: result.text, viewer, personal };
+      const beyondChannel = result.hits.some(({ memory }) => !channelReadersSee(memory, caller.channelId));
+      return { block: result.text, viewer, standing, beyondChannel };
     } catch (error) {
       log(`forwarding without context for user ${caller.userId}: recall failed: ${errorMessage(error)}`);
-      return { block: '', viewer, personal: false };
+      return { block: '', viewer, standing, beyondChannel: false };
     }
   }
 
   /**
    * Whose memories the request may recall: the caller's own and the channel's where no one else reads the
    * channel (the reply is recorded there, and every reader of it would read what the model was shown); only
-   * the channel's (and global ones) in a channel another member or everyone reads (ADR 47).
+   * the channel's (and global ones) in a channel another member or everyone reads (ADR 47). With it, where the user
+   * stands in the channel, which the write compares with where they stood when the request came.
    */
-  async function viewerOf(caller: Caller): Promise<Viewer> {
+  async function viewerOf(caller: Caller): Promise<{ viewer: Viewer; standing: Standing }> {
     const { principal, userId, channelId } = caller;
     let channel: { visibility: string; members: readonly string[] } | null = null;
     try {
@@ -327,9 +351,10 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
       if (!(isMnemeError(error) && error.code === ErrorCode.NotFound)) throw error;
     }
     const othersRead = othersReadChannel(channel, userId);
-    if (principal.kind === 'admin') return othersRead ? { channelId } : { userId, channelId };
-    if (channel === null && channelId === defaultChannel(userId)) return { userId };
-    if (channel?.members.includes(userId)) return othersRead ? { channelId } : { userId, channelId };
+    const standing = standingIn(channel, userId);
+    if (principal.kind === 'admin') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
+    if (channel === null && channelId === defaultChannel(userId)) return { viewer: { userId }, standing };
+    if (standing === 'member') return { viewer: othersRead ? { channelId } : { userId, channelId }, standing };
     throw new HttpProblem(
       403,
       'FORBIDDEN',
@@ -349,40 +374,54 @@ export function createProxyApp(options: ProxyAppOptions): ProxyApp {
     ingest: (reply: string) => void,
   ) {
     const collector = createStreamCollector();
+    // A stream's `error` event (OpenAI's report of a failure once the headers are sent) is an error body too: the
+    // upstream's key is redacted in it, as in every event, before the client and the collector read them.
+    const redactor = createSecretRedactor(secretInAnswers);
     const reader = source.getReader();
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        let next: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          next = await reader.read();
-        } catch (error) {
-          if (context.req.raw.signal.aborted) {
-            controller.error(error);
-            return;
-          }
-          // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
-          const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
-          log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
-          controller.enqueue(
-            new TextEncoder().encode(
-              `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
-            ),
-          );
-          controller.close();
-          return;
+        // A chunk held back whole (it may end with the start of the key) is followed by the next before pull returns.
+        for (;;) {
+          if (await relayNext(controller)) return;
         }
-        if (next.done) {
-          controller.close();
-          if (collector.complete()) ingest(collector.text());
-          return;
-        }
-        collector.push(next.value);
-        controller.enqueue(next.value);
       },
       async cancel(reason) {
         await reader.cancel(reason).catch(() => {});
       },
     });
+    /** Relays the upstream's next chunk; false when all of it was held back. */
+    async function relayNext(controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> {
+      let next: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        if (context.req.raw.signal.aborted) {
+          controller.error(error);
+          return true;
+        }
+        // The headers are sent: the client learns of it the way OpenAI reports a failure mid-stream.
+        const why = `the upstream's stream broke off: ${causeOf(error)}; the reply is incomplete`;
+        log(`the upstream's stream broke off for user ${caller.userId}: ${causeOf(error)}; nothing was ingested`);
+        controller.enqueue(
+          new TextEncoder().encode(
+            `data: ${JSON.stringify({ error: { message: why, type: 'upstream_error', code: 'UPSTREAM_BROKE_OFF' } })}\n\n`,
+          ),
+        );
+        controller.close();
+        return true;
+      }
+      const bytes = next.done ? redactor.end() : redactor.push(next.value);
+      if (bytes.byteLength > 0) {
+        collector.push(bytes);
+        controller.enqueue(bytes);
+      }
+      if (next.done) {
+        controller.close();
+        if (collector.complete()) ingest(collector.text());
+        return true;
+      }
+      return bytes.byteLength > 0;
+    }
     return new Response(stream, { status: answer.status, headers: relayedHeaders(answer.headers, secret) });
   }
 
@@ -500,25 +539,6 @@ function relayedHeaders(headers: Headers, secret: string): Headers {
     if (responseHeadersKept(name)) kept.append(name, secret ? value.replaceAll(secret, REDACTED) : value);
   });
   return kept;
-}
-
-/** What stands for the upstream's key where an upstream echoed it. */
-const REDACTED = '[redacted]';
-
-/** The body with every occurrence of the secret replaced by `[redacted]` (the bytes themselves when there is none). */
-function redacted(bytes: Uint8Array, secret: string): Uint8Array {
-  if (!secret) return bytes;
-  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const needle = Buffer.from(secret);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, from)) {
-    parts.push(body.subarray(from, at), Buffer.from(REDACTED));
-    from = at + needle.length;
-  }
-  if (parts.length === 0) return bytes;
-  parts.push(body.subarray(from));
-  return new Uint8Array(Buffer.concat(parts));
 }
 
 function parseJson(bytes: Uint8Array): unknown {
