@@ -157,6 +157,7 @@ export function createPgPoolDatabase(
 ): PostgresDatabase {
   const max = options.max ?? 10;
   const connectTimeoutMs = options.connectTimeoutMs ?? Math.max(DEFAULT_CONNECT_TIMEOUT_MS, options.busyTimeoutMs ?? 0);
+  let reached = false;
   const pool = new pg.Pool({
     connectionString: url,
     types,
@@ -166,19 +167,21 @@ export function createPgPoolDatabase(
     options: [options.serverOptions, SERVER_KEEPALIVES].filter((given) => given?.trim()).join(' '),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_SECONDS * 1000,
-  });
-  // An idle connection the server dropped must not crash the process: the next statement reconnects.
-  pool.on('error', () => {});
-  let reached = false;
-  pool.on('connect', (client) => {
-    reached = true;
     // An acknowledged write survives a crash (docs/reliability.md, promise 1) whatever the server's default: with
     // `synchronous_commit` off (set for the server, the database or the role, often for speed) a commit is answered
     // before its WAL reaches the disk, and a crash of the server loses the last ones, acknowledged. Raised to `on` for
-    // mneme's sessions before their first statement (a client runs its statements in order); `local`,
-    // `remote_write`, `on` and `remote_apply` are kept. Recall's touches lower it for their own transaction (ADR 12).
-    client.query(PERSISTENT_COMMITS).catch(() => {});
+    // mneme's sessions before their first statement; `local`, `remote_write`, `on` and `remote_apply` are kept. Recall's
+    // touches lower it for their own transaction (ADR 12). The pool lends the connection once this has finished: a
+    // statement queued behind one still running makes node-postgres print a deprecation warning to the user's terminal
+    // (the pool's `connect` event, which does not wait, did so on every command). A connection on which it fails is
+    // closed and its error is the statement's.
+    onConnect: async (client) => {
+      reached = true;
+      await client.query(PERSISTENT_COMMITS);
+    },
   });
+  // An idle connection the server dropped must not crash the process: the next statement reconnects.
+  pool.on('error', () => {});
   const tag = (thrown: unknown) => {
     if (typeof thrown !== 'object' || thrown === null) return thrown;
     const message = errorMessage(thrown);
