@@ -404,6 +404,16 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
       },
     );
   }
+  // insufficient_privilege: most often a new database on PostgreSQL 15 or later, where only the database's owner may
+  // create tables in its `public` schema, opened by another user (mneme creates and changes its tables when it opens
+  // a database: its schema steps).
+  if (state === '42501') {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: ${message}: the user of the URL may not do this. mneme creates and changes its own tables in the database (its schema steps) and reads and writes them: make that user the database's owner (ALTER DATABASE <database> OWNER TO <user>), or grant it what is missing (GRANT CREATE, USAGE ON SCHEMA public TO <user>, on PostgreSQL 15 and later)`,
+      { cause: error },
+    );
+  }
   if (state === '57P04') {
     return new MnemeError(ErrorCode.StoreFailed, `${doing}: the database was dropped (${message})`, { cause: error });
   }
