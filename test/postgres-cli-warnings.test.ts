@@ -52,6 +52,15 @@ describe.skipIf(!hasPostgresBinaries)('the built CLI on a PostgreSQL 15 server',
     expect(stderr.filter((text) => WARNING.test(text))).toEqual([]);
   }, 120_000);
 
+  it('prints no security warning of the driver for a URL with sslmode=require, only why it cannot connect', async () => {
+    // The test server has no TLS: the command fails, in one line, without node-postgres's ten-line warning.
+    const url = `${await server.database('warnings_ssl')}?sslmode=require`;
+    const failed = await cli(['--db', url, 'list']).catch((error: { code: number; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 7 });
+    expect(failed.stderr).toMatch(/^mneme: opening the database at .*: The server does not support SSL connections\n$/);
+    expect(failed.stderr).not.toMatch(WARNING);
+  }, 60_000);
+
   it('prints no warning of the driver on stderr from serve while it answers, nor from mcp on stdio', async () => {
     const url = await server.database('warnings_serve');
     const serve = await startServeProcess(url, children);

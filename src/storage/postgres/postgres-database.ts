@@ -116,6 +116,17 @@ export function describePostgresUrl(url: string): string {
   }
 }
 
+/**
+ * `url` with `sslmode=prefer`, `require` or `verify-ca` written `verify-full`, which is how node-postgres 8 reads them
+ * (the server's certificate and name verified: the same connection either way). Read as written, node-postgres prints a
+ * ten-line security warning on stderr that their meaning changes in its next major version, at every command of the
+ * CLI on such a URL (a hosted database's usual one). `uselibpqcompat=true` (libpq's meanings) is left as given.
+ */
+export function sslModeSpelledOut(url: string): string {
+  if (/[?&]uselibpqcompat=/i.test(url)) return url;
+  return url.replace(/([?&]sslmode=)(prefer|require|verify-ca)(?=&|#|$)/gi, '$1verify-full');
+}
+
 /** True for a `postgres://` or `postgresql://` URL. */
 export function isPostgresUrl(path: string): boolean {
   return /^postgres(ql)?:\/\//i.test(path);
@@ -159,7 +170,7 @@ export function createPgPoolDatabase(
   const connectTimeoutMs = options.connectTimeoutMs ?? Math.max(DEFAULT_CONNECT_TIMEOUT_MS, options.busyTimeoutMs ?? 0);
   let reached = false;
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: sslModeSpelledOut(url),
     types,
     max,
     connectionTimeoutMillis: connectTimeoutMs,
