@@ -18,9 +18,11 @@ export interface DoctorReport {
   chat: ProviderReport;
   /**
    * The database's vector state and, for a local store other accounts of the machine can read, a sentence saying so
-   * (`readableByOthers`, null when they cannot); null when the file does not exist yet.
+   * (`readableByOthers`, null when they cannot), and what opening it warned of (`warnings`: a PostgreSQL database
+   * whose full text lowers no letter outside ASCII, ADR 49), each with what to do; null when the file does not exist
+   * yet.
    */
-  database: { path: string; vectors: VectorStatus; readableByOthers: string | null } | null;
+  database: { path: string; vectors: VectorStatus; readableByOthers: string | null; warnings: string[] } | null;
 }
 
 /** doctor (which providers are active and why, each checked with a real call) and reembed (with a progress bar). */
@@ -40,12 +42,16 @@ export function registerDoctorCommands(
       let database: DoctorReport['database'] = null;
       const local = localDatabasePath(path);
       if (local === null || existsSync(local.path)) {
-        const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger: { warn: () => {} } });
+        // What the faces that serve print when they open the database (`createMneme`'s warnings) is listed, not printed.
+        const warnings: string[] = [];
+        const logger = { warn: (line: string) => warnings.push(line) };
+        const mneme = await createMneme({ path, embedder: 'none', backfill: false, logger });
         try {
           database = {
             path: describeDatabase(path),
             vectors: await mneme.vectorStatus(),
             readableByOthers: local && accessByOthers(local.path, local.kind),
+            warnings,
           };
         } finally {
           await mneme.close();
@@ -107,7 +113,7 @@ export function formatDoctorReport(report: DoctorReport): string {
     if (provider.check) lines.push(`  check: ${provider.check.ok ? 'ok' : 'FAILED'}: ${provider.check.detail}`);
   }
   if (report.database) {
-    const { path, vectors, readableByOthers } = report.database;
+    const { path, vectors, readableByOthers, warnings } = report.database;
     const index = vectors.index ? `${vectors.index.model} (${vectors.index.dimensions} dimensions)` : 'no model yet';
     lines.push(`database: ${path}`);
     lines.push(`  vector index: ${index}`);
@@ -125,6 +131,7 @@ export function formatDoctorReport(report: DoctorReport): string {
       lines.push('  no vectors: lexical search only');
     }
     if (readableByOthers) lines.push(`  WARNING: ${readableByOthers}`);
+    for (const warning of warnings) lines.push(`  WARNING: ${warning}`);
   } else {
     lines.push('database: not created yet');
   }

@@ -116,6 +116,17 @@ export function describePostgresUrl(url: string): string {
   }
 }
 
+/**
+ * `url` with `sslmode=prefer`, `require` or `verify-ca` written `verify-full`, which is how node-postgres 8 reads them
+ * (the server's certificate and name verified: the same connection either way). Read as written, node-postgres prints a
+ * ten-line security warning on stderr that their meaning changes in its next major version, at every command of the
+ * CLI on such a URL (a hosted database's usual one). `uselibpqcompat=true` (libpq's meanings) is left as given.
+ */
+export function sslModeSpelledOut(url: string): string {
+  if (/[?&]uselibpqcompat=/i.test(url)) return url;
+  return url.replace(/([?&]sslmode=)(prefer|require|verify-ca)(?=&|#|$)/gi, '$1verify-full');
+}
+
 /** True for a `postgres://` or `postgresql://` URL. */
 export function isPostgresUrl(path: string): boolean {
   return /^postgres(ql)?:\/\//i.test(path);
@@ -157,8 +168,9 @@ export function createPgPoolDatabase(
 ): PostgresDatabase {
   const max = options.max ?? 10;
   const connectTimeoutMs = options.connectTimeoutMs ?? Math.max(DEFAULT_CONNECT_TIMEOUT_MS, options.busyTimeoutMs ?? 0);
+  let reached = false;
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: sslModeSpelledOut(url),
     types,
     max,
     connectionTimeoutMillis: connectTimeoutMs,
@@ -166,19 +178,21 @@ export function createPgPoolDatabase(
     options: [options.serverOptions, SERVER_KEEPALIVES].filter((given) => given?.trim()).join(' '),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_SECONDS * 1000,
-  });
-  // An idle connection the server dropped must not crash the process: the next statement reconnects.
-  pool.on('error', () => {});
-  let reached = false;
-  pool.on('connect', (client) => {
-    reached = true;
     // An acknowledged write survives a crash (docs/reliability.md, promise 1) whatever the server's default: with
     // `synchronous_commit` off (set for the server, the database or the role, often for speed) a commit is answered
     // before its WAL reaches the disk, and a crash of the server loses the last ones, acknowledged. Raised to `on` for
-    // mneme's sessions before their first statement (a client runs its statements in order); `local`,
-    // `remote_write`, `on` and `remote_apply` are kept. Recall's touches lower it for their own transaction (ADR 12).
-    client.query(PERSISTENT_COMMITS).catch(() => {});
+    // mneme's sessions before their first statement; `local`, `remote_write`, `on` and `remote_apply` are kept. Recall's
+    // touches lower it for their own transaction (ADR 12). The pool lends the connection once this has finished: a
+    // statement queued behind one still running makes node-postgres print a deprecation warning to the user's terminal
+    // (the pool's `connect` event, which does not wait, did so on every command). A connection on which it fails is
+    // closed and its error is the statement's.
+    onConnect: async (client) => {
+      reached = true;
+      await client.query(PERSISTENT_COMMITS);
+    },
   });
+  // An idle connection the server dropped must not crash the process: the next statement reconnects.
+  pool.on('error', () => {});
   const tag = (thrown: unknown) => {
     if (typeof thrown !== 'object' || thrown === null) return thrown;
     const message = errorMessage(thrown);
@@ -399,6 +413,16 @@ export function toMnemeErrorPg(error: unknown, doing: string): MnemeError {
       {
         cause: error,
       },
+    );
+  }
+  // insufficient_privilege: most often a new database on PostgreSQL 15 or later, where only the database's owner may
+  // create tables in its `public` schema, opened by another user (mneme creates and changes its tables when it opens
+  // a database: its schema steps).
+  if (state === '42501') {
+    return new MnemeError(
+      ErrorCode.StoreFailed,
+      `${doing}: ${message}: the user of the URL may not do this. mneme creates and changes its own tables in the database (its schema steps) and reads and writes them: make that user the database's owner (ALTER DATABASE <database> OWNER TO <user>), or grant it what is missing (GRANT CREATE, USAGE ON SCHEMA public TO <user>, on PostgreSQL 15 and later)`,
+      { cause: error },
     );
   }
   if (state === '57P04') {

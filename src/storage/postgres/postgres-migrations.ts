@@ -455,6 +455,20 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE users ADD COLUMN left_at bigint;
     `,
   },
+  {
+    version: 15,
+    name: 'the ids of users, spaces and members in byte order',
+    // PostgreSQL's own (ADR 51): an export reads users, projects, topics, channels and memberships a page at a time in
+    // byte order (ADR 49); a primary key is in the database's collation, so on one collated by a language each page
+    // sorted the whole table (24 ms a page of 500 users at 50,000, against 0.26 ms through these).
+    sql: `
+      CREATE INDEX users_in_byte_order ON users (id COLLATE "C");
+      CREATE INDEX projects_in_byte_order ON projects (id COLLATE "C");
+      CREATE INDEX topics_in_byte_order ON topics (id COLLATE "C");
+      CREATE INDEX channels_in_byte_order ON channels (id COLLATE "C");
+      CREATE INDEX members_in_byte_order ON members (kind COLLATE "C", space_id COLLATE "C", user_id COLLATE "C");
+    `,
+  },
 ];
 
 export const latestPostgresSchemaVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -7,7 +7,9 @@ import { memoryColumns, memoryColumnsOf, type PgMemoryRow, snapshotOf } from './
 
 /**
  * Labels the memories of every other named user whose name reads as one of `keys` (a user just known or named; ADR
- * 44), through `q`, the transaction that makes the user known or names them.
+ * 44), through `q`, the transaction that makes the user known or names them. One user after another in the byte order
+ * of their ids, as SQLite's store, whatever the database's collation (each is a version of a memory naming two: ADR
+ * 51); so are the users of the other look-ups here.
  */
 export async function labelPostgresNamesakes(
   q: PostgresQueryable,
@@ -19,7 +21,7 @@ export async function labelPostgresNamesakes(
   if (unique.length === 0) return;
   const { rows } = await q.query<{ id: string; display_name: string }>(
     `SELECT id, display_name FROM users
-     WHERE name_key = ANY($1::text[]) AND id <> $2 AND display_name IS NOT NULL ORDER BY id`,
+     WHERE name_key = ANY($1::text[]) AND id <> $2 AND display_name IS NOT NULL ORDER BY id COLLATE "C"`,
     [unique, userId],
   );
   for (const user of rows) {
@@ -76,7 +78,7 @@ export async function labelEveryPostgresNamesake(q: PostgresQueryable, at: numbe
     `SELECT users.id, users.display_name FROM users WHERE users.display_name IS NOT NULL
        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
-     ORDER BY users.id`,
+     ORDER BY users.id COLLATE "C"`,
   );
   for (const user of rows) {
     const name = plainName(user.display_name, user.id);
@@ -102,7 +104,7 @@ export async function labelPostgresWritten(
      WHERE users.display_name IS NOT NULL
        AND (EXISTS (SELECT 1 FROM users AS other WHERE other.name_key = users.name_key AND other.id <> users.id)
          OR EXISTS (SELECT 1 FROM users AS other WHERE other.id_key = users.name_key AND other.id <> users.id))
-     ORDER BY users.id`,
+     ORDER BY users.id COLLATE "C"`,
     of,
   );
   const named = rows.flatMap((user): [string, string][] => {
@@ -120,7 +122,7 @@ export async function labelPostgresWritten(
       `${SPEAKERS}
        SELECT users.id, users.display_name, users.left_name, users.left_at
        FROM speakers JOIN users ON users.id = speakers.id
-       WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id`,
+       WHERE users.left_name IS NOT NULL AND users.left_at >= $4::bigint ORDER BY users.id COLLATE "C"`,
       [...of, row.valid_from],
     );
     if (leaving.length > 0) {

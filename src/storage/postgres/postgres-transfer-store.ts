@@ -61,18 +61,17 @@ class RolledBack extends Error {}
 export function createPostgresTransferStore(database: PostgresDatabase): TransferStore {
   const read = <Row>(doing: string, sql: string, values: readonly unknown[]) =>
     withPgErrors(doing, async () => (await database.query<Row>(sql, values)).rows);
-  const bytes = byteOrder(database);
+  // Pages in byte order, as SQLite sorts text, whatever the database's collation (ADR 49), each walking an index in
+  // that order (step 15, ADR 51) rather than sorting the table.
   const pageById =
     <Row>(table: string, columns: string) =>
-    async (after: string | null, limit: number, ids?: readonly string[]) => {
-      const c = await bytes();
-      return read<Row>(
+    async (after: string | null, limit: number, ids?: readonly string[]) =>
+      read<Row>(
         `reading ${table}`,
-        `SELECT ${columns} FROM ${table} WHERE ($1::text IS NULL OR id${c} > $1::text)
-        AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id${c} LIMIT $3`,
+        `SELECT ${columns} FROM ${table} WHERE ($1::text IS NULL OR id COLLATE "C" > $1::text)
+        AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id COLLATE "C" LIMIT $3`,
         [after, ids ? [...ids] : null, limit],
       );
-    };
   const users = pageById<{ id: string; display_name: string | null; created_at: number; updated_at: number }>(
     'users',
     'id, display_name, created_at, updated_at',
@@ -142,12 +141,13 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
       }));
     },
     async memberships(after, limit, userId) {
-      const c = await bytes();
       const rows = await read<{ kind: SpaceKind; space_id: string; user_id: string; added_at: number }>(
         'reading memberships',
         `SELECT kind, space_id, user_id, added_at FROM members
-          WHERE ($1::text IS NULL OR (kind${c}, space_id${c}, user_id${c}) > ($1::text, $2::text, $3::text))
-          AND ($4::text IS NULL OR user_id = $4::text) ORDER BY kind${c}, space_id${c}, user_id${c} LIMIT $5`,
+          WHERE ($1::text IS NULL
+            OR (kind COLLATE "C", space_id COLLATE "C", user_id COLLATE "C") > ($1::text, $2::text, $3::text))
+          AND ($4::text IS NULL OR user_id = $4::text)
+          ORDER BY kind COLLATE "C", space_id COLLATE "C", user_id COLLATE "C" LIMIT $5`,
         [after?.kind ?? null, after?.spaceId ?? '', after?.userId ?? '', userId ?? null, limit],
       );
       return rows.map((row) => ({ kind: row.kind, spaceId: row.space_id, userId: row.user_id, addedAt: row.added_at }));
@@ -721,30 +721,5 @@ function createImportSession(
         await end.commit();
       }),
     rollback,
-  };
-}
-
-/**
- * What makes a text column sort by its bytes, as SQLite sorts text: nothing on a database whose collation is already
- * `C` (or `POSIX`) of the C library, so that a page read in key order walks the primary key's index; ` COLLATE "C"`
- * on any other (`en_US.UTF-8`, an ICU locale), where a page is then sorted from the whole table (ADR 49). Read once,
- * again after a failed read.
- */
-function byteOrder(database: PostgresDatabase): () => Promise<'' | ' COLLATE "C"'> {
-  let known: Promise<'' | ' COLLATE "C"'> | undefined;
-  return () => {
-    known ??= withPgErrors('reading the collation of the database', async () => {
-      // `datlocprovider` (PostgreSQL 15) is `i` for ICU, whose `datcollate` may still say C: read through `to_jsonb`,
-      // which gives null for a column an older server does not have.
-      const { rows } = await database.query<{ bytewise: boolean }>(
-        `SELECT d.datcollate IN ('C', 'POSIX') AND (to_jsonb(d) ->> 'datlocprovider') IS DISTINCT FROM 'i' AS bytewise
-          FROM pg_database d WHERE d.datname = current_database()`,
-      );
-      return rows[0]?.bytewise === true ? '' : ' COLLATE "C"';
-    }).catch((error: unknown) => {
-      known = undefined;
-      throw error;
-    });
-    return known;
   };
 }

@@ -32,8 +32,10 @@ export interface SqliteSpeakerLabels {
 
 export function createSqliteSpeakerLabels(database: Database.Database): SqliteSpeakerLabels {
   const prepare = () => ({
-    namesakes: database.prepare<{ key: string; userId: string }, { id: string; display_name: string }>(
-      `SELECT id, display_name FROM users WHERE name_key = @key AND id <> @userId AND display_name IS NOT NULL`,
+    // In the byte order of their ids whichever key they go by (each is a version of a memory naming two: ADR 51).
+    namesakes: database.prepare<{ keys: string; userId: string }, { id: string; display_name: string }>(
+      `SELECT id, display_name FROM users WHERE name_key IN (SELECT value FROM json_each(@keys)) AND id <> @userId
+        AND display_name IS NOT NULL ORDER BY id`,
     ),
     // A memory names its user (a fact's speaker, the sender of an exchange's message), the senders of the messages it
     // cites (an exchange's reply, an episode's window) and the sender of its search context's message.
@@ -154,11 +156,9 @@ export function createSqliteSpeakerLabels(database: Database.Database): SqliteSp
   const labels: SqliteSpeakerLabels = {
     labelNamesakes(userId, keys, at) {
       const { namesakes } = statements();
-      for (const key of new Set(keys)) {
-        for (const user of namesakes.all({ key, userId })) {
-          const name = plainName(user.display_name, user.id);
-          if (name !== null) labels.label(user.id, name, at);
-        }
+      for (const user of namesakes.all({ keys: JSON.stringify([...new Set(keys)]), userId })) {
+        const name = plainName(user.display_name, user.id);
+        if (name !== null) labels.label(user.id, name, at);
       }
     },
     label(userId, name, at, left = false) {
