@@ -91,8 +91,9 @@ export function createEngine(context: EngineContext): Mneme {
         const page = await storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
         // A viewer's list leaves out what the audience check archived (ADR 52); the page's total still counts it.
         const shownTo: Memory[] = [];
+        const read = new Map();
         for (const memory of page.memories) {
-          if (viewer === undefined || !(await beyondItsReaders(context, memory))) shownTo.push(view(memory));
+          if (viewer === undefined || !(await beyondItsReaders(context, memory, read))) shownTo.push(view(memory));
         }
         return { ...page, memories: await asOfNow(context, shownTo) };
       }),

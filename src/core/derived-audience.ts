@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MoveTarget } from '../storage/memory-store.js';
+import type { CitedChannels, MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
 import { errorMessage } from './errors.js';
 import { createMembership } from './membership.js';
@@ -232,11 +232,20 @@ function audienceReach(context: EngineContext) {
  * restore asks before it brings back a memory the audience check archived (ADR 52): the check archived it, of no user,
  * because its owner's readers may not read where it came from, and nothing has moved it since.
  */
-export async function channelOutsideAudience(context: EngineContext, memory: Memory): Promise<string | null> {
+export async function channelOutsideAudience(
+  context: EngineContext,
+  memory: Memory,
+  /** What each owner's memories cite, kept across the calls of one read (a page of a list). */
+  read: Map<string, Promise<CitedChannels[]>> = new Map(),
+): Promise<string | null> {
   if (memory.scope === 'personal') return null;
-  const cited = (await context.storage.memories.citedChannels({ owner: ownerKey(memory.scope, memory) })).find(
-    (entry) => entry.memory.id === memory.id,
-  );
+  const owner = ownerKey(memory.scope, memory);
+  let owners = read.get(owner);
+  if (owners === undefined) {
+    owners = context.storage.memories.citedChannels({ owner });
+    read.set(owner, owners);
+  }
+  const cited = (await owners).find((entry) => entry.memory.id === memory.id);
   if (cited === undefined) return null;
   const { readable } = audienceReach(context);
   for (const channelId of cited.channelIds) if (!(await readable(channelId, memory))) return channelId;

@@ -26,8 +26,12 @@ export async function requireVisible(context: EngineContext, id: number, viewer:
  * archives (ADR 5, a memory of no user with no room whose readers read all its channels). It stays in its owner, so
  * reads for a viewer leave it out (ADR 52); an archived memory is rare, and only it costs the check.
  */
-export async function beyondItsReaders(context: EngineContext, memory: Memory): Promise<boolean> {
-  return memory.archivedAt !== null && (await channelOutsideAudience(context, memory)) !== null;
+export async function beyondItsReaders(
+  context: EngineContext,
+  memory: Memory,
+  read?: Parameters<typeof channelOutsideAudience>[2],
+): Promise<boolean> {
+  return memory.archivedAt !== null && (await channelOutsideAudience(context, memory, read)) !== null;
 }
 
 /**
