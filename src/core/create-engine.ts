@@ -1,10 +1,11 @@
+import { type AccessView, accessOf, everyAccess } from './access-view.js';
 import { createApiKeys } from './api-keys.js';
 import { checkedEmbedder } from './checked-embedder.js';
 import { asOfNow } from './current-values.js';
 import { createAudienceWatch } from './derived-audience.js';
 import { createDirectory } from './directory.js';
 import type { EngineContext } from './engine-context.js';
-import { guardMneme } from './guarded-mneme.js';
+import { guardMneme, type MemoryReads } from './guarded-mneme.js';
 import { createIdempotencyKeys } from './idempotency.js';
 import { createIngest } from './ingest/ingest.js';
 import {
@@ -38,7 +39,7 @@ import { exportData } from './transfer/export-data.js';
 import { importData } from './transfer/import-data.js';
 import type { Memory } from './types.js';
 import { forgetMemory, restoreMemory, updateMemory } from './update-memory.js';
-import { requireVisible } from './visibility.js';
+import { beyondItsReaders, requireVisible } from './visibility.js';
 
 /** Builds the engine over already-chosen adapters. `createMneme` is the usual way in. */
 export function createEngine(context: EngineContext): Mneme {
@@ -68,31 +69,46 @@ export function createEngine(context: EngineContext): Mneme {
       return read(...args);
     };
 
+  /**
+   * The reads that show memories, as `view` shows their retrievals (ADR 52): the engine's own show every retrieval, a
+   * user key's (`as`) only those of its own personal memories. The view applies to memories as stored, before their
+   * values are made current or scored, since both read the last access.
+   */
+  const reads = (view: AccessView): MemoryReads => {
+    const shown = async (memory: Memory) => current(view(memory));
+    return {
+      recall: watched((input) => recall(context, input, touches, view)),
+      context: watched((input) => buildContext(context, input, touches, view)),
+      get: watched(async (input) => {
+        const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
+        return shown(await requireVisible(context, parsed.id, parsed.viewer));
+      }),
+      update: async (input) => shown(await updateMemory(context, input)),
+      forget: async (input) => shown(await forgetMemory(context, byId(input))),
+      restore: async (input) => shown(await restoreMemory(context, byId(input))),
+      list: watched(async (filter = {}) => {
+        const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
+        const page = await storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
+        // A viewer's list leaves out what the audience check archived (ADR 52); the page's total still counts it.
+        const shownTo: Memory[] = [];
+        const read = new Map();
+        for (const memory of page.memories) {
+          if (viewer === undefined || !(await beyondItsReaders(context, memory, read))) shownTo.push(view(memory));
+        }
+        return { ...page, memories: await asOfNow(context, shownTo) };
+      }),
+    };
+  };
+
   const engine: Mneme = {
     ...ingest,
     ...createDirectory(context),
     remember: (input) => remember(context, input),
-    recall: watched((input) => recall(context, input, touches)),
-    context: watched((input) => buildContext(context, input, touches)),
-
-    get: watched(async (input) => {
-      const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
-      return current(await requireVisible(context, parsed.id, parsed.viewer));
-    }),
-
-    update: async (input) => current(await updateMemory(context, input)),
-    forget: async (input) => current(await forgetMemory(context, byId(input))),
-    restore: async (input) => current(await restoreMemory(context, byId(input))),
+    ...reads(everyAccess),
 
     async purgeUser(userId) {
       return storage.memories.purgeUser(parseInput(UserIdSchema, userId, 'user id'));
     },
-
-    list: watched(async (filter = {}) => {
-      const { viewer, ...parsed } = parseInput(ListFilterSchema, filter, 'list filter');
-      const page = await storage.memories.list({ ...parsed, owners: viewer ? visibleOwners(viewer) : null });
-      return { ...page, memories: await asOfNow(context, page.memories) };
-    }),
 
     history: watched(async (input) => {
       const parsed = parseInput(HistoryInputSchema, typeof input === 'object' ? input : { id: input }, 'history');
@@ -165,7 +181,10 @@ export function createEngine(context: EngineContext): Mneme {
     },
     apiKeys: createApiKeys(storage.apiKeys, clock),
     idempotency: createIdempotencyKeys(storage.idempotency, clock, () => storage.messages.purges()),
-    as: (principal) => (principal.kind === 'admin' ? engine : guardMneme(engine, context, principal, watch)),
+    as: (principal) =>
+      principal.kind === 'admin'
+        ? engine
+        : guardMneme(engine, context, principal, watch, reads(accessOf(principal.userId))),
 
     async close() {
       await ingest.close();

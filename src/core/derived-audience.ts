@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MoveTarget } from '../storage/memory-store.js';
+import type { CitedChannels, MoveTarget } from '../storage/memory-store.js';
 import type { EngineContext } from './engine-context.js';
 import { errorMessage } from './errors.js';
 import { createMembership } from './membership.js';
@@ -191,21 +191,18 @@ export function createAudienceWatch(context: EngineContext, everyMs = AUDIENCE_W
 }
 
 /**
- * After an audience changed (ADR 5, 2026-12-03): a channel's (its visibility or members, `channelId`: what cites
- * it), or a room's, topic's or project's (its members, `owner`: `room:<id>`, `topic:<id>`, `project:<id>`: what it
- * holds; a room's readers are everyone when its channel is public). A memory seen by more than the
- * readers of a channel it cites (a global fact of a public channel made private, a session or project
- * memory of a channel that a member of the topic or project cannot read, now or since joining) moves into
- * the room of a channel it cites whose readers may read every channel it cites, where exactly they see it; when
- * no such room exists (messages of two channels with different readers), into its user's personal scope (the
- * user's own words, restated in both), and, for a memory of no user, it is archived as `forget` does.
- * Personal memories stay: the speaker's own. A memory built on memories (a dream insight, a merged memory) cites the
- * channels they cite (`MemoryStore.citedChannels`), wherever they are now, and is checked and placed by them all.
- * Returns how many memories moved or were archived.
+ * Whether the readers of a memory's owner may read a channel (`readable`), and whether every reader of a room may
+ * (`roomReads`): the questions `keepWithinSources` asks, each answered once per check.
  */
-export async function keepWithinSources(context: EngineContext, query: AudienceChange): Promise<number> {
+function audienceReach(context: EngineContext) {
   const membership = createMembership(context);
   const reaches = new Map<string, boolean>();
+  // Whether every reader of room `room` may read channel `channelId`: anyone reads the room of a public channel.
+  const roomReads = async (channelId: string, room: string): Promise<boolean> =>
+    channelId === room ||
+    ((await membership.isPublic(room))
+      ? membership.isPublic(channelId)
+      : membership.reaches(channelId, 'channel', room));
   const readable = async (channelId: string, memory: Memory): Promise<boolean> => {
     const owner = ownerKey(memory.scope, memory);
     // A JSON pair: ids hold spaces, so a channel and an owner joined by one could read as another pair (attack27a).
@@ -226,12 +223,50 @@ export async function keepWithinSources(context: EngineContext, query: AudienceC
     }
     return answer;
   };
-  // Whether every reader of room `room` may read channel `channelId`: anyone reads the room of a public channel.
-  const roomReads = async (channelId: string, room: string): Promise<boolean> =>
-    channelId === room ||
-    ((await membership.isPublic(room))
-      ? membership.isPublic(channelId)
-      : membership.reaches(channelId, 'channel', room));
+  return { readable, roomReads };
+}
+
+/**
+ * A channel that memory `memory` cites (its messages', or those of the memories it was built on) which someone who
+ * would see it in its owner may not read; null when there is none (personal memories: the speaker's own). What a
+ * restore asks before it brings back a memory the audience check archived (ADR 52): the check archived it, of no user,
+ * because its owner's readers may not read where it came from, and nothing has moved it since.
+ */
+export async function channelOutsideAudience(
+  context: EngineContext,
+  memory: Memory,
+  /** What each owner's memories cite, kept across the calls of one read (a page of a list). */
+  read: Map<string, Promise<CitedChannels[]>> = new Map(),
+): Promise<string | null> {
+  if (memory.scope === 'personal') return null;
+  const owner = ownerKey(memory.scope, memory);
+  let owners = read.get(owner);
+  if (owners === undefined) {
+    owners = context.storage.memories.citedChannels({ owner });
+    read.set(owner, owners);
+  }
+  const cited = (await owners).find((entry) => entry.memory.id === memory.id);
+  if (cited === undefined) return null;
+  const { readable } = audienceReach(context);
+  for (const channelId of cited.channelIds) if (!(await readable(channelId, memory))) return channelId;
+  return null;
+}
+
+/**
+ * After an audience changed (ADR 5, 2026-12-03): a channel's (its visibility or members, `channelId`: what cites
+ * it), or a room's, topic's or project's (its members, `owner`: `room:<id>`, `topic:<id>`, `project:<id>`: what it
+ * holds; a room's readers are everyone when its channel is public). A memory seen by more than the
+ * readers of a channel it cites (a global fact of a public channel made private, a session or project
+ * memory of a channel that a member of the topic or project cannot read, now or since joining) moves into
+ * the room of a channel it cites whose readers may read every channel it cites, where exactly they see it; when
+ * no such room exists (messages of two channels with different readers), into its user's personal scope (the
+ * user's own words, restated in both), and, for a memory of no user, it is archived as `forget` does.
+ * Personal memories stay: the speaker's own. A memory built on memories (a dream insight, a merged memory) cites the
+ * channels they cite (`MemoryStore.citedChannels`), wherever they are now, and is checked and placed by them all.
+ * Returns how many memories moved or were archived.
+ */
+export async function keepWithinSources(context: EngineContext, query: AudienceChange): Promise<number> {
+  const { readable, roomReads } = audienceReach(context);
   const write = { at: context.clock.now(), actor: AUDIENCE_ACTOR };
   /** The memories moved or archived. */
   const placed = new Set<number>();

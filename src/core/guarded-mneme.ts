@@ -1,6 +1,8 @@
 import type { Principal } from './access.js';
+import { accessOf } from './access-view.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
+import type { IngestResult } from './ingest/ingest.js';
 import { channelMessages, listChannels, MessagePageInputSchema } from './inspection.js';
 import { createMembership } from './membership.js';
 import type { Mneme } from './mneme.js';
@@ -27,6 +29,9 @@ import { requireVisible } from './visibility.js';
 
 type UserPrincipal = Extract<Principal, { kind: 'user' }>;
 
+/** The engine's reads that show memories, made for one reader's view of their retrievals (ADR 52). */
+export type MemoryReads = Pick<Mneme, 'recall' | 'context' | 'get' | 'update' | 'forget' | 'restore' | 'list'>;
+
 /**
  * The engine as one user may use it (ADR 5). Every input is parsed first (so bad input is still
  * INVALID_INPUT), then checked: the user's viewer carries its own id and names only spaces it belongs
@@ -42,6 +47,8 @@ export function guardMneme(
   principal: UserPrincipal,
   /** The engine's look for the audience changes a stopped process left, before a read the engine does not do. */
   watch: () => Promise<void>,
+  /** The engine's reads as this user is shown them: the retrievals of its own personal memories only (ADR 52). */
+  reads: MemoryReads,
 ): Mneme {
   const { userId } = principal;
   /** A post of the user: its memberships checked here, and written only while the key it came with is active. */
@@ -134,6 +141,20 @@ export function guardMneme(
     );
   }
 
+  /** What a chat command of the post wrote or archived, its retrievals as this user is shown them (ADR 52). */
+  const view = accessOf(userId);
+  const shownCommand = (result: IngestResult): IngestResult =>
+    result.command === null
+      ? result
+      : {
+          ...result,
+          command: {
+            ...result.command,
+            remembered: result.command.remembered && view(result.command.remembered),
+            forgotten: result.command.forgotten.map(view),
+          },
+        };
+
   const exchangeRefused = () =>
     refuse('posting an exchange (it carries the assistant reply; post the user message with ingest)');
 
@@ -161,17 +182,17 @@ export function guardMneme(
 
     async recall(input) {
       const parsed = parseInput(RecallInputSchema, input, 'recall');
-      return engine.recall({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+      return reads.recall({ ...parsed, viewer: await viewerOf(parsed.viewer) });
     },
 
     async context(input) {
       const parsed = parseInput(ContextInputSchema, input, 'context');
-      return engine.context({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+      return reads.context({ ...parsed, viewer: await viewerOf(parsed.viewer) });
     },
 
     async get(input) {
       const parsed = parseInput(GetInputSchema, typeof input === 'number' ? { id: input } : input, 'get');
-      return engine.get({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
+      return reads.get({ id: parsed.id, viewer: await viewerOf(parsed.viewer) });
     },
 
     async update(input) {
@@ -180,21 +201,21 @@ export function guardMneme(
       const { memory, viewer: seen } = await ownMemory(edit.id, viewer, 'editing');
       if (edit.pinned === true && memory.scope !== 'personal') refusePin(memory.scope);
       if (edit.content !== undefined) await assertQuotesNoOther(memory.id, memory.sourceMessageIds);
-      return engine.update({ ...edit, viewer: seen, actor: principal.label });
+      return reads.update({ ...edit, viewer: seen, actor: principal.label });
     },
 
     async forget(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'forget');
       const { viewer, ...action } = parsed;
       const { viewer: seen } = await ownMemory(action.id, viewer, 'forgetting');
-      return engine.forget({ ...action, viewer: seen, actor: principal.label });
+      return reads.forget({ ...action, viewer: seen, actor: principal.label });
     },
 
     async restore(input) {
       const parsed = parseInput(MemoryActionInputSchema, typeof input === 'number' ? { id: input } : input, 'restore');
       const { viewer, ...action } = parsed;
       const { viewer: seen } = await ownMemory(action.id, viewer, 'restoring');
-      return engine.restore({ ...action, viewer: seen, actor: principal.label });
+      return reads.restore({ ...action, viewer: seen, actor: principal.label });
     },
 
     async purgeUser(id) {
@@ -205,7 +226,7 @@ export function guardMneme(
 
     async list(filter = {}) {
       const parsed = parseInput(ListFilterSchema, filter, 'list filter');
-      return engine.list({ ...parsed, viewer: await viewerOf(parsed.viewer) });
+      return reads.list({ ...parsed, viewer: await viewerOf(parsed.viewer) });
     },
 
     async history(input) {
@@ -230,7 +251,7 @@ export function guardMneme(
     async ingest(input) {
       await assertMayPost(input, 'message');
       // Checked above: no membership is written with the post (a removal meanwhile stays).
-      return engine.ingest(input, posting);
+      return shownCommand(await engine.ingest(input, posting));
     },
 
     async sources(input) {
@@ -260,7 +281,7 @@ export function guardMneme(
           await assertMayPost(input, `message at index ${index}`);
         }
       }
-      return engine.ingestMany(inputs, posting);
+      return (await engine.ingestMany(inputs, posting)).map(shownCommand);
     },
 
     ingestProgress: async () => refuse("reading a file's ingest progress"),
@@ -317,7 +338,7 @@ export function guardMneme(
     },
     as: (other) =>
       other.kind === 'user' && other.userId === userId
-        ? guardMneme(engine, context, other, watch)
+        ? guardMneme(engine, context, other, watch, reads)
         : refuse('acting as another principal'),
     close: async () => refuse('closing the engine'),
   };

@@ -53,8 +53,12 @@ export const MemorySchema = z
     importance: z.number(),
     strength: z.number(),
     salience: z.number(),
-    accessCount: count(),
-    lastAccessedAt: TimeSchema.nullable(),
+    accessCount: count().describe(
+      "How many recalls returned it. A user key sees the retrievals of its own personal memories only: any other memory (others' recalls touch it) reads 0, and its recalls rank it as never retrieved (ADR 52)",
+    ),
+    lastAccessedAt: TimeSchema.nullable().describe(
+      'When a recall last returned it; null when never, and for a user key on any memory but its own personal ones (ADR 52)',
+    ),
     pinned: z.boolean(),
     sourceMessageIds: z.array(rowId()).describe('The messages the memory was built from'),
     sourceIds: z.array(rowId()).describe('The memories it was merged or derived from'),

@@ -1,9 +1,10 @@
 import type { MemoryChanges } from '../storage/memory-store.js';
+import { channelOutsideAudience } from './derived-audience.js';
 import { embedDocuments } from './embed-documents.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import { MemoryActionInputSchema, parseInput, UpdateInputSchema } from './schemas.js';
-import { sectorOf, visibleOwners } from './scope.js';
+import { ownerKey, sectorOf, visibleOwners } from './scope.js';
 import type { Memory, Viewer } from './types.js';
 import { requireVisible } from './visibility.js';
 
@@ -56,6 +57,14 @@ export async function forgetMemory(context: EngineContext, input: unknown): Prom
 export async function restoreMemory(context: EngineContext, input: unknown): Promise<Memory> {
   const parsed = parseInput(MemoryActionInputSchema, input, 'restore');
   const existing = await requireVisible(context, parsed.id, parsed.viewer);
+  // One the audience check archived (its readers may not read where it came from) stays so (ADR 52).
+  const outside = existing.archivedAt === null ? null : await channelOutsideAudience(context, existing);
+  if (outside !== null) {
+    throw new MnemeError(
+      ErrorCode.Conflict,
+      `memory ${existing.id} stays archived: it came from channel ${outside}, which not everyone who would see it (${ownerKey(existing.scope, existing)}) may read; write what may be shown to them as a new memory`,
+    );
+  }
   // A faded memory kept its vector (ADR 9); a forgotten one is embedded again.
   const needsVector = existing.archivedAt !== null && existing.fadedAt === null;
   const [embedding = null] = needsVector ? await embedDocuments(context, [existing.content]) : [];

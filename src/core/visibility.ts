@@ -1,3 +1,4 @@
+import { channelOutsideAudience } from './derived-audience.js';
 import type { EngineContext } from './engine-context.js';
 import { ErrorCode, MnemeError } from './errors.js';
 import { ownerKey, visibleOwners } from './scope.js';
@@ -5,14 +6,32 @@ import type { Memory, Viewer } from './types.js';
 
 /**
  * The memory with this id, or NOT_FOUND, also when a viewer is given and may not see it (so a
- * caller cannot tell another user's memory from a missing one).
+ * caller cannot tell another user's memory from a missing one): of an owner not the viewer's, or archived by the
+ * audience check (one its owner's readers may not read a channel of; ADR 52), which only the administrator reads.
  */
 export async function requireVisible(context: EngineContext, id: number, viewer: Viewer | undefined): Promise<Memory> {
   const [memory] = await context.storage.memories.get([id]);
-  if (!memory || (viewer && !visibleOwners(viewer).includes(ownerKey(memory.scope, memory)))) {
+  if (
+    !memory ||
+    (viewer &&
+      (!visibleOwners(viewer).includes(ownerKey(memory.scope, memory)) || (await beyondItsReaders(context, memory))))
+  ) {
     throw new MnemeError(ErrorCode.NotFound, `memory ${id} does not exist`);
   }
   return memory;
+}
+
+/**
+ * Whether `memory` is archived and its owner's readers may not read a channel it came from: what the audience check
+ * archives (ADR 5, a memory of no user with no room whose readers read all its channels). It stays in its owner, so
+ * reads for a viewer leave it out (ADR 52); an archived memory is rare, and only it costs the check.
+ */
+export async function beyondItsReaders(
+  context: EngineContext,
+  memory: Memory,
+  read?: Parameters<typeof channelOutsideAudience>[2],
+): Promise<boolean> {
+  return memory.archivedAt !== null && (await channelOutsideAudience(context, memory, read)) !== null;
 }
 
 /**

@@ -243,6 +243,9 @@ export const apiRoutes: readonly Route[] = [
     tag: 'memories',
     returns: 'The memory, active again',
     ...memoryRequest,
+    problems: {
+      409: 'The audience check archived the memory: someone who would see it in its scope may not read a channel it came from (ADR 52); it stays archived',
+    },
     handle: async ({ mneme, principal, params, viewer }) =>
       mneme.restore({ id: params.id, viewer, actor: principal.label }),
   }),

@@ -78,16 +78,17 @@ export interface MaintenanceStore {
   ): Promise<DueDecayCandidate[]>;
   /**
    * Stores importance-steps downgrades in one transaction: the new importance, the time decay is
-   * applied up to, and an `update` version (with `context.reason`) for each memory whose importance changed.
+   * applied up to, and an `update` version (with `context.reason`) for each memory whose importance changed. Each
+   * only while the memory is still as read (attack 31c). Returns the ids of the changes it stored.
    */
-  applyImportanceChanges(changes: readonly ImportanceChange[], context: WriteContext): Promise<number>;
+  applyImportanceChanges(changes: readonly ImportanceChange[], context: WriteContext): Promise<number[]>;
   /**
    * Puts to rest (archives and fades, as `MemoryStore.archive` with `fade`) the memories decay read as below its line,
    * in one transaction, each only while it is still as read (active, unpinned, the same signals, last retrieval and
    * `decayedAt`): one retrieved, edited, pinned or archived since is left as it is, for the next run to judge
-   * (attack 31c). Returns how many it put to rest.
+   * (attack 31c). Returns the ids of those it put to rest.
    */
-  putToRest(read: readonly DecayCandidate[], context: WriteContext): Promise<number>;
+  putToRest(read: readonly DecayCandidate[], context: WriteContext): Promise<number[]>;
   /** Active memories with an id greater than `afterId`, oldest first, at most `limit`. */
   listAfter(afterId: number, limit: number): Promise<Memory[]>;
   /** The same memories as `listAfter`, their id, owner key and text only (consolidation's read of every memory's words). */

@@ -627,12 +627,14 @@ export function describeStorageContract(
         decayedAt: at + 2000,
         read: asRead(memory),
       }));
-      expect(await storage.maintenance.applyImportanceChanges(changes, { ...context, reason: 'decay' })).toBe(1);
+      expect(await storage.maintenance.applyImportanceChanges(changes, { ...context, reason: 'decay' })).toEqual([
+        id(kept),
+      ]);
       const rested = await storage.maintenance.putToRest(
         [{ ...asRead(kept), importance: 0.3, decayedAt: at + 2000 }, ...[pinned, retrieved, edited, gone].map(asRead)],
         { ...context, reason: 'decay' },
       );
-      expect(rested).toBe(1);
+      expect(rested).toEqual([id(kept)]);
       const after = await storage.memories.get([kept, pinned, retrieved, edited, gone].map(id));
       expect(after.map((memory) => [memory.importance, memory.fadedAt !== null, memory.archivedAt !== null])).toEqual([
         [0.3, true, true],

@@ -320,9 +320,11 @@ export interface MemoryStore {
   touch(touches: readonly MemoryTouch[], at: number): Promise<void>;
   /**
    * The `limit` active memories whose owner is in `owners` (`null`: any) used most recently: last
-   * retrieval time, or creation time for a memory never retrieved; newest first. One query.
+   * retrieval time, or creation time for a memory never retrieved; newest first. One query. With `own` (a user's
+   * owner key, `user:<id>`; ADR 52), only the memories of that owner are ordered by their last retrieval, every other
+   * by its creation, as if never retrieved: a user's order says nothing of other users' recalls.
    */
-  recentlyAccessed(owners: readonly string[] | null, limit: number): Promise<Memory[]>;
+  recentlyAccessed(owners: readonly string[] | null, limit: number, own?: string | null): Promise<Memory[]>;
   stats(now: number): Promise<StoredMemoryStats>;
   /**
    * Hard-deletes everything about one user, in one transaction: their messages and the replies to them,

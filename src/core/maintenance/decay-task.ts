@@ -14,7 +14,10 @@ export interface DecayReport extends TaskReport {
   policy: MnemePolicy['decay'];
   /** Active, unpinned memories due under the policy's rule, read and stepped (before session 8: every active, unpinned memory). */
   checked: number;
-  /** Of those, how many have a signal below its stored value now (importance steps: how many were downgraded). */
+  /**
+   * Of those, how many have a signal below its stored value now (importance steps: how many were downgraded), the
+   * write their step asked for (a downgrade, a rest) stored: one retrieved, edited or pinned since the read is not.
+   */
   decayed: number;
   /** How many fell below the line and were archived. */
   archived: number;
@@ -52,20 +55,27 @@ export async function runDecay(
     report.checked += page.length;
     const expired: DecayCandidate[] = [];
     const changes: ImportanceChange[] = [];
+    /** The memories read as decayed, and which write of theirs must land for them to be counted. */
+    const decayed: Array<{ id: number; writes: 'change' | 'rest' | null }> = [];
     for (const memory of page) {
       const step = decay.step(memory, memory.decayedAt, now);
-      if (step.isDecayed) report.decayed++;
+      const changed = step.change !== null && decay.changeReason !== undefined;
+      if (step.isDecayed) decayed.push({ id: memory.id, writes: changed ? 'change' : step.isExpired ? 'rest' : null });
       // Each write applies only to a memory still as read here (attack 31c): a retrieval, an edit or a pin of
       // another request or process since is not overruled; a memory both stepped and expired is as its change left it.
       if (step.change) changes.push({ id: memory.id, ...step.change, read: memory });
-      if (step.isExpired) expired.push(step.change && decay.changeReason ? { ...memory, ...step.change } : memory);
+      if (step.isExpired) expired.push(changed ? { ...memory, ...step.change } : memory);
     }
-    if (decay.changeReason) {
-      await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason });
-    }
+    const applied = decay.changeReason
+      ? await storage.maintenance.applyImportanceChanges(changes, { ...writeContext, reason: decay.changeReason })
+      : [];
     const archiveReason = decay.archiveReason ?? `decay: ${policy.decay}`;
     // Decay puts memories to rest, it does not lose them: they stay findable (ADR 9).
-    report.archived += await storage.maintenance.putToRest(expired, { ...writeContext, reason: archiveReason });
+    const rested = await storage.maintenance.putToRest(expired, { ...writeContext, reason: archiveReason });
+    report.archived += rested.length;
+    // A memory whose write was refused (retrieved, edited or pinned since the read) did not decay: the next run judges it.
+    const landed = { change: new Set(applied), rest: new Set(rested) };
+    report.decayed += decayed.filter(({ id, writes }) => writes === null || landed[writes].has(id)).length;
   }
   await storage.maintenanceState.set(ALL_CHANNELS, 'decay', { lastRunAt: now });
   return report;

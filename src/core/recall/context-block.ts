@@ -1,3 +1,4 @@
+import { type AccessView, everyAccess } from '../access-view.js';
 import { currentValues } from '../current-values.js';
 import type { EngineContext } from '../engine-context.js';
 import { ContextInputSchema, parseInput } from '../schemas.js';
@@ -31,21 +32,27 @@ export async function buildContext(
   context: EngineContext,
   input: unknown,
   touches: TouchQueue,
+  /** How the reader is shown retrievals (ADR 52): a user key's context scores others' memories as never retrieved. */
+  view: AccessView = everyAccess,
 ): Promise<ContextResult> {
   const request = parseInput(ContextInputSchema, input, 'context input');
   const { policy } = context;
-  const found = await findHits(context, {
-    ...request,
-    topK: request.topK ?? policy.context.topK,
-    conversationAware: request.conversationAware ?? policy.context.conversationAware,
-    explain: false,
-  });
+  const found = await findHits(
+    context,
+    {
+      ...request,
+      topK: request.topK ?? policy.context.topK,
+      conversationAware: request.conversationAware ?? policy.context.conversationAware,
+      explain: false,
+    },
+    view,
+  );
   const relevant = found.hits.filter((hit) => hit.calibratedRelevance >= policy.context.minRelevance);
   const current = await currentValues(
     context,
     relevant.map((hit) => hit.memory),
   );
-  const shown = (hits: readonly RecallHit[]) => hits.map((hit) => ({ ...hit, memory: current(hit.memory) }));
+  const shown = (hits: readonly RecallHit[]) => hits.map((hit) => ({ ...hit, memory: current(view(hit.memory)) }));
   const formatted = formatContext(shown(relevant), policy.context);
   const inBlock = formatted.included.flatMap((index) => relevant[index] ?? []);
   return {

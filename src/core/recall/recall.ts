@@ -1,5 +1,6 @@
 import type { LinkType } from '../../storage/link-store.js';
 import type { MemoryTouch, SearchHit } from '../../storage/memory-store.js';
+import { type AccessView, everyAccess } from '../access-view.js';
 import { toIso } from '../clock.js';
 import { currentValues } from '../current-values.js';
 import { reinforcement } from '../decay/decay.js';
@@ -114,20 +115,33 @@ export function candidatePoolSize(
  * memories' values as of now. A bounded number of storage calls, whatever topK is (the names of at most
  * `MAX_SPEAKER_LOOKUPS` authors among them).
  */
-export async function recall(context: EngineContext, input: unknown, touches: TouchQueue): Promise<RecallResult> {
+export async function recall(
+  context: EngineContext,
+  input: unknown,
+  touches: TouchQueue,
+  view: AccessView = everyAccess,
+): Promise<RecallResult> {
   const parsed = parseInput(RecallInputSchema, input, 'recall input');
   const request = { ...parsed, topK: parsed.topK ?? context.policy.recall.topK };
-  const result = await findHits(context, request);
+  const result = await findHits(context, request, view);
   const current = await currentValues(
     context,
     result.hits.map((hit) => hit.memory),
   );
   const hits = request.inspect ? result.hits : await touchHits(context, result.hits, touches);
-  return { ...result, hits: hits.map((hit) => ({ ...hit, memory: current(hit.memory) })) };
+  // As the reader is shown retrievals (ADR 52), before the values are made current: they decay from the last access.
+  return { ...result, hits: hits.map((hit) => ({ ...hit, memory: current(view(hit.memory)) })) };
 }
 
-/** The recall pipeline without the touch: `context` touches only the hits that fit its block. */
-export async function findHits(context: EngineContext, request: RecallRequest): Promise<RecallResult> {
+/**
+ * The recall pipeline without the touch: `context` touches only the hits that fit its block. Memories are scored as
+ * `view` shows their retrievals (ADR 52): a user key's recall ranks others' memories as never retrieved.
+ */
+export async function findHits(
+  context: EngineContext,
+  request: RecallRequest,
+  view: AccessView = everyAccess,
+): Promise<RecallResult> {
   const { policy } = context;
   const now = context.clock.now();
   const owners = visibleOwners(request.viewer);
@@ -139,7 +153,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
 
   if (mode === 'recent-first') {
     const [text = request.query] = queries;
-    const hits = await recentFirstHits(context, text, owners, request.topK, now);
+    const hits = await recentFirstHits(context, text, owners, request.topK, now, view);
     return { mode, hits: hits.map(explain), vectorLeg: 'not-in-mode', queries: [text], weights };
   }
 
@@ -194,7 +208,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
     .flatMap((candidate) => {
       const memory = byId.get(candidate.id);
       if (!memory || !stillRecallable(memory, visible) || isTheMessageAnswered(memory, answered)) return [];
-      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named)];
+      return [directHit(context, memory, candidate, relevanceOf(candidate.fused, totalWeight), now, named, view)];
     })
     .sort(byScore)
     .map((entry, index) =>
@@ -214,7 +228,7 @@ export async function findHits(context: EngineContext, request: RecallRequest): 
       calibratedRelevance: Math.max(lexicalRelevance(weighted, hit.memory.content), hit.calibratedRelevance),
     }));
 
-  const linked = await graphHits(context, direct, owners, now);
+  const linked = await graphHits(context, direct, owners, now, view);
   const searched = [...queries, ...(conversationWeight > 0 && conversation !== null ? [conversation] : [])];
   return { mode, hits: [...direct, ...linked].map(explain), vectorLeg, queries: searched, weights };
 }
@@ -516,10 +530,11 @@ function directHit(
   relevance: number,
   now: number,
   named: ReadonlySet<string>,
+  view: AccessView,
 ): { hit: RecallHit; fused: number } {
   const otherSpeaker = otherSpeakerFactor(memory, named, context.policy.recall.otherSpeakerWeight);
   const breakdown = {
-    ...scoreBreakdown(memory, relevance, context.policy, now),
+    ...scoreBreakdown(view(memory), relevance, context.policy, now),
     ...(otherSpeaker < 1 ? { otherSpeaker } : {}),
   };
   const match: MatchType = candidate.ftsRank === null ? 'vector' : candidate.vectorRank === null ? 'fts' : 'hybrid';
@@ -550,6 +565,7 @@ async function graphHits(
   direct: readonly RecallHit[],
   owners: readonly string[],
   now: number,
+  view: AccessView,
 ): Promise<RecallHit[]> {
   const limit = context.policy.recall.graphNeighbours;
   if (direct.length === 0 || limit === 0) return [];
@@ -569,7 +585,7 @@ async function graphHits(
       if (!memory) return [];
       const seed = seeds.get(neighbour.linkedTo);
       const seedRelevance = seed?.breakdown.relevance ?? 0;
-      const breakdown = scoreBreakdown(memory, seedRelevance * neighbour.strength, context.policy, now);
+      const breakdown = scoreBreakdown(view(memory), seedRelevance * neighbour.strength, context.policy, now);
       return [
         {
           memory,
@@ -596,6 +612,7 @@ async function recentFirstHits(
   owners: readonly string[],
   topK: number,
   now: number,
+  view: AccessView,
 ): Promise<RecallHit[]> {
   const terms = queryTerms(text);
   const { textHits: textLimit, recentHits: recentLimit } = context.policy.recall.recentFirst;
@@ -608,7 +625,7 @@ async function recentFirstHits(
           limit: textLimit,
           includeFaded: context.policy.recall.fadedWeight > 0,
         }),
-    context.storage.memories.recentlyAccessed(owners, recentLimit),
+    context.storage.memories.recentlyAccessed(owners, recentLimit, view.own),
   ]);
   const [matched, counted] = await Promise.all([
     context.storage.memories.get(textHits.map((hit) => hit.id)),
@@ -617,7 +634,7 @@ async function recentFirstHits(
   const [weighted] = weightedTexts([{ text, weight: 1 }], counted);
   const hit = (memory: Memory, match: MatchType, ftsRank: number | null): RecallHit => {
     const relevance = ftsRank === null ? 0 : relevanceOf(1 / (RRF_K + ftsRank), 1);
-    const breakdown = scoreBreakdown(memory, relevance, context.policy, now);
+    const breakdown = scoreBreakdown(view(memory), relevance, context.policy, now);
     return {
       memory,
       score: weightedScore(breakdown, context.policy.recall.weights),

@@ -5,6 +5,7 @@ import type {
   TransferMemory,
   TransferReads,
 } from '../../storage/transfer-store.js';
+import { type AccessView, accessOf, everyAccess } from '../access-view.js';
 import { toIso } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
 import { parseInput, UserIdSchema } from '../schemas.js';
@@ -73,6 +74,8 @@ async function* exportRecords(
 ): AsyncGenerator<string> {
   const { userId, policy } = read;
   const filter = userId === undefined ? undefined : await filterOf(transfer, userId);
+  // A user's export shows the retrievals of their own personal memories only: others' recalls touch the rest (ADR 52).
+  const view = userId === undefined ? everyAccess : accessOf(userId);
   // How far `mneme ingest` got in each file, and the background tasks' watermarks (full export only: the records
   // name the whole database's files, and a user's export imported elsewhere must not make that database skip
   // lines). Read before the horizon: where the store has no snapshot (PGlite), a record or a watermark is committed
@@ -157,7 +160,7 @@ async function* exportRecords(
     const { externalId, ...fields } = message;
     yield line({ type: 'message', ...fields, replyTo, ...(externalId === null ? {} : { externalId }) });
   }
-  for await (const page of memoryPages(transfer, filter, horizon)) {
+  for await (const page of memoryPages(transfer, filter, horizon, view)) {
     for (const memory of page) yield line(memory);
   }
   for await (const link of pages((after: number) => transfer.links(after, PAGE, filter), byNumber, 0)) {
@@ -276,6 +279,7 @@ async function* memoryPages(
   transfer: TransferReads,
   filter: TransferFilter | undefined,
   horizon: Horizon,
+  view: AccessView,
 ): AsyncGenerator<ExportRecord[]> {
   let after = 0;
   for (;;) {
@@ -300,7 +304,7 @@ async function* memoryPages(
     ]);
     const messages = await exportedMessages(transfer, messageIds, filter, horizon);
     const related = await exportedMemories(transfer, memoryIds, filter, horizon);
-    yield memories.map((memory) => memoryRecord(memory, versions.get(memory.id) ?? [], messages, related));
+    yield memories.map((memory) => memoryRecord(view(memory), versions.get(memory.id) ?? [], messages, related));
     if (page.length < PAGE || memories.length < page.length) return;
   }
 }

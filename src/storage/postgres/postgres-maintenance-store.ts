@@ -59,9 +59,9 @@ export function createPostgresMaintenanceStore(
     },
 
     async applyImportanceChanges(changes, context) {
-      if (changes.length === 0) return 0;
+      if (changes.length === 0) return [];
       return writePg(database, 'storing importance downgrades', async (q) => {
-        let changed = 0;
+        const changed: number[] = [];
         for (const change of changes) {
           const before = (
             await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [change.id])
@@ -70,6 +70,7 @@ export function createPostgresMaintenanceStore(
           if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             await q.query('UPDATE memories SET decayed_at = $1 WHERE id = $2', [change.decayedAt, change.id]);
+            changed.push(change.id);
             continue;
           }
           const after = (
@@ -87,23 +88,23 @@ export function createPostgresMaintenanceStore(
             { importance: { from: before.importance, to: after.importance } },
             context,
           );
-          changed++;
+          changed.push(change.id);
         }
         return changed;
       });
     },
 
     async putToRest(read, context) {
-      if (read.length === 0) return 0;
+      if (read.length === 0) return [];
       return writePg(database, 'putting memories to rest', async (q) => {
-        let archived = 0;
+        const archived: number[] = [];
         for (const memory of read) {
           const before = (
             await q.query<PgMemoryRow>(`SELECT ${memoryColumns} FROM memories WHERE id = $1 FOR UPDATE`, [memory.id])
           ).rows[0];
           if (!before || !stillAsRead(before, memory)) continue;
           await writes.archive(q, memory.id, context, true);
-          archived++;
+          archived.push(memory.id);
         }
         return archived;
       });

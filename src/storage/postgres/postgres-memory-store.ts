@@ -267,14 +267,17 @@ export function createPostgresMemoryStore(database: PostgresDatabase, vectors: P
       });
     },
 
-    async recentlyAccessed(owners, limit) {
+    async recentlyAccessed(owners, limit, own = null) {
       if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      // A user's order (ADR 52): the retrievals of its own memories only.
+      const accessed = own === null ? 'last_accessed' : 'CASE WHEN owner = $2 THEN last_accessed END';
+      const ownersAt = own === null ? '$2' : '$3';
       return withPgErrors('reading recently accessed memories', async () => {
         const { rows } = await database.query<PgMemoryRow>(
           `SELECT ${memoryColumns} FROM memories
-           WHERE archived_at IS NULL ${owners === null ? '' : 'AND owner = ANY($2::text[])'}
-           ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC LIMIT $1`,
-          [limit, ...(owners === null ? [] : [[...owners]])],
+           WHERE archived_at IS NULL ${owners === null ? '' : `AND owner = ANY(${ownersAt}::text[])`}
+           ORDER BY COALESCE(${accessed}, created_at) DESC, id DESC LIMIT $1`,
+          [limit, ...(own === null ? [] : [own]), ...(owners === null ? [] : [[...owners]])],
         );
         return rows.map(toMemory);
       });

@@ -169,15 +169,16 @@ export function createSqliteMaintenanceStore(
     },
 
     async applyImportanceChanges(changes, context) {
-      if (changes.length === 0) return 0;
+      if (changes.length === 0) return [];
       return writeSqlite(database, 'storing importance downgrades', () => {
-        let changed = 0;
+        const changed: number[] = [];
         for (const change of changes) {
           const before = statements.byId.get(change.id);
           // Not over a retrieval, an edit or a pin that landed after decay read the memory (attack 31c).
           if (!before || !stillAsRead(before, change.read)) continue;
           if (before.importance === change.importance) {
             statements.decayedAt.run({ id: change.id, decayedAt: change.decayedAt });
+            changed.push(change.id);
             continue;
           }
           const after = getRow(statements.importance, { ...change, at: context.at });
@@ -187,21 +188,21 @@ export function createSqliteMaintenanceStore(
             { importance: { from: before.importance, to: after.importance } },
             context,
           );
-          changed++;
+          changed.push(change.id);
         }
         return changed;
       });
     },
 
     async putToRest(read, context) {
-      if (read.length === 0) return 0;
+      if (read.length === 0) return [];
       return writeSqlite(database, 'putting memories to rest', () => {
-        let archived = 0;
+        const archived: number[] = [];
         for (const memory of read) {
           const before = statements.byId.get(memory.id);
           if (!before || !stillAsRead(before, memory)) continue;
           writes.archive(memory.id, context, true);
-          archived++;
+          archived.push(memory.id);
         }
         return archived;
       });

@@ -131,6 +131,12 @@ export function createSqliteMemoryStore(
       WHERE archived_at IS NULL AND (@owners IS NULL OR owner IN (SELECT value FROM json_each(@owners)))
       ORDER BY COALESCE(last_accessed, created_at) DESC, id DESC
       LIMIT @limit`),
+    // A user's order (ADR 52): the retrievals of its own memories only.
+    recentlyAccessedBy: database.prepare<{ owners: string | null; limit: number; own: string }, MemoryRow>(`SELECT *
+      FROM memories
+      WHERE archived_at IS NULL AND (@owners IS NULL OR owner IN (SELECT value FROM json_each(@owners)))
+      ORDER BY COALESCE(CASE WHEN owner = @own THEN last_accessed END, created_at) DESC, id DESC
+      LIMIT @limit`),
   };
   const frequencies = createSqliteTermFrequencies(database);
   const ownerWords = createSqliteOwnerWords(database);
@@ -471,12 +477,14 @@ export function createSqliteMemoryStore(
       );
     },
 
-    async recentlyAccessed(owners, limit) {
+    async recentlyAccessed(owners, limit, own = null) {
       if (limit <= 0 || (owners !== null && owners.length === 0)) return [];
+      const shown = { owners: owners === null ? null : JSON.stringify(owners), limit };
       return readSqlite('reading recently accessed memories', () =>
-        statements.recentlyAccessed
-          .all({ owners: owners === null ? null : JSON.stringify(owners), limit })
-          .map(toMemory),
+        (own === null
+          ? statements.recentlyAccessed.all(shown)
+          : statements.recentlyAccessedBy.all({ ...shown, own })
+        ).map(toMemory),
       );
     },
 
