@@ -219,6 +219,9 @@ describe('a value that changes in other words', () => {
     ['My best friend is in Oslo', 'I moved from Oslo to Rome'],
     ['My grandson lives in Oslo', 'I moved from Oslo to Rome'],
     ['My daughter plays soccer on Saturdays', 'My daughter turned 7 today'],
+    ['My mom lives in Oslo', 'I moved to Bergen with help from my mom'],
+    ['My brother works at Acme', 'I joined Globex, thanks to my brother'],
+    ['My phone is a Pixel 6', 'I switched my phone to dark mode'],
   ];
   for (const [first, second] of noChanges) {
     it(`keeps "${first}" current beside "${second}"`, async () => {

@@ -78,12 +78,10 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   const words = wordSet(fact.content, { ignore });
   const subject = subjectOf(fact.content, options.speaker);
   const shared = sharedSubject(subject, fact.owner, options.speaker);
-  const isAboutSubject = (content: string) => {
+  const isAboutSubject = (content: string): Sameness => {
     const other = subjectOf(content, options.speaker);
-    return (
-      sameThing(subject, other, fact.content, content, options.speaker) ||
-      (shared !== null && other !== null && ownedPart(other) === shared)
-    );
+    if (shared !== null && other !== null && ownedPart(other) === shared) return 'same';
+    return sameThing(subject, other, fact.content, content, options.speaker);
   };
   const isRepeated = options.pending.some(
     (pending) =>
@@ -95,7 +93,8 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   let closest: { memory: Candidate; score: number } | null = null;
   let changed: { memory: Candidate; score: number } | null = null;
   for (const memory of candidates) {
-    if (ownerKey(memory.scope, memory) !== fact.owner || !isAboutSubject(memory.content)) continue;
+    const sameness = ownerKey(memory.scope, memory) === fact.owner ? isAboutSubject(memory.content) : false;
+    if (!sameness) continue;
     const cites = memory.sourceMessageIds.includes(fact.messageId);
     if (memory.supersededBy !== null && !cites) continue;
     const score = jaccard(words, wordSet(memory.content, { ignore }));
@@ -103,7 +102,11 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
     if (cites || (changed && changed.score >= score)) continue;
     const about = subject ?? subjectOf(memory.content, options.speaker);
     const relation = statementRelation(fact, memory, { threshold: options.threshold, ignore, subject: about });
-    if (relation === 'change') changed = { memory, score };
+    // "Oz switched Oz's phone to dark mode" says nothing of "Oz's phone is a Pixel 6": of a thing of the speaker's, a
+    // change names a new value ("Oz upgraded Oz's phone to an iPhone 15").
+    const namesNew =
+      sameness === 'same' || [...valueWords(fact.content)].some((word) => !wordSet(memory.content).has(word));
+    if (relation === 'change' && namesNew) changed = { memory, score };
   }
   if (closest && closest.score >= options.threshold) {
     if (closest.memory.sourceMessageIds.includes(fact.messageId)) return { action: 'done', memory: closest.memory };
@@ -133,8 +136,9 @@ function escapeRegExp(text: string): string {
 /**
  * Whether two subjects (`subjectOf`) name the same thing: equal, or one not told; the speaker's own thing and the same
  * thing named bare ("oz's standup" and "standup"); a relative and their name ("oz's sister mia" and "mia"); or a
- * person and a thing of theirs that is no person (`thingOf`) when one says it went from a value the other names to
- * another ("Oz moved from LastPass to Bitwarden" and "Oz's password manager is LastPass").
+ * person and a thing of theirs that is no person (`thingOf`) when the person's text names the thing ("Oz upgraded Oz's
+ * phone" and "Oz's phone is a Pixel 6") or says it went from a value the other gives it to another ("Oz moved from
+ * LastPass to Bitwarden" and "Oz's password manager is LastPass"), `thing`.
  */
 function sameThing(
   left: string | null,
@@ -142,26 +146,29 @@ function sameThing(
   leftText: string,
   rightText: string,
   speaker: string,
-): boolean {
-  if (left === null || right === null || left === right) return true;
+): Sameness {
+  if (left === null || right === null || left === right) return 'same';
   const own = `${speaker.trim().toLowerCase()}'s `;
   const bare = (subject: string) => (subject.startsWith(own) ? subject.slice(own.length) : subject);
-  if (bare(left) === bare(right)) return true;
+  if (bare(left) === bare(right)) return 'same';
   const named = (subject: string) => {
     const owned = ownedPart(subject)?.split(' ') ?? [];
     return owned.length === 2 ? owned[1] : null;
   };
-  if (named(left) === right || named(right) === left) return true;
-  const mentions = (text: string, subject: string) =>
-    subject.includes("'s ") && text.toLowerCase().replaceAll('’', "'").includes(subject);
-  if ((!left.includes("'s ") && mentions(leftText, right)) || (!right.includes("'s ") && mentions(rightText, left))) {
-    return true;
-  }
+  if (named(left) === right || named(right) === left) return 'same';
+  // "Oz upgraded Oz's phone to ..." of "Oz's phone is a Pixel 6"; not "Oz joined Globex, thanks to Oz's brother" of
+  // "Oz's brother works at Acme": a person the speaker names is not a thing of theirs (`thingOf`).
+  const mentions = (text: string, subject: string, person: string) =>
+    thingOf(subject) === person && text.toLowerCase().replaceAll('’', "'").includes(subject);
+  if (mentions(leftText, right, left) || mentions(rightText, left, right)) return 'thing';
   // "Oz moved from LastPass to Bitwarden" of "Oz's password manager is LastPass".
   const thing = (subject: string, text: string, person: string, personText: string) =>
     thingOf(subject) === person && replacesNamedValue(personText, text);
-  return thing(left, leftText, right, rightText) || thing(right, rightText, left, leftText);
+  return thing(left, leftText, right, rightText) || thing(right, rightText, left, leftText) ? 'thing' : false;
 }
+
+/** How two subjects name the same thing (`sameThing`): as one (`same`), as a person and a thing of theirs (`thing`). */
+type Sameness = 'same' | 'thing' | false;
 
 /** Words for people: a subject that owns one of them ("oz's sister", "oz's boss") is another person. */
 const people = new Set(
