@@ -209,6 +209,19 @@ describe('a value that changes in other words', () => {
       'On another note, my little dudes got a new tank',
       'On another note, I just upgraded some of my equipment at home',
     ],
+    ['My sister is a nurse', 'My sister is in Paris this week'],
+    ['My son is 5 years old', 'My son is at camp in Maine'],
+    ['Our standup is on Monday', 'Our standup is at 10am'],
+    ['I live in Oslo', 'I lived in Paris for two years as a student'],
+    ['I work at Acme as a designer', 'I worked at Google for five years after college'],
+    ['I am reading a book about cats', 'I stopped reading the news every morning'],
+    ['My best friend lives in Oslo', 'I moved from Oslo to Rome'],
+    ['My best friend is in Oslo', 'I moved from Oslo to Rome'],
+    ['My grandson lives in Oslo', 'I moved from Oslo to Rome'],
+    ['My daughter plays soccer on Saturdays', 'My daughter turned 7 today'],
+    ['My mom lives in Oslo', 'I moved to Bergen with help from my mom'],
+    ['My brother works at Acme', 'I joined Globex, thanks to my brother'],
+    ['My phone is a Pixel 6', 'I switched my phone to dark mode'],
   ];
   for (const [first, second] of noChanges) {
     it(`keeps "${first}" current beside "${second}"`, async () => {

@@ -78,12 +78,10 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   const words = wordSet(fact.content, { ignore });
   const subject = subjectOf(fact.content, options.speaker);
   const shared = sharedSubject(subject, fact.owner, options.speaker);
-  const isAboutSubject = (content: string) => {
+  const isAboutSubject = (content: string): Sameness => {
     const other = subjectOf(content, options.speaker);
-    return (
-      sameThing(subject, other, fact.content, content, options.speaker) ||
-      (shared !== null && other !== null && ownedPart(other) === shared)
-    );
+    if (shared !== null && other !== null && ownedPart(other) === shared) return 'same';
+    return sameThing(subject, other, fact.content, content, options.speaker);
   };
   const isRepeated = options.pending.some(
     (pending) =>
@@ -95,7 +93,8 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
   let closest: { memory: Candidate; score: number } | null = null;
   let changed: { memory: Candidate; score: number } | null = null;
   for (const memory of candidates) {
-    if (ownerKey(memory.scope, memory) !== fact.owner || !isAboutSubject(memory.content)) continue;
+    const sameness = ownerKey(memory.scope, memory) === fact.owner ? isAboutSubject(memory.content) : false;
+    if (!sameness) continue;
     const cites = memory.sourceMessageIds.includes(fact.messageId);
     if (memory.supersededBy !== null && !cites) continue;
     const score = jaccard(words, wordSet(memory.content, { ignore }));
@@ -103,7 +102,11 @@ export function reconcileFact<Candidate extends ReconciliationCandidate>(
     if (cites || (changed && changed.score >= score)) continue;
     const about = subject ?? subjectOf(memory.content, options.speaker);
     const relation = statementRelation(fact, memory, { threshold: options.threshold, ignore, subject: about });
-    if (relation === 'change') changed = { memory, score };
+    // "Oz switched Oz's phone to dark mode" says nothing of "Oz's phone is a Pixel 6": of a thing of the speaker's, a
+    // change names a new value ("Oz upgraded Oz's phone to an iPhone 15").
+    const namesNew =
+      sameness === 'same' || [...valueWords(fact.content)].some((word) => !wordSet(memory.content).has(word));
+    if (relation === 'change' && namesNew) changed = { memory, score };
   }
   if (closest && closest.score >= options.threshold) {
     if (closest.memory.sourceMessageIds.includes(fact.messageId)) return { action: 'done', memory: closest.memory };
@@ -133,8 +136,9 @@ function escapeRegExp(text: string): string {
 /**
  * Whether two subjects (`subjectOf`) name the same thing: equal, or one not told; the speaker's own thing and the same
  * thing named bare ("oz's standup" and "standup"); a relative and their name ("oz's sister mia" and "mia"); or a
- * person and a thing of theirs that is no person (`thingOf`) when one says it went from a value the other names to
- * another ("Oz moved from LastPass to Bitwarden" and "Oz's password manager is LastPass").
+ * person and a thing of theirs that is no person (`thingOf`) when the person's text names the thing ("Oz upgraded Oz's
+ * phone" and "Oz's phone is a Pixel 6") or says it went from a value the other gives it to another ("Oz moved from
+ * LastPass to Bitwarden" and "Oz's password manager is LastPass"), `thing`.
  */
 function sameThing(
   left: string | null,
@@ -142,26 +146,29 @@ function sameThing(
   leftText: string,
   rightText: string,
   speaker: string,
-): boolean {
-  if (left === null || right === null || left === right) return true;
+): Sameness {
+  if (left === null || right === null || left === right) return 'same';
   const own = `${speaker.trim().toLowerCase()}'s `;
   const bare = (subject: string) => (subject.startsWith(own) ? subject.slice(own.length) : subject);
-  if (bare(left) === bare(right)) return true;
+  if (bare(left) === bare(right)) return 'same';
   const named = (subject: string) => {
     const owned = ownedPart(subject)?.split(' ') ?? [];
     return owned.length === 2 ? owned[1] : null;
   };
-  if (named(left) === right || named(right) === left) return true;
-  const mentions = (text: string, subject: string) =>
-    subject.includes("'s ") && text.toLowerCase().replaceAll('’', "'").includes(subject);
-  if ((!left.includes("'s ") && mentions(leftText, right)) || (!right.includes("'s ") && mentions(rightText, left))) {
-    return true;
-  }
+  if (named(left) === right || named(right) === left) return 'same';
+  // "Oz upgraded Oz's phone to ..." of "Oz's phone is a Pixel 6"; not "Oz joined Globex, thanks to Oz's brother" of
+  // "Oz's brother works at Acme": a person the speaker names is not a thing of theirs (`thingOf`).
+  const mentions = (text: string, subject: string, person: string) =>
+    thingOf(subject) === person && text.toLowerCase().replaceAll('’', "'").includes(subject);
+  if (mentions(leftText, right, left) || mentions(rightText, left, right)) return 'thing';
   // "Oz moved from LastPass to Bitwarden" of "Oz's password manager is LastPass".
   const thing = (subject: string, text: string, person: string, personText: string) =>
     thingOf(subject) === person && replacesNamedValue(personText, text);
-  return thing(left, leftText, right, rightText) || thing(right, rightText, left, leftText);
+  return thing(left, leftText, right, rightText) || thing(right, rightText, left, leftText) ? 'thing' : false;
 }
+
+/** How two subjects name the same thing (`sameThing`): as one (`same`), as a person and a thing of theirs (`thing`). */
+type Sameness = 'same' | 'thing' | false;
 
 /** Words for people: a subject that owns one of them ("oz's sister", "oz's boss") is another person. */
 const people = new Set(
@@ -170,8 +177,14 @@ const people = new Set(
     'daughter daughters kid kids child children baby family friend friends boyfriend girlfriend fiance fiancee boss ' +
     'manager lead colleague colleagues coworker coworkers team teammate teammates neighbor neighbour neighbors ' +
     'neighbours cousin cousins aunt uncle niece nephew grandma grandpa grandmother grandfather grandparents roommate ' +
-    'doctor therapist teacher coach client clients students student mentor'
+    'doctor therapist teacher coach client clients students student mentor grandson granddaughter grandkids ' +
+    'grandchildren grandchild landlord landlady bestie'
   ).split(' '),
+);
+
+/** Words before a word for a person that say which one: "best friend", "little brother", "ex wife". */
+const personModifiers = new Set(
+  'best closest close old little big baby older younger elder eldest oldest youngest twin step ex late new'.split(' '),
 );
 
 /**
@@ -180,18 +193,26 @@ const people = new Set(
  */
 function thingOf(subject: string): string | null {
   const [possessor, ...owned] = subject.split("'s ");
-  const thing = owned.join("'s ").split(' ')[0] ?? '';
-  return owned.length > 0 && !people.has(thing) ? (possessor ?? null) : null;
+  // "oz's best friend", "oz's little brother": the word after such a modifier says what the thing is, and a subject
+  // cut after one ("oz's best" of "Oz's best friend is in Oslo") may be a person.
+  const thing =
+    owned
+      .join(' ')
+      .split(' ')
+      .find((word) => !personModifiers.has(word)) ?? '';
+  return owned.length > 0 && thing !== '' && !people.has(thing) ? (possessor ?? null) : null;
 }
 
 /**
- * Whether `newer` says something went from a value `older` names to another: "from LastPass to Bitwarden" of "...
- * is LastPass".
+ * Whether `newer` says something went from the value `older` gives a thing to another: "from LastPass to Bitwarden"
+ * of "... is LastPass". Only a value said with "is" or "are": "Oz's grandson lives in Oslo" says where someone lives, so
+ * "Oz moved from Oslo to Rome" is not about it.
  */
 function replacesNamedValue(newer: string, older: string): boolean {
   const from = /\bfrom\s+(\p{Lu}[\p{L}\p{N}]*(?:\s+\p{Lu}[\p{L}\p{N}]*)*)\s+to\s+\p{Lu}/u.exec(newer);
-  if (!from) return false;
-  const named = valueWords(older);
+  const value = attributeAndValue(older, []);
+  if (!from || !value) return false;
+  const named = wordSet(value.valueText);
   return [...wordSet(from[1] ?? '')].every((word) => named.has(word));
 }
 
@@ -246,7 +267,9 @@ export function slotSearchTerms(text: string): string[] {
  * new one ("Oz's new manager"), and a sale with a purchase ("sold Oz's Honda and bought a Tesla").
  */
 const changeWords =
-  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b|\bleft\b[^.;!?]*\b(?:joined|started)\b|(?:\b(?:is|am|are|went|got)|'s|'m|'re)\s+(?:down|up)\s+to\b|\bturned\s+\d/i;
+  /\b(?:switched|moved|changed|no longer|anymore|instead|replaced|nowadays|from now on|upgraded|migrated|swapped|ditched|got rid of)\b|(?:'s|\bmy|\bour)\s+new\b|\bsold\b[^.;!?]*\b(?:bought|got)\b|\bleft\b[^.;!?]*\b(?:joined|started)\b/i;
+/** Change words that give a new number ("Oz is down to 75 kilos", "Oz's daughter turned 6"): a change of a number. */
+const numberChange = /(?:\b(?:is|am|are|went|got)|'s|'m|'re)\s+(?:down|up)\s+to\b|\bturned\s+\d/i;
 /** "stopped", "quit" or "gave up", not negated. */
 const endingVerbs = /\b(?:stopped|quit|gave up)\b/i;
 const negatedEnding =
@@ -301,7 +324,21 @@ const datePatterns = [
  */
 export function saysChange(text: string): boolean {
   const said = text.replaceAll('’', "'");
+  return saysOtherChange(said) || numberChange.test(said);
+}
+
+/** `saysChange` but for a new number (`numberChange`). */
+function saysOtherChange(said: string): boolean {
   return changeWords.test(said) || (endingVerbs.test(said) && !negatedEnding.test(said)) || saysNow(said);
+}
+
+/**
+ * Whether `newer` says a change of `older`: any change word, but a new number ("turned 7") only of an older that gives
+ * a number ("Oz's daughter turned 7" changes "... is 6 years old", not "... plays soccer on Saturdays").
+ */
+function saysChangeOf(newer: string, older: string): boolean {
+  const said = newer.replaceAll('’', "'");
+  return saysOtherChange(said) || (numberChange.test(said) && /\p{N}/u.test(withoutDates(older)));
 }
 
 /**
@@ -357,7 +394,7 @@ export function statementRelation(
   const shared = newerWords.size - added.size;
   const recorded = older.category === 'episode' || older.category === 'exchange';
   const related = shared > 0 && jaccard(newerWords, olderWords) >= options.threshold / 2;
-  if (!recorded && related && saysChange(newer.content)) {
+  if (!recorded && related && saysChangeOf(newer.content, older.content)) {
     const ends = saysEnd(newer.content) && !saysEnd(older.content);
     const stillTrue = older.category === 'event' && !saysChange(older.content);
     if ((added.size > 0 || ends) && !stillTrue) return 'change';
@@ -388,12 +425,24 @@ function addsOne(text: string): boolean {
   return /\b(?:also|too|as well)\b/i.test(withoutDates(text));
 }
 
-/** Whether `newer` ends something the older statement said it does ("stopped running" of "goes running"). */
+/**
+ * Whether `newer` ends something the older statement said it does ("stopped running" of "goes running"): the ended
+ * thing, and what it is done to when the newer says ("reading the news" is not "reading a book about cats"), are in the
+ * older.
+ */
 function endsWhatWasSaid(newer: string, olderWords: ReadonlySet<string>): boolean {
   const said = newer.replaceAll('’', "'");
   if (negatedEnding.test(said)) return false;
-  return [...said.matchAll(endedThing)].some((match) => olderWords.has((match[1] ?? '').toLowerCase()));
+  return [...said.matchAll(endedThing)].some((match) => {
+    if (!olderWords.has((match[1] ?? '').toLowerCase())) return false;
+    const rest = said.slice((match.index ?? 0) + match[0].length);
+    const object = wordSet(withoutDates(rest).split(endOfObject)[0] ?? '');
+    return object.size === 0 || [...object].some((word) => olderWords.has(word));
+  });
 }
+
+/** Where what an ending is done to stops: "the news" of "stopped reading the news, because ...". */
+const endOfObject = /[,;.!?]|\b(?:because|since|as|and|but|so|when|after|before|every|each|for|due)\b/iu;
 
 /**
  * Whether `newer` gives a slot of `older` (`factSlots`: where someone lives or works) another value: both state the
@@ -407,10 +456,19 @@ function newValueOfSlot(
   dropped: ReadonlySet<string>,
 ): boolean {
   return (
-    factSlots.some(({ pattern }) => pattern.test(newer) && pattern.test(older)) &&
+    factSlots.some(({ pattern }) => statesNow(pattern, newer) && pattern.test(older)) &&
     [...valueWords(newer)].some((word) => added.has(word)) &&
     [...valueWords(older)].some((word) => dropped.has(word))
   );
+}
+
+/**
+ * Whether a text states a slot (`factSlots`) other than in the past of living or working: "Oz lived in Paris as a
+ * student" and "Oz worked at Google for five years" say where Oz was, not where Oz is ("moved to", a change, counts).
+ */
+function statesNow(pattern: RegExp, text: string): boolean {
+  const matches = [...text.matchAll(new RegExp(pattern.source, 'gu'))];
+  return matches.some((match) => !/^(?:lived|worked|resided)\b/iu.test(match[0]));
 }
 
 /** Words of an attribute that say which one, not what it is: "Actually Oz's new manager" is Oz's manager. */
@@ -429,6 +487,8 @@ const attributeNoise = [
 ];
 /** Attributes that hold one value at a time by their name: a favourite, a usual, a preferred one. */
 const singleValued = /\b(?:favou?rite|usual|preferred|main|go-to)\b/i;
+/** A preposition opening a value: "in" of "in Paris this week", "at" of "at 10am"; a value without one says what. */
+const valuePreposition = /^(?:in|at|on|with|from|until|till|by|near|into|for|to|of|off|under|over|out)\b/i;
 /** "now", "from now on", "these days" closing a statement: the value is a new one. */
 const closingNow = /\s+(?:now|from now on|these days|nowadays)$/i;
 
@@ -450,6 +510,9 @@ function newValueOfAttribute(newer: string, older: string, ignore: readonly stri
     newerParts.attribute.size === olderParts.attribute.size &&
     [...newerParts.attribute].every((word) => olderParts.attribute.has(word));
   if (!sameAttribute || [...newerParts.value].some((word) => olderParts.value.has(word))) return false;
+  // "Oz's sister is a nurse" and "... is in Paris this week", "... is on Monday" and "... is at 10am": where or when
+  // is another attribute than what, or another one than when.
+  if (newerParts.preposition !== olderParts.preposition) return false;
   if (addsOne(newerParts.valueText)) return false;
   // "Oz is a nurse" -> "Oz is a doctor now": what the subject itself is changes only when the newer says so.
   if (newerParts.attribute.size === 0) return newerParts.marked;
@@ -460,7 +523,7 @@ function newValueOfAttribute(newer: string, older: string, ignore: readonly stri
 function attributeAndValue(
   text: string,
   ignore: readonly string[],
-): { attribute: Set<string>; value: Set<string>; valueText: string; marked: boolean } | null {
+): { attribute: Set<string>; value: Set<string>; valueText: string; preposition: string; marked: boolean } | null {
   const sentence = withoutDates(text)
     .trim()
     .replace(/[.!]+$/u, '');
@@ -482,6 +545,7 @@ function attributeAndValue(
     attribute: wordSet(attributeText, { ignore: [...ignore, ...attributeNoise] }),
     value,
     valueText: ` ${valueText}`,
+    preposition: valuePreposition.exec(valueText)?.[0].toLowerCase() ?? '',
     marked,
   };
 }

@@ -76,6 +76,26 @@ describe('the offline extractor', () => {
     }
   });
 
+  it('keeps no short message that counts what the speaker has for the talk or says how something is going', () => {
+    for (const reply of [
+      'I have 2 questions',
+      'I have 5 minutes',
+      'We have 3 options',
+      'I have 2 tabs open',
+      'My day is going well',
+      'My phone is dying',
+      'My flight is delayed',
+      'My brain is fried',
+      'My battery is at 5%',
+      'My hands are full',
+    ]) {
+      expect(contents(reply), reply).toEqual([]);
+    }
+    expect(contents('I have 3 kids')).toEqual(['Oz has 3 kids.']);
+    expect(contents('My sister is married')).toEqual(["Oz's sister is married."]);
+    expect(contents('My name is Sterling')).toEqual(["Oz's name is Sterling."]);
+  });
+
   it('keeps a short message that says what the speaker likes or uses and names it, not a short reply', () => {
     expect(contents('I prefer dark mode')).toEqual(['Oz prefers dark mode.']);
     expect(contents('I hate cilantro')).toEqual(['Oz hates cilantro.']);

@@ -117,10 +117,18 @@ const shortPreference =
 /**
  * A short message that states a value the speaker has: "My manager is Dana", "Our standup is at 9am", "I have two
  * cats", "I weigh 80 kilos", "I'm 34". Not a reply ("My bad", "My turn", "My answer is yes", "Our plan is good"): a first noun that makes a move in
- * the conversation, or an object that judges, points or is a pronoun, is not a fact.
+ * the conversation, or an object that judges, points or is a pronoun, is not a fact; nor how something is going ("My
+ * phone is dying", "My flight is delayed", "My hands are full") or what the speaker has for the talk ("I have 2
+ * questions", "I have 5 minutes").
  */
 const shortStatement =
-  /^(?:(?:my|our)\s+(?!(?:bad|pleasure|turn|treat|fault|mistake|god|gosh|goodness|apologies|thoughts|condolences|answer|guess|point|question|plan|idea|vote|choice|offer)\b)\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+(?:now\s+)?(?!(?:it|that|this|so|too|here|there|fine|ok|okay|good|great|bad|done|gone|back|yes|no|up|down|over|out|on|off|coming|ready|same)\b)['\p{L}\p{N}]|(?:i|we)\s+(?:have|own)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\p{L}|(?:i|i'm|im|i am)\s+(?:weigh\s+|(?:down|up)\s+to\s+)?\d+(?:[.,]\d+)?\s*(?:kg|kilos?|lbs?|pounds|years?(?:\s+old)?)?[.!]*$)/iu;
+  /^(?:(?:my|our)\s+(?!(?:bad|pleasure|turn|treat|fault|mistake|god|gosh|goodness|apologies|thoughts|condolences|answer|guess|point|question|plan|idea|vote|choice|offer)\b)\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+(?:now\s+)?(?!(?:it|that|this|so|too|here|there|fine|ok|okay|good|great|bad|done|gone|back|yes|no|up|down|over|out|on|off|coming|ready|same|full|slow|late|busy|fried|dead|low|delayed)\b|at\s+\d+\s*%)['\p{L}\p{N}]|(?:i|we)\s+(?:have|own)\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?!(?:questions?|minutes?|mins?|hours?|hrs?|seconds?|secs?|options?|ideas?|things?|points?|thoughts?|comments?|tabs?|messages?|emails?|calls?|meetings?|more|left)\b)\p{L}|(?:i|i'm|im|i am)\s+(?:weigh\s+|(?:down|up)\s+to\s+)?\d+(?:[.,]\d+)?\s*(?:kg|kilos?|lbs?|pounds|years?(?:\s+old)?)?[.!]*$)/iu;
+
+/**
+ * A short message that says how something of the speaker is going ("My phone is dying", "My day is going well"),
+ * written in lower case: case matters, so "My name is Sterling" names someone.
+ */
+const goingOn = /^(?:my|our|My|Our|MY|OUR)\s+\p{L}+(?:\s+\p{L}+)?\s+(?:is|are)\s+\p{Ll}+ing\b/u;
 
 /** Sentences that tell the listener what to do, suggest, or judge the listener: not facts about the speaker. */
 const notAFact =
@@ -744,7 +752,7 @@ export function extractFacts(input: ExtractionInput): ExtractedFact[] {
     message.length <= MAX_SHORT_MESSAGE_CHARS &&
     !saysWhoIAm &&
     !shortPreference.test(message) &&
-    !shortStatement.test(message)
+    !(shortStatement.test(message) && !goingOn.test(message))
   )
     return [];
   const name = input.speaker.displayName.trim() || input.speaker.userId;
