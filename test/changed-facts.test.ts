@@ -181,6 +181,7 @@ describe('a value that changes in other words', () => {
     ["I'm training for a 10k race", "I'm training for a marathon now", 'what is Oz training for'],
     ['I play guitar in a band called Echo', 'I left Echo and joined a band called Drift', 'which band does Oz play in'],
     ['My favourite food is sushi', 'These days my favourite food is ramen', 'what is the favourite food of Oz'],
+    ['Our office is on the third floor', 'We moved our office to the fifth floor', 'which floor is the office on'],
   ];
   for (const [older, newer, question] of changes) {
     it(`reads "${newer}" as a change of "${older}": the newer first, the older kept and marked`, async () => {

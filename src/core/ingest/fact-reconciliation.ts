@@ -589,8 +589,13 @@ function withoutDates(text: string): string {
   return datePatterns.reduce((rest, pattern) => rest.replace(pattern, ' '), text);
 }
 
+/** Ordinal words, values as numbers are: "the third floor" -> "the fifth floor". */
+const ordinals = new Set(
+  'first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth'.split(' '),
+);
+
 /**
- * The values a statement gives, lower case: numbers, and capitalised words that do not start a
+ * The values a statement gives, lower case: numbers, ordinal words ("third"), and capitalised words that do not start a
  * sentence ("Oslo", "PostgreSQL", "Wednesday"), dates left out.
  */
 function valueWords(text: string): Set<string> {
@@ -600,7 +605,11 @@ function valueWords(text: string): Set<string> {
     const word = match[0];
     const before = undated.slice(0, match.index ?? 0);
     const startsSentence = /(?:^|[.!?:]\s*)\s*$/u.test(before) || before.trim() === '';
-    if (/\p{N}/u.test(word) || (/^\p{Lu}/u.test(word) && !startsSentence && word !== 'I')) {
+    if (
+      /\p{N}/u.test(word) ||
+      ordinals.has(word.toLowerCase()) ||
+      (/^\p{Lu}/u.test(word) && !startsSentence && word !== 'I')
+    ) {
       values.add(word.toLowerCase().replace(/['’]s$/u, ''));
     }
   }
