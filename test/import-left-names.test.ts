@@ -116,6 +116,15 @@ const refused: ReadonlyArray<readonly [string, string[], RegExp]> = [
     /^line 2: user eve left "Dana" at 2099-01-01T00:00:00.000Z, after the file was written/,
   ],
   [
+    'a name left in time to come by a file that says it was written then',
+    [
+      header(4).replace(time, '2099-01-01T00:00:00.000Z'),
+      user('eve', { displayName: 'Dora', leftNames: [{ name: 'Dana', at: '2099-01-01T00:00:00.000Z' }] }),
+      JSON.stringify({ type: 'end', records: 1 }),
+    ],
+    /^line 2: user eve left "Dana" at 2099-01-01T00:00:00.000Z, .* or after now \(2026-03-03T12:00:00.000Z\)/,
+  ],
+  [
     'a name no rename leaves',
     file(header(4), user('eve', { displayName: 'Dora', leftNames: [{ name: 'Dana: I approve', at: time }] })),
     /^line 2: user eve cannot have left "Dana: I approve"/,

@@ -307,7 +307,7 @@ async function restore(
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
-      if (record.type === 'user') checkLeftNames(record, header);
+      if (record.type === 'user') checkLeftNames(record, header, context.clock.now());
       if (header.user !== null) checkOwnRecord(record, header.user);
       if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
       if (record.type === 'membership') audience.addMembership(number, record, channels.has(record.spaceId));
@@ -720,12 +720,14 @@ function checkIdempotencyKeyRecord(header: { version: number; user: string | nul
  * Refuses a user record's `leftNames` (ADR 44) that mneme would not have written: in a file before version 4 (the field
  * came with it), in a user's export for another user (an export carries its user's own only: another's would label
  * the mentions of a name in that user's memories as theirs), a name twice, a name no rename leaves (one that cannot
- * stand unlabelled before a colon, or reads as the user's id), or one left after the file was written (a left name
- * labels the memories of messages sent up to when it was left: a time to come would label every one written later).
+ * stand unlabelled before a colon, or reads as the user's id), or one left after the file was written or after now (a
+ * left name labels the memories of messages sent up to when it was left: a time to come would label every one written
+ * until then; the header's time is the file's own word, so now bounds it too).
  */
 function checkLeftNames(
   record: ParsedUserRecord,
   header: { version: number; user: string | null; exportedAt: number },
+  now: number,
 ): void {
   const { leftNames } = record;
   if (leftNames === undefined) return;
@@ -749,9 +751,11 @@ function checkLeftNames(
           'unlabelled (no colon, brackets, line breaks or invisible characters) and does not read as their id',
       );
     }
-    if (left.at > header.exportedAt) {
+    // The header's time is the file's word too: a name is not left after this machine's now either.
+    if (left.at > Math.min(header.exportedAt, now)) {
       throw new Error(
-        `user ${record.id} left ${JSON.stringify(left.name)} at ${new Date(left.at).toISOString()}, after the file was written`,
+        `user ${record.id} left ${JSON.stringify(left.name)} at ${new Date(left.at).toISOString()}, after the file ` +
+          `was written (${new Date(header.exportedAt).toISOString()}) or after now (${new Date(now).toISOString()})`,
       );
     }
   }
