@@ -90,11 +90,16 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
     database,
     'channels',
   );
-  const statements = {
-    leftNames: database.prepare<{ ids: string | null }, { left_name: string | null; left_at: number | null }>(
+  // Prepared at first use: a store opened on a schema before migration 33 (tests of migrations) has no such column.
+  let leftNames: Database.Statement<{ ids: string | null }, { left_name: string | null; left_at: number | null }>;
+  const leftNamesOf = () => {
+    leftNames ??= database.prepare(
       `SELECT left_name, left_at FROM users WHERE left_name IS NOT NULL
         AND (@ids IS NULL OR id IN (SELECT value FROM json_each(@ids)))`,
-    ),
+    );
+    return leftNames;
+  };
+  const statements = {
     empty: database.prepare<[], { found: number }>(
       `SELECT EXISTS (SELECT 1 FROM users) + EXISTS (SELECT 1 FROM topics) + EXISTS (SELECT 1 FROM projects)
         + EXISTS (SELECT 1 FROM channels) + EXISTS (SELECT 1 FROM members) + EXISTS (SELECT 1 FROM messages)
@@ -211,7 +216,7 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
     },
     async hasLeftNames(ids) {
       return readSqlite('reading the names users left', () =>
-        statements.leftNames
+        leftNamesOf()
           .all({ ids: ids ? JSON.stringify(ids) : null })
           .some((row) => storedLeftNames(row.left_name, row.left_at).length > 0),
       );
