@@ -37,13 +37,13 @@ describe('mneme import of a file that is not a mneme export', () => {
     const source = join(folder, 'source.db');
     expect((await runCli(source, ['add', 'Kept for the export'])).code).toBe(0);
     const exported = await runCli(source, ['export']);
-    const newer = exported.stdout.replace('"version":1', '"version":4');
+    const newer = exported.stdout.replace('"version":1', '"version":5');
     const file = join(folder, 'newer.jsonl');
     writeFileSync(file, newer);
     const run = await runCli(join(folder, 'target.db'), ['import', file]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
-      /^mneme: line 1: invalid header: version: this mneme reads mneme-export versions 1 to 3 only/,
+      /^mneme: line 1: invalid header: version: this mneme reads mneme-export versions 1 to 4 only/,
     );
   });
 });

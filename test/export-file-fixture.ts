@@ -50,3 +50,46 @@ export async function expectImportRefused(
   expect(imported.stderr.split('\n')).toHaveLength(2);
   expect((await runCli(target, ['--json', 'stats'])).stdout).toMatch(/"total": ?0/);
 }
+
+/**
+ * The records of an export with every message and memory id replaced by its position among the rows of its kind (1,
+ * 2, ...), every reference by the same number, and the header's time left out: two exports of the same data compare
+ * equal, whatever ids the databases gave.
+ */
+export function normaliseExport(lines: readonly string[]): ExportRecord[] {
+  const parsed = lines.map((line) => JSON.parse(line) as ExportRecord);
+  const messageIds = new Map<number, number>();
+  const memoryIds = new Map<number, number>();
+  for (const line of parsed) {
+    if (line.type === 'message') messageIds.set(line.id as number, messageIds.size + 1);
+    if (line.type === 'memory') memoryIds.set(line.id as number, memoryIds.size + 1);
+  }
+  const message = (id: unknown) => (id === null ? null : (messageIds.get(id as number) ?? `missing ${id}`));
+  const memory = (id: unknown) => (id === null ? null : (memoryIds.get(id as number) ?? `missing ${id}`));
+  return parsed.map((line) => {
+    switch (line.type) {
+      case 'header':
+        return { ...line, exportedAt: 'normalised' };
+      case 'message':
+        return { ...line, id: message(line.id), replyTo: message(line.replyTo) };
+      case 'memory': {
+        const chunk = line.chunk as { messageId: number; index: number } | null;
+        return {
+          ...line,
+          id: memory(line.id),
+          supersededBy: memory(line.supersededBy),
+          sourceIds: (line.sourceIds as number[]).map(memory),
+          sourceMessageIds: (line.sourceMessageIds as number[]).map(message),
+          searchContextMessageId: message(line.searchContextMessageId),
+          chunk: chunk ? { ...chunk, messageId: message(chunk.messageId) } : null,
+        };
+      }
+      case 'link':
+        return { ...line, sourceId: memory(line.sourceId), targetId: memory(line.targetId) };
+      case 'watermark':
+        return { ...line, watermark: line.channelId === '' ? memory(line.watermark) : message(line.watermark) };
+      default:
+        return line;
+    }
+  });
+}

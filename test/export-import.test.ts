@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMneme } from '../src/config/create-mneme.js';
 import { createFakeEmbeddingModel } from '../src/testing.js';
+import { normaliseExport } from './export-file-fixture.js';
 
 const run = promisify(execFile);
 const binary = resolve(import.meta.dirname, '../dist/cli/mneme.js');
@@ -38,51 +39,8 @@ const parse = (text: string): Line[] =>
     .split('\n')
     .map((line) => JSON.parse(line) as Line);
 
-/**
- * The export with every row id replaced by its position among the rows of its kind (1, 2, ...), every
- * reference by the same number, and the header's time left out: two exports of the same data compare
- * equal, whatever ids the databases gave.
- */
-function normalise(text: string): Line[] {
-  const lines = parse(text);
-  const messageIds = new Map<number, number>();
-  const memoryIds = new Map<number, number>();
-  for (const line of lines) {
-    if (line.type === 'message') messageIds.set(line.id as number, messageIds.size + 1);
-    if (line.type === 'memory') memoryIds.set(line.id as number, memoryIds.size + 1);
-  }
-  const message = (id: unknown) => (id === null ? null : (messageIds.get(id as number) ?? `missing ${id}`));
-  const memory = (id: unknown) => (id === null ? null : (memoryIds.get(id as number) ?? `missing ${id}`));
-  return lines.map((line) => {
-    switch (line.type) {
-      case 'header':
-        return { ...line, exportedAt: 'normalised' };
-      case 'message':
-        return { ...line, id: message(line.id), replyTo: message(line.replyTo) };
-      case 'memory': {
-        const chunk = line.chunk as { messageId: number; index: number } | null;
-        return {
-          ...line,
-          id: memory(line.id),
-          supersededBy: memory(line.supersededBy),
-          sourceIds: (line.sourceIds as number[]).map(memory),
-          sourceMessageIds: (line.sourceMessageIds as number[]).map(message),
-          searchContextMessageId: message(line.searchContextMessageId),
-          chunk: chunk ? { ...chunk, messageId: message(chunk.messageId) } : null,
-        };
-      }
-      case 'link':
-        return { ...line, sourceId: memory(line.sourceId), targetId: memory(line.targetId) };
-      case 'watermark':
-        return {
-          ...line,
-          watermark: line.channelId === '' ? memory(line.watermark) : message(line.watermark),
-        };
-      default:
-        return line;
-    }
-  });
-}
+/** The export with ids replaced by their position and the header's time left out (`normaliseExport`). */
+const normalise = (text: string) => normaliseExport(text.trim().split('\n'));
 
 const source = join(folder, 'source.db');
 let full = '';

@@ -42,8 +42,13 @@ const whereOf = (table: TableSpec) => (table.rows ? ` WHERE ${table.rows}` : '')
 /** The tables in an order that respects their references. Leases are not copied: they belong to running processes. */
 const tables: readonly TableSpec[] = [
   // With the keys its name and id read as (ADR 40): a user without them is no namesake of anyone, so a copy that left
-  // them out let every display name pass for any other user's unlabelled (attack29c).
-  { name: 'users', columns: ['id', 'display_name', 'name_key', 'id_key', 'created_at', 'updated_at'] },
+  // them out let every display name pass for any other user's unlabelled (attack29c). With the names the user left
+  // (ADR 44): a copy without them left a memory made before a rename, written after the copy, calling its speaker by
+  // a name anyone may take.
+  {
+    name: 'users',
+    columns: ['id', 'display_name', 'name_key', 'id_key', 'created_at', 'updated_at', 'left_name', 'left_at'],
+  },
   { name: 'projects', columns: ['id', 'name', 'managed', 'created_at'], booleans: ['managed'] },
   { name: 'topics', columns: ['id', 'project_id', 'title', 'created_at'] },
   { name: 'channels', columns: ['id', 'visibility', 'created_at', 'updated_at'] },

@@ -83,6 +83,11 @@ export function storedLeftNames(stored: string | null, leftAt: number | null): L
   }
 }
 
+/** `users.left_name` holding `names` (oldest first), as `withLeftName` writes it; `users.left_at` is the last one's `at`. */
+export function leftNamesText(names: readonly LeftName[]): string {
+  return JSON.stringify(names.map((left) => [left.name, left.at]));
+}
+
 /**
  * `users.left_name` once the user leaves `name` at `at`: the names left before are kept (the last `KEPT_LEFT_NAMES`),
  * so a user who renames themselves twice while a text is being made leaves both names to label in it (attack 31d).
@@ -91,7 +96,7 @@ export function withLeftName(stored: string | null, leftAt: number | null, name:
   const kept = storedLeftNames(stored, leftAt)
     .filter((left) => left.name !== name)
     .slice(-(KEPT_LEFT_NAMES - 1));
-  return JSON.stringify([...kept, { name, at }].map((left) => [left.name, left.at]));
+  return leftNamesText([...kept, { name, at }]);
 }
 
 /**
@@ -190,7 +195,7 @@ const OWN_ACTOR_KEYS = new Set(RESERVED_IDS.map(nameKey));
 const EXTRACTOR_KEY = nameKey(EXTRACTOR_ACTOR_PREFIX);
 /** A speaker quoted (`Ann: ...`) at the start of a line or after a sentence's end. */
 const SPEAKER_MARK = /(?:^|\n|[.!?\u2026] )[^\n.!?\u2026:]+: /u;
-/** How many names a user left `users.left_name` keeps. */
-const KEPT_LEFT_NAMES = 8;
+/** How many names a user left `users.left_name` keeps (an export carries as many: `leftNames`). */
+export const KEPT_LEFT_NAMES = 8;
 const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 const BRACKETS = /[()[\]{}<>\u2768-\u2775\u27e6-\u27ef\u2983-\u2998\u2e28\u2e29\u3008-\u3011]/u;

@@ -226,7 +226,9 @@ export function describeStorageContract(
     it("counts a viewer's words over the owner keys it may see, equal to a recount after every kind of write", async () => {
       // An import (into the empty database), then inserts, an edit, an archive, a restore, a merge and a purge.
       const session = await storage.transfer.beginImport();
-      await session.putUsers(['ann', 'bob'].map((id) => ({ id, displayName: null, createdAt: at, updatedAt: at })));
+      await session.putUsers(
+        ['ann', 'bob'].map((id) => ({ id, displayName: null, createdAt: at, updatedAt: at, leftNames: [] })),
+      );
       await session.insertMemories([
         { ...importedFields, ...(await newMemory('imported kestrel marmot', { scope: 'personal', userId: 'bob' })) },
         { ...importedFields, ...(await newMemory('imported glider', { scope: 'personal', userId: 'ann' })) },

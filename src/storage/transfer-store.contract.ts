@@ -248,7 +248,7 @@ export function describeTransferStoreContract(
     it('refuses an import of a file record for a path the database already records, and the import writes nothing', async () => {
       await ingestLine(storage, { path: '/data/a.jsonl', line: 3, prefixSha256: sha('a'), updatedAt: at });
       const session = await storage.transfer.beginImport();
-      await session.putUsers([{ id: 'zed', displayName: 'Zed', createdAt: at, updatedAt: at }]);
+      await session.putUsers([{ id: 'zed', displayName: 'Zed', createdAt: at, updatedAt: at, leftNames: [] }]);
       await expect(
         session.putIngestFiles([
           { path: '/data/new.jsonl', line: 4, prefixSha256: sha('b'), updatedAt: at },
@@ -295,7 +295,7 @@ export function describeTransferStoreContract(
     it('writes an import in one transaction: a rollback leaves the database empty, a commit keeps every field', async () => {
       expect(await storage.transfer.isEmpty()).toBe(true);
       const failed = await storage.transfer.beginImport();
-      await failed.putUsers([{ id: 'ann', displayName: 'Ann', createdAt: at, updatedAt: at }]);
+      await failed.putUsers([{ id: 'ann', displayName: 'Ann', createdAt: at, updatedAt: at, leftNames: [] }]);
       await failed.insertMemories([imported('rolled back')]);
       await failed.rollback();
       expect(await storage.transfer.isEmpty()).toBe(true);

@@ -1,4 +1,5 @@
 import { ErrorCode, MnemeError } from '../core/errors.js';
+import type { LeftName } from '../core/speaker-label.js';
 import type { Memory, MemoryVersion } from '../core/types.js';
 import type { LinkType } from './link-store.js';
 import type { MaintenanceState } from './maintenance-state-store.js';
@@ -13,6 +14,8 @@ export interface TransferUser {
   displayName: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The names the user left by renaming themselves, oldest first, with when (`users.left_name`, `left_at`; ADR 44). */
+  leftNames: readonly LeftName[];
 }
 
 export interface TransferProject {
@@ -154,7 +157,7 @@ export interface ImportedMessage extends Omit<Message, 'id' | 'createdAt'> {
  * and `rollback` (or any failed write) undoes entirely. Nothing else may use the database meanwhile.
  */
 export interface ImportSession {
-  /** Users, kept with their times; an existing user keeps its row (INSERT OR IGNORE). */
+  /** Users, kept with their times and the names they left; an existing user keeps its row (INSERT OR IGNORE). */
   putUsers(users: readonly TransferUser[]): Promise<void>;
   putProjects(projects: readonly TransferProject[]): Promise<void>;
   putTopics(topics: readonly TransferTopic[]): Promise<void>;
@@ -244,6 +247,8 @@ export interface TransferReads {
    */
   horizon(): Promise<{ messageId: number; memoryId: number; linkId: number }>;
   users(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferUser[]>;
+  /** Whether one of these users (all, when left out) left a name (`TransferUser.leftNames`): the file is version 4. */
+  hasLeftNames(ids?: readonly string[]): Promise<boolean>;
   projects(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferProject[]>;
   topics(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferTopic[]>;
   channels(after: string | null, limit: number, ids?: readonly string[]): Promise<TransferChannel[]>;

@@ -13,11 +13,12 @@ import { ownerKey } from '../scope.js';
 import type { MemoryVersion } from '../types.js';
 import {
   EXPORT_FORMAT,
-  EXPORT_FORMAT_VERSION,
   type ExportHeader,
   type ExportRecord,
   FIRST_EXPORT_FORMAT_VERSION,
+  IDEMPOTENCY_KEY_VERSION,
   INGEST_FILE_VERSION,
+  LEFT_NAMES_VERSION,
 } from './export-format.js';
 
 /** What `exportData` writes. */
@@ -85,6 +86,9 @@ async function* exportRecords(
   // The idempotency keys whose work was done (ADR 37; full export only: they name every user's requests), read before
   // the horizon for the same reason: a key counts work committed before it.
   const idempotencyKeys = filter ? [] : await allIdempotencyKeys(transfer, context.clock.now());
+  // The names users left (ADR 44): a user's export carries their own only (another's earlier names are not theirs to
+  // see, and an import refuses them there).
+  const leftNames = await transfer.hasLeftNames(userId === undefined ? undefined : [userId]);
   const horizon = await transfer.horizon();
   const referenced = filter ? await transfer.referencedBy(filter) : null;
   // A user's export names only the projects they are a member of: the project of a topic in one of their
@@ -98,9 +102,10 @@ async function* exportRecords(
     type: 'header',
     format: EXPORT_FORMAT,
     // The oldest version that reads the file: a reader refuses a record type a later version added.
-    version:
-      idempotencyKeys.length > 0
-        ? EXPORT_FORMAT_VERSION
+    version: leftNames
+      ? LEFT_NAMES_VERSION
+      : idempotencyKeys.length > 0
+        ? IDEMPOTENCY_KEY_VERSION
         : ingestFiles.length > 0
           ? INGEST_FILE_VERSION
           : FIRST_EXPORT_FORMAT_VERSION,
@@ -122,7 +127,15 @@ async function* exportRecords(
     yield line({ type: 'policy', ...version });
   }
   for await (const user of pages((after: string | null) => transfer.users(after, PAGE, referenced?.userIds), byId)) {
-    yield line({ type: 'user', ...user, createdAt: toIso(user.createdAt), updatedAt: toIso(user.updatedAt) });
+    const { leftNames: left, ...fields } = user;
+    const kept = userId === undefined || user.id === userId ? left : [];
+    yield line({
+      type: 'user',
+      ...fields,
+      createdAt: toIso(user.createdAt),
+      updatedAt: toIso(user.updatedAt),
+      ...(kept.length === 0 ? {} : { leftNames: kept.map((name) => ({ name: name.name, at: toIso(name.at) })) }),
+    });
   }
   for await (const project of pages((after: string | null) => transfer.projects(after, PAGE, projectIds), byId)) {
     yield line({ type: 'project', ...project, createdAt: toIso(project.createdAt) });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { IngestFileProgressSchema, MAX_ID_CHARS, MessageExternalIdSchema } from '../schemas.js';
+import { IngestFileProgressSchema, MAX_ID_CHARS, MAX_NAME_CHARS, MessageExternalIdSchema } from '../schemas.js';
+import { KEPT_LEFT_NAMES } from '../speaker-label.js';
 import type { MemorySource } from '../types.js';
 
 /**
@@ -9,15 +10,19 @@ import type { MemorySource } from '../types.js';
  */
 export const EXPORT_FORMAT = 'mneme-export';
 /**
- * The newest version, which this mneme writes and reads: 2 added `ingestFile` records, 3 `idempotencyKey` records (a
- * reader refuses a record type it does not know). A file is written as the oldest version that reads it: one without
- * them as version 1, which every reader reads.
+ * The newest version, which this mneme writes and reads: 2 added `ingestFile` records, 3 `idempotencyKey` records, 4
+ * the `leftNames` of a user record (a reader refuses a record type or a field it does not know). A file is written as
+ * the oldest version that reads it: one without them as version 1, which every reader reads.
  */
-export const EXPORT_FORMAT_VERSION = 3;
+export const EXPORT_FORMAT_VERSION = 4;
 /** The version that added `ingestFile` records. */
 export const INGEST_FILE_VERSION = 2;
+/** The version that added `idempotencyKey` records. */
+export const IDEMPOTENCY_KEY_VERSION = 3;
+/** The version that added a user record's `leftNames`. */
+export const LEFT_NAMES_VERSION = 4;
 /** The versions this mneme reads. */
-export const EXPORT_FORMAT_VERSIONS = [1, 2, 3] as const;
+export const EXPORT_FORMAT_VERSIONS = [1, 2, 3, 4] as const;
 /** The version of a file that holds no record of a later version. */
 export const FIRST_EXPORT_FORMAT_VERSION = 1;
 
@@ -104,6 +109,15 @@ const UserRecordSchema = z.strictObject({
   displayName: text.nullable(),
   createdAt: time,
   updatedAt: time,
+  /**
+   * The names the user left by renaming themselves, oldest first, with when (`users.left_name`, `left_at`; ADR 44):
+   * the insert of a memory made from messages sent before a name was left labels it. Version 4; left out when none.
+   */
+  leftNames: z
+    .array(z.strictObject({ name: text.min(1).max(MAX_NAME_CHARS), at: time }))
+    .min(1)
+    .max(KEPT_LEFT_NAMES, `leftNames holds at most the last ${KEPT_LEFT_NAMES} names a user left`)
+    .optional(),
 });
 
 const ProjectRecordSchema = z.strictObject({
@@ -275,3 +289,4 @@ export type ExportRecord = z.input<typeof RecordSchema>;
 export type ParsedRecord = z.output<typeof RecordSchema>;
 export type ParsedMemoryRecord = z.output<typeof MemoryRecordSchema>;
 export type ParsedMessageRecord = z.output<typeof MessageRecordSchema>;
+export type ParsedUserRecord = z.output<typeof UserRecordSchema>;

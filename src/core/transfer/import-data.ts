@@ -24,12 +24,15 @@ import { checkPolicyRequest, refreshPolicy } from '../policy-state.js';
 import { isReservedId, reservedIdMessage } from '../reserved-ids.js';
 import { parseInput } from '../schemas.js';
 import { ownerKey } from '../scope.js';
+import { leftName } from '../speaker-label.js';
 import {
   EndSchema,
   EXPORT_FORMAT,
   HeaderSchema,
+  LEFT_NAMES_VERSION,
   type ParsedMemoryRecord,
   type ParsedRecord,
+  type ParsedUserRecord,
   RECORD_ORDER,
   RecordSchema,
   type RecordType,
@@ -304,6 +307,8 @@ async function restore(
       checkOnce(record, keys);
       if (record.type === 'ingestFile') checkIngestFile(record, header, ingestPaths);
       if (record.type === 'idempotencyKey') checkIdempotencyKeyRecord(header);
+      if (record.type === 'user') checkLeftNames(record, header, context.clock.now());
+      if (header.user !== null) checkOwnRecord(record, header.user);
       if (record.type === 'channel') audience.addChannel(record.id, record.visibility);
       if (record.type === 'membership') audience.addMembership(number, record, channels.has(record.spaceId));
       if (record.type === 'message') audience.addMessage(record);
@@ -323,7 +328,7 @@ async function restore(
         policies.push({ ...record });
         break;
       case 'user':
-        await queue('user', number, { ...record });
+        await queue('user', number, { ...record, leftNames: record.leftNames ?? [] });
         break;
       case 'project':
         projects.add(record.id);
@@ -707,6 +712,75 @@ function checkIdempotencyKeyRecord(header: { version: number; user: string | nul
   if (header.user !== null) {
     throw new Error(
       `an idempotencyKey record in the export of user ${header.user}: only an export of the whole database carries them`,
+    );
+  }
+}
+
+/**
+ * Refuses a user record's `leftNames` (ADR 44) that mneme would not have written: in a file before version 4 (the field
+ * came with it), in a user's export for another user (an export carries its user's own only: another's would label
+ * the mentions of a name in that user's memories as theirs), a name twice, a name no rename leaves (one that cannot
+ * stand unlabelled before a colon, or reads as the user's id), or one left after the file was written or after now (a
+ * left name labels the memories of messages sent up to when it was left: a time to come would label every one written
+ * until then; the header's time is the file's own word, so now bounds it too).
+ */
+function checkLeftNames(
+  record: ParsedUserRecord,
+  header: { version: number; user: string | null; exportedAt: number },
+  now: number,
+): void {
+  const { leftNames } = record;
+  if (leftNames === undefined) return;
+  if (header.version < LEFT_NAMES_VERSION) {
+    throw new Error(
+      `the leftNames of user ${record.id} in a version ${header.version} file: the field came with version ${LEFT_NAMES_VERSION}`,
+    );
+  }
+  if (header.user !== null && record.id !== header.user) {
+    throw new Error(
+      `the leftNames of user ${record.id} in the export of user ${header.user}: a user's export carries their own only`,
+    );
+  }
+  const names = new Set<string>();
+  for (const left of leftNames) {
+    if (names.has(left.name)) throw new Error(`user ${record.id} left ${JSON.stringify(left.name)} twice in leftNames`);
+    names.add(left.name);
+    if (leftName(record.id, left.name, null).length === 0) {
+      throw new Error(
+        `user ${record.id} cannot have left ${JSON.stringify(left.name)}: a rename leaves only a name that stands ` +
+          'unlabelled (no colon, brackets, line breaks or invisible characters) and does not read as their id',
+      );
+    }
+    // The header's time is the file's word too: a name is not left after this machine's now either.
+    if (left.at > Math.min(header.exportedAt, now)) {
+      throw new Error(
+        `user ${record.id} left ${JSON.stringify(left.name)} at ${new Date(left.at).toISOString()}, after the file ` +
+          `was written (${new Date(header.exportedAt).toISOString()}) or after now (${new Date(now).toISOString()})`,
+      );
+    }
+  }
+}
+
+/**
+ * Refuses, in the export of user `user`, a record of another user's that such an export never holds: their membership,
+ * a personal memory of theirs, a global memory that does not carry `user`. Imported, it would plant in the new
+ * database what another user reads as their own (a personal memory in their recall, a membership of a space).
+ */
+function checkOwnRecord(record: ParsedRecord, user: string): void {
+  if (record.type === 'membership' && record.userId !== user) {
+    throw new Error(
+      `the membership of ${record.userId} in the export of user ${user}: a user's export holds their own memberships only`,
+    );
+  }
+  if (record.type !== 'memory') return;
+  if (record.scope === 'personal' && record.userId !== user) {
+    throw new Error(
+      `a personal memory of ${record.userId} in the export of user ${user}: a user's export holds their own personal memories only`,
+    );
+  }
+  if (record.scope === 'global' && record.userId !== user) {
+    throw new Error(
+      `a global memory of ${record.userId ?? 'nobody'} in the export of user ${user}: a user's export holds the global memories that carry their id only`,
     );
   }
 }

@@ -66,7 +66,9 @@ export async function importMem0(
   const session = await context.storage.transfer.beginImport();
   try {
     const users = [...new Set(parsed.map((entry) => entry.userId))];
-    await session.putUsers(users.map((id) => ({ id, displayName: null, createdAt: now, updatedAt: now })));
+    await session.putUsers(
+      users.map((id) => ({ id, displayName: null, createdAt: now, updatedAt: now, leftNames: [] })),
+    );
     report.users = users.length;
     // A mem0 id imported before (its create version names it) or earlier in the file is not imported again.
     const seen = new Set<string>();

@@ -104,9 +104,9 @@ describe('exportData and importData', () => {
   it('refuses another format version and a reference to a row the file does not hold', async () => {
     const { lines } = await sample();
     const target = await open();
-    const newer = [lines[0]?.replace('"version":1', '"version":4') ?? '', ...lines.slice(1)];
+    const newer = [lines[0]?.replace('"version":1', '"version":5') ?? '', ...lines.slice(1)];
     expect((await failure(target.importData(newer))).message).toMatch(
-      /^line 1: .*reads mneme-export versions 1 to 3 only/,
+      /^line 1: .*reads mneme-export versions 1 to 4 only/,
     );
     const message = lines.findIndex((line) => line.includes('"type":"message"'));
     const dangling = lines.map((line, index) =>

@@ -1,5 +1,6 @@
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { nameKey } from '../../core/name-key.js';
+import { leftNamesText, storedLeftNames } from '../../core/speaker-label.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
@@ -72,10 +73,14 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id COLLATE "C" LIMIT $3`,
         [after, ids ? [...ids] : null, limit],
       );
-  const users = pageById<{ id: string; display_name: string | null; created_at: number; updated_at: number }>(
-    'users',
-    'id, display_name, created_at, updated_at',
-  );
+  const users = pageById<{
+    id: string;
+    display_name: string | null;
+    created_at: number;
+    updated_at: number;
+    left_name: string | null;
+    left_at: string | number | null;
+  }>('users', 'id, display_name, created_at, updated_at, left_name, left_at');
   const projects = pageById<{ id: string; name: string | null; managed: boolean; created_at: number }>(
     'projects',
     'id, name, managed, created_at',
@@ -114,7 +119,18 @@ export function createPostgresTransferStore(database: PostgresDatabase): Transfe
         displayName: row.display_name,
         createdAt: row.created_at,
         updatedAt: row.updated_at,
+        leftNames: storedLeftNames(row.left_name, row.left_at === null ? null : Number(row.left_at)),
       }));
+    },
+    async hasLeftNames(ids) {
+      const rows = await read<{ left_name: string; left_at: string | number | null }>(
+        'reading the names users left',
+        `SELECT left_name, left_at FROM users WHERE left_name IS NOT NULL AND ($1::text[] IS NULL OR id = ANY($1::text[]))`,
+        [ids ? [...ids] : null],
+      );
+      return rows.some(
+        (row) => storedLeftNames(row.left_name, row.left_at === null ? null : Number(row.left_at)).length > 0,
+      );
     },
     async projects(after, limit, ids) {
       return (await projects(after, limit, ids)).map((row) => ({
@@ -457,8 +473,8 @@ function createImportSession(
       write('importing users', async () => {
         for (const user of users) {
           await q.query(
-            `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at)
-              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+            `INSERT INTO users (id, display_name, name_key, id_key, created_at, updated_at, left_name, left_at)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
             [
               user.id,
               user.displayName,
@@ -466,6 +482,8 @@ function createImportSession(
               nameKey(user.id),
               user.createdAt,
               user.updatedAt,
+              user.leftNames.length === 0 ? null : leftNamesText(user.leftNames),
+              user.leftNames.at(-1)?.at ?? null,
             ],
           );
         }

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { ErrorCode, MnemeError } from '../../core/errors.js';
 import { nameKey } from '../../core/name-key.js';
+import { leftNamesText, storedLeftNames } from '../../core/speaker-label.js';
 import type { MaintenanceState } from '../maintenance-state-store.js';
 import type { ChannelVisibility, SpaceKind } from '../membership-store.js';
 import { type MessageRow, toMessage } from '../message-rows.js';
@@ -69,10 +70,14 @@ function pageById<Row>(database: Database.Database, table: string, order = 'id')
 
 /** The SQLite implementation of the TransferStore port: paged reads for export, one transaction for an import. */
 export function createSqliteTransferStore(database: Database.Database): TransferStore {
-  const users = pageById<{ id: string; display_name: string | null; created_at: number; updated_at: number }>(
-    database,
-    'users',
-  );
+  const users = pageById<{
+    id: string;
+    display_name: string | null;
+    created_at: number;
+    updated_at: number;
+    left_name: string | null;
+    left_at: number | null;
+  }>(database, 'users');
   const projects = pageById<{ id: string; name: string | null; managed: 0 | 1; created_at: number }>(
     database,
     'projects',
@@ -85,6 +90,15 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
     database,
     'channels',
   );
+  // Prepared at first use: a store opened on a schema before migration 33 (tests of migrations) has no such column.
+  let leftNames: Database.Statement<{ ids: string | null }, { left_name: string | null; left_at: number | null }>;
+  const leftNamesOf = () => {
+    leftNames ??= database.prepare(
+      `SELECT left_name, left_at FROM users WHERE left_name IS NOT NULL
+        AND (@ids IS NULL OR id IN (SELECT value FROM json_each(@ids)))`,
+    );
+    return leftNames;
+  };
   const statements = {
     empty: database.prepare<[], { found: number }>(
       `SELECT EXISTS (SELECT 1 FROM users) + EXISTS (SELECT 1 FROM topics) + EXISTS (SELECT 1 FROM projects)
@@ -196,7 +210,15 @@ export function createSqliteTransferStore(database: Database.Database): Transfer
           displayName: row.display_name,
           createdAt: row.created_at,
           updatedAt: row.updated_at,
+          leftNames: storedLeftNames(row.left_name, row.left_at),
         })),
+      );
+    },
+    async hasLeftNames(ids) {
+      return readSqlite('reading the names users left', () =>
+        leftNamesOf()
+          .all({ ids: ids ? JSON.stringify(ids) : null })
+          .some((row) => storedLeftNames(row.left_name, row.left_at).length > 0),
       );
     },
     async projects(after, limit, ids) {
@@ -435,7 +457,8 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
   const userNames = createSqliteUserNames(database);
   const statements = {
     user: database.prepare(
-      'INSERT OR IGNORE INTO users (id, display_name, name_key, id_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+      `INSERT OR IGNORE INTO users (id, display_name, name_key, id_key, created_at, updated_at, left_name, left_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     project: database.prepare('INSERT INTO projects (id, name, managed, created_at) VALUES (?, ?, ?, ?)'),
     topic: database.prepare('INSERT INTO topics (id, project_id, title, created_at) VALUES (?, ?, ?, ?)'),
@@ -509,7 +532,17 @@ function createImportSession(database: Database.Database, cacheSize: number): Im
       write('importing users', () => {
         for (const user of users) {
           const key = nameKey(user.displayName ?? user.id);
-          statements.user.run(user.id, user.displayName, key, nameKey(user.id), user.createdAt, user.updatedAt);
+          const left = user.leftNames.length === 0 ? null : user.leftNames;
+          statements.user.run(
+            user.id,
+            user.displayName,
+            key,
+            nameKey(user.id),
+            user.createdAt,
+            user.updatedAt,
+            left === null ? null : leftNamesText(left),
+            left?.at(-1)?.at ?? null,
+          );
         }
       }),
     putProjects: (projects) =>
