@@ -367,9 +367,12 @@ function saysEnd(text: string): boolean {
  * - `change`: the newer says something changed (`saysChange`), is related to the older (a word
  *   shared, and a word overlap of at least half the threshold) and adds a word (or ends what the
  *   older said: "no longer", "stopped"), unless the older is an event that was no change itself
- *   (what happened stays true); or the two are similar (Jaccard at or above `threshold`) and the
- *   newer drops a value of the older for another (a capitalised word or a number: "lives in Oslo"
- *   -> "lives in Bergen"), neither being an event.
+ *   (what happened stays true); or, with that same exception, the newer ends what the older says it does
+ *   (`endsWhatWasSaid`), gives a slot of the older another value (`newValueOfSlot`) or an attribute of the older
+ *   another value (`newValueOfAttribute`), however few words the two share; or the two are similar (Jaccard at or
+ *   above `threshold`) and the newer drops a value of the older for another (a capitalised word, a number or an
+ *   ordinal: "lives in Oslo" -> "lives in Bergen"), neither being an event, nor the newer saying "also" (`addsOne`:
+ *   `unrelated`).
  *   The same holds when one says the opposite of the other (`isOpposite`) ("Oz likes coffee" -> "Oz does not like coffee"), and
  *   when the two put their shared words in another order ("Alice owes Oz" -> "Oz owes
  *   Alice", "allergic to peanuts but not almonds" -> "... to almonds but not peanuts"): who does what to whom
