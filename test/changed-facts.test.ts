@@ -202,6 +202,7 @@ describe('a value that changes in other words', () => {
   const noChanges: ReadonlyArray<[first: string, second: string]> = [
     ['My kids are great with animals', 'My kids are at school until three'],
     ['My favorite band is Muse', 'My favorite band is also Radiohead'],
+    ['My favorite color is blue', 'My favorite color is also green'],
     ['I love Spanish food', 'I stopped by the bakery on the way home'],
     ['I am reading a book about cats', 'I bought a new book about birds'],
     ['I work at Acme on the data team', 'I worked at Google before joining Acme'],

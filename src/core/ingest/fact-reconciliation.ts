@@ -418,7 +418,9 @@ export function statementRelation(
     reordered(newer.content, older.content, ignore) || isOpposite(newer.content, older.content);
   // "Oz's favorite band is also Radiohead" after "... is Muse": one value more, neither the same nor a change.
   if (valueReplaced && !reorderedOrOpposite && addsOne(newer.content)) return 'unrelated';
-  if (!valueReplaced && !reorderedOrOpposite) return 'restatement';
+  // "... is also green" after "... is blue" says one more, and taking its text would lose the blue.
+  if (!valueReplaced && !reorderedOrOpposite)
+    return addsOne(newer.content) && dropped.size > 0 ? 'unrelated' : 'restatement';
   if (newer.category === 'event' || older.category === 'event') return 'another-event';
   return recorded ? 'restatement' : 'change';
 }
